@@ -1,0 +1,84 @@
+"""Option types shared by the commands that build a scenario (speedup, and later compare and plan).
+
+Each option is an ``Annotated`` alias with its help text, so that every command
+spells an option the same way.
+"""
+
+from __future__ import annotations
+
+import enum
+from typing import Annotated, Optional
+
+import typer
+
+from ..engine import Scenario
+from ..model import InputError
+from ..profiles import DEFAULT_PROFILE, resolve_profile
+from ..units import UnitError, parse
+from ..workloads import DEFAULT_MODEL, build_workload
+
+
+class Format(str, enum.Enum):
+    table = "table"
+    csv = "csv"
+    json = "json"
+
+
+Devices = Annotated[str, typer.Option("--devices", "-k", help="Device counts: '1..64', '1..64:x2', '1,2,8,32', "
+                                      "'1..8,16..64:x2'.")]
+Profile = Annotated[Optional[str], typer.Option("--profile", "-p", help=f"Built-in profile name or path to a "
+                                                f"YAML profile [default: {DEFAULT_PROFILE}].")]
+Model = Annotated[Optional[str], typer.Option("--model", "-m", help=f"Built-in model (see 'simcli models list') "
+                                              f"[default: {DEFAULT_MODEL}].")]
+Params = Annotated[Optional[float], typer.Option("--params", help="Custom workload: number of parameters "
+                                                 "(sets the gradient size).")]
+FlopsPerSample = Annotated[Optional[float], typer.Option("--flops-per-sample", help="Custom workload: training "
+                                                         "FLOPs per sample (forward + backward).")]
+ComputeTime = Annotated[Optional[str], typer.Option("--compute-time", help="Measured single-device compute time "
+                                                    "per step (seconds, or '350 ms'); replaces the FLOP model.")]
+WorkloadFile = Annotated[Optional[str], typer.Option("--workload", help="Workload YAML file (name, params, "
+                                                     "flops_per_sample or forward_flops or seq_len).")]
+SeqLen = Annotated[Optional[int], typer.Option("--seq-len", help="Tokens per sample for a transformer "
+                                               "[default: the model's].")]
+BatchPerDevice = Annotated[Optional[int], typer.Option("--batch-per-device", "-b", help="Weak scaling: samples "
+                                                       "per device per step [default: the model's].")]
+GlobalBatch = Annotated[Optional[int], typer.Option("--global-batch", "-B", help="Strong scaling: samples per "
+                                                    "step over all devices, split over k.")]
+Dtype = Annotated[Optional[str], typer.Option("--dtype", help="Compute dtype, picks the peak FLOP/s "
+                                              "[default: bf16, else fp16, tf32, fp32].")]
+GradDtype = Annotated[str, typer.Option("--grad-dtype", help="Gradient dtype on the wire: fp32, bf16, fp16, fp8.")]
+Mfu = Annotated[Optional[float], typer.Option("--mfu", help="Achieved fraction of peak, 0 < mfu <= 1 "
+                                              "[default: the profile's].")]
+Algorithm = Annotated[str, typer.Option("--algorithm", "-a", help="All-reduce algorithm.")]
+FormatOpt = Annotated[Format, typer.Option("--format", "-f", help="Output format; csv and json print only data "
+                                           "to stdout.")]
+Output = Annotated[Optional[str], typer.Option("--output", "-o", help="Write the output to this file "
+                                               "(atomically) instead of stdout.")]
+Force = Annotated[bool, typer.Option("--force", help="Overwrite an existing --output file.")]
+Rows = Annotated[int, typer.Option("--rows", help="Table rows shown before the middle is elided (0: all).")]
+
+
+def parse_time(value: str | None, option: str) -> float | None:
+    if value is None:
+        return None
+    try:
+        t = parse(value, "time")
+    except UnitError as e:
+        raise InputError(f"{option}: {e}") from None
+    if not t > 0:
+        raise InputError(f"{option}: {value!r} must be a positive time")
+    return t
+
+
+def build_scenario(*, profile: str | None, model: str | None, params: float | None,
+                   flops_per_sample: float | None, compute_time: str | None, workload: str | None,
+                   seq_len: int | None, batch_per_device: int | None, global_batch: int | None,
+                   dtype: str | None, grad_dtype: str, mfu: float | None, algorithm: str = "ring") -> Scenario:
+    """The one place where command-line options become a :class:`Scenario`."""
+    ct = parse_time(compute_time, "--compute-time")
+    prof = resolve_profile(profile)
+    wl = build_workload(model=model, params=params, flops_per_sample=flops_per_sample, workload_file=workload,
+                        seq_len=seq_len, compute_time=ct)
+    return Scenario(profile=prof, workload=wl, dtype=dtype, grad_dtype=grad_dtype, mfu=mfu,
+                    batch_per_device=batch_per_device, global_batch=global_batch, compute_time_s=ct,
+                    algorithm=algorithm)

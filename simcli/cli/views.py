@@ -1,0 +1,83 @@
+"""Tables for the terminal: headers that name every input, a time unit picked per table."""
+
+from __future__ import annotations
+
+from typing import Any, Sequence
+
+from rich.console import Group
+from rich.text import Text
+
+from ..engine import Result
+from ..model import Profile
+from ..render import Column, table, time_unit
+from ..units import fmt_bytes, fmt_count, fmt_flops, fmt_rate, fmt_time
+
+
+def _num(fmt: str):
+    return lambda v: format(v, fmt)
+
+
+def scenario_header(res: Result) -> Text:
+    sc = res.scenario
+    p, w = sc.profile, sc.workload
+    inp = sc.inputs()
+    lines = [
+        f"profile   {p.name}: {p.device.name} ({p.origin})",
+        f"model     {w.name}: {fmt_count(w.params)} params"
+        + (f", seq_len {w.seq_len}" if w.seq_len else ""),
+        f"batch     {'global ' + str(sc.batch) + ' split over k (strong scaling)' if sc.strong else str(sc.batch) + ' per device (weak scaling)'}",
+        f"gradient  {fmt_bytes(sc.grad_bytes, binary=False)} ({sc.grad_dtype}) all-reduced with {sc.algorithm}",
+    ]
+    if sc.compute_time_s is not None:
+        lines.append(f"compute   measured {fmt_time(sc.compute_time_s)} per step on one device (--compute-time)")
+    else:
+        lines.append(f"compute   {fmt_count(w.flops_per_sample)}FLOP/sample / ({fmt_flops(inp['peak_flops'])} "
+                     f"{sc.compute_dtype} peak x mfu {sc.achieved_mfu:g} = {fmt_flops(sc.achieved_flops)})")
+    tiers = ", ".join(f"{t.name} {fmt_rate(t.bandwidth_Bps)}/{t.per} x{t.efficiency:g}, α {fmt_time(t.latency_s)}"
+                      + (f", {t.size}/domain" if t.size else "") for t in p.network)
+    lines.append(f"network   {tiers}")
+    lines.append("T_comm    = 2(k-1)·α + 2(k-1)/k · n/B  (α, B of the slowest tier the ring spans)")
+    return Text("\n".join(lines))
+
+
+def speedup_table(res: Result, max_rows: int = 40) -> Group:
+    recs = res.records()
+    f, unit = time_unit(list(res.t_step_s))
+    cols = [
+        Column("k", "devices"),
+        Column(f"compute {unit}", "t_compute_s", lambda v: f"{v / f:.4g}"),
+        Column(f"comm {unit}", "t_comm_s", lambda v: f"{v / f:.4g}"),
+        Column(f"step {unit}", "t_step_s", lambda v: f"{v / f:.4g}"),
+        Column("S(k)", "speedup", _num(".2f")),
+        Column("E(k)", "efficiency", _num(".3f")),
+        Column("samples/s", "samples_per_s", lambda v: f"{v:.4g}"),
+        Column("B GB/s", "bus_GBps", _num(".4g")),
+        Column("bottleneck", "bottleneck", justify="left"),
+    ]
+    if res.scenario.strong:
+        cols.insert(1, Column("batch/device", "batch_per_device", _num(".4g")))
+    t = table(recs, cols, max_rows=max_rows,
+              caption=f"Times in {unit}. S(k) speedup, E(k) = S(k)/k efficiency, B = bandwidth of the bottleneck"
+              " tier (GB/s = 1e9 B/s)."
+              + (f" {len(recs)} rows; --format csv or json holds every row." if max_rows and len(recs) > max_rows
+                 else ""))
+    return Group(scenario_header(res), Text(""), t)
+
+
+def comm_table(profile: Profile, recs: Sequence[dict[str, Any]], algorithm: str, max_rows: int = 60) -> Group:
+    f, unit = time_unit([r["time_s"] for r in recs])
+    cols = [
+        Column("k", "devices"),
+        Column("size", "bytes", lambda v: fmt_bytes(v)),
+        Column("count", "count"),
+        Column("type", "dtype", justify="left"),
+        Column(f"time {unit}", "time_s", lambda v: f"{v / f:.4g}"),
+        Column("algbw GB/s", "algbw_GBps", _num(".4g")),
+        Column("busbw GB/s", "busbw_GBps", _num(".4g")),
+        Column("α %", lambda r: 100 * r["latency_s"] / r["time_s"] if r["time_s"] else None, _num(".0f")),
+        Column("bottleneck", "bottleneck", justify="left"),
+    ]
+    head = Text(f"all-reduce, {algorithm}, profile {profile.name} ({profile.device.name}); "
+                "algbw = size/time, busbw = algbw·2(k-1)/k (nccl-tests)")
+    return Group(head, Text(""), table(list(recs), cols, max_rows=max_rows,
+                                       caption=f"Times in {unit}; GB/s = 1e9 B/s; α % = share of the latency terms."))

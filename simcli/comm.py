@@ -1,0 +1,51 @@
+"""`simcli comm`: predicted all-reduce time, algbw and busbw over a (k, size) grid."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import numpy as np
+
+from . import collectives
+from .model import DTYPE_BYTES, InputError, Profile
+
+__all__ = ["comm_grid"]
+
+
+def comm_grid(profile: Profile, devices: np.ndarray, sizes: np.ndarray, algorithm: str = "ring",
+              dtype: str = "fp32") -> list[dict[str, Any]]:
+    """One record per (k, bytes), k-major, with nccl-tests' columns in SI and GB/s (1e9 B/s)."""
+    if dtype not in DTYPE_BYTES:
+        raise InputError(f"--dtype: unknown dtype {dtype!r}; choose one of {', '.join(DTYPE_BYTES)}")
+    k = np.asarray(devices, dtype=np.int64)
+    n = np.asarray(sizes, dtype=np.float64)
+    collectives.check_devices(profile.network, k)
+    cost = collectives.allreduce(algorithm, profile.network, k[:, None], n[None, :], profile.device.reduce_Bps)
+    kk, nn = np.broadcast_arrays(k[:, None], n[None, :])
+    t = cost.time
+    with np.errstate(divide="ignore", invalid="ignore"):
+        algbw = np.where(t > 0, nn / t, np.nan) / 1e9
+    busbw = algbw * collectives.busbw_factor(kk)
+    names = [tier.name for tier in profile.network]
+    recs = []
+    for idx in np.ndindex(t.shape):
+        b = int(cost.bottleneck[idx])
+        recs.append({
+            "devices": int(kk[idx]),
+            "bytes": int(nn[idx]),
+            "count": int(nn[idx] // DTYPE_BYTES[dtype]),
+            "dtype": dtype,
+            "algorithm": algorithm,
+            "time_s": float(t[idx]),
+            "latency_s": float(cost.latency[idx]),
+            "bandwidth_s": float(cost.bandwidth[idx]),
+            "algbw_GBps": _f(algbw[idx]),
+            "busbw_GBps": _f(busbw[idx]),
+            "bottleneck": names[b] if b >= 0 else None,
+        })
+    return recs
+
+
+def _f(x: float) -> float | None:
+    x = float(x)
+    return x if np.isfinite(x) else None

@@ -1,0 +1,120 @@
+"""Frozen, validated data that the engine works on: hardware and workloads.
+
+Everything here is in SI base units (bytes, seconds, bytes/s, FLOP/s). Objects
+are built by :mod:`simcli.profiles` (from YAML) and :mod:`simcli.workloads`
+(from presets or options); the engine never reads files.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+from dataclasses import dataclass, field
+from typing import Any, Mapping
+
+__all__ = ["Tier", "Device", "Profile", "Workload", "DTYPE_BYTES", "COMPUTE_DTYPES", "SimcliError",
+           "InputError"]
+
+
+class SimcliError(Exception):
+    """Base of every error simcli reports to a user (exit code 1 unless a subclass says otherwise)."""
+
+    exit_code = 1
+
+
+class InputError(SimcliError):
+    """Bad input (a file, a field, an option value): exit code 2, one line naming what and how to fix it."""
+
+    exit_code = 2
+
+
+#: bytes per element of a gradient or tensor dtype
+DTYPE_BYTES: Mapping[str, int] = {"fp64": 8, "fp32": 4, "tf32": 4, "bf16": 2, "fp16": 2, "fp8": 1}
+#: dtypes a device may list under peak_flops, in the order simcli prefers them by default
+COMPUTE_DTYPES = ("bf16", "fp16", "tf32", "fp32", "fp8", "fp64")
+
+
+@dataclass(frozen=True)
+class Tier:
+    """One level of the network, innermost first.
+
+    ``size`` is the number of devices in one domain of this tier (a node for
+    the innermost tier); ``None`` on the outermost tier (unbounded).
+    ``per == "device"``: every device has its own link of ``bandwidth_Bps``
+    into this tier; ``per == "node"``: one link is shared by all devices of
+    the domain below it (see :func:`simcli.collectives.tier_bandwidth`).
+    """
+
+    name: str
+    bandwidth_Bps: float
+    latency_s: float
+    size: int | None = None
+    per: str = "device"
+    efficiency: float = 1.0
+
+    @property
+    def effective_Bps(self) -> float:
+        return self.bandwidth_Bps * self.efficiency
+
+
+@dataclass(frozen=True)
+class Device:
+    name: str
+    peak_flops: Mapping[str, float]
+    mfu: float
+    memory_bytes: float | None = None
+    memory_bandwidth_Bps: float | None = None
+    #: optional reduction rate gamma (bytes reduced per second); None = free
+    reduce_Bps: float | None = None
+
+    def peak(self, dtype: str) -> float:
+        return self.peak_flops[dtype]
+
+    def default_dtype(self) -> str:
+        for d in COMPUTE_DTYPES:
+            if d in self.peak_flops:
+                return d
+        return next(iter(self.peak_flops))
+
+
+@dataclass(frozen=True)
+class Profile:
+    name: str
+    description: str
+    sources: tuple[str, ...]
+    device: Device
+    network: tuple[Tier, ...]
+    #: where the profile came from: "built-in", or the path of the file
+    origin: str = "built-in"
+    #: optional calibration record (free-form mapping, written by `simcli calibrate`)
+    calibration: Mapping[str, Any] | None = None
+
+    @property
+    def node_size(self) -> int | None:
+        """Devices in one domain of the innermost tier (one node), or None for a single tier."""
+        return self.network[0].size
+
+    @property
+    def max_devices(self) -> int | None:
+        """The most devices the profile describes (the outermost tier's size), or None if unbounded."""
+        return self.network[-1].size
+
+    def replace(self, **changes: Any) -> "Profile":
+        return dataclasses.replace(self, **changes)
+
+
+@dataclass(frozen=True)
+class Workload:
+    """What one sample costs and how many gradient values an all-reduce carries."""
+
+    name: str
+    params: float
+    flops_per_sample: float | None
+    batch_per_device: int = 32
+    source: str = ""
+    seq_len: int | None = None
+    #: measured compute seconds per step on one device (replaces the FLOP model when set)
+    compute_time_s: float | None = None
+    notes: tuple[str, ...] = field(default_factory=tuple)
+
+    def grad_bytes(self, grad_dtype: str) -> float:
+        return self.params * DTYPE_BYTES[grad_dtype]

@@ -1,0 +1,354 @@
+"""Hardware profiles: YAML files -> validated, frozen :class:`~simcli.model.Profile` objects.
+
+Search order for ``--profile NAME`` (a value that names an existing file, or
+ends in ``.yaml``/``.yml``, is read as a path instead):
+
+1. each directory in ``SIMCLI_PROFILE_PATH`` (separated by ``os.pathsep``),
+2. the user's config directory (``platformdirs.user_config_dir("simcli")/profiles``;
+   on Linux ``~/.config/simcli/profiles``),
+3. the built-in profiles shipped inside the package (``simcli.hardware_profiles``).
+
+Validation is strict: every error names the file, the field path and the bad
+value; unknown keys are refused so that a typo such as ``bandwith`` is never
+silently ignored.
+"""
+
+from __future__ import annotations
+
+import difflib
+import math
+import os
+from dataclasses import dataclass
+from importlib import resources
+from pathlib import Path
+from typing import Any, Iterable
+
+from .model import COMPUTE_DTYPES, Device, InputError, Profile, Tier
+from .units import UnitError, fmt_bytes, fmt_flops, fmt_rate, fmt_time, parse
+
+__all__ = ["DEFAULT_PROFILE", "load_profile", "resolve_profile", "list_profiles", "ProfileEntry",
+           "profile_from_dict", "profile_to_dict", "read_yaml", "search_dirs", "MAX_FILE_BYTES"]
+
+#: the profile used when --profile is not given
+DEFAULT_PROFILE = "dgx-h100"
+#: YAML files larger than this are refused (a profile is a few KB)
+MAX_FILE_BYTES = 1 << 20
+
+_TOP = {"name", "description", "sources", "device", "network", "calibration"}
+_DEVICE = {"name", "peak_flops", "memory", "memory_bandwidth", "mfu", "reduce_bandwidth"}
+_TIER = {"name", "size", "bandwidth", "per", "latency", "efficiency"}
+
+
+# --------------------------------------------------------------------------- YAML
+
+
+def read_yaml(path: Path, what: str = "file") -> Any:
+    """Safely read one YAML document; aliases (the 'billion laughs' vector) and huge files are refused."""
+    import yaml
+
+    p = Path(path)
+    if p.is_dir():
+        raise InputError(f"{p}: is a directory, not a YAML {what}; give the path of a .yaml file")
+    try:
+        size = p.stat().st_size
+        if size > MAX_FILE_BYTES:
+            raise InputError(f"{p}: {size:,} bytes is too large for a {what} (at most {MAX_FILE_BYTES:,})")
+        raw = p.read_bytes()
+    except FileNotFoundError:
+        raise InputError(f"{p}: no such file") from None
+    except PermissionError:
+        raise InputError(f"{p}: permission denied") from None
+    try:
+        text = raw.decode("utf-8")
+    except UnicodeDecodeError:
+        raise InputError(f"{p}: not a text file (not UTF-8); a {what} is YAML text") from None
+    if "\x00" in text:
+        raise InputError(f"{p}: contains NUL bytes; a {what} is YAML text")
+
+    base = getattr(yaml, "CSafeLoader", yaml.SafeLoader)
+
+    class _NoAliasLoader(base):  # type: ignore[misc,valid-type]
+        def compose_node(self, parent, index):  # noqa: ANN001
+            if self.check_event(yaml.events.AliasEvent):
+                event = self.peek_event()
+                raise InputError(f"{p}: line {event.start_mark.line + 1}: YAML aliases (*name) are not "
+                                 f"allowed in a {what}; write the value out")
+            return super().compose_node(parent, index)
+
+    try:
+        return yaml.load(text, Loader=_NoAliasLoader)  # noqa: S506 - a SafeLoader subclass
+    except InputError:
+        raise
+    except yaml.YAMLError as e:
+        mark = getattr(e, "problem_mark", None)
+        where = f"line {mark.line + 1}: " if mark is not None else ""
+        problem = getattr(e, "problem", None) or str(e).splitlines()[0]
+        raise InputError(f"{p}: {where}not valid YAML ({problem})") from None
+
+
+# --------------------------------------------------------------------------- validation
+
+
+class _V:
+    """Collects the context (file and field path) for one-line error messages."""
+
+    def __init__(self, source: str):
+        self.source = source
+
+    def fail(self, field: str, msg: str) -> InputError:
+        return InputError(f"{self.source}: {field}: {msg}")
+
+    def mapping(self, value: Any, field: str, allowed: set[str], required: Iterable[str]) -> dict:
+        if not isinstance(value, dict):
+            raise self.fail(field or "(top level)", f"expected a mapping of keys to values, got {_show(value)}")
+        for key in value:
+            if key not in allowed:
+                close = difflib.get_close_matches(str(key), sorted(allowed), n=1)
+                hint = f"did you mean '{close[0]}'?" if close else f"allowed keys: {', '.join(sorted(allowed))}"
+                raise self.fail(_join(field, str(key)), f"unknown key ({hint})")
+        for key in required:
+            if key not in value or value[key] is None:
+                raise self.fail(_join(field, key), "required but missing")
+        return value
+
+    def text(self, value: Any, field: str) -> str:
+        if not isinstance(value, str) or not value.strip():
+            raise self.fail(field, f"{_show(value)} is not a non-empty string")
+        return value.strip()
+
+    def quantity(self, value: Any, field: str, kind: str) -> float:
+        try:
+            x = parse(value, kind)
+        except UnitError as e:
+            raise self.fail(field, str(e)) from None
+        if not x > 0:
+            raise self.fail(field, f"{_show(value)} must be greater than zero")
+        return x
+
+    def fraction(self, value: Any, field: str) -> float:
+        if isinstance(value, bool) or not isinstance(value, (int, float)) or not math.isfinite(value):
+            raise self.fail(field, f"{_show(value)} is not a number (give a fraction such as 0.8)")
+        if not 0 < value <= 1:
+            raise self.fail(field, f"{_show(value)} is not in (0, 1] (give a fraction such as 0.8)")
+        return float(value)
+
+    def count(self, value: Any, field: str) -> int:
+        if isinstance(value, bool) or not isinstance(value, int) or value < 1:
+            raise self.fail(field, f"{_show(value)} is not a whole number of devices >= 1")
+        return value
+
+
+def _join(prefix: str, key: str) -> str:
+    return f"{prefix}.{key}" if prefix else key
+
+
+def _show(value: Any) -> str:
+    s = repr(value)
+    return s if len(s) <= 60 else s[:57] + "..."
+
+
+def profile_from_dict(data: Any, source: str, origin: str = "built-in") -> Profile:
+    """Validate a parsed YAML document and build a :class:`Profile` (SI units inside)."""
+    v = _V(source)
+    if data is None:
+        raise InputError(f"{source}: the file is empty; a profile needs name, sources, device and network")
+    top = v.mapping(data, "", _TOP, ["name", "sources", "device", "network"])
+    name = v.text(top["name"], "name")
+    description = top.get("description") or ""
+    if not isinstance(description, str):
+        raise v.fail("description", f"{_show(description)} is not a string")
+    sources = top["sources"]
+    if isinstance(sources, str):
+        sources = [sources]
+    if not isinstance(sources, list) or not sources:
+        raise v.fail("sources", "give a list of where each number comes from (datasheet, paper, measurement)")
+    sources = tuple(v.text(s, f"sources[{i}]") for i, s in enumerate(sources))
+
+    d = v.mapping(top["device"], "device", _DEVICE, ["name", "peak_flops", "mfu"])
+    peaks_raw = d["peak_flops"]
+    if not isinstance(peaks_raw, dict) or not peaks_raw:
+        raise v.fail("device.peak_flops", f"{_show(peaks_raw)} is not a mapping of dtype to FLOP/s "
+                     f"(for example bf16: 989 TFLOP/s)")
+    peaks = {}
+    for dt, val in peaks_raw.items():
+        if dt not in COMPUTE_DTYPES:
+            close = difflib.get_close_matches(str(dt), COMPUTE_DTYPES, n=1)
+            hint = f"did you mean '{close[0]}'?" if close else f"use one of {', '.join(COMPUTE_DTYPES)}"
+            raise v.fail(f"device.peak_flops.{dt}", f"unknown dtype ({hint})")
+        peaks[dt] = v.quantity(val, f"device.peak_flops.{dt}", "flops")
+    device = Device(
+        name=v.text(d["name"], "device.name"),
+        peak_flops=peaks,
+        mfu=v.fraction(d["mfu"], "device.mfu"),
+        memory_bytes=v.quantity(d["memory"], "device.memory", "bytes") if d.get("memory") is not None else None,
+        memory_bandwidth_Bps=(v.quantity(d["memory_bandwidth"], "device.memory_bandwidth", "bandwidth")
+                              if d.get("memory_bandwidth") is not None else None),
+        reduce_Bps=(v.quantity(d["reduce_bandwidth"], "device.reduce_bandwidth", "bandwidth")
+                    if d.get("reduce_bandwidth") is not None else None),
+    )
+
+    net = top["network"]
+    if not isinstance(net, list) or not net:
+        raise v.fail("network", "give a list of tiers, innermost first (for example nvlink, then infiniband)")
+    tiers = []
+    names = set()
+    for i, raw in enumerate(net):
+        f = f"network[{i}]"
+        t = v.mapping(raw, f, _TIER, ["name", "bandwidth", "latency"])
+        tname = v.text(t["name"], f"{f}.name")
+        if tname in names:
+            raise v.fail(f"{f}.name", f"{tname!r} names two tiers; give each tier its own name")
+        names.add(tname)
+        last = i == len(net) - 1
+        size = t.get("size")
+        if size is None:
+            if not last:
+                raise v.fail(f"{f}.size", "required on every tier but the last (devices in one domain, "
+                             "for example 8 for one node)")
+        else:
+            size = v.count(size, f"{f}.size")
+            if tiers and (size <= tiers[-1].size or size % tiers[-1].size):
+                raise v.fail(f"{f}.size", f"{size} must be a multiple of, and larger than, the size of the "
+                             f"tier inside it ({tiers[-1].size})")
+        per = t.get("per", "device")
+        if per not in ("device", "node"):
+            raise v.fail(f"{f}.per", f"{_show(per)} is neither 'device' (one link per device) nor 'node' "
+                         "(one link shared by the domain)")
+        eff = v.fraction(t["efficiency"], f"{f}.efficiency") if t.get("efficiency") is not None else 1.0
+        tiers.append(Tier(
+            name=tname,
+            bandwidth_Bps=v.quantity(t["bandwidth"], f"{f}.bandwidth", "bandwidth"),
+            latency_s=v.quantity(t["latency"], f"{f}.latency", "time"),
+            size=size,
+            per=per,
+            efficiency=eff,
+        ))
+    calibration = top.get("calibration")
+    if calibration is not None and not isinstance(calibration, dict):
+        raise v.fail("calibration", f"{_show(calibration)} is not a mapping")
+    return Profile(name=name, description=description.strip(), sources=sources, device=device,
+                   network=tuple(tiers), origin=origin, calibration=calibration)
+
+
+def profile_to_dict(p: Profile) -> dict[str, Any]:
+    """The inverse of :func:`profile_from_dict`: a YAML-ready mapping with human units."""
+    dev: dict[str, Any] = {
+        "name": p.device.name,
+        "peak_flops": {k: _flops_str(x) for k, x in p.device.peak_flops.items()},
+    }
+    if p.device.memory_bytes is not None:
+        dev["memory"] = f"{p.device.memory_bytes / 1e9:.6g} GB"
+    if p.device.memory_bandwidth_Bps is not None:
+        dev["memory_bandwidth"] = f"{p.device.memory_bandwidth_Bps / 1e9:.6g} GB/s"
+    dev["mfu"] = float(f"{p.device.mfu:.6g}")
+    if p.device.reduce_Bps is not None:
+        dev["reduce_bandwidth"] = f"{p.device.reduce_Bps / 1e9:.6g} GB/s"
+    net = []
+    for t in p.network:
+        d: dict[str, Any] = {"name": t.name}
+        if t.size is not None:
+            d["size"] = t.size
+        d["bandwidth"] = f"{t.bandwidth_Bps / 1e9:.6g} GB/s"
+        d["per"] = t.per
+        d["latency"] = f"{t.latency_s * 1e6:.6g} us"
+        d["efficiency"] = float(f"{t.efficiency:.6g}")
+        net.append(d)
+    out: dict[str, Any] = {"name": p.name, "description": p.description, "sources": list(p.sources),
+                           "device": dev, "network": net}
+    if p.calibration is not None:
+        out["calibration"] = p.calibration
+    return out
+
+
+def _flops_str(x: float) -> str:
+    return f"{x / 1e12:.6g} TFLOP/s"
+
+
+def load_profile(path: str | os.PathLike[str], origin: str | None = None) -> Profile:
+    """Read and validate one profile file."""
+    p = Path(path)
+    data = read_yaml(p, "profile")
+    return profile_from_dict(data, str(p), origin or str(p))
+
+
+# --------------------------------------------------------------------------- search path
+
+
+@dataclass(frozen=True)
+class ProfileEntry:
+    name: str
+    path: str
+    origin: str  #: "built-in" or "user"
+
+
+def search_dirs() -> list[Path]:
+    """User directories searched before the built-ins, in order."""
+    dirs = [Path(d) for d in os.environ.get("SIMCLI_PROFILE_PATH", "").split(os.pathsep) if d.strip()]
+    try:
+        from platformdirs import user_config_dir
+
+        dirs.append(Path(user_config_dir("simcli")) / "profiles")
+    except ImportError:  # pragma: no cover - platformdirs is a dependency
+        dirs.append(Path.home() / ".config" / "simcli" / "profiles")
+    return dirs
+
+
+def _builtin_dir() -> Path:
+    return Path(str(resources.files("simcli.hardware_profiles")))
+
+
+def list_profiles() -> list[ProfileEntry]:
+    """Every profile name that --profile can find; a user profile hides a built-in of the same name."""
+    seen: dict[str, ProfileEntry] = {}
+    for d in search_dirs():
+        if d.is_dir():
+            for f in sorted(d.glob("*.y*ml")):
+                seen.setdefault(f.stem, ProfileEntry(f.stem, str(f), "user"))
+    for f in sorted(_builtin_dir().glob("*.yaml")):
+        seen.setdefault(f.stem, ProfileEntry(f.stem, str(f), "built-in"))
+    return sorted(seen.values(), key=lambda e: (e.origin != "built-in", e.name))
+
+
+def resolve_profile(name_or_path: str | None) -> Profile:
+    """Load ``--profile``: a path to a YAML file, or a name on the search path."""
+    ref = name_or_path or DEFAULT_PROFILE
+    p = Path(ref)
+    if p.suffix in (".yaml", ".yml") or os.sep in ref or p.exists():
+        return load_profile(p)
+    entries = {e.name: e for e in list_profiles()}
+    e = entries.get(ref)
+    if e is None:
+        close = difflib.get_close_matches(ref, list(entries), n=3, cutoff=0.5)
+        hint = f"did you mean {', '.join(close)}?" if close else "see 'simcli profiles list'"
+        raise InputError(f"--profile: unknown profile {ref!r} ({hint})")
+    return load_profile(e.path, origin=e.origin if e.origin == "built-in" else e.path)
+
+
+def describe(p: Profile) -> list[tuple[str, str]]:
+    """(field, value with units) rows for `simcli profiles show`."""
+    rows = [("name", p.name), ("description", p.description), ("origin", p.origin),
+            ("device.name", p.device.name)]
+    for dt, x in p.device.peak_flops.items():
+        rows.append((f"device.peak_flops.{dt}", fmt_flops(x)))
+    rows.append(("device.mfu", f"{p.device.mfu:g}"))
+    if p.device.memory_bytes is not None:
+        rows.append(("device.memory", f"{fmt_bytes(p.device.memory_bytes, binary=False)} "
+                                      f"({fmt_bytes(p.device.memory_bytes)})"))
+    if p.device.memory_bandwidth_Bps is not None:
+        rows.append(("device.memory_bandwidth", fmt_rate(p.device.memory_bandwidth_Bps)))
+    if p.device.reduce_Bps is not None:
+        rows.append(("device.reduce_bandwidth", fmt_rate(p.device.reduce_Bps)))
+    for i, t in enumerate(p.network):
+        f = f"network[{i}]"
+        rows.append((f"{f}.name", t.name))
+        rows.append((f"{f}.size", "unbounded" if t.size is None else f"{t.size} devices"))
+        rows.append((f"{f}.bandwidth", f"{fmt_rate(t.bandwidth_Bps)} ({t.bandwidth_Bps * 8 / 1e9:.4g} Gb/s) "
+                                       f"per {t.per}, one direction"))
+        rows.append((f"{f}.efficiency", f"{t.efficiency:g} (effective {fmt_rate(t.effective_Bps)})"))
+        rows.append((f"{f}.latency", fmt_time(t.latency_s)))
+    for i, s in enumerate(p.sources):
+        rows.append((f"sources[{i}]", s))
+    if p.calibration:
+        rows.append(("calibration", ", ".join(f"{k}={v}" for k, v in p.calibration.items()
+                                              if not isinstance(v, (dict, list)))))
+    return rows

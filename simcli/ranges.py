@@ -1,0 +1,119 @@
+"""Range syntax shared by ``--devices``, ``--size`` and ``--world-sizes``.
+
+A range list is comma-separated items, each one of::
+
+    8            a single value
+    1..64        every integer from 1 to 64 (sizes: every byte, so give a step)
+    1..64:x2     geometric: 1, 2, 4, ... while <= 64 (as nccl-tests' -f 2)
+    8..64:+8     arithmetic: 8, 16, 24, ... while <= 64
+
+The result is sorted and de-duplicated. Sizes accept units (``1KiB..1GiB:x4``).
+"""
+
+from __future__ import annotations
+
+import math
+import re
+
+import numpy as np
+
+from .model import InputError
+from .units import UnitError, parse
+
+__all__ = ["parse_devices", "parse_sizes", "MAX_POINTS"]
+
+#: more points than this in one range list is refused (it would only exhaust memory)
+MAX_POINTS = 5_000_000
+_ITEM = re.compile(r"^(?P<lo>(?:(?!\.\.)[^:])+)(?:\.\.(?P<hi>[^:]*))?(?::(?P<op>[x+*])(?P<step>.+))?$")
+
+
+def parse_devices(text: str, option: str = "--devices") -> np.ndarray:
+    """Parse a device-count range list into a sorted int64 array of k >= 1."""
+    return _parse(text, option, _int_value, "device count", "'1..64', '1..64:x2' or '1,2,8,32'")
+
+
+def parse_sizes(text: str, option: str = "--size") -> np.ndarray:
+    """Parse a message-size range list (bytes, units allowed) into a sorted float64 array."""
+    return _parse(text, option, _size_value, "size", "'1KiB..1GiB:x4' or '32MiB,1GiB'").astype(np.float64)
+
+
+def _int_value(s: str, option: str) -> int:
+    s = s.strip()
+    if not re.fullmatch(r"[-+]?\d+", s):
+        raise InputError(f"{option}: {s!r} is not a whole number of devices (try '8' or '1..64')")
+    return int(s)
+
+
+def _size_value(s: str, option: str) -> int:
+    try:
+        v = parse(s.strip(), "bytes")
+    except UnitError as e:
+        raise InputError(f"{option}: {e}") from None
+    if v != math.floor(v):
+        raise InputError(f"{option}: {s!r} is not a whole number of bytes")
+    return int(v)
+
+
+def _parse(text: str, option: str, value, noun: str, example: str) -> np.ndarray:
+    if text is None or not str(text).strip():
+        raise InputError(f"{option}: empty {noun} list (try {example})")
+    parts: list[np.ndarray] = []
+    total = 0
+    for raw in str(text).split(","):
+        item = raw.strip().replace(" ", "")
+        if not item:
+            raise InputError(f"{option}: empty item in {text!r} (try {example})")
+        m = _ITEM.match(item)
+        if not m:
+            raise InputError(f"{option}: {item!r} is not a {noun} or range (try {example})")
+        lo = value(m.group("lo"), option)
+        hi_s, op, step_s = m.group("hi"), m.group("op"), m.group("step")
+        if hi_s is None:
+            if op:
+                raise InputError(f"{option}: {item!r} has a step but no range (try {example})")
+            arr = np.array([lo], dtype=np.int64)
+        else:
+            if hi_s == "":
+                raise InputError(f"{option}: {item!r} has no upper end (try {example})")
+            hi = value(hi_s, option)
+            _positive(lo, item, option, noun)
+            _positive(hi, item, option, noun)
+            if hi < lo:
+                raise InputError(f"{option}: {item!r} runs backwards; write it as {hi_s}..{m.group('lo')}"
+                                 f" with the smaller end first")
+            arr = _expand(lo, hi, op, step_s, item, option)
+        _positive(int(arr.min()), item, option, noun)
+        total += arr.size
+        if total > MAX_POINTS:
+            raise InputError(f"{option}: {text!r} has more than {MAX_POINTS:,} points; use a geometric step"
+                             f" (':x2') or a narrower range")
+        parts.append(arr)
+    return np.unique(np.concatenate(parts))
+
+
+def _positive(v: int, item: str, option: str, noun: str) -> None:
+    if v < 1:
+        raise InputError(f"{option}: {item!r}: a {noun} must be at least 1")
+
+
+def _expand(lo: int, hi: int, op: str | None, step_s: str | None, item: str, option: str) -> np.ndarray:
+    if op is None:
+        if hi - lo + 1 > MAX_POINTS:
+            raise InputError(f"{option}: {item!r} has {hi - lo + 1:,} points; add a step such as ':x2'")
+        return np.arange(lo, hi + 1, dtype=np.int64)
+    try:
+        step = float(step_s) if op in "x*" else float(parse(step_s, "bytes"))
+    except (ValueError, UnitError):
+        raise InputError(f"{option}: {item!r}: step {step_s!r} is not a number (try ':x2' or ':+8')") from None
+    if op in "x*":
+        if not step > 1 or not math.isfinite(step):
+            raise InputError(f"{option}: {item!r}: a geometric step must be greater than 1 (try ':x2')")
+        n = int(math.floor(math.log(hi / lo) / math.log(step) + 1e-9)) + 1
+        vals = np.rint(lo * step ** np.arange(n)).astype(np.int64)
+        return vals[vals <= hi]
+    if not step >= 1 or step != math.floor(step):
+        raise InputError(f"{option}: {item!r}: an arithmetic step must be a whole number >= 1 (try ':+8')")
+    n = (hi - lo) // int(step) + 1
+    if n > MAX_POINTS:
+        raise InputError(f"{option}: {item!r} has {n:,} points; use a bigger step")
+    return np.arange(lo, hi + 1, int(step), dtype=np.int64)
