@@ -48,6 +48,14 @@ class Scenario:
     #: measured single-device compute time per step (s); replaces the FLOP model
     compute_time_s: float | None = None
     algorithm: str = "ring"
+    #: how communication hides behind backward: "none" or "buckets" (PyTorch DDP's gradient buckets)
+    overlap: str = "none"
+    #: DDP bucket size in MB (1e6 bytes; DDP's bucket_cap_mb, default 25)
+    bucket_mb: float = 25.0
+    #: gradient accumulation: micro-steps of compute per all-reduce (DDP's no_sync)
+    accum: int = 1
+    #: share of forward+backward compute spent in backward
+    backward_fraction: float = 2.0 / 3.0
 
     def __post_init__(self) -> None:
         if self.batch_per_device is not None and self.global_batch is not None:

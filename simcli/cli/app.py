@@ -60,6 +60,10 @@ models_app = typer.Typer(help="Built-in workloads.", context_settings=CONTEXT, n
 app.add_typer(profiles_app, name="profiles")
 app.add_typer(models_app, name="models")
 
+# Command groups defined in sibling modules register themselves here, one line each
+# (their heavy imports stay inside the command functions).
+# --- sub-apps ---
+
 
 def _version(value: bool) -> None:
     if value:
