@@ -60,10 +60,6 @@ models_app = typer.Typer(help="Built-in workloads.", context_settings=CONTEXT, n
 app.add_typer(profiles_app, name="profiles")
 app.add_typer(models_app, name="models")
 
-# Command groups defined in sibling modules register themselves here, one line each
-# (their heavy imports stay inside the command functions).
-# --- sub-apps ---
-
 
 def _version(value: bool) -> None:
     if value:
@@ -291,6 +287,12 @@ def models_list(format: o.FormatOpt = o.Format.table) -> None:
                              Column("batch/device", "batch_per_device"),
                              Column("description", "description", justify="left")],
                       caption="Training FLOPs = 3 x forward (CNNs: forward = 2 x MACs); transformers 6·N·seq_len."))
+
+
+# Commands defined in sibling modules are registered here, one import line each: a module
+# either decorates with @app.command() or defines a typer group and calls app.add_typer.
+# Their heavy imports (torch, matplotlib, pandas) stay inside the command functions.
+# --- sub-apps ---
 
 
 def main() -> None:
