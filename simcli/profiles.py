@@ -65,7 +65,7 @@ def read_yaml(path: Path, what: str = "file") -> Any:
     if "\x00" in text:
         raise InputError(f"{p}: contains NUL bytes; a {what} is YAML text")
 
-    base = getattr(yaml, "CSafeLoader", yaml.SafeLoader)
+    base = yaml.SafeLoader  # pure Python: its compose_node can refuse aliases (the C loader cannot)
 
     class _NoAliasLoader(base):  # type: ignore[misc,valid-type]
         def compose_node(self, parent, index):  # noqa: ANN001

@@ -1,0 +1,220 @@
+"""The command line through typer's runner: formats, files, errors and exit codes."""
+
+import csv
+import io
+import json
+import subprocess
+import sys
+
+import pytest
+
+from simcli import __version__
+from simcli.cli import app
+
+H100 = """\
+name: t-h100
+description: test
+sources: [test]
+device:
+  name: H100
+  peak_flops: {fp32: 67 TFLOP/s, bf16: 989 TFLOP/s}
+  memory: 80 GB
+  mfu: 0.4
+network:
+  - {name: nvlink, size: 8, bandwidth: 450 GB/s, latency: 3 us, efficiency: 0.8}
+  - {name: infiniband, bandwidth: 400 Gb/s, latency: 8 us, efficiency: 0.8}
+"""
+
+
+@pytest.fixture
+def prof(tmp_path):
+    f = tmp_path / "t-h100.yaml"
+    f.write_text(H100)
+    return str(f)
+
+
+def run(runner, *args):
+    return runner.invoke(app, [str(a) for a in args])
+
+
+def test_help_and_version(runner):
+    for flag in ("--help", "-h"):
+        r = run(runner, flag)
+        assert r.exit_code == 0 and "speedup" in r.stdout and "comm" in r.stdout
+    r = run(runner, "--version")
+    assert r.exit_code == 0 and r.stdout.strip() == f"simcli {__version__}"
+    r = run(runner, "speedup", "-h")
+    assert r.exit_code == 0 and "--devices" in r.stdout
+
+
+def test_speedup_json_keys_and_values(runner, prof):
+    r = run(runner, "speedup", "--profile", prof, "--devices", "1..64:x2", "--format", "json")
+    assert r.exit_code == 0, r.output
+    recs = json.loads(r.stdout)  # stdout holds only the data
+    assert [x["devices"] for x in recs] == [1, 2, 4, 8, 16, 32, 64]
+    for key in ("devices", "t_compute_s", "t_comm_s", "t_step_s", "speedup", "efficiency", "samples_per_s"):
+        assert key in recs[0]
+    assert recs[0]["speedup"] == 1.0 and recs[0]["t_comm_s"] == 0.0
+    for x in recs:
+        assert x["t_step_s"] == pytest.approx(x["t_compute_s"] + x["t_comm_s"])
+        assert x["efficiency"] == pytest.approx(x["speedup"] / x["devices"])
+        assert x["speedup"] <= x["devices"]
+
+
+def test_speedup_csv_matches_json(runner, prof):
+    j = json.loads(run(runner, "speedup", "--profile", prof, "-k", "1..16", "-f", "json").stdout)
+    c = list(csv.DictReader(io.StringIO(run(runner, "speedup", "--profile", prof, "-k", "1..16", "-f", "csv").stdout)))
+    assert len(c) == len(j) == 16
+    for a, b in zip(c, j):
+        assert float(a["speedup"]) == pytest.approx(b["speedup"], rel=1e-12)
+        assert int(a["devices"]) == b["devices"]
+
+
+def test_speedup_table_names_inputs(runner, prof):
+    r = run(runner, "speedup", "--profile", prof, "--devices", "1..64", "--model", "gpt2")
+    assert r.exit_code == 0, r.output
+    out = r.stdout
+    for fragment in ("t-h100", "gpt2", "per device (weak scaling)", "fp32", "S(k)", "E(k)", "samples/s", "rows"):
+        assert fragment in out, fragment
+    assert out.count("\n") < 70  # 64 rows are elided in the middle
+
+
+def test_table_rows_all(runner, prof):
+    r = run(runner, "speedup", "--profile", prof, "--devices", "1..64", "--rows", "0")
+    import re
+
+    assert r.exit_code == 0 and not re.search(r"… \d+ rows", r.stdout) and "\n   64 " in r.stdout
+
+
+def test_strong_scaling(runner, prof):
+    recs = json.loads(run(runner, "speedup", "--profile", prof, "-k", "1,2,4", "-B", "256", "-f", "json").stdout)
+    assert [x["batch_per_device"] for x in recs] == [256, 128, 64]
+    assert recs[2]["speedup"] < 4
+
+
+@pytest.mark.parametrize("args", [
+    ["--model", "resnet50", "--compute-time", "0.35"],
+    ["--params", "5e8", "--compute-time", "0.46"],
+    ["--params", "5e8", "--flops-per-sample", "3e12"],
+    ["--model", "llama2-7b", "--seq-len", "2048", "--grad-dtype", "bf16", "--dtype", "bf16"],
+])
+def test_workload_options(runner, prof, args):
+    r = run(runner, "speedup", "--profile", prof, "-k", "1,8", "-f", "json", *args)
+    assert r.exit_code == 0, r.output
+    recs = json.loads(r.stdout)
+    if "--compute-time" in args:
+        assert recs[1]["t_compute_s"] == pytest.approx(float(args[args.index("--compute-time") + 1]))
+
+
+def test_workload_file(runner, prof, tmp_path):
+    w = tmp_path / "w.yaml"
+    w.write_text("name: mine\nparams: 1e9\nflops_per_sample: 6e12\nbatch_per_device: 4\n")
+    r = run(runner, "speedup", "--profile", prof, "-k", "1,8", "-f", "json", "--workload", w)
+    assert r.exit_code == 0, r.output
+    assert json.loads(r.stdout)[0]["t_compute_s"] == pytest.approx(6e12 * 4 / (989e12 * 0.4))
+
+
+@pytest.mark.parametrize("args,fragment", [
+    (["--devices", "0"], "--devices: '0'"),
+    (["--devices", "64..1"], "runs backwards"),
+    (["--devices", "1..64:x1"], "greater than 1"),
+    (["--devices", "abc"], "not a whole number"),
+    (["--devices", "1..1000000000000"], "add a step"),
+    (["--model", "resnet5"], "unknown model 'resnet5' (did you mean resnet50"),
+    (["--model", "gpt2", "--params", "1e9"], "exclude each other"),
+    (["--params", "1e9"], "--params needs --flops-per-sample"),
+    (["--params", "-5", "--compute-time", "1"], "--params"),
+    (["--compute-time", "-1"], "--compute-time"),
+    (["--compute-time", "fast"], "--compute-time"),
+    (["--mfu", "2"], "--mfu"),
+    (["--dtype", "fp64"], "--dtype"),
+    (["--grad-dtype", "int4"], "--grad-dtype"),
+    (["--batch-per-device", "8", "--global-batch", "64"], "exclude each other"),
+    (["--seq-len", "128", "--model", "resnet50"], "not a transformer"),
+    (["--workload", "/nonexistent/w.yaml"], "no such file"),
+])
+def test_bad_options_exit_2(runner, prof, args, fragment):
+    r = run(runner, "speedup", "--profile", prof, *args)
+    assert r.exit_code == 2, r.output
+    assert fragment in r.stderr
+    assert len(r.stderr.strip().splitlines()) == 1 and "Traceback" not in r.output
+    assert r.stdout == ""
+
+
+def test_output_is_atomic_and_never_clobbers(runner, prof, tmp_path):
+    out = tmp_path / "res.json"
+    r = run(runner, "speedup", "--profile", prof, "-k", "1..8", "-f", "json", "-o", out)
+    assert r.exit_code == 0 and r.stdout == ""
+    first = out.read_text()
+    assert len(json.loads(first)) == 8
+    r = run(runner, "speedup", "--profile", prof, "-k", "1..4", "-f", "json", "-o", out)
+    assert r.exit_code == 2 and "--force" in r.stderr
+    assert out.read_text() == first
+    # a failing run leaves the old file untouched and no temporary files behind
+    r = run(runner, "speedup", "--profile", prof, "-k", "0", "-f", "json", "-o", out, "--force")
+    assert r.exit_code == 2 and out.read_text() == first
+    r = run(runner, "speedup", "--profile", prof, "-k", "1..4", "-f", "json", "-o", out, "--force")
+    assert r.exit_code == 0 and len(json.loads(out.read_text())) == 4
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["res.json", "t-h100.yaml"]
+    r = run(runner, "speedup", "--profile", prof, "-o", tmp_path / "missing" / "x.txt")
+    assert r.exit_code == 2 and "does not exist" in r.stderr
+
+
+def test_table_to_file(runner, prof, tmp_path):
+    out = tmp_path / "t.txt"
+    r = run(runner, "speedup", "--profile", prof, "-k", "1,8", "-o", out)
+    assert r.exit_code == 0 and "S(k)" in out.read_text()
+
+
+def test_comm_nccl_tests_columns(runner, prof):
+    r = run(runner, "comm", "--profile", prof, "--devices", "8", "--size", "32KiB..16GiB:x4", "-f", "json")
+    assert r.exit_code == 0, r.output
+    recs = json.loads(r.stdout)
+    assert [x["bytes"] for x in recs][:2] == [32768, 131072]
+    for x in recs:
+        assert x["algbw_GBps"] == pytest.approx(x["bytes"] / x["time_s"] / 1e9)
+        assert x["busbw_GBps"] == pytest.approx(x["algbw_GBps"] * 2 * 7 / 8)
+        assert x["count"] == x["bytes"] // 4
+    # large messages approach the bus bandwidth B = 450 GB/s x 0.8
+    assert recs[-1]["busbw_GBps"] == pytest.approx(360, rel=0.01)
+    t = run(runner, "comm", "--profile", prof, "--devices", "2..16:x2", "--size", "1MiB")
+    assert t.exit_code == 0 and "busbw" in t.stdout and "algbw" in t.stdout
+
+
+@pytest.mark.parametrize("size,fragment", [("1KiB..1GiB", "add a step"), ("12 parsecs", "--size"),
+                                           ("0B", "at least 1")])
+def test_comm_bad_sizes(runner, prof, size, fragment):
+    r = run(runner, "comm", "--profile", prof, "--size", size)
+    assert r.exit_code == 2 and fragment in r.stderr
+
+
+def test_models_list(runner):
+    r = run(runner, "models", "list", "--format", "json")
+    assert r.exit_code == 0
+    models = {m["name"]: m for m in json.loads(r.stdout)}
+    need = {"resnet50", "resnet101", "vgg16", "inception_v3", "bert-base", "bert-large", "gpt2", "gpt2-xl",
+            "llama2-7b", "llama2-13b", "llama2-70b"}
+    assert need <= set(models)
+    # torchvision counts MACs: ResNet-50 forward 4.09 GMAC -> 8.18 GFLOP -> training 24.5 GFLOP
+    assert models["resnet50"]["flops_per_sample"] == pytest.approx(3 * 2 * 4.089e9)
+    assert models["gpt2"]["flops_per_sample"] == pytest.approx(6 * 124439808 * 1024)
+    assert all(m["source"] for m in models.values())
+    assert run(runner, "models", "list").exit_code == 0
+
+
+def test_python_m_simcli(prof):
+    r = subprocess.run([sys.executable, "-m", "simcli", "speedup", "--profile", prof, "-k", "1,2", "-f", "csv"],
+                       capture_output=True, text=True, timeout=60)
+    assert r.returncode == 0, r.stderr
+    assert r.stdout.splitlines()[0].startswith("devices,")
+
+
+def test_heavy_modules_not_imported_on_fast_paths(prof):
+    code = ("import sys; from simcli.cli import app\n"
+            "from typer.testing import CliRunner\n"
+            f"r = CliRunner().invoke(app, ['speedup', '--profile', {prof!r}, '-k', '1..64', '-f', 'json'])\n"
+            "assert r.exit_code == 0, r.output\n"
+            "print(','.join(m for m in ('torch', 'matplotlib', 'pandas', 'scipy') if m in sys.modules))")
+    r = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=60)
+    assert r.returncode == 0, r.stderr
+    assert r.stdout.strip() == ""

@@ -1,0 +1,148 @@
+"""Profile loading: built-ins, the search path, and a corpus of bad inputs (exit 2, one clear line)."""
+
+import textwrap
+
+import pytest
+
+from simcli.cli import app
+from simcli.profiles import DEFAULT_PROFILE, list_profiles, load_profile, profile_from_dict, profile_to_dict
+
+GOOD = textwrap.dedent("""\
+    name: mini
+    description: test box
+    sources: [made up for a test]
+    device:
+      name: Test GPU
+      peak_flops: {fp32: 10 TFLOP/s, bf16: 100 TFLOP/s}
+      memory: 16 GB
+      mfu: 0.5
+    network:
+      - name: nvlink
+        size: 4
+        bandwidth: 100 GB/s
+        latency: 2 us
+        efficiency: 0.8
+      - name: ib
+        bandwidth: 200 Gb/s
+        per: node
+        latency: 6 us
+    """)
+
+BUILTINS = {"dgx-v100", "dgx-a100", "dgx-h100", "hgx-h200", "dgx-b200", "gb200-nvl72", "mi300x", "l40s-pcie",
+            "cpu-loopback"}
+
+
+def test_good_profile_in_si(tmp_path):
+    f = tmp_path / "mini.yaml"
+    f.write_text(GOOD)
+    p = load_profile(f)
+    assert p.device.peak_flops["bf16"] == 100e12
+    assert p.device.memory_bytes == 16e9
+    assert p.network[0].bandwidth_Bps == 100e9 and p.network[0].efficiency == 0.8
+    assert p.network[1].bandwidth_Bps == 25e9  # 200 Gb/s is bits
+    assert p.network[1].per == "node" and p.network[1].latency_s == 6e-6
+    # round trip through the writer
+    assert profile_from_dict(profile_to_dict(p), "x").network == p.network
+
+
+def test_builtins_all_valid():
+    names = {e.name for e in list_profiles() if e.origin == "built-in"}
+    assert BUILTINS <= names, f"missing built-in profiles: {BUILTINS - names}"
+    assert DEFAULT_PROFILE in names
+    for e in list_profiles():
+        if e.origin == "built-in":
+            p = load_profile(e.path)
+            assert p.name == e.name, "a built-in's name equals its file's stem"
+            assert p.sources
+
+
+def test_user_dir_adds_profiles(tmp_path, monkeypatch, runner):
+    (tmp_path / "mini.yaml").write_text(GOOD)
+    monkeypatch.setenv("SIMCLI_PROFILE_PATH", str(tmp_path))
+    r = runner.invoke(app, ["profiles", "list", "--format", "json"])
+    assert r.exit_code == 0
+    import json
+
+    rows = {x["name"]: x for x in json.loads(r.stdout)}
+    assert rows["mini"]["origin"] == "user" and rows["mini"]["path"].endswith("mini.yaml")
+    r = runner.invoke(app, ["speedup", "--profile", "mini", "--devices", "1,8", "--format", "json"])
+    assert r.exit_code == 0, r.output
+
+
+def _bad(body: str) -> str:
+    return body
+
+
+# (file content, expected fragment of the one-line message)
+CORPUS = {
+    "malformed": ("name: [unclosed\n", "not valid YAML"),
+    "empty": ("", "the file is empty"),
+    "not-a-mapping": ("- just\n- a list\n", "expected a mapping"),
+    "unknown-key": (GOOD.replace("bandwidth: 100 GB/s", "bandwith: 100 GB/s"),
+                    "network[0].bandwith: unknown key (did you mean 'bandwidth'?)"),
+    "unknown-top": (GOOD + "colour: red\n", "colour: unknown key"),
+    "wrong-unit": (GOOD.replace("200 Gb/s", "400 Gbps/s"),
+                   "network[1].bandwidth: '400 Gbps/s' is not a bandwidth (try '400 Gb/s' or '50 GB/s')"),
+    "bits-for-bytes": (GOOD.replace("memory: 16 GB", "memory: 16 Gb/s"), "device.memory: '16 Gb/s' is not a size"),
+    "negative": (GOOD.replace("latency: 2 us", "latency: -2 us"), "network[0].latency: '-2 us' must be greater than zero"),
+    "zero-bw": (GOOD.replace("bandwidth: 100 GB/s", "bandwidth: 0 GB/s"), "must be greater than zero"),
+    "nan": (GOOD.replace("mfu: 0.5", "mfu: .nan"), "device.mfu: nan is not a number"),
+    "mfu-above-1": (GOOD.replace("mfu: 0.5", "mfu: 40"), "device.mfu: 40 is not in (0, 1]"),
+    "missing-required": (GOOD.replace("  mfu: 0.5\n", ""), "device.mfu: required but missing"),
+    "missing-sources": (GOOD.replace("sources: [made up for a test]\n", ""), "sources: required but missing"),
+    "bad-per": (GOOD.replace("per: node", "per: rack"), "network[1].per: 'rack' is neither"),
+    "size-missing": (GOOD.replace("    size: 4\n", ""), "network[0].size: required"),
+    "bad-dtype": (GOOD.replace("fp32: 10 TFLOP/s", "fp23: 10 TFLOP/s"), "device.peak_flops.fp23: unknown dtype"),
+    "alias-bomb": ("a: &a [x, x, x, x, x, x, x, x, x]\nb: &b [*a, *a, *a, *a, *a, *a, *a, *a, *a]\n"
+                   "c: &c [*b, *b, *b, *b, *b, *b, *b, *b, *b]\n", "aliases"),
+    "python-tag": ("name: !!python/object/apply:os.system ['echo pwned']\n", "not valid YAML"),
+    "string-size": (GOOD.replace("size: 4", "size: four"), "network[0].size: 'four' is not a whole number"),
+}
+
+
+@pytest.mark.parametrize("case", sorted(CORPUS))
+def test_bad_profile_corpus(case, tmp_path, runner):
+    content, fragment = CORPUS[case]
+    f = tmp_path / f"{case}.yaml"
+    f.write_text(content)
+    for args in (["profiles", "validate", str(f)], ["speedup", "--profile", str(f), "--devices", "8"]):
+        r = runner.invoke(app, args)
+        assert r.exit_code == 2, (case, args, r.output)
+        lines = r.stderr.strip().splitlines()
+        assert len(lines) == 1, r.stderr
+        assert lines[0].startswith(f"simcli: error: {f}"), lines[0]
+        assert fragment in lines[0], lines[0]
+        assert "Traceback" not in r.output
+
+
+def test_binary_garbage_and_directory(tmp_path, runner):
+    g = tmp_path / "garbage.yaml"
+    g.write_bytes(bytes(range(256)) * 4)
+    r = runner.invoke(app, ["profiles", "validate", str(g)])
+    assert r.exit_code == 2 and "not a text file" in r.stderr
+    r = runner.invoke(app, ["speedup", "--profile", str(tmp_path) + "/", "--devices", "8"])
+    assert r.exit_code == 2 and "is a directory" in r.stderr
+    r = runner.invoke(app, ["speedup", "--profile", str(tmp_path / "nope.yaml")])
+    assert r.exit_code == 2 and "no such file" in r.stderr
+
+
+def test_unknown_profile_name_lists_close_matches(runner):
+    r = runner.invoke(app, ["speedup", "--profile", "dgx-h10"])
+    assert r.exit_code == 2
+    assert "unknown profile 'dgx-h10'" in r.stderr and "dgx-h100" in r.stderr
+
+
+def test_validate_reports_every_file(tmp_path, runner):
+    good = tmp_path / "good.yaml"
+    good.write_text(GOOD)
+    bad = tmp_path / "bad.yaml"
+    bad.write_text(CORPUS["negative"][0])
+    r = runner.invoke(app, ["profiles", "validate", str(good), str(bad)])
+    assert r.exit_code == 2
+    assert "good.yaml: ok" in r.stdout and "bad.yaml: network[0].latency" in r.stderr
+
+
+def test_show_has_units(runner):
+    r = runner.invoke(app, ["profiles", "show", "dgx-h100"])
+    assert r.exit_code == 0, r.output
+    assert "TFLOP/s" in r.stdout and "GB/s" in r.stdout and "µs" in r.stdout
