@@ -173,20 +173,14 @@ class Result:
         }
 
     def records(self) -> list[dict[str, Any]]:
-        """One plain-Python dict per k (JSON-ready: NaN becomes None)."""
+        """One plain-Python dict per k (JSON-ready: NaN becomes None). Built column-wise, not per cell."""
         cols = self.columns()
-        out = []
-        for i in range(len(self.devices)):
-            rec = {}
-            for key, arr in cols.items():
-                v = arr[i]
-                if isinstance(v, np.generic):
-                    v = v.item()
-                if isinstance(v, float) and v != v:
-                    v = None
-                rec[key] = v
-            out.append(rec)
-        return out
+        keys = list(cols)
+        lists = []
+        for arr in cols.values():
+            vals = arr.tolist() if isinstance(arr, np.ndarray) else list(arr)
+            lists.append([None if isinstance(v, float) and v != v else v for v in vals])
+        return [dict(zip(keys, row)) for row in zip(*lists)]
 
     def to_frame(self):
         """The result as a pandas DataFrame (pandas is imported only here)."""

@@ -59,19 +59,25 @@ def write_atomic(path: str | os.PathLike[str], data: str | bytes, force: bool = 
 
 def jsonable(v: Any) -> Any:
     """Plain JSON values: numpy scalars to Python, NaN and infinity to None."""
-    if hasattr(v, "item") and not isinstance(v, (list, dict, str)):
-        v = v.item()
-    if isinstance(v, float) and not math.isfinite(v):
-        return None
+    if isinstance(v, (str, int, bool)) or v is None:
+        return v
+    if isinstance(v, float):
+        return v if math.isfinite(v) else None
     if isinstance(v, dict):
         return {k: jsonable(x) for k, x in v.items()}
     if isinstance(v, (list, tuple)):
         return [jsonable(x) for x in v]
+    if hasattr(v, "tolist"):
+        return jsonable(v.tolist())
     return v
 
 
 def to_json(obj: Any) -> str:
-    return json.dumps(jsonable(obj), indent=2, allow_nan=False) + "\n"
+    """JSON text; a list of records is written one record per line (json's C encoder; indent would not use it)."""
+    obj = jsonable(obj)
+    if isinstance(obj, list) and obj and all(isinstance(r, dict) for r in obj):
+        return "[\n" + ",\n".join(json.dumps(r, allow_nan=False) for r in obj) + "\n]\n"
+    return json.dumps(obj, indent=2, allow_nan=False) + "\n"
 
 
 def to_csv(records: Sequence[dict[str, Any]], columns: Iterable[str] | None = None,

@@ -1,0 +1,84 @@
+"""Speed of the engine and the command line, as ratios against their floors. Prints; asserts nothing.
+
+1. The engine's all-reduce cost over 10^6 (k, size) points against a bare numpy evaluation of the
+   same closed-form ring formula (the floor for a vectorised approach).
+2. `simcli speedup --devices 1..64 --format json` against `python -c "import typer, rich, numpy, yaml"`
+   (the floor for start-up: the libraries the CLI cannot avoid).
+3. `simcli speedup --devices 1..100000` against `--devices 1..64` (both --format json to /dev/null).
+
+Usage: python benchmarks/bench_engine.py [--repeat N]
+"""
+
+from __future__ import annotations
+
+import argparse
+import statistics
+import subprocess
+import sys
+import time
+
+import numpy as np
+
+
+def best_of(fn, repeat: int) -> float:
+    times = []
+    for _ in range(repeat):
+        t0 = time.perf_counter()
+        fn()
+        times.append(time.perf_counter() - t0)
+    return statistics.median(times)
+
+
+def engine_vs_numpy(repeat: int) -> tuple[float, float]:
+    from simcli.collectives import allreduce
+    from simcli.profiles import resolve_profile
+
+    prof = resolve_profile("dgx-h100")
+    k = np.unique(np.geomspace(1, 1 << 20, 1000).astype(np.int64))
+    k = np.resize(k, 1000)
+    n = np.geomspace(1e3, 1e10, 1000)
+    net = prof.network
+
+    def engine():
+        allreduce("ring", net, k[:, None], n[None, :])
+
+    # the floor: alpha and B already known per k, the formula evaluated once
+    from simcli.collectives import ring_params
+
+    alpha, bus, _ = ring_params(net, k)
+    a, b, kf = alpha[:, None], bus[:, None], k[:, None].astype(float)
+
+    def bare():
+        np.where(kf >= 2, 2 * (kf - 1) * a + 2 * (kf - 1) / kf * n[None, :] / b, 0.0)
+
+    return best_of(engine, repeat), best_of(bare, repeat)
+
+
+def cmd_time(args: list[str], repeat: int) -> float:
+    def run():
+        subprocess.run(args, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, check=True)
+
+    run()  # warm the file cache
+    return best_of(run, repeat)
+
+
+def main() -> None:
+    ap = argparse.ArgumentParser()
+    ap.add_argument("--repeat", type=int, default=7)
+    rep = ap.parse_args().repeat
+    py = sys.executable
+    e, f = engine_vs_numpy(rep)
+    print(f"engine, 10^6 (k, size) points:        {e * 1e3:8.1f} ms   bare numpy formula {f * 1e3:8.1f} ms"
+          f"   ratio {e / f:5.2f}")
+    s = cmd_time([py, "-m", "simcli", "speedup", "--devices", "1..64", "--format", "json"], rep)
+    floor = cmd_time([py, "-c", "import typer, rich, numpy, yaml"], rep)
+    print(f"simcli speedup --devices 1..64 --json: {s * 1e3:8.1f} ms   import typer, rich, numpy, yaml"
+          f" {floor * 1e3:6.1f} ms   ratio {s / floor:5.2f}")
+    big = cmd_time([py, "-m", "simcli", "speedup", "--devices", "1..100000", "--format", "json"], max(3, rep // 2))
+    print(f"--devices 1..100000 (json):           {big * 1e3:8.1f} ms   --devices 1..64 {s * 1e3:8.1f} ms"
+          f"   ratio {big / s:5.2f}")
+    print(f"(median of {rep} runs; python {sys.version.split()[0]}; {time.strftime('%Y-%m-%d')})")
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,58 @@
+"""Build a wheel, install it into a fresh virtual environment and run the console script from there.
+
+The venv has no access to the source tree (it runs in a temporary directory) and no editable
+install: the system's site-packages are added as a plain path (so numpy, typer... are found)
+without running their .pth hooks, so an editable simcli in the system environment cannot leak in.
+"""
+
+import json
+import os
+import site
+import subprocess
+import sys
+import venv
+from pathlib import Path
+
+import pytest
+
+ROOT = Path(__file__).resolve().parents[1]
+
+
+@pytest.mark.slow
+def test_wheel_installs_and_runs(tmp_path):
+    wheels = tmp_path / "wheels"
+    r = subprocess.run([sys.executable, "-m", "pip", "wheel", "--no-deps", "--no-build-isolation", "-q",
+                        "-w", str(wheels), str(ROOT)], capture_output=True, text=True, timeout=300)
+    assert r.returncode == 0, r.stderr
+    (wheel,) = wheels.glob("simcli-*.whl")
+    import zipfile
+
+    names = zipfile.ZipFile(wheel).namelist()
+    assert "simcli/hardware_profiles/dgx-h100.yaml" in names
+    assert "simcli/data/models.yaml" in names
+
+    env_dir = tmp_path / "venv"
+    venv.EnvBuilder(with_pip=False).create(env_dir)
+    py = env_dir / "bin" / "python"
+    purelib = subprocess.run([str(py), "-c", "import sysconfig; print(sysconfig.get_paths()['purelib'])"],
+                             capture_output=True, text=True, check=True).stdout.strip()
+    (Path(purelib) / "_system_site.pth").write_text("\n".join(site.getsitepackages()) + "\n")
+    r = subprocess.run([sys.executable, "-m", "pip", "--python", str(py), "install", "--no-deps", "-q", str(wheel)],
+                       capture_output=True, text=True, timeout=300)
+    assert r.returncode == 0, r.stderr
+
+    work = tmp_path / "elsewhere"
+    work.mkdir()
+    env = {k: v for k, v in os.environ.items() if k not in ("PYTHONPATH", "SIMCLI_PROFILE_PATH")}
+    env["XDG_CONFIG_HOME"] = str(tmp_path / "config")  # no user profiles
+    where = subprocess.run([str(py), "-c", "import simcli; print(simcli.__file__)"], cwd=work, env=env,
+                           capture_output=True, text=True, check=True).stdout.strip()
+    assert where.startswith(str(env_dir)), f"simcli imported from {where}, not from the venv"
+    exe = env_dir / "bin" / "simcli"
+    r = subprocess.run([str(exe), "speedup", "--devices", "1..64", "--format", "json"], cwd=work, env=env,
+                       capture_output=True, text=True, timeout=120)
+    assert r.returncode == 0, r.stderr
+    recs = json.loads(r.stdout)
+    assert len(recs) == 64 and recs[0]["speedup"] == 1.0
+    r = subprocess.run([str(exe), "profiles", "list"], cwd=work, env=env, capture_output=True, text=True, timeout=120)
+    assert r.returncode == 0 and "built-in" in r.stdout and "dgx-h100" in r.stdout
