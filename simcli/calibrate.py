@@ -1,0 +1,433 @@
+"""Fit the model to measurements: alpha-beta all-reduce costs, and compute rate and overlap of a step.
+
+Pure maths on numpy arrays: no files, no YAML, no CLI (``simcli.cli.calibrate``
+reads the CSVs and writes the calibrated profile).
+
+The all-reduce fit
+------------------
+Every all-reduce algorithm's alpha-beta cost is linear in ``(alpha, 1/B)``::
+
+    t = c_lat(k)·alpha + c_bw(k)·n/B   (+ a known offset, the gamma term)
+
+For ring (Patarasuk & Yuan 2009; Thakur, Rabenseifner & Gropp 2005)
+``c_lat = 2(k-1)`` and ``c_bw = 2(k-1)/k`` (:data:`COEFFICIENTS`). Inside a
+profile the ring's ``B`` is what a tier offers the ring, ``g_i(k)·b_i`` with
+``g`` from :func:`simcli.collectives.tier_bandwidth` (1 for a ``per: device``
+link, ``1/min(k, size)`` for a shared ``per: node`` medium, ``r`` links for the
+smallest domain of an outer ``per: device`` tier), so the fitted ``b`` is the
+tier's *effective* bandwidth ``bandwidth · efficiency``.
+
+* **Weighted least squares on relative error**: minimise
+  ``sum_i w_i·((pred_i - t_i)/t_i)^2``; a 10 µs miss matters at 32 KiB, not
+  at 1 GiB. Rows are divided by ``t_i`` and the problem is solved with
+  ``x = (alpha, 1/B) >= 0`` by an exact active-set search (with two unknowns,
+  the non-negative optimum is the best feasible optimum over the four
+  supports {}, {alpha}, {1/B}, {alpha, 1/B}; Lawson & Hanson 1974, ch. 23).
+  ``1/B = 0`` (infinite bandwidth) is refused as a fit, not written.
+* **Robust**: Huber's loss by iteratively re-weighted least squares (Huber
+  1964; Holland & Welsch 1977): a point whose relative residual exceeds
+  ``c = 1.345·s`` gets weight ``c/|r|``, with ``s = 1.4826·MAD`` of the
+  residuals (floored at 0.5%), repeated until the parameters settle. A noisy
+  machine's outliers are down-weighted, not dropped.
+* **Uncertainty**: standard errors from the covariance of the weighted fit,
+  ``cov = s^2 (J^T W J)^-1`` with ``s^2 = sum w r^2 / (m - p)``; the
+  bandwidth's by the delta method, ``se(B) = se(1/B)·B^2``.
+* **Quality**: R^2 on log time (the data span decades; R^2 on raw times
+  would only measure the largest sizes), median and max relative error on the
+  fitting points and on held-out points (a seeded random fraction).
+* **Identifiability**: one message size with one world size cannot tell
+  ``alpha`` from ``B``; a parameter whose relative standard error exceeds 100%,
+  or that sits on its bound (``alpha = 0``), is reported as not identified and
+  kept at the base profile's value while the other one is refitted.
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass, field
+from typing import Callable, Mapping, Sequence
+
+import numpy as np
+
+from . import collectives
+from .model import InputError, Tier
+
+__all__ = ["COEFFICIENTS", "ring_coefficients", "LinkFit", "StepFit", "fit_alpha_beta", "fit_link",
+           "outer_tier", "tier_scale", "fit_step", "rel_error", "holdout_mask", "HUBER_C"]
+
+#: Huber's tuning constant (95% efficiency under normal errors; Huber 1964)
+HUBER_C = 1.345
+#: scale floor for the robust weights: below 0.5% relative residual nothing is an outlier
+_SCALE_FLOOR = 0.005
+#: a parameter whose standard error exceeds this fraction of its value is "not identified"
+_MAX_REL_SE = 1.0
+
+
+def ring_coefficients(k: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """Ring all-reduce: ``c_lat = 2(k-1)`` steps of alpha, ``c_bw = 2(k-1)/k`` of n/B (Patarasuk & Yuan 2009)."""
+    kf = np.asarray(k, dtype=np.float64)
+    return 2.0 * (kf - 1.0), collectives.busbw_factor(kf)
+
+
+#: per algorithm: k -> (c_lat(k), c_bw(k)) of t = c_lat·alpha + c_bw·n/B
+COEFFICIENTS: dict[str, Callable[[np.ndarray], tuple[np.ndarray, np.ndarray]]] = {"ring": ring_coefficients}
+
+
+def rel_error(pred: np.ndarray, meas: np.ndarray) -> np.ndarray:
+    """Signed relative error of a prediction, ``(pred - meas)/meas``."""
+    return (np.asarray(pred, dtype=np.float64) - meas) / meas
+
+
+def holdout_mask(m: int, fraction: float, seed: int) -> np.ndarray:
+    """Boolean mask of ``round(fraction·m)`` points held out of the fit, drawn with a seeded generator."""
+    if not 0 <= fraction < 1:
+        raise InputError(f"--holdout: {fraction} is not in [0, 1); give the fraction of points to hold out, "
+                         "for example 0.25")
+    n_out = int(round(fraction * m))
+    mask = np.zeros(m, dtype=bool)
+    if n_out:
+        mask[np.random.default_rng(seed).choice(m, size=n_out, replace=False)] = True
+    return mask
+
+
+@dataclass(frozen=True)
+class LinkFit:
+    """Result of fitting alpha and B to one group of measurements (one tier)."""
+
+    alpha_s: float
+    bandwidth_Bps: float
+    alpha_se_s: float | None
+    bandwidth_se_Bps: float | None
+    #: which parameters the data identified; an unidentified one holds the base value given
+    identified: Mapping[str, bool]
+    n_fit: int
+    n_holdout: int
+    r2_log: float
+    fit_median_rel: float
+    fit_max_rel: float
+    holdout_median_rel: float | None
+    holdout_max_rel: float | None
+    #: points the robust loss down-weighted (weight < 1) in the final iteration
+    downweighted: int
+    iterations: int
+    world_sizes: tuple[int, ...]
+    sizes: tuple[float, ...]
+    warnings: tuple[str, ...] = field(default_factory=tuple)
+
+
+def _solve_nnls(M: np.ndarray, y: np.ndarray, free: Sequence[bool]) -> np.ndarray:
+    """min ||M x - y||^2 over x >= 0 with x_j = 0 where not free; exact for small p (all supports tried)."""
+    p = M.shape[1]
+    cols = [j for j in range(p) if free[j]]
+    best, best_cost = np.zeros(p), float(y @ y)
+    for mask in range(1, 1 << len(cols)):
+        support = [cols[i] for i in range(len(cols)) if mask >> i & 1]
+        sub = M[:, support]
+        x_s, *_ = np.linalg.lstsq(sub, y, rcond=None)
+        if np.any(x_s < 0):
+            continue
+        x = np.zeros(p)
+        x[support] = x_s
+        r = M @ x - y
+        cost = float(r @ r)
+        if cost < best_cost:
+            best, best_cost = x, cost
+    return best
+
+
+def _irls(A: np.ndarray, t: np.ndarray, offset: np.ndarray, fixed: Mapping[int, float], loss: str,
+          max_iter: int = 50) -> tuple[np.ndarray, np.ndarray, int]:
+    """Robust non-negative weighted LS on relative error. Returns (x, robust weights, iterations)."""
+    p = A.shape[1]
+    # relative-error rows: (A x + offset)/t - 1  ->  M x - y with M = A/t, y = 1 - offset/t
+    M = A / t[:, None]
+    y = 1.0 - offset / t
+    for j, v in fixed.items():
+        y = y - M[:, j] * v
+    free = [j not in fixed for j in range(p)]
+    scale = np.where(np.any(M != 0, axis=0), np.max(np.abs(M), axis=0), 1.0)  # column scaling for conditioning
+    Ms = M / scale
+    w = np.ones(len(t))
+    x_old = None
+    it = 0
+    for it in range(1, max_iter + 1):
+        sw = np.sqrt(w)
+        xs = _solve_nnls(Ms * sw[:, None], y * sw, free)
+        x = xs / scale
+        if loss != "huber":
+            break
+        r = Ms @ xs - y
+        s = max(1.4826 * float(np.median(np.abs(r - np.median(r)))), _SCALE_FLOOR)
+        c = HUBER_C * s
+        w = np.where(np.abs(r) <= c, 1.0, c / np.maximum(np.abs(r), 1e-300))
+        if x_old is not None and np.allclose(x, x_old, rtol=1e-9, atol=0.0):
+            break
+        x_old = x
+    for j, v in fixed.items():
+        x[j] = v
+    return x, w, it
+
+
+def _covariance(A: np.ndarray, t: np.ndarray, offset: np.ndarray, x: np.ndarray, w: np.ndarray,
+                free: Sequence[int]) -> np.ndarray | None:
+    """Covariance of the free parameters of the weighted relative-error fit, or None if singular."""
+    m = len(t)
+    if m <= len(free) or not free:
+        return None
+    J = (A / t[:, None])[:, free]
+    r = (A @ x + offset) / t - 1.0
+    s2 = float(np.sum(w * r * r)) / (m - len(free))
+    JtWJ = J.T @ (J * w[:, None])
+    try:
+        cond = np.linalg.cond(JtWJ / np.outer(np.sqrt(np.diag(JtWJ)), np.sqrt(np.diag(JtWJ))))
+    except (np.linalg.LinAlgError, FloatingPointError):
+        return None
+    if not np.isfinite(cond) or cond > 1e12:
+        return None
+    return s2 * np.linalg.inv(JtWJ)
+
+
+def _r2_log(pred: np.ndarray, meas: np.ndarray) -> float:
+    lp, lm = np.log(np.maximum(pred, 1e-300)), np.log(meas)
+    ss_tot = float(np.sum((lm - lm.mean()) ** 2))
+    if ss_tot == 0:
+        return float("nan")
+    return 1.0 - float(np.sum((lm - lp) ** 2)) / ss_tot
+
+
+def fit_alpha_beta(k: np.ndarray, n: np.ndarray, t: np.ndarray, *, algorithm: str = "ring",
+                   bw_scale: np.ndarray | None = None, offset: np.ndarray | None = None,
+                   base_alpha_s: float | None = None, base_bandwidth_Bps: float | None = None,
+                   holdout: float = 0.0, seed: int = 0, loss: str = "huber", what: str = "data") -> LinkFit:
+    """Fit ``t = c_lat(k)·alpha + c_bw(k)·n/(g(k)·b) + offset`` for alpha >= 0 and b > 0.
+
+    ``bw_scale`` is g(k) (default 1: b is the ring's bandwidth). ``offset`` a
+    known time to add (the gamma term of a profile with a reduce rate). The
+    base values are kept for a parameter the data cannot identify (and are
+    then required). ``what`` names the data in error messages.
+    """
+    k = np.asarray(k, dtype=np.int64)
+    n = np.asarray(n, dtype=np.float64)
+    t = np.asarray(t, dtype=np.float64)
+    if algorithm not in COEFFICIENTS:
+        raise InputError(f"--algorithm: cannot fit {algorithm!r}; calibration knows "
+                         f"{', '.join(COEFFICIENTS)}")
+    if not (k.shape == n.shape == t.shape):
+        raise ValueError("k, n and t must have the same shape")
+    if k.size == 0:
+        raise InputError(f"{what}: no measurements to fit (need all-reduce rows with world_size >= 2)")
+    if np.any(k < 2):
+        raise InputError(f"{what}: world size {int(k.min())} has no communication to fit; "
+                         "give rows with world_size >= 2")
+    bad = ~(np.isfinite(t) & (t > 0)) | ~(np.isfinite(n) & (n > 0))
+    if np.any(bad):
+        i = int(np.argmax(bad))
+        raise InputError(f"{what}: row {i + 1}: time {t[i]!r} s at {n[i]!r} bytes; times and sizes must be "
+                         "positive numbers")
+    g = np.ones(k.shape) if bw_scale is None else np.asarray(bw_scale, dtype=np.float64)
+    off = np.zeros(k.shape) if offset is None else np.asarray(offset, dtype=np.float64)
+    c_lat, c_bw = COEFFICIENTS[algorithm](k)
+    A = np.column_stack([c_lat, c_bw * n / g])
+
+    test = holdout_mask(len(t), holdout, seed)
+    fit = ~test
+    if int(fit.sum()) < 3:
+        raise InputError(f"{what}: {int(fit.sum())} point(s) left to fit after holding out {int(test.sum())}; "
+                         "measure more sizes or world sizes, or lower --holdout")
+    Af, tf, of = A[fit], t[fit], off[fit]
+    sizes = tuple(float(s) for s in np.unique(n[fit]))
+    worlds = tuple(int(x) for x in np.unique(k[fit]))
+    warnings: list[str] = []
+    fixed: dict[int, float] = {}
+    names = ("alpha", "bandwidth")
+
+    def base_for(j: int) -> float:
+        v = base_alpha_s if j == 0 else (None if base_bandwidth_Bps is None else 1.0 / base_bandwidth_Bps)
+        if v is None:
+            raise InputError(f"{what}: the data cannot identify {names[j]} and no base value was given; "
+                             "measure several message sizes")
+        return v
+
+    if len(sizes) == 1 and len(worlds) == 1:
+        # alpha and 1/B enter through one column each scaled by constants: they cannot be told apart.
+        # Keep the one that matters least at this size at its base value and fit the other.
+        if base_alpha_s is None or base_bandwidth_Bps is None:
+            raise InputError(f"{what}: one message size ({sizes[0]:.0f} bytes) and one world size "
+                             f"({worlds[0]}) cannot separate latency from bandwidth; measure several sizes")
+        lat_share = float(Af[0, 0]) * base_alpha_s
+        bw_share = float(Af[0, 1]) / base_bandwidth_Bps
+        j_keep = 1 if lat_share >= bw_share else 0
+        fixed[j_keep] = base_for(j_keep)
+        warnings.append(f"one message size and one world size only: {names[j_keep]} kept at the base value, "
+                        f"only {names[1 - j_keep]} fitted")
+    elif len(sizes) == 1:
+        warnings.append(f"one message size only ({sizes[0]:.0f} bytes): alpha and B are told apart only "
+                        "through the world sizes; measure several sizes")
+    elif len(worlds) == 1:
+        warnings.append(f"one world size only (k={worlds[0]}): alpha and B describe this k; "
+                        "measure several world sizes to describe the link")
+
+    for _ in range(3):  # refit at most twice when a parameter turns out not to be identified
+        x, w, iters = _irls(Af, tf, of, fixed, loss)
+        if x[1] <= 0 and 1 not in fixed:
+            raise InputError(f"{what}: the fit gives infinite bandwidth (the times do not grow with the size); "
+                             "check the data, or measure larger sizes")
+        free = [j for j in range(2) if j not in fixed]
+        cov = _covariance(Af, tf, of, x, w, free)
+        se = {j: (math.sqrt(max(cov[i, i], 0.0)) if cov is not None else None) for i, j in enumerate(free)}
+        problems = []
+        for j in free:
+            if j == 0 and x[0] <= 0:
+                problems.append((j, "alpha is at its bound 0 (the smallest sizes do not resolve a latency)"))
+            elif se.get(j) is None:
+                problems.append((j, f"{names[j]} is not identified (the design is singular)"))
+            elif se[j] > _MAX_REL_SE * abs(x[j]):
+                problems.append((j, f"{names[j]} is not identified by these data (standard error "
+                                    f"{se[j] / abs(x[j]):.0%} of the value)"))
+        if not problems:
+            break
+        j, msg = problems[0]
+        base = base_alpha_s if j == 0 else base_bandwidth_Bps
+        if len(free) == 1 or base is None:  # nothing left to hold fixed: report it, with the caveat
+            warnings.append(msg + "; reported as fitted, treat it with care")
+            break
+        fixed[j] = base_for(j)
+        warnings.append(msg + "; kept at the base value")
+
+    identified = {"alpha": 0 not in fixed, "bandwidth": 1 not in fixed}
+    alpha, beta = float(x[0]), float(x[1])
+    B = 1.0 / beta
+    alpha_se = se.get(0) if 0 not in fixed else None
+    beta_se = se.get(1) if 1 not in fixed else None
+    B_se = beta_se * B * B if beta_se is not None else None
+
+    pred = A @ np.array([alpha, beta]) + off
+    err = np.abs(rel_error(pred, t))
+    return LinkFit(
+        alpha_s=alpha, bandwidth_Bps=B, alpha_se_s=alpha_se, bandwidth_se_Bps=B_se, identified=identified,
+        n_fit=int(fit.sum()), n_holdout=int(test.sum()),
+        r2_log=_r2_log(pred[fit], t[fit]),
+        fit_median_rel=float(np.median(err[fit])), fit_max_rel=float(np.max(err[fit])),
+        holdout_median_rel=float(np.median(err[test])) if test.any() else None,
+        holdout_max_rel=float(np.max(err[test])) if test.any() else None,
+        downweighted=int(np.sum(w < 1.0)), iterations=iters, world_sizes=worlds, sizes=sizes,
+        warnings=tuple(warnings),
+    )
+
+
+# --------------------------------------------------------------------------- tiers
+
+
+def outer_tier(network: Sequence[Tier], k: np.ndarray) -> np.ndarray:
+    """Index of the outermost tier a ring over k devices spans (the tier whose link a fit describes)."""
+    spanned = collectives.tier_spanned(network, np.asarray(k, dtype=np.int64))
+    idx = np.zeros(spanned.shape[1:], dtype=np.int64)
+    for i in range(spanned.shape[0]):
+        idx = np.where(spanned[i], i, idx)
+    return idx
+
+
+def tier_scale(network: Sequence[Tier], tier: int, k: np.ndarray) -> np.ndarray:
+    """g(k): the ring bandwidth tier ``tier`` offers per B/s of its effective bandwidth (see collectives)."""
+    import dataclasses
+
+    unit = list(network)
+    unit[tier] = dataclasses.replace(network[tier], bandwidth_Bps=1.0, efficiency=1.0)
+    return collectives.tier_bandwidth(unit, np.asarray(k, dtype=np.int64))[tier]
+
+
+def fit_link(network: Sequence[Tier], tier: int, k: np.ndarray, n: np.ndarray, t: np.ndarray, *,
+             algorithm: str = "ring", reduce_Bps: float | None = None, holdout: float = 0.0, seed: int = 0,
+             loss: str = "huber", what: str = "data") -> LinkFit:
+    """Fit tier ``tier``'s latency and effective bandwidth to all-reduce times that cross it.
+
+    The tier is taken to be the ring's bottleneck for every k given; the
+    reduction (gamma) term of ``reduce_Bps`` is a known offset (it is
+    proportional to the bandwidth term, so the two cannot be fitted together).
+    """
+    k = np.asarray(k, dtype=np.int64)
+    n = np.asarray(n, dtype=np.float64)
+    t_i = network[tier]
+    g = tier_scale(network, tier, k)
+    off = None
+    if reduce_Bps:
+        kf = k.astype(np.float64)
+        off = (kf - 1.0) / kf * n / reduce_Bps
+    return fit_alpha_beta(k, n, t, algorithm=algorithm, bw_scale=g, offset=off, base_alpha_s=t_i.latency_s,
+                          base_bandwidth_Bps=t_i.effective_Bps, holdout=holdout, seed=seed, loss=loss, what=what)
+
+
+# --------------------------------------------------------------------------- bench step
+
+
+@dataclass(frozen=True)
+class StepFit:
+    """Compute rate and overlap that measured training steps show."""
+
+    seconds_per_sample: float
+    seconds_per_sample_se: float | None
+    #: achieved fraction of peak (None when no FLOP count or peak is known)
+    mfu: float | None
+    mfu_se: float | None
+    #: share of the shorter of T_compute and T_comm hidden by the other (0: none, 1: all); None without k > 1 rows
+    overlap: float | None
+    overlap_se: float | None
+    n_rows: int
+    n_overlap_rows: int
+    warnings: tuple[str, ...] = field(default_factory=tuple)
+
+
+def _mean_se(x: np.ndarray) -> tuple[float, float | None]:
+    m = float(np.mean(x))
+    return m, (float(np.std(x, ddof=1) / math.sqrt(len(x))) if len(x) > 1 else None)
+
+
+def overlap_fraction(t_compute: np.ndarray, t_comm: np.ndarray, t_step: np.ndarray) -> np.ndarray:
+    """Measured overlap: ``(T_compute + T_comm - T_step) / min(T_compute, T_comm)``, clipped to [0, 1].
+
+    0 means the step is the sum of its parts (nothing hidden), 1 that the
+    shorter part is hidden entirely (T_step = max(T_compute, T_comm)).
+    """
+    tc, tm, ts = (np.asarray(a, dtype=np.float64) for a in (t_compute, t_comm, t_step))
+    with np.errstate(divide="ignore", invalid="ignore"):
+        phi = (tc + tm - ts) / np.minimum(tc, tm)
+    return np.clip(phi, 0.0, 1.0)
+
+
+def fit_step(k: np.ndarray, batch_per_device: np.ndarray, t_compute: np.ndarray, t_comm: np.ndarray,
+             t_step: np.ndarray, *, flops_per_sample: np.ndarray | None = None, peak_flops: float | None = None,
+             what: str = "steps") -> StepFit:
+    """Seconds per sample (T_compute / batch per device), mfu = FLOPs per sample / (s per sample · peak), overlap.
+
+    Weak-scaling rows: T_compute per sample does not depend on k, so every row
+    is an estimate of it; the mean and its standard error are reported.
+    """
+    k = np.asarray(k, dtype=np.int64)
+    b = np.asarray(batch_per_device, dtype=np.float64)
+    tc, tm, ts = (np.asarray(a, dtype=np.float64) for a in (t_compute, t_comm, t_step))
+    if k.size == 0:
+        raise InputError(f"{what}: no step rows to fit")
+    for name, a in (("batch_per_device", b), ("t_compute_s", tc), ("t_step_s", ts)):
+        if not np.all(np.isfinite(a) & (a > 0)):
+            i = int(np.argmax(~(np.isfinite(a) & (a > 0))))
+            raise InputError(f"{what}: row {i + 1}: {name} {a[i]!r} must be a positive number")
+    warnings: list[str] = []
+    sps = tc / b
+    sps_m, sps_se = _mean_se(sps)
+    mfu = mfu_se = None
+    if flops_per_sample is not None and peak_flops:
+        f = np.asarray(flops_per_sample, dtype=np.float64)
+        u = f / (sps * peak_flops)
+        mfu, mfu_se = _mean_se(u)
+        if mfu > 1:
+            warnings.append(f"the measured rate is {mfu:.2f} x the base profile's peak: the peak is too low "
+                            "for this machine; mfu not written")
+    multi = (k > 1) & np.isfinite(tm) & (tm > 0)
+    ov = ov_se = None
+    if multi.any():
+        ov, ov_se = _mean_se(overlap_fraction(tc[multi], tm[multi], ts[multi]))
+    else:
+        warnings.append("no rows with world_size > 1: the overlap cannot be measured")
+    return StepFit(seconds_per_sample=sps_m, seconds_per_sample_se=sps_se, mfu=mfu, mfu_se=mfu_se, overlap=ov,
+                   overlap_se=ov_se, n_rows=int(k.size), n_overlap_rows=int(multi.sum()),
+                   warnings=tuple(warnings))

@@ -1,0 +1,505 @@
+"""`simcli calibrate` (fit a profile to measurements) and `simcli validate` (hold a profile to them)."""
+
+from __future__ import annotations
+
+import enum
+import sys
+from typing import Annotated, Any, Optional
+
+import typer
+
+from ..model import InputError, SimcliError
+from . import options as o
+from .app import CONTEXT, app, emit, handle_errors
+
+
+class Loss(str, enum.Enum):
+    huber = "huber"
+    linear = "linear"
+
+
+class Overlap(str, enum.Enum):
+    none = "none"
+    buckets = "buckets"
+    auto = "auto"
+
+
+class CalFormat(str, enum.Enum):
+    table = "table"
+    json = "json"
+
+
+Where = Annotated[Optional[list[str]], typer.Option("--where", help="Keep only rows whose COLUMN equals VALUE "
+                                                    "(COLUMN=VALUE, repeatable), e.g. --where system=nd-h100-v5.")]
+MinSize = Annotated[str, typer.Option("--min-size", help="Leave out all-reduce rows smaller than this "
+                                      "(bytes, units allowed: '64MiB').")]
+MaxSize = Annotated[Optional[str], typer.Option("--max-size", help="Leave out all-reduce rows larger than this "
+                                                "(bytes, units allowed).")]
+
+
+def _size(value: str | None, option: str) -> float | None:
+    if value is None:
+        return None
+    from ..units import UnitError, parse
+
+    try:
+        x = parse(value, "bytes")
+    except UnitError as e:
+        raise InputError(f"{option}: {e}") from None
+    if x < 0:
+        raise InputError(f"{option}: {value!r} must not be negative")
+    return x
+
+
+def _warn(msg: str) -> None:
+    typer.echo(f"simcli: warning: {msg}", err=True)
+
+
+def _pct(v: float | None) -> str:
+    return "-" if v is None else f"{100 * v:.1f}%"
+
+
+# --------------------------------------------------------------------------- calibrate
+
+
+@app.command(context_settings=CONTEXT)
+@handle_errors
+def calibrate(
+    files: Annotated[list[str], typer.Argument(help="Measurement CSVs: a 'bench allreduce' (or 'bench import') "
+                                               "file, and optionally a 'bench step' file; told apart by header.")],
+    output: Annotated[str, typer.Option("--output", "-o", help="Write the calibrated profile (YAML) here, "
+                                        "atomically; refuses to overwrite without --force.")],
+    profile: o.Profile = None,
+    tier: Annotated[Optional[str], typer.Option("--tier", help="Fit every all-reduce row to this network tier "
+                                                "[default: each row to the outermost tier its ring spans].")] = None,
+    holdout: Annotated[float, typer.Option("--holdout", help="Fraction of the points held out of the fit and "
+                                           "reported separately (0 <= x < 1).")] = 0.25,
+    seed: Annotated[int, typer.Option("--seed", help="Seed of the random hold-out split.")] = 0,
+    min_size: MinSize = "0",
+    max_size: MaxSize = None,
+    where: Where = None,
+    algorithm: o.Algorithm = "ring",
+    loss: Annotated[Loss, typer.Option("--loss", help="huber: robust (outliers down-weighted, IRLS); "
+                                       "linear: plain weighted least squares.")] = Loss.huber,
+    name: Annotated[Optional[str], typer.Option("--name", help="Name of the new profile [default: the output "
+                                                "file's stem].")] = None,
+    format: Annotated[CalFormat, typer.Option("--format", "-f", help="table, or json (the fit report only, to "
+                                              "stdout).")] = CalFormat.table,
+    force: o.Force = False,
+) -> None:
+    """Fit a profile's latency and bandwidth (and compute rate) to measurements; write a calibrated profile.
+
+    Example: simcli calibrate run1.csv --profile cpu-loopback --output my-host.yaml
+    """
+    from pathlib import Path
+
+    from ..output import check_output_path
+    from ..profiles import resolve_profile
+    from ..validate import filter_rows, read_measurements
+
+    check_output_path(output, force)
+    if not 1 <= len(files) <= 2:
+        raise InputError("calibrate: give one 'bench allreduce' CSV and optionally one 'bench step' CSV")
+    base = resolve_profile(profile)
+    comm_m = step_m = None
+    for f in files:
+        m = read_measurements(f)
+        if m.kind == "allreduce":
+            if comm_m is not None:
+                raise InputError(f"{f}: a second all-reduce file; concatenate the runs into one CSV")
+            comm_m = m
+        elif m.kind == "step":
+            if step_m is not None:
+                raise InputError(f"{f}: a second step file; give one 'bench step' CSV")
+            step_m = m
+        else:
+            raise InputError(f"{f}: a scaling table (devices, speedup) has no times to fit; give 'bench allreduce' "
+                             "or 'bench step' results")
+    report = calibrate_profile(base, comm_m, step_m, tier=tier, holdout=holdout, seed=seed,
+                               min_size=_size(min_size, "--min-size") or 0.0, max_size=_size(max_size, "--max-size"),
+                               where=where or [], algorithm=algorithm, loss=loss.value,
+                               name=name or Path(output).stem)
+    text = report["yaml"]
+    from ..output import write_atomic
+    from ..profiles import load_profile
+
+    p = write_atomic(output, text, force=force)
+    load_profile(p)  # validate what was written
+    for w in report["warnings"]:
+        _warn(w)
+    if format is CalFormat.json:
+        from ..output import to_json
+
+        sys.stdout.write(to_json({k: v for k, v in report.items() if k not in ("yaml", "profile")}))
+    else:
+        from ..render import console
+
+        console.print(_calibrate_view(report))
+    typer.echo(f"wrote {p} (checked: it loads as a valid profile)", err=True)
+
+
+def calibrate_profile(base, comm_m, step_m, *, tier: str | None, holdout: float, seed: int, min_size: float,
+                      max_size: float | None, where: list[str], algorithm: str, loss: str, name: str) -> dict[str, Any]:
+    """Fit, build the new profile and its YAML; return a report (plain data) for tables and JSON."""
+    import dataclasses
+    import datetime
+    import os
+    import platform
+
+    import numpy as np
+    import yaml
+
+    from .. import __version__
+    from ..calibrate import fit_link, fit_step, outer_tier
+    from ..collectives import check_devices, ring_params
+    from ..profiles import profile_from_dict, profile_to_dict
+    from ..units import fmt_bytes, fmt_rate, fmt_time
+    from ..validate import filter_rows
+
+    warnings: list[str] = []
+    network = list(base.network)
+    tiers_out: list[dict[str, Any]] = []
+    cal: dict[str, Any] = {
+        "tool": f"simcli {__version__} calibrate",
+        "date": datetime.datetime.now(datetime.timezone.utc).strftime("%Y-%m-%dT%H:%M:%SZ"),
+        "host": platform.node() or "unknown",
+        "base_profile": f"{base.name} ({base.origin})",
+        "method": (f"{algorithm} alpha-beta model, weighted least squares on relative error, alpha >= 0, B > 0, "
+                   f"loss {loss}" + (" (Huber IRLS, c = 1.345 x 1.4826 MAD)" if loss == "huber" else "")
+                   + "; standard errors from the fit's covariance"),
+    }
+    if comm_m is None and step_m is None:
+        raise InputError("calibrate: nothing to fit")
+    if comm_m is not None:
+        m = filter_rows(comm_m, where, min_size, max_size)
+        k, n, t = m.devices(), m.number("bytes"), m.allreduce_time()
+        one = k < 2
+        if one.any():
+            warnings.append(f"{m.path}: {int(one.sum())} row(s) with world size 1 left out (no communication)")
+            keep = ~one
+            k, n, t = k[keep], n[keep], t[keep]
+            if not k.size:
+                raise InputError(f"{m.path}: only world size 1: nothing to fit; measure world sizes >= 2")
+        check_devices(base.network, k)
+        if tier is not None:
+            names = [x.name for x in base.network]
+            if tier not in names:
+                raise InputError(f"--tier: {base.name} has no tier {tier!r}; it has {', '.join(names)}")
+            ti = names.index(tier)
+            groups = {ti: np.ones(k.shape, dtype=bool)}
+            spans = outer_tier(base.network, k)
+            if np.any(spans < ti):
+                bad = sorted({int(x) for x in k[spans < ti]})
+                raise InputError(f"--tier {tier}: world sizes {bad} do not cross tier {tier!r}; leave them out "
+                                 "with --where or choose another tier")
+        else:
+            spans = outer_tier(base.network, k)
+            groups = {int(i): spans == i for i in np.unique(spans)}
+        cal["data"] = {"file": m.path, "rows": int(k.size),
+                       "comments": list(m.comments)[:6]}
+        for ti, sel in sorted(groups.items()):
+            t_before = base.network[ti]
+            fit = fit_link(base.network, ti, k[sel], n[sel], t[sel], algorithm=algorithm,
+                           reduce_Bps=base.device.reduce_Bps, holdout=holdout, seed=seed + ti, loss=loss,
+                           what=f"{m.path} (tier {t_before.name})")
+            for w in fit.warnings:
+                warnings.append(f"tier {t_before.name}: {w}")
+            changes: dict[str, Any] = {}
+            if fit.identified["alpha"]:
+                changes["latency_s"] = fit.alpha_s
+            if fit.identified["bandwidth"]:
+                changes.update(bandwidth_Bps=fit.bandwidth_Bps, efficiency=1.0)
+            network[ti] = dataclasses.replace(t_before, **changes)
+            rec = {
+                "tier": t_before.name, "index": ti,
+                "world_sizes": list(fit.world_sizes),
+                "sizes": [int(s) for s in fit.sizes],
+                "size_range": f"{fmt_bytes(min(fit.sizes))}..{fmt_bytes(max(fit.sizes))} ({len(fit.sizes)} sizes)",
+                "points": fit.n_fit, "holdout_points": fit.n_holdout, "holdout_fraction": holdout, "seed": seed + ti,
+                "latency": {"before_s": t_before.latency_s, "after_s": network[ti].latency_s,
+                            "se_s": fit.alpha_se_s, "identified": fit.identified["alpha"]},
+                "bandwidth": {"before_Bps": t_before.effective_Bps, "after_Bps": network[ti].effective_Bps,
+                              "se_Bps": fit.bandwidth_se_Bps, "identified": fit.identified["bandwidth"]},
+                "quality": {"r2_log_time": fit.r2_log, "median_rel_error_fit": fit.fit_median_rel,
+                            "max_rel_error_fit": fit.fit_max_rel,
+                            "median_rel_error_holdout": fit.holdout_median_rel,
+                            "max_rel_error_holdout": fit.holdout_max_rel,
+                            "downweighted_points": fit.downweighted},
+                "warnings": list(fit.warnings),
+            }
+            tiers_out.append(rec)
+        # the fits assume the fitted tier is the ring's bottleneck; say so where the new profile disagrees
+        for rec in tiers_out:
+            ks = np.array(rec["world_sizes"])
+            alpha, _, bott = ring_params(network, ks)
+            if np.any(bott != rec["index"]):
+                warnings.append(f"tier {rec['tier']}: with the fitted values another tier is the bottleneck for "
+                                f"k = {sorted({int(x) for x in ks[bott != rec['index']]})}; predictions there use it")
+        cal["network"] = [{
+            "tier": r["tier"], "world_sizes": r["world_sizes"], "sizes": r["size_range"],
+            "points": r["points"], "holdout_points": r["holdout_points"], "seed": r["seed"],
+            "latency": {"before": fmt_time(r["latency"]["before_s"]), "after": fmt_time(r["latency"]["after_s"]),
+                        "standard_error": None if r["latency"]["se_s"] is None else fmt_time(r["latency"]["se_s"]),
+                        "identified": r["latency"]["identified"]},
+            "effective_bandwidth": {"before": fmt_rate(r["bandwidth"]["before_Bps"]),
+                                    "after": fmt_rate(r["bandwidth"]["after_Bps"]),
+                                    "standard_error": (None if r["bandwidth"]["se_Bps"] is None
+                                                       else fmt_rate(r["bandwidth"]["se_Bps"])),
+                                    "identified": r["bandwidth"]["identified"]},
+            "quality": {key: (None if v is None else round(float(v), 5)) for key, v in r["quality"].items()},
+            "warnings": r["warnings"],
+        } for r in tiers_out]
+        cal["note"] = ("bandwidth is the measured achievable bandwidth (efficiency set to 1.0 on fitted tiers); "
+                       "latency is the per-step alpha")
+
+    step_out = None
+    device = base.device
+    if step_m is not None:
+        sm = step_m
+        k = sm.devices()
+        b = sm.number("batch_per_device")
+        tc, ts = sm.number("t_compute_s"), sm.number("t_step_s")
+        tm = sm.optional("t_comm_s")
+        fps = sm.optional("flops_per_sample")
+        if fps is None and "params" in sm.header:
+            fps = 6.0 * sm.number("params")  # dense layers: 2N forward + 4N backward FLOPs per sample
+            flops_note = "6 x params (dense layers)"
+        else:
+            flops_note = "the file's flops_per_sample column" if fps is not None else None
+        dtype = device.default_dtype()
+        sf = fit_step(k, b, tc, tm if tm is not None else np.full(k.shape, np.nan), ts, flops_per_sample=fps,
+                      peak_flops=device.peak(dtype), what=sm.path)
+        warnings.extend(f"{sm.path}: {w}" for w in sf.warnings)
+        if sf.mfu is not None and 0 < sf.mfu <= 1:
+            device = dataclasses.replace(device, mfu=sf.mfu)
+        step_out = {"file": sm.path, "rows": sf.n_rows, "seconds_per_sample": sf.seconds_per_sample,
+                    "seconds_per_sample_se": sf.seconds_per_sample_se, "flops_per_sample_from": flops_note,
+                    "peak_dtype": dtype, "mfu": {"before": base.device.mfu, "after": device.mfu, "fitted": sf.mfu,
+                                                 "se": sf.mfu_se},
+                    "overlap": sf.overlap, "overlap_se": sf.overlap_se, "overlap_rows": sf.n_overlap_rows,
+                    "warnings": list(sf.warnings)}
+        cal["step"] = {
+            "file": sm.path, "rows": sf.n_rows,
+            "seconds_per_sample": f"{sf.seconds_per_sample:.6g} s"
+            + (f" +- {sf.seconds_per_sample_se:.2g}" if sf.seconds_per_sample_se else ""),
+            "mfu": {"before": base.device.mfu, "after": round(device.mfu, 6),
+                    "standard_error": None if sf.mfu_se is None else round(sf.mfu_se, 6),
+                    "flops_per_sample": flops_note, "peak_dtype": dtype},
+            "overlap_fraction": None if sf.overlap is None else round(sf.overlap, 4),
+            "overlap_standard_error": None if sf.overlap_se is None else round(sf.overlap_se, 4),
+            "overlap_definition": "(T_compute + T_comm - T_step) / min(T_compute, T_comm), mean over k > 1 rows",
+        }
+    cal["warnings"] = warnings
+    sources = list(base.sources) + [
+        f"calibrated by simcli calibrate on {cal['date']} (host {cal['host']}) from "
+        + ", ".join(x.path for x in (comm_m, step_m) if x is not None)
+        + "; see the calibration block"]
+    new = dataclasses.replace(base, name=name, network=tuple(network), device=device, sources=tuple(sources),
+                              calibration=cal, origin="calibrated",
+                              description=(base.description + " (calibrated)").strip())
+    data = profile_to_dict(new)
+    text = (f"# calibrated by simcli calibrate from {base.name}; the calibration block says how\n"
+            + yaml.safe_dump(data, sort_keys=False, allow_unicode=True, width=110))
+    profile_from_dict(yaml.safe_load(text), name)  # check before writing
+    return {"profile": new, "yaml": text, "name": name, "base": base.name, "tiers": tiers_out, "step": step_out,
+            "warnings": warnings}
+
+
+def _calibrate_view(report: dict[str, Any]):
+    from rich.console import Group
+    from rich.text import Text
+
+    from ..render import Column, table
+    from ..units import fmt_rate, fmt_time
+
+    parts: list[Any] = [Text(f"profile {report['name']}: calibrated from {report['base']}")]
+    rows = []
+    for r in report["tiers"]:
+        lat, bw = r["latency"], r["bandwidth"]
+        rows.append({"tier": r["tier"], "param": "latency α",
+                     "before": fmt_time(lat["before_s"]), "after": fmt_time(lat["after_s"]),
+                     "se": ("± " + fmt_time(lat["se_s"])) if lat["identified"] and lat["se_s"] is not None
+                     else ("kept: not identified" if not lat["identified"] else "-")})
+        rows.append({"tier": r["tier"], "param": "bandwidth B·eff",
+                     "before": fmt_rate(bw["before_Bps"]), "after": fmt_rate(bw["after_Bps"]),
+                     "se": ("± " + fmt_rate(bw["se_Bps"])) if bw["identified"] and bw["se_Bps"] is not None
+                     else ("kept: not identified" if not bw["identified"] else "-")})
+    st = report["step"]
+    if st is not None:
+        rows.append({"tier": "device", "param": "seconds/sample", "before": "-",
+                     "after": f"{st['seconds_per_sample']:.4g} s",
+                     "se": f"± {st['seconds_per_sample_se']:.2g} s" if st["seconds_per_sample_se"] else "-"})
+        mfu = st["mfu"]
+        rows.append({"tier": "device", "param": f"mfu ({st['peak_dtype']})", "before": f"{mfu['before']:.4g}",
+                     "after": f"{mfu['after']:.4g}" + ("" if mfu["fitted"] is not None and mfu["after"] == mfu["fitted"]
+                                                        else " (kept)"),
+                     "se": f"± {mfu['se']:.2g}" if mfu["se"] else "-"})
+        rows.append({"tier": "step", "param": "overlap fraction", "before": "-",
+                     "after": "-" if st["overlap"] is None else f"{st['overlap']:.3f}",
+                     "se": f"± {st['overlap_se']:.2g}" if st["overlap_se"] else "-"})
+    parts.append(table(rows, [Column("tier", "tier", justify="left"), Column("parameter", "param", justify="left"),
+                              Column("before", "before"), Column("after", "after"),
+                              Column("uncertainty (1 s.e.)", "se")], title="parameters"))
+    if report["tiers"]:
+        q = []
+        for r in report["tiers"]:
+            qq = r["quality"]
+            q.append({"tier": r["tier"], "k": ",".join(str(x) for x in r["world_sizes"]), "sizes": r["size_range"],
+                      "n": r["points"], "held": r["holdout_points"], "r2": f"{qq['r2_log_time']:.4f}",
+                      "fmed": _pct(qq["median_rel_error_fit"]), "fmax": _pct(qq["max_rel_error_fit"]),
+                      "hmed": _pct(qq["median_rel_error_holdout"]), "hmax": _pct(qq["max_rel_error_holdout"])})
+        parts.append(table(q, [Column("tier", "tier", justify="left"), Column("k", "k"),
+                               Column("sizes", "sizes", justify="left"), Column("points", "n"),
+                               Column("held out", "held"), Column("R² (log t)", "r2"),
+                               Column("fit median", "fmed"), Column("fit max", "fmax"),
+                               Column("held-out median", "hmed"), Column("held-out max", "hmax")],
+                       title="fit quality (relative error of the all-reduce time)",
+                       caption="t = 2(k-1)·α + 2(k-1)/k · n/B, weighted least squares on relative error"))
+    return Group(*parts)
+
+
+# --------------------------------------------------------------------------- validate
+
+
+@app.command(context_settings=CONTEXT)
+@handle_errors
+def validate(
+    results: Annotated[str, typer.Argument(help="Measurements: a 'bench allreduce', 'bench import' or "
+                                           "'bench step' CSV, or a published table (see validation/published).")],
+    profile: o.Profile = None,
+    model: o.Model = None,
+    params: o.Params = None,
+    compute_time: o.ComputeTime = None,
+    batch_per_device: o.BatchPerDevice = None,
+    dtype: o.Dtype = None,
+    grad_dtype: o.GradDtype = "fp32",
+    algorithm: o.Algorithm = "ring",
+    overlap: Annotated[Overlap, typer.Option("--overlap", help="Step and scaling files: how communication hides "
+                                             "behind backward (auto: buckets for rows whose mode is ddp).")]
+    = Overlap.none,
+    where: Where = None,
+    min_size: MinSize = "0",
+    max_size: MaxSize = None,
+    max_error: Annotated[Optional[str], typer.Option("--max-error", help="Exit 1 when the median absolute error "
+                                                     "of the main metric is above this ('15%' or 0.15).")] = None,
+    plot: Annotated[Optional[str], typer.Option("--plot", help="Draw measured markers over predicted lines and "
+                                                "a residual panel into this file (.png, .svg, .pdf).")] = None,
+    format: o.FormatOpt = o.Format.table,
+    output: o.Output = None,
+    force: o.Force = False,
+    rows: o.Rows = 40,
+) -> None:
+    """Compare a profile's predictions with measurements: error per row, median and max error per k and size.
+
+    Example: simcli validate validation/published/nccl-allreduce-8xA100-nvswitch.csv --profile dgx-a100
+    """
+    from ..output import check_output_path
+    from ..profiles import resolve_profile
+    from ..validate import filter_rows, read_measurements, validate as run_validation
+
+    if output:
+        check_output_path(output, force)
+    if plot:
+        check_output_path(plot, force, "--plot")
+    limit = _max_error(max_error)
+    ct = o.parse_time(compute_time, "--compute-time")
+    prof = resolve_profile(profile)
+    m = filter_rows(read_measurements(results), where or [], _size(min_size, "--min-size") or 0.0,
+                    _size(max_size, "--max-size"))
+    wl = None
+    if model is not None or params is not None:
+        from ..workloads import build_workload
+
+        if params is not None and ct is None:
+            wl = build_workload(params=params, flops_per_sample=6.0 * params)
+        else:
+            wl = build_workload(model=model, params=params, compute_time=ct)
+    v = run_validation(m, prof, workload=wl, compute_time_s=ct, overlap=overlap.value, grad_dtype=grad_dtype,
+                       algorithm=algorithm, dtype=dtype, batch=batch_per_device)
+    for note in v.notes:
+        typer.echo(f"simcli: note: {note}", err=True)
+    if format is o.Format.table:
+        from ..render import render_text
+        from ..render import console
+
+        view = _validate_view(v, rows)
+        if output:
+            emit(render_text(view), output, force)
+        else:
+            console.print(view)
+    else:
+        from ..output import to_csv, to_json
+
+        if format is o.Format.json:
+            text = to_json({"file": v.path, "kind": v.kind, "profile": v.profile, "primary_metric": v.primary,
+                            "rows": v.records, "summary": v.summary, "notes": list(v.notes)})
+        else:
+            text = to_csv(v.records, comments=[f"simcli validate {v.path} --profile {v.profile}"])
+        emit(text, output, force)
+    if plot:
+        from ..validate import plot_validation
+
+        plot_validation(v, prof, plot, algorithm=algorithm, force=force)
+        typer.echo(f"wrote {plot}", err=True)
+    med = v.median_error()
+    if limit is not None and med is not None and med > limit:
+        typer.echo(f"simcli: error: median error of {v.primary} is {100 * med:.1f}%, above --max-error "
+                   f"{100 * limit:g}%", err=True)
+        raise typer.Exit(1)
+
+
+def _max_error(value: str | None) -> float | None:
+    if value is None:
+        return None
+    s = value.strip()
+    try:
+        x = float(s[:-1]) / 100 if s.endswith("%") else float(s)
+    except ValueError:
+        raise InputError(f"--max-error: {value!r} is not a fraction or a percentage (try '15%' or 0.15)") from None
+    if not x > 0 or x != x:
+        raise InputError(f"--max-error: {value!r} must be positive (try '15%' or 0.15)")
+    return x
+
+
+def _validate_view(v, max_rows: int):
+    from rich.console import Group
+    from rich.text import Text
+
+    from ..render import Column, table, time_unit
+    from ..units import fmt_bytes
+
+    parts: list[Any] = [Text(f"{v.path} ({v.kind}) against profile {v.profile}; error = (predicted - measured) / "
+                             "measured")]
+    for metric, s in v.summary.items():
+        rs = [r for r in v.records if r["metric"] == metric]
+        if metric == "time_s":
+            f, unit = time_unit([r["measured"] for r in rs])
+            fmt = lambda x, f=f: f"{x / f:.4g}"  # noqa: E731
+            label = f"time {unit}"
+        elif metric == "t_step_s":
+            f, unit = time_unit([r["measured"] for r in rs])
+            fmt = lambda x, f=f: f"{x / f:.4g}"  # noqa: E731
+            label = f"T_step {unit}"
+        else:
+            fmt = lambda x: f"{x:.4g}"  # noqa: E731
+            label = {"speedup": "S(k)", "samples_per_s": "samples/s"}.get(metric, metric)
+        cols = [Column("k", "devices")]
+        if rs and rs[0]["bytes"] is not None:
+            cols.append(Column("size", "bytes", fmt_bytes))
+        if any("mode" in r for r in rs):
+            cols.append(Column("mode", "mode", justify="left"))
+        cols += [Column(f"measured {label}", "measured", fmt), Column(f"predicted {label}", "predicted", fmt),
+                 Column("error", "error", lambda e: f"{100 * e:+.1f}%")]
+        if metric == "time_s":
+            cols += [Column("busbw meas GB/s", "busbw_measured_GBps", lambda x: f"{x:.4g}"),
+                     Column("busbw pred GB/s", "busbw_predicted_GBps", lambda x: f"{x:.4g}")]
+        parts.append(table(rs, cols, title=f"{metric}: per row", max_rows=max_rows))
+        summ = [{"group": "all", **s["overall"]}]
+        summ += [{"group": f"k = {k}", **st} for k, st in s["by_devices"].items()]
+        summ += [{"group": dec, **st} for dec, st in s.get("by_size_decade", {}).items()]
+        parts.append(table(summ, [Column("group", "group", justify="left"), Column("rows", "n"),
+                                  Column("median |err|", "mdape", _pct), Column("mean |err|", "mean_ape", _pct),
+                                  Column("max |err|", "max_ape", _pct),
+                                  Column("median err (bias)", "bias", lambda e: f"{100 * e:+.1f}%")],
+                           title=f"{metric}: summary" + (" (main metric, --max-error)" if metric == v.primary else "")))
+    return Group(*parts)

@@ -1,0 +1,442 @@
+"""Hold a profile's predictions against measurements: per-row errors and MAPE summaries.
+
+Reads the measurement CSVs simcli and others write (comment lines start with
+``#``), recognised by their header:
+
+* ``allreduce``: ``simcli bench allreduce`` and ``simcli bench import`` (nccl-tests)
+  CSVs (``world_size, bytes, time_s``, ...), and published nccl-tests tables with
+  ``devices, bytes`` and ``time_us`` or only ``busbw_GBps``; where only busbw is
+  given the time is ``bytes · 2(k-1)/k / busbw`` (nccl-tests doc/PERFORMANCE.md).
+  Metric: all-reduce time.
+* ``step``: ``simcli bench step`` CSVs (``world_size, t_step_s``, ...). Metrics:
+  T_step and, where the file has it, the speedup S(k).
+* ``scaling``: published scaling tables (``devices, speedup``, optionally
+  ``batch_per_device`` and ``images_per_s``/``samples_per_s``). Metrics: S(k) for
+  k > 1 (S(1) = 1 by definition on both sides) and throughput.
+
+The error of a row is ``(predicted - measured) / measured``; summaries give the
+median absolute percentage error (MdAPE), the mean and max absolute error and
+the median signed error (bias), overall and per world size and per size decade.
+"""
+
+from __future__ import annotations
+
+import csv
+import math
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any, Sequence
+
+import numpy as np
+
+from . import collectives
+from .calibrate import rel_error
+from .model import InputError, Profile, Workload
+
+__all__ = ["Measured", "read_measurements", "filter_rows", "validate", "Validation", "summarise",
+           "PRIMARY_METRIC", "plot_validation", "MAX_FILE_BYTES"]
+
+#: measurement files larger than this are refused
+MAX_FILE_BYTES = 64 << 20
+#: the metric --max-error holds, per kind of file
+PRIMARY_METRIC = {"allreduce": "time_s", "step": "t_step_s", "scaling": "speedup"}
+_ALLREDUCE_NAMES = {"allreduce", "all_reduce", "all-reduce", "allreduce_perf", "all_reduce_perf"}
+
+
+@dataclass(frozen=True)
+class Measured:
+    """One measurement file: its kind, its rows as raw strings, and the numeric columns simcli uses."""
+
+    path: str
+    kind: str
+    header: tuple[str, ...]
+    rows: tuple[dict[str, str], ...]
+    #: 1-based line number of each row in the file
+    lines: tuple[int, ...]
+    comments: tuple[str, ...] = field(default_factory=tuple)
+
+    def __len__(self) -> int:
+        return len(self.rows)
+
+    def number(self, column: str, integer: bool = False, positive: bool = True) -> np.ndarray:
+        """A column as floats (or ints); every value checked, errors name the file, line and column."""
+        out = np.empty(len(self.rows), dtype=np.int64 if integer else np.float64)
+        for i, r in enumerate(self.rows):
+            raw = (r.get(column) or "").strip()
+            try:
+                v = float(raw)
+            except ValueError:
+                raise InputError(f"{self.path}: line {self.lines[i]}: {column}: {raw!r} is not a number") from None
+            if not math.isfinite(v) or (positive and v <= 0) or (integer and v != int(v)):
+                need = "a whole number >= 1" if integer else "a positive number" if positive else "a finite number"
+                raise InputError(f"{self.path}: line {self.lines[i]}: {column}: {raw!r} must be {need}")
+            out[i] = int(v) if integer else v
+        return out
+
+    def has(self, *columns: str) -> bool:
+        return all(c in self.header for c in columns)
+
+    def optional(self, column: str) -> np.ndarray | None:
+        """A numeric column where every row has a value, else None."""
+        if column not in self.header or any(not (r.get(column) or "").strip() for r in self.rows):
+            return None
+        return self.number(column, positive=False)
+
+    def text(self, column: str, default: str = "") -> list[str]:
+        return [(r.get(column) or default).strip() for r in self.rows]
+
+    def subset(self, keep: np.ndarray) -> "Measured":
+        idx = np.flatnonzero(keep)
+        return Measured(self.path, self.kind, self.header, tuple(self.rows[i] for i in idx),
+                        tuple(self.lines[i] for i in idx), self.comments)
+
+    # -- normalised columns -------------------------------------------------
+    def devices(self) -> np.ndarray:
+        return self.number("world_size" if "world_size" in self.header else "devices", integer=True)
+
+    def allreduce_time(self) -> np.ndarray:
+        """Measured time per all-reduce in seconds (from time_s, time_us, or busbw)."""
+        if "time_s" in self.header:
+            return self.number("time_s")
+        if "time_us" in self.header:
+            return self.number("time_us") * 1e-6
+        k, n = self.devices(), self.number("bytes")
+        return n * collectives.busbw_factor(k) / (self.number("busbw_GBps") * 1e9)
+
+
+def _kind(header: Sequence[str], path: str) -> str:
+    h = set(header)
+    has_k = bool(h & {"world_size", "devices"})
+    if has_k and "bytes" in h and h & {"time_s", "time_us", "busbw_GBps"}:
+        return "allreduce"
+    if has_k and "t_step_s" in h:
+        return "step"
+    if has_k and "speedup" in h:
+        return "scaling"
+    raise InputError(f"{path}: header {', '.join(header) or '(empty)'} is not a measurement file simcli knows; "
+                     "expected 'bench allreduce' columns (world_size, bytes, time_s), 'bench step' columns "
+                     "(world_size, t_step_s) or a scaling table (devices, speedup)")
+
+
+def read_measurements(path: str | Path) -> Measured:
+    """Read a measurement CSV (comment lines start with '#'); the kind is told by the header."""
+    p = Path(path)
+    if p.is_dir():
+        raise InputError(f"{p}: is a directory; give a measurement CSV file")
+    try:
+        size = p.stat().st_size
+        if size > MAX_FILE_BYTES:
+            raise InputError(f"{p}: {size:,} bytes is too large for a measurement file (at most {MAX_FILE_BYTES:,})")
+        raw = p.read_bytes()
+    except FileNotFoundError:
+        raise InputError(f"{p}: no such file") from None
+    except PermissionError:
+        raise InputError(f"{p}: permission denied") from None
+    try:
+        text = raw.decode("utf-8-sig")
+    except UnicodeDecodeError:
+        raise InputError(f"{p}: not a text file (not UTF-8); give a CSV file") from None
+    if "\x00" in text:
+        raise InputError(f"{p}: contains NUL bytes; give a CSV file")
+    comments, body, lines = [], [], []
+    for no, line in enumerate(text.splitlines(), start=1):
+        s = line.strip()
+        if not s:
+            continue
+        if s.startswith("#"):
+            comments.append(s.lstrip("#").strip())
+            continue
+        body.append(line)
+        lines.append(no)
+    if not body:
+        raise InputError(f"{p}: no header and no rows; give a CSV with a header line")
+    reader = csv.reader(body)
+    header = tuple(c.strip() for c in next(reader))
+    kind = _kind(header, str(p))
+    rows = []
+    for i, values in enumerate(reader, start=1):
+        if len(values) != len(header):
+            raise InputError(f"{p}: line {lines[i]}: {len(values)} values for {len(header)} columns")
+        rows.append(dict(zip(header, values)))
+    m = Measured(str(p), kind, header, tuple(rows), tuple(lines[1:]), tuple(comments))
+    if kind == "allreduce" and "collective" in header:
+        keep = np.array([c.lower() in _ALLREDUCE_NAMES for c in m.text("collective")], dtype=bool)
+        if len(m) and not keep.any():
+            raise InputError(f"{p}: collective: no all-reduce rows (found {', '.join(sorted(set(m.text('collective'))))})")
+        m = m.subset(keep)
+    if not len(m):
+        raise InputError(f"{p}: a header but no measurement rows")
+    return m
+
+
+def filter_rows(m: Measured, where: Sequence[str] = (), min_size: float = 0.0,
+                max_size: float | None = None, option: str = "--where") -> Measured:
+    """Rows matching every ``COLUMN=VALUE`` of ``where`` and, for all-reduce files, within the size bounds."""
+    keep = np.ones(len(m), dtype=bool)
+    for cond in where:
+        col, sep, val = cond.partition("=")
+        col, val = col.strip(), val.strip()
+        if not sep or not col:
+            raise InputError(f"{option}: {cond!r} is not COLUMN=VALUE (for example system=nd-h100-v5)")
+        if col not in m.header:
+            raise InputError(f"{option}: {m.path} has no column {col!r}; it has {', '.join(m.header)}")
+        keep &= np.array([v == val for v in m.text(col)], dtype=bool)
+    if m.kind == "allreduce" and (min_size > 0 or max_size is not None):
+        n = m.number("bytes")
+        keep &= n >= min_size
+        if max_size is not None:
+            keep &= n <= max_size
+    if not keep.any():
+        raise InputError(f"{m.path}: no rows left after {option}/--min-size/--max-size; loosen the filter")
+    return m.subset(keep)
+
+
+# --------------------------------------------------------------------------- predictions
+
+
+@dataclass(frozen=True)
+class Validation:
+    kind: str
+    path: str
+    profile: str
+    records: list[dict[str, Any]]
+    summary: dict[str, Any]
+    notes: tuple[str, ...] = field(default_factory=tuple)
+
+    @property
+    def primary(self) -> str:
+        return PRIMARY_METRIC[self.kind]
+
+    def median_error(self, metric: str | None = None) -> float | None:
+        s = self.summary.get(metric or self.primary)
+        return None if s is None else s["overall"]["mdape"]
+
+
+def _row(metric: str, k: int, n: float | None, pred: float, meas: float, line: int, **extra: Any) -> dict[str, Any]:
+    err = float(rel_error(np.float64(pred), np.float64(meas)))
+    return {"metric": metric, "devices": int(k), "bytes": None if n is None else float(n), "measured": float(meas),
+            "predicted": float(pred), "error": err, "abs_error": abs(err), "line": int(line), **extra}
+
+
+def _validate_allreduce(m: Measured, profile: Profile, algorithm: str) -> list[dict[str, Any]]:
+    k, n, t = m.devices(), m.number("bytes"), m.allreduce_time()
+    if np.any(k < 2):
+        i = int(np.argmax(k < 2))
+        raise InputError(f"{m.path}: line {m.lines[i]}: world size {int(k[i])}: an all-reduce on one device "
+                         "costs nothing to predict; drop the row")
+    collectives.check_devices(profile.network, k)
+    cost = collectives.allreduce(algorithm, profile.network, k, n, profile.device.reduce_Bps)
+    f = collectives.busbw_factor(k)
+    recs = []
+    for i in range(len(m)):
+        pred = float(cost.time[i])
+        recs.append(_row("time_s", k[i], n[i], pred, t[i], m.lines[i],
+                         busbw_measured_GBps=n[i] * f[i] / t[i] / 1e9,
+                         busbw_predicted_GBps=n[i] * f[i] / pred / 1e9))
+    return recs
+
+
+def _scenario(profile: Profile, workload: Workload, batch: int, compute_time_s: float | None,
+              overlap: str, grad_dtype: str, algorithm: str, dtype: str | None):
+    from .engine import Scenario
+
+    kw: dict[str, Any] = {}
+    if overlap != "none":
+        kw["overlap"] = overlap
+    return Scenario(profile=profile, workload=workload, batch_per_device=batch, compute_time_s=compute_time_s,
+                    grad_dtype=grad_dtype, algorithm=algorithm, dtype=dtype, **kw)
+
+
+def _groups(m: Measured, columns: Sequence[str]) -> dict[tuple[str, ...], np.ndarray]:
+    keys = [tuple(r.get(c, "").strip() for c in columns) for r in m.rows]
+    out: dict[tuple[str, ...], list[int]] = {}
+    for i, key in enumerate(keys):
+        out.setdefault(key, []).append(i)
+    return {key: np.array(v) for key, v in out.items()}
+
+
+def _validate_step(m: Measured, profile: Profile, workload: Workload | None, compute_time_s: float | None,
+                   overlap: str, grad_dtype: str, algorithm: str, dtype: str | None,
+                   notes: list[str]) -> list[dict[str, Any]]:
+    """bench step rows: predicted T_step and S(k) for the measured model (params from the file)."""
+    from .engine import simulate
+
+    k = m.devices()
+    b = m.number("batch_per_device", integer=True)
+    ts = m.number("t_step_s")
+    sp = m.optional("speedup")
+    params = m.number("params") if "params" in m.header else None
+    fps = m.optional("flops_per_sample")
+    recs = []
+    group_cols = [c for c in ("mode", "backend", "params", "batch_per_device", "model") if c in m.header]
+    for key, idx in _groups(m, group_cols).items():
+        if workload is not None:
+            wl = workload
+        elif params is not None:
+            p = float(params[idx[0]])
+            # dense layers: 2 FLOPs per parameter per sample forward, twice that backward (6·N per sample)
+            f = float(fps[idx[0]]) if fps is not None else 6.0 * p
+            wl = Workload(name="measured", params=p, flops_per_sample=f, batch_per_device=int(b[idx[0]]))
+            if fps is None and "6N" not in " ".join(notes):
+                notes.append("FLOPs per sample taken as 6N (dense layers: 2N forward + 4N backward); give --model "
+                             "or --compute-time for another model")
+        else:
+            raise InputError(f"{m.path}: no params column; give the model with --model or --params")
+        mode = dict(zip(group_cols, key)).get("mode", "")
+        ov = overlap
+        if ov == "auto":
+            ov = "buckets" if mode.lower() == "ddp" else "none"
+        sc = _scenario(profile, wl, int(b[idx[0]]), compute_time_s, ov, grad_dtype, algorithm, dtype)
+        res = simulate(sc, k[idx])
+        for j, i in enumerate(idx):
+            extra = {"mode": mode} if mode else {}
+            recs.append(_row("t_step_s", k[i], None, float(res.t_step_s[j]), ts[i], m.lines[i], **extra))
+            if sp is not None and k[i] > 1:
+                recs.append(_row("speedup", k[i], None, float(res.speedup[j]), sp[i], m.lines[i], **extra))
+    return recs
+
+
+def _validate_scaling(m: Measured, profile: Profile, workload: Workload | None, compute_time_s: float | None,
+                      overlap: str, grad_dtype: str, algorithm: str, dtype: str | None,
+                      batch: int | None) -> list[dict[str, Any]]:
+    """Published scaling tables: predicted S(k) (k > 1) and throughput for the named model."""
+    from .engine import simulate
+
+    if workload is None:
+        raise InputError(f"{m.path}: a scaling table (devices, speedup) does not say which model it measured; "
+                         "give --model (for example --model resnet50)")
+    k = m.devices()
+    sp = m.number("speedup")
+    tput_col = next((c for c in ("samples_per_s", "images_per_s") if c in m.header), None)
+    tput = m.number(tput_col) if tput_col else None
+    if "batch_per_device" in m.header:
+        bs = m.number("batch_per_device", integer=True)
+    elif batch is not None:
+        bs = np.full(len(m), batch)
+    else:
+        bs = np.full(len(m), workload.batch_per_device)
+    recs = []
+    for b_val in np.unique(bs):
+        idx = np.flatnonzero(bs == b_val)
+        sc = _scenario(profile, workload, int(b_val), compute_time_s, overlap, grad_dtype, algorithm, dtype)
+        res = simulate(sc, k[idx])
+        for j, i in enumerate(idx):
+            if k[i] > 1:
+                recs.append(_row("speedup", k[i], None, float(res.speedup[j]), sp[i], m.lines[i]))
+            if tput is not None:
+                recs.append(_row("samples_per_s", k[i], None, float(res.samples_per_s[j]), tput[i], m.lines[i]))
+    return recs
+
+
+def validate(m: Measured, profile: Profile, *, workload: Workload | None = None, compute_time_s: float | None = None,
+             overlap: str = "none", grad_dtype: str = "fp32", algorithm: str = "ring", dtype: str | None = None,
+             batch: int | None = None) -> Validation:
+    """Predict every measured row with ``profile`` and summarise the errors."""
+    notes: list[str] = []
+    if m.kind == "allreduce":
+        recs = _validate_allreduce(m, profile, algorithm)
+    elif m.kind == "step":
+        recs = _validate_step(m, profile, workload, compute_time_s, overlap, grad_dtype, algorithm, dtype, notes)
+    else:
+        recs = _validate_scaling(m, profile, workload, compute_time_s, overlap, grad_dtype, algorithm, dtype, batch)
+        notes.append("S(1) = 1 on both sides by definition: k = 1 rows are left out of the speedup errors")
+    if not recs:
+        raise InputError(f"{m.path}: no rows to compare (a scaling table needs rows with devices > 1)")
+    return Validation(kind=m.kind, path=m.path, profile=profile.name, records=recs, summary=summarise(recs),
+                      notes=tuple(notes))
+
+
+# --------------------------------------------------------------------------- summaries
+
+
+def _stats(err: np.ndarray) -> dict[str, Any]:
+    a = np.abs(err)
+    worst = int(np.argmax(a))
+    return {"n": int(err.size), "mdape": float(np.median(a)), "mean_ape": float(np.mean(a)),
+            "max_ape": float(a[worst]), "worst_error": float(err[worst]), "bias": float(np.median(err))}
+
+
+def size_decade(n: float) -> str:
+    """The decade of a message size in bytes, as a label: '1e5..1e6 B'."""
+    d = int(math.floor(math.log10(n)))
+    return f"1e{d}..1e{d + 1} B"
+
+
+def summarise(records: Sequence[dict[str, Any]]) -> dict[str, Any]:
+    """Per metric: overall, per world size and per size decade error statistics."""
+    out: dict[str, Any] = {}
+    for metric in dict.fromkeys(r["metric"] for r in records):
+        rs = [r for r in records if r["metric"] == metric]
+        err = np.array([r["error"] for r in rs])
+        k = np.array([r["devices"] for r in rs])
+        s: dict[str, Any] = {"overall": _stats(err), "by_devices": {}}
+        for kv in np.unique(k):
+            s["by_devices"][int(kv)] = _stats(err[k == kv])
+        if all(r["bytes"] is not None for r in rs):
+            dec = np.array([int(math.floor(math.log10(r["bytes"]))) for r in rs])
+            s["by_size_decade"] = {size_decade(10.0 ** d): _stats(err[dec == d]) for d in np.unique(dec)}
+        out[metric] = s
+    return out
+
+
+# --------------------------------------------------------------------------- plot
+
+
+def plot_validation(v: Validation, profile: Profile, path: str, *, algorithm: str = "ring",
+                    force: bool = False) -> None:
+    """Measured markers over predicted lines, and a residual panel; written atomically (matplotlib, lazily)."""
+    import io
+
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    from .output import write_atomic
+
+    metric = v.primary
+    rs = [r for r in v.records if r["metric"] == metric]
+    fig, (ax, axr) = plt.subplots(2, 1, figsize=(7, 6.5), sharex=True, gridspec_kw={"height_ratios": [3, 1]})
+    ks = sorted({r["devices"] for r in rs})
+    cmap = plt.get_cmap("viridis", max(len(ks), 2))
+    if v.kind == "allreduce":
+        for ci, kv in enumerate(ks):
+            sel = sorted((r for r in rs if r["devices"] == kv), key=lambda r: r["bytes"])
+            x = np.array([r["bytes"] for r in sel])
+            grid = np.geomspace(x.min(), x.max(), 100) if x.min() < x.max() else x
+            pred = collectives.allreduce(algorithm, profile.network, np.full(grid.shape, kv), grid,
+                                         profile.device.reduce_Bps).time
+            col = cmap(ci)
+            ax.plot(grid, pred, "-", color=col, label=f"k={kv} predicted")
+            ax.plot(x, [r["measured"] for r in sel], "o", color=col, mfc="none", label=f"k={kv} measured")
+            axr.plot(x, [100 * r["error"] for r in sel], "o-", color=col, ms=4)
+        ax.set_xscale("log", base=2)
+        ax.set_yscale("log")
+        ax.set_ylabel("all-reduce time (s)")
+        axr.set_xlabel("message size (bytes)")
+    else:
+        x = np.array([r["devices"] for r in rs])
+        order = np.argsort(x)
+        ax.plot(x[order], np.array([r["predicted"] for r in rs])[order], "-", label="predicted")
+        ax.plot(x[order], np.array([r["measured"] for r in rs])[order], "o", mfc="none", label="measured")
+        if metric == "speedup":
+            ax.plot(x[order], x[order], ":", color="grey", label="ideal S(k) = k")
+        ax.set_ylabel({"speedup": "speedup S(k)", "t_step_s": "step time (s)"}.get(metric, metric))
+        axr.plot(x[order], 100 * np.array([r["error"] for r in rs])[order], "o-", ms=4)
+        axr.set_xlabel("devices k")
+    axr.axhline(0, color="grey", lw=0.8)
+    axr.set_ylabel("error %")
+    med = v.median_error(metric)
+    ax.set_title(f"{Path(v.path).name} vs profile {v.profile}: median |error| {100 * med:.1f}%", fontsize=10)
+    ax.legend(fontsize=7, ncol=2)
+    ax.grid(True, which="both", alpha=0.3)
+    axr.grid(True, alpha=0.3)
+    fig.tight_layout()
+    buf = io.BytesIO()
+    fmt = Path(path).suffix.lstrip(".").lower() or "png"
+    if fmt not in ("png", "svg", "pdf"):
+        plt.close(fig)
+        raise InputError(f"--plot: {path!r}: give a .png, .svg or .pdf file name")
+    fig.savefig(buf, format=fmt, dpi=110)
+    plt.close(fig)
+    write_atomic(path, buf.getvalue(), force=force, option="--plot")
