@@ -88,7 +88,7 @@ class Scenario:
 
     @property
     def achieved_mfu(self) -> float:
-        return self.mfu if self.mfu is not None else self.profile.device.mfu
+        return self.mfu if self.mfu is not None else self.profile.device.mfu_for(self.compute_dtype)
 
     @property
     def achieved_flops(self) -> float:

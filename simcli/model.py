@@ -65,6 +65,11 @@ class Device:
     memory_bandwidth_Bps: float | None = None
     #: optional reduction rate gamma (bytes reduced per second); None = free
     reduce_Bps: float | None = None
+    #: optional achieved fraction of peak per compute dtype, where it differs from ``mfu``
+    mfu_by_dtype: Mapping[str, float] = field(default_factory=dict)
+
+    def mfu_for(self, dtype: str) -> float:
+        return self.mfu_by_dtype.get(dtype, self.mfu)
 
     def peak(self, dtype: str) -> float:
         return self.peak_flops[dtype]

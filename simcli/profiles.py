@@ -35,7 +35,7 @@ DEFAULT_PROFILE = "dgx-h100"
 MAX_FILE_BYTES = 1 << 20
 
 _TOP = {"name", "description", "sources", "device", "network", "calibration"}
-_DEVICE = {"name", "peak_flops", "memory", "memory_bandwidth", "mfu", "reduce_bandwidth"}
+_DEVICE = {"name", "peak_flops", "memory", "memory_bandwidth", "mfu", "mfu_by_dtype", "reduce_bandwidth"}
 _TIER = {"name", "size", "bandwidth", "per", "latency", "efficiency"}
 
 
@@ -176,8 +176,18 @@ def profile_from_dict(data: Any, source: str, origin: str = "built-in") -> Profi
             hint = f"did you mean '{close[0]}'?" if close else f"use one of {', '.join(COMPUTE_DTYPES)}"
             raise v.fail(f"device.peak_flops.{dt}", f"unknown dtype ({hint})")
         peaks[dt] = v.quantity(val, f"device.peak_flops.{dt}", "flops")
+    by_dtype_raw = d.get("mfu_by_dtype") or {}
+    if not isinstance(by_dtype_raw, dict):
+        raise v.fail("device.mfu_by_dtype", f"{_show(by_dtype_raw)} is not a mapping of dtype to fraction "
+                     "(for example fp32: 0.57)")
+    mfu_by_dtype = {}
+    for dt, val in by_dtype_raw.items():
+        if dt not in peaks:
+            raise v.fail(f"device.mfu_by_dtype.{dt}", f"{dt!r} has no peak_flops entry; add one or remove this")
+        mfu_by_dtype[dt] = v.fraction(val, f"device.mfu_by_dtype.{dt}")
     device = Device(
         name=v.text(d["name"], "device.name"),
+        mfu_by_dtype=mfu_by_dtype,
         peak_flops=peaks,
         mfu=v.fraction(d["mfu"], "device.mfu"),
         memory_bytes=v.quantity(d["memory"], "device.memory", "bytes") if d.get("memory") is not None else None,
@@ -241,6 +251,8 @@ def profile_to_dict(p: Profile) -> dict[str, Any]:
     if p.device.memory_bandwidth_Bps is not None:
         dev["memory_bandwidth"] = f"{p.device.memory_bandwidth_Bps / 1e9:.6g} GB/s"
     dev["mfu"] = float(f"{p.device.mfu:.6g}")
+    if p.device.mfu_by_dtype:
+        dev["mfu_by_dtype"] = {k: float(f"{x:.6g}") for k, x in p.device.mfu_by_dtype.items()}
     if p.device.reduce_Bps is not None:
         dev["reduce_bandwidth"] = f"{p.device.reduce_Bps / 1e9:.6g} GB/s"
     net = []
@@ -331,6 +343,8 @@ def describe(p: Profile) -> list[tuple[str, str]]:
     for dt, x in p.device.peak_flops.items():
         rows.append((f"device.peak_flops.{dt}", fmt_flops(x)))
     rows.append(("device.mfu", f"{p.device.mfu:g}"))
+    for dt, x in p.device.mfu_by_dtype.items():
+        rows.append((f"device.mfu_by_dtype.{dt}", f"{x:g}"))
     if p.device.memory_bytes is not None:
         rows.append(("device.memory", f"{fmt_bytes(p.device.memory_bytes, binary=False)} "
                                       f"({fmt_bytes(p.device.memory_bytes)})"))

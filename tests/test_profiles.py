@@ -45,6 +45,23 @@ def test_good_profile_in_si(tmp_path):
     assert profile_from_dict(profile_to_dict(p), "x").network == p.network
 
 
+def test_mfu_by_dtype(tmp_path):
+    f = tmp_path / "mini.yaml"
+    f.write_text(GOOD.replace("  mfu: 0.5\n", "  mfu: 0.5\n  mfu_by_dtype: {fp32: 0.8}\n"))
+    p = load_profile(f)
+    assert p.device.mfu_for("fp32") == 0.8 and p.device.mfu_for("bf16") == 0.5
+    from simcli.engine import Scenario
+    from simcli.model import Workload
+
+    wl = Workload("w", 1e6, 1e9)
+    assert Scenario(profile=p, workload=wl, dtype="fp32").achieved_flops == 10e12 * 0.8
+    assert Scenario(profile=p, workload=wl).achieved_flops == 100e12 * 0.5
+    assert Scenario(profile=p, workload=wl, dtype="fp32", mfu=0.1).achieved_mfu == 0.1
+    f.write_text(GOOD.replace("  mfu: 0.5\n", "  mfu: 0.5\n  mfu_by_dtype: {fp8: 0.8}\n"))
+    with pytest.raises(Exception, match="mfu_by_dtype.fp8"):
+        load_profile(f)
+
+
 def test_builtins_all_valid():
     names = {e.name for e in list_profiles() if e.origin == "built-in"}
     assert BUILTINS <= names, f"missing built-in profiles: {BUILTINS - names}"
