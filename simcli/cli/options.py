@@ -54,7 +54,7 @@ FormatOpt = Annotated[Format, typer.Option("--format", "-f", help="Output format
                                            "to stdout.")]
 Output = Annotated[Optional[str], typer.Option("--output", "-o", help="Write the output to this file "
                                                "(atomically) instead of stdout.")]
-Force = Annotated[bool, typer.Option("--force", help="Overwrite an existing --output file.")]
+Force = Annotated[bool, typer.Option("--force", help="Overwrite an existing --output (or --plot) file.")]
 Rows = Annotated[int, typer.Option("--rows", help="Table rows shown before the middle is elided (0: all).")]
 
 
@@ -82,3 +82,61 @@ def build_scenario(*, profile: str | None, model: str | None, params: float | No
     return Scenario(profile=prof, workload=wl, dtype=dtype, grad_dtype=grad_dtype, mfu=mfu,
                     batch_per_device=batch_per_device, global_batch=global_batch, compute_time_s=ct,
                     algorithm=algorithm)
+
+
+# --------------------------------------------------------------------------- pictures and multi-value options
+# (issue 4: `--plot FILE` on speedup and comm, and the `simcli plot` group)
+
+PlotFile = Annotated[Optional[str], typer.Option("--plot", help="Also draw a picture into this file: PNG, SVG or "
+                                                 "PDF by its suffix (written atomically; --force overwrites).")]
+Dpi = Annotated[int, typer.Option("--dpi", help="Picture resolution in dots per inch (PNG pixels = inches x dpi).")]
+Width = Annotated[float, typer.Option("--width", help="Picture width in inches.")]
+Height = Annotated[Optional[float], typer.Option("--height", help="Picture height in inches [default: fits the "
+                                                 "figure's panels].")]
+Threshold = Annotated[float, typer.Option("--threshold", help="Mark the first k whose efficiency E(k) falls below "
+                                          "this (0 < x <= 1).")]
+#: defaults of the picture options
+DPI, WIDTH, THRESHOLD = 150, 10.0, 0.8
+
+
+def split_list(value: str | None, option: str) -> list[str | None]:
+    """Comma-separated option values: 'dgx-a100,dgx-h100' -> ['dgx-a100', 'dgx-h100']; None -> [None]."""
+    if value is None:
+        return [None]
+    items = [v.strip() for v in str(value).split(",")]
+    if not all(items):
+        raise InputError(f"{option}: empty item in {value!r}; separate names with single commas")
+    return list(dict.fromkeys(items))
+
+
+#: options that take several comma-separated values, one scenario per combination
+MULTI = ("profile", "model", "algorithm")
+
+
+def build_scenarios(**options) -> list[Scenario]:
+    """One :class:`Scenario` per combination of comma-separated --profile, --model and --algorithm values.
+
+    Every other keyword goes to :func:`build_scenario` unchanged. Order: profile-major, then model, then
+    algorithm, as given on the command line.
+    """
+    import itertools
+
+    lists = [split_list(options.pop(name, None), f"--{name}") for name in MULTI]
+    out = []
+    for prof, model, alg in itertools.product(*lists):
+        kw = dict(options, profile=prof, model=model)
+        if alg is not None:
+            kw["algorithm"] = alg
+        out.append(build_scenario(**kw))
+    return out
+
+
+def scenario_tags(sc: Scenario) -> dict[str, str]:
+    """The values that name one combination (the keys of MULTI)."""
+    return {"profile": sc.profile.name, "model": sc.workload.name, "algorithm": sc.algorithm}
+
+
+def varying(scenarios: list[Scenario]) -> list[str]:
+    """The keys of MULTI whose values differ between ``scenarios``."""
+    tags = [scenario_tags(sc) for sc in scenarios]
+    return [k for k in MULTI if len({t[k] for t in tags}) > 1]

@@ -1,0 +1,505 @@
+"""`simcli plot`: pictures of scaling curves, time breakdowns, all-reduce costs; redraw of saved tables.
+
+Also the helpers behind ``--plot FILE`` on ``simcli speedup`` and ``simcli comm``.
+matplotlib (via :mod:`simcli.plot`) and pandas are imported inside the
+functions that draw, never at import time: this module is loaded by every
+``simcli`` start-up to register the group.
+"""
+
+from __future__ import annotations
+
+import enum
+import json
+from pathlib import Path
+from typing import TYPE_CHECKING, Annotated, Any, Mapping, Optional, Sequence
+
+import typer
+from typer.core import TyperGroup
+
+from ..model import InputError
+from . import options as o
+from .app import CONTEXT, app, handle_errors
+
+if TYPE_CHECKING:  # pragma: no cover
+    from ..engine import Result, Scenario
+    from ..plot import FigSize
+
+
+class _PlotGroup(TyperGroup):
+    """A group whose first argument may be a file instead of a command: ``simcli plot FILE.csv``."""
+
+    def resolve_command(self, ctx, args):  # noqa: ANN001, ANN201 - click's signature
+        if args and args[0] not in self.commands and not args[0].startswith("-"):
+            return "file", self.commands["file"], list(args)
+        return super().resolve_command(ctx, args)
+
+
+plot_app = typer.Typer(
+    cls=_PlotGroup,
+    help="Draw pictures (PNG, SVG or PDF by the file's suffix): speedup curves, time breakdowns, all-reduce "
+         "time and busbw, the fastest algorithm per (k, size). 'simcli plot FILE.csv|FILE.json' redraws a table "
+         "that simcli wrote with --format csv|json.",
+    epilog="Example: simcli plot speedup --devices 1..64:x2 --profile dgx-a100,dgx-h100 -o speedup.png",
+    context_settings=CONTEXT,
+    no_args_is_help=True,
+)
+app.add_typer(plot_app, name="plot")
+
+PictureOut = Annotated[str, typer.Option("--output", "-o", help="Picture file to write: .png, .svg or .pdf "
+                                         "(atomically; refuses to overwrite without --force).")]
+Size = Annotated[str, typer.Option("--size", "-s", help="Message sizes with units: '1KiB..1GiB:x4', "
+                                   "'32MiB,1GiB'.")]
+CommDtype = Annotated[str, typer.Option("--dtype", help="Element type (sets nccl-tests' count column).")]
+
+
+class Kind(str, enum.Enum):
+    auto = "auto"
+    speedup = "speedup"
+    breakdown = "breakdown"
+    comm = "comm"
+    step = "step"
+
+
+# --------------------------------------------------------------------------- helpers used by app.py too
+
+
+def picture_size(path: str, force: bool, dpi: int, width: float, height: float | None,
+                 threshold: float | None = None, option: str = "--plot") -> "FigSize":
+    """Check a picture request before any work: suffix, directory, clobbering, size and threshold."""
+    from ..output import check_output_path
+    from ..plot import FigSize, check_figsize, picture_format
+
+    picture_format(path, option)
+    check_output_path(path, force, option)
+    if threshold is not None and not (0 < threshold <= 1):
+        raise InputError(f"--threshold: {threshold:g} is not in (0, 1]; give an efficiency such as 0.8")
+    return check_figsize(FigSize(width=width, height=height, dpi=dpi))
+
+
+def _batch_text(sc: "Scenario") -> str:
+    return (f"global batch {sc.batch} split over k (strong scaling)" if sc.strong
+            else f"batch {sc.batch}/device (weak scaling)")
+
+
+def _extras(sc: "Scenario") -> list[str]:
+    """Overlap and accumulation settings, when the scenario uses them (fields of the overlap model)."""
+    out = []
+    overlap = getattr(sc, "overlap", "none")
+    if overlap and overlap != "none":
+        out.append(f"overlap {overlap} ({getattr(sc, 'bucket_mb', 25.0):g} MB buckets)")
+    if getattr(sc, "accum", 1) != 1:
+        out.append(f"{sc.accum} accumulation steps")
+    return out
+
+
+def series_labels(scenarios: Sequence["Scenario"]) -> list[str]:
+    """A legend label per scenario: the values that differ between them (profile, model, algorithm, batch)."""
+    vary = o.varying(list(scenarios))
+    batches = {_batch_text(sc) for sc in scenarios}
+    labels = []
+    for sc in scenarios:
+        tags = o.scenario_tags(sc)
+        parts = [tags[k] for k in vary]
+        if len(batches) > 1:
+            parts.append(f"b={sc.batch}")
+        labels.append(" · ".join(parts) or sc.profile.name)
+    return labels
+
+
+def scenario_title(scenarios: Sequence["Scenario"], what: str) -> str:
+    """Two-line title: what is drawn and the inputs all lines share (profile, model, batch, algorithm)."""
+    sc = scenarios[0]
+    vary = o.varying(list(scenarios))
+    models = list(dict.fromkeys(s.workload.name for s in scenarios))
+    profiles = list(dict.fromkeys(s.profile.name for s in scenarios))
+    head = [what, " vs ".join(models) + (f" (seq {sc.workload.seq_len})" if len(models) == 1 and sc.workload.seq_len
+                                          else "")]
+    head.append("on " + (" vs ".join(profiles) if len(profiles) > 1
+                         else f"{sc.profile.name} ({sc.profile.device.name})"))
+    second = []
+    if len({_batch_text(s) for s in scenarios}) == 1:
+        second.append(_batch_text(sc))
+    else:
+        second.append("each model's default batch" if not sc.strong else "batch per line")
+    alg = " vs ".join(dict.fromkeys(s.algorithm for s in scenarios)) + " all-reduce"
+    second.append(f"{alg} of {sc.grad_dtype} gradients")
+    second += _extras(sc)
+    return " ".join(head) + "\n" + ", ".join(second)
+
+
+def speedup_records(results: Sequence["Result"]) -> list[dict[str, Any]]:
+    """The JSON/CSV records of one or several results; several get profile/model/algorithm keys in front."""
+    if len(results) == 1:
+        return results[0].records()
+    vary = o.varying([r.scenario for r in results]) or list(o.MULTI)
+    out = []
+    for r in results:
+        tags = o.scenario_tags(r.scenario)
+        for rec in r.records():
+            out.append({**{k: tags[k] for k in vary}, **rec})
+    return out
+
+
+def draw_speedup(results: Sequence["Result"], path: str, force: bool, size: "FigSize",
+                 threshold: float, kind: str = "speedup") -> None:
+    """Draw speedup+efficiency (``kind='speedup'``) or the time breakdown of ``results`` into ``path``."""
+    from .. import plot as P
+
+    scs = [r.scenario for r in results]
+    series = [P.Series(label, r.records()) for label, r in zip(series_labels(scs), results)]
+    if kind == "breakdown":
+        fig = P.breakdown_figure(series, scenario_title(scs, "Time per step:"), size)
+    else:
+        fig = P.speedup_figure(series, scenario_title(scs, "Speedup S(k) and efficiency E(k):"), threshold, size)
+    _done(P.save_figure(fig, path, force))
+
+
+def comm_title(profile: Any, algorithm: str, dtype: str) -> str:
+    return (f"All-reduce ({algorithm}, {dtype}) on {profile.name} ({profile.device.name}): time and busbw\n"
+            "busbw = size/time · 2(k-1)/k (nccl-tests); GB/s = 1e9 B/s")
+
+
+def draw_comm(records: Sequence[Mapping[str, Any]], profile: Any, algorithm: str, dtype: str, path: str,
+              force: bool, size: "FigSize") -> None:
+    from .. import plot as P
+
+    _done(P.save_figure(P.comm_figure(records, comm_title(profile, algorithm, dtype), size), path, force))
+
+
+def _done(path: str) -> None:
+    typer.echo(f"wrote {path}", err=True)
+
+
+# --------------------------------------------------------------------------- plot speedup / breakdown
+
+
+def _speedup_like(kind: str, devices: str, profile: Optional[str], model: Optional[str], params: Optional[float],
+                  flops_per_sample: Optional[float], compute_time: Optional[str], workload: Optional[str],
+                  seq_len: Optional[int], batch_per_device: Optional[int], global_batch: Optional[int],
+                  dtype: Optional[str], grad_dtype: str, mfu: Optional[float], algorithm: str, output: str,
+                  force: bool, dpi: int, width: float, height: Optional[float], threshold: float,
+                  **more: Any) -> None:
+    from ..engine import simulate
+    from ..ranges import parse_devices
+
+    size = picture_size(output, force, dpi, width, height, threshold, option="--output")
+    k = parse_devices(devices)
+    scs = o.build_scenarios(profile=profile, model=model, params=params, flops_per_sample=flops_per_sample,
+                            compute_time=compute_time, workload=workload, seq_len=seq_len,
+                            batch_per_device=batch_per_device, global_batch=global_batch, dtype=dtype,
+                            grad_dtype=grad_dtype, mfu=mfu, algorithm=algorithm, **more)
+    draw_speedup([simulate(sc, k) for sc in scs], output, force, size, threshold, kind=kind)
+
+
+@plot_app.command("speedup", context_settings=CONTEXT)
+@handle_errors
+def plot_speedup(
+    output: PictureOut,
+    devices: o.Devices = "1..64:x2",
+    profile: Annotated[Optional[str], typer.Option("--profile", "-p", help="Built-in profile name or path; "
+                                                   "several comma-separated draw one line each.")] = None,
+    model: Annotated[Optional[str], typer.Option("--model", "-m", help="Built-in model; several "
+                                                 "comma-separated draw one line each.")] = None,
+    params: o.Params = None,
+    flops_per_sample: o.FlopsPerSample = None,
+    compute_time: o.ComputeTime = None,
+    workload: o.WorkloadFile = None,
+    seq_len: o.SeqLen = None,
+    batch_per_device: o.BatchPerDevice = None,
+    global_batch: o.GlobalBatch = None,
+    dtype: o.Dtype = None,
+    grad_dtype: o.GradDtype = "fp32",
+    mfu: o.Mfu = None,
+    algorithm: Annotated[str, typer.Option("--algorithm", "-a", help="All-reduce algorithm; several "
+                                           "comma-separated draw one line each.")] = "ring",
+    force: o.Force = False,
+    dpi: o.Dpi = o.DPI,
+    width: o.Width = o.WIDTH,
+    height: o.Height = None,
+    threshold: o.Threshold = o.THRESHOLD,
+) -> None:
+    """Speedup S(k) against k with the ideal S = k, efficiency E(k) below, the threshold crossing marked."""
+    _speedup_like("speedup", devices, profile, model, params, flops_per_sample, compute_time, workload, seq_len,
+                  batch_per_device, global_batch, dtype, grad_dtype, mfu, algorithm, output, force, dpi, width,
+                  height, threshold)
+
+
+@plot_app.command("breakdown", context_settings=CONTEXT)
+@handle_errors
+def plot_breakdown(
+    output: PictureOut,
+    devices: o.Devices = "1..64:x2",
+    profile: Annotated[Optional[str], typer.Option("--profile", "-p", help="Built-in profile name or path; "
+                                                   "several comma-separated draw one panel each.")] = None,
+    model: Annotated[Optional[str], typer.Option("--model", "-m", help="Built-in model; several "
+                                                 "comma-separated draw one panel each.")] = None,
+    params: o.Params = None,
+    flops_per_sample: o.FlopsPerSample = None,
+    compute_time: o.ComputeTime = None,
+    workload: o.WorkloadFile = None,
+    seq_len: o.SeqLen = None,
+    batch_per_device: o.BatchPerDevice = None,
+    global_batch: o.GlobalBatch = None,
+    dtype: o.Dtype = None,
+    grad_dtype: o.GradDtype = "fp32",
+    mfu: o.Mfu = None,
+    algorithm: Annotated[str, typer.Option("--algorithm", "-a", help="All-reduce algorithm; several "
+                                           "comma-separated draw one panel each.")] = "ring",
+    force: o.Force = False,
+    dpi: o.Dpi = o.DPI,
+    width: o.Width = o.WIDTH,
+    height: o.Height = None,
+) -> None:
+    """Stacked bars per k: compute, hidden and exposed communication (compute and communication without overlap)."""
+    _speedup_like("breakdown", devices, profile, model, params, flops_per_sample, compute_time, workload, seq_len,
+                  batch_per_device, global_batch, dtype, grad_dtype, mfu, algorithm, output, force, dpi, width,
+                  height, o.THRESHOLD)
+
+
+# --------------------------------------------------------------------------- plot comm / algorithms
+
+
+@plot_app.command("comm", context_settings=CONTEXT)
+@handle_errors
+def plot_comm(
+    output: PictureOut,
+    devices: o.Devices = "2..64:x2",
+    size: Size = "1KiB..1GiB:x4",
+    profile: o.Profile = None,
+    algorithm: o.Algorithm = "ring",
+    dtype: CommDtype = "fp32",
+    force: o.Force = False,
+    dpi: o.Dpi = o.DPI,
+    width: o.Width = o.WIDTH,
+    height: o.Height = None,
+) -> None:
+    """All-reduce time and busbw against message size, one line per k, log axes (as nccl-tests reads)."""
+    from ..comm import comm_grid
+    from ..profiles import resolve_profile
+    from ..ranges import parse_devices, parse_sizes
+
+    fs = picture_size(output, force, dpi, width, height, option="--output")
+    k, n = parse_devices(devices), parse_sizes(size)
+    prof = resolve_profile(profile)
+    draw_comm(comm_grid(prof, k, n, algorithm=algorithm, dtype=dtype), prof, algorithm, dtype, output, force, fs)
+
+
+@plot_app.command("algorithms", context_settings=CONTEXT)
+@handle_errors
+def plot_algorithms(
+    output: PictureOut,
+    devices: o.Devices = "2..1024:x2",
+    size: Size = "1KiB..4GiB:x4",
+    profile: o.Profile = None,
+    algorithm: Annotated[Optional[str], typer.Option("--algorithm", "-a", help="Algorithms to compare, "
+                                                     "comma-separated [default: every one simcli models].")] = None,
+    force: o.Force = False,
+    dpi: o.Dpi = o.DPI,
+    width: o.Width = o.WIDTH,
+    height: o.Height = None,
+) -> None:
+    """Heatmap of the fastest all-reduce algorithm per (k, message size)."""
+    import numpy as np
+
+    from .. import collectives
+    from .. import plot as P
+    from ..profiles import resolve_profile
+    from ..ranges import parse_devices, parse_sizes
+
+    fs = picture_size(output, force, dpi, width, height, option="--output")
+    k, n = parse_devices(devices), parse_sizes(size)
+    prof = resolve_profile(profile)
+    names = [a for a in o.split_list(algorithm, "--algorithm") if a] or list(collectives.ALGORITHMS)
+    collectives.check_devices(prof.network, k)
+    times = np.stack([collectives.allreduce(a, prof.network, k[:, None], n[None, :], prof.device.reduce_Bps).time
+                      for a in names])
+    winner = np.argmin(times, axis=0)
+    title = (f"Fastest all-reduce algorithm per (k, size) on {prof.name} ({prof.device.name})\n"
+             f"compared: {', '.join(names)}")
+    _done(P.save_figure(P.algorithm_map_figure(k, n, names, winner, title, fs), output, force))
+
+
+# --------------------------------------------------------------------------- redraw a saved table
+
+
+def read_table(path: str) -> list[dict[str, Any]]:
+    """Records of a CSV or JSON table that simcli wrote (JSON: a list of objects; CSV: a header row)."""
+    p = Path(path)
+    if p.is_dir():
+        raise InputError(f"{p}: is a directory; give a .csv or .json file that simcli wrote")
+    if not p.exists():
+        raise InputError(f"{p}: no such file")
+    suffix = p.suffix.lower()
+    if suffix == ".json":
+        try:
+            data = json.loads(p.read_text(encoding="utf-8"))
+        except (UnicodeDecodeError, json.JSONDecodeError) as e:
+            raise InputError(f"{p}: not valid JSON ({e}); write it with --format json") from None
+        if isinstance(data, dict) and isinstance(data.get("records"), list):
+            data = data["records"]
+        if not isinstance(data, list) or not all(isinstance(r, dict) for r in data):
+            raise InputError(f"{p}: expected a JSON list of records (as --format json writes)")
+        return data
+    if suffix == ".csv":
+        import pandas as pd
+
+        try:
+            df = pd.read_csv(p, comment="#")
+        except (UnicodeDecodeError, pd.errors.ParserError, pd.errors.EmptyDataError) as e:
+            raise InputError(f"{p}: not a CSV table ({str(e).splitlines()[0]}); write it with --format csv") from None
+        df = df.astype(object).where(df.notna(), None)
+        return df.to_dict(orient="records")
+    raise InputError(f"{p}: suffix {suffix or '(none)'!r}: give a .csv or .json file (simcli's --format csv|json)")
+
+
+def detect_kind(records: Sequence[Mapping[str, Any]], source: str) -> str:
+    """What a table holds, from its columns: speedup, comm (model), bench (measured all-reduce) or step."""
+    cols = set(records[0]) if records else set()
+    if {"devices", "speedup"} <= cols:
+        return "speedup"
+    if {"devices", "bytes", "time_s"} <= cols:
+        return "comm"
+    if {"world_size", "bytes", "time_s"} <= cols:
+        return "bench"
+    if ({"world_size", "devices"} & cols) and (_step_key(cols) is not None):
+        return "step"
+    raise InputError(f"{source}: columns {', '.join(sorted(cols)) or '(none)'} are not a table simcli draws; "
+                     "expected devices+speedup (speedup), devices+bytes+time_s (comm), world_size+bytes+time_s "
+                     "(bench allreduce) or world_size+a step time (bench step)")
+
+
+_STEP_KEYS = ("t_step_s", "step_time_s", "time_s", "measured_s", "measured_step_s", "time_per_step_s")
+
+
+def _step_key(cols: set[str]) -> str | None:
+    return next((k for k in _STEP_KEYS if k in cols), None)
+
+
+def _numeric(records: list[dict[str, Any]], keys: Sequence[str], source: str) -> None:
+    for i, r in enumerate(records):
+        for k in keys:
+            v = r.get(k)
+            if v is None:
+                continue
+            try:
+                r[k] = float(v)
+            except (TypeError, ValueError):
+                raise InputError(f"{source}: row {i + 1}: {k}: {v!r} is not a number") from None
+        for k in ("devices", "world_size", "bytes"):
+            if r.get(k) is not None:
+                r[k] = int(r[k])
+
+
+@plot_app.command("file", context_settings=CONTEXT)
+@handle_errors
+def plot_file(
+    file: Annotated[str, typer.Argument(help="A table simcli wrote with --format csv or json (speedup, comm, "
+                                        "bench).")],
+    output: Annotated[Optional[str], typer.Option("--output", "-o", help="Picture file: .png, .svg or .pdf "
+                                                  "[default: FILE with .png].")] = None,
+    kind: Annotated[Kind, typer.Option("--kind", help="What to draw; auto picks from the columns (speedup "
+                                       "tables can also be drawn as a breakdown).")] = Kind.auto,
+    profile: Annotated[Optional[str], typer.Option("--profile", "-p", help="Overlay this profile's model lines "
+                                                   "on measured data (bench tables).")] = None,
+    model: o.Model = None,
+    batch_per_device: o.BatchPerDevice = None,
+    global_batch: o.GlobalBatch = None,
+    algorithm: o.Algorithm = "ring",
+    force: o.Force = False,
+    dpi: o.Dpi = o.DPI,
+    width: o.Width = o.WIDTH,
+    height: o.Height = None,
+    threshold: o.Threshold = o.THRESHOLD,
+) -> None:
+    """Redraw a saved table: speedup curves or a breakdown, comm time/busbw, measured points over the model."""
+    out = output or str(Path(file).with_suffix(".png"))
+    fs = picture_size(out, force, dpi, width, height, threshold, option="--output")
+    recs = read_table(file)
+    if not recs:
+        raise InputError(f"{file}: the table has no rows")
+    found = detect_kind(recs, file)
+    want = found if kind is Kind.auto else kind.value
+    ok = {"speedup": {"speedup"}, "breakdown": {"speedup"}, "comm": {"comm", "bench"}, "step": {"step"}}
+    if found != "bench" and want != found and found not in ok.get(want, set()):
+        raise InputError(f"--kind: {file} holds a {found} table; it cannot be drawn as {want}")
+    from .. import plot as P
+
+    name = Path(file).name
+    if found == "speedup":
+        _numeric(recs, ("speedup", "efficiency", "t_compute_s", "t_comm_s", "t_step_s", "t_comm_exposed_s"), file)
+        keys = P._varying(recs, ("profile", "model", "algorithm"))
+        groups = P._group(recs, keys)
+        series = [P.Series(" · ".join(str(v) for v in key) or name, rs) for key, rs in groups.items()]
+        if want == "breakdown":
+            fig = P.breakdown_figure(series, f"Time per step: {name}", fs)
+        else:
+            fig = P.speedup_figure(series, f"Speedup S(k) and efficiency E(k): {name}", threshold, fs)
+    elif found == "comm":
+        _numeric(recs, ("time_s", "busbw_GBps", "algbw_GBps"), file)
+        fig = P.comm_figure(recs, f"All-reduce time and busbw: {name}\nbusbw = size/time · 2(k-1)/k (nccl-tests)",
+                            fs)
+    elif found == "bench":
+        fig = _bench_figure(recs, name, profile, algorithm, fs)
+    else:
+        fig = _step_figure(recs, name, profile, model, batch_per_device, global_batch, algorithm, fs)
+    _done(P.save_figure(fig, out, force, option="--output"))
+
+
+def _bench_figure(recs: list[dict[str, Any]], name: str, profile: str | None, algorithm: str, fs: "FigSize"):
+    """Measured all-reduce points (markers) over the model's lines for the same world sizes and sizes."""
+    import numpy as np
+
+    from .. import plot as P
+
+    _numeric(recs, ("time_s", "busbw_GBps", "algbw_GBps"), name)
+    colls = {str(r.get("collective") or "all_reduce") for r in recs}
+    ar = [r for r in recs if str(r.get("collective") or "all_reduce").replace("-", "_").replace(" ", "_")
+          in ("all_reduce", "allreduce")]
+    if not ar:
+        raise InputError(f"{name}: no all-reduce rows (collectives: {', '.join(sorted(colls))}); simcli draws "
+                         "all-reduce measurements")
+    measured = []
+    for r in ar:
+        k, n, t = r["world_size"], r["bytes"], r["time_s"]
+        busbw = r.get("busbw_GBps")
+        if busbw is None and t:
+            busbw = n / t / 1e9 * 2 * (k - 1) / k
+        measured.append({"devices": k, "bytes": n, "time_s": t, "busbw_GBps": busbw})
+    model: list[dict[str, Any]] = []
+    where = f"measured ({', '.join(sorted({str(r.get('backend')) for r in ar if r.get('backend')}) or 'bench')})"
+    title = f"All-reduce {where}: {name}"
+    if profile:
+        from ..comm import comm_grid
+        from ..profiles import resolve_profile
+
+        prof = resolve_profile(profile)
+        ks = np.array(sorted({m["devices"] for m in measured if m["devices"] >= 2}), dtype=np.int64)
+        ns = np.array(sorted({m["bytes"] for m in measured}), dtype=np.float64)
+        if ks.size:
+            model = comm_grid(prof, ks, ns, algorithm=algorithm)
+        title += f"\nmarkers measured, lines: model of {prof.name} ({algorithm})"
+    return P.comm_figure(model, title, fs, measured=measured)
+
+
+def _step_figure(recs: list[dict[str, Any]], name: str, profile: str | None, model: str | None,
+                 batch_per_device: int | None, global_batch: int | None, algorithm: str, fs: "FigSize"):
+    """Measured step time per k (markers), with the model's T_step for --profile/--model when given."""
+    from .. import plot as P
+
+    cols = set(recs[0])
+    k_key = "world_size" if "world_size" in cols else "devices"
+    t_key = _step_key(cols)
+    _numeric(recs, (t_key,), name)
+    model_recs: list[dict[str, Any]] = []
+    title = f"Time per step, measured: {name}"
+    if profile or model:
+        from ..engine import simulate
+
+        sc = o.build_scenario(profile=profile, model=model, params=None, flops_per_sample=None, compute_time=None,
+                              workload=None, seq_len=None, batch_per_device=batch_per_device,
+                              global_batch=global_batch, dtype=None, grad_dtype="fp32", mfu=None,
+                              algorithm=algorithm)
+        ks = sorted({int(r[k_key]) for r in recs})
+        model_recs = simulate(sc, ks).records()
+        title += f"\nline: model of {sc.workload.name} on {sc.profile.name}, {_batch_text(sc)}"
+    return P.step_figure(recs, k_key, t_key, title, model_recs, fs)
