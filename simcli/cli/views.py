@@ -17,6 +17,11 @@ def _num(fmt: str):
     return lambda v: format(v, fmt)
 
 
+def _g(v: float) -> str:
+    """Four significant digits without scientific notation: 0.2838, 7.935, 1,209, 120,934."""
+    return f"{v:,.0f}" if abs(v) >= 1000 else f"{v:.4g}"
+
+
 def scenario_header(res: Result) -> Text:
     sc = res.scenario
     p, w = sc.profile, sc.workload
@@ -45,12 +50,12 @@ def speedup_table(res: Result, max_rows: int = 40) -> Group:
     f, unit = time_unit(list(res.t_step_s))
     cols = [
         Column("k", "devices"),
-        Column(f"compute {unit}", "t_compute_s", lambda v: f"{v / f:.4g}"),
-        Column(f"comm {unit}", "t_comm_s", lambda v: f"{v / f:.4g}"),
-        Column(f"step {unit}", "t_step_s", lambda v: f"{v / f:.4g}"),
+        Column(f"compute {unit}", "t_compute_s", lambda v: _g(v / f)),
+        Column(f"comm {unit}", "t_comm_s", lambda v: _g(v / f)),
+        Column(f"step {unit}", "t_step_s", lambda v: _g(v / f)),
         Column("S(k)", "speedup", _num(".2f")),
         Column("E(k)", "efficiency", _num(".3f")),
-        Column("samples/s", "samples_per_s", lambda v: f"{v:.4g}"),
+        Column("samples/s", "samples_per_s", _g),
         Column("B GB/s", "bus_GBps", _num(".4g")),
         Column("bottleneck", "bottleneck", justify="left"),
     ]
@@ -71,7 +76,7 @@ def comm_table(profile: Profile, recs: Sequence[dict[str, Any]], algorithm: str,
         Column("size", "bytes", lambda v: fmt_bytes(v)),
         Column("count", "count"),
         Column("type", "dtype", justify="left"),
-        Column(f"time {unit}", "time_s", lambda v: f"{v / f:.4g}"),
+        Column(f"time {unit}", "time_s", lambda v: _g(v / f)),
         Column("algbw GB/s", "algbw_GBps", _num(".4g")),
         Column("busbw GB/s", "busbw_GBps", _num(".4g")),
         Column("α %", lambda r: 100 * r["latency_s"] / r["time_s"] if r["time_s"] else None, _num(".0f")),
