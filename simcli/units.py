@@ -127,8 +127,8 @@ def _sig(v: float, digits: int) -> str:
     if v == 0:
         return "0"
     s = f"{v:.{digits}g}"
-    if "e" in s:
-        s = f"{v:.{max(digits - 1, 0)}f}"
+    if "e" in s:  # a mantissa of 1000 or more, or a tiny value: write it out
+        s = f"{v:.0f}" if abs(v) >= 1 else f"{v:.{digits + 3}f}".rstrip("0")
     return s
 
 
@@ -159,4 +159,4 @@ def fmt_flops(f: float) -> str:
 
 def fmt_count(n: float) -> str:
     """Format a count with decimal prefixes: ``fmt_count(124e6) == '124 M'``."""
-    return _scaled(n, [(1e12, "T"), (1e9, "G"), (1e6, "M"), (1e3, "k"), (1.0, "")]).strip()
+    return _scaled(n, [(1e15, "P"), (1e12, "T"), (1e9, "G"), (1e6, "M"), (1e3, "k"), (1.0, "")]).strip()

@@ -59,4 +59,6 @@ def test_formatting():
     assert fmt_rate(50e9) == "50 GB/s"
     # a 175B model is 175 G, not 162.98 (no division by 1024 for counts)
     assert fmt_count(175e9) == "175 G"
+    assert fmt_count(1695.17e12) == "1.7 P"
+    assert fmt_bytes(1023.9) == "1024 B" and fmt_time(9999.5) == "2.78 h"
     assert not math.isnan(parse("0.5 s", "time"))
