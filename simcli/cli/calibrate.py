@@ -470,7 +470,8 @@ def _validate_view(v, max_rows: int):
 
     parts: list[Any] = [Text(f"{v.path} ({v.kind}) against profile {v.profile}; error = (predicted - measured) / "
                              "measured")]
-    for metric, s in v.summary.items():
+    for metric in sorted(v.summary, key=lambda x: x != v.primary):  # the main metric first
+        s = v.summary[metric]
         rs = [r for r in v.records if r["metric"] == metric]
         if metric == "time_s":
             f, unit = time_unit([r["measured"] for r in rs])
