@@ -1,0 +1,184 @@
+"""One rank of a benchmark world: ``python -m simcli.bench.worker`` (spawned) or in-process (torchrun).
+
+Reads its task and config from the environment that :mod:`simcli.bench.launch`
+sets (or that torchrun sets, for RANK/WORLD_SIZE/MASTER_ADDR/MASTER_PORT),
+initialises the process group, runs the task and, on rank 0, sends each
+measured record as it is measured. Exit codes: 0 ok, 1 error (one line on
+stderr starting with ``simcli-worker:``), 3 gradient identity check failed.
+"""
+
+from __future__ import annotations
+
+import datetime
+import json
+import mmap
+import os
+import sys
+import threading
+import time
+from dataclasses import dataclass, field
+from typing import Any, Callable
+
+__all__ = ["Dist", "IdentityError", "init", "run_task", "main"]
+
+
+class IdentityError(RuntimeError):
+    """The data-parallel identity failed: ranks disagree, or the averaged gradient is not the global one."""
+
+
+@dataclass
+class Dist:
+    """This rank's place in the world and the little services the tasks use."""
+
+    rank: int
+    world_size: int
+    local_rank: int
+    local_world_size: int
+    backend: str
+    device: Any  # torch.device
+    emit_fn: Callable[[dict], None] | None = None
+    _progress: Any = field(default=None, repr=False)
+    _fault: tuple[int, int, str] | None = None
+
+    def emit(self, record: dict) -> None:
+        """Rank 0 hands one measured record to whoever writes the results."""
+        if self.rank == 0 and self.emit_fn is not None:
+            self.emit_fn(record)
+
+    def checkpoint(self, index: int) -> None:
+        """Mark that this rank starts unit ``index`` (a message size or a step); the fault hook acts here."""
+        if self._fault is not None and self._fault[0] == self.rank and self._fault[1] == index:
+            if self._fault[2] == "hang":
+                while True:
+                    time.sleep(3600)
+            sys.stderr.write(f"simcli-worker: test fault hook ({FAULT_ENV}) made rank {self.rank} exit\n")
+            sys.stderr.flush()
+            os._exit(17)
+        if self._progress is not None:
+            self._progress[8 * self.rank:8 * self.rank + 8] = (index + 1).to_bytes(8, "little")
+
+    def sync(self) -> None:
+        """Wait for the device (GPU kernels are asynchronous); nothing to do on CPU."""
+        if self.device.type == "cuda":
+            import torch
+
+            torch.cuda.synchronize(self.device)
+
+
+from .launch import FAULT_ENV  # noqa: E402  (after Dist: launch imports nothing from here)
+
+
+def _parse_fault(spec: str | None, rank: int, world: int) -> tuple[int, int, str] | None:
+    if not spec:
+        return None
+    parts = spec.split(":")
+    r, idx, mode = int(parts[0]), int(parts[1]), parts[2]
+    if len(parts) > 3 and int(parts[3]) != world:
+        return None
+    return (r, idx, mode)
+
+
+def pick_backend(backend: str) -> str:
+    import torch
+
+    if backend == "auto":
+        return "nccl" if torch.cuda.is_available() and torch.cuda.device_count() > 0 else "gloo"
+    return backend
+
+
+def init(backend: str, rank: int, world_size: int, local_rank: int, local_world_size: int,
+         timeout_s: float, progress_path: str | None = None, fault: str | None = None,
+         emit_fn: Callable[[dict], None] | None = None, init_method: str = "env://") -> Dist:
+    """Join the process group; pick this rank's device (cuda:LOCAL_RANK under nccl)."""
+    import torch
+    import torch.distributed as dist
+
+    backend = pick_backend(backend)
+    if backend == "nccl":
+        torch.cuda.set_device(local_rank)
+        device = torch.device("cuda", local_rank)
+    else:
+        device = torch.device("cpu")
+    kwargs: dict[str, Any] = {"timeout": datetime.timedelta(seconds=max(timeout_s, 1.0))}
+    if backend == "nccl":
+        kwargs["device_id"] = device
+    dist.init_process_group(backend, init_method=init_method, rank=rank, world_size=world_size, **kwargs)
+    prog = None
+    if progress_path:
+        f = open(progress_path, "r+b")
+        prog = mmap.mmap(f.fileno(), 8 * world_size)
+    return Dist(rank, world_size, local_rank, local_world_size, backend, device, emit_fn, prog,
+                _parse_fault(fault, rank, world_size))
+
+
+def run_task(task: str, d: Dist, config: dict[str, Any]) -> None:
+    if task == "allreduce":
+        from .allreduce import measure_allreduce
+
+        measure_allreduce(d, **config)
+    elif task == "step":
+        from .step import measure_step
+
+        measure_step(d, **config)
+    else:  # pragma: no cover - the CLI only sends these two
+        raise ValueError(f"unknown task {task!r}")
+
+
+def _watch_parent(parent: int) -> None:
+    """Exit when the process that spawned this rank is gone (no orphans if it is SIGKILLed)."""
+    def loop() -> None:
+        while True:
+            time.sleep(0.5)
+            if os.getppid() != parent:
+                os._exit(1)
+
+    threading.Thread(target=loop, daemon=True, name="simcli-parent-watch").start()
+
+
+def main() -> int:
+    env = os.environ
+    parent = env.get("SIMCLI_BENCH_PARENT")
+    if parent:
+        _watch_parent(int(parent))
+    task = env["SIMCLI_BENCH_TASK"]
+    config = json.loads(env["SIMCLI_BENCH_CONFIG"])
+    config.pop("progress_unit", None)
+    rank, world = int(env["RANK"]), int(env["WORLD_SIZE"])
+    out = None
+    if env.get("SIMCLI_BENCH_RESULT_FD"):
+        out = os.fdopen(int(env["SIMCLI_BENCH_RESULT_FD"]), "w", buffering=1)
+
+    def emit(rec: dict) -> None:
+        if out is not None:
+            out.write(json.dumps({"type": "record", "record": rec}) + "\n")
+            out.flush()
+
+    import torch
+
+    if env.get("SIMCLI_BENCH_THREADS"):
+        torch.set_num_threads(int(env["SIMCLI_BENCH_THREADS"]))
+    try:
+        d = init(config.pop("backend"), rank, world, int(env.get("LOCAL_RANK", rank)),
+                 int(env.get("LOCAL_WORLD_SIZE", world)), float(env.get("SIMCLI_BENCH_TIMEOUT", "300")),
+                 env.get("SIMCLI_BENCH_PROGRESS"), env.get(FAULT_ENV), emit)
+        run_task(task, d, config)
+        import torch.distributed as dist
+
+        dist.destroy_process_group()
+    except IdentityError as e:
+        sys.stderr.write(f"simcli-worker: {e}\n")
+        return 3
+    except Exception as e:  # one line for the parent's message; the traceback stays in the rank's log
+        import traceback
+
+        traceback.print_exc()
+        sys.stderr.write(f"simcli-worker: {type(e).__name__}: {str(e).splitlines()[0] if str(e) else ''}\n")
+        return 1
+    finally:
+        if out is not None:
+            out.close()
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,441 @@
+"""`simcli bench`: real measurements with torch.distributed, and nccl-tests' output read in.
+
+torch is imported only inside the commands (an optional extra); without it a
+command prints one line naming ``pip install 'simcli[bench]'`` and exits 2.
+"""
+
+from __future__ import annotations
+
+import enum
+import os
+import sys
+from typing import Annotated, Any, Callable, Optional
+
+import typer
+
+from ..model import InputError
+from . import options as o
+from .app import CONTEXT, app, emit, handle_errors
+
+bench_app = typer.Typer(help="Measure all-reduce and training steps with torch.distributed; import nccl-tests "
+                        "output.", context_settings=CONTEXT, no_args_is_help=True)
+app.add_typer(bench_app, name="bench")
+
+
+class Backend(str, enum.Enum):
+    auto = "auto"
+    gloo = "gloo"
+    nccl = "nccl"
+
+
+class Mode(str, enum.Enum):
+    flat = "flat"
+    ddp = "ddp"
+    both = "both"
+
+
+class ModelKind(str, enum.Enum):
+    mlp = "mlp"
+
+
+class Placement(str, enum.Enum):
+    out = "out"
+    inplace = "in"
+
+
+WorldSizes = Annotated[Optional[str], typer.Option(
+    "--world-sizes", "-k", help="Ranks per world, one fresh world each: '2,4', '1..4'. Under torchrun: the "
+    "launcher's WORLD_SIZE.")]
+BackendOpt = Annotated[Backend, typer.Option("--backend", help="torch.distributed backend; auto: nccl with CUDA "
+                                             "devices, gloo otherwise.")]
+Warmup = Annotated[int, typer.Option("--warmup", min=0, help="Untimed iterations before timing.")]
+Timeout = Annotated[float, typer.Option("--timeout", min=1, help="Seconds one world size may take; then every "
+                                        "rank is stopped and the command exits 1.")]
+Port = Annotated[int, typer.Option("--port", help="TCP port of the rendezvous on 127.0.0.1 [default: a free "
+                                   "one per world size].")]
+Threads = Annotated[Optional[int], typer.Option("--threads", min=1, help="torch threads per rank on CPU "
+                                                "[default: cores // ranks, at least 1].")]
+Oversubscribe = Annotated[bool, typer.Option("--oversubscribe", help="Allow more CPU ranks than 2 x cores "
+                                             "(the times then measure the scheduler).")]
+
+
+# --------------------------------------------------------------------------- shared plumbing
+
+
+def _world_sizes(text: str | None, default: str) -> tuple[list[int], dict[str, Any] | None]:
+    from ..bench.launch import torchrun_env
+    from ..ranges import parse_devices
+
+    tr = torchrun_env()
+    if tr is not None:
+        if text is not None and [int(x) for x in parse_devices(text, "--world-sizes")] != [tr["world_size"]]:
+            raise InputError(f"--world-sizes: {text!r} differs from the launcher's WORLD_SIZE={tr['world_size']}; "
+                             "under torchrun leave --world-sizes out (the launcher sets the world)")
+        return [int(tr["world_size"])], tr
+    return [int(x) for x in parse_devices(text or default, "--world-sizes")], None
+
+
+def _backend(backend: Backend) -> tuple[str, int | None]:
+    import torch
+
+    cuda = torch.cuda.device_count() if torch.cuda.is_available() else 0
+    if backend is Backend.auto:
+        return ("nccl" if cuda else "gloo"), cuda
+    if backend is Backend.nccl and not cuda:
+        raise InputError("--backend nccl: this host has no CUDA device torch can use; use --backend gloo")
+    return backend.value, cuda
+
+
+def _threads(threads: int | None, k: int, backend: str) -> int | None:
+    if threads is not None:
+        return threads
+    if backend == "nccl":
+        return None
+    return max(1, (os.cpu_count() or 1) // k)
+
+
+def _run_worlds(task: str, sizes_k: list[int], tr: dict[str, Any] | None, backend: str, config: dict[str, Any],
+                *, timeout: float, port: int, threads: int | None, on_record: Callable[[dict], None],
+                on_world_done: Callable[[int], None]) -> None:
+    """Spawn each world in turn (or, under torchrun, be one rank of the given world)."""
+    if tr is not None:
+        from ..bench import worker
+
+        d = worker.init(backend, int(tr["rank"]), int(tr["world_size"]), int(tr["local_rank"]),
+                        int(tr["local_world_size"]), timeout, emit_fn=on_record)
+        cfg = {k: v for k, v in config.items() if k not in ("backend", "progress_unit")}
+        try:
+            worker.run_task(task, d, cfg)
+        except worker.IdentityError as e:
+            raise _bench_error(f"rank {d.rank} of world size {d.world_size}: {e}") from None
+        except RuntimeError as e:  # a peer died: torch.distributed raises on the survivors
+            raise _bench_error(f"rank {d.rank} of world size {d.world_size}: {str(e).splitlines()[0]}") from None
+        finally:
+            import torch.distributed as dist
+
+            if dist.is_initialized():
+                dist.destroy_process_group()
+        if d.rank == 0:
+            on_world_done(d.world_size)
+        return
+    from ..bench.launch import run_world
+
+    for k in sizes_k:
+        typer.echo(f"simcli: world size {k}: {k} rank(s), {backend} on 127.0.0.1 ...", err=True)
+        run_world(k, task, dict(config, backend=backend), timeout_s=timeout, on_record=on_record, port=port,
+                  threads=_threads(threads, k, backend))
+        on_world_done(k)
+
+
+def _bench_error(msg: str):
+    from ..bench.launch import BenchError
+
+    return BenchError(msg)
+
+
+def _is_writer(tr: dict[str, Any] | None) -> bool:
+    return tr is None or int(tr["rank"]) == 0
+
+
+def _finish(rows: list[dict[str, Any]], columns, format: o.Format, writer, noun: str) -> None:
+    from ..bench.stats import NOISY_SPREAD
+
+    if writer.path is not None:
+        typer.echo(f"wrote {writer.path} ({len(rows)} rows)", err=True)
+    noisy = [r for r in rows if (r.get("spread") or 0) > NOISY_SPREAD]
+    if noisy:
+        typer.echo(f"simcli: warning: {len(noisy)} of {len(rows)} {noun} are noisy (p10..p90 spread over "
+                   f"{NOISY_SPREAD:.0%} of the median); use more --iters/--steps on a quieter machine", err=True)
+    if format is not o.Format.table:
+        from ..output import to_csv, to_json
+
+        sys.stdout.write(to_json(rows) if format is o.Format.json else to_csv(rows, columns))
+
+
+# --------------------------------------------------------------------------- allreduce
+
+
+@bench_app.command("allreduce", context_settings=CONTEXT)
+@handle_errors
+def bench_allreduce(
+    world_sizes: WorldSizes = None,
+    size: Annotated[str, typer.Option("--size", "-s", help="Message sizes: '1KiB..64MiB:x4', '1MiB,1GiB'.")]
+    = "1KiB..16MiB:x4",
+    backend: BackendOpt = Backend.auto,
+    dtype: Annotated[str, typer.Option("--dtype", help="Element type: fp32, fp16, bf16, fp64, int32, int64, "
+                                       "int8, uint8.")] = "fp32",
+    warmup: Warmup = 5,
+    iters: Annotated[int, typer.Option("--iters", "-n", min=1, help="Timed iterations per size.")] = 20,
+    timeout: Timeout = 300.0,
+    port: Port = 0,
+    threads: Threads = None,
+    oversubscribe: Oversubscribe = False,
+    format: o.FormatOpt = o.Format.table,
+    output: Annotated[Optional[str], typer.Option("--output", "-o", help="CSV file; rows are appended as they "
+                                                  "are measured.")] = None,
+    force: o.Force = False,
+) -> None:
+    """Time torch.distributed.all_reduce for each world size and message size (nccl-tests' columns)."""
+    from ..bench import require_torch
+    from ..bench.allreduce import TORCH_DTYPES
+    from ..bench.launch import check_port, check_world_size
+    from ..bench.results import ALLREDUCE_COLUMNS, ResultWriter, metadata
+    from ..ranges import parse_sizes
+
+    ks, tr = _world_sizes(world_sizes, "2")
+    if dtype not in TORCH_DTYPES:
+        raise InputError(f"--dtype: {dtype!r} is not one of {', '.join(TORCH_DTYPES)}")
+    esize = TORCH_DTYPES[dtype][1]
+    sizes = [int(n) for n in parse_sizes(size)]
+    small = [n for n in sizes if n < esize]
+    if small:
+        raise InputError(f"--size: {small[0]} B is less than one {dtype} element ({esize} B); start at {esize}B "
+                         "or more")
+    torch_version = require_torch()
+    be, cuda = _backend(backend)
+    if tr is None:
+        for k in ks:
+            check_world_size(k, be, oversubscribe, cuda)
+        if port:
+            check_port(port)
+    writer_path = output if _is_writer(tr) else None
+    rows: list[dict[str, Any]] = []
+    by_world: dict[int, list[dict[str, Any]]] = {}
+    with ResultWriter(writer_path, ALLREDUCE_COLUMNS, metadata(
+            "bench allreduce", be, torch_version,
+            {"command": " ".join(["simcli"] + sys.argv[1:]) if sys.argv else "simcli bench allreduce",
+             "time_s": "median over iterations of the slowest rank's time; p10/p90 likewise",
+             "units": "bytes B, times s, algbw/busbw GB/s = 1e9 B/s, busbw = algbw*2(k-1)/k"}),
+            force=force) as writer:
+
+        def on_record(rec: dict[str, Any]) -> None:
+            writer.append(rec)
+            rows.append(rec)
+            by_world.setdefault(rec["world_size"], []).append(rec)
+
+        def on_world_done(k: int) -> None:
+            if format is o.Format.table and by_world.get(k):
+                from ..render import console
+
+                console.print(_allreduce_table(k, be, by_world[k]))
+
+        _run_worlds("allreduce", ks, tr, be,
+                    {"sizes": sizes, "dtype": dtype, "warmup": warmup, "iters": iters, "progress_unit": "size"},
+                    timeout=timeout, port=port, threads=threads, on_record=on_record, on_world_done=on_world_done)
+    if _is_writer(tr):
+        _finish(rows, ALLREDUCE_COLUMNS, format, writer, "measurements")
+
+
+def _allreduce_table(k: int, backend: str, recs: list[dict[str, Any]], title: str | None = None):
+    from rich.console import Group
+    from rich.text import Text
+
+    from ..render import Column, table, time_unit
+    from ..units import fmt_bytes
+
+    f, unit = time_unit([r["time_s"] for r in recs])
+
+    def t(key: str):
+        return lambda v: f"{v / f:.4g}"
+
+    cols = [Column("size", "bytes", fmt_bytes), Column("count", "count"), Column("type", "dtype", justify="left"),
+            Column(f"time {unit}", "time_s", t("time_s")), Column(f"p10 {unit}", "time_p10_s", t("p10")),
+            Column(f"p90 {unit}", "time_p90_s", t("p90")),
+            Column("algbw GB/s", "algbw_GBps", lambda v: f"{v:.4g}"),
+            Column("busbw GB/s", "busbw_GBps", lambda v: f"{v:.4g}")]
+    head = Text(title or f"all_reduce, world size {k}, {backend}: median of the slowest rank's time per iteration")
+    return Group(head, table(recs, cols, caption=f"Times in {unit}; busbw = algbw·2(k-1)/k; GB/s = 1e9 B/s."),
+                 Text(""))
+
+
+# --------------------------------------------------------------------------- step
+
+
+@bench_app.command("step", context_settings=CONTEXT)
+@handle_errors
+def bench_step(
+    world_sizes: WorldSizes = None,
+    model: Annotated[ModelKind, typer.Option("--model", "-m", help="Model to train: an MLP of --depth "
+                                             "Linear(width, width) layers.")] = ModelKind.mlp,
+    width: Annotated[int, typer.Option("--width", min=1, help="MLP width.")] = 1024,
+    depth: Annotated[int, typer.Option("--depth", min=1, help="MLP layers.")] = 8,
+    params: Annotated[Optional[float], typer.Option("--params", help="Size the MLP to about this many "
+                                                    "parameters (sets the width for --depth).")] = None,
+    batch_per_device: o.BatchPerDevice = None,
+    mode: Annotated[Mode, typer.Option("--mode", help="Gradient all-reduce: flat (one all_reduce of the "
+                                       "flattened gradient), ddp (DistributedDataParallel buckets), both.")]
+    = Mode.both,
+    steps: Annotated[int, typer.Option("--steps", min=1, help="Timed steps per measurement.")] = 20,
+    warmup: Warmup = 3,
+    lr: Annotated[float, typer.Option("--lr", help="SGD learning rate η in θ ← θ − η·g.")] = 0.01,
+    bucket_cap_mb: Annotated[float, typer.Option("--bucket-cap-mb", help="DDP bucket size in MiB (DDP's "
+                                                 "bucket_cap_mb).")] = 25.0,
+    profile: Annotated[Optional[str], typer.Option("--profile", "-p", help="Profile for the prediction "
+                                                   "[default: cpu-loopback with gloo, dgx-h100 with nccl].")]
+    = None,
+    backend: BackendOpt = Backend.auto,
+    timeout: Timeout = 300.0,
+    port: Port = 0,
+    threads: Threads = None,
+    oversubscribe: Oversubscribe = False,
+    format: o.FormatOpt = o.Format.table,
+    output: Annotated[Optional[str], typer.Option("--output", "-o", help="CSV file; rows are appended as they "
+                                                  "are measured.")] = None,
+    force: o.Force = False,
+) -> None:
+    """Time real data-parallel training steps; check the averaged gradient; compare S(k) with the prediction."""
+    from ..bench import require_torch
+    from ..bench.launch import check_port, check_world_size
+    from ..bench.results import STEP_COLUMNS, ResultWriter, metadata
+    from ..bench.step import mlp_params, mlp_width_for_params
+    from ..profiles import resolve_profile
+
+    ks, tr = _world_sizes(world_sizes, "1,2")
+    if tr is None and 1 not in ks:
+        ks = [1] + ks
+        typer.echo("simcli: world size 1 is measured too: it is T_step(1) for the speedup", err=True)
+    b = batch_per_device if batch_per_device is not None else 32
+    if b < 1:
+        raise InputError(f"--batch-per-device: {b} must be at least 1")
+    if params is not None:
+        if not params >= 1:
+            raise InputError(f"--params: {params!r} must be at least 1")
+        width = mlp_width_for_params(params, depth)
+    if not lr > 0:
+        raise InputError(f"--lr: {lr} must be positive")
+    if not bucket_cap_mb > 0:
+        raise InputError(f"--bucket-cap-mb: {bucket_cap_mb} must be positive")
+    nparams = mlp_params(width, depth)
+    torch_version = require_torch()
+    be, cuda = _backend(backend)
+    prof = resolve_profile(profile or ("dgx-h100" if be == "nccl" else "cpu-loopback"))
+    if tr is None:
+        for k in ks:
+            check_world_size(k, be, oversubscribe, cuda)
+        if port:
+            check_port(port)
+    modes = ["flat", "ddp"] if mode is Mode.both else [mode.value]
+    ref: dict[str, float] = {}
+    rows: list[dict[str, Any]] = []
+    with ResultWriter(output if _is_writer(tr) else None, STEP_COLUMNS, metadata(
+            "bench step", be, torch_version,
+            {"command": " ".join(["simcli"] + sys.argv[1:]) if sys.argv else "simcli bench step",
+             "model": f"mlp {depth}x{width} ({nparams} params), MSE loss, SGD lr {lr}, synthetic data",
+             "times": "median over steps of the slowest rank's time; t_step_ref_s = T_step(1) of the same mode",
+             "prediction": f"simcli.engine.simulate, profile {prof.name}, --params {nparams}, --compute-time = "
+                           "measured T_compute(1)"}), force=force) as writer:
+
+        def on_record(rec: dict[str, Any]) -> None:
+            _add_prediction(rec, ref, prof, tr)
+            writer.append(rec)
+            rows.append(rec)
+
+        _run_worlds("step", ks, tr, be,
+                    {"width": width, "depth": depth, "batch_per_device": b, "steps": steps, "warmup": warmup,
+                     "modes": modes, "lr": lr, "bucket_cap_mb": bucket_cap_mb, "solo_reference": tr is not None,
+                     "progress_unit": "step"},
+                    timeout=timeout, port=port, threads=threads, on_record=on_record, on_world_done=lambda k: None)
+    if not _is_writer(tr):
+        return
+    if format is o.Format.table:
+        from ..render import console
+
+        console.print(_step_table(rows, prof.name, be))
+    _finish(rows, STEP_COLUMNS, format, writer, "step measurements")
+
+
+def _add_prediction(rec: dict[str, Any], ref: dict[str, float], prof, tr: dict[str, Any] | None) -> None:
+    """Measured S(k), E(k) and the engine's prediction for the same profile, params and measured T_compute(1)."""
+    from ..engine import Scenario, simulate
+    from ..workloads import custom_workload
+
+    k, mode = int(rec["world_size"]), rec["mode"]
+    if k == 1:
+        ref[mode] = rec["t_step_s"]
+        ref.setdefault("t_compute", rec["t_compute_s"])
+    t_ref = ref.get(mode) if tr is None else (rec["t_step_s"] if k == 1 else rec.get("t_solo_step_s"))
+    t_compute_1 = ref.get("t_compute", rec["t_compute_s"])
+    rec["profile"] = prof.name
+    rec["t_step_ref_s"] = t_ref
+    if t_ref:
+        rec["speedup"] = k * t_ref / rec["t_step_s"]
+        rec["efficiency"] = rec["speedup"] / k
+    wl = custom_workload(float(rec["params"]), None, int(rec["batch_per_device"]))
+    sc = Scenario(profile=prof, workload=wl, batch_per_device=int(rec["batch_per_device"]),
+                  compute_time_s=float(t_compute_1), grad_dtype="fp32")
+    res = simulate(sc, [k])
+    rec.update({"predicted_t_comm_s": float(res.t_comm_s[0]), "predicted_t_step_s": float(res.t_step_s[0]),
+                "predicted_speedup": float(res.speedup[0]), "predicted_efficiency": float(res.efficiency[0])})
+
+
+def _step_table(rows: list[dict[str, Any]], profile: str, backend: str):
+    from rich.console import Group
+    from rich.text import Text
+
+    from ..render import Column, table, time_unit
+    from ..units import fmt_count, fmt_flops
+
+    f, unit = time_unit([r["t_step_s"] for r in rows])
+
+    def t(v: float) -> str:
+        return f"{v / f:.4g}"
+
+    def num(spec: str):
+        return lambda v: format(v, spec)
+
+    cols = [Column("k", "world_size"), Column("mode", "mode", justify="left"),
+            Column(f"compute {unit}", "t_compute_s", t), Column(f"comm {unit}", "t_comm_s", t),
+            Column(f"step {unit}", "t_step_s", t), Column(f"pred. comm {unit}", "predicted_t_comm_s", t),
+            Column(f"pred. step {unit}", "predicted_t_step_s", t),
+            Column("S(k) measured", "speedup", num(".2f")), Column("S(k) predicted", "predicted_speedup", num(".2f")),
+            Column("E(k) meas.", "efficiency", num(".3f")), Column("E(k) pred.", "predicted_efficiency", num(".3f")),
+            Column("|g - g_global|", "grad_max_abs_err", num(".2g"))]
+    r0 = rows[0] if rows else {}
+    head = Text(f"data-parallel step, {backend}: {r0.get('model', '')} ({fmt_count(r0.get('params', 0))} params), "
+                f"batch {r0.get('batch_per_device', '')} per rank, {r0.get('threads', '')} thread(s) per rank, "
+                f"{fmt_flops(r0.get('achieved_flops', 0))} achieved at k={r0.get('world_size', '')}\n"
+                f"predicted: simcli speedup --profile {profile} --params {r0.get('params', '')} "
+                f"--compute-time <measured T_compute(1)>")
+    cap = (f"Times in {unit}: medians of the slowest rank per step. Gradient identity checked on every world: "
+           "ranks agree exactly, and the averaged gradient matches one process on the global batch.")
+    return Group(head, table(rows, cols, caption=cap))
+
+
+# --------------------------------------------------------------------------- import
+
+
+@bench_app.command("import", context_settings=CONTEXT)
+@handle_errors
+def bench_import(
+    file: Annotated[str, typer.Argument(help="nccl-tests output: the text all_reduce_perf prints, or its -J JSON.")],
+    world_size: Annotated[Optional[int], typer.Option("--world-size", help="Ranks of that run [default: counted "
+                                                      "from its '#  Rank' lines].")] = None,
+    placement: Annotated[Placement, typer.Option("--placement", help="Which timings: out (out-of-place) or in "
+                                                 "(in-place).")] = Placement.out,
+    collective: Annotated[Optional[str], typer.Option("--collective", help="Collective name [default: from the "
+                                                      "file, else all_reduce].")] = None,
+    format: o.FormatOpt = o.Format.table,
+    output: o.Output = None,
+    force: o.Force = False,
+) -> None:
+    """Turn nccl-tests output into simcli's benchmark CSV (the same columns as bench allreduce)."""
+    from ..bench.nccltests import parse_nccl_tests
+    from ..bench.results import ALLREDUCE_COLUMNS, metadata
+    from ..output import check_output_path, to_csv, to_json
+
+    if output:
+        check_output_path(output, force)
+    recs = parse_nccl_tests(file, world_size, placement.value, collective)
+    if format is o.Format.table and not output:
+        from ..render import console
+
+        console.print(_allreduce_table(recs[0]["world_size"], "nccl", recs,
+                                       title=f"{recs[0]['collective']} from {file}, world size "
+                                             f"{recs[0]['world_size']}, nccl ({placement.value}-of-place)"))
+        return
+    if format is o.Format.json:
+        emit(to_json(recs), output, force)
+        return
+    comments = metadata("bench import", "nccl", None, {"imported from": file,
+                                                        "placement": f"{placement.value}-of-place"})
+    emit(to_csv(recs, ALLREDUCE_COLUMNS, comments), output, force)
