@@ -293,6 +293,7 @@ def models_list(format: o.FormatOpt = o.Format.table) -> None:
 # either decorates with @app.command() or defines a typer group and calls app.add_typer.
 # Their heavy imports (torch, matplotlib, pandas) stay inside the command functions.
 # --- sub-apps ---
+from . import bench as _bench  # noqa: E402,F401
 
 
 def main() -> None:
