@@ -8,11 +8,34 @@ Equations (the README repeats them)::
 
     T_compute(k) = FLOP per sample · b_k / (peak[dtype] · mfu)      (or --compute-time)
     T_comm(k)    = all-reduce of params · bytes(grad dtype) over k devices
-    T_step(k)    = T_compute(k) + T_comm(k)
+    T_step(k)    = m · T_compute(k) + T_comm,exposed(k)       (m = --accum micro-steps per all-reduce)
 
-    weak scaling   (fixed batch b per device):  b_k = b,   S(k) = k · T_step(1) / T_step(k)
-    strong scaling (fixed global batch B):      b_k = B/k, S(k) = T_step(1) / T_step(k)
-    E(k) = S(k) / k;  samples/s = k · b_k / T_step(k)
+    weak scaling   (fixed batch b per device):  b_k = b,       S(k) = k · m · T_compute(1) / T_step(k)
+    strong scaling (fixed global batch B):      b_k = B/(k·m), S(k) = T_compute(B on one device) / T_step(k)
+    E(k) = S(k) / k;  samples/s = k · m · b_k / T_step(k)
+
+Overlap with backward (``overlap="buckets"``, PyTorch DDP's gradient buckets;
+Li et al. 2020, "PyTorch Distributed", VLDB): the n gradient bytes fall into
+N_f = floor(n/c) full buckets of c = bucket_mb·1e6 bytes in reverse layer
+order, plus a remainder bucket of r = n - N_f·c bytes (the first layers). We
+assume backward produces gradient bytes at a steady rate over T_b =
+backward_fraction · T_compute (one micro-step), so full bucket j (0-based) is
+ready at t_j = T_b·(j+1)·c/n and the remainder at T_b. Buckets are reduced one
+after another, each as soon as it is ready and the previous one is done::
+
+    e_j = max(t_j, e_{j-1}) + C(c)          (C: one all-reduce of the algorithm)
+    e_last = max(T_b, e_{N_f-1}) + C(r)
+    T_comm         = N_f·C(c) + C(r)          (total)
+    T_comm,exposed = max(0, e_last - T_b)     (what is left when backward ends)
+    T_comm,hidden  = T_comm - T_comm,exposed
+
+With equal full buckets the recursion has a closed form, e_{N_f-1} =
+max(t_0 + N_f·C(c), t_{N_f-1} + C(c)) (the arrival times are linear in j),
+so the timeline costs O(1) per k and stays vectorised; ``bucket_timeline``
+runs the recursion bucket by bucket for one k (for explanations and tests).
+With ``overlap="none"`` the whole gradient is one all-reduce after backward
+(T_comm,exposed = T_comm). With ``accum = m`` (DDP's no_sync) only the last
+micro-step's backward hides communication.
 """
 
 from __future__ import annotations
@@ -26,7 +49,11 @@ import numpy as np
 from . import collectives
 from .model import DTYPE_BYTES, InputError, Profile, Workload
 
-__all__ = ["Scenario", "Result", "simulate", "COLUMNS"]
+__all__ = ["Scenario", "Result", "simulate", "COLUMNS", "OVERLAPS", "BucketPlan", "bucket_plan",
+           "bucket_timeline"]
+
+#: values of Scenario.overlap
+OVERLAPS = ("buckets", "none")
 
 
 @dataclass(frozen=True)
@@ -47,9 +74,10 @@ class Scenario:
     global_batch: int | None = None
     #: measured single-device compute time per step (s); replaces the FLOP model
     compute_time_s: float | None = None
+    #: all-reduce algorithm, one of simcli.collectives.CHOICES ("auto": the fastest per k)
     algorithm: str = "ring"
     #: how communication hides behind backward: "none" or "buckets" (PyTorch DDP's gradient buckets)
-    overlap: str = "none"
+    overlap: str = "buckets"
     #: DDP bucket size in MB (1e6 bytes; DDP's bucket_cap_mb, default 25)
     bucket_mb: float = 25.0
     #: gradient accumulation: micro-steps of compute per all-reduce (DDP's no_sync)
@@ -77,6 +105,17 @@ class Scenario:
                 raise InputError(f"--{name.replace('_', '-')}: {v} must be at least 1")
         if self.compute_time_s is not None and not self.compute_time_s > 0:
             raise InputError(f"--compute-time: {self.compute_time_s} must be a positive number of seconds")
+        collectives.check_algorithm(self.algorithm)
+        if self.overlap not in OVERLAPS:
+            raise InputError(f"--overlap: unknown mode {self.overlap!r}; choose one of {', '.join(OVERLAPS)}")
+        if not (self.bucket_mb > 0 and np.isfinite(self.bucket_mb)):
+            raise InputError(f"--bucket-mb: {self.bucket_mb} must be a positive number of MB (1e6 bytes), "
+                             "for example 25")
+        if isinstance(self.accum, bool) or int(self.accum) != self.accum or self.accum < 1:
+            raise InputError(f"--accum: {self.accum} must be a whole number of micro-steps, at least 1")
+        if not 0 <= self.backward_fraction <= 1:
+            raise InputError(f"backward_fraction: {self.backward_fraction} is not in [0, 1]; give the share "
+                             "of forward+backward spent in backward, for example 2/3")
         if self.compute_time_s is None and not self.workload.flops_per_sample:
             raise InputError("the workload has no FLOPs per sample: give --flops-per-sample or "
                              "--compute-time")
@@ -131,12 +170,22 @@ class Scenario:
             "flops_per_sample": w.flops_per_sample,
             "compute_time_s": self.compute_time_s,
             "algorithm": self.algorithm,
+            "overlap": self.overlap,
+            "bucket_bytes": self.bucket_bytes if self.overlap == "buckets" else None,
+            "accum": self.accum,
+            "backward_fraction": self.backward_fraction,
         }
+
+    @property
+    def bucket_bytes(self) -> float:
+        """DDP bucket size in bytes (``bucket_mb`` · 1e6)."""
+        return self.bucket_mb * 1e6
 
 
 #: record keys of a simulation, in order; units are in the names
 COLUMNS = ("devices", "batch_per_device", "t_compute_s", "t_comm_s", "t_step_s", "speedup", "efficiency",
-           "samples_per_s", "alpha_s", "bus_GBps", "bottleneck")
+           "samples_per_s", "alpha_s", "bus_GBps", "bottleneck", "t_comm_exposed_s", "t_comm_hidden_s",
+           "t_forward_s", "t_backward_s", "algorithm", "buckets")
 
 
 @dataclass(frozen=True)
@@ -150,7 +199,20 @@ class Result:
     speedup: np.ndarray
     efficiency: np.ndarray
     samples_per_s: np.ndarray
+    #: all the step's all-reduces added up (time, latency, bandwidth, reduction and per-tier terms);
+    #: alpha, bus_Bps, bottleneck and algorithm are those of the main message (a full bucket, or the gradient)
     comm: collectives.CommCost = field(repr=False)
+    #: T_comm that backward does not hide (T_step = t_compute_s + t_comm_exposed_s)
+    t_comm_exposed_s: np.ndarray = field(repr=False, default=None)  # type: ignore[assignment]
+    t_comm_hidden_s: np.ndarray = field(repr=False, default=None)  # type: ignore[assignment]
+    #: forward and backward seconds per optimizer step (all m micro-steps)
+    t_forward_s: np.ndarray = field(repr=False, default=None)  # type: ignore[assignment]
+    t_backward_s: np.ndarray = field(repr=False, default=None)  # type: ignore[assignment]
+    #: how the gradient was split into all-reduces
+    plan: "BucketPlan | None" = field(repr=False, default=None)
+    #: one all-reduce of a full bucket (None when there is none) and of the remainder (None when none)
+    comm_bucket: collectives.CommCost | None = field(repr=False, default=None)
+    comm_last: collectives.CommCost | None = field(repr=False, default=None)
 
     @property
     def bottleneck_names(self) -> list[str]:
@@ -170,6 +232,12 @@ class Result:
             "alpha_s": self.comm.alpha,
             "bus_GBps": np.where(np.isfinite(self.comm.bus_Bps), self.comm.bus_Bps / 1e9, np.nan),
             "bottleneck": self.bottleneck_names,
+            "t_comm_exposed_s": self.t_comm_exposed_s,
+            "t_comm_hidden_s": self.t_comm_hidden_s,
+            "t_forward_s": self.t_forward_s,
+            "t_backward_s": self.t_backward_s,
+            "algorithm": [str(a) for a in self.comm.algorithm.tolist()],
+            "buckets": np.full(self.devices.shape, self.plan.count if self.plan else 1),
         }
 
     def records(self) -> list[dict[str, Any]]:
@@ -189,12 +257,92 @@ class Result:
         return pd.DataFrame(self.columns())
 
 
+@dataclass(frozen=True)
+class BucketPlan:
+    """How ``n`` gradient bytes become all-reduces: ``full`` buckets of ``size`` bytes, then ``last`` bytes."""
+
+    full: int
+    size: float
+    last: float
+
+    @property
+    def count(self) -> int:
+        return self.full + (1 if self.last > 0 else 0)
+
+
+def bucket_plan(nbytes: float, bucket_bytes: float | None) -> BucketPlan:
+    """DDP's split of the gradient (reverse layer order; the remainder is the last bucket).
+
+    ``bucket_bytes=None`` (no overlap): one message of all ``nbytes``.
+    """
+    if bucket_bytes is None or bucket_bytes >= nbytes:
+        return BucketPlan(full=0, size=float(bucket_bytes or nbytes), last=float(nbytes))
+    full = int(nbytes // bucket_bytes)
+    last = nbytes - full * bucket_bytes
+    if last < 0.5:  # a whole number of buckets (up to rounding)
+        last = 0.0
+    return BucketPlan(full=full, size=float(bucket_bytes), last=float(last))
+
+
+def _exposed(plan: BucketPlan, t_backward: np.ndarray, c_full: np.ndarray,
+             c_last: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """(T_comm total, end of the last bucket's all-reduce measured from the start of backward), closed form."""
+    n = plan.full * plan.size + plan.last
+    end = np.zeros_like(t_backward)
+    if plan.full:
+        t0 = t_backward * plan.size / n
+        t_last_full = t_backward * plan.full * plan.size / n
+        end = np.maximum(t0 + plan.full * c_full, t_last_full + c_full)
+    total = plan.full * c_full
+    if plan.last > 0:
+        end = np.maximum(t_backward, end) + c_last
+        total = total + c_last
+    return total, end
+
+
+def bucket_timeline(plan: BucketPlan, t_backward: float, c_full: float, c_last: float) -> list[dict[str, float]]:
+    """The bucket-by-bucket recursion for one k: ready, start and end of each all-reduce (s from backward's start).
+
+    Bucket sizes, in the order DDP reduces them: ``plan.full`` of ``plan.size`` bytes, then ``plan.last``.
+    """
+    n = plan.full * plan.size + plan.last
+    out = []
+    prev = 0.0
+    for j in range(plan.count):
+        full = j < plan.full
+        ready = t_backward * (j + 1) * plan.size / n if full else t_backward
+        start = max(ready, prev)
+        prev = start + (c_full if full else c_last)
+        out.append({"bucket": j, "bytes": plan.size if full else plan.last, "ready_s": ready, "start_s": start,
+                    "end_s": prev})
+    return out
+
+
 def _compute_time(sc: Scenario, per_device_batch: np.ndarray) -> np.ndarray:
     """Seconds of forward + backward for ``per_device_batch`` samples on one device."""
     if sc.compute_time_s is not None:
         # measured at the per-device batch (weak) or for the whole global batch on one device (strong)
         return sc.compute_time_s * per_device_batch / sc.batch
     return sc.workload.flops_per_sample * per_device_batch / sc.achieved_flops
+
+
+def _total(plan: BucketPlan, full: collectives.CommCost | None,
+           last: collectives.CommCost | None) -> collectives.CommCost:
+    """The step's communication: ``plan.full`` all-reduces of a full bucket plus the remainder's, added up."""
+    main = full if full is not None else last
+    assert main is not None
+
+    def add(name: str) -> np.ndarray:
+        out = 0.0
+        if full is not None:
+            out = plan.full * getattr(full, name)
+        if last is not None:
+            out = out + getattr(last, name)
+        return np.asarray(out)
+
+    return dataclasses.replace(main, time=add("time"), latency=add("latency"), bandwidth=add("bandwidth"),
+                               reduction=add("reduction"), tier_latency=add("tier_latency"),
+                               tier_bandwidth_s=add("tier_bandwidth_s"))
 
 
 def simulate(scenario: Scenario, devices: np.ndarray | list[int]) -> Result:
@@ -206,14 +354,27 @@ def simulate(scenario: Scenario, devices: np.ndarray | list[int]) -> Result:
     net = sc.profile.network
     collectives.check_devices(net, k)
     kf = k.astype(np.float64)
-    b = sc.batch / kf if sc.strong else np.full(kf.shape, float(sc.batch))
-    t_compute = _compute_time(sc, b)
-    comm = collectives.allreduce(sc.algorithm, net, k, np.float64(sc.grad_bytes), sc.profile.device.reduce_Bps)
-    t_comm = comm.time
-    t_step = t_compute + t_comm
-    # T_step(1): the same workload on one device, no communication
+    m = int(sc.accum)
+    b = sc.batch / (kf * m) if sc.strong else np.full(kf.shape, float(sc.batch))
+    t_micro = _compute_time(sc, b)  # forward + backward of one micro-step
+    t_bwd_micro = sc.backward_fraction * t_micro
+    n = float(sc.grad_bytes)
+    plan = bucket_plan(n, sc.bucket_bytes if sc.overlap == "buckets" else None)
+    gamma = sc.profile.device.reduce_Bps
+    comm_full = collectives.allreduce(sc.algorithm, net, k, np.float64(plan.size), gamma) if plan.full else None
+    comm_last = collectives.allreduce(sc.algorithm, net, k, np.float64(plan.last), gamma) if plan.last else None
+    zero = np.zeros(kf.shape)
+    t_comm, end = _exposed(plan, t_bwd_micro, comm_full.time if comm_full else zero,
+                           comm_last.time if comm_last else zero)
+    if sc.overlap == "buckets":
+        exposed = np.maximum(end - t_bwd_micro, 0.0)
+    else:
+        exposed = t_comm
+    t_compute = m * t_micro
+    t_step = t_compute + exposed
+    # one device, the same samples per optimizer step, no communication
     t1 = float(_compute_time(sc, np.array([float(sc.batch)]))[0])
-    speedup = t1 / t_step if sc.strong else kf * t1 / t_step
+    speedup = t1 / t_step if sc.strong else kf * m * t1 / t_step
     return Result(
         scenario=sc,
         devices=k,
@@ -223,6 +384,13 @@ def simulate(scenario: Scenario, devices: np.ndarray | list[int]) -> Result:
         t_step_s=t_step,
         speedup=speedup,
         efficiency=speedup / kf,
-        samples_per_s=kf * b / t_step,
-        comm=comm,
+        samples_per_s=kf * b * m / t_step,
+        comm=_total(plan, comm_full, comm_last),
+        t_comm_exposed_s=exposed,
+        t_comm_hidden_s=t_comm - exposed,
+        t_forward_s=t_compute - m * t_bwd_micro,
+        t_backward_s=m * t_bwd_micro,
+        plan=plan,
+        comm_bucket=comm_full,
+        comm_last=comm_last,
     )
