@@ -1,0 +1,290 @@
+"""`simcli plan`: max devices against a brute-force scan, solved fields put back into the profile, time to train,
+the memory check, and infeasible questions that exit 1 with a reason."""
+
+from __future__ import annotations
+
+import json
+import math
+
+import numpy as np
+import pytest
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
+
+from simcli import plan as P
+from simcli.cli import app
+from simcli.engine import Scenario, simulate
+from simcli.model import InputError, Tier, Workload
+
+from conftest import make_profile
+
+FAST = settings(max_examples=25, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
+
+PROFILE = """\
+name: t-h100
+description: test
+sources: [test]
+device:
+  name: H100
+  peak_flops: {fp32: 67 TFLOP/s, bf16: 989 TFLOP/s}
+  memory: 80 GB
+  mfu: 0.4
+network:
+  - {name: nvlink, size: 8, bandwidth: 450 GB/s, latency: 3 us, efficiency: 0.8}
+  - {name: infiniband, bandwidth: 400 Gb/s, latency: 8 us, efficiency: 0.8}
+"""
+
+
+def wl(params: float = 1e9, flops: float = 6e9 * 1024, batch: int = 8, seq_len: int | None = 1024) -> Workload:
+    return Workload(name="w", params=params, flops_per_sample=flops, batch_per_device=batch, seq_len=seq_len)
+
+
+def scenario(profile, **kw) -> Scenario:
+    return Scenario(profile=profile, workload=kw.pop("workload", wl()), **kw)
+
+
+@pytest.fixture
+def prof(tmp_path):
+    f = tmp_path / "t-h100.yaml"
+    f.write_text(PROFILE)
+    return str(f)
+
+
+def run(runner, *args):
+    return runner.invoke(app, [str(a) for a in args])
+
+
+profiles = st.builds(
+    lambda node, bw0, bw1, lat0, lat1, per: make_profile(Tier("nvlink", bw0, lat0, size=node),
+                                                         Tier("net", bw1, lat1, per=per)),
+    st.sampled_from([2, 4, 8]), st.floats(50e9, 900e9), st.floats(1e9, 100e9), st.floats(1e-6, 1e-5),
+    st.floats(2e-6, 1e-4), st.sampled_from(["device", "node"]))
+
+
+# --------------------------------------------------------------------------- --max-devices
+
+
+@FAST
+@given(p=profiles, target=st.floats(0.3, 0.99), batch=st.integers(1, 64), strong=st.booleans())
+def test_max_devices_agrees_with_brute_force_scan(p, target, batch, strong):
+    sc = scenario(p, global_batch=batch * 64) if strong else scenario(p, batch_per_device=batch)
+    k = np.arange(1, 513)
+    ans = P.max_devices(sc, k, target)
+    eff = simulate(sc, k).efficiency
+    assert ans.answer == int(k[np.flatnonzero(eff >= target)[-1]])
+    # every crossing is a change of side in the brute-force scan, and every change is reported
+    changes = [int(k[i]) for i in range(1, len(k)) if (eff[i] >= target) != (eff[i - 1] >= target)]
+    assert [c.devices for c in ans.crossings] == changes
+    assert ans.limited_by == ("range" if ans.answer == 512 else "target")
+
+
+def test_max_devices_reports_every_crossing_when_efficiency_is_not_monotonic(two_tier):
+    # k = 9 reaches the inter-node tier through one 25 GB/s link, k = 16 through eight: E dips and recovers
+    sc = scenario(two_tier, batch_per_device=1, workload=wl(params=2e9))
+    k = np.arange(1, 65)
+    eff = simulate(sc, k).efficiency
+    target = float((eff[8] + eff[15]) / 2)  # between E(9) and E(16)
+    ans = P.max_devices(sc, k, target)
+    assert len(ans.crossings) > 2
+    assert ans.crossings[0].direction == "falls below" and ans.crossings[1].direction == "rises to"
+    assert ans.answer > ans.crossings[0].devices
+
+
+def test_max_devices_infeasible_and_bad_target(two_tier):
+    sc = scenario(two_tier, batch_per_device=1)
+    with pytest.raises(P.Infeasible, match="no k from 9 to 64 reaches efficiency 0.999.*include it"):
+        P.max_devices(sc, np.arange(9, 65), 0.999)
+    for bad in (0, 1.5, float("nan"), None):
+        with pytest.raises(InputError, match="--min-efficiency"):
+            P.max_devices(sc, np.arange(1, 9), bad)
+
+
+# --------------------------------------------------------------------------- --solve
+
+
+def eff_at(sc: Scenario, ref: P.FieldRef, value: float, k: int) -> float:
+    return float(simulate(ref.apply(sc, value), [k]).efficiency[0])
+
+
+@FAST
+@given(p=profiles, target=st.floats(0.5, 0.97), k=st.sampled_from([16, 24, 64, 256]),
+       path=st.sampled_from(["network[1].bandwidth", "inter_node.bandwidth", "net.bandwidth",
+                             "network[1].efficiency", "inter_node.latency"]))
+def test_solved_value_put_back_gives_the_target(p, target, k, path):
+    sc = scenario(p, batch_per_device=4)
+    try:
+        s = P.solve_field(sc, k, target, path)
+    except P.Infeasible:
+        # then not even the best end of the interval reaches it
+        ref = P.field_ref(sc, path)
+        best = 1.0 if ref.kind == "fraction" else (ref.get(sc) * (1e12 if ref.kind == "bandwidth" else 1e-12))
+        assert eff_at(sc, ref, best, k) < target
+        return
+    assert s.field.path.startswith("network[1].")
+    e = eff_at(sc, s.field, s.answer, k)
+    assert e >= target and e == pytest.approx(target, abs=1e-4)
+    if not s.at_limit:
+        # one tolerance step towards the infeasible side misses the target
+        step = 1 - 2 * s.rtol if s.bound == "minimum" else 1 + 2 * s.rtol
+        assert eff_at(sc, s.field, s.answer * step, k) < target
+    assert s.bound == ("maximum" if path.endswith("latency") else "minimum")
+
+
+def test_solve_mfu_overrides_the_mfu_option(two_tier):
+    sc = scenario(two_tier, batch_per_device=4, mfu=0.3)
+    s = P.solve_field(sc, 64, 0.9, "device.mfu")
+    assert s.current == 0.3 and s.bound == "maximum"
+    assert eff_at(sc, s.field, s.answer, 64) == pytest.approx(0.9, abs=1e-5)
+    peak = P.solve_field(sc, 64, 0.9, "device.peak_flops")  # the compute dtype's peak
+    assert peak.field.path == "device.peak_flops.bf16" and peak.bound == "maximum"
+
+
+def test_solve_infeasible_questions_say_why(two_tier):
+    sc = scenario(two_tier, batch_per_device=4)
+    with pytest.raises(P.Infeasible, match=r"does not depend on it \(a ring over 8 devices stays inside"):
+        P.solve_field(sc, 8, 0.9999, "inter_node.bandwidth")
+    slow = make_profile(Tier("nvlink", 100e9, 5e-6, size=8), Tier("ib", 25e9, 5e-3))  # 5 ms per step
+    with pytest.raises(P.Infeasible, match="latency terms"):
+        P.solve_field(scenario(slow, batch_per_device=4), 256, 0.9, "inter_node.bandwidth")
+    s = P.solve_field(sc, 8, 0.5, "inter_node.bandwidth")  # no effect, target already met
+    assert s.bound == "any" and s.answer is None
+
+
+@pytest.mark.parametrize("path, fragment", [
+    ("network[5].bandwidth", "has 2 tier(s)"),
+    ("network[0].size", "not a quantity to solve for"),
+    ("network[1].speed", "numeric fields are bandwidth, latency, efficiency"),
+    ("device.reduce_bandwidth", "gives no device.reduce_bandwidth"),
+    ("device.peak_flops.fp8", "gives no peak for 'fp8'"),
+    ("warp.bandwidth", "no such tier or field"),
+    ("", "not a numeric profile field"),
+])
+def test_field_paths_refused(two_tier, path, fragment):
+    with pytest.raises(InputError, match=None) as e:
+        P.field_ref(scenario(two_tier), path)
+    assert fragment in str(e.value) and str(e.value).startswith("--solve:")
+
+
+def test_field_aliases_resolve(two_tier, one_tier):
+    sc = scenario(two_tier)
+    assert P.field_ref(sc, "inter_node.bandwidth").path == "network[1].bandwidth"
+    assert P.field_ref(sc, "intra_node.latency").path == "network[0].latency"
+    assert P.field_ref(sc, "ib.efficiency").path == "network[1].efficiency"
+    assert P.field_ref(sc, "network[-1].latency").path == "network[1].latency"
+    with pytest.raises(InputError, match="no inter-node tier"):
+        P.field_ref(scenario(one_tier), "inter_node.bandwidth")
+
+
+# --------------------------------------------------------------------------- --time-to-train
+
+
+def test_time_to_train_by_hand_and_picks(two_tier):
+    sc = scenario(two_tier, batch_per_device=8)
+    k = np.array([1, 8, 64, 512])
+    samples = 1e6
+    tp = P.time_to_train(sc, k, samples, price=2.0)
+    res = simulate(sc, k)
+    for row, kk, t in zip(tp.rows, k, res.t_step_s):
+        steps = math.ceil(samples / (kk * 8))
+        assert row["time_s"] == pytest.approx(steps * t)
+        assert row["cost"] == pytest.approx(kk * steps * t / 3600 * 2.0)
+    costs = [r["cost"] for r in tp.rows]
+    times = [r["time_s"] for r in tp.rows]
+    assert tp.cheapest["devices"] == int(k[int(np.argmin(costs))])
+    assert tp.fastest["devices"] == int(k[int(np.argmin(times))])
+    # budgets: the fastest within a cost cap
+    cap = sorted(costs)[1]
+    tp2 = P.time_to_train(sc, k, samples, price=2.0, max_cost=cap)
+    ok = [r for r in tp.rows if r["cost"] <= cap]
+    assert tp2.fastest["devices"] == min(ok, key=lambda r: r["time_s"])["devices"]
+
+
+def test_time_to_train_infeasible_and_bad_input(two_tier):
+    sc = scenario(two_tier, batch_per_device=8)
+    with pytest.raises(P.Infeasible, match="the fastest, k=64, takes .* > --max-hours"):
+        P.time_to_train(sc, np.array([8, 64]), 1e12, max_hours=1)
+    with pytest.raises(InputError, match="--max-cost needs --price-per-device-hour"):
+        P.time_to_train(sc, np.array([8]), 1e6, max_cost=5)
+    with pytest.raises(InputError, match="must be a positive number"):
+        P.time_to_train(sc, np.array([8]), -1.0)
+    assert P.samples_from_tokens(wl(seq_len=2048), 2048e3) == 1000
+    with pytest.raises(InputError, match="--tokens: w has no sequence length"):
+        P.samples_from_tokens(wl(seq_len=None), 1e9)
+
+
+# --------------------------------------------------------------------------- memory
+
+
+@pytest.mark.parametrize("dtype, mixed", [("bf16", True), ("fp32", False)])
+def test_memory_counts_16_bytes_per_param_for_adam(two_tier, dtype, mixed):
+    sc = scenario(two_tier, dtype=dtype, workload=wl(params=7e9))
+    m = P.training_memory(sc)
+    assert m.bytes_per_param == 16 and m.mixed_precision is mixed
+    assert m.total_bytes == 16 * 7e9 and m.fits is False  # 112 GB > 80 GB
+    assert P.training_memory(sc, "sgd").bytes_per_param == 8
+    assert P.training_memory(scenario(two_tier, workload=wl(params=1e9))).fits is True
+    nomem = make_profile(Tier("net", 10e9, 1e-5), memory=None)
+    assert P.training_memory(scenario(nomem)).fits is None
+    with pytest.raises(InputError, match="--optimizer"):
+        P.training_memory(sc, "lion")
+
+
+# --------------------------------------------------------------------------- the command line
+
+
+def test_cli_max_devices_json_matches_speedup_scan(runner, prof):
+    base = ["--profile", prof, "--model", "bert-large", "--devices", "1..300"]
+    r = run(runner, "plan", "--max-devices", "-e", "0.9", *base, "-f", "json")
+    assert r.exit_code == 0, r.output
+    out = json.loads(r.stdout)
+    recs = json.loads(run(runner, "speedup", *base, "-f", "json").stdout)
+    meets = [x["devices"] for x in recs if x["efficiency"] >= 0.9]
+    assert out["answer"] == max(meets) and out["question"] == "max-devices"
+    assert out["command"].startswith("simcli speedup --devices") and out["memory"]["fits"] is True
+    assert out["reason"] and out["crossings"][0]["direction"] == "falls below"
+
+
+def test_cli_solve_json_and_table(runner, prof):
+    args = ["plan", "--solve", "inter_node.bandwidth", "--devices", "16", "-e", "0.9", "--profile", prof,
+            "--model", "bert-large", "--grad-dtype", "bf16"]
+    r = run(runner, *args, "-f", "json")
+    assert r.exit_code == 0, r.output
+    out = json.loads(r.stdout)
+    assert out["field"] == "network[1].bandwidth" and out["bound"] == "minimum" and out["answer"] > 0
+    assert out["efficiency_at_answer"] >= 0.9 and out["rtol"] == 1e-6
+    r = run(runner, *args)
+    assert r.exit_code == 0 and "must be at least" in r.stdout and "relative tolerance" in r.stdout
+
+
+def test_cli_time_to_train_tokens_and_memory_flag(runner, prof):
+    r = run(runner, "plan", "--time-to-train", "--tokens", "2e12", "--devices", "256,1024", "--profile", prof,
+            "--model", "llama2-70b", "--price-per-device-hour", "2.5", "-f", "json")
+    assert r.exit_code == 0, r.output
+    out = json.loads(r.stdout)
+    assert set(out["answer"]) == {"cheapest", "fastest"} and len(out["rows"]) == 2
+    assert out["samples"] == pytest.approx(2e12 / 4096)
+    assert out["memory"]["fits"] is False and out["warnings"]  # flagged, not silently returned
+    assert "DOES NOT FIT" in r.stderr
+    r = run(runner, "plan", "--time-to-train", "--samples", "1e6", "--devices", "8..64:x2", "--profile", prof,
+            "-f", "csv")
+    assert r.exit_code == 0 and r.stdout.splitlines()[0].startswith("devices,")
+
+
+@pytest.mark.parametrize("args, code, fragment", [
+    ([], 2, "give one question"),
+    (["--max-devices", "--time-to-train"], 2, "exclude each other"),
+    (["--max-devices"], 2, "--min-efficiency: required"),
+    (["--solve", "device.mfu", "-e", "0.9"], 2, "--solve needs the device count"),
+    (["--solve", "device.mfu", "-e", "0.9", "-k", "8,16"], 2, "answers for one"),
+    (["--time-to-train", "--devices", "8"], 2, "--samples N or --tokens N"),
+    (["--time-to-train", "--devices", "8", "--tokens", "1e9", "--model", "resnet50"], 2, "no sequence length"),
+    (["--max-devices", "-e", "0.9", "--samples", "5"], 2, "--samples goes with --time-to-train"),
+    (["--max-devices", "-e", "0.999", "-k", "2..64"], 1, "no k from 2 to 64 reaches"),
+    (["--solve", "inter_node.bandwidth", "-k", "8", "-e", "0.999", "--model", "gpt2"], 1, "does not depend on it"),
+    (["--time-to-train", "-k", "8", "--samples", "1e12", "--max-hours", "1"], 1, "within budget"),
+])
+def test_cli_errors_are_one_line(runner, prof, args, code, fragment):
+    r = run(runner, "plan", "--profile", prof, *args)
+    assert r.exit_code == code, r.output
+    assert fragment in r.stderr and "Traceback" not in r.output
+    assert len(r.stderr.strip().splitlines()) == 1
