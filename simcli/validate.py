@@ -16,7 +16,8 @@ Reads the measurement CSVs simcli and others write (comment lines start with
 
 The error of a row is ``(predicted - measured) / measured``; summaries give the
 median absolute percentage error (MdAPE), the mean and max absolute error and
-the median signed error (bias), overall and per world size and per size decade.
+the median signed error (bias), overall and per world size and per size decade; for
+all-reduce files also the median and max absolute error of busbw (``pred/meas - 1``).
 """
 
 from __future__ import annotations
@@ -230,9 +231,9 @@ def _validate_allreduce(m: Measured, profile: Profile, algorithm: str) -> list[d
     recs = []
     for i in range(len(m)):
         pred = float(cost.time[i])
-        recs.append(_row("time_s", k[i], n[i], pred, t[i], m.lines[i],
-                         busbw_measured_GBps=n[i] * f[i] / t[i] / 1e9,
-                         busbw_predicted_GBps=n[i] * f[i] / pred / 1e9))
+        bus_m, bus_p = n[i] * f[i] / t[i] / 1e9, n[i] * f[i] / pred / 1e9
+        recs.append(_row("time_s", k[i], n[i], pred, t[i], m.lines[i], busbw_measured_GBps=bus_m,
+                         busbw_predicted_GBps=bus_p, busbw_error=bus_p / bus_m - 1.0))
     return recs
 
 
@@ -349,11 +350,15 @@ def validate(m: Measured, profile: Profile, *, workload: Workload | None = None,
 # --------------------------------------------------------------------------- summaries
 
 
-def _stats(err: np.ndarray) -> dict[str, Any]:
+def _stats(err: np.ndarray, bus: np.ndarray | None = None) -> dict[str, Any]:
     a = np.abs(err)
     worst = int(np.argmax(a))
-    return {"n": int(err.size), "mdape": float(np.median(a)), "mean_ape": float(np.mean(a)),
-            "max_ape": float(a[worst]), "worst_error": float(err[worst]), "bias": float(np.median(err))}
+    out = {"n": int(err.size), "mdape": float(np.median(a)), "mean_ape": float(np.mean(a)),
+           "max_ape": float(a[worst]), "worst_error": float(err[worst]), "bias": float(np.median(err))}
+    if bus is not None:  # all-reduce rows: the same errors in nccl-tests' busbw (pred/meas - 1)
+        out["busbw_mdape"] = float(np.median(np.abs(bus)))
+        out["busbw_max_ape"] = float(np.max(np.abs(bus)))
+    return out
 
 
 def size_decade(n: float) -> str:
@@ -368,13 +373,18 @@ def summarise(records: Sequence[dict[str, Any]]) -> dict[str, Any]:
     for metric in dict.fromkeys(r["metric"] for r in records):
         rs = [r for r in records if r["metric"] == metric]
         err = np.array([r["error"] for r in rs])
+        bus = np.array([r["busbw_error"] for r in rs]) if all("busbw_error" in r for r in rs) else None
+
+        def stats(sel: np.ndarray) -> dict[str, Any]:
+            return _stats(err[sel], None if bus is None else bus[sel])
+
         k = np.array([r["devices"] for r in rs])
-        s: dict[str, Any] = {"overall": _stats(err), "by_devices": {}}
+        s: dict[str, Any] = {"overall": stats(np.ones(err.size, dtype=bool)), "by_devices": {}}
         for kv in np.unique(k):
-            s["by_devices"][int(kv)] = _stats(err[k == kv])
+            s["by_devices"][int(kv)] = stats(k == kv)
         if all(r["bytes"] is not None for r in rs):
             dec = np.array([int(math.floor(math.log10(r["bytes"]))) for r in rs])
-            s["by_size_decade"] = {size_decade(10.0 ** d): _stats(err[dec == d]) for d in np.unique(dec)}
+            s["by_size_decade"] = {size_decade(10.0 ** d): stats(dec == d) for d in np.unique(dec)}
         out[metric] = s
     return out
 

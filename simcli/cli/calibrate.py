@@ -498,9 +498,13 @@ def _validate_view(v, max_rows: int):
         summ = [{"group": "all", **s["overall"]}]
         summ += [{"group": f"k = {k}", **st} for k, st in s["by_devices"].items()]
         summ += [{"group": dec, **st} for dec, st in s.get("by_size_decade", {}).items()]
-        parts.append(table(summ, [Column("group", "group", justify="left"), Column("rows", "n"),
-                                  Column("median |err|", "mdape", _pct), Column("mean |err|", "mean_ape", _pct),
-                                  Column("max |err|", "max_ape", _pct),
-                                  Column("median err (bias)", "bias", lambda e: f"{100 * e:+.1f}%")],
+        scols = [Column("group", "group", justify="left"), Column("rows", "n"),
+                 Column("median |err|", "mdape", _pct), Column("mean |err|", "mean_ape", _pct),
+                 Column("max |err|", "max_ape", _pct),
+                 Column("median err (bias)", "bias", lambda e: f"{100 * e:+.1f}%")]
+        if "busbw_mdape" in s["overall"]:
+            scols += [Column("busbw median |err|", "busbw_mdape", _pct),
+                      Column("busbw max |err|", "busbw_max_ape", _pct)]
+        parts.append(table(summ, scols,
                            title=f"{metric}: summary" + (" (main metric, --max-error)" if metric == v.primary else "")))
     return Group(*parts)
