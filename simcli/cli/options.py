@@ -49,7 +49,19 @@ Dtype = Annotated[Optional[str], typer.Option("--dtype", help="Compute dtype, pi
 GradDtype = Annotated[str, typer.Option("--grad-dtype", help="Gradient dtype on the wire: fp32, bf16, fp16, fp8.")]
 Mfu = Annotated[Optional[float], typer.Option("--mfu", help="Achieved fraction of peak, 0 < mfu <= 1 "
                                               "[default: the profile's].")]
-Algorithm = Annotated[str, typer.Option("--algorithm", "-a", help="All-reduce algorithm.")]
+Algorithm = Annotated[str, typer.Option("--algorithm", "-a", help="All-reduce algorithm: ring, tree, "
+                                        "recursive-doubling, rabenseifner, hierarchical, ps, ps-sharded, or auto "
+                                        "(the fastest per k and size; see 'simcli algorithms').")]
+Overlap = Annotated[str, typer.Option("--overlap", help="How the all-reduce hides behind backward: 'buckets' "
+                                      "(PyTorch DDP's gradient buckets, reduced as backward produces them) or "
+                                      "'none' (one all-reduce after backward).")]
+BucketMb = Annotated[float, typer.Option("--bucket-mb", help="DDP bucket size in MB (1e6 bytes), as DDP's "
+                                         "bucket_cap_mb; used with --overlap buckets.")]
+Accum = Annotated[int, typer.Option("--accum", help="Gradient accumulation: micro-steps of compute per "
+                                    "all-reduce (DDP's no_sync); speedup stays per sample.")]
+Explain = Annotated[bool, typer.Option("--explain", help="Also print every term of the step for the largest k: "
+                                       "forward, backward, each tier's latency and bandwidth terms, T_comm, the "
+                                       "hidden and exposed parts, the bottleneck and the crossover size n*.")]
 FormatOpt = Annotated[Format, typer.Option("--format", "-f", help="Output format; csv and json print only data "
                                            "to stdout.")]
 Output = Annotated[Optional[str], typer.Option("--output", "-o", help="Write the output to this file "
@@ -73,7 +85,8 @@ def parse_time(value: str | None, option: str) -> float | None:
 def build_scenario(*, profile: str | None, model: str | None, params: float | None,
                    flops_per_sample: float | None, compute_time: str | None, workload: str | None,
                    seq_len: int | None, batch_per_device: int | None, global_batch: int | None,
-                   dtype: str | None, grad_dtype: str, mfu: float | None, algorithm: str = "ring") -> Scenario:
+                   dtype: str | None, grad_dtype: str, mfu: float | None, algorithm: str = "ring",
+                   overlap: str = "buckets", bucket_mb: float = 25.0, accum: int = 1) -> Scenario:
     """The one place where command-line options become a :class:`Scenario`."""
     ct = parse_time(compute_time, "--compute-time")
     prof = resolve_profile(profile)
@@ -81,7 +94,7 @@ def build_scenario(*, profile: str | None, model: str | None, params: float | No
                         seq_len=seq_len, compute_time=ct)
     return Scenario(profile=prof, workload=wl, dtype=dtype, grad_dtype=grad_dtype, mfu=mfu,
                     batch_per_device=batch_per_device, global_batch=global_batch, compute_time_s=ct,
-                    algorithm=algorithm)
+                    algorithm=algorithm, overlap=overlap, bucket_mb=bucket_mb, accum=accum)
 
 
 # --------------------------------------------------------------------------- pictures and multi-value options

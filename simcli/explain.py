@@ -1,0 +1,129 @@
+"""Every term of one prediction, for one k: what `--explain` and `simcli explain` print.
+
+Pure: takes a :class:`~simcli.engine.Scenario` and a device count, returns a
+JSON-ready dict (SI units in the key names). No printing, no CLI imports.
+
+The crossover size n* is where an all-reduce's latency terms equal its
+bandwidth terms; every algorithm's cost is affine in the message size n
+(T = L + n·s), so n* = L/s. For the ring, L = 2(k-1)·alpha and
+s = 2(k-1)/k / B, hence n* = k·alpha·B. Messages below n* are latency-bound.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+import numpy as np
+
+from . import collectives
+from .engine import Scenario, bucket_timeline, simulate
+
+__all__ = ["explain", "FORMULAS"]
+
+#: the cost each algorithm charges, as printed in explanations (collectives' docstrings hold the sources)
+FORMULAS: dict[str, str] = {
+    "ring": "2(k-1)·α + 2(k-1)/k·n/B [+ (k-1)/k·n/γ]  (Patarasuk & Yuan 2009)",
+    "tree": "2·ceil(lg k)·α + 2·n/B [+ n/γ]  (double binary tree, Sanders, Speck & Träff 2009; NCCL Tree)",
+    "recursive-doubling": "lg k·(α + n/B) [+ lg k·n/γ], k not a power of two: floor(lg k)+2 steps "
+                          "(Thakur, Rabenseifner & Gropp 2005)",
+    "rabenseifner": "2·lg k·α + 2(k-1)/k·n/B [+ (k-1)/k·n/γ], k not a power of two: +2α + 2n/B "
+                    "(Thakur, Rabenseifner & Gropp 2005)",
+    "hierarchical": "Σ_tiers 2(g_i-1)·α_i + 2(g_i-1)/g_i·n/B_i [+ (k-1)/k·n/γ]  (reduce-scatter in the node, "
+                    "all-reduce across, all-gather; Horovod)",
+    "ps": "2(k-1)·α + 2(k-1)·n/B_server [+ (k-1)·n/γ]  (one parameter server)",
+    "ps-sharded": "2(k-1)·α + 2(k-1)/k·n/B [+ (k-1)/k·n/γ]  (pairwise exchange, Thakur et al. 2005)",
+}
+
+
+def _f(x: Any) -> float | None:
+    x = float(x)
+    return x if np.isfinite(x) else None
+
+
+def _crossover(cost: collectives.CommCost, nbytes: float) -> float | None:
+    """n* = L / s for a cost T = L + n·s evaluated at ``nbytes`` (None when there is no bandwidth term)."""
+    lat = float(cost.latency[0])
+    bw = float(cost.bandwidth[0])
+    if bw <= 0 or lat <= 0:
+        return None
+    return lat * nbytes / bw
+
+
+def explain(scenario: Scenario, devices: int) -> dict[str, Any]:
+    """Every term of the step on ``devices`` devices, in SI (JSON-ready)."""
+    sc = scenario
+    k = int(devices)
+    res = simulate(sc, [k])
+    net = sc.profile.network
+    plan = res.plan
+    assert plan is not None
+    karr = np.array([k])
+    ring_bw = collectives.tier_bandwidth(net, karr)[:, 0]
+    link_bw = collectives.tier_link_bandwidth(net, karr)[:, 0]
+    spanned = collectives.tier_spanned(net, karr)[:, 0]
+    comm = res.comm
+    tiers = []
+    for i, t in enumerate(net):
+        tiers.append({
+            "tier": t.name,
+            "spanned": bool(spanned[i]),
+            "per": t.per,
+            "size": t.size,
+            "alpha_s": t.latency_s,
+            "ring_bandwidth_Bps": _f(ring_bw[i]),
+            "link_bandwidth_Bps": _f(link_bw[i]),
+            "latency_term_s": float(comm.tier_latency[i][0]),
+            "bandwidth_term_s": float(comm.tier_bandwidth_s[i][0]),
+        })
+    main = res.comm_bucket if res.comm_bucket is not None else res.comm_last
+    main_bytes = plan.size if plan.full else plan.last
+    algorithm = str(main.algorithm[0]) if main is not None else sc.algorithm
+    messages = []
+    if res.comm_bucket is not None:
+        messages.append({"count": plan.full, "bytes": plan.size, "algorithm": str(res.comm_bucket.algorithm[0]),
+                         "time_s": float(res.comm_bucket.time[0]), "latency_s": float(res.comm_bucket.latency[0]),
+                         "bandwidth_s": float(res.comm_bucket.bandwidth[0]),
+                         "reduction_s": float(res.comm_bucket.reduction[0])})
+    if res.comm_last is not None:
+        messages.append({"count": 1, "bytes": plan.last, "algorithm": str(res.comm_last.algorithm[0]),
+                         "time_s": float(res.comm_last.time[0]), "latency_s": float(res.comm_last.latency[0]),
+                         "bandwidth_s": float(res.comm_last.bandwidth[0]),
+                         "reduction_s": float(res.comm_last.reduction[0])})
+    n_star = _crossover(main, main_bytes) if main is not None and k >= 2 else None
+    b = int(comm.bottleneck[0])
+    out: dict[str, Any] = {
+        "devices": k,
+        "inputs": sc.inputs(),
+        "algorithm": algorithm,
+        "formula": FORMULAS.get(algorithm, ""),
+        "overlap": sc.overlap,
+        "accum": sc.accum,
+        "batch_per_device": float(res.batch_per_device[0]),
+        "t_forward_s": float(res.t_forward_s[0]),
+        "t_backward_s": float(res.t_backward_s[0]),
+        "t_compute_s": float(res.t_compute_s[0]),
+        "messages": messages,
+        "tiers": tiers,
+        "t_latency_s": float(comm.latency[0]),
+        "t_bandwidth_s": float(comm.bandwidth[0]),
+        "t_reduction_s": float(comm.reduction[0]),
+        "t_comm_s": float(res.t_comm_s[0]),
+        "t_comm_hidden_s": float(res.t_comm_hidden_s[0]),
+        "t_comm_exposed_s": float(res.t_comm_exposed_s[0]),
+        "t_step_s": float(res.t_step_s[0]),
+        "speedup": float(res.speedup[0]),
+        "efficiency": float(res.efficiency[0]),
+        "samples_per_s": float(res.samples_per_s[0]),
+        "bottleneck": net[b].name if b >= 0 else None,
+        "alpha_s": float(comm.alpha[0]),
+        "bus_Bps": _f(comm.bus_Bps[0]),
+        "message_bytes": main_bytes,
+        "n_star_bytes": n_star,
+        "latency_bound": bool(n_star is not None and main_bytes < n_star),
+    }
+    if sc.overlap == "buckets" and plan.count <= 64 and k >= 2:
+        t_b = float(res.t_backward_s[0]) / sc.accum
+        c_full = float(res.comm_bucket.time[0]) if res.comm_bucket is not None else 0.0
+        c_last = float(res.comm_last.time[0]) if res.comm_last is not None else 0.0
+        out["timeline"] = bucket_timeline(plan, t_b, c_full, c_last)
+    return out
