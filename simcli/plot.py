@@ -55,6 +55,8 @@ _THRESH = dict(color="0.35", linestyle=":", linewidth=1.0)
 _MARKER_MAX = 40
 #: at most this many category labels on a bar axis
 _MAX_TICKLABELS = 16
+#: more points than this per panel are drawn as filled steps rather than separate bars
+_MAX_BARS = 200
 
 
 @dataclass(frozen=True)
@@ -282,10 +284,16 @@ def breakdown_figure(series: Sequence[Series], title: str, size: FigSize = FigSi
         # an evenly spaced range ('1..64') gets a numeric axis with round ticks; others one slot per k
         pos = k if even else np.arange(len(k), dtype=float)
         slot = float(step[0]) if even else 1.0
-        width = slot * (0.8 if len(k) <= 200 else 1.0)
         bottom = np.zeros(len(k))
+        dense = len(k) > _MAX_BARS
+        edges = np.append(pos - slot / 2, pos[-1] + slot / 2)
         for name, part in breakdown_parts(s.records).items():
-            ax.bar(pos, part / f, width=width, bottom=bottom, label=name, color=_PART_COLORS[name], linewidth=0)
+            if dense:  # one filled step outline per part: the same picture as touching bars, drawn at once
+                ax.stairs(bottom + part / f, edges, baseline=bottom, fill=True, label=name,
+                          color=_PART_COLORS[name], linewidth=0)
+            else:
+                ax.bar(pos, part / f, width=0.8 * slot, bottom=bottom, label=name, color=_PART_COLORS[name],
+                       linewidth=0)
             bottom = bottom + part / f
         if even:
             ax.xaxis.set_major_locator(MaxNLocator(_MAX_TICKLABELS, integer=True))
@@ -415,8 +423,9 @@ def step_figure(measured: Sequence[Mapping[str, Any]], k_key: str, t_key: str, t
     if model:
         ax.plot(_column(model, "devices"), _column(model, "t_step_s"), color="C0", marker=_marker(len(model)),
                 markersize=4, label="model T_step")
-        ax.plot(_column(model, "devices"), _column(model, "t_compute_s"), color="C0", linestyle=":",
-                label="model T_compute")
+        tc = _column(model, "t_compute_s")
+        if np.isfinite(tc).any():
+            ax.plot(_column(model, "devices"), tc, color="C0", linestyle=":", label="model T_compute")
     allk = np.concatenate([k, _column(model, "devices")]) if model else k
     if is_geometric(allk):
         ax.set_xscale("log", base=2)

@@ -121,8 +121,16 @@ def speedup(
     output: o.Output = None,
     force: o.Force = False,
     rows: o.Rows = 40,
+    plot: o.PlotFile = None,
+    dpi: o.Dpi = o.DPI,
+    width: o.Width = o.WIDTH,
+    height: o.Height = None,
+    threshold: o.Threshold = o.THRESHOLD,
 ) -> None:
-    """Predict step time, speedup S(k) and efficiency E(k) = S(k)/k for each device count k."""
+    """Predict step time, speedup S(k) and efficiency E(k) = S(k)/k for each device count k.
+
+    Comma-separated --profile, --model or --algorithm values give one result (and one line) per combination.
+    """
     from ..engine import simulate
     from ..ranges import parse_devices
 
@@ -130,20 +138,32 @@ def speedup(
         from ..output import check_output_path
 
         check_output_path(output, force)
+    if plot:
+        from .plot import picture_size
+
+        size = picture_size(plot, force, dpi, width, height, threshold)
     k = parse_devices(devices)
-    sc = o.build_scenario(profile=profile, model=model, params=params, flops_per_sample=flops_per_sample,
-                          compute_time=compute_time, workload=workload, seq_len=seq_len,
-                          batch_per_device=batch_per_device, global_batch=global_batch, dtype=dtype,
-                          grad_dtype=grad_dtype, mfu=mfu, algorithm=algorithm)
-    res = simulate(sc, k)
+    scs = o.build_scenarios(profile=profile, model=model, params=params, flops_per_sample=flops_per_sample,
+                            compute_time=compute_time, workload=workload, seq_len=seq_len,
+                            batch_per_device=batch_per_device, global_batch=global_batch, dtype=dtype,
+                            grad_dtype=grad_dtype, mfu=mfu, algorithm=algorithm)
+    results = [simulate(sc, k) for sc in scs]
+    if plot:
+        from .plot import draw_speedup
+
+        draw_speedup(results, plot, force, size, threshold)
     if format is o.Format.table:
+        from rich.console import Group
+        from rich.text import Text
+
         from .views import speedup_table
 
-        show(speedup_table(res, rows), output, force)
+        show(Group(*[x for res in results for x in (speedup_table(res, rows), Text(""))][:-1]), output, force)
         return
     from ..output import to_csv, to_json
+    from .plot import speedup_records
 
-    recs = res.records()
+    recs = speedup_records(results)
     text = to_json(recs) if format is o.Format.json else to_csv(recs)
     emit(text, output, force)
 
@@ -164,6 +184,10 @@ def comm(
     output: o.Output = None,
     force: o.Force = False,
     rows: o.Rows = 60,
+    plot: o.PlotFile = None,
+    dpi: o.Dpi = o.DPI,
+    width: o.Width = o.WIDTH,
+    height: o.Height = None,
 ) -> None:
     """Predicted all-reduce time, algbw and busbw per (k, message size), in nccl-tests' terms."""
     from ..comm import comm_grid
@@ -174,10 +198,18 @@ def comm(
         from ..output import check_output_path
 
         check_output_path(output, force)
+    if plot:
+        from .plot import picture_size
+
+        fig_size = picture_size(plot, force, dpi, width, height)
     k = parse_devices(devices)
     n = parse_sizes(size)
     prof = resolve_profile(profile)
     recs = comm_grid(prof, k, n, algorithm=algorithm, dtype=dtype)
+    if plot:
+        from .plot import draw_comm
+
+        draw_comm(recs, prof, algorithm, dtype, plot, force, fig_size)
     if format is o.Format.table:
         from .views import comm_table
 
@@ -294,6 +326,9 @@ def models_list(format: o.FormatOpt = o.Format.table) -> None:
 # Their heavy imports (torch, matplotlib, pandas) stay inside the command functions.
 # --- sub-apps ---
 from . import bench as _bench  # noqa: E402,F401
+from . import plan as _plan  # noqa: E402,F401
+from . import calibrate as _calibrate  # noqa: E402,F401
+from . import plot as _plot  # noqa: E402,F401
 
 
 def main() -> None:

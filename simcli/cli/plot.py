@@ -86,7 +86,10 @@ def _extras(sc: "Scenario") -> list[str]:
     out = []
     overlap = getattr(sc, "overlap", "none")
     if overlap and overlap != "none":
-        out.append(f"overlap {overlap} ({getattr(sc, 'bucket_mb', 25.0):g} MB buckets)")
+        out.append(f"overlapped with backward in {getattr(sc, 'bucket_mb', 25.0):g} MB buckets" if overlap == "buckets"
+                   else f"overlap {overlap}")
+    elif overlap == "none":
+        out.append("no overlap")
     if getattr(sc, "accum", 1) != 1:
         out.append(f"{sc.accum} accumulation steps")
     return out
@@ -355,6 +358,8 @@ def read_table(path: str) -> list[dict[str, Any]]:
 def detect_kind(records: Sequence[Mapping[str, Any]], source: str) -> str:
     """What a table holds, from its columns: speedup, comm (model), bench (measured all-reduce) or step."""
     cols = set(records[0]) if records else set()
+    if {"metric", "measured", "predicted"} <= cols and ({"world_size", "devices"} & cols):
+        return "validation"
     if {"devices", "speedup"} <= cols:
         return "speedup"
     if {"devices", "bytes", "time_s"} <= cols:
@@ -419,8 +424,8 @@ def plot_file(
         raise InputError(f"{file}: the table has no rows")
     found = detect_kind(recs, file)
     want = found if kind is Kind.auto else kind.value
-    ok = {"speedup": {"speedup"}, "breakdown": {"speedup"}, "comm": {"comm", "bench"}, "step": {"step"}}
-    if found != "bench" and want != found and found not in ok.get(want, set()):
+    ok = {"speedup": {"speedup", "step"}, "breakdown": {"speedup"}, "comm": {"comm", "bench"}, "step": {"step"}}
+    if kind is not Kind.auto and found not in ok[want] and found != "validation":
         raise InputError(f"--kind: {file} holds a {found} table; it cannot be drawn as {want}")
     from .. import plot as P
 
@@ -440,8 +445,11 @@ def plot_file(
                             fs)
     elif found == "bench":
         fig = _bench_figure(recs, name, profile, algorithm, fs)
+    elif found == "validation":
+        fig = _validation_figure(recs, name, threshold, fs)
     else:
-        fig = _step_figure(recs, name, profile, model, batch_per_device, global_batch, algorithm, fs)
+        fig = _step_figure(recs, name, profile, model, batch_per_device, global_batch, algorithm, fs, threshold,
+                           kind="step-time" if kind is Kind.step else "auto")
     _done(P.save_figure(fig, out, force, option="--output"))
 
 
@@ -482,24 +490,94 @@ def _bench_figure(recs: list[dict[str, Any]], name: str, profile: str | None, al
 
 
 def _step_figure(recs: list[dict[str, Any]], name: str, profile: str | None, model: str | None,
-                 batch_per_device: int | None, global_batch: int | None, algorithm: str, fs: "FigSize"):
-    """Measured step time per k (markers), with the model's T_step for --profile/--model when given."""
+                 batch_per_device: int | None, global_batch: int | None, algorithm: str, fs: "FigSize",
+                 threshold: float = o.THRESHOLD, kind: str = "step"):
+    """A 'bench step' table: measured speedup/efficiency (or step time) per k as markers over the model's lines.
+
+    The model's line comes from the table's own predicted_* columns when it has them, else from
+    --profile (with --model / --batch-per-device, or the table's model and batch_per_device columns).
+    """
     from .. import plot as P
 
     cols = set(recs[0])
     k_key = "world_size" if "world_size" in cols else "devices"
     t_key = _step_key(cols)
-    _numeric(recs, (t_key,), name)
+    _numeric(recs, (t_key, "speedup", "efficiency", "predicted_speedup", "predicted_efficiency",
+                    "predicted_t_step_s", "t_compute_s", "t_comm_s"), name)
+    modes = P._group(recs, P._varying(recs, ("mode", "backend")))
     model_recs: list[dict[str, Any]] = []
-    title = f"Time per step, measured: {name}"
+    label = "model"
     if profile or model:
         from ..engine import simulate
 
-        sc = o.build_scenario(profile=profile, model=model, params=None, flops_per_sample=None, compute_time=None,
-                              workload=None, seq_len=None, batch_per_device=batch_per_device,
+        first = recs[0]
+        sc = o.build_scenario(profile=profile, model=model or _builtin_model(first.get("model")), params=None,
+                              flops_per_sample=None, compute_time=None, workload=None, seq_len=None,
+                              batch_per_device=batch_per_device or _int_or_none(first.get("batch_per_device")),
                               global_batch=global_batch, dtype=None, grad_dtype="fp32", mfu=None,
                               algorithm=algorithm)
-        ks = sorted({int(r[k_key]) for r in recs})
-        model_recs = simulate(sc, ks).records()
-        title += f"\nline: model of {sc.workload.name} on {sc.profile.name}, {_batch_text(sc)}"
+        model_recs = simulate(sc, sorted({int(r[k_key]) for r in recs})).records()
+        label = f"model: {sc.workload.name} on {sc.profile.name}, {_batch_text(sc)}"
+    measured_speedup = all(r.get("speedup") is not None and r.get("efficiency") is not None for r in recs)
+    if measured_speedup and kind != "step-time":
+        series = []
+        for key, rs in modes.items():
+            rs = sorted(rs, key=lambda r: r[k_key])
+            meas = [{"devices": r[k_key], "speedup": r["speedup"], "efficiency": r["efficiency"]} for r in rs]
+            tag = " · ".join(str(v) for v in key)
+            if model_recs:
+                line = model_recs
+            elif all(r.get("predicted_speedup") is not None for r in rs):
+                line = [{"devices": r[k_key], "speedup": r["predicted_speedup"],
+                         "efficiency": r.get("predicted_efficiency")} for r in rs]
+                label = "predicted (from the table)"
+            else:
+                line, meas, label = meas, [], "measured"
+            series.append(P.Series(f"{label}{' · ' + tag if tag else ''}", line, measured=meas))
+        return P.speedup_figure(series, f"Speedup, measured (x markers) and model (lines): {name}", threshold, fs)
+    title = f"Time per step, measured: {name}" + (f"\nline: {label}" if model_recs else "")
     return P.step_figure(recs, k_key, t_key, title, model_recs, fs)
+
+
+def _validation_figure(recs: list[dict[str, Any]], name: str, threshold: float, fs: "FigSize"):
+    """`simcli validate` records (metric, devices, [bytes,] predicted, measured): markers over predicted lines."""
+    from .. import plot as P
+
+    _numeric(recs, ("predicted", "measured"), name)
+    k_key = "devices" if "devices" in recs[0] else "world_size"
+    metrics = [m for m in dict.fromkeys(str(r["metric"]) for r in recs)]
+    metric = next((m for m in ("time_s", "speedup", "t_step_s") if m in metrics), metrics[0])
+    rs = [r for r in recs if str(r["metric"]) == metric]
+    title = f"Measured (x markers) against predicted (lines), {metric}: {name}"
+    if rs and rs[0].get("bytes") is not None:
+        def busbw(r: dict[str, Any], t: float) -> float | None:
+            k = r[k_key]
+            return r["bytes"] / t / 1e9 * 2 * (k - 1) / k if t else None
+
+        line = [{"devices": r[k_key], "bytes": r["bytes"], "time_s": r["predicted"],
+                 "busbw_GBps": busbw(r, r["predicted"])} for r in rs]
+        meas = [{"devices": r[k_key], "bytes": r["bytes"], "time_s": r["measured"],
+                 "busbw_GBps": busbw(r, r["measured"])} for r in rs]
+        return P.comm_figure(line, title, fs, measured=meas)
+    rs = sorted(rs, key=lambda r: r[k_key])
+    if metric == "speedup":
+        line = [{"devices": r[k_key], "speedup": r["predicted"], "efficiency": r["predicted"] / r[k_key]} for r in rs]
+        meas = [{"devices": r[k_key], "speedup": r["measured"], "efficiency": r["measured"] / r[k_key]} for r in rs]
+        return P.speedup_figure([P.Series("predicted", line, measured=meas)], title, threshold, fs)
+    meas = [{k_key: r[k_key], "t_step_s": r["measured"]} for r in rs]
+    line = [{"devices": r[k_key], "t_step_s": r["predicted"], "t_compute_s": None} for r in rs]
+    return P.step_figure(meas, k_key, "t_step_s", title, line, fs)
+
+
+def _builtin_model(name: Any) -> str | None:
+    """The table's model column when it names a built-in model (bench may use a toy model)."""
+    from ..workloads import presets
+
+    return str(name) if name is not None and str(name) in presets() else None
+
+
+def _int_or_none(v: Any) -> int | None:
+    try:
+        return int(float(v)) if v is not None else None
+    except (TypeError, ValueError):
+        return None
