@@ -540,3 +540,50 @@ def allreduce(algorithm: str, network: Sequence[Tier], k: np.ndarray, nbytes: np
     check_algorithm(algorithm)
     f = auto_allreduce if algorithm == "auto" else ALGORITHMS[algorithm]
     return f(network, k, nbytes, reduce_Bps)
+
+
+def affine_terms(network: Sequence[Tier], k: np.ndarray,
+                 reduce_Bps: float | None = None) -> dict[str, tuple[np.ndarray, np.ndarray]]:
+    """Every algorithm's cost as ``T(n) = L + s·n``: name -> (L seconds, s seconds per byte), over k.
+
+    Exact: each cost above is affine in the message size (the step counts depend on k only).
+    """
+    k = np.asarray(k, dtype=np.int64)
+    out = {}
+    for name, f in ALGORITHMS.items():
+        c = f(network, k, np.float64(1.0), reduce_Bps)
+        out[name] = (np.asarray(c.latency, dtype=np.float64),
+                     np.asarray(c.bandwidth + c.reduction, dtype=np.float64))
+    return out
+
+
+def crossovers(network: Sequence[Tier], k: np.ndarray, n_lo: float, n_hi: float,
+               reduce_Bps: float | None = None) -> list[dict]:
+    """Message sizes in [n_lo, n_hi] where the fastest algorithm changes, per k (the lower envelope of lines).
+
+    One record per change: ``devices``, ``bytes`` (where the two costs are equal), ``from``, ``to``.
+    Ties go to the earlier algorithm of :data:`ALGORITHMS`. A short Python loop per k (this is a report over a
+    handful of k, not the engine).
+    """
+    k = np.asarray(k, dtype=np.int64)
+    terms = affine_terms(network, k, reduce_Bps)
+    names = list(terms)
+    L = np.stack([terms[a][0] for a in names])
+    S = np.stack([terms[a][1] for a in names])
+    out = []
+    for j, kj in enumerate(k.tolist()):
+        lat, slope = L[:, j], S[:, j]
+        cur = int(np.argmin(lat + slope * n_lo))
+        x = n_lo
+        while True:
+            best, best_x = None, None
+            for b in range(len(names)):
+                if slope[b] < slope[cur]:
+                    xb = (lat[b] - lat[cur]) / (slope[cur] - slope[b])
+                    if xb > x and (best_x is None or xb < best_x):
+                        best, best_x = b, xb
+            if best is None or best_x > n_hi:
+                break
+            out.append({"devices": kj, "bytes": float(best_x), "from": names[cur], "to": names[best]})
+            cur, x = best, best_x
+    return out

@@ -35,7 +35,7 @@ def comm_grid(profile: Profile, devices: np.ndarray, sizes: np.ndarray, algorith
             "bytes": int(nn[idx]),
             "count": int(nn[idx] // DTYPE_BYTES[dtype]),
             "dtype": dtype,
-            "algorithm": algorithm,
+            "algorithm": str(cost.algorithm[idx]) if cost.algorithm is not None else algorithm,
             "time_s": float(t[idx]),
             "latency_s": float(cost.latency[idx]),
             "bandwidth_s": float(cost.bandwidth[idx]),

@@ -41,7 +41,18 @@ def scenario_header(res: Result) -> Text:
     tiers = ", ".join(f"{t.name} {fmt_rate(t.bandwidth_Bps)}/{t.per} x{t.efficiency:g}, α {fmt_time(t.latency_s)}"
                       + (f", {t.size}/domain" if t.size else "") for t in p.network)
     lines.append(f"network   {tiers}")
-    lines.append("T_comm    = 2(k-1)·α + 2(k-1)/k · n/B  (α, B of the slowest tier the ring spans)")
+    from ..explain import FORMULAS
+
+    if sc.algorithm == "auto":
+        lines.append("T_comm    = the fastest algorithm per k (column 'algorithm'; see 'simcli algorithms')")
+    else:
+        lines.append(f"T_comm    = {FORMULAS.get(sc.algorithm, sc.algorithm)}")
+    acc = f"; accum {sc.accum} micro-steps per all-reduce" if sc.accum > 1 else ""
+    if sc.overlap == "buckets":
+        lines.append(f"overlap   DDP buckets of {sc.bucket_mb:g} MB reduced during backward "
+                     f"({sc.backward_fraction:.3g} of compute); T_step = T_compute + exposed T_comm{acc}")
+    else:
+        lines.append(f"overlap   none: one all-reduce after backward; T_step = T_compute + T_comm{acc}")
     return Text("\n".join(lines))
 
 
@@ -52,6 +63,7 @@ def speedup_table(res: Result, max_rows: int = 40) -> Group:
         Column("k", "devices"),
         Column(f"compute {unit}", "t_compute_s", lambda v: _g(v / f)),
         Column(f"comm {unit}", "t_comm_s", lambda v: _g(v / f)),
+        Column(f"exposed {unit}", "t_comm_exposed_s", lambda v: _g(v / f)),
         Column(f"step {unit}", "t_step_s", lambda v: _g(v / f)),
         Column("S(k)", "speedup", _num(".2f")),
         Column("E(k)", "efficiency", _num(".3f")),
@@ -59,6 +71,8 @@ def speedup_table(res: Result, max_rows: int = 40) -> Group:
         Column("B GB/s", "bus_GBps", _num(".4g")),
         Column("bottleneck", "bottleneck", justify="left"),
     ]
+    if res.scenario.algorithm == "auto":
+        cols.append(Column("algorithm", "algorithm", justify="left"))
     if res.scenario.strong:
         cols.insert(1, Column("batch/device", "batch_per_device", _num(".4g")))
     t = table(recs, cols, max_rows=max_rows,
@@ -82,6 +96,8 @@ def comm_table(profile: Profile, recs: Sequence[dict[str, Any]], algorithm: str,
         Column("α %", lambda r: 100 * r["latency_s"] / r["time_s"] if r["time_s"] else None, _num(".0f")),
         Column("bottleneck", "bottleneck", justify="left"),
     ]
+    if algorithm == "auto":
+        cols.append(Column("algorithm", "algorithm", justify="left"))
     head = Text(f"all-reduce, {algorithm}, profile {profile.name} ({profile.device.name}); "
                 "algbw = size/time, busbw = algbw·2(k-1)/k (nccl-tests)")
     return Group(head, Text(""), table(list(recs), cols, max_rows=max_rows,
