@@ -117,6 +117,10 @@ def speedup(
     grad_dtype: o.GradDtype = "fp32",
     mfu: o.Mfu = None,
     algorithm: o.Algorithm = "ring",
+    overlap: o.Overlap = "buckets",
+    bucket_mb: o.BucketMb = 25.0,
+    accum: o.Accum = 1,
+    explain: o.Explain = False,
     format: o.FormatOpt = o.Format.table,
     output: o.Output = None,
     force: o.Force = False,
@@ -146,8 +150,13 @@ def speedup(
     scs = o.build_scenarios(profile=profile, model=model, params=params, flops_per_sample=flops_per_sample,
                             compute_time=compute_time, workload=workload, seq_len=seq_len,
                             batch_per_device=batch_per_device, global_batch=global_batch, dtype=dtype,
-                            grad_dtype=grad_dtype, mfu=mfu, algorithm=algorithm)
+                            grad_dtype=grad_dtype, mfu=mfu, algorithm=algorithm, overlap=overlap,
+                            bucket_mb=bucket_mb, accum=accum)
     results = [simulate(sc, k) for sc in scs]
+    if explain:  # every term for the largest k of each scenario
+        from ..explain import explain as explain_terms
+
+        terms = [explain_terms(sc, int(k.max())) for sc in scs]
     if plot:
         from .plot import draw_speedup
 
@@ -158,13 +167,26 @@ def speedup(
 
         from .views import speedup_table
 
-        show(Group(*[x for res in results for x in (speedup_table(res, rows), Text(""))][:-1]), output, force)
+        parts = [x for res in results for x in (speedup_table(res, rows), Text(""))][:-1]
+        if explain:
+            from .algorithms import explain_view
+
+            parts += [x for d in terms for x in (Text(""), explain_view(d))]
+        show(Group(*parts), output, force)
         return
     from ..output import to_csv, to_json
     from .plot import speedup_records
 
     recs = speedup_records(results)
-    text = to_json(recs) if format is o.Format.json else to_csv(recs)
+    if not explain:
+        text = to_json(recs) if format is o.Format.json else to_csv(recs)
+    elif format is o.Format.json:
+        text = to_json({"records": recs, "explain": terms})
+    else:
+        from .algorithms import _flat_terms
+
+        text = to_csv(recs, comments=[f"explain k={d['devices']}: {r['term']} = {r['value']}"
+                                      for d in terms for r in _flat_terms(d)])
     emit(text, output, force)
 
 
@@ -325,6 +347,7 @@ def models_list(format: o.FormatOpt = o.Format.table) -> None:
 # either decorates with @app.command() or defines a typer group and calls app.add_typer.
 # Their heavy imports (torch, matplotlib, pandas) stay inside the command functions.
 # --- sub-apps ---
+from . import algorithms as _algorithms  # noqa: E402,F401
 from . import bench as _bench  # noqa: E402,F401
 from . import plan as _plan  # noqa: E402,F401
 from . import calibrate as _calibrate  # noqa: E402,F401
