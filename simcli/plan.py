@@ -169,18 +169,12 @@ def _at(res: Result, name: str, i: int) -> float | None:
 
 
 def _comm_total(res: Result, name: str, i: int) -> float:
-    """A term (latency, bandwidth, reduction) summed over every all-reduce of the step at the i-th k.
+    """A term (latency, bandwidth, reduction) of the step's communication at the i-th k.
 
-    With DDP buckets the engine keeps the cost of one full bucket (``comm``, paid ``plan.full`` times) and of
-    the remainder bucket (``comm_last``); without buckets ``comm`` is the whole gradient, once.
+    ``Result.comm`` holds the step's total: with DDP buckets, the full buckets' all-reduces plus the
+    remainder's, added up by the engine.
     """
-    plan = getattr(res, "plan", None)
-    last = getattr(res, "comm_last", None)
-    n_main = plan.full if plan is not None and plan.full else 1
-    total = n_main * float(np.asarray(getattr(res.comm, name))[i])
-    if last is not None:
-        total += float(np.asarray(getattr(last, name))[i])
-    return total
+    return float(np.asarray(getattr(res.comm, name)).reshape(-1)[i])
 
 
 def breakdown(res: Result, i: int) -> dict[str, Any]:
@@ -609,19 +603,24 @@ class TrainPlan:
     fastest: dict[str, Any]
     result: Result = field(repr=False)
 
-    def reason(self) -> str:
+    def summary(self) -> str:
         c, f = self.cheapest, self.fastest
         what = "cost" if self.price is not None else "device-hours"
-        s = (f"cheapest ({what}) at k={c['devices']}: {fmt_time(c['time_s'])}, "
-             + _money(c, self.price) + f"; fastest at k={f['devices']}: {fmt_time(f['time_s'])}, "
-             + _money(f, self.price))
-        i = int(np.flatnonzero(self.result.devices == f["devices"])[0])
-        return s + "; " + describe_breakdown(breakdown(self.result, i))
+        return (f"cheapest ({what}) at k={c['devices']}: {fmt_time(c['time_s'])}, " + _money(c, self.price)
+                + f"; fastest at k={f['devices']}: {fmt_time(f['time_s'])}, " + _money(f, self.price))
+
+    def reason(self) -> str:
+        """Where the step's time goes at the fastest k (and at the cheapest, when that is another k)."""
+        out = []
+        for row in dict.fromkeys((self.fastest["devices"], self.cheapest["devices"])):
+            i = int(np.flatnonzero(self.result.devices == row)[0])
+            out.append(describe_breakdown(breakdown(self.result, i)))
+        return "; ".join(out)
 
     def to_dict(self) -> dict[str, Any]:
         return {"question": "time-to-train", "answer": {"cheapest": self.cheapest, "fastest": self.fastest},
                 "samples": self.samples, "price_per_device_hour": self.price, "max_hours": self.max_hours,
-                "max_cost": self.max_cost, "reason": self.reason(), "rows": self.rows}
+                "max_cost": self.max_cost, "summary": self.summary(), "reason": self.reason(), "rows": self.rows}
 
 
 def _money(row: dict[str, Any], price: float | None) -> str:

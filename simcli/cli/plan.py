@@ -116,7 +116,7 @@ def _numbers(value: str | None, option: str, kind: type, lo: float, hi: float | 
 def _curve_command(devices: str, opts: dict[str, Any]) -> str:
     """The `simcli speedup` command that shows the curve behind an answer, with the options that were given."""
     parts = ["simcli", "speedup", "--devices", devices]
-    defaults = {"grad_dtype": "fp32", "algorithm": "ring"}
+    defaults = {"grad_dtype": "fp32", "algorithm": "ring", "overlap": "buckets", "bucket_mb": 25.0, "accum": 1}
     for key, v in opts.items():
         if v is None or v is False or defaults.get(key) == v:
             continue
@@ -201,6 +201,9 @@ def plan(
     grad_dtype: o.GradDtype = "fp32",
     mfu: o.Mfu = None,
     algorithm: o.Algorithm = "ring",
+    overlap: o.Overlap = "buckets",
+    bucket_mb: o.BucketMb = 25.0,
+    accum: o.Accum = 1,
     format: o.FormatOpt = o.Format.table,
     output: o.Output = None,
     force: o.Force = False,
@@ -236,7 +239,8 @@ def plan(
         check_output_path(output, force)
     opts = dict(profile=profile, model=model, params=params, flops_per_sample=flops_per_sample,
                 compute_time=compute_time, workload=workload, seq_len=seq_len, batch_per_device=batch_per_device,
-                global_batch=global_batch, dtype=dtype, grad_dtype=grad_dtype, mfu=mfu, algorithm=algorithm)
+                global_batch=global_batch, dtype=dtype, grad_dtype=grad_dtype, mfu=mfu, algorithm=algorithm,
+                overlap=overlap, bucket_mb=bucket_mb, accum=accum)
     sc = o.build_scenario(**opts)
     mem = P.training_memory(sc, optimizer.value)
     out: dict[str, Any]
