@@ -174,6 +174,14 @@ def _marker(n: int) -> str | None:
     return "o" if n <= _MARKER_MAX else None
 
 
+def _wrap(text: str, fig: Figure, fontsize: float) -> str:
+    """Wrap each title line to the figure's width (about 0.55 em per character), so no title runs off."""
+    import textwrap
+
+    chars = max(20, int(fig.get_figwidth() * 72 / (fontsize * 0.55)))
+    return "\n".join(textwrap.fill(line, chars, break_on_hyphens=False) for line in text.split("\n"))
+
+
 def _new_figure(size: FigSize, default_height: float) -> Figure:
     fig = Figure(figsize=size.inches(default_height), dpi=size.dpi, layout="constrained")
     FigureCanvasAgg(fig)
@@ -234,7 +242,7 @@ def speedup_figure(series: Sequence[Series], title: str, threshold: float = 0.8,
     ax_s.set_ylabel("speedup S(k)")
     ax_e.set_ylabel("efficiency E(k) = S(k)/k")
     ax_e.set_xlabel("devices k" + (" (log 2)" if geometric else ""))
-    ax_s.set_title(title, fontsize=11, loc="left")
+    ax_s.set_title(_wrap(title, fig, 11), fontsize=11, loc="left")
     ax_s.legend(loc="upper left", fontsize=8, framealpha=0.9)
     ax_e.legend(loc="best", fontsize=8, framealpha=0.9)  # the threshold only; lines are named above
     for ax in (ax_s, ax_e):
@@ -303,13 +311,13 @@ def breakdown_figure(series: Sequence[Series], title: str, size: FigSize = FigSi
             ax.set_xticks(pos[::stride], [_k_formatter(x) for x in k[::stride]])
         ax.set_xlim(pos[0] - 0.6 * slot, pos[-1] + 0.6 * slot)
         ax.set_ylabel(f"time per step ({unit})")
-        ax.set_title(s.label if n > 1 else title, fontsize=10 if n > 1 else 11, loc="left")
+        ax.set_title(_wrap(s.label if n > 1 else title, fig, 11), fontsize=10 if n > 1 else 11, loc="left")
         ax.grid(True, axis="y", alpha=0.3)
         if i == 0:
             ax.legend(loc="upper left", bbox_to_anchor=(1.01, 1.0), fontsize=8)
     axes[-1].set_xlabel("devices k")
     if n > 1:
-        fig.suptitle(title, fontsize=11)
+        fig.suptitle(_wrap(title, fig, 11), fontsize=11)
     return fig
 
 
@@ -376,7 +384,7 @@ def comm_figure(records: Sequence[Mapping[str, Any]], title: str, size: FigSize 
     ax_b.set_ylim(bottom=0)
     ncol = 1 if len(groups) + len(mgroups) <= 8 else 2
     ax_t.legend(loc="upper left", fontsize=7, ncol=ncol, framealpha=0.9)
-    fig.suptitle(title, fontsize=11)
+    fig.suptitle(_wrap(title, fig, 11), fontsize=11)
     return fig
 
 
@@ -401,8 +409,10 @@ def algorithm_map_figure(devices: Sequence[int], sizes: Sequence[float], names: 
     ax.set_yticks(np.arange(len(devices))[::kstride], [_k_formatter(k) for k in list(devices)[::kstride]])
     ax.set_xlabel("message size")
     ax.set_ylabel("devices k")
-    ax.set_title(title, fontsize=11, loc="left")
-    ax.legend(handles=[Patch(color=c, label=nm) for c, nm in zip(colors, names)], loc="upper left",
+    ax.set_title(_wrap(title, fig, 11), fontsize=11, loc="left")
+    won = set(np.unique(np.asarray(winner)).tolist())
+    ax.legend(handles=[Patch(color=c, label=nm if i in won else f"{nm} (never fastest here)")
+                       for i, (c, nm) in enumerate(zip(colors, names))], loc="upper left",
               bbox_to_anchor=(1.01, 1.0), fontsize=8, title="fastest")
     return fig
 
@@ -434,7 +444,7 @@ def step_figure(measured: Sequence[Mapping[str, Any]], k_key: str, t_key: str, t
     ax.set_ylim(bottom=0)
     ax.set_xlabel("devices k")
     ax.set_ylabel("time per step")
-    ax.set_title(title, fontsize=11, loc="left")
+    ax.set_title(_wrap(title, fig, 11), fontsize=11, loc="left")
     ax.grid(True, alpha=0.3)
     ax.legend(loc="upper left", fontsize=8)
     return fig

@@ -177,6 +177,20 @@ def test_algorithm_map_is_the_argmin(runner, figs, profs, tmp_path):
     np.testing.assert_array_equal(np.asarray(fig.axes[0].images[0].get_array()), np.argmin(times, axis=0))
 
 
+def test_algorithms_plot_matches_its_json_and_redraws(runner, figs, profs, tmp_path):
+    table = tmp_path / "a.json"
+    ok(run(runner, "algorithms", "-p", profs[1], "-k", "2..256:x2", "-s", "1KiB..1GiB:x4", "-f", "json",
+           "-o", table, "--plot", tmp_path / "a.png"))
+    ok(run(runner, "plot", table, "-o", tmp_path / "again.png"))
+    grid = json.loads(table.read_text())["grid"]
+    ks, ns = sorted({r["devices"] for r in grid}), sorted({r["bytes"] for r in grid})
+    for fig in figs:
+        names = [t.get_text().split(" (never")[0] for t in fig.axes[0].get_legend().get_texts()]
+        img = np.asarray(fig.axes[0].images[0].get_array())
+        for r in grid:
+            assert names[img[ks.index(r["devices"]), ns.index(r["bytes"])]] == r["fastest"]
+
+
 # --------------------------------------------------------------------------- redraw saved tables
 
 

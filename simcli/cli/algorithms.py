@@ -82,6 +82,10 @@ def algorithms(
     format: o.FormatOpt = o.Format.table,
     output: o.Output = None,
     force: o.Force = False,
+    plot: o.PlotFile = None,
+    dpi: o.Dpi = o.DPI,
+    width: o.Width = o.WIDTH,
+    height: o.Height = None,
 ) -> None:
     """Which all-reduce algorithm is fastest at each (k, message size), and the crossover sizes."""
     import numpy as np
@@ -94,6 +98,10 @@ def algorithms(
         from ..output import check_output_path
 
         check_output_path(output, force)
+    if plot:
+        from .plot import picture_size
+
+        fig_size = picture_size(plot, force, dpi, width, height)
     k = parse_devices(devices)
     n = parse_sizes(size)
     prof = resolve_profile(profile)
@@ -103,6 +111,10 @@ def algorithms(
     names = list(collectives.ALGORITHMS)
     times = np.stack([collectives.allreduce(a, net, k[:, None], n[None, :], gamma).time for a in names])
     win = np.argmin(times, axis=0)
+    if plot:
+        from .plot import draw_algorithm_map
+
+        draw_algorithm_map(prof, k, n, names, win, plot, force, fig_size)
     cross = collectives.crossovers(net, k, float(n.min()), float(n.max()), gamma)
     grid = []
     for i, kk in enumerate(k.tolist()):

@@ -169,6 +169,16 @@ def draw_comm(records: Sequence[Mapping[str, Any]], profile: Any, algorithm: str
     _done(P.save_figure(P.comm_figure(records, comm_title(profile, algorithm, dtype), size), path, force))
 
 
+def draw_algorithm_map(profile: Any, devices: Any, sizes: Any, names: Sequence[str], winner: Any, path: str,
+                       force: bool, size: "FigSize") -> None:
+    """The fastest algorithm per (k, size) as a heatmap (``winner[i, j]`` indexes ``names``)."""
+    from .. import plot as P
+
+    title = (f"Fastest all-reduce algorithm per (k, size) on {profile.name} ({profile.device.name})\n"
+             f"compared: {', '.join(names)}")
+    _done(P.save_figure(P.algorithm_map_figure(devices, sizes, names, winner, title, size), path, force))
+
+
 def _done(path: str) -> None:
     typer.echo(f"wrote {path}", err=True)
 
@@ -213,8 +223,11 @@ def plot_speedup(
     dtype: o.Dtype = None,
     grad_dtype: o.GradDtype = "fp32",
     mfu: o.Mfu = None,
-    algorithm: Annotated[str, typer.Option("--algorithm", "-a", help="All-reduce algorithm; several "
-                                           "comma-separated draw one line each.")] = "ring",
+    algorithm: Annotated[str, typer.Option("--algorithm", "-a", help="All-reduce algorithm (ring, tree, ..., "
+                                           "auto); several comma-separated draw one line each.")] = "ring",
+    overlap: o.Overlap = "buckets",
+    bucket_mb: o.BucketMb = 25.0,
+    accum: o.Accum = 1,
     force: o.Force = False,
     dpi: o.Dpi = o.DPI,
     width: o.Width = o.WIDTH,
@@ -224,7 +237,7 @@ def plot_speedup(
     """Speedup S(k) against k with the ideal S = k, efficiency E(k) below, the threshold crossing marked."""
     _speedup_like("speedup", devices, profile, model, params, flops_per_sample, compute_time, workload, seq_len,
                   batch_per_device, global_batch, dtype, grad_dtype, mfu, algorithm, output, force, dpi, width,
-                  height, threshold)
+                  height, threshold, overlap=overlap, bucket_mb=bucket_mb, accum=accum)
 
 
 @plot_app.command("breakdown", context_settings=CONTEXT)
@@ -246,8 +259,11 @@ def plot_breakdown(
     dtype: o.Dtype = None,
     grad_dtype: o.GradDtype = "fp32",
     mfu: o.Mfu = None,
-    algorithm: Annotated[str, typer.Option("--algorithm", "-a", help="All-reduce algorithm; several "
-                                           "comma-separated draw one panel each.")] = "ring",
+    algorithm: Annotated[str, typer.Option("--algorithm", "-a", help="All-reduce algorithm (ring, tree, ..., "
+                                           "auto); several comma-separated draw one panel each.")] = "ring",
+    overlap: o.Overlap = "buckets",
+    bucket_mb: o.BucketMb = 25.0,
+    accum: o.Accum = 1,
     force: o.Force = False,
     dpi: o.Dpi = o.DPI,
     width: o.Width = o.WIDTH,
@@ -256,7 +272,7 @@ def plot_breakdown(
     """Stacked bars per k: compute, hidden and exposed communication (compute and communication without overlap)."""
     _speedup_like("breakdown", devices, profile, model, params, flops_per_sample, compute_time, workload, seq_len,
                   batch_per_device, global_batch, dtype, grad_dtype, mfu, algorithm, output, force, dpi, width,
-                  height, o.THRESHOLD)
+                  height, o.THRESHOLD, overlap=overlap, bucket_mb=bucket_mb, accum=accum)
 
 
 # --------------------------------------------------------------------------- plot comm / algorithms
@@ -316,10 +332,7 @@ def plot_algorithms(
     collectives.check_devices(prof.network, k)
     times = np.stack([collectives.allreduce(a, prof.network, k[:, None], n[None, :], prof.device.reduce_Bps).time
                       for a in names])
-    winner = np.argmin(times, axis=0)
-    title = (f"Fastest all-reduce algorithm per (k, size) on {prof.name} ({prof.device.name})\n"
-             f"compared: {', '.join(names)}")
-    _done(P.save_figure(P.algorithm_map_figure(k, n, names, winner, title, fs), output, force))
+    draw_algorithm_map(prof, k, n, names, np.argmin(times, axis=0), output, force, fs)
 
 
 # --------------------------------------------------------------------------- redraw a saved table
@@ -338,8 +351,8 @@ def read_table(path: str) -> list[dict[str, Any]]:
             data = json.loads(p.read_text(encoding="utf-8"))
         except (UnicodeDecodeError, json.JSONDecodeError) as e:
             raise InputError(f"{p}: not valid JSON ({e}); write it with --format json") from None
-        if isinstance(data, dict) and isinstance(data.get("records"), list):
-            data = data["records"]
+        if isinstance(data, dict):  # {"records": [...], "explain": ...} or `simcli algorithms`' {"grid": [...]}
+            data = next((data[k] for k in ("records", "grid") if isinstance(data.get(k), list)), data)
         if not isinstance(data, list) or not all(isinstance(r, dict) for r in data):
             raise InputError(f"{p}: expected a JSON list of records (as --format json writes)")
         return data
@@ -362,6 +375,8 @@ def detect_kind(records: Sequence[Mapping[str, Any]], source: str) -> str:
         return "validation"
     if {"devices", "speedup"} <= cols:
         return "speedup"
+    if {"devices", "bytes", "fastest"} <= cols:
+        return "algorithms"
     if {"devices", "bytes", "time_s"} <= cols:
         return "comm"
     if {"world_size", "bytes", "time_s"} <= cols:
@@ -445,6 +460,8 @@ def plot_file(
                             fs)
     elif found == "bench":
         fig = _bench_figure(recs, name, profile, algorithm, fs)
+    elif found == "algorithms":
+        fig = _algorithms_figure(recs, name, fs)
     elif found == "validation":
         fig = _validation_figure(recs, name, threshold, fs)
     else:
@@ -537,6 +554,24 @@ def _step_figure(recs: list[dict[str, Any]], name: str, profile: str | None, mod
         return P.speedup_figure(series, f"Speedup, measured (x markers) and model (lines): {name}", threshold, fs)
     title = f"Time per step, measured: {name}" + (f"\nline: {label}" if model_recs else "")
     return P.step_figure(recs, k_key, t_key, title, model_recs, fs)
+
+
+def _algorithms_figure(recs: list[dict[str, Any]], name: str, fs: "FigSize"):
+    """`simcli algorithms` grid records (devices, bytes, fastest): the heatmap again."""
+    import numpy as np
+
+    from .. import plot as P
+
+    _numeric(recs, (), name)
+    ks = sorted({r["devices"] for r in recs})
+    ns = sorted({r["bytes"] for r in recs})
+    names = list(dict.fromkeys(str(r["fastest"]) for r in recs))
+    winner = np.full((len(ks), len(ns)), -1)
+    for r in recs:
+        winner[ks.index(r["devices"]), ns.index(r["bytes"])] = names.index(str(r["fastest"]))
+    if (winner < 0).any():
+        raise InputError(f"{name}: the (devices, bytes) grid has holes; redraw a whole 'simcli algorithms' table")
+    return P.algorithm_map_figure(ks, ns, names, winner, f"Fastest all-reduce algorithm per (k, size): {name}", fs)
 
 
 def _validation_figure(recs: list[dict[str, Any]], name: str, threshold: float, fs: "FigSize"):
