@@ -264,7 +264,7 @@ def test_cli_algorithms_json_and_table(runner, prof):
         assert rec["time_s"] == rec[f"{rec['fastest']}_s"]
     assert all(c["from"] != c["to"] for c in d["crossovers"])
     r = runner.invoke(app, ["algorithms", "-p", prof, "-k", "2..64:x2", "-s", "1KiB..1GiB:x32"])
-    assert r.exit_code == 0 and "costs are equal" in r.stdout and "rd = recursive-" in r.stdout
+    assert r.exit_code == 0 and "costs are equal" in r.stdout and "rd = recursive-doubling" in r.stdout
 
 
 def test_cli_comm_auto_has_algorithm_per_row(runner, prof):

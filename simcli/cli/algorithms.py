@@ -146,9 +146,10 @@ def algorithms(
     crows = [{"devices": c["devices"], "bytes": c["bytes"], "change": f"{c['from']} -> {c['to']}"} for c in cross]
     ctab = table(crows, [Column("k", "devices"), Column("crossover size", "bytes", lambda v: fmt_bytes(v)),
                          Column("fastest changes", "change", justify="left")],
-                 caption="Where two algorithms' costs are equal (each is L + s·n, so the crossover is exact).")
+)
+    ctab = Group(ctab, Text("Crossover: where two algorithms' costs are equal (each is L + s·n, so it is exact)."))
     head = Text(f"fastest all-reduce per (k, size), profile {prof.name} ({prof.device.name})")
-    show(Group(head, Text(""), table(rows, cols, caption=legend), Text(""),
+    show(Group(head, Text(""), table(rows, cols), Text(legend), Text(""),
                ctab if crows else Text("no crossovers in this size range")), output, force)
 
 
