@@ -232,8 +232,9 @@ def test_memory_counts_16_bytes_per_param_for_adam(two_tier, dtype, mixed):
 # --------------------------------------------------------------------------- the command line
 
 
-def test_cli_max_devices_json_matches_speedup_scan(runner, prof):
-    base = ["--profile", prof, "--model", "bert-large", "--devices", "1..300"]
+@pytest.mark.parametrize("extra", [[], ["--overlap", "none", "--accum", "2", "--algorithm", "auto"]])
+def test_cli_max_devices_json_matches_speedup_scan(runner, prof, extra):
+    base = ["--profile", prof, "--model", "bert-large", "--devices", "1..300", *extra]
     r = run(runner, "plan", "--max-devices", "-e", "0.9", *base, "-f", "json")
     assert r.exit_code == 0, r.output
     out = json.loads(r.stdout)
@@ -242,6 +243,7 @@ def test_cli_max_devices_json_matches_speedup_scan(runner, prof):
     assert out["answer"] == max(meets) and out["question"] == "max-devices"
     assert out["command"].startswith("simcli speedup --devices") and out["memory"]["fits"] is True
     assert out["reason"] and out["crossings"][0]["direction"] == "falls below"
+    assert all(a in out["command"].split() for a in extra)  # the curve's command repeats the options given
 
 
 def test_cli_solve_json_and_table(runner, prof):
