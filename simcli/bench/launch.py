@@ -43,12 +43,20 @@ __all__ = ["BenchError", "torchrun_env", "free_port", "check_port", "check_world
            "FAULT_ENV", "GRACE_S"]
 
 #: test hook: "RANK:INDEX:MODE[:WORLD]" makes rank RANK exit (MODE=exit) or hang (MODE=hang) when it
-#: reaches fault point INDEX (the INDEX-th message size, or training step) in a world of WORLD ranks
+#: reaches fault point INDEX (the INDEX-th message size, or timed step) in a world of WORLD ranks;
+#: MODE=grad perturbs that rank's averaged gradient before the identity check (INDEX ignored)
 FAULT_ENV = "SIMCLI_BENCH_FAULT"
 #: seconds between SIGTERM and SIGKILL when a world is stopped
 GRACE_S = 3.0
 #: worker exit code for a failed gradient identity check (the message says what differed)
 EXIT_IDENTITY = 3
+
+
+class IdentityError(RuntimeError):
+    """The data-parallel identity failed: ranks disagree, or the averaged gradient is not the global one.
+
+    Defined here, not in the worker module, because that module also runs as ``__main__``.
+    """
 
 
 class BenchError(SimcliError):

@@ -28,7 +28,8 @@ import time
 from typing import Any, Sequence
 
 from .stats import summarize
-from .worker import Dist, IdentityError
+from .launch import IdentityError
+from .worker import Dist
 
 __all__ = ["GRAD_RTOL", "mlp_width_for_params", "mlp_params", "measure_step"]
 
@@ -177,6 +178,8 @@ def measure_step(d: Dist, width: int, depth: int, batch_per_device: int, steps: 
             dist.all_reduce(g_avg)
             g_avg.div_(k)
             _set_grads(ident_model, g_avg)
+        if d.fault("grad"):  # test hook: a rank whose gradient is wrong must fail the check
+            g_avg = g_avg + 1e-2
         opt.step()
         ident = _check_identity(d, g_avg, _flat_params(ident_model), xg, yg, width, depth, seed, lr)
         if mode == "ddp":

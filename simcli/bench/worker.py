@@ -22,10 +22,6 @@ from typing import Any, Callable
 __all__ = ["Dist", "IdentityError", "init", "run_task", "main"]
 
 
-class IdentityError(RuntimeError):
-    """The data-parallel identity failed: ranks disagree, or the averaged gradient is not the global one."""
-
-
 @dataclass
 class Dist:
     """This rank's place in the world and the little services the tasks use."""
@@ -45,9 +41,14 @@ class Dist:
         if self.rank == 0 and self.emit_fn is not None:
             self.emit_fn(record)
 
+    def fault(self, mode: str) -> bool:
+        """Is the test hook asking this rank for ``mode`` (e.g. "grad": perturb the averaged gradient)?"""
+        return self._fault is not None and self._fault[0] == self.rank and self._fault[2] == mode
+
     def checkpoint(self, index: int) -> None:
         """Mark that this rank starts unit ``index`` (a message size or a step); the fault hook acts here."""
-        if self._fault is not None and self._fault[0] == self.rank and self._fault[1] == index:
+        if (self._fault is not None and self._fault[0] == self.rank and self._fault[1] == index
+                and self._fault[2] in ("exit", "hang")):
             if self._fault[2] == "hang":
                 while True:
                     time.sleep(3600)
@@ -65,7 +66,7 @@ class Dist:
             torch.cuda.synchronize(self.device)
 
 
-from .launch import FAULT_ENV  # noqa: E402  (after Dist: launch imports nothing from here)
+from .launch import FAULT_ENV, IdentityError  # noqa: E402  (launch imports nothing from here)
 
 
 def _parse_fault(spec: str | None, rank: int, world: int) -> tuple[int, int, str] | None:

@@ -383,21 +383,21 @@ def _step_table(rows: list[dict[str, Any]], profile: str, backend: str):
     def num(spec: str):
         return lambda v: format(v, spec)
 
-    cols = [Column("k", "world_size"), Column("mode", "mode", justify="left"),
+    cols = [Column("k", "world_size"), Column("mode", "mode"),
             Column(f"compute {unit}", "t_compute_s", t), Column(f"comm {unit}", "t_comm_s", t),
-            Column(f"step {unit}", "t_step_s", t), Column(f"pred. comm {unit}", "predicted_t_comm_s", t),
-            Column(f"pred. step {unit}", "predicted_t_step_s", t),
-            Column("S(k) measured", "speedup", num(".2f")), Column("S(k) predicted", "predicted_speedup", num(".2f")),
-            Column("E(k) meas.", "efficiency", num(".3f")), Column("E(k) pred.", "predicted_efficiency", num(".3f")),
-            Column("|g - g_global|", "grad_max_abs_err", num(".2g"))]
+            Column(f"step {unit}", "t_step_s", t), Column(f"pred comm {unit}", "predicted_t_comm_s", t),
+            Column(f"pred step {unit}", "predicted_t_step_s", t),
+            Column("S meas", "speedup", num(".2f")), Column("S pred", "predicted_speedup", num(".2f")),
+            Column("E meas", "efficiency", num(".3f")), Column("E pred", "predicted_efficiency", num(".3f")),
+            Column("max|Δg|", "grad_max_abs_err", num(".1e"))]
     r0 = rows[0] if rows else {}
     head = Text(f"data-parallel step, {backend}: {r0.get('model', '')} ({fmt_count(r0.get('params', 0))} params), "
                 f"batch {r0.get('batch_per_device', '')} per rank, {r0.get('threads', '')} thread(s) per rank, "
                 f"{fmt_flops(r0.get('achieved_flops', 0))} achieved at k={r0.get('world_size', '')}\n"
                 f"predicted: simcli speedup --profile {profile} --params {r0.get('params', '')} "
                 f"--compute-time <measured T_compute(1)>")
-    cap = (f"Times in {unit}: medians of the slowest rank per step. Gradient identity checked on every world: "
-           "ranks agree exactly, and the averaged gradient matches one process on the global batch.")
+    cap = (f"Times in {unit}: medians of the slowest rank per step. S = k·T_step(1)/T_step(k), E = S/k. "
+           "max|Δg|: averaged gradient vs one process on the global batch (ranks agree exactly).")
     return Group(head, table(rows, cols, caption=cap))
 
 
@@ -420,7 +420,7 @@ def bench_import(
 ) -> None:
     """Turn nccl-tests output into simcli's benchmark CSV (the same columns as bench allreduce)."""
     from ..bench.nccltests import parse_nccl_tests
-    from ..bench.results import ALLREDUCE_COLUMNS, metadata
+    from ..bench.results import ALLREDUCE_COLUMNS
     from ..output import check_output_path, to_csv, to_json
 
     if output:
@@ -436,6 +436,10 @@ def bench_import(
     if format is o.Format.json:
         emit(to_json(recs), output, force)
         return
-    comments = metadata("bench import", "nccl", None, {"imported from": file,
-                                                        "placement": f"{placement.value}-of-place"})
+    import datetime
+
+    comments = ["simcli bench import", f"imported from: {file} (nccl-tests output; host and date of that run "
+                "are in its own header)", "backend: nccl", f"placement: {placement.value}-of-place",
+                f"imported: {datetime.datetime.now(datetime.timezone.utc).isoformat(timespec='seconds')}",
+                "units: bytes B, times s, algbw/busbw GB/s = 1e9 B/s"]
     emit(to_csv(recs, ALLREDUCE_COLUMNS, comments), output, force)

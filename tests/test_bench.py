@@ -1,0 +1,232 @@
+"""simcli bench without spawning ranks: statistics, the alpha-beta fit, the CSV writer, the nccl-tests reader."""
+
+from __future__ import annotations
+
+import csv
+import json
+import math
+from pathlib import Path
+
+import numpy as np
+import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from simcli.bench.nccltests import parse_nccl_tests
+from simcli.bench.results import ALLREDUCE_COLUMNS, ResultWriter, read_results
+from simcli.bench.stats import NOISY_SPREAD, allreduce_busbw_factor, fit_ring, summarize
+from simcli.cli import app
+from simcli.model import InputError
+
+FIX = Path(__file__).parent / "fixtures"
+PUBLISHED = Path("/work/shared/data/published/nccl-allreduce-8xA100-nvswitch.csv")
+
+
+def _published() -> list[dict[str, str]]:
+    return list(csv.DictReader(ln for ln in PUBLISHED.read_text().splitlines() if not ln.startswith("#")))
+
+
+# ---------------------------------------------------------------- statistics
+
+
+def test_summarize_by_hand():
+    s = summarize([5.0, 1.0, 3.0, 2.0, 4.0])
+    assert (s.median, s.min, s.max, s.n) == (3.0, 1.0, 5.0, 5)
+    # numpy linear interpolation: p10 at position 0.4 between 1 and 2, p90 at 3.6 between 4 and 5
+    assert s.p10 == pytest.approx(1.4) and s.p90 == pytest.approx(4.6)
+    assert s.spread == pytest.approx((4.6 - 1.4) / 3.0)
+    assert s.noisy
+
+
+def test_quiet_times_are_not_noisy():
+    s = summarize([1.0, 1.01, 0.99, 1.0, 1.02])
+    assert s.spread < NOISY_SPREAD and not s.noisy
+
+
+@given(st.lists(st.floats(1e-7, 10.0), min_size=1, max_size=50))
+def test_summary_is_ordered(times):
+    s = summarize(times)
+    assert s.min <= s.p10 <= s.median <= s.p90 <= s.max
+
+
+def test_busbw_factor_by_hand():
+    assert allreduce_busbw_factor(2) == 1.0
+    assert allreduce_busbw_factor(8) == 1.75
+    assert allreduce_busbw_factor(1) == 0.0
+
+
+@settings(max_examples=30, deadline=None)
+@given(alpha=st.floats(1e-6, 1e-3), bw=st.floats(1e8, 1e11), per=st.sampled_from(["device", "node"]),
+       seed=st.integers(0, 2**16))
+def test_fit_recovers_alpha_and_bandwidth(alpha, bw, per, seed):
+    rng = np.random.default_rng(seed)
+    rows = []
+    for k in (2, 3, 4):
+        for n in 2.0 ** np.arange(10, 27, 2):
+            bwt = 2 * (k - 1) * n if per == "node" else 2 * (k - 1) / k * n
+            t = (2 * (k - 1) * alpha + bwt / bw) * (1 + 0.01 * rng.standard_normal())
+            rows.append((k, n, t))
+    f = fit_ring(rows, per=per)
+    assert f.alpha_s == pytest.approx(alpha, rel=0.1)
+    assert f.bandwidth_Bps == pytest.approx(bw, rel=0.1)
+    assert f.rms_rel_err < 0.05
+
+
+def test_fit_needs_two_points_with_communication():
+    with pytest.raises(ValueError):
+        fit_ring([(1, 1024, 1e-3), (2, 1024, 1e-3)])
+
+
+# ---------------------------------------------------------------- results CSV
+
+
+def test_writer_appends_and_flushes_each_row(tmp_path):
+    out = tmp_path / "r.csv"
+    w = ResultWriter(out, ALLREDUCE_COLUMNS, ["host: h", "torch: 9"])
+    w.append({"collective": "all_reduce", "world_size": 2, "bytes": 1024, "time_s": 1e-3})
+    # visible on disk before close: a run that dies keeps it
+    comments, rows = read_results(out)
+    assert comments == ["host: h", "torch: 9"]
+    assert rows[0]["bytes"] == "1024" and rows[0]["time_p10_s"] == ""
+    w.close()
+
+
+def test_writer_never_clobbers_without_force(tmp_path):
+    out = tmp_path / "r.csv"
+    out.write_text("precious\n")
+    with pytest.raises(InputError, match="--force"):
+        ResultWriter(out, ALLREDUCE_COLUMNS, [])
+    assert out.read_text() == "precious\n"
+    ResultWriter(out, ALLREDUCE_COLUMNS, [], force=True).close()
+    assert out.read_text().startswith("collective,")
+
+
+# ---------------------------------------------------------------- nccl-tests import
+
+
+@pytest.mark.parametrize("name", ["all_reduce_perf_8xA100.txt", "all_reduce_perf_8xA100.json"])
+def test_import_matches_the_published_measurement(name):
+    recs = parse_nccl_tests(FIX / name)
+    pub = _published()
+    assert len(recs) == len(pub)
+    for r, p in zip(recs, pub):
+        assert r["collective"] == "all_reduce" and r["backend"] == "nccl"
+        assert r["world_size"] == 8 and r["dtype"] == "fp32" and r["iters"] == 50
+        assert r["bytes"] == int(p["bytes"]) and r["count"] == int(p["bytes"]) // 4
+        assert r["time_s"] == pytest.approx(float(p["time_us"]) * 1e-6, rel=1e-3)
+        assert r["algbw_GBps"] == pytest.approx(float(p["algbw_GBps"]))
+        assert r["busbw_GBps"] == pytest.approx(float(p["busbw_GBps"]))
+        # nccl-tests' own definitions hold in the imported rows (2-decimal rounding aside)
+        assert r["algbw_GBps"] == pytest.approx(r["bytes"] / r["time_s"] / 1e9, rel=0.02, abs=0.01)
+        assert r["busbw_GBps"] == pytest.approx(r["algbw_GBps"] * 1.75, rel=0.02, abs=0.01)
+
+
+def test_import_world_size_from_busbw_ratio_and_prefixes(tmp_path):
+    lines = [ln for ln in (FIX / "all_reduce_perf_8xA100.txt").read_text().splitlines() if "Rank" not in ln]
+    f = tmp_path / "srun.txt"
+    f.write_text("\n".join(ln if ln.startswith("#") else "0: " + ln for ln in lines) + "\n")
+    recs = parse_nccl_tests(f)
+    assert recs[0]["world_size"] == 8 and len(recs) == 11
+    assert parse_nccl_tests(f, world_size=16)[0]["world_size"] == 16
+
+
+def test_import_json_per_iteration_times(tmp_path):
+    doc = json.loads((FIX / "all_reduce_perf_8xA100.json").read_text())
+    doc["results"] = doc["results"][:1]
+    doc["results"][0]["out_of_place_per_iter"] = {"times_us": [40.0, 50.0, 45.0, 41.0, 60.0]}
+    f = tmp_path / "per_iter.json"
+    f.write_text(json.dumps(doc))
+    (r,) = parse_nccl_tests(f)
+    assert r["time_s"] == pytest.approx(45e-6)
+    assert r["time_p10_s"] < r["time_s"] < r["time_p90_s"]
+    assert r["algbw_GBps"] == pytest.approx(32768 / 45e-6 / 1e9)
+
+
+@pytest.mark.parametrize("content, match", [
+    ("", "no nccl-tests result rows"),
+    ("# just a comment\nhello world\n", "no nccl-tests result rows"),
+    ("{not json", "not valid JSON"),
+    ('{"results": 3}', "no 'results' list"),
+    ('{"results": [{"size": 1}]}', "results\\[0\\]"),
+])
+def test_import_bad_files(tmp_path, content, match):
+    f = tmp_path / "bad.txt"
+    f.write_text(content)
+    with pytest.raises(InputError, match=match):
+        parse_nccl_tests(f)
+
+
+def test_import_cli_csv_and_errors(runner, tmp_path):
+    out = tmp_path / "imported.csv"
+    r = runner.invoke(app, ["bench", "import", str(FIX / "all_reduce_perf_8xA100.txt"), "-o", str(out)])
+    assert r.exit_code == 0, r.output
+    comments, rows = read_results(out)
+    assert any("nccl-tests" in c for c in comments)
+    assert list(rows[0]) == list(ALLREDUCE_COLUMNS)
+    assert [int(x["bytes"]) for x in rows] == [int(p["bytes"]) for p in _published()]
+    r = runner.invoke(app, ["bench", "import", str(FIX / "all_reduce_perf_8xA100.txt"), "-o", str(out)])
+    assert r.exit_code == 2 and "--force" in r.output
+    r = runner.invoke(app, ["bench", "import", str(tmp_path / "missing.txt")])
+    assert r.exit_code == 2 and "no such file" in r.output
+    r = runner.invoke(app, ["bench", "import", str(FIX / "all_reduce_perf_8xA100.json"), "-f", "json"])
+    assert r.exit_code == 0
+    assert json.loads(r.stdout)[-1]["busbw_GBps"] == 234.89
+
+
+# ---------------------------------------------------------------- CLI input errors (no ranks started)
+
+
+@pytest.mark.parametrize("args, match", [
+    (["bench", "allreduce", "--world-sizes", "0"], "--world-sizes"),
+    (["bench", "allreduce", "--size", "2B"], "less than one fp32 element"),
+    (["bench", "allreduce", "--dtype", "fp7"], "--dtype"),
+    (["bench", "allreduce", "--world-sizes", "64"], "--oversubscribe"),
+    (["bench", "step", "--world-sizes", "1..2..3"], "--world-sizes"),
+    (["bench", "step", "--params", "0"], "--params"),
+    (["bench", "step", "--profile", "nosuchprofile"], "unknown profile"),
+])
+def test_bad_input_exits_2_before_starting_ranks(runner, args, match):
+    r = runner.invoke(app, args)
+    assert r.exit_code == 2, r.output
+    assert match in r.output and "Traceback" not in r.output
+
+
+def test_busy_port_is_refused(runner):
+    import socket
+
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        s.listen()
+        port = s.getsockname()[1]
+        r = runner.invoke(app, ["bench", "allreduce", "--port", str(port), "--world-sizes", "2"])
+    assert r.exit_code == 2 and f"127.0.0.1:{port} is busy" in r.output
+
+
+def test_missing_torch_says_how_to_install(runner, monkeypatch):
+    import importlib.util
+
+    real = importlib.util.find_spec
+    monkeypatch.setattr(importlib.util, "find_spec", lambda name, *a: None if name == "torch" else real(name, *a))
+    for cmd in (["bench", "allreduce"], ["bench", "step"]):
+        r = runner.invoke(app, cmd)
+        assert r.exit_code == 2
+        assert "pip install 'simcli[bench]'" in r.output and len(r.output.strip().splitlines()) == 1
+
+
+def test_torchrun_world_size_must_match(runner, monkeypatch):
+    monkeypatch.setenv("RANK", "0")
+    monkeypatch.setenv("WORLD_SIZE", "2")
+    monkeypatch.setenv("MASTER_ADDR", "127.0.0.1")
+    r = runner.invoke(app, ["bench", "allreduce", "--world-sizes", "4"])
+    assert r.exit_code == 2 and "WORLD_SIZE=2" in r.output
+
+
+def test_help_and_cli_do_not_import_torch():
+    import subprocess
+    import sys
+
+    code = ("import sys; from typer.testing import CliRunner; from simcli.cli import app; "
+            "r = CliRunner().invoke(app, ['bench', '--help']); assert r.exit_code == 0; "
+            "print('torch' in sys.modules)")
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
+    assert out.stdout.strip() == "False"
