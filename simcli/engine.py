@@ -367,7 +367,7 @@ def simulate(scenario: Scenario, devices: np.ndarray | list[int]) -> Result:
     t_comm, end = _exposed(plan, t_bwd_micro, comm_full.time if comm_full else zero,
                            comm_last.time if comm_last else zero)
     if sc.overlap == "buckets":
-        exposed = np.maximum(end - t_bwd_micro, 0.0)
+        exposed = np.clip(end - t_bwd_micro, 0.0, t_comm)  # clip: rounding of t_j at k = 1 and full queues
     else:
         exposed = t_comm
     t_compute = m * t_micro
