@@ -241,11 +241,8 @@ def _scenario(profile: Profile, workload: Workload, batch: int, compute_time_s: 
               overlap: str, grad_dtype: str, algorithm: str, dtype: str | None):
     from .engine import Scenario
 
-    kw: dict[str, Any] = {}
-    if overlap != "none":
-        kw["overlap"] = overlap
     return Scenario(profile=profile, workload=workload, batch_per_device=batch, compute_time_s=compute_time_s,
-                    grad_dtype=grad_dtype, algorithm=algorithm, dtype=dtype, **kw)
+                    grad_dtype=grad_dtype, algorithm=algorithm, dtype=dtype, overlap=overlap)
 
 
 def _groups(m: Measured, columns: Sequence[str]) -> dict[tuple[str, ...], np.ndarray]:
@@ -317,9 +314,10 @@ def _validate_scaling(m: Measured, profile: Profile, workload: Workload | None, 
     else:
         bs = np.full(len(m), workload.batch_per_device)
     recs = []
+    ov = "buckets" if overlap == "auto" else overlap  # published scaling runs use DDP/Horovod-style buckets
     for b_val in np.unique(bs):
         idx = np.flatnonzero(bs == b_val)
-        sc = _scenario(profile, workload, int(b_val), compute_time_s, overlap, grad_dtype, algorithm, dtype)
+        sc = _scenario(profile, workload, int(b_val), compute_time_s, ov, grad_dtype, algorithm, dtype)
         res = simulate(sc, k[idx])
         for j, i in enumerate(idx):
             if k[i] > 1:
@@ -330,9 +328,13 @@ def _validate_scaling(m: Measured, profile: Profile, workload: Workload | None, 
 
 
 def validate(m: Measured, profile: Profile, *, workload: Workload | None = None, compute_time_s: float | None = None,
-             overlap: str = "none", grad_dtype: str = "fp32", algorithm: str = "ring", dtype: str | None = None,
+             overlap: str = "auto", grad_dtype: str = "fp32", algorithm: str = "ring", dtype: str | None = None,
              batch: int | None = None) -> Validation:
-    """Predict every measured row with ``profile`` and summarise the errors."""
+    """Predict every measured row with ``profile`` and summarise the errors.
+
+    ``overlap``: "none", "buckets" (PyTorch DDP's gradient buckets, see :mod:`simcli.engine`) or "auto":
+    step files by their ``mode`` column (ddp: buckets, else none), scaling tables buckets.
+    """
     notes: list[str] = []
     if m.kind == "allreduce":
         recs = _validate_allreduce(m, profile, algorithm)

@@ -375,8 +375,9 @@ def validate(
     grad_dtype: o.GradDtype = "fp32",
     algorithm: o.Algorithm = "ring",
     overlap: Annotated[Overlap, typer.Option("--overlap", help="Step and scaling files: how communication hides "
-                                             "behind backward (auto: buckets for rows whose mode is ddp).")]
-    = Overlap.none,
+                                             "behind backward; auto: buckets (DDP) for scaling tables and for "
+                                             "step rows whose mode is ddp, none for other step rows.")]
+    = Overlap.auto,
     where: Where = None,
     min_size: MinSize = "0",
     max_size: MaxSize = None,
