@@ -211,8 +211,8 @@ def _run_world_once(k: int, task: str, config: Mapping[str, Any], *, timeout_s: 
         "SIMCLI_BENCH_PROGRESS": str(progress_path), "SIMCLI_BENCH_PARENT": str(os.getpid()),
         "SIMCLI_BENCH_TIMEOUT": str(timeout_s), "PYTHONUNBUFFERED": "1",
     })
-    base_env.setdefault("GLOO_SOCKET_IFNAME", "lo" if sys.platform.startswith("linux") else base_env.get(
-        "GLOO_SOCKET_IFNAME", ""))
+    if sys.platform.startswith("linux"):  # every rank is on this host: keep gloo on the loopback interface
+        base_env.setdefault("GLOO_SOCKET_IFNAME", "lo")
     if threads:
         base_env["SIMCLI_BENCH_THREADS"] = str(threads)
     base_env.update(extra_env or {})
@@ -225,8 +225,9 @@ def _run_world_once(k: int, task: str, config: Mapping[str, Any], *, timeout_s: 
                 env["SIMCLI_BENCH_RESULT_FD"] = str(wfd)
             log = tmpdir / f"rank{r}.log"
             with open(log, "wb") as lf:
-                proc = subprocess.Popen([sys.executable, "-m", "simcli.bench.worker"], env=env, stdin=subprocess.DEVNULL,
-                                        stdout=lf, stderr=subprocess.STDOUT, start_new_session=True,
+                proc = subprocess.Popen([sys.executable, "-m", "simcli.bench.worker"], env=env,
+                                        stdin=subprocess.DEVNULL, stdout=lf, stderr=subprocess.STDOUT,
+                                        start_new_session=True,
                                         pass_fds=(wfd,) if r == 0 else ())
             ranks.append(_Rank(r, proc, log))
         os.close(wfd)

@@ -55,7 +55,7 @@ Port = Annotated[int, typer.Option("--port", help="TCP port of the rendezvous on
                                    "one per world size].")]
 Threads = Annotated[Optional[int], typer.Option("--threads", min=1, help="torch threads per rank on CPU "
                                                 "[default: cores // ranks, at least 1].")]
-Oversubscribe = Annotated[bool, typer.Option("--oversubscribe", help="Allow more CPU ranks than 2 x cores "
+Oversubscribe = Annotated[bool, typer.Option("--oversubscribe", help="Allow more CPU ranks than max(4, 2 x cores) "
                                              "(the times then measure the scheduler).")]
 
 
