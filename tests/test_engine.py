@@ -71,7 +71,7 @@ def _scenario(profile, **kw):
 
 
 def test_weak_scaling_by_hand(one_tier):
-    sc = _scenario(one_tier)
+    sc = _scenario(one_tier, overlap="none")
     res = simulate(sc, [1, 2])
     t_compute = 24e9 * 64 / (100e12 * 0.5)
     t_comm = 2 * 20e-6 + 1.0 * 25e6 * 4 / 10e9
@@ -82,7 +82,7 @@ def test_weak_scaling_by_hand(one_tier):
 
 
 def test_strong_scaling_by_hand(one_tier):
-    sc = _scenario(one_tier, global_batch=256)
+    sc = _scenario(one_tier, global_batch=256, overlap="none")
     res = simulate(sc, [1, 4])
     t1 = 24e9 * 256 / 50e12
     t4 = t1 / 4 + 6 * 20e-6 + 1.5 * 100e6 / 10e9
