@@ -53,8 +53,9 @@ Timeout = Annotated[float, typer.Option("--timeout", min=1, help="Seconds one wo
                                         "rank is stopped and the command exits 1.")]
 Port = Annotated[int, typer.Option("--port", help="TCP port of the rendezvous on 127.0.0.1 [default: a free "
                                    "one per world size].")]
-Threads = Annotated[Optional[int], typer.Option("--threads", min=1, help="torch threads per rank on CPU "
-                                                "[default: cores // ranks, at least 1].")]
+Threads = Annotated[Optional[int], typer.Option("--threads", min=1, help="torch threads per rank on CPU, the "
+                                                "same in every world [default: cores // largest world size, "
+                                                "at least 1].")]
 Oversubscribe = Annotated[bool, typer.Option("--oversubscribe", help="Allow more CPU ranks than max(4, 2 x cores) "
                                              "(the times then measure the scheduler).")]
 
@@ -86,12 +87,13 @@ def _backend(backend: Backend) -> tuple[str, int | None]:
     return backend.value, cuda
 
 
-def _threads(threads: int | None, k: int, backend: str) -> int | None:
+def _threads(threads: int | None, k_max: int, backend: str) -> int | None:
+    """torch threads per CPU rank: the same for every world size (a fixed "device"), cores // largest k."""
     if threads is not None:
         return threads
     if backend == "nccl":
         return None
-    return max(1, (os.cpu_count() or 1) // k)
+    return max(1, (os.cpu_count() or 1) // k_max)
 
 
 def _run_worlds(task: str, sizes_k: list[int], tr: dict[str, Any] | None, backend: str, config: dict[str, Any],
@@ -123,7 +125,7 @@ def _run_worlds(task: str, sizes_k: list[int], tr: dict[str, Any] | None, backen
     for k in sizes_k:
         typer.echo(f"simcli: world size {k}: {k} rank(s), {backend} on 127.0.0.1 ...", err=True)
         run_world(k, task, dict(config, backend=backend), timeout_s=timeout, on_record=on_record, port=port,
-                  threads=_threads(threads, k, backend))
+                  threads=_threads(threads, max(sizes_k), backend))
         on_world_done(k)
 
 
