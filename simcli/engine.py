@@ -16,7 +16,7 @@ Equations (the README repeats them)::
 
 Overlap with backward (``overlap="buckets"``, PyTorch DDP's gradient buckets;
 Li et al. 2020, "PyTorch Distributed", VLDB): the n gradient bytes fall into
-N_f = floor(n/c) full buckets of c = bucket_mb·1e6 bytes in reverse layer
+N_f = floor(n/c) full buckets of c = bucket_mb·2^20 bytes in reverse layer
 order, plus a remainder bucket of r = n - N_f·c bytes (the first layers). We
 assume backward produces gradient bytes at a steady rate over T_b =
 backward_fraction · T_compute (one micro-step), so full bucket j (0-based) is
@@ -78,7 +78,8 @@ class Scenario:
     algorithm: str = "ring"
     #: how communication hides behind backward: "none" or "buckets" (PyTorch DDP's gradient buckets)
     overlap: str = "buckets"
-    #: DDP bucket size in MB (1e6 bytes; DDP's bucket_cap_mb, default 25)
+    #: DDP bucket size in MiB: DDP's bucket_cap_mb (default 25), which torch multiplies by 1024·1024
+    #: (torch/nn/parallel/distributed.py, _MB_TO_BYTES)
     bucket_mb: float = 25.0
     #: gradient accumulation: micro-steps of compute per all-reduce (DDP's no_sync)
     accum: int = 1
@@ -109,7 +110,7 @@ class Scenario:
         if self.overlap not in OVERLAPS:
             raise InputError(f"--overlap: unknown mode {self.overlap!r}; choose one of {', '.join(OVERLAPS)}")
         if not (self.bucket_mb > 0 and np.isfinite(self.bucket_mb)):
-            raise InputError(f"--bucket-mb: {self.bucket_mb} must be a positive number of MB (1e6 bytes), "
+            raise InputError(f"--bucket-mb: {self.bucket_mb} must be a positive number of MiB (DDP's bucket_cap_mb), "
                              "for example 25")
         if isinstance(self.accum, bool) or int(self.accum) != self.accum or self.accum < 1:
             raise InputError(f"--accum: {self.accum} must be a whole number of micro-steps, at least 1")
@@ -178,8 +179,8 @@ class Scenario:
 
     @property
     def bucket_bytes(self) -> float:
-        """DDP bucket size in bytes (``bucket_mb`` · 1e6)."""
-        return self.bucket_mb * 1e6
+        """DDP bucket size in bytes: ``bucket_mb`` · 2^20, as DDP reads bucket_cap_mb."""
+        return self.bucket_mb * 2.0**20
 
 
 #: record keys of a simulation, in order; units are in the names

@@ -36,11 +36,13 @@ def test_timeline_by_hand(one_tier):
     tl = bucket_timeline(bucket_plan(100e6, 25e6), 4e-3, 1.5e-3, 0.0)
     assert [r["ready_s"] for r in tl] == pytest.approx([1e-3, 2e-3, 3e-3, 4e-3])
     assert [r["end_s"] for r in tl] == pytest.approx([2.5e-3, 4e-3, 5.5e-3, 7e-3])
-    # through the engine: compute time chosen so that backward (2/3) is 4 ms
-    wl = Workload("w", params=25e6, flops_per_sample=None)
+    # through the engine: compute time chosen so that backward (2/3) is 4 ms; 100 MiB of fp32 gradients
+    # in DDP's 25 MiB buckets (DDP reads bucket_cap_mb as MiB)
+    wl = Workload("w", params=25 * 2**20, flops_per_sample=None)
     sc = Scenario(profile=one_tier, workload=wl, compute_time_s=6e-3)
+    assert sc.bucket_bytes == 25 * 2**20
     res = simulate(sc, [4])
-    c = allreduce("ring", one_tier.network, np.array([4]), 25e6).time[0]
+    c = allreduce("ring", one_tier.network, np.array([4]), 25 * 2**20).time[0]
     end = max(1e-3 + 4 * c, 4e-3 + c)
     assert res.t_comm_s[0] == pytest.approx(4 * c)
     assert res.t_comm_exposed_s[0] == pytest.approx(max(0.0, end - 4e-3))
@@ -109,7 +111,7 @@ def test_accum_never_lowers_efficiency(p, params, alg, overlap, m):
 def test_bigger_bucket_fewer_latency_terms_more_exposed(one_tier):
     # a fast network: every bucket is done before the next is ready, so only the last bucket is exposed
     fast = make_profile(Tier("net", 1e12, 1e-6))
-    sc = _sc(fast, params=250e6)  # 1 GB of fp32 gradients
+    sc = _sc(fast, params=250 * 2**20)  # 1000 MiB of fp32 gradients
     small = simulate(sc.replace(bucket_mb=10), [8])
     big = simulate(sc.replace(bucket_mb=100), [8])
     assert small.plan.count == 100 and big.plan.count == 10
@@ -129,7 +131,8 @@ def test_strong_scaling_with_accum(one_tier):
 
 def test_buckets_are_vectorised(two_tier):
     r = simulate(_sc(two_tier, params=7e9), np.arange(1, 100001))
-    assert r.plan.count == 1120 and np.all(np.isfinite(r.t_step_s))
+    # 28 GB of fp32 gradients in 25 MiB buckets: 1068 full ones and a partial one
+    assert r.plan.count == int(np.ceil(7e9 * 4 / (25 * 2**20))) == 1069 and np.all(np.isfinite(r.t_step_s))
 
 
 @pytest.mark.parametrize("kw,fragment", [({"overlap": "always"}, "--overlap"), ({"bucket_mb": 0}, "--bucket-mb"),

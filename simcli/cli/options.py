@@ -55,7 +55,7 @@ Algorithm = Annotated[str, typer.Option("--algorithm", "-a", help="All-reduce al
 Overlap = Annotated[str, typer.Option("--overlap", help="How the all-reduce hides behind backward: 'buckets' "
                                       "(PyTorch DDP's gradient buckets, reduced as backward produces them) or "
                                       "'none' (one all-reduce after backward).")]
-BucketMb = Annotated[float, typer.Option("--bucket-mb", help="DDP bucket size in MB (1e6 bytes), as DDP's "
+BucketMb = Annotated[float, typer.Option("--bucket-mb", help="DDP bucket size in MiB, as DDP's "
                                          "bucket_cap_mb; used with --overlap buckets.")]
 Accum = Annotated[int, typer.Option("--accum", help="Gradient accumulation: micro-steps of compute per "
                                     "all-reduce (DDP's no_sync); speedup stays per sample.")]

@@ -80,7 +80,7 @@ AlgorithmList = Annotated[str, typer.Option("--algorithm", "-a", help="All-reduc
                                             "comma-separated: 'ring,auto'.")]
 OverlapList = Annotated[Optional[str], typer.Option("--overlap", help="Overlap modes to compare, comma-separated: "
                                                     "'none,buckets' [default: the engine's].")]
-BucketList = Annotated[Optional[str], typer.Option("--bucket-mb", help="DDP bucket sizes in MB to compare, "
+BucketList = Annotated[Optional[str], typer.Option("--bucket-mb", help="DDP bucket sizes in MiB to compare, "
                                                    "comma-separated: '25,100' [default: the engine's].")]
 AccumList = Annotated[Optional[str], typer.Option("--accum", help="Gradient accumulation steps to compare, "
                                                   "comma-separated: '1,4'.")]
@@ -159,7 +159,7 @@ def _header_lines(sc: "Scenario") -> list[str]:
              f"gradient  {fmt_bytes(sc.grad_bytes, binary=False)} ({sc.grad_dtype}) all-reduced with {sc.algorithm}"]
     extra = []
     if getattr(sc, "overlap", "none") not in (None, "none"):
-        extra.append(f"overlap {sc.overlap} ({sc.bucket_mb:g} MB buckets)")
+        extra.append(f"overlap {sc.overlap} ({sc.bucket_mb:g} MiB buckets)")
     if getattr(sc, "accum", 1) != 1:
         extra.append(f"accumulation {sc.accum}")
     if extra:

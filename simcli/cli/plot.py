@@ -86,7 +86,7 @@ def _extras(sc: "Scenario") -> list[str]:
     out = []
     overlap = getattr(sc, "overlap", "none")
     if overlap and overlap != "none":
-        out.append(f"overlapped with backward in {getattr(sc, 'bucket_mb', 25.0):g} MB buckets" if overlap == "buckets"
+        out.append(f"overlapped with backward in {getattr(sc, 'bucket_mb', 25.0):g} MiB buckets" if overlap == "buckets"
                    else f"overlap {overlap}")
     elif overlap == "none":
         out.append("no overlap")

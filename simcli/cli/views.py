@@ -49,7 +49,7 @@ def scenario_header(res: Result) -> Text:
         lines.append(f"T_comm    = {FORMULAS.get(sc.algorithm, sc.algorithm)}")
     acc = f"; accum {sc.accum} micro-steps per all-reduce" if sc.accum > 1 else ""
     if sc.overlap == "buckets":
-        lines.append(f"overlap   DDP buckets of {sc.bucket_mb:g} MB reduced during backward "
+        lines.append(f"overlap   DDP buckets of {sc.bucket_mb:g} MiB reduced during backward "
                      f"({sc.backward_fraction:.3g} of compute); T_step = T_compute + exposed T_comm{acc}")
     else:
         lines.append(f"overlap   none: one all-reduce after backward; T_step = T_compute + T_comm{acc}")
