@@ -89,17 +89,19 @@ def test_step_gradient_identity_and_prediction(runner, tmp_path, tag):
         assert x["t_compute_s"] > 0 and x["t_step_s"] > 0 and x["t_comm_s"] > 0
         assert x["speedup"] == pytest.approx(x["world_size"] * x["t_step_ref_s"] / x["t_step_s"])
         assert x["profile"] == "cpu-loopback"
-    # the prediction is simcli's engine with the measured T_compute(1) and the model's params
+    # the prediction is simcli's engine with the measured T_step(1) of the same mode (all the work but
+    # communication), the model's params, and the mode's overlap: none for flat, DDP buckets for ddp
     from simcli.engine import Scenario, simulate
     from simcli.profiles import resolve_profile
     from simcli.workloads import custom_workload
 
-    t1 = recs[0]["t_compute_s"]
-    res = simulate(Scenario(profile=resolve_profile("cpu-loopback"), workload=custom_workload(recs[0]["params"], None),
-                            batch_per_device=4, compute_time_s=t1), [1, 2])
-    assert recs[2]["predicted_t_step_s"] == pytest.approx(float(res.t_step_s[1]))
-    assert recs[2]["predicted_speedup"] == pytest.approx(float(res.speedup[1]))
-    assert recs[0]["predicted_speedup"] == pytest.approx(1.0)
+    for rec1, rec2, overlap in ((recs[0], recs[2], "none"), (recs[1], recs[3], "buckets")):
+        res = simulate(Scenario(profile=resolve_profile("cpu-loopback"),
+                                workload=custom_workload(rec1["params"], None), batch_per_device=4,
+                                compute_time_s=rec1["t_step_s"], overlap=overlap), [1, 2])
+        assert rec2["predicted_t_step_s"] == pytest.approx(float(res.t_step_s[1]))
+        assert rec2["predicted_speedup"] == pytest.approx(float(res.speedup[1]))
+        assert rec1["predicted_speedup"] == pytest.approx(1.0)
     _no_leftovers(tag)
 
 

@@ -325,10 +325,11 @@ def bench_step(
              "model": f"mlp {depth}x{width} ({nparams} params), MSE loss, SGD lr {lr}, synthetic data",
              "times": "median over steps of the slowest rank's time; t_step_ref_s = T_step(1) of the same mode",
              "prediction": f"simcli.engine.simulate, profile {prof.name}, --params {nparams}, --compute-time = "
-                           "measured T_compute(1)"}), force=force) as writer:
+                           "measured T_step(1) of the same mode (all the work but communication), "
+                           "--overlap none for flat, buckets for ddp"}), force=force) as writer:
 
         def on_record(rec: dict[str, Any]) -> None:
-            _add_prediction(rec, ref, prof, tr)
+            _add_prediction(rec, ref, prof, tr, bucket_cap_mb)
             writer.append(rec)
             rows.append(rec)
 
@@ -346,17 +347,22 @@ def bench_step(
     _finish(rows, STEP_COLUMNS, format, writer, "step measurements")
 
 
-def _add_prediction(rec: dict[str, Any], ref: dict[str, float], prof, tr: dict[str, Any] | None) -> None:
-    """Measured S(k), E(k) and the engine's prediction for the same profile, params and measured T_compute(1)."""
+def _add_prediction(rec: dict[str, Any], ref: dict[str, float], prof, tr: dict[str, Any] | None,
+                    bucket_cap_mb: float = 25.0) -> None:
+    """Measured S(k), E(k) and the engine's prediction for the same profile and params.
+
+    The prediction's compute time is the measured T_step(1) of the same mode: at k = 1 there is no
+    communication, so it is everything else the step does (forward, backward, flattening, the
+    optimizer), and the comparison isolates the communication model. The flat mode all-reduces
+    after backward (``--overlap none``); DDP overlaps its buckets with backward (``buckets``).
+    """
     from ..engine import Scenario, simulate
     from ..workloads import custom_workload
 
     k, mode = int(rec["world_size"]), rec["mode"]
     if k == 1:
         ref[mode] = rec["t_step_s"]
-        ref.setdefault("t_compute", rec["t_compute_s"])
     t_ref = ref.get(mode) if tr is None else (rec["t_step_s"] if k == 1 else rec.get("t_solo_step_s"))
-    t_compute_1 = ref.get("t_compute", rec["t_compute_s"])
     rec["profile"] = prof.name
     rec["t_step_ref_s"] = t_ref
     if t_ref:
@@ -364,7 +370,8 @@ def _add_prediction(rec: dict[str, Any], ref: dict[str, float], prof, tr: dict[s
         rec["efficiency"] = rec["speedup"] / k
     wl = custom_workload(float(rec["params"]), None, int(rec["batch_per_device"]))
     sc = Scenario(profile=prof, workload=wl, batch_per_device=int(rec["batch_per_device"]),
-                  compute_time_s=float(t_compute_1), grad_dtype="fp32")
+                  compute_time_s=float(t_ref or rec["t_compute_s"]), grad_dtype="fp32",
+                  overlap="buckets" if mode == "ddp" else "none", bucket_mb=bucket_cap_mb)
     res = simulate(sc, [k])
     rec.update({"predicted_t_comm_s": float(res.t_comm_s[0]), "predicted_t_step_s": float(res.t_step_s[0]),
                 "predicted_speedup": float(res.speedup[0]), "predicted_efficiency": float(res.efficiency[0])})
