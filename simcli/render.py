@@ -12,7 +12,8 @@ from rich.console import Console
 from rich.table import Table
 from rich.text import Text
 
-__all__ = ["console", "err_console", "time_unit", "Column", "table", "print_table", "kv_table", "render_text"]
+__all__ = ["console", "err_console", "time_unit", "Column", "table", "print_table", "kv_table",
+           "render_text"]
 
 console = Console(highlight=False, soft_wrap=False)
 if not console.is_terminal and console.width <= 80:  # piped or captured: do not squeeze columns to 80

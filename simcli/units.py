@@ -27,6 +27,7 @@ __all__ = [
     "fmt_rate",
     "fmt_flops",
     "fmt_count",
+    "sig4",
 ]
 
 
@@ -160,3 +161,8 @@ def fmt_flops(f: float) -> str:
 def fmt_count(n: float) -> str:
     """Format a count with decimal prefixes: ``fmt_count(124e6) == '124 M'``."""
     return _scaled(n, [(1e15, "P"), (1e12, "T"), (1e9, "G"), (1e6, "M"), (1e3, "k"), (1.0, "")]).strip()
+
+
+def sig4(v: float) -> str:
+    """Four significant digits without scientific notation, for table cells: 0.2838, 7.935, 1,209, 120,934."""
+    return f"{v:,.0f}" if abs(v) >= 1000 else f"{v:.4g}"

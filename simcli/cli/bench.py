@@ -15,6 +15,7 @@ import typer
 
 from ..model import InputError
 from . import options as o
+from ..units import sig4
 from .app import CONTEXT, app, emit, handle_errors
 
 bench_app = typer.Typer(help="Measure all-reduce and training steps with torch.distributed; import nccl-tests "
@@ -238,7 +239,7 @@ def _allreduce_table(k: int, backend: str, recs: list[dict[str, Any]], title: st
     f, unit = time_unit([r["time_s"] for r in recs])
 
     def t(key: str):
-        return lambda v: f"{v / f:.4g}"
+        return lambda v: sig4(v / f)
 
     cols = [Column("size", "bytes", fmt_bytes), Column("count", "count"), Column("type", "dtype", justify="left"),
             Column(f"time {unit}", "time_s", t("time_s")), Column(f"p10 {unit}", "time_p10_s", t("p10")),
@@ -387,7 +388,7 @@ def _step_table(rows: list[dict[str, Any]], profile: str, backend: str):
     f, unit = time_unit([r["t_step_s"] for r in rows])
 
     def t(v: float) -> str:
-        return f"{v / f:.4g}"
+        return sig4(v / f)
 
     def num(spec: str):
         return lambda v: format(v, spec)

@@ -10,6 +10,7 @@ import typer
 
 from ..model import InputError, SimcliError
 from . import options as o
+from ..units import sig4
 from .app import CONTEXT, app, emit, handle_errors
 
 
@@ -476,11 +477,11 @@ def _validate_view(v, max_rows: int):
         rs = [r for r in v.records if r["metric"] == metric]
         if metric == "time_s":
             f, unit = time_unit([r["measured"] for r in rs])
-            fmt = lambda x, f=f: f"{x / f:.4g}"  # noqa: E731
+            fmt = lambda x, f=f: sig4(x / f)  # noqa: E731
             label = f"time {unit}"
         elif metric == "t_step_s":
             f, unit = time_unit([r["measured"] for r in rs])
-            fmt = lambda x, f=f: f"{x / f:.4g}"  # noqa: E731
+            fmt = lambda x, f=f: sig4(x / f)  # noqa: E731
             label = f"T_step {unit}"
         else:
             fmt = lambda x: f"{x:.4g}"  # noqa: E731

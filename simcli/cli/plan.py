@@ -16,6 +16,7 @@ import typer
 
 from ..model import InputError
 from . import options as o
+from ..units import sig4
 from .app import CONTEXT, app, emit, handle_errors, show
 
 if TYPE_CHECKING:  # pragma: no cover
@@ -366,7 +367,7 @@ def _plan_view(sc: "Scenario", ans: Any, out: dict[str, Any], rows: int) -> Any:
             return ", ".join(tags)
 
         cols = [Column("k", "devices"), Column("E(k)", "efficiency", lambda v: f"{v:.3f}"),
-                Column(f"step {unit}", "t_step_s", lambda v: f"{v / f_:.4g}"),
+                Column(f"step {unit}", "t_step_s", lambda v: sig4(v / f_)),
                 Column("samples/s", "samples_per_s", lambda v: f"{v:.4g}"),
                 Column("time", "time_s", fmt_time), Column("device-h", "device_hours", fmt_count)]
         if ans.price is not None:
@@ -522,12 +523,12 @@ def _compare_view(cmp: Any, rows: int) -> Any:
     label_cols = [Column(key, key, lambda v: f"{v:g}" if isinstance(v, float) else str(v), justify="left")
                   for key in keys]
     cols = [Column("k", "devices"), *label_cols,
-            Column(f"compute {unit}", "t_compute_s", lambda v: f"{v / f:.4g}"),
-            Column(f"comm {unit}", "t_comm_s", lambda v: f"{v / f:.4g}"),
-            *([Column(f"exposed {unit}", "t_comm_exposed_s", lambda v: f"{v / f:.4g}")]
+            Column(f"compute {unit}", "t_compute_s", lambda v: sig4(v / f)),
+            Column(f"comm {unit}", "t_comm_s", lambda v: sig4(v / f)),
+            *([Column(f"exposed {unit}", "t_comm_exposed_s", lambda v: sig4(v / f))]
               if any(r.get("t_comm_exposed_s") is not None and r["t_comm_exposed_s"] != r["t_comm_s"] for r in recs)
               else []),
-            Column(f"step {unit}", "t_step_s", lambda v: f"{v / f:.4g}"),
+            Column(f"step {unit}", "t_step_s", lambda v: sig4(v / f)),
             Column("S(k)", "speedup", lambda v: f"{v:.2f}"),
             Column("E(k)", "efficiency", lambda v: f"{v:.3f}"),
             Column("samples/s", "samples_per_s", lambda v: f"{v:.4g}"),

@@ -10,16 +10,13 @@ from rich.text import Text
 from ..engine import Result
 from ..model import Profile
 from ..render import Column, table, time_unit
-from ..units import fmt_bytes, fmt_count, fmt_flops, fmt_rate, fmt_time
+from ..units import sig4 as _g, fmt_bytes, fmt_count, fmt_flops, fmt_rate, fmt_time
 
 
 def _num(fmt: str):
     return lambda v: format(v, fmt)
 
 
-def _g(v: float) -> str:
-    """Four significant digits without scientific notation: 0.2838, 7.935, 1,209, 120,934."""
-    return f"{v:,.0f}" if abs(v) >= 1000 else f"{v:.4g}"
 
 
 def scenario_header(res: Result) -> Text:
