@@ -405,7 +405,7 @@ def _step_table(rows: list[dict[str, Any]], profile: str, backend: str):
                 f"batch {r0.get('batch_per_device', '')} per rank, {r0.get('threads', '')} thread(s) per rank, "
                 f"{fmt_flops(r0.get('achieved_flops', 0))} achieved at k={r0.get('world_size', '')}\n"
                 f"predicted: simcli speedup --profile {profile} --params {r0.get('params', '')} "
-                f"--compute-time <measured T_compute(1)>")
+                f"--compute-time <measured T_step(1) of the mode> --overlap none (flat) | buckets (ddp)")
     cap = (f"Times in {unit}: medians of the slowest rank per step. S = k·T_step(1)/T_step(k), E = S/k. "
            "max|Δg|: averaged gradient vs one process on the global batch (ranks agree exactly).")
     return Group(head, table(rows, cols, caption=cap))
