@@ -338,7 +338,7 @@ def _plan_view(sc: "Scenario", ans: Any, out: dict[str, Any], rows: int) -> Any:
                  + (f"; price {ans.price:g} per device-hour" if ans.price is not None else "")
                  + (f"; within {' and '.join(budget)}" if budget else "")]
         for name, r in (("cheapest", c), ("fastest", f)):
-            lines.append(f"{name:<9} k = {r['devices']}: {fmt_time(r['time_s'])} ({r['hours']:.4g} h), "
+            lines.append(f"{name:<9} k = {r['devices']}: {fmt_time(r['time_s'])} ({sig4(r['hours'])} h), "
                          f"{fmt_count(r['device_hours'])} device-hours"
                          + (f", cost {fmt_count(r['cost'])}" if r["cost"] is not None else "")
                          + (f" (least {what})" if name == "cheapest" else ""))
