@@ -215,8 +215,10 @@ def _bottleneck(bw: np.ndarray, k: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
 
 def _per_tier(ntiers: int, values: np.ndarray, tier: np.ndarray) -> np.ndarray:
     """Spread ``values`` onto the tier that ``tier`` names: shape (tiers, ...), zeros elsewhere."""
-    idx = np.arange(ntiers).reshape((-1,) + (1,) * values.ndim)
-    return np.where(idx == tier, values, 0.0)
+    out = np.empty((ntiers,) + values.shape)
+    for i in range(ntiers):  # a loop over the (few) tiers, vectorised over the grid
+        np.multiply(values, tier == i, out=out[i])
+    return out
 
 
 def _reduction(bytes_reduced: np.ndarray, reduce_Bps: float | None) -> np.ndarray:
@@ -248,7 +250,7 @@ def _cost(network: Sequence[Tier], k: np.ndarray, n: np.ndarray, name: str, *, l
                     bus_Bps=np.broadcast_to(bus, shape), bottleneck=np.broadcast_to(bottleneck, shape),
                     tier_latency=np.broadcast_to(tier_latency, (nt,) + shape),
                     tier_bandwidth_s=np.broadcast_to(tier_bw, (nt,) + shape),
-                    algorithm=np.full(shape, name, dtype=object))
+                    algorithm=np.broadcast_to(np.array(name, dtype=object), shape))  # a view, not a copy
 
 
 def _pow2_floor(k: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
