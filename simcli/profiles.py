@@ -23,6 +23,7 @@ from importlib import resources
 from pathlib import Path
 from typing import Any, Iterable
 
+from .inputs import read_text
 from .model import COMPUTE_DTYPES, Device, InputError, Profile, Tier
 from .units import UnitError, fmt_bytes, fmt_flops, fmt_rate, fmt_time, parse
 
@@ -47,23 +48,7 @@ def read_yaml(path: Path, what: str = "file") -> Any:
     import yaml
 
     p = Path(path)
-    if p.is_dir():
-        raise InputError(f"{p}: is a directory, not a YAML {what}; give the path of a .yaml file")
-    try:
-        size = p.stat().st_size
-        if size > MAX_FILE_BYTES:
-            raise InputError(f"{p}: {size:,} bytes is too large for a {what} (at most {MAX_FILE_BYTES:,})")
-        raw = p.read_bytes()
-    except FileNotFoundError:
-        raise InputError(f"{p}: no such file") from None
-    except PermissionError:
-        raise InputError(f"{p}: permission denied") from None
-    try:
-        text = raw.decode("utf-8")
-    except UnicodeDecodeError:
-        raise InputError(f"{p}: not a text file (not UTF-8); a {what} is YAML text") from None
-    if "\x00" in text:
-        raise InputError(f"{p}: contains NUL bytes; a {what} is YAML text")
+    text = read_text(p, f"a YAML {what} (a .yaml file)", MAX_FILE_BYTES)
 
     loader = getattr(yaml, "CSafeLoader", yaml.SafeLoader)  # libyaml when available: fast
     try:

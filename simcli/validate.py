@@ -32,6 +32,7 @@ import numpy as np
 
 from . import collectives
 from .calibrate import rel_error
+from .inputs import read_text
 from .model import InputError, Profile, Workload
 
 __all__ = ["Measured", "read_measurements", "filter_rows", "validate", "Validation", "summarise",
@@ -122,23 +123,7 @@ def _kind(header: Sequence[str], path: str) -> str:
 def read_measurements(path: str | Path) -> Measured:
     """Read a measurement CSV (comment lines start with '#'); the kind is told by the header."""
     p = Path(path)
-    if p.is_dir():
-        raise InputError(f"{p}: is a directory; give a measurement CSV file")
-    try:
-        size = p.stat().st_size
-        if size > MAX_FILE_BYTES:
-            raise InputError(f"{p}: {size:,} bytes is too large for a measurement file (at most {MAX_FILE_BYTES:,})")
-        raw = p.read_bytes()
-    except FileNotFoundError:
-        raise InputError(f"{p}: no such file") from None
-    except PermissionError:
-        raise InputError(f"{p}: permission denied") from None
-    try:
-        text = raw.decode("utf-8-sig")
-    except UnicodeDecodeError:
-        raise InputError(f"{p}: not a text file (not UTF-8); give a CSV file") from None
-    if "\x00" in text:
-        raise InputError(f"{p}: contains NUL bytes; give a CSV file")
+    text = read_text(p, "a measurement CSV file", MAX_FILE_BYTES)
     comments, body, lines = [], [], []
     for no, line in enumerate(text.splitlines(), start=1):
         s = line.strip()

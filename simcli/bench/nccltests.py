@@ -25,6 +25,7 @@ import re
 from pathlib import Path
 from typing import Any
 
+from ..inputs import read_text
 from ..model import InputError
 from .stats import summarize
 
@@ -42,14 +43,7 @@ def parse_nccl_tests(path: str | Path, world_size: int | None = None, placement:
                      collective: str | None = None) -> list[dict[str, Any]]:
     """Records (simcli's all-reduce CSV columns) from an nccl-tests text or -J JSON output file."""
     p = Path(path)
-    if p.is_dir():
-        raise InputError(f"{p}: is a directory; give the file all_reduce_perf wrote")
-    try:
-        text = p.read_text(encoding="utf-8", errors="replace")
-    except FileNotFoundError:
-        raise InputError(f"{p}: no such file") from None
-    except OSError as e:
-        raise InputError(f"{p}: cannot read it ({e.strerror})") from None
+    text = read_text(p, "the output file of all_reduce_perf (text or -J JSON)")
     if placement not in ("out", "in"):
         raise InputError(f"--placement: {placement!r} is not 'out' (out-of-place) or 'in' (in-place)")
     if text.lstrip().startswith("{"):

@@ -340,16 +340,17 @@ def plot_algorithms(
 
 def read_table(path: str) -> list[dict[str, Any]]:
     """Records of a CSV or JSON table that simcli wrote (JSON: a list of objects; CSV: a header row)."""
+    from ..inputs import read_text
+
     p = Path(path)
-    if p.is_dir():
-        raise InputError(f"{p}: is a directory; give a .csv or .json file that simcli wrote")
-    if not p.exists():
-        raise InputError(f"{p}: no such file")
+    what = "a .csv or .json file that simcli wrote"
+    if p.is_dir() or not p.exists():
+        read_text(p, what)  # says which
     suffix = p.suffix.lower()
     if suffix == ".json":
         try:
-            data = json.loads(p.read_text(encoding="utf-8"))
-        except (UnicodeDecodeError, json.JSONDecodeError) as e:
+            data = json.loads(read_text(p, what))
+        except json.JSONDecodeError as e:
             raise InputError(f"{p}: not valid JSON ({e}); write it with --format json") from None
         if isinstance(data, dict):  # {"records": [...], "explain": ...} or `simcli algorithms`' {"grid": [...]}
             data = next((data[k] for k in ("records", "grid") if isinstance(data.get(k), list)), data)
