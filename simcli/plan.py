@@ -477,7 +477,7 @@ class Solved:
         if self.at_limit:
             s += (f" (every value {'above' if self.bound == 'minimum' else 'below'} it up to the end of the "
                   "searched interval also meets it)" if self.bound == "minimum" else
-                  f" (the end of the searched interval: every value up to it meets the target)")
+                  " (the end of the searched interval: every value up to it meets the target)")
         meets = self.current_efficiency >= self.target
         s += (f"; the current {f.fmt(self.current)} gives E = {self.current_efficiency:.4f} "
               f"({'meets' if meets else 'misses'} the target)")

@@ -5,7 +5,7 @@ Also the explanation view that `simcli speedup --explain` prints.
 
 from __future__ import annotations
 
-from typing import Annotated, Any, Optional
+from typing import Annotated, Any
 
 import typer
 
@@ -94,14 +94,7 @@ def algorithms(
     from ..profiles import resolve_profile
     from ..ranges import parse_devices, parse_sizes
 
-    if output:
-        from ..output import check_output_path
-
-        check_output_path(output, force)
-    if plot:
-        from .plot import picture_size
-
-        fig_size = picture_size(plot, force, dpi, width, height)
+    fig_size = o.check_outputs(output, force, plot, dpi, width, height)
     k = parse_devices(devices)
     n = parse_sizes(size)
     prof = resolve_profile(profile)
@@ -181,10 +174,7 @@ def explain(
     from ..explain import explain as explain_terms
     from ..model import InputError
 
-    if output:
-        from ..output import check_output_path
-
-        check_output_path(output, force)
+    o.check_outputs(output, force)
     if devices < 1:
         raise InputError(f"--devices: {devices} must be at least 1")
     sc = o.build_scenario(profile=profile, model=model, params=params, flops_per_sample=flops_per_sample,

@@ -138,14 +138,7 @@ def speedup(
     from ..engine import simulate
     from ..ranges import parse_devices
 
-    if output:
-        from ..output import check_output_path
-
-        check_output_path(output, force)
-    if plot:
-        from .plot import picture_size
-
-        size = picture_size(plot, force, dpi, width, height, threshold)
+    size = o.check_outputs(output, force, plot, dpi, width, height, threshold)
     k = parse_devices(devices)
     scs = o.build_scenarios(profile=profile, model=model, params=params, flops_per_sample=flops_per_sample,
                             compute_time=compute_time, workload=workload, seq_len=seq_len,
@@ -216,14 +209,7 @@ def comm(
     from ..profiles import resolve_profile
     from ..ranges import parse_devices, parse_sizes
 
-    if output:
-        from ..output import check_output_path
-
-        check_output_path(output, force)
-    if plot:
-        from .plot import picture_size
-
-        fig_size = picture_size(plot, force, dpi, width, height)
+    fig_size = o.check_outputs(output, force, plot, dpi, width, height)
     k = parse_devices(devices)
     n = parse_sizes(size)
     prof = resolve_profile(profile)

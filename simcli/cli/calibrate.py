@@ -8,7 +8,7 @@ from typing import Annotated, Any, Optional
 
 import typer
 
-from ..model import InputError, SimcliError
+from ..model import InputError
 from . import options as o
 from ..units import sig4
 from .app import CONTEXT, app, emit, handle_errors
@@ -96,7 +96,7 @@ def calibrate(
 
     from ..output import check_output_path
     from ..profiles import resolve_profile
-    from ..validate import filter_rows, read_measurements
+    from ..validate import read_measurements
 
     check_output_path(output, force)
     if not 1 <= len(files) <= 2:
@@ -144,7 +144,6 @@ def calibrate_profile(base, comm_m, step_m, *, tier: str | None, holdout: float,
     """Fit, build the new profile and its YAML; return a report (plain data) for tables and JSON."""
     import dataclasses
     import datetime
-    import os
     import platform
 
     import numpy as np

@@ -153,3 +153,17 @@ def varying(scenarios: list[Scenario]) -> list[str]:
     """The keys of MULTI whose values differ between ``scenarios``."""
     tags = [scenario_tags(sc) for sc in scenarios]
     return [k for k in MULTI if len({t[k] for t in tags}) > 1]
+
+
+def check_outputs(output: str | None, force: bool, plot: str | None = None, dpi: int = 150,
+                  width: float = 10.0, height: float | None = None, threshold: float | None = None):
+    """Refuse bad --output and --plot requests before any work is done; the picture's size, or None."""
+    if output:
+        from ..output import check_output_path
+
+        check_output_path(output, force)
+    if plot:
+        from .plot import picture_size
+
+        return picture_size(plot, force, dpi, width, height, threshold)
+    return None

@@ -234,10 +234,7 @@ def plan(
                 raise InputError(f"{name} goes with --time-to-train")
     elif min_efficiency is not None:
         raise InputError("--min-efficiency goes with --max-devices or --solve, not --time-to-train")
-    if output:
-        from ..output import check_output_path
-
-        check_output_path(output, force)
+    o.check_outputs(output, force)
     opts = dict(profile=profile, model=model, params=params, flops_per_sample=flops_per_sample,
                 compute_time=compute_time, workload=workload, seq_len=seq_len, batch_per_device=batch_per_device,
                 global_batch=global_batch, dtype=dtype, grad_dtype=grad_dtype, mfu=mfu, algorithm=algorithm,
@@ -424,11 +421,7 @@ def compare(
     from ..ranges import parse_devices
     from ..workloads import build_workload
 
-    if output:
-        from ..output import check_output_path
-
-        check_output_path(output, force)
-    fig_size = _picture_size(plot, force, dpi, width, height, threshold) if plot else None
+    fig_size = o.check_outputs(output, force, plot, dpi, width, height, threshold)
     k = parse_devices(devices)
     profiles = _split(profile, "--profile") if profile is not None else [None]
     models = _split(model, "--model") if model is not None else [None]
@@ -480,18 +473,6 @@ def compare(
 
     recs = cmp.records()
     emit(to_json(recs) if format is o.Format.json else to_csv(recs), output, force)
-
-
-def _picture_size(path: str, force: bool, dpi: int, width: float, height: float | None, threshold: float) -> Any:
-    """Check a --plot request before any work (suffix, clobbering, size, threshold)."""
-    from ..output import check_output_path
-    from ..plot import FigSize, check_figsize, picture_format
-
-    picture_format(path, "--plot")
-    check_output_path(path, force, "--plot")
-    if not 0 < threshold <= 1:
-        raise InputError(f"--threshold: {threshold:g} is not in (0, 1]; give an efficiency such as 0.8")
-    return check_figsize(FigSize(width=width, height=height, dpi=dpi))
 
 
 def _compare_title(cmp: Any) -> str:

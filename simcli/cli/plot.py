@@ -112,7 +112,6 @@ def series_labels(scenarios: Sequence["Scenario"]) -> list[str]:
 def scenario_title(scenarios: Sequence["Scenario"], what: str) -> str:
     """Two-line title: what is drawn and the inputs all lines share (profile, model, batch, algorithm)."""
     sc = scenarios[0]
-    vary = o.varying(list(scenarios))
     models = list(dict.fromkeys(s.workload.name for s in scenarios))
     profiles = list(dict.fromkeys(s.profile.name for s in scenarios))
     head = [what, " vs ".join(models) + (f" (seq {sc.workload.seq_len})" if len(models) == 1 and sc.workload.seq_len
@@ -321,7 +320,6 @@ def plot_algorithms(
     import numpy as np
 
     from .. import collectives
-    from .. import plot as P
     from ..profiles import resolve_profile
     from ..ranges import parse_devices, parse_sizes
 
