@@ -31,6 +31,26 @@ def one_tier() -> Profile:
     return make_profile(Tier("net", 10e9, 20e-6))
 
 
+#: a two-tier profile as a user would write it: 8 devices per node on NVLink, one 200 Gb/s link per device across
+TWO_TIER_YAML = """\
+name: t2
+description: test
+sources: [test]
+device: {name: D, peak_flops: {bf16: 100 TFLOP/s}, mfu: 0.5}
+network:
+  - {name: nvlink, size: 8, bandwidth: 300 GB/s, latency: 3 us}
+  - {name: ib, bandwidth: 200 Gb/s, latency: 10 us}
+"""
+
+
+@pytest.fixture
+def prof(tmp_path) -> str:
+    """Path of :data:`TWO_TIER_YAML` written to a file, for CLI tests."""
+    f = tmp_path / "t2.yaml"
+    f.write_text(TWO_TIER_YAML)
+    return str(f)
+
+
 @pytest.fixture
 def runner():
     from typer.testing import CliRunner

@@ -236,24 +236,6 @@ def test_unknown_algorithm_lists_the_choices(one_tier):
 
 # ----------------------------------------------------------------------------- CLI
 
-PROFILE = """\
-name: t2
-description: test
-sources: [test]
-device: {name: D, peak_flops: {bf16: 100 TFLOP/s}, mfu: 0.5}
-network:
-  - {name: nvlink, size: 8, bandwidth: 300 GB/s, latency: 3 us}
-  - {name: ib, bandwidth: 200 Gb/s, latency: 10 us}
-"""
-
-
-@pytest.fixture
-def prof(tmp_path):
-    f = tmp_path / "t2.yaml"
-    f.write_text(PROFILE)
-    return str(f)
-
-
 def test_cli_algorithms_json_and_table(runner, prof):
     r = runner.invoke(app, ["algorithms", "-p", prof, "-k", "2..64:x2", "-s", "1KiB..1GiB:x32", "-f", "json"])
     assert r.exit_code == 0, r.output

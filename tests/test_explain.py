@@ -61,24 +61,6 @@ def test_k1_has_no_communication(one_tier):
     assert d["t_comm_s"] == 0 and d["n_star_bytes"] is None and d["speedup"] == pytest.approx(1.0)
 
 
-PROFILE = """\
-name: t4
-description: test
-sources: [test]
-device: {name: D, peak_flops: {bf16: 100 TFLOP/s}, mfu: 0.5}
-network:
-  - {name: nvlink, size: 8, bandwidth: 300 GB/s, latency: 3 us}
-  - {name: ib, bandwidth: 200 Gb/s, latency: 10 us}
-"""
-
-
-@pytest.fixture
-def prof(tmp_path):
-    f = tmp_path / "t4.yaml"
-    f.write_text(PROFILE)
-    return str(f)
-
-
 def test_cli_explain(runner, prof):
     r = runner.invoke(app, ["explain", "-p", prof, "-k", "16", "-a", "auto", "-f", "json"])
     assert r.exit_code == 0, r.output

@@ -144,24 +144,6 @@ def test_scenario_refuses(one_tier, kw, fragment):
         _sc(one_tier, **kw)
 
 
-PROFILE = """\
-name: t3
-description: test
-sources: [test]
-device: {name: D, peak_flops: {bf16: 100 TFLOP/s}, mfu: 0.5}
-network:
-  - {name: nvlink, size: 8, bandwidth: 300 GB/s, latency: 3 us}
-  - {name: ib, bandwidth: 200 Gb/s, latency: 10 us}
-"""
-
-
-@pytest.fixture
-def prof(tmp_path):
-    f = tmp_path / "t3.yaml"
-    f.write_text(PROFILE)
-    return str(f)
-
-
 def test_cli_overlap_options(runner, prof):
     base = ["speedup", "-p", prof, "-k", "1..64:x2", "-f", "json"]
     none = json.loads(runner.invoke(app, base + ["--overlap", "none"]).stdout)
