@@ -56,6 +56,10 @@ __all__ = ["Scenario", "Result", "simulate", "COLUMNS", "OVERLAPS", "BucketPlan"
 OVERLAPS = ("buckets", "none")
 
 
+#: the smallest DDP bucket, in MiB: 1 KiB (issue 12)
+MIN_BUCKET_MB = 1.0 / 1024
+
+
 @dataclass(frozen=True)
 class Scenario:
     """Everything a prediction depends on. Build one, then call :func:`simulate`."""
@@ -112,6 +116,9 @@ class Scenario:
         if not (self.bucket_mb > 0 and np.isfinite(self.bucket_mb)):
             raise InputError(f"--bucket-mb: {self.bucket_mb} must be a positive number of MiB (DDP's bucket_cap_mb), "
                              "for example 25")
+        if self.bucket_mb < MIN_BUCKET_MB:  # smaller buckets only multiply latencies (1e-300 MiB: 1e308 buckets)
+            raise InputError(f"--bucket-mb: {self.bucket_mb:g} MiB is below the smallest bucket simcli models, "
+                             f"1 KiB ({MIN_BUCKET_MB:g} MiB); DDP's default is 25")
         if isinstance(self.accum, bool) or int(self.accum) != self.accum or self.accum < 1:
             raise InputError(f"--accum: {self.accum} must be a whole number of micro-steps, at least 1")
         if not 0 <= self.backward_fraction <= 1:

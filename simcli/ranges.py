@@ -20,10 +20,14 @@ import numpy as np
 from .model import InputError
 from .units import UnitError, parse
 
-__all__ = ["parse_devices", "parse_sizes", "MAX_POINTS"]
+__all__ = ["parse_devices", "parse_sizes", "MAX_POINTS", "MAX_DEVICES", "MAX_BYTES"]
 
 #: more points than this in one range list is refused (it would only exhaust memory)
 MAX_POINTS = 5_000_000
+#: the largest device count: 2**53, the largest integer a float64 (the engine's arithmetic) holds exactly
+MAX_DEVICES = 2**53
+#: the largest size in bytes: 4 EiB (2**62), so every size and every step fits int64 and float64 exactly
+MAX_BYTES = 2**62
 _ITEM = re.compile(r"^(?P<lo>(?:(?!\.\.)[^:])+)(?:\.\.(?P<hi>[^:]*))?(?::(?P<op>[x+*])(?P<step>.+))?$")
 
 
@@ -41,7 +45,10 @@ def _int_value(s: str, option: str) -> int:
     s = s.strip()
     if not re.fullmatch(r"[-+]?\d+", s):
         raise InputError(f"{option}: {s!r} is not a whole number of devices (try '8' or '1..64')")
-    return int(s)
+    v = int(s)
+    if v > MAX_DEVICES:
+        raise InputError(f"{option}: {s} devices is more than simcli models (at most 2**53 = {MAX_DEVICES:,})")
+    return v
 
 
 def _size_value(s: str, option: str) -> int:
@@ -51,6 +58,8 @@ def _size_value(s: str, option: str) -> int:
         raise InputError(f"{option}: {e}") from None
     if v != math.floor(v):
         raise InputError(f"{option}: {s!r} is not a whole number of bytes")
+    if v > MAX_BYTES:
+        raise InputError(f"{option}: {s!r} is more than simcli models (at most 2**62 bytes = 4 EiB)")
     return int(v)
 
 
@@ -109,8 +118,8 @@ def _expand(lo: int, hi: int, op: str | None, step_s: str | None, item: str, opt
         if not step > 1 or not math.isfinite(step):
             raise InputError(f"{option}: {item!r}: a geometric step must be greater than 1 (try ':x2')")
         n = int(math.floor(math.log(hi / lo) / math.log(step) + 1e-9)) + 1
-        vals = np.rint(lo * step ** np.arange(n)).astype(np.int64)
-        return vals[vals <= hi]
+        vals = np.rint(lo * step ** np.arange(n, dtype=np.float64))
+        return vals[vals <= hi].astype(np.int64)  # filtered in float64, so nothing past int64 is cast
     if not step >= 1 or step != math.floor(step):
         raise InputError(f"{option}: {item!r}: an arithmetic step must be a whole number >= 1 (try ':+8')")
     n = (hi - lo) // int(step) + 1

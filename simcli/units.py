@@ -10,6 +10,9 @@ Conventions (as nccl-tests and the SI/IEC standards define them):
 * ``GB`` = 1e9 bytes, ``GiB`` = 2**30 bytes.
 * ``b`` is a bit, ``B`` a byte: ``400 Gb/s`` = ``400 Gbit/s`` = ``400 Gbps`` = 50e9 B/s.
 * ``GB/s`` = 1e9 bytes/s (nccl-tests' algbw and busbw unit).
+* nccl-tests' size syntax (``-b 8 -e 16G``): a bare ``K``, ``M``, ``G`` or ``T`` without ``B``, in
+  either case, is a binary multiple (``1G`` = ``16g``/16 = 2**30 bytes, ``512M`` = 512 MiB), as
+  nccl-tests' ``parsesize`` reads it (src/common.cu). ``1GB`` stays 1e9 bytes.
 """
 
 from __future__ import annotations
@@ -36,7 +39,7 @@ class UnitError(ValueError):
 
 
 _SI = {"": 1.0, "k": 1e3, "K": 1e3, "M": 1e6, "G": 1e9, "T": 1e12, "P": 1e15, "E": 1e18}
-_IEC = {"Ki": 2.0**10, "Mi": 2.0**20, "Gi": 2.0**30, "Ti": 2.0**40, "Pi": 2.0**50}
+_IEC = {"Ki": 2.0**10, "Mi": 2.0**20, "Gi": 2.0**30, "Ti": 2.0**40, "Pi": 2.0**50, "Ei": 2.0**60}
 
 
 def _table() -> dict[str, dict[str, float]]:
@@ -58,6 +61,8 @@ def _table() -> dict[str, dict[str, float]]:
         t["bandwidth"][p + "b/s"] = f / 8
         t["bandwidth"][p + "bit/s"] = f / 8
     t["bytes"]["bytes"] = 1.0
+    for p, f in {"K": 2.0**10, "M": 2.0**20, "G": 2.0**30, "T": 2.0**40}.items():  # nccl-tests' -b/-e sizes
+        t["bytes"][p] = t["bytes"][p.lower()] = f
     t["time"].update({"s": 1.0, "ms": 1e-3, "us": 1e-6, "µs": 1e-6, "μs": 1e-6, "ns": 1e-9,
                       "min": 60.0, "h": 3600.0})
     return t

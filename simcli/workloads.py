@@ -19,7 +19,7 @@ from typing import Any
 from .model import InputError, Workload
 
 __all__ = ["DEFAULT_MODEL", "ModelPreset", "presets", "get_model", "load_workload", "custom_workload",
-           "workload_from_dict", "build_workload"]
+           "workload_from_dict", "build_workload", "check_seq_len"]
 
 DEFAULT_MODEL = "resnet50"
 _KEYS = {"name", "description", "kind", "params", "forward_macs", "forward_flops", "flops_per_sample",
@@ -42,16 +42,27 @@ class ModelPreset:
         if self.flops_per_sample_fixed is not None:
             return self.flops_per_sample_fixed
         if self.kind == "transformer":
-            return 6.0 * self.params * (seq_len or self.seq_len)
+            return 6.0 * self.params * (seq_len if seq_len is not None else self.seq_len)
         return 3.0 * self.forward_flops
 
     def workload(self, seq_len: int | None = None) -> Workload:
+        check_seq_len(seq_len)
         if seq_len is not None and self.kind != "transformer":
             raise InputError(f"--seq-len: {self.name} is not a transformer; a sequence length does not apply")
-        s = seq_len or self.seq_len
+        s = seq_len if seq_len is not None else self.seq_len
         return Workload(name=self.name, params=self.params, flops_per_sample=self.flops_per_sample(s),
                         batch_per_device=self.batch_per_device, source="; ".join(self.sources),
                         seq_len=s if self.kind == "transformer" else None)
+
+
+def check_seq_len(seq_len: Any, option: str = "--seq-len") -> None:
+    """Refuse a sequence length that is not a whole number of tokens >= 1 (0 and negatives included)."""
+    if seq_len is None:
+        return
+    if isinstance(seq_len, bool) or not isinstance(seq_len, (int, float)) or math.isnan(seq_len) \
+            or seq_len < 1 or int(seq_len) != seq_len:
+        raise InputError(f"{option}: {seq_len!r} must be a whole number of tokens per sample, at least 1 "
+                         "(for example 1024)")
 
 
 def _number(v: Any, source: str, field: str, integer: bool = False) -> float:
@@ -150,6 +161,8 @@ def custom_workload(params: float, flops_per_sample: float | None, batch_per_dev
         raise InputError(f"--params: {params!r} must be a positive number of parameters")
     if flops_per_sample is not None and not (flops_per_sample > 0 and math.isfinite(flops_per_sample)):
         raise InputError(f"--flops-per-sample: {flops_per_sample!r} must be a positive number of FLOPs")
+    if isinstance(batch_per_device, bool) or not batch_per_device >= 1 or int(batch_per_device) != batch_per_device:
+        raise InputError(f"--batch-per-device: {batch_per_device!r} must be a whole number of samples, at least 1")
     return Workload(name=f"custom ({params:.4g} params)", params=float(params), flops_per_sample=flops_per_sample,
                     batch_per_device=batch_per_device, source="command line")
 
@@ -157,7 +170,11 @@ def custom_workload(params: float, flops_per_sample: float | None, batch_per_dev
 def build_workload(model: str | None = None, params: float | None = None, flops_per_sample: float | None = None,
                    workload_file: str | None = None, seq_len: int | None = None,
                    compute_time: float | None = None) -> Workload:
-    """One workload from the mutually exclusive ways of naming one (the CLI's --model/--params/--workload)."""
+    """One workload from the mutually exclusive ways of naming one (the CLI's --model/--params/--workload).
+
+    Every length is checked here, whichever command asks: ``seq_len`` must be >= 1 (0 is not "the default").
+    """
+    check_seq_len(seq_len)
     given = [n for n, v in (("--model", model), ("--params", params), ("--workload", workload_file)) if v is not None]
     if len(given) > 1:
         raise InputError(f"{' and '.join(given)} exclude each other: name the workload one way")
