@@ -2,7 +2,8 @@
 
 Each failure is one :class:`~simcli.model.InputError` line that names the file and says what to give
 instead: a directory, a missing or unreadable file, a file too large to be what it claims, and
-binary data (not UTF-8, or NUL bytes).
+binary data (not UTF-8, or NUL bytes). At most ``max_bytes + 1`` bytes are ever read, whatever the file is
+(a pipe, a process substitution, ``/dev/zero``), so the size limit holds without trusting ``stat``.
 """
 
 from __future__ import annotations
@@ -21,16 +22,18 @@ def read_text(path: str | os.PathLike[str], what: str, max_bytes: int = 64 << 20
     if p.is_dir():
         raise InputError(f"{p}: is a directory; give {what}")
     try:
-        size = p.stat().st_size
-        if size > max_bytes:
-            raise InputError(f"{p}: {size:,} bytes is too large for {what} (at most {max_bytes:,})")
-        raw = p.read_bytes()
+        # read at most max_bytes + 1: stat's size says nothing about a pipe, a process substitution or a
+        # device (/dev/zero, /dev/urandom would otherwise be read until memory runs out)
+        with open(p, "rb") as f:
+            raw = f.read(max_bytes + 1)
     except FileNotFoundError:
         raise InputError(f"{p}: no such file") from None
     except PermissionError:
         raise InputError(f"{p}: permission denied") from None
     except OSError as e:
         raise InputError(f"{p}: cannot read it ({e.strerror})") from None
+    if len(raw) > max_bytes:
+        raise InputError(f"{p}: more than {max_bytes:,} bytes is too large for {what}")
     try:
         text = raw.decode("utf-8-sig")
     except UnicodeDecodeError:

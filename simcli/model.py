@@ -12,7 +12,7 @@ from dataclasses import dataclass, field
 from typing import Any, Mapping
 
 __all__ = ["Tier", "Device", "Profile", "Workload", "DTYPE_BYTES", "COMPUTE_DTYPES", "SimcliError",
-           "InputError"]
+           "InputError", "EnvironmentFailure"]
 
 
 class SimcliError(Exception):
@@ -25,6 +25,15 @@ class InputError(SimcliError):
     """Bad input (a file, a field, an option value): exit code 2, one line naming what and how to fix it."""
 
     exit_code = 2
+
+
+class EnvironmentFailure(SimcliError):
+    """The environment failed, not the input (a full disk, a read-only file system, a closed stdout): exit 1.
+
+    Named so as not to shadow Python's builtin ``EnvironmentError`` (an alias of OSError).
+    """
+
+    exit_code = 1
 
 
 #: bytes per element of a gradient or tensor dtype

@@ -2,62 +2,184 @@
 
 ``write_atomic`` writes to a temporary file in the target directory and
 renames it into place, so a failed run leaves no half-written file and never
-clobbers an existing file unless ``force`` is set.
+clobbers an existing file unless ``force`` is set. What it guarantees (issue 12):
+
+* an existing target that is not a regular file (a named pipe, a character device such as
+  ``/dev/null``) is written into directly, never renamed over; block devices and sockets are refused;
+* a symbolic link to a regular file is kept: the file it points to is replaced;
+* an output that is one of the command's input files (``inputs=``) is refused before any work;
+* a write that the system refuses (a full disk, a read-only file system, no permission) is one
+  :class:`~simcli.model.EnvironmentFailure` line (exit 1) naming the file, and nothing is left behind.
+
+``write_stdout`` is the one writer of results to standard output, with the same guarantees for a
+closed stdout, ``> /dev/full`` and a stdout that cannot encode a character.
 """
 
 from __future__ import annotations
 
 import csv
+import errno
 import io
 import json
 import math
 import os
+import stat
+import sys
 import tempfile
 from pathlib import Path
 from typing import Any, Iterable, Sequence
 
-from .model import InputError
+from .model import EnvironmentFailure, InputError
 
-__all__ = ["write_atomic", "check_output_path", "to_csv", "to_json", "jsonable"]
+__all__ = ["write_atomic", "check_output_path", "write_stdout", "StdoutClosed", "to_csv", "to_json", "jsonable",
+           "cannot_write"]
 
 
-def check_output_path(path: str | os.PathLike[str], force: bool, option: str = "--output") -> Path:
-    """Refuse, before any work is done, an output that would clobber a file or has no directory."""
+def cannot_write(what: str, e: OSError) -> EnvironmentFailure:
+    """The one line for a write the system refused (ENOSPC, EROFS, EACCES, EIO, ...)."""
+    hint = {errno.ENOSPC: "; free some space or write elsewhere",
+            errno.EROFS: "; the file system is read-only, write elsewhere",
+            errno.EDQUOT: "; the disk quota is used up, write elsewhere",
+            errno.EACCES: "; you may not write there, choose another place",
+            errno.EPERM: "; you may not write there, choose another place"}.get(e.errno or 0, "")
+    return EnvironmentFailure(f"{what}: cannot write it ({e.strerror or e}){hint}")
+
+
+def _same_file(a: Path, b: str | os.PathLike[str]) -> bool:
+    try:
+        return os.path.samefile(a, b)
+    except OSError:
+        return False
+
+
+def check_output_path(path: str | os.PathLike[str], force: bool, option: str = "--output",
+                      inputs: Iterable[str | os.PathLike[str] | None] = ()) -> Path:
+    """Refuse, before any work is done, an output that would clobber a file, is an input or has no directory."""
     p = Path(path)
     if p.is_dir():
         raise InputError(f"{option}: {p} is a directory; give a file name")
-    if p.exists() and not force:
-        raise InputError(f"{option}: {p} exists; pass --force to overwrite it or choose another name")
+    for inp in inputs:
+        if inp is not None and _same_file(p, inp):
+            raise InputError(f"{option}: {p} is also an input of this command ({inp}); writing it would destroy "
+                             "the input, choose another name")
+    try:
+        st = os.stat(p)  # follows links: /dev/stdout is whatever it points to
+    except FileNotFoundError:
+        st = None
+    except NotADirectoryError:
+        raise InputError(f"{option}: {p}: a part of the path before the file name is a file, not a "
+                         "directory") from None
+    except OSError as e:
+        raise cannot_write(f"{option}: {p}", e) from None
+    if st is not None:
+        if stat.S_ISBLK(st.st_mode) or stat.S_ISSOCK(st.st_mode):
+            kind = "a block device" if stat.S_ISBLK(st.st_mode) else "a socket"
+            raise InputError(f"{option}: {p} is {kind}; give a regular file, a named pipe or a character device")
+        if not force:
+            raise InputError(f"{option}: {p} exists; pass --force to overwrite it or choose another name")
     parent = p.parent if str(p.parent) else Path(".")
     if not parent.is_dir():
+        if parent.exists():
+            raise InputError(f"{option}: {parent} is a file, not a directory; give a path inside a directory")
         raise InputError(f"{option}: directory {parent} does not exist; create it first")
     return p
 
 
-def write_atomic(path: str | os.PathLike[str], data: str | bytes, force: bool = False,
-                 option: str = "--output") -> Path:
-    """Write ``data`` to ``path`` atomically (temp file + rename in the same directory)."""
-    p = check_output_path(path, force, option)
-    mode = "wb" if isinstance(data, bytes) else "w"
-    fd, tmp = tempfile.mkstemp(prefix=f".{p.name}.", suffix=".tmp", dir=p.parent if str(p.parent) else ".")
+def _is_special(p: Path) -> bool:
+    """An existing target that is not a regular file (a pipe, a character device): written into, not replaced."""
     try:
+        return not stat.S_ISREG(os.stat(p).st_mode)
+    except OSError:
+        return False
+
+
+def write_atomic(path: str | os.PathLike[str], data: str | bytes, force: bool = False,
+                 option: str = "--output", inputs: Iterable[str | os.PathLike[str] | None] = ()) -> Path:
+    """Write ``data`` to ``path`` atomically (temp file + rename in the same directory).
+
+    A named pipe or character device is written into directly (never renamed over); ``inputs`` are the
+    command's input files, refused as the output. A refused write is an EnvironmentFailure (exit 1).
+    """
+    p = check_output_path(path, force, option, inputs)
+    raw = data.encode("utf-8") if isinstance(data, str) else data
+    if _is_special(p):
+        try:
+            with open(p, "wb") as f:
+                f.write(raw)
+        except OSError as e:
+            raise cannot_write(f"{option}: {p}", e) from None
+        return p
+    target = Path(os.path.realpath(p)) if p.is_symlink() else p  # keep the link, replace what it points to
+    tmp = None
+    try:
+        fd, tmp = tempfile.mkstemp(prefix=f".{target.name}.", suffix=".tmp",
+                                   dir=target.parent if str(target.parent) else ".")
         umask = os.umask(0)
         os.umask(umask)
         os.chmod(tmp, 0o666 & ~umask)  # mkstemp creates 0600; give the file the permissions open() would
-        with os.fdopen(fd, mode, **({} if mode == "wb" else {"encoding": "utf-8", "newline": ""})) as f:
-            f.write(data)
+        with os.fdopen(fd, "wb") as f:
+            f.write(raw)
             f.flush()
             os.fsync(f.fileno())
         if not force and p.exists():  # appeared while we worked
             raise InputError(f"{option}: {p} exists; pass --force to overwrite it or choose another name")
-        os.replace(tmp, p)
-    except BaseException:
-        try:
-            os.unlink(tmp)
-        except FileNotFoundError:
-            pass
-        raise
+        os.replace(tmp, target)
+        tmp = None
+    except OSError as e:
+        raise cannot_write(f"{option}: {p}", e) from None
+    finally:
+        if tmp is not None:
+            try:
+                os.unlink(tmp)
+            except OSError:
+                pass
     return p
+
+
+class StdoutClosed(EnvironmentFailure):
+    """Standard output is closed (``>&-``): nothing can be printed."""
+
+
+#: ASCII spellings of the non-ASCII characters simcli prints, for a stdout that cannot encode them
+ASCII_SPELLINGS = {"α": "alpha", "β": "beta", "γ": "gamma", "µ": "u", "μ": "u", "·": "*", "×": "x", "≤": "<=",
+                   "≥": ">=", "−": "-", "–": "-", "—": "-", "…": "...", "→": "->", "²": "^2", "³": "^3",
+                   "≈": "~", "│": "|", "─": "-", "┃": "|", "━": "-", "┏": "+", "┓": "+", "┗": "+", "┛": "+",
+                   "┡": "+", "┩": "+", "┳": "+", "┻": "+", "╇": "+", "┼": "+", "├": "+", "┤": "+", "┬": "+",
+                   "┴": "+", "┌": "+", "┐": "+", "└": "+", "┘": "+", "╭": "+", "╮": "+", "╰": "+", "╯": "+",
+                   "‖": "||", "∞": "inf", "σ": "sigma", "Σ": "sum", "±": "+/-"}
+
+
+def to_ascii(text: str) -> str:
+    """``text`` with simcli's non-ASCII characters spelled in ASCII (alpha, us, x) and any other replaced by '?'."""
+    out = "".join(ASCII_SPELLINGS.get(c, c) for c in text)
+    return out.encode("ascii", "replace").decode("ascii")
+
+
+def write_stdout(text: str, stream: Any = None) -> None:
+    """Write ``text`` to stdout and flush it: the one place results reach a terminal or a pipe.
+
+    * stdout closed (``>&-``): :class:`StdoutClosed` (exit 1, one line);
+    * ``> /dev/full`` or another refused write: :class:`~simcli.model.EnvironmentFailure` (exit 1);
+    * a reader that went away (``| head -1``): BrokenPipeError propagates for the CLI to end quietly;
+    * an encoding without some character (``PYTHONIOENCODING=ascii``): the ASCII spelling is written.
+    """
+    out = sys.stdout if stream is None else stream
+    if out is None or getattr(out, "closed", False):
+        raise StdoutClosed("standard output is closed; nothing can be printed (use --output FILE)")
+    enc = getattr(out, "encoding", None) or "utf-8"
+    try:
+        text.encode(enc)
+    except (UnicodeEncodeError, LookupError):
+        text = to_ascii(text)
+    try:
+        out.write(text)
+        out.flush()
+    except BrokenPipeError:
+        raise
+    except OSError as e:
+        if e.errno == errno.EBADF:
+            raise StdoutClosed("standard output is closed; nothing can be printed (use --output FILE)") from None
+        raise cannot_write("standard output", e) from None
 
 
 def jsonable(v: Any) -> Any:

@@ -52,11 +52,29 @@ def read_yaml(path: Path, what: str = "file") -> Any:
 
     loader = getattr(yaml, "CSafeLoader", yaml.SafeLoader)  # libyaml when available: fast
     try:
-        # aliases (*name) are refused before anything is built: they are the "billion laughs" vector
+        # one pass over the event stream before anything is built: aliases (*name) are refused (the "billion
+        # laughs" vector), and so is a key given twice in one mapping (YAML would keep the last silently)
+        stack: list[list] = []  # per open collection: [is_mapping, expecting_a_key, {key: line}]
         for event in yaml.parse(text, Loader=loader):
             if isinstance(event, yaml.AliasEvent):
                 raise InputError(f"{p}: line {event.start_mark.line + 1}: YAML aliases (*name) are not "
                                  f"allowed in a {what}; write the value out")
+            if isinstance(event, (yaml.ScalarEvent, yaml.MappingStartEvent, yaml.SequenceStartEvent)):
+                if stack and stack[-1][0]:
+                    frame = stack[-1]
+                    if frame[1] and isinstance(event, yaml.ScalarEvent):
+                        line = event.start_mark.line + 1
+                        if event.value in frame[2]:
+                            raise InputError(f"{p}: line {line}: key {event.value!r} is given twice in one "
+                                             f"mapping (first on line {frame[2][event.value]}); keep one")
+                        frame[2][event.value] = line
+                    frame[1] = not frame[1]
+                if isinstance(event, yaml.MappingStartEvent):
+                    stack.append([True, True, {}])
+                elif isinstance(event, yaml.SequenceStartEvent):
+                    stack.append([False, False, {}])
+            elif isinstance(event, (yaml.MappingEndEvent, yaml.SequenceEndEvent)):
+                stack.pop()
         return yaml.load(text, Loader=loader)  # noqa: S506 - a safe loader
     except InputError:
         raise

@@ -96,7 +96,11 @@ def test_writer_never_clobbers_without_force(tmp_path):
     with pytest.raises(InputError, match="--force"):
         ResultWriter(out, ALLREDUCE_COLUMNS, [])
     assert out.read_text() == "precious\n"
-    ResultWriter(out, ALLREDUCE_COLUMNS, [], force=True).close()
+    w = ResultWriter(out, ALLREDUCE_COLUMNS, [], force=True)
+    w.close()  # nothing measured: the old file stays, no empty file replaces it
+    assert out.read_text() == "precious\n"
+    with ResultWriter(out, ALLREDUCE_COLUMNS, [], force=True) as w:
+        w.append({"collective": "all_reduce", "world_size": 2, "bytes": 8, "time_s": 1e-6})
     assert out.read_text().startswith("collective,")
 
 

@@ -4,6 +4,8 @@ loader, the workload builder, the scenario). Each test here failed before its fi
 
 from __future__ import annotations
 
+import os
+
 import pytest
 
 from simcli.model import InputError
@@ -99,3 +101,349 @@ def test_one_kib_bucket_is_allowed(two_tier):
 
     sc = Scenario(profile=two_tier, workload=build_workload(model="resnet50"), bucket_mb=MIN_BUCKET_MB)
     assert simulate(sc, [1, 8]) is not None
+
+
+# --------------------------------------------------------------------------- files that are not regular files
+
+
+def test_read_text_reads_at_most_limit_plus_one_bytes():
+    from simcli.inputs import read_text
+
+    for dev in ("/dev/zero", "/dev/urandom"):
+        with pytest.raises(InputError, match=rf"^{dev}: more than 1,024 bytes is too large"):
+            read_text(dev, "a profile", max_bytes=1024)
+
+
+def test_read_text_stops_a_pipe_at_the_limit(tmp_path):
+    import threading
+
+    from simcli.inputs import read_text
+
+    fifo = tmp_path / "p"
+    os.mkfifo(fifo)
+    stop = threading.Event()
+
+    def writer():  # an endless writer: only a bounded read returns
+        try:
+            with open(fifo, "wb") as f:
+                while not stop.is_set():
+                    f.write(b"a: 1\n" * 1000)
+        except BrokenPipeError:
+            pass
+
+    t = threading.Thread(target=writer, daemon=True)
+    t.start()
+    with pytest.raises(InputError, match="too large"):
+        read_text(fifo, "a profile", max_bytes=4096)
+    stop.set()
+    t.join(5)
+
+
+def test_profiles_validate_dev_zero_exits_2(runner):
+    from simcli.cli import app
+
+    r = runner.invoke(app, ["profiles", "validate", "/dev/zero"])
+    assert r.exit_code == 2 and "too large" in r.output
+
+
+# --------------------------------------------------------------------------- duplicated YAML keys
+
+
+@pytest.mark.parametrize("text,line,first", [
+    ("name: x\ndevice:\n  mfu: 0.4\n  mfu: 0.5\n", 4, 3),
+    ("a: {b: 1, b: 2}\n", 1, 1),
+    ("name: x\nname: y\n", 2, 1),
+    ("net:\n  - {name: a, size: 8}\n  - name: b\n    size: 2\n    size: 3\n", 5, 4),
+])
+def test_duplicated_yaml_keys_are_refused_naming_the_line(tmp_path, text, line, first):
+    from simcli.profiles import read_yaml
+
+    f = tmp_path / "p.yaml"
+    f.write_text(text)
+    with pytest.raises(InputError, match=rf"line {line}: key .* twice .*first on line {first}"):
+        read_yaml(f)
+
+
+def test_same_keys_in_different_mappings_are_fine(tmp_path):
+    from simcli.profiles import read_yaml
+
+    f = tmp_path / "p.yaml"
+    f.write_text("a:\n  - {b: 1, c: 2}\n  - {b: 1, c: 2}\nd: [1, 1]\ne: {f: {b: 1}, g: {b: 2}}\n")
+    assert read_yaml(f)["e"] == {"f": {"b": 1}, "g": {"b": 2}}
+
+
+# --------------------------------------------------------------------------- outputs
+
+
+def test_a_named_pipe_is_written_into_never_renamed_over(tmp_path):
+    import stat
+    import threading
+
+    from simcli.output import write_atomic
+
+    fifo = tmp_path / "fifo"
+    os.mkfifo(fifo)
+    got = []
+    t = threading.Thread(target=lambda: got.append(open(fifo, "rb").read()), daemon=True)
+    t.start()
+    write_atomic(fifo, "hello\n", force=True)
+    t.join(5)
+    assert got == [b"hello\n"]
+    assert stat.S_ISFIFO(os.stat(fifo).st_mode)  # still the pipe, not a regular file
+    assert sorted(os.listdir(tmp_path)) == ["fifo"]
+
+
+def test_a_socket_target_is_refused(tmp_path):
+    import socket
+
+    from simcli.output import write_atomic
+
+    path = tmp_path / "s"
+    sock = socket.socket(socket.AF_UNIX)
+    sock.bind(str(path))
+    try:
+        with pytest.raises(InputError, match="is a socket"):
+            write_atomic(path, "x", force=True)
+    finally:
+        sock.close()
+
+
+def test_a_symlink_is_kept_and_its_file_replaced(tmp_path):
+    from simcli.output import write_atomic
+
+    real = tmp_path / "real.txt"
+    real.write_text("old")
+    link = tmp_path / "link.txt"
+    link.symlink_to(real)
+    write_atomic(link, "new", force=True)
+    assert link.is_symlink() and real.read_text() == "new"
+
+
+def test_output_that_is_an_input_is_refused(tmp_path):
+    from simcli.output import check_output_path, write_atomic
+
+    m = tmp_path / "m.csv"
+    m.write_text("measurements\n")
+    with pytest.raises(InputError, match=r"--output: .* is also an input"):
+        write_atomic(tmp_path / "." / "m.csv", "yaml", force=True, inputs=[str(m)])
+    assert m.read_text() == "measurements\n"
+    alias = tmp_path / "alias.csv"
+    alias.symlink_to(m)
+    with pytest.raises(InputError, match="is also an input"):
+        check_output_path(alias, True, inputs=[None, m])
+    assert check_output_path(tmp_path / "other.csv", False, inputs=[m]).name == "other.csv"
+
+
+def test_path_under_a_regular_file_is_one_line(tmp_path):
+    from simcli.output import write_atomic
+
+    f = tmp_path / "file"
+    f.write_text("x")
+    with pytest.raises(InputError, match="is a file, not a directory|before the file name is a file"):
+        write_atomic(f / "out.csv", "data")
+
+
+@pytest.mark.parametrize("err", ["ENOSPC", "EROFS", "EACCES", "EIO"])
+@pytest.mark.parametrize("where", ["fsync", "mkstemp"])
+def test_refused_writes_are_environment_failures_and_leave_nothing(tmp_path, monkeypatch, err, where):
+    import errno
+    import tempfile
+
+    from simcli.model import EnvironmentFailure
+    from simcli.output import write_atomic
+
+    def fail(*a, **k):
+        raise OSError(getattr(errno, err), os.strerror(getattr(errno, err)))
+
+    monkeypatch.setattr(os if where == "fsync" else tempfile, where, fail)
+    with pytest.raises(EnvironmentFailure, match=rf"--output: .*out.csv: cannot write it \({os.strerror(getattr(errno, err))}\)") as e:
+        write_atomic(tmp_path / "out.csv", "data\n" * 100)
+    assert e.value.exit_code == 1
+    assert os.listdir(tmp_path) == []
+
+
+def test_write_stdout_closed_full_and_ascii(monkeypatch):
+    import errno
+    import io
+
+    from simcli.model import EnvironmentFailure
+    from simcli.output import StdoutClosed, write_stdout
+
+    with pytest.raises(StdoutClosed):
+        _closed_stdout(monkeypatch, write_stdout)
+
+    class Full(io.StringIO):
+        def flush(self):
+            raise OSError(errno.ENOSPC, "No space left on device")
+
+    with pytest.raises(EnvironmentFailure, match="standard output: cannot write it"):
+        write_stdout("x", stream=Full())
+    buf = io.TextIOWrapper(io.BytesIO(), encoding="ascii")
+    write_stdout("α = 3 µs · 2\n", stream=buf)
+    buf.seek(0)
+    assert buf.read() == "alpha = 3 us * 2\n"
+
+
+def _closed_stdout(monkeypatch, write_stdout):
+    import sys
+
+    monkeypatch.setattr(sys, "stdout", None)  # what Python gives a process started with >&-
+    write_stdout("x")
+
+
+# --------------------------------------------------------------------------- progressive bench results
+
+
+def test_result_rows_are_whole_or_absent_when_the_disk_fills(tmp_path, monkeypatch):
+    import errno
+
+    from simcli.bench.results import ALLREDUCE_COLUMNS, ResultWriter, read_results
+    from simcli.model import EnvironmentFailure
+
+    out = tmp_path / "r.csv"
+    w = ResultWriter(out, ALLREDUCE_COLUMNS, ["backend: gloo"])
+    row = {"collective": "all_reduce", "world_size": 2, "bytes": 1024, "time_s": 1e-3, "source": "x" * 40}
+    w.append(row)
+    w.append(row)
+    real_write = os.write
+
+    def short_then_full(fd, data):  # the disk takes half a line, then refuses
+        if fd == w._fd and len(data) > 10:
+            real_write(fd, data[: len(data) // 2])
+            raise OSError(errno.ENOSPC, "No space left on device")
+        return real_write(fd, data)
+
+    monkeypatch.setattr(os, "write", short_then_full)
+    with pytest.raises(EnvironmentFailure, match="No space left"):
+        w.append(row)
+    monkeypatch.undo()
+    w.close()
+    text = out.read_text()
+    assert text.endswith("\n") and len(read_results(out)[1]) == 2
+    assert len(w.rows) == 3  # the measurement is not lost: the caller still has it
+
+
+def test_no_empty_results_file_is_left(tmp_path, monkeypatch):
+    import errno
+
+    from simcli.bench.results import ALLREDUCE_COLUMNS, ResultWriter
+    from simcli.model import EnvironmentFailure
+
+    out = tmp_path / "r.csv"
+    ResultWriter(out, ALLREDUCE_COLUMNS, ["x"]).close()  # nothing measured
+    assert not out.exists()
+
+    def full(fd, data):
+        raise OSError(errno.ENOSPC, "No space left on device")
+
+    w = ResultWriter(out, ALLREDUCE_COLUMNS, ["x"])
+    monkeypatch.setattr(os, "write", full)
+    with pytest.raises(EnvironmentFailure):
+        w.append({"bytes": 8})
+    monkeypatch.undo()
+    assert not out.exists()
+
+
+# --------------------------------------------------------------------------- nccl-tests import
+
+
+def _fixture(ext):
+    from pathlib import Path
+
+    return (Path(__file__).parent / "fixtures" / f"all_reduce_perf_8xA100.{ext}").read_text()
+
+
+def _txt_case(name):
+    txt = _fixture("txt")
+    lines = txt.splitlines()
+    row = "   43.83    0.75    1.31       0    43.83"
+    return {
+        "cut_after_a_row": "\n".join(lines[:20]) + "\n",
+        "cut_mid_row": "\n".join(lines[:19]) + "\n" + lines[19][:70] + "\n",
+        "negative_time": txt.replace(row, "  -43.83    0.75    1.31       0    43.83", 1),
+        "zero_time": txt.replace(row, "    0.00    0.75    1.31       0    43.83", 1),
+        "wrong": txt.replace("   61.38    4.27    7.47       0", "   61.38    4.27    7.47       3", 1),
+        "no_in_place": "\n".join(ln if ln.startswith("#") else ln[:-34] for ln in lines) + "\n",
+    }[name]
+
+
+@pytest.mark.parametrize("case,placement,match", [
+    ("cut_after_a_row", "out", r"cut before its end .*size 1048576"),
+    ("cut_mid_row", "out", r":20: the row is cut short .*out-of-place columns"),
+    ("negative_time", "out", r":18: time -43.83 us is not a positive time"),
+    ("zero_time", "out", r":18: time 0 us is not a positive time"),
+    ("wrong", "out", r":19: size 262144: nccl-tests counted 3 wrong results"),
+    ("no_in_place", "in", r":18: the row is cut short .*in-place columns"),
+])
+def test_nccl_tests_text_is_checked(tmp_path, case, placement, match):
+    from simcli.bench.nccltests import parse_nccl_tests
+
+    f = tmp_path / "perf.txt"
+    f.write_text(_txt_case(case))
+    with pytest.raises(InputError, match=match):
+        parse_nccl_tests(f, placement=placement)
+
+
+def test_nccl_tests_validation_off_is_accepted(tmp_path):
+    from simcli.bench.nccltests import parse_nccl_tests
+
+    f = tmp_path / "perf.txt"
+    f.write_text(_fixture("txt").replace("1.31       0", "1.31     N/A"))
+    assert len(parse_nccl_tests(f)) == 11
+
+
+def _json_case(name):
+    import copy
+    import json
+
+    doc = json.loads(_fixture("json"))
+    d = copy.deepcopy(doc)
+    r2 = d["results"][2]
+    {
+        "result_is_a_list": lambda: d["results"].__setitem__(0, [1, 2]),
+        "devices_an_int": lambda: d["config"].__setitem__("devices", 8),
+        "config_a_list": lambda: d.__setitem__("config", [1]),
+        "none_time": lambda: r2["out_of_place"].__setitem__("time", None),
+        "none_size": lambda: r2.__setitem__("size", None),
+        "negative_time": lambda: r2["out_of_place"].__setitem__("time", -1),
+        "zero_time": lambda: r2["out_of_place"].__setitem__("time", 0),
+        "wrong": lambda: r2["out_of_place"].__setitem__("nwrong", 2),
+        "no_out_of_place": lambda: r2.pop("out_of_place"),
+        "placement_a_string": lambda: r2.__setitem__("out_of_place", "x"),
+        "no_bus_bw": lambda: r2["out_of_place"].pop("bus_bw"),
+        "per_iter_none": lambda: r2.__setitem__("out_of_place_per_iter", {"times_us": [1.0, None]}),
+    }[name]()
+    return json.dumps(d)
+
+
+@pytest.mark.parametrize("case,match", [
+    ("result_is_a_list", r"results\[0\]: expected a mapping .*got \[1, 2\]"),
+    ("devices_an_int", r"config.devices: expected a list of devices, got 8"),
+    ("config_a_list", r"config: expected a mapping"),
+    ("none_time", r"results\[2\].out_of_place.time: null is not a number"),
+    ("none_size", r"results\[2\].size: null is not a number"),
+    ("negative_time", r"results\[2\].out_of_place: time -1 us is not a positive time"),
+    ("zero_time", r"results\[2\].out_of_place: time 0 us"),
+    ("wrong", r"results\[2\].*counted 2 wrong results"),
+    ("no_out_of_place", r"results\[2\]: no out_of_place \(out-of-place\) timings; .*--placement in"),
+    ("placement_a_string", r"results\[2\].out_of_place: expected a mapping"),
+    ("no_bus_bw", r"results\[2\].out_of_place: missing field 'bus_bw'"),
+    ("per_iter_none", r"times_us\[1\]: null is not a number"),
+])
+def test_nccl_tests_json_shapes_are_checked(tmp_path, case, match):
+    from simcli.bench.nccltests import parse_nccl_tests
+
+    f = tmp_path / "perf.json"
+    f.write_text(_json_case(case))
+    with pytest.raises(InputError, match=match) as e:
+        parse_nccl_tests(f)
+    assert "NoneType" not in str(e.value) and "object" not in str(e.value)
+
+
+def test_nccl_tests_json_cut_mid_run(tmp_path):
+    from simcli.bench.nccltests import parse_nccl_tests
+
+    f = tmp_path / "perf.json"
+    f.write_text(_fixture("json")[:3000])
+    with pytest.raises(InputError, match="not valid JSON .*cut mid-run"):
+        parse_nccl_tests(f)

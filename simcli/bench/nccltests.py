@@ -13,6 +13,12 @@ Two formats (NVIDIA/nccl-tests, src/util.cu):
   ``out_of_place``/``in_place`` {``time`` (us), ``alg_bw``, ``bus_bw``} and,
   with per-iteration timing, ``out_of_place_per_iter.times_us``.
 
+Every row is checked (issue 12): a time <= 0, a bandwidth < 0, a ``#wrong`` > 0 (nccl-tests'
+failed data check: the row is refused, not dropped, since the whole run is suspect), a row cut
+short or a missing in-place/out-of-place column (named), a JSON field of the wrong shape or
+``null`` (named by its path, ``results[3].out_of_place.time``), and a text run cut before its
+``# Avg bus bandwidth`` footer are one :class:`~simcli.model.InputError` line each.
+
 The world size is the number of rank lines (devices); without them, for
 all_reduce it follows from busbw/algbw = 2(k-1)/k, or from ``--world-size``.
 Pure Python: no torch.
@@ -21,6 +27,7 @@ Pure Python: no torch.
 from __future__ import annotations
 
 import json
+import math
 import re
 from pathlib import Path
 from typing import Any
@@ -83,13 +90,46 @@ def _finish(rows: list[dict[str, Any]], k: int, coll: str, iters: int | None, wa
     return rows
 
 
+_PLACEMENT = {"out": "out-of-place", "in": "in-place"}
+
+
+def _positive_time(t: float, where: str) -> float:
+    if not (t > 0 and math.isfinite(t)):
+        raise InputError(f"{where}: time {t:g} us is not a positive time; nccl-tests never writes one, so the "
+                         "file is damaged or edited")
+    return t
+
+
+def _bandwidth(v: float, where: str, name: str) -> float:
+    if not (v >= 0 and math.isfinite(v)):
+        raise InputError(f"{where}: {name} {v:g} GB/s is not a bandwidth >= 0")
+    return v
+
+
+def _wrong(v: Any, where: str, label: str) -> None:
+    """nccl-tests' #wrong: results that failed its data check. Such a row measured a broken run: refused."""
+    if v is None or (isinstance(v, str) and v.strip().upper() in ("N/A", "NA", "")):
+        return  # validation was off (-c 0)
+    try:
+        n = float(v)
+    except (TypeError, ValueError):
+        raise InputError(f"{where}: #wrong {v!r} is not a count") from None
+    if n != 0:
+        raise InputError(f"{where}: nccl-tests counted {n:g} wrong results ({label}): that run failed its data "
+                         "check, so its times are not a measurement; fix the setup and rerun nccl-tests")
+
+
 def parse_text(text: str, source: str, world_size: int | None = None, placement: str = "out",
                collective: str | None = None) -> list[dict[str, Any]]:
+    """Rows of nccl-tests' text table. Refused (one line naming the line): a row cut short, a column the
+    placement needs that is missing, a time <= 0, a #wrong > 0, and a run cut before its footer."""
     iters = warmup = None
     ranks = 0
     coll = collective
     cols: list[str] | None = None
     rows: list[dict[str, Any]] = []
+    started = finished = False
+    label = _PLACEMENT[placement]
     for lineno, raw in enumerate(text.splitlines(), 1):
         line = _PREFIX.sub("", raw, count=1) if not raw.lstrip().startswith("#") else raw.strip()
         if line.startswith("#"):
@@ -97,6 +137,11 @@ def parse_text(text: str, source: str, world_size: int | None = None, placement:
             m = re.search(r"\bwarmup iters:\s*(\d+)\s+iters:\s*(\d+)", body)
             if m:
                 warmup, iters = int(m.group(1)), int(m.group(2))
+            if body.startswith("nThread") or body.startswith("Collective test starting"):
+                started = True
+            if body.startswith("Avg bus bandwidth") or body.startswith("Out of bounds values") \
+                    or body.startswith("Collective test concluded"):
+                finished = True
             if re.match(r"Rank\s+\d+\s+Group", body):
                 ranks += 1
             m = re.match(r"Collective test starting:\s*(\S+)", body)
@@ -107,67 +152,143 @@ def parse_text(text: str, source: str, world_size: int | None = None, placement:
                 cols = toks
             continue
         toks = line.split()
-        if len(toks) < 5 or not _NUM.match(toks[0]) or not _NUM.match(toks[1]):
+        if len(toks) < 2 or not _NUM.match(toks[0]) or not _NUM.match(toks[1]):
             continue
+        where = f"{source}:{lineno}"
         names = cols or ["size", "count", "type", "redop", "root", "time", "algbw", "busbw", "#wrong",
                          "time", "algbw", "busbw", "#wrong"]
         # out-of-place columns start at the first "time"; in-place at the second
         t_idx = [i for i, c in enumerate(names) if c in ("time", "cputime")]
         if not t_idx:
             raise InputError(f"{source}: the column header has no 'time' column: {' '.join(names)}")
-        start = t_idx[1] if placement == "in" and len(t_idx) > 1 else t_idx[0]
+        if placement == "in" and len(t_idx) < 2:
+            raise InputError(f"{source}: the column header has no in-place columns (one 'time' only); "
+                             "pass --placement out")
+        start = t_idx[1] if placement == "in" else t_idx[0]
+        need = start + 3
+        if len(toks) < need:
+            raise InputError(f"{where}: the row is cut short ({len(toks)} of {len(names)} columns): the {label} "
+                             f"columns time, algbw and busbw are missing: {raw.strip()[:80]!r}")
         try:
             t_us, alg, bus = (float(toks[start]), float(toks[start + 1]), float(toks[start + 2]))
             size, count = int(toks[0]), int(toks[1])
-        except (ValueError, IndexError):
-            raise InputError(f"{source}:{lineno}: not an nccl-tests result row: {raw.strip()[:80]!r}") from None
+        except ValueError:
+            raise InputError(f"{where}: not an nccl-tests result row ({label} time, algbw, busbw are not "
+                             f"numbers): {raw.strip()[:80]!r}") from None
+        if size < 0 or count < 0:
+            raise InputError(f"{where}: size {size} and count {count} must be >= 0")
+        _positive_time(t_us, where)
+        _bandwidth(alg, where, "algbw")
+        _bandwidth(bus, where, "busbw")
+        wrong_i = start + 3
+        if wrong_i < len(names) and names[wrong_i] == "#wrong" and wrong_i < len(toks):
+            _wrong(toks[wrong_i], f"{where}: size {size}", label)
         ntype = toks[2] if len(toks) > 2 else "float"
         rows.append({"bytes": size, "count": count, "dtype": NCCL_TYPES.get(ntype, ntype), "time_s": t_us * 1e-6,
                      "time_p10_s": None, "time_p90_s": None, "algbw_GBps": alg, "busbw_GBps": bus})
     if not rows:
         raise InputError(f"{source}: no nccl-tests result rows found (expected lines like "
                          "'  1048576  262144  float  sum  -1  101.9  10.29  18.00  0 ...' from all_reduce_perf)")
+    if started and not finished:
+        raise InputError(f"{source}: the run was cut before its end (no '# Avg bus bandwidth' line after the "
+                         f"last row, size {rows[-1]['bytes']}); rerun nccl-tests, or delete the header lines to "
+                         "import the rows it has")
     coll = coll or "all_reduce"
     k = _world(source, ranks, world_size, rows, coll)
     return _finish(rows, k, coll, iters, warmup, f"nccl-tests {Path(source).name}")
 
 
+def _num(v: Any, where: str, integer: bool = False) -> float:
+    """A JSON number (or a numeric string, as nccl-tests writes some), named when it is not one."""
+    if isinstance(v, bool) or v is None or isinstance(v, (list, dict)):
+        shown = "null" if v is None else json.dumps(v)[:40]
+        raise InputError(f"{where}: {shown} is not a number")
+    try:
+        x = float(v)
+    except (TypeError, ValueError):
+        raise InputError(f"{where}: {str(v)[:40]!r} is not a number") from None
+    if not math.isfinite(x):
+        raise InputError(f"{where}: {x} is not a finite number")
+    if integer:
+        if x != int(x) or x < 0:
+            raise InputError(f"{where}: {v!r} is not a whole number >= 0")
+        return int(x)
+    return x
+
+
+def _obj(v: Any, where: str, kind: type, what: str) -> Any:
+    if not isinstance(v, kind):
+        shown = "null" if v is None else json.dumps(v)[:40]
+        raise InputError(f"{where}: expected {what}, got {shown}; is this an nccl-tests -J report?")
+    return v
+
+
 def parse_json(text: str, source: str, world_size: int | None = None, placement: str = "out",
                collective: str | None = None) -> list[dict[str, Any]]:
+    """Rows of an nccl-tests -J report; every field is checked for its shape and named when it is wrong."""
     try:
         doc = json.loads(text)
     except ValueError as e:
-        raise InputError(f"{source}: not valid JSON ({e}); give the file nccl-tests wrote with -J") from None
+        raise InputError(f"{source}: not valid JSON ({e}); give the file nccl-tests wrote with -J (a file cut "
+                         "mid-run is not valid JSON either: rerun)") from None
     if not isinstance(doc, dict) or not isinstance(doc.get("results"), list):
         raise InputError(f"{source}: no 'results' list; is this an nccl-tests -J report?")
-    cfg = doc.get("config") or {}
-    devices = cfg.get("devices") or doc.get("devices") or []
-    args = doc.get("args") or []
-    coll = collective or _collective(args[0] if args else None, "all_reduce")
+    cfg = _obj(doc.get("config") or {}, f"{source}: config", dict, "a mapping")
+    devices = _obj(cfg.get("devices") or doc.get("devices") or [], f"{source}: config.devices", list,
+                   "a list of devices")
+    args = _obj(doc.get("args") or [], f"{source}: args", list, "a list of the command's arguments")
+    coll = collective or _collective(str(args[0]) if args else None, "all_reduce")
     key = "out_of_place" if placement == "out" else "in_place"
     other = "in_place" if placement == "out" else "out_of_place"
+    label = _PLACEMENT[placement]
+    iters = cfg.get("iterations")
+    warmup = cfg.get("warmup_iters")
+    iters = None if iters is None else _num(iters, f"{source}: config.iterations", integer=True)
+    warmup = None if warmup is None else _num(warmup, f"{source}: config.warmup_iters", integer=True)
     rows = []
     for i, r in enumerate(doc["results"]):
-        res = r.get(key) or r.get(other)
-        if not isinstance(res, dict):
-            raise InputError(f"{source}: results[{i}] has neither out_of_place nor in_place timings")
-        t_us = res.get("time", res.get("cpu_time"))
-        try:
-            rec = {"bytes": int(r["size"]), "count": int(r["count"]),
-                   "dtype": NCCL_TYPES.get(str(r.get("type", "float")), str(r.get("type"))),
-                   "time_s": float(t_us) * 1e-6, "time_p10_s": None, "time_p90_s": None,
-                   "algbw_GBps": float(res["alg_bw"]), "busbw_GBps": float(res["bus_bw"])}
-        except (KeyError, TypeError, ValueError) as e:
-            raise InputError(f"{source}: results[{i}]: missing or bad field ({e})") from None
-        per_iter = r.get(f"{key}_per_iter") if r.get(key) else r.get(f"{other}_per_iter")
-        if isinstance(per_iter, dict) and per_iter.get("times_us"):
-            s = summarize([float(x) * 1e-6 for x in per_iter["times_us"]])
-            ratio = rec["busbw_GBps"] / rec["algbw_GBps"] if rec["algbw_GBps"] else 0.0
-            alg = rec["bytes"] / s.median / 1e9 if s.median > 0 else float("nan")
-            rec.update({"time_s": s.median, "time_p10_s": s.p10, "time_p90_s": s.p90, "time_min_s": s.min,
-                        "time_max_s": s.max, "spread": s.spread, "algbw_GBps": alg, "busbw_GBps": alg * ratio})
+        where = f"{source}: results[{i}]"
+        _obj(r, where, dict, "a mapping with size, count, type and the timings")
+        res = r.get(key)
+        if res is None:
+            hint = f"; it has {other} timings: pass --placement {'in' if placement == 'out' else 'out'}" \
+                if isinstance(r.get(other), dict) else ""
+            raise InputError(f"{where}: no {key} ({label}) timings{hint}")
+        _obj(res, f"{where}.{key}", dict, "a mapping with time, alg_bw and bus_bw")
+        for f in ("size", "count"):
+            if f not in r:
+                raise InputError(f"{where}: missing field {f!r}")
+        for f in ("alg_bw", "bus_bw"):
+            if f not in res:
+                raise InputError(f"{where}.{key}: missing field {f!r}")
+        if "time" not in res and "cpu_time" not in res:
+            raise InputError(f"{where}.{key}: missing field 'time'")
+        tf = "time" if "time" in res else "cpu_time"
+        t_us = _positive_time(_num(res[tf], f"{where}.{key}.{tf}"), f"{where}.{key}")
+        size = _num(r["size"], f"{where}.size", integer=True)
+        rec = {"bytes": size, "count": _num(r["count"], f"{where}.count", integer=True),
+               "dtype": NCCL_TYPES.get(str(r.get("type", "float")), str(r.get("type"))),
+               "time_s": t_us * 1e-6, "time_p10_s": None, "time_p90_s": None,
+               "algbw_GBps": _bandwidth(_num(res["alg_bw"], f"{where}.{key}.alg_bw"), where, "algbw"),
+               "busbw_GBps": _bandwidth(_num(res["bus_bw"], f"{where}.{key}.bus_bw"), where, "busbw")}
+        for wf in ("nwrong", "wrong", "#wrong"):
+            if wf in res:
+                _wrong(res[wf], f"{where}.{key}: size {size}", label)
+        per_iter = r.get(f"{key}_per_iter")
+        if per_iter is not None:
+            pi = _obj(per_iter, f"{where}.{key}_per_iter", dict, "a mapping with times_us")
+            times = _obj(pi.get("times_us") or [], f"{where}.{key}_per_iter.times_us", list, "a list of times")
+            if times:
+                ts = [_positive_time(_num(x, f"{where}.{key}_per_iter.times_us[{j}]"),
+                                     f"{where}.{key}_per_iter.times_us[{j}]") * 1e-6 for j, x in enumerate(times)]
+                s = summarize(ts)
+                ratio = rec["busbw_GBps"] / rec["algbw_GBps"] if rec["algbw_GBps"] else 0.0
+                alg = rec["bytes"] / s.median / 1e9
+                rec.update({"time_s": s.median, "time_p10_s": s.p10, "time_p90_s": s.p90, "time_min_s": s.min,
+                            "time_max_s": s.max, "spread": s.spread, "algbw_GBps": alg,
+                            "busbw_GBps": alg * ratio})
         rows.append(rec)
     if not rows:
         raise InputError(f"{source}: the results list is empty")
     k = _world(source, len(devices), world_size, rows, coll)
-    return _finish(rows, k, coll, cfg.get("iterations"), cfg.get("warmup_iters"), f"nccl-tests {Path(source).name}")
+    return _finish(rows, k, coll, iters, warmup, f"nccl-tests {Path(source).name}")

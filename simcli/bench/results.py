@@ -6,21 +6,24 @@ pinned column sets are :data:`ALLREDUCE_COLUMNS` and :data:`STEP_COLUMNS`.
 
 Unlike the other outputs (written whole with :func:`simcli.output.write_atomic`)
 this file is written progressively on purpose; it still never clobbers an
-existing file without ``--force``.
+existing file without ``--force``, rows are appended whole or not at all, and a
+file that got no row is removed.
 """
 
 from __future__ import annotations
 
 import csv
 import datetime as _dt
+import errno
 import io
 import os
 import platform
 import socket
+import stat
 from pathlib import Path
 from typing import Any, Iterable, Mapping, Sequence
 
-from ..output import _csv_value, check_output_path
+from ..output import _csv_value, cannot_write, check_output_path
 
 __all__ = ["ALLREDUCE_COLUMNS", "STEP_COLUMNS", "ResultWriter", "metadata", "cpu_model", "read_results"]
 
@@ -62,46 +65,87 @@ def metadata(command: str, backend: str, torch_version: str | None, extra: Mappi
 
 
 class ResultWriter:
-    """Append rows to a CSV as they are measured; every row is flushed and fsynced."""
+    """Append rows to a CSV as they are measured; every row is flushed and fsynced.
+
+    The file is created (and an existing one replaced, with ``force``) when the first row arrives, so a
+    run that measures nothing leaves no file, never an empty or header-only one. Each row is one
+    ``os.write`` of the whole line; a write the system refuses part-way (a full disk) is cut back to the
+    last whole row and raised as one EnvironmentFailure line (exit 1). The rows are also kept in memory
+    (``rows``), for a caller whose other output fails.
+    """
 
     def __init__(self, path: str | os.PathLike[str] | None, columns: Sequence[str], comments: Iterable[str],
-                 force: bool = False):
+                 force: bool = False, inputs: Iterable[str | os.PathLike[str] | None] = ()):
         self.columns = list(columns)
         self.rows: list[dict[str, Any]] = []
         self.path: Path | None = None
-        self._f = None
+        self._fd: int | None = None
+        self._open = False
+        self._written = 0  # bytes of whole lines on disk
+        self._head = "".join(f"# {c}\n" for c in comments) + ",".join(self.columns) + "\n"
         if path is not None:
-            self.path = check_output_path(path, force)
-            self._f = open(self.path, "w", encoding="utf-8", newline="")
-            for c in comments:
-                self._f.write(f"# {c}\n")
-            self._f.write(",".join(self.columns) + "\n")
-            self._sync()
+            self.path = check_output_path(path, force, inputs=inputs)
+
+    def _write(self, text: str) -> None:
+        if not self._open:
+            self._open = True
+            try:
+                self._fd = os.open(self.path, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o666)
+            except OSError as e:
+                raise cannot_write(f"--output: {self.path}", e) from None
+            text = self._head + text
+        if self._fd is None:  # an earlier write failed: the rows stay in memory only
+            return
+        data = text.encode("utf-8")
+        try:
+            done = 0
+            while done < len(data):
+                done += os.write(self._fd, data[done:])
+            try:
+                os.fsync(self._fd)
+            except OSError as e:
+                if e.errno not in (errno.EINVAL, errno.EROFS):  # a pipe or a device cannot be synced
+                    raise
+        except OSError as e:
+            try:  # cut back to the last whole row: a row is on disk whole or not at all
+                os.ftruncate(self._fd, self._written)
+            except OSError:
+                pass
+            fd, self._fd = self._fd, None
+            os.close(fd)
+            if self._written == 0 and _regular(self.path):  # not even the header: leave no empty file
+                try:
+                    os.unlink(self.path)
+                except OSError:
+                    pass
+            raise cannot_write(f"--output: {self.path}", e) from None
+        self._written += len(data)
 
     def append(self, row: Mapping[str, Any]) -> None:
         self.rows.append(dict(row))
-        if self._f is not None:
+        if self.path is not None:
             buf = io.StringIO()
             w = csv.DictWriter(buf, fieldnames=self.columns, extrasaction="ignore", lineterminator="\n")
             w.writerow({k: ("" if row.get(k) is None else _csv_value(row.get(k))) for k in self.columns})
-            self._f.write(buf.getvalue())
-            self._sync()
-
-    def _sync(self) -> None:
-        assert self._f is not None
-        self._f.flush()
-        os.fsync(self._f.fileno())
+            self._write(buf.getvalue())
 
     def close(self) -> None:
-        if self._f is not None:
-            self._f.close()
-            self._f = None
+        if self._fd is not None:
+            os.close(self._fd)
+            self._fd = None
 
     def __enter__(self) -> "ResultWriter":
         return self
 
     def __exit__(self, *exc: object) -> None:
         self.close()
+
+
+def _regular(p: Path) -> bool:
+    try:
+        return stat.S_ISREG(os.stat(p).st_mode)
+    except OSError:
+        return False
 
 
 def read_results(path: str | os.PathLike[str]) -> tuple[list[str], list[dict[str, str]]]:
