@@ -232,3 +232,23 @@ def test_output_file_permissions_follow_umask(runner, prof, tmp_path):
         assert out.stat().st_mode & 0o777 == 0o644
     finally:
         os.umask(old)
+
+
+def test_every_predicting_command_takes_every_scenario_option():
+    """The scenario options are declared once (ScenarioOptions) and reach every command that predicts."""
+    import dataclasses
+
+    import typer
+
+    from simcli.cli.options import ScenarioOptions
+
+    root = typer.main.get_command(app)
+    paths = [["speedup"], ["explain"], ["compare"], ["plan", "max-devices"], ["plan", "solve"],
+             ["plan", "time-to-train"], ["plot", "speedup"], ["plot", "breakdown"]]
+    for path in paths:
+        cmd = root
+        for name in path:
+            cmd = cmd.commands[name]
+        names = {p.name for p in cmd.params}
+        missing = [f.name for f in dataclasses.fields(ScenarioOptions) if f.name not in names]
+        assert not missing, (path, missing)

@@ -290,3 +290,16 @@ def test_cli_errors_are_one_line(runner, prof, args, code, fragment):
     assert r.exit_code == code, r.output
     assert fragment in r.stderr and "Traceback" not in r.output
     assert len(r.stderr.strip().splitlines()) == 1
+
+
+@pytest.mark.parametrize("new, old", [
+    (["max-devices", "-e", "0.9"], ["--max-devices", "-e", "0.9"]),
+    (["solve", "device.mfu", "-k", "64", "-e", "0.8"], ["-k", "64", "--solve", "device.mfu", "-e", "0.8"]),
+    (["solve", "device.mfu", "-k", "64", "-e", "0.8"], ["--solve=device.mfu", "-k", "64", "-e", "0.8"]),
+    (["time-to-train", "--samples", "1e6", "-k", "8,16"], ["-k", "8,16", "--time-to-train", "--samples", "1e6"]),
+])
+def test_subcommands_and_older_spellings_agree(runner, prof, new, old):
+    a = run(runner, "plan", *new, "--profile", prof, "-f", "json")
+    b = run(runner, "plan", "--profile", prof, *old, "-f", "json")
+    assert a.exit_code == 0, a.output
+    assert json.loads(a.stdout) == json.loads(b.stdout)

@@ -16,11 +16,10 @@ import typer
 from ..model import InputError
 from . import options as o
 from ..units import sig4
-from .app import CONTEXT, app, emit, handle_errors
+from .common import emit, handle_errors, new_app
 
-bench_app = typer.Typer(help="Measure all-reduce and training steps with torch.distributed; import nccl-tests "
-                        "output.", context_settings=CONTEXT, no_args_is_help=True)
-app.add_typer(bench_app, name="bench")
+app = new_app(help="Measure all-reduce and training steps with torch.distributed; import nccl-tests output.",
+              no_args_is_help=True)
 
 
 class Backend(str, enum.Enum):
@@ -158,7 +157,7 @@ def _finish(rows: list[dict[str, Any]], columns, format: o.Format, writer, noun:
 # --------------------------------------------------------------------------- allreduce
 
 
-@bench_app.command("allreduce", context_settings=CONTEXT)
+@app.command("allreduce")
 @handle_errors
 def bench_allreduce(
     world_sizes: WorldSizes = None,
@@ -254,7 +253,7 @@ def _allreduce_table(k: int, backend: str, recs: list[dict[str, Any]], title: st
 # --------------------------------------------------------------------------- step
 
 
-@bench_app.command("step", context_settings=CONTEXT)
+@app.command("step")
 @handle_errors
 def bench_step(
     world_sizes: WorldSizes = None,
@@ -337,7 +336,7 @@ def bench_step(
         _run_worlds("step", ks, tr, be,
                     {"width": width, "depth": depth, "batch_per_device": b, "steps": steps, "warmup": warmup,
                      "modes": modes, "lr": lr, "bucket_cap_mb": bucket_cap_mb, "solo_reference": tr is not None,
-                     "progress_unit": "step"},
+                     "progress_unit": "timed iteration"},
                     timeout=timeout, port=port, threads=threads, on_record=on_record, on_world_done=lambda k: None)
     if not _is_writer(tr):
         return
@@ -414,7 +413,7 @@ def _step_table(rows: list[dict[str, Any]], profile: str, backend: str):
 # --------------------------------------------------------------------------- import
 
 
-@bench_app.command("import", context_settings=CONTEXT)
+@app.command("import")
 @handle_errors
 def bench_import(
     file: Annotated[str, typer.Argument(help="nccl-tests output: the text all_reduce_perf prints, or its -J JSON.")],

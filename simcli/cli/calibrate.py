@@ -9,9 +9,11 @@ from typing import Annotated, Any, Optional
 import typer
 
 from ..model import InputError
-from . import options as o
 from ..units import sig4
-from .app import CONTEXT, app, emit, handle_errors
+from . import options as o
+from .common import emit, handle_errors, new_app, warn
+
+app = new_app()  # `calibrate` and `validate`, top-level commands
 
 
 class Loss(str, enum.Enum):
@@ -52,10 +54,6 @@ def _size(value: str | None, option: str) -> float | None:
     return x
 
 
-def _warn(msg: str) -> None:
-    typer.echo(f"simcli: warning: {msg}", err=True)
-
-
 def _pct(v: float | None) -> str:
     return "-" if v is None else f"{100 * v:.1f}%"
 
@@ -63,7 +61,7 @@ def _pct(v: float | None) -> str:
 # --------------------------------------------------------------------------- calibrate
 
 
-@app.command(context_settings=CONTEXT)
+@app.command()
 @handle_errors
 def calibrate(
     files: Annotated[list[str], typer.Argument(help="Measurement CSVs: a 'bench allreduce' (or 'bench import') "
@@ -127,7 +125,7 @@ def calibrate(
     p = write_atomic(output, text, force=force)
     load_profile(p)  # validate what was written
     for w in report["warnings"]:
-        _warn(w)
+        warn(w)
     if format is CalFormat.json:
         from ..output import to_json
 
@@ -361,7 +359,7 @@ def _calibrate_view(report: dict[str, Any]):
 # --------------------------------------------------------------------------- validate
 
 
-@app.command(context_settings=CONTEXT)
+@app.command()
 @handle_errors
 def validate(
     results: Annotated[str, typer.Argument(help="Measurements: a 'bench allreduce', 'bench import' or "
@@ -385,10 +383,7 @@ def validate(
                                                      "of the main metric is above this ('15%' or 0.15).")] = None,
     plot: Annotated[Optional[str], typer.Option("--plot", help="Draw measured markers over predicted lines and "
                                                 "a residual panel into this file (.png, .svg, .pdf).")] = None,
-    format: o.FormatOpt = o.Format.table,
-    output: o.Output = None,
-    force: o.Force = False,
-    rows: o.Rows = 40,
+    out: o.OutputOptions = o.OutputOptions(),
 ) -> None:
     """Compare a profile's predictions with measurements: error per row, median and max error per k and size.
 
@@ -398,10 +393,10 @@ def validate(
     from ..profiles import resolve_profile
     from ..validate import filter_rows, read_measurements, validate as run_validation
 
-    if output:
-        check_output_path(output, force)
+    if out.output:
+        check_output_path(out.output, out.force)
     if plot:
-        check_output_path(plot, force, "--plot")
+        check_output_path(plot, out.force, "--plot")
     limit = _max_error(max_error)
     ct = o.parse_time(compute_time, "--compute-time")
     prof = resolve_profile(profile)
@@ -419,28 +414,27 @@ def validate(
                        algorithm=algorithm, dtype=dtype, batch=batch_per_device)
     for note in v.notes:
         typer.echo(f"simcli: note: {note}", err=True)
-    if format is o.Format.table:
-        from ..render import render_text
-        from ..render import console
+    if out.table:
+        from ..render import console, render_text
 
-        view = _validate_view(v, rows)
-        if output:
-            emit(render_text(view), output, force)
+        view = _validate_view(v, out.rows)
+        if out.output:
+            emit(render_text(view), out.output, out.force)
         else:
             console.print(view)
     else:
         from ..output import to_csv, to_json
 
-        if format is o.Format.json:
+        if out.format is o.Format.json:
             text = to_json({"file": v.path, "kind": v.kind, "profile": v.profile, "primary_metric": v.primary,
                             "rows": v.records, "summary": v.summary, "notes": list(v.notes)})
         else:
             text = to_csv(v.records, comments=[f"simcli validate {v.path} --profile {v.profile}"])
-        emit(text, output, force)
+        emit(text, out.output, out.force)
     if plot:
         from ..validate import plot_validation
 
-        plot_validation(v, prof, plot, algorithm=algorithm, force=force)
+        plot_validation(v, prof, plot, algorithm=algorithm, force=out.force)
         typer.echo(f"wrote {plot}", err=True)
     med = v.median_error()
     if limit is not None and med is not None and med > limit:

@@ -1,13 +1,27 @@
-"""Option types shared by the commands that build a scenario (speedup, and later compare and plan).
+"""Options declared once: ``Annotated`` aliases, and the groups that commands share.
 
 Each option is an ``Annotated`` alias with its help text, so that every command
-spells an option the same way.
+spells an option the same way. Options that travel together are one frozen
+dataclass (an *option group*): :class:`ScenarioOptions` (what to simulate),
+:class:`OutputOptions` (--format/--output/--force/--rows) and
+:class:`PictureOptions` (--plot/--dpi/--width/--height/--threshold). A command
+takes a group as one parameter, ``scn: ScenarioOptions``, and :func:`command`
+puts the group's options into the command's signature for typer; the function
+receives the dataclass. ``Annotated[ScenarioOptions, Tweak(...)]`` changes a
+command's help, default or set of a group's options without a second declaration.
+
+This module imports no other module of :mod:`simcli.cli`.
 """
 
 from __future__ import annotations
 
+import dataclasses
 import enum
-from typing import Annotated, Optional
+import functools
+import inspect
+import itertools
+import typing
+from typing import Annotated, Any, Callable, Optional, TypeVar
 
 import typer
 
@@ -17,12 +31,19 @@ from ..profiles import DEFAULT_PROFILE, resolve_profile
 from ..units import UnitError, parse
 from ..workloads import DEFAULT_MODEL, build_workload
 
+if typing.TYPE_CHECKING:  # pragma: no cover
+    from ..plot import FigSize
+
+F = TypeVar("F", bound=Callable[..., Any])
+
 
 class Format(str, enum.Enum):
     table = "table"
     csv = "csv"
     json = "json"
 
+
+# --------------------------------------------------------------------------- one alias per option
 
 Devices = Annotated[str, typer.Option("--devices", "-k", help="Device counts: '1..64', '1..64:x2', '1,2,8,32', "
                                       "'1..8,16..64:x2'.")]
@@ -68,6 +89,103 @@ Output = Annotated[Optional[str], typer.Option("--output", "-o", help="Write the
                                                "(atomically) instead of stdout.")]
 Force = Annotated[bool, typer.Option("--force", help="Overwrite an existing --output (or --plot) file.")]
 Rows = Annotated[int, typer.Option("--rows", help="Table rows shown before the middle is elided (0: all).")]
+PlotFile = Annotated[Optional[str], typer.Option("--plot", help="Also draw a picture into this file: PNG, SVG or "
+                                                 "PDF by its suffix (written atomically; --force overwrites).")]
+Dpi = Annotated[int, typer.Option("--dpi", help="Picture resolution in dots per inch (PNG pixels = inches x dpi).")]
+Width = Annotated[float, typer.Option("--width", help="Picture width in inches.")]
+Height = Annotated[Optional[float], typer.Option("--height", help="Picture height in inches [default: fits the "
+                                                 "figure's panels].")]
+Threshold = Annotated[float, typer.Option("--threshold", help="Mark the first k whose efficiency E(k) falls below "
+                                          "this (0 < x <= 1).")]
+#: defaults of the picture options
+DPI, WIDTH, THRESHOLD = 150, 10.0, 0.8
+
+
+# --------------------------------------------------------------------------- option groups
+
+
+class OptionGroup:
+    """Base of the option dataclasses: a command parameter annotated with a subclass becomes its fields."""
+
+
+@dataclasses.dataclass(frozen=True)
+class Tweak:
+    """How one command changes a group: ``fields`` maps a field to a new alias, or to ``(alias, default)``;
+    ``defaults`` changes only defaults; ``omit`` leaves fields out of the command (they keep their defaults)."""
+
+    omit: tuple[str, ...] = ()
+    defaults: dict[str, Any] = dataclasses.field(default_factory=dict)
+    fields: dict[str, Any] = dataclasses.field(default_factory=dict)
+
+
+def tweak(*, omit: tuple[str, ...] | list[str] = (), defaults: dict[str, Any] | None = None, **fields: Any) -> Tweak:
+    return Tweak(omit=tuple(omit), defaults=dict(defaults or {}), fields=fields)
+
+
+def _group_of(annotation: Any) -> tuple[type[OptionGroup], Tweak] | None:
+    """``(group class, tweak)`` when an annotation names an option group, else None."""
+    extra: tuple[Any, ...] = ()
+    if typing.get_origin(annotation) is Annotated:
+        annotation, *rest = typing.get_args(annotation)
+        extra = tuple(rest)
+    if isinstance(annotation, type) and issubclass(annotation, OptionGroup):
+        tw = next((x for x in extra if isinstance(x, Tweak)), Tweak())
+        return annotation, tw
+    return None
+
+
+def command(fn: F) -> F:
+    """Expand every option-group parameter of ``fn`` into the group's options, for typer.
+
+    The options take the group parameter's place in the signature (so in ``--help``); the wrapper
+    collects them back into the dataclass and calls ``fn`` with it.
+    """
+    hints = typing.get_type_hints(fn, include_extras=True)
+    sig = inspect.signature(fn)
+    params: list[inspect.Parameter] = []
+    groups: dict[str, tuple[type[OptionGroup], list[str]]] = {}
+    for p in sig.parameters.values():
+        ann = hints.get(p.name, p.annotation)
+        found = _group_of(ann)
+        if found is None:
+            params.append(p.replace(annotation=ann, kind=inspect.Parameter.KEYWORD_ONLY))
+            continue
+        cls, tw = found
+        field_hints = typing.get_type_hints(cls, include_extras=True)
+        names = []
+        for f in dataclasses.fields(cls):
+            default = f.default
+            if f.name in tw.omit:
+                continue
+            annotation = field_hints[f.name]
+            if f.name in tw.fields:
+                new = tw.fields[f.name]
+                annotation, default = new if isinstance(new, tuple) else (new, default)
+            default = tw.defaults.get(f.name, default)
+            names.append(f.name)
+            params.append(inspect.Parameter(f.name, inspect.Parameter.KEYWORD_ONLY, annotation=annotation,
+                                            default=default))
+        unknown = set(tw.omit) | set(tw.fields) | set(tw.defaults)
+        unknown -= {f.name for f in dataclasses.fields(cls)}
+        if unknown:
+            raise TypeError(f"{fn.__name__}: {cls.__name__} has no field {', '.join(sorted(unknown))}")
+        groups[p.name] = (cls, names)
+    seen: set[str] = set()
+    for p in params:
+        if p.name in seen:
+            raise TypeError(f"{fn.__name__}: two options are called {p.name!r}")
+        seen.add(p.name)
+
+    @functools.wraps(fn)
+    def wrapper(**kwargs: Any) -> Any:
+        for pname, (cls, names) in groups.items():
+            kwargs[pname] = cls(**{n: kwargs.pop(n) for n in names})
+        return fn(**kwargs)
+
+    wrapper.__signature__ = inspect.Signature(params)  # type: ignore[attr-defined]
+    wrapper.__annotations__ = {p.name: p.annotation for p in params}
+    del wrapper.__wrapped__  # typer must read the new signature, not fn's
+    return wrapper  # type: ignore[return-value]
 
 
 def parse_time(value: str | None, option: str) -> float | None:
@@ -82,43 +200,14 @@ def parse_time(value: str | None, option: str) -> float | None:
     return t
 
 
-def build_scenario(*, profile: str | None, model: str | None, params: float | None,
-                   flops_per_sample: float | None, compute_time: str | None, workload: str | None,
-                   seq_len: int | None, batch_per_device: int | None, global_batch: int | None,
-                   dtype: str | None, grad_dtype: str, mfu: float | None, algorithm: str = "ring",
-                   overlap: str = "buckets", bucket_mb: float = 25.0, accum: int = 1) -> Scenario:
-    """The one place where command-line options become a :class:`Scenario`."""
-    ct = parse_time(compute_time, "--compute-time")
-    prof = resolve_profile(profile)
-    wl = build_workload(model=model, params=params, flops_per_sample=flops_per_sample, workload_file=workload,
-                        seq_len=seq_len, compute_time=ct)
-    return Scenario(profile=prof, workload=wl, dtype=dtype, grad_dtype=grad_dtype, mfu=mfu,
-                    batch_per_device=batch_per_device, global_batch=global_batch, compute_time_s=ct,
-                    algorithm=algorithm, overlap=overlap, bucket_mb=bucket_mb, accum=accum)
-
-
-# --------------------------------------------------------------------------- pictures and multi-value options
-# (issue 4: `--plot FILE` on speedup and comm, and the `simcli plot` group)
-
-PlotFile = Annotated[Optional[str], typer.Option("--plot", help="Also draw a picture into this file: PNG, SVG or "
-                                                 "PDF by its suffix (written atomically; --force overwrites).")]
-Dpi = Annotated[int, typer.Option("--dpi", help="Picture resolution in dots per inch (PNG pixels = inches x dpi).")]
-Width = Annotated[float, typer.Option("--width", help="Picture width in inches.")]
-Height = Annotated[Optional[float], typer.Option("--height", help="Picture height in inches [default: fits the "
-                                                 "figure's panels].")]
-Threshold = Annotated[float, typer.Option("--threshold", help="Mark the first k whose efficiency E(k) falls below "
-                                          "this (0 < x <= 1).")]
-#: defaults of the picture options
-DPI, WIDTH, THRESHOLD = 150, 10.0, 0.8
-
-
 def split_list(value: str | None, option: str) -> list[str | None]:
-    """Comma-separated option values: 'dgx-a100,dgx-h100' -> ['dgx-a100', 'dgx-h100']; None -> [None]."""
+    """Comma-separated option values: 'dgx-a100,dgx-h100' -> ['dgx-a100', 'dgx-h100'] (order kept, duplicates
+    dropped, empty items refused); None -> [None]."""
     if value is None:
         return [None]
     items = [v.strip() for v in str(value).split(",")]
     if not all(items):
-        raise InputError(f"{option}: empty item in {value!r}; separate names with single commas")
+        raise InputError(f"{option}: empty item in {value!r}; separate values with single commas")
     return list(dict.fromkeys(items))
 
 
@@ -126,22 +215,111 @@ def split_list(value: str | None, option: str) -> list[str | None]:
 MULTI = ("profile", "model", "algorithm")
 
 
-def build_scenarios(**options) -> list[Scenario]:
-    """One :class:`Scenario` per combination of comma-separated --profile, --model and --algorithm values.
+@dataclasses.dataclass(frozen=True)
+class ScenarioOptions(OptionGroup):
+    """What to simulate: every option that goes into a :class:`~simcli.engine.Scenario`.
 
-    Every other keyword goes to :func:`build_scenario` unchanged. Order: profile-major, then model, then
-    algorithm, as given on the command line.
+    To add one: a field here (its alias above, or an ``Annotated`` type in place) and its use in :meth:`build`.
     """
-    import itertools
 
-    lists = [split_list(options.pop(name, None), f"--{name}") for name in MULTI]
-    out = []
-    for prof, model, alg in itertools.product(*lists):
-        kw = dict(options, profile=prof, model=model)
-        if alg is not None:
-            kw["algorithm"] = alg
-        out.append(build_scenario(**kw))
-    return out
+    profile: Profile = None
+    model: Model = None
+    params: Params = None
+    flops_per_sample: FlopsPerSample = None
+    compute_time: ComputeTime = None
+    workload: WorkloadFile = None
+    seq_len: SeqLen = None
+    batch_per_device: BatchPerDevice = None
+    global_batch: GlobalBatch = None
+    dtype: Dtype = None
+    grad_dtype: GradDtype = "fp32"
+    mfu: Mfu = None
+    algorithm: Algorithm = "ring"
+    overlap: Overlap = "buckets"
+    bucket_mb: BucketMb = 25.0
+    accum: Accum = 1
+
+    def build(self) -> Scenario:
+        """The one place where command-line options become a :class:`Scenario`."""
+        ct = parse_time(self.compute_time, "--compute-time")
+        prof = resolve_profile(self.profile)
+        wl = build_workload(model=self.model, params=self.params, flops_per_sample=self.flops_per_sample,
+                            workload_file=self.workload, seq_len=self.seq_len, compute_time=ct)
+        return Scenario(profile=prof, workload=wl, dtype=self.dtype, grad_dtype=self.grad_dtype, mfu=self.mfu,
+                        batch_per_device=self.batch_per_device, global_batch=self.global_batch, compute_time_s=ct,
+                        algorithm=self.algorithm, overlap=self.overlap, bucket_mb=self.bucket_mb, accum=self.accum)
+
+    def build_all(self) -> list[Scenario]:
+        """One :class:`Scenario` per combination of comma-separated --profile, --model and --algorithm values.
+
+        Order: profile-major, then model, then algorithm, as given on the command line.
+        """
+        lists = [split_list(getattr(self, name), f"--{name}") for name in MULTI]
+        return [dataclasses.replace(self, profile=prof, model=model, algorithm=alg or self.algorithm).build()
+                for prof, model, alg in itertools.product(*lists)]
+
+    def replace(self, **changes: Any) -> "ScenarioOptions":
+        return dataclasses.replace(self, **changes)
+
+    def given(self) -> dict[str, Any]:
+        """The options that differ from their defaults, in declaration order (for a command line)."""
+        return {f.name: getattr(self, f.name) for f in dataclasses.fields(self)
+                if getattr(self, f.name) is not None and getattr(self, f.name) is not False
+                and getattr(self, f.name) != f.default}
+
+
+@dataclasses.dataclass(frozen=True)
+class OutputOptions(OptionGroup):
+    """Where and how a command's answer goes: --format, --output, --force, --rows."""
+
+    format: FormatOpt = Format.table
+    output: Output = None
+    force: Force = False
+    rows: Rows = 40
+
+    @property
+    def table(self) -> bool:
+        return self.format is Format.table
+
+
+@dataclasses.dataclass(frozen=True)
+class PictureOptions(OptionGroup):
+    """A picture besides the answer (or instead of it): --plot, --dpi, --width, --height, --threshold."""
+
+    plot: PlotFile = None
+    dpi: Dpi = DPI
+    width: Width = WIDTH
+    height: Height = None
+    threshold: Threshold = THRESHOLD
+
+    def size(self, path: str, force: bool, option: str = "--plot", threshold: bool = True) -> "FigSize":
+        """Check a picture request before any work: suffix, directory, clobbering, size and threshold."""
+        return picture_size(path, force, self.dpi, self.width, self.height,
+                            self.threshold if threshold else None, option=option)
+
+
+def picture_size(path: str, force: bool, dpi: int, width: float, height: float | None,
+                 threshold: float | None = None, option: str = "--plot") -> "FigSize":
+    """Check a picture request before any work: suffix, directory, clobbering, size and threshold."""
+    from ..output import check_output_path
+    from ..plot import FigSize, check_figsize, picture_format
+
+    picture_format(path, option)
+    check_output_path(path, force, option)
+    if threshold is not None and not (0 < threshold <= 1):
+        raise InputError(f"--threshold: {threshold:g} is not in (0, 1]; give an efficiency such as 0.8")
+    return check_figsize(FigSize(width=width, height=height, dpi=dpi))
+
+
+def check_outputs(out: OutputOptions, pic: PictureOptions | None = None, threshold: bool = True):
+    """Refuse bad --output and --plot requests before any work is done; the picture's size, or None."""
+    if out.output:
+        from ..output import check_output_path
+
+        check_output_path(out.output, out.force)
+    if pic is not None and pic.plot:
+        return pic.size(pic.plot, out.force, threshold=threshold)
+    return None
 
 
 def scenario_tags(sc: Scenario) -> dict[str, str]:
@@ -153,17 +331,3 @@ def varying(scenarios: list[Scenario]) -> list[str]:
     """The keys of MULTI whose values differ between ``scenarios``."""
     tags = [scenario_tags(sc) for sc in scenarios]
     return [k for k in MULTI if len({t[k] for t in tags}) > 1]
-
-
-def check_outputs(output: str | None, force: bool, plot: str | None = None, dpi: int = 150,
-                  width: float = 10.0, height: float | None = None, threshold: float | None = None):
-    """Refuse bad --output and --plot requests before any work is done; the picture's size, or None."""
-    if output:
-        from ..output import check_output_path
-
-        check_output_path(output, force)
-    if plot:
-        from .plot import picture_size
-
-        return picture_size(plot, force, dpi, width, height, threshold)
-    return None

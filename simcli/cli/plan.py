@@ -13,11 +13,14 @@ import shlex
 from typing import TYPE_CHECKING, Annotated, Any, Optional
 
 import typer
+from typer.core import TyperGroup
 
 from ..model import InputError
-from . import options as o
 from ..units import sig4
-from .app import CONTEXT, app, emit, handle_errors, show
+from . import options as o
+from .common import emit, handle_errors, new_app, show, warn
+
+app = new_app()  # `compare`, a top-level command
 
 if TYPE_CHECKING:  # pragma: no cover
     from ..engine import Scenario
@@ -33,14 +36,10 @@ class Optimizer(str, enum.Enum):
 MAX_SCAN = 100_000
 
 # plan's own options (their meaning is particular to plan)
-MaxDevicesQ = Annotated[bool, typer.Option("--max-devices", help="Question: the largest k whose efficiency stays "
-                                           "at or above --min-efficiency (scans every k of --devices).")]
-SolveQ = Annotated[Optional[str], typer.Option("--solve", help="Question: the value of this profile field that "
-                                               "gives --min-efficiency at --devices K: network[1].bandwidth, "
-                                               "inter_node.bandwidth, network[0].latency, <tier>.efficiency, "
-                                               "device.mfu, device.peak_flops[.bf16], device.reduce_bandwidth.")]
-TimeQ = Annotated[bool, typer.Option("--time-to-train", help="Question: wall-clock time and cost of a whole run "
-                                     "(--samples or --tokens) for each k of --devices.")]
+SolveField = Annotated[str, typer.Argument(help="The profile field to solve for, the value that "
+                                           "gives --min-efficiency at --devices K: network[1].bandwidth, "
+                                           "inter_node.bandwidth, network[0].latency, <tier>.efficiency, "
+                                           "device.mfu, device.peak_flops[.bf16], device.reduce_bandwidth.")]
 MinEfficiency = Annotated[Optional[float], typer.Option("--min-efficiency", "-e", help="Target efficiency "
                                                         "E(k) = S(k)/k, 0 < x <= 1 (for --max-devices and "
                                                         "--solve).")]
@@ -90,19 +89,11 @@ AccumList = Annotated[Optional[str], typer.Option("--accum", help="Gradient accu
 # --------------------------------------------------------------------------- helpers
 
 
-def _split(value: str | None, option: str) -> list[str]:
-    """'a,b' -> ['a', 'b'] (order kept, duplicates dropped); empty items refused."""
-    items = [v.strip() for v in str(value).split(",")]
-    if not all(items):
-        raise InputError(f"{option}: empty item in {value!r}; separate values with single commas")
-    return list(dict.fromkeys(items))
-
-
 def _numbers(value: str | None, option: str, kind: type, lo: float, hi: float | None = None) -> list[Any]:
     if value is None:
         return []
     out = []
-    for item in _split(value, option):
+    for item in o.split_list(value, option):
         try:
             v = kind(item)
         except ValueError:
@@ -114,13 +105,10 @@ def _numbers(value: str | None, option: str, kind: type, lo: float, hi: float | 
     return out
 
 
-def _curve_command(devices: str, opts: dict[str, Any]) -> str:
+def _curve_command(devices: str, scn: o.ScenarioOptions) -> str:
     """The `simcli speedup` command that shows the curve behind an answer, with the options that were given."""
     parts = ["simcli", "speedup", "--devices", devices]
-    defaults = {"grad_dtype": "fp32", "algorithm": "ring", "overlap": "buckets", "bucket_mb": 25.0, "accum": 1}
-    for key, v in opts.items():
-        if v is None or v is False or defaults.get(key) == v:
-            continue
+    for key, v in scn.given().items():
         parts += [f"--{key.replace('_', '-')}", str(v)]
     return " ".join(shlex.quote(p) for p in parts)
 
@@ -142,10 +130,6 @@ def _on_grid(x: int, lo: int) -> bool:
     while x > lo and x % 2 == 0:
         x //= 2
     return x == lo
-
-
-def _warn(msg: str) -> None:
-    typer.echo(f"simcli: warning: {msg}", err=True)
 
 
 def _header_lines(sc: "Scenario") -> list[str]:
@@ -174,120 +158,179 @@ def _header_lines(sc: "Scenario") -> list[str]:
 # --------------------------------------------------------------------------- plan
 
 
-@app.command(context_settings=CONTEXT)
+class _PlanGroup(TyperGroup):
+    """``simcli plan`` has one sub-command per question; the older spellings ``plan --max-devices``,
+    ``plan --solve FIELD`` and ``plan --time-to-train`` (anywhere on the line) still work."""
+
+    def parse_args(self, ctx, args):  # noqa: ANN001, ANN201 - click's signature
+        if args and not any(a in ("-h", "--help") for a in args[:1]):
+            args = self._rewrite(ctx, list(args))
+        return super().parse_args(ctx, args)
+
+    def _rewrite(self, ctx: Any, args: list[str]) -> list[str]:
+        def fail(msg: str) -> None:
+            typer.echo(f"simcli: error: {msg}", err=True)
+            ctx.exit(2)
+
+        mode = args[0] if args[0] in self.commands else None
+        rest = args[1:] if mode else []
+        if mode is None:  # the older spellings
+            found: list[str] = []
+            field: list[str] = []
+            it = iter(args)
+            for a in it:
+                name, eq, value = a.partition("=")
+                if name not in _LEGACY:
+                    rest.append(a)
+                    continue
+                found.append(_LEGACY[name])
+                if name == "--solve":
+                    field.append(value if eq else next(it, ""))
+            if not found:
+                if any(a in ("-h", "--help") for a in args):
+                    return args
+                fail("give one question: " + _QUESTIONS)
+            if len(found) > 1:
+                fail(f"{' and '.join(_FLAG[m] for m in found)} exclude each other; give one of: " + _QUESTIONS)
+            mode = found[0]
+            rest = field + rest  # `plan solve FIELD ...`
+        own = {n for p in self.commands[mode].params for n in p.opts}
+        for a in rest:
+            name = a.split("=", 1)[0]
+            if name.startswith("-") and name not in own:
+                others = {m: p for m, c in self.commands.items() for p in c.params if name in p.opts}
+                if others:
+                    long = max(next(iter(others.values())).opts, key=len)
+                    fail(f"{long} goes with {' or '.join(_FLAG[m] for m in others)}, not {_FLAG[mode]}")
+        return [mode, *rest]
+
+
+_LEGACY = {"--max-devices": "max-devices", "--solve": "solve", "--time-to-train": "time-to-train"}
+_FLAG = {"max-devices": "--max-devices", "solve": "--solve", "time-to-train": "--time-to-train"}
+_QUESTIONS = "--max-devices, --solve FIELD or --time-to-train (or: plan max-devices | solve FIELD | time-to-train)"
+
+plan_app = new_app(
+    cls=_PlanGroup,
+    help="Answer a sizing question: the most devices at an efficiency, the profile value that reaches one, or the "
+         "time and cost of a whole run; each with the reason (the dominant term), a memory check and the command "
+         "that shows the curve. JSON: one object whose key 'answer' holds the answer.",
+    epilog="Examples: simcli plan max-devices --min-efficiency 0.9 --profile dgx-h100 --model llama2-7b; "
+           "simcli plan solve inter_node.bandwidth --devices 512 --min-efficiency 0.85 --profile dgx-a100 "
+           "--model bert-large; simcli plan time-to-train --tokens 2e12 --devices 1024 --model llama2-70b "
+           "--price-per-device-hour 2.5 (the older spellings --max-devices, --solve FIELD and --time-to-train "
+           "work too)",
+    no_args_is_help=True,
+)
+
+
+def _plan_start(scn: o.ScenarioOptions, out: o.OutputOptions, optimizer: Optimizer):
+    from .. import plan as P
+
+    o.check_outputs(out)
+    sc = scn.build()
+    return sc, P.training_memory(sc, optimizer.value)
+
+
+@plan_app.command("max-devices")
 @handle_errors
-def plan(
-    max_devices: MaxDevicesQ = False,
-    solve: SolveQ = None,
-    time_to_train: TimeQ = False,
+def plan_max_devices(
+    min_efficiency: MinEfficiency = None,
+    devices: PlanDevices = None,
+    optimizer: OptimizerOpt = Optimizer.adam,
+    scn: o.ScenarioOptions = o.ScenarioOptions(),
+    out: o.OutputOptions = o.OutputOptions(),
+) -> None:
+    """The largest k whose efficiency stays at or above --min-efficiency (scans every k of --devices)."""
+    from .. import plan as P
+    from ..ranges import parse_devices
+
+    sc, mem = _plan_start(scn, out, optimizer)
+    cap = sc.profile.max_devices or MAX_SCAN
+    k = parse_devices(devices if devices is not None else f"1..{cap}")
+    ans = P.max_devices(sc, k, min_efficiency)  # type: ignore[arg-type]
+    res = ans.to_dict()
+    nxt = ans.beyond["devices"] if ans.beyond else None
+    res["command"] = _curve_command(_scan_string(ans.result.devices, devices, ans.answer, nxt), scn)
+    _plan_finish(sc, ans, res, mem, out)
+
+
+@plan_app.command("solve")
+@handle_errors
+def plan_solve(
+    field: SolveField,
     min_efficiency: MinEfficiency = None,
     devices: PlanDevices = None,
     tolerance: Tolerance = 1e-6,
+    optimizer: OptimizerOpt = Optimizer.adam,
+    scn: o.ScenarioOptions = o.ScenarioOptions(),
+    out: o.OutputOptions = o.OutputOptions(),
+) -> None:
+    """The value of a profile field that gives --min-efficiency at --devices K."""
+    from .. import plan as P
+    from ..ranges import parse_devices
+
+    sc, mem = _plan_start(scn, out, optimizer)
+    if devices is None:
+        raise InputError("--devices: --solve needs the device count to solve at, for example --devices 256")
+    k = parse_devices(devices)
+    if len(k) != 1:
+        raise InputError(f"--devices: {devices!r} gives {len(k)} device counts; --solve answers for one, "
+                         "for example --devices 256")
+    kk = int(k[0])
+    ans = P.solve_field(sc, kk, min_efficiency, field, tolerance)  # type: ignore[arg-type]
+    res = ans.to_dict()
+    res["command"] = _curve_command(_scan_string([1, kk], None, kk), scn)
+    _plan_finish(sc, ans, res, mem, out)
+
+
+@plan_app.command("time-to-train")
+@handle_errors
+def plan_time_to_train(
+    devices: PlanDevices = None,
     samples: Samples = None,
     tokens: Tokens = None,
     price_per_device_hour: Price = None,
     max_hours: MaxHours = None,
     max_cost: MaxCost = None,
     optimizer: OptimizerOpt = Optimizer.adam,
-    profile: o.Profile = None,
-    model: o.Model = None,
-    params: o.Params = None,
-    flops_per_sample: o.FlopsPerSample = None,
-    compute_time: o.ComputeTime = None,
-    workload: o.WorkloadFile = None,
-    seq_len: o.SeqLen = None,
-    batch_per_device: o.BatchPerDevice = None,
-    global_batch: o.GlobalBatch = None,
-    dtype: o.Dtype = None,
-    grad_dtype: o.GradDtype = "fp32",
-    mfu: o.Mfu = None,
-    algorithm: o.Algorithm = "ring",
-    overlap: o.Overlap = "buckets",
-    bucket_mb: o.BucketMb = 25.0,
-    accum: o.Accum = 1,
-    format: o.FormatOpt = o.Format.table,
-    output: o.Output = None,
-    force: o.Force = False,
-    rows: o.Rows = 40,
+    scn: o.ScenarioOptions = o.ScenarioOptions(),
+    out: o.OutputOptions = o.OutputOptions(),
 ) -> None:
-    """Answer a sizing question: the most devices at an efficiency, the profile value that reaches one, or the
-    time and cost of a whole run; each with the reason (the dominant term), a memory check and the command
-    that shows the curve. JSON: one object whose key 'answer' holds the answer.
-
-    Examples: simcli plan --max-devices --min-efficiency 0.9 --profile dgx-h100 --model llama2-7b;
-    simcli plan --devices 512 --min-efficiency 0.85 --solve inter_node.bandwidth --profile dgx-a100 --model
-    bert-large; simcli plan --time-to-train --tokens 2e12 --devices 1024 --model llama2-70b
-    --price-per-device-hour 2.5
-    """
+    """Wall-clock time and cost of a whole run (--samples or --tokens) for each k of --devices."""
     from .. import plan as P
     from ..ranges import parse_devices
 
-    asked = [name for name, on in (("--max-devices", max_devices), ("--solve", solve is not None),
-                                   ("--time-to-train", time_to_train)) if on]
-    if len(asked) != 1:
-        raise InputError(("give one question: " if not asked else f"{' and '.join(asked)} exclude each other; "
-                          "give one of: ") + "--max-devices, --solve FIELD or --time-to-train")
-    if not time_to_train:
-        for name, v in (("--samples", samples), ("--tokens", tokens), ("--price-per-device-hour",
-                        price_per_device_hour), ("--max-hours", max_hours), ("--max-cost", max_cost)):
-            if v is not None:
-                raise InputError(f"{name} goes with --time-to-train")
-    elif min_efficiency is not None:
-        raise InputError("--min-efficiency goes with --max-devices or --solve, not --time-to-train")
-    o.check_outputs(output, force)
-    opts = dict(profile=profile, model=model, params=params, flops_per_sample=flops_per_sample,
-                compute_time=compute_time, workload=workload, seq_len=seq_len, batch_per_device=batch_per_device,
-                global_batch=global_batch, dtype=dtype, grad_dtype=grad_dtype, mfu=mfu, algorithm=algorithm,
-                overlap=overlap, bucket_mb=bucket_mb, accum=accum)
-    sc = o.build_scenario(**opts)
-    mem = P.training_memory(sc, optimizer.value)
-    out: dict[str, Any]
+    sc, mem = _plan_start(scn, out, optimizer)
+    if (samples is None) == (tokens is None):
+        raise InputError("--time-to-train needs the size of the run: give --samples N or --tokens N (one)")
+    if devices is None:
+        raise InputError("--devices: --time-to-train needs the device counts to cost, for example "
+                         "--devices 8..1024:x2")
+    k = parse_devices(devices)
+    n = samples if samples is not None else P.samples_from_tokens(sc.workload, tokens)  # type: ignore[arg-type]
+    ans = P.time_to_train(sc, k, samples=n, price=price_per_device_hour, max_hours=max_hours, max_cost=max_cost)
+    res = ans.to_dict()
+    if tokens is not None:
+        res["tokens"] = tokens
+    res["command"] = _curve_command(devices, scn)
+    _plan_finish(sc, ans, res, mem, out)
 
-    if max_devices:
-        cap = sc.profile.max_devices or MAX_SCAN
-        k = parse_devices(devices if devices is not None else f"1..{cap}")
-        ans = P.max_devices(sc, k, min_efficiency)  # type: ignore[arg-type]
-        out = ans.to_dict()
-        nxt = ans.beyond["devices"] if ans.beyond else None
-        out["command"] = _curve_command(_scan_string(ans.result.devices, devices, ans.answer, nxt), opts)
-    elif solve is not None:
-        if devices is None:
-            raise InputError("--devices: --solve needs the device count to solve at, for example --devices 256")
-        k = parse_devices(devices)
-        if len(k) != 1:
-            raise InputError(f"--devices: {devices!r} gives {len(k)} device counts; --solve answers for one, "
-                             "for example --devices 256")
-        ans = P.solve_field(sc, int(k[0]), min_efficiency, solve, tolerance)  # type: ignore[arg-type]
-        out = ans.to_dict()
-        kk = int(k[0])
-        out["command"] = _curve_command(_scan_string([1, kk], None, kk), opts)
-    else:
-        if (samples is None) == (tokens is None):
-            raise InputError("--time-to-train needs the size of the run: give --samples N or --tokens N (one)")
-        if devices is None:
-            raise InputError("--devices: --time-to-train needs the device counts to cost, for example "
-                             "--devices 8..1024:x2")
-        k = parse_devices(devices)
-        n = samples if samples is not None else P.samples_from_tokens(sc.workload, tokens)  # type: ignore[arg-type]
-        ans = P.time_to_train(sc, k, n, price_per_device_hour, max_hours, max_cost)
-        out = ans.to_dict()
-        if tokens is not None:
-            out["tokens"] = tokens
-        out["command"] = _curve_command(devices, opts)
-    out["memory"] = mem.to_dict()
-    out["warnings"] = [] if mem.fits is not False else [mem.message()]
-    out["inputs"] = sc.inputs()
-    for w in out["warnings"]:
-        _warn(w)
-    if format is o.Format.table:
-        show(_plan_view(sc, ans, out, rows), output, force)
+
+def _plan_finish(sc: "Scenario", ans: Any, res: dict[str, Any], mem: Any, out: o.OutputOptions) -> None:
+    res["memory"] = mem.to_dict()
+    res["warnings"] = [] if mem.fits is not False else [mem.message()]
+    res["inputs"] = sc.inputs()
+    for w in res["warnings"]:
+        warn(w)
+    if out.table:
+        show(_plan_view(sc, ans, res, out.rows), out.output, out.force)
         return
     from ..output import to_csv, to_json
 
-    if format is o.Format.json:
-        emit(to_json(out), output, force)
+    if out.format is o.Format.json:
+        emit(to_json(res), out.output, out.force)
     else:
-        emit(to_csv(_plan_rows(out)), output, force)
+        emit(to_csv(_plan_rows(res)), out.output, out.force)
 
 
 def _plan_rows(out: dict[str, Any]) -> list[dict[str, Any]]:
@@ -380,36 +423,20 @@ def _plan_view(sc: "Scenario", ans: Any, out: dict[str, Any], rows: int) -> Any:
 # --------------------------------------------------------------------------- compare
 
 
-@app.command(context_settings=CONTEXT)
+#: compare takes comma-separated alternatives for these scenario options
+_COMPARE = o.tweak(profile=ProfileList, model=ModelList, batch_per_device=BatchList, dtype=DtypeList,
+                   grad_dtype=GradDtypeList, mfu=MfuList, algorithm=AlgorithmList, overlap=(OverlapList, None),
+                   bucket_mb=(BucketList, None), accum=(AccumList, None))
+
+
+@app.command()
 @handle_errors
 def compare(
     devices: o.Devices = "1..64:x2",
-    profile: ProfileList = None,
-    model: ModelList = None,
-    params: o.Params = None,
-    flops_per_sample: o.FlopsPerSample = None,
-    compute_time: o.ComputeTime = None,
-    workload: o.WorkloadFile = None,
-    seq_len: o.SeqLen = None,
-    batch_per_device: BatchList = None,
-    global_batch: o.GlobalBatch = None,
-    dtype: DtypeList = None,
-    grad_dtype: GradDtypeList = "fp32",
-    mfu: MfuList = None,
-    algorithm: AlgorithmList = "ring",
-    overlap: OverlapList = None,
-    bucket_mb: BucketList = None,
-    accum: AccumList = None,
+    scn: Annotated[o.ScenarioOptions, _COMPARE] = o.ScenarioOptions(),
     optimizer: OptimizerOpt = Optimizer.adam,
-    format: o.FormatOpt = o.Format.table,
-    output: o.Output = None,
-    force: o.Force = False,
-    rows: o.Rows = 80,
-    plot: o.PlotFile = None,
-    dpi: o.Dpi = o.DPI,
-    width: o.Width = o.WIDTH,
-    height: o.Height = None,
-    threshold: o.Threshold = o.THRESHOLD,
+    out: Annotated[o.OutputOptions, o.tweak(defaults={"rows": 80})] = o.OutputOptions(),
+    pic: o.PictureOptions = o.PictureOptions(),
 ) -> None:
     """Every combination of the comma-separated alternatives, side by side: step time, speedup, efficiency and
     the gain (throughput over the first combination at the same k).
@@ -421,39 +448,39 @@ def compare(
     from ..ranges import parse_devices
     from ..workloads import build_workload
 
-    fig_size = o.check_outputs(output, force, plot, dpi, width, height, threshold)
+    fig_size = o.check_outputs(out, pic)
     k = parse_devices(devices)
-    profiles = _split(profile, "--profile") if profile is not None else [None]
-    models = _split(model, "--model") if model is not None else [None]
-    dtypes = _split(dtype, "--dtype") if dtype is not None else [None]
-    grads = _split(grad_dtype, "--grad-dtype")
-    algs = _split(algorithm, "--algorithm")
-    mfus = _numbers(mfu, "--mfu", float, 0.0, 1.0) or [None]
+    profiles = o.split_list(scn.profile, "--profile")
+    models = o.split_list(scn.model, "--model")
+    dtypes = o.split_list(scn.dtype, "--dtype")
+    grads = o.split_list(scn.grad_dtype, "--grad-dtype")
+    algs = o.split_list(scn.algorithm, "--algorithm")
+    mfus = _numbers(scn.mfu, "--mfu", float, 0.0, 1.0) or [None]
     if 0.0 in mfus:
         raise InputError("--mfu: 0 is not in (0, 1]")
-    batches = _numbers(batch_per_device, "--batch-per-device", int, 1) or [None]
-    sc = o.build_scenario(profile=profiles[0], model=models[0], params=params, flops_per_sample=flops_per_sample,
-                          compute_time=compute_time, workload=workload, seq_len=seq_len,
-                          batch_per_device=batches[0], global_batch=global_batch, dtype=dtypes[0],
-                          grad_dtype=grads[0], mfu=mfus[0], algorithm=algs[0])
+    batches = _numbers(scn.batch_per_device, "--batch-per-device", int, 1) or [None]
+    first = o.ScenarioOptions()  # the engine's overlap, bucket and accumulation unless compared
+    sc = scn.replace(profile=profiles[0], model=models[0], batch_per_device=batches[0], dtype=dtypes[0],
+                     grad_dtype=grads[0], mfu=mfus[0], algorithm=algs[0], overlap=first.overlap,
+                     bucket_mb=first.bucket_mb, accum=first.accum).build()
     choices: dict[str, list[Any]] = {}
     if len(profiles) > 1:
         choices["profile"] = [resolve_profile(p) for p in profiles]
     if len(models) > 1:
-        if params is not None or workload is not None:
+        if scn.params is not None or scn.workload is not None:
             raise InputError("--model with several names excludes --params and --workload")
         ct = sc.compute_time_s
-        choices["workload"] = [build_workload(model=m, seq_len=seq_len, compute_time=ct) for m in models]
+        choices["workload"] = [build_workload(model=m, seq_len=scn.seq_len, compute_time=ct) for m in models]
     for name, vals in (("dtype", dtypes), ("grad_dtype", grads), ("mfu", mfus), ("batch_per_device", batches),
                        ("algorithm", algs)):
         if len(vals) > 1:
             choices[name] = vals
-    if overlap is not None:
-        choices["overlap"] = _split(overlap, "--overlap")
-    if bucket_mb is not None:
-        choices["bucket_mb"] = _numbers(bucket_mb, "--bucket-mb", float, 1e-9)
-    if accum is not None:
-        choices["accum"] = _numbers(accum, "--accum", int, 1)
+    if scn.overlap is not None:
+        choices["overlap"] = o.split_list(scn.overlap, "--overlap")
+    if scn.bucket_mb is not None:
+        choices["bucket_mb"] = _numbers(scn.bucket_mb, "--bucket-mb", float, 1e-9)
+    if scn.accum is not None:
+        choices["accum"] = _numbers(scn.accum, "--accum", int, 1)
     cmp = run_compare(sc, choices, k, optimizer.value)
     from ..plan import training_memory
 
@@ -463,16 +490,16 @@ def compare(
         if mem.fits is False:
             misfits.setdefault(mem.message(), []).append(alt.label)
     for msg, labels in misfits.items():
-        _warn(("every alternative" if len(labels) == len(cmp.alternatives) else ", ".join(labels)) + ": " + msg)
-    if plot:
-        _draw_compare(cmp, plot, force, fig_size, threshold)
-    if format is o.Format.table:
-        show(_compare_view(cmp, rows), output, force)
+        warn(("every alternative" if len(labels) == len(cmp.alternatives) else ", ".join(labels)) + ": " + msg)
+    if pic.plot:
+        _draw_compare(cmp, pic.plot, out.force, fig_size, pic.threshold)
+    if out.table:
+        show(_compare_view(cmp, out.rows), out.output, out.force)
         return
     from ..output import to_csv, to_json
 
     recs = cmp.records()
-    emit(to_json(recs) if format is o.Format.json else to_csv(recs), output, force)
+    emit(to_json(recs) if out.format is o.Format.json else to_csv(recs), out.output, out.force)
 
 
 def _compare_title(cmp: Any) -> str:

@@ -18,7 +18,9 @@ from typer.core import TyperGroup
 
 from ..model import InputError
 from . import options as o
-from .app import CONTEXT, app, handle_errors
+from .common import done as _done
+from .common import handle_errors, new_app
+from .speedup import CommDtype, Size
 
 if TYPE_CHECKING:  # pragma: no cover
     from ..engine import Result, Scenario
@@ -34,22 +36,27 @@ class _PlotGroup(TyperGroup):
         return super().resolve_command(ctx, args)
 
 
-plot_app = typer.Typer(
+app = new_app(
     cls=_PlotGroup,
     help="Draw pictures (PNG, SVG or PDF by the file's suffix): speedup curves, time breakdowns, all-reduce "
          "time and busbw, the fastest algorithm per (k, size). 'simcli plot FILE.csv|FILE.json' redraws a table "
          "that simcli wrote with --format csv|json.",
     epilog="Example: simcli plot speedup --devices 1..64:x2 --profile dgx-a100,dgx-h100 -o speedup.png",
-    context_settings=CONTEXT,
     no_args_is_help=True,
 )
-app.add_typer(plot_app, name="plot")
 
 PictureOut = Annotated[str, typer.Option("--output", "-o", help="Picture file to write: .png, .svg or .pdf "
                                          "(atomically; refuses to overwrite without --force).")]
-Size = Annotated[str, typer.Option("--size", "-s", help="Message sizes with units: '1KiB..1GiB:x4', "
-                                   "'32MiB,1GiB'.")]
-CommDtype = Annotated[str, typer.Option("--dtype", help="Element type (sets nccl-tests' count column).")]
+
+def _scenario_tweak(noun: str) -> o.Tweak:
+    """plot speedup/breakdown: --profile, --model and --algorithm draw one line (or panel) per value."""
+    return o.tweak(
+        profile=Annotated[Optional[str], typer.Option("--profile", "-p", help="Built-in profile name or path; "
+                                                      f"several comma-separated draw one {noun} each.")],
+        model=Annotated[Optional[str], typer.Option("--model", "-m", help="Built-in model; several "
+                                                    f"comma-separated draw one {noun} each.")],
+        algorithm=Annotated[str, typer.Option("--algorithm", "-a", help="All-reduce algorithm (ring, tree, ..., "
+                                              f"auto); several comma-separated draw one {noun} each.")])
 
 
 class Kind(str, enum.Enum):
@@ -61,19 +68,6 @@ class Kind(str, enum.Enum):
 
 
 # --------------------------------------------------------------------------- helpers used by app.py too
-
-
-def picture_size(path: str, force: bool, dpi: int, width: float, height: float | None,
-                 threshold: float | None = None, option: str = "--plot") -> "FigSize":
-    """Check a picture request before any work: suffix, directory, clobbering, size and threshold."""
-    from ..output import check_output_path
-    from ..plot import FigSize, check_figsize, picture_format
-
-    picture_format(path, option)
-    check_output_path(path, force, option)
-    if threshold is not None and not (0 < threshold <= 1):
-        raise InputError(f"--threshold: {threshold:g} is not in (0, 1]; give an efficiency such as 0.8")
-    return check_figsize(FigSize(width=width, height=height, dpi=dpi))
 
 
 def _batch_text(sc: "Scenario") -> str:
@@ -178,106 +172,49 @@ def draw_algorithm_map(profile: Any, devices: Any, sizes: Any, names: Sequence[s
     _done(P.save_figure(P.algorithm_map_figure(devices, sizes, names, winner, title, size), path, force))
 
 
-def _done(path: str) -> None:
-    typer.echo(f"wrote {path}", err=True)
-
-
 # --------------------------------------------------------------------------- plot speedup / breakdown
 
 
-def _speedup_like(kind: str, devices: str, profile: Optional[str], model: Optional[str], params: Optional[float],
-                  flops_per_sample: Optional[float], compute_time: Optional[str], workload: Optional[str],
-                  seq_len: Optional[int], batch_per_device: Optional[int], global_batch: Optional[int],
-                  dtype: Optional[str], grad_dtype: str, mfu: Optional[float], algorithm: str, output: str,
-                  force: bool, dpi: int, width: float, height: Optional[float], threshold: float,
-                  **more: Any) -> None:
+def _speedup_like(kind: str, output: str, devices: str, scn: o.ScenarioOptions, force: bool,
+                  pic: o.PictureOptions) -> None:
     from ..engine import simulate
     from ..ranges import parse_devices
 
-    size = picture_size(output, force, dpi, width, height, threshold, option="--output")
+    size = pic.size(output, force, option="--output")
     k = parse_devices(devices)
-    scs = o.build_scenarios(profile=profile, model=model, params=params, flops_per_sample=flops_per_sample,
-                            compute_time=compute_time, workload=workload, seq_len=seq_len,
-                            batch_per_device=batch_per_device, global_batch=global_batch, dtype=dtype,
-                            grad_dtype=grad_dtype, mfu=mfu, algorithm=algorithm, **more)
-    draw_speedup([simulate(sc, k) for sc in scs], output, force, size, threshold, kind=kind)
+    draw_speedup([simulate(sc, k) for sc in scn.build_all()], output, force, size, pic.threshold, kind=kind)
 
 
-@plot_app.command("speedup", context_settings=CONTEXT)
+@app.command("speedup")
 @handle_errors
 def plot_speedup(
     output: PictureOut,
     devices: o.Devices = "1..64:x2",
-    profile: Annotated[Optional[str], typer.Option("--profile", "-p", help="Built-in profile name or path; "
-                                                   "several comma-separated draw one line each.")] = None,
-    model: Annotated[Optional[str], typer.Option("--model", "-m", help="Built-in model; several "
-                                                 "comma-separated draw one line each.")] = None,
-    params: o.Params = None,
-    flops_per_sample: o.FlopsPerSample = None,
-    compute_time: o.ComputeTime = None,
-    workload: o.WorkloadFile = None,
-    seq_len: o.SeqLen = None,
-    batch_per_device: o.BatchPerDevice = None,
-    global_batch: o.GlobalBatch = None,
-    dtype: o.Dtype = None,
-    grad_dtype: o.GradDtype = "fp32",
-    mfu: o.Mfu = None,
-    algorithm: Annotated[str, typer.Option("--algorithm", "-a", help="All-reduce algorithm (ring, tree, ..., "
-                                           "auto); several comma-separated draw one line each.")] = "ring",
-    overlap: o.Overlap = "buckets",
-    bucket_mb: o.BucketMb = 25.0,
-    accum: o.Accum = 1,
+    scn: Annotated[o.ScenarioOptions, _scenario_tweak("line")] = o.ScenarioOptions(),
     force: o.Force = False,
-    dpi: o.Dpi = o.DPI,
-    width: o.Width = o.WIDTH,
-    height: o.Height = None,
-    threshold: o.Threshold = o.THRESHOLD,
+    pic: Annotated[o.PictureOptions, o.tweak(omit=["plot"])] = o.PictureOptions(),
 ) -> None:
     """Speedup S(k) against k with the ideal S = k, efficiency E(k) below, the threshold crossing marked."""
-    _speedup_like("speedup", devices, profile, model, params, flops_per_sample, compute_time, workload, seq_len,
-                  batch_per_device, global_batch, dtype, grad_dtype, mfu, algorithm, output, force, dpi, width,
-                  height, threshold, overlap=overlap, bucket_mb=bucket_mb, accum=accum)
+    _speedup_like("speedup", output, devices, scn, force, pic)
 
 
-@plot_app.command("breakdown", context_settings=CONTEXT)
+@app.command("breakdown")
 @handle_errors
 def plot_breakdown(
     output: PictureOut,
     devices: o.Devices = "1..64:x2",
-    profile: Annotated[Optional[str], typer.Option("--profile", "-p", help="Built-in profile name or path; "
-                                                   "several comma-separated draw one panel each.")] = None,
-    model: Annotated[Optional[str], typer.Option("--model", "-m", help="Built-in model; several "
-                                                 "comma-separated draw one panel each.")] = None,
-    params: o.Params = None,
-    flops_per_sample: o.FlopsPerSample = None,
-    compute_time: o.ComputeTime = None,
-    workload: o.WorkloadFile = None,
-    seq_len: o.SeqLen = None,
-    batch_per_device: o.BatchPerDevice = None,
-    global_batch: o.GlobalBatch = None,
-    dtype: o.Dtype = None,
-    grad_dtype: o.GradDtype = "fp32",
-    mfu: o.Mfu = None,
-    algorithm: Annotated[str, typer.Option("--algorithm", "-a", help="All-reduce algorithm (ring, tree, ..., "
-                                           "auto); several comma-separated draw one panel each.")] = "ring",
-    overlap: o.Overlap = "buckets",
-    bucket_mb: o.BucketMb = 25.0,
-    accum: o.Accum = 1,
+    scn: Annotated[o.ScenarioOptions, _scenario_tweak("panel")] = o.ScenarioOptions(),
     force: o.Force = False,
-    dpi: o.Dpi = o.DPI,
-    width: o.Width = o.WIDTH,
-    height: o.Height = None,
+    pic: Annotated[o.PictureOptions, o.tweak(omit=["plot", "threshold"])] = o.PictureOptions(),
 ) -> None:
     """Stacked bars per k: compute, hidden and exposed communication (compute and communication without overlap)."""
-    _speedup_like("breakdown", devices, profile, model, params, flops_per_sample, compute_time, workload, seq_len,
-                  batch_per_device, global_batch, dtype, grad_dtype, mfu, algorithm, output, force, dpi, width,
-                  height, o.THRESHOLD, overlap=overlap, bucket_mb=bucket_mb, accum=accum)
+    _speedup_like("breakdown", output, devices, scn, force, pic)
 
 
 # --------------------------------------------------------------------------- plot comm / algorithms
 
 
-@plot_app.command("comm", context_settings=CONTEXT)
+@app.command("comm")
 @handle_errors
 def plot_comm(
     output: PictureOut,
@@ -287,22 +224,20 @@ def plot_comm(
     algorithm: o.Algorithm = "ring",
     dtype: CommDtype = "fp32",
     force: o.Force = False,
-    dpi: o.Dpi = o.DPI,
-    width: o.Width = o.WIDTH,
-    height: o.Height = None,
+    pic: Annotated[o.PictureOptions, o.tweak(omit=["plot", "threshold"])] = o.PictureOptions(),
 ) -> None:
     """All-reduce time and busbw against message size, one line per k, log axes (as nccl-tests reads)."""
     from ..comm import comm_grid
     from ..profiles import resolve_profile
     from ..ranges import parse_devices, parse_sizes
 
-    fs = picture_size(output, force, dpi, width, height, option="--output")
+    fs = pic.size(output, force, option="--output", threshold=False)
     k, n = parse_devices(devices), parse_sizes(size)
     prof = resolve_profile(profile)
     draw_comm(comm_grid(prof, k, n, algorithm=algorithm, dtype=dtype), prof, algorithm, dtype, output, force, fs)
 
 
-@plot_app.command("algorithms", context_settings=CONTEXT)
+@app.command("algorithms")
 @handle_errors
 def plot_algorithms(
     output: PictureOut,
@@ -312,9 +247,7 @@ def plot_algorithms(
     algorithm: Annotated[Optional[str], typer.Option("--algorithm", "-a", help="Algorithms to compare, "
                                                      "comma-separated [default: every one simcli models].")] = None,
     force: o.Force = False,
-    dpi: o.Dpi = o.DPI,
-    width: o.Width = o.WIDTH,
-    height: o.Height = None,
+    pic: Annotated[o.PictureOptions, o.tweak(omit=["plot", "threshold"])] = o.PictureOptions(),
 ) -> None:
     """Heatmap of the fastest all-reduce algorithm per (k, message size)."""
     import numpy as np
@@ -323,7 +256,7 @@ def plot_algorithms(
     from ..profiles import resolve_profile
     from ..ranges import parse_devices, parse_sizes
 
-    fs = picture_size(output, force, dpi, width, height, option="--output")
+    fs = pic.size(output, force, option="--output", threshold=False)
     k, n = parse_devices(devices), parse_sizes(size)
     prof = resolve_profile(profile)
     names = [a for a in o.split_list(algorithm, "--algorithm") if a] or list(collectives.ALGORITHMS)
@@ -409,7 +342,7 @@ def _numeric(records: list[dict[str, Any]], keys: Sequence[str], source: str) ->
                 r[k] = int(r[k])
 
 
-@plot_app.command("file", context_settings=CONTEXT)
+@app.command("file")
 @handle_errors
 def plot_file(
     file: Annotated[str, typer.Argument(help="A table simcli wrote with --format csv or json (speedup, comm, "
@@ -425,14 +358,12 @@ def plot_file(
     global_batch: o.GlobalBatch = None,
     algorithm: o.Algorithm = "ring",
     force: o.Force = False,
-    dpi: o.Dpi = o.DPI,
-    width: o.Width = o.WIDTH,
-    height: o.Height = None,
-    threshold: o.Threshold = o.THRESHOLD,
+    pic: Annotated[o.PictureOptions, o.tweak(omit=["plot"])] = o.PictureOptions(),
 ) -> None:
     """Redraw a saved table: speedup curves or a breakdown, comm time/busbw, measured points over the model."""
     out = output or str(Path(file).with_suffix(".png"))
-    fs = picture_size(out, force, dpi, width, height, threshold, option="--output")
+    fs = pic.size(out, force, option="--output")
+    threshold = pic.threshold
     recs = read_table(file)
     if not recs:
         raise InputError(f"{file}: the table has no rows")
@@ -527,11 +458,9 @@ def _step_figure(recs: list[dict[str, Any]], name: str, profile: str | None, mod
         from ..engine import simulate
 
         first = recs[0]
-        sc = o.build_scenario(profile=profile, model=model or _builtin_model(first.get("model")), params=None,
-                              flops_per_sample=None, compute_time=None, workload=None, seq_len=None,
-                              batch_per_device=batch_per_device or _int_or_none(first.get("batch_per_device")),
-                              global_batch=global_batch, dtype=None, grad_dtype="fp32", mfu=None,
-                              algorithm=algorithm)
+        sc = o.ScenarioOptions(profile=profile, model=model or _builtin_model(first.get("model")),
+                               batch_per_device=batch_per_device or _int_or_none(first.get("batch_per_device")),
+                               global_batch=global_batch, algorithm=algorithm).build()
         model_recs = simulate(sc, sorted({int(r[k_key]) for r in recs})).records()
         label = f"model: {sc.workload.name} on {sc.profile.name}, {_batch_text(sc)}"
     measured_speedup = all(r.get("speedup") is not None and r.get("efficiency") is not None for r in recs)

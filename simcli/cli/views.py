@@ -99,3 +99,73 @@ def comm_table(profile: Profile, recs: Sequence[dict[str, Any]], algorithm: str,
                 "algbw = size/time, busbw = algbw·2(k-1)/k (nccl-tests)")
     return Group(head, Text(""), table(list(recs), cols, max_rows=max_rows,
                                        caption=f"Times in {unit}; GB/s = 1e9 B/s; α % = share of the latency terms."))
+
+
+def explain_view(d: dict[str, Any]) -> Any:
+    """A rich renderable of :func:`simcli.explain.explain`'s terms."""
+    from rich.console import Group
+    from rich.text import Text
+
+    from ..render import Column, kv_table, table
+    from ..units import fmt_bytes, fmt_rate, fmt_time
+
+    def t(x: float | None) -> str:
+        return "-" if x is None else fmt_time(x)
+
+    k = d["devices"]
+    rows = [
+        ("devices k", str(k)),
+        ("algorithm", f"{d['algorithm']}: {d['formula']}"),
+        ("forward", t(d["t_forward_s"])),
+        ("backward", t(d["t_backward_s"]) + (f" ({d['accum']} micro-steps; the last one's backward hides "
+                                             "communication)" if d["accum"] > 1 else "")),
+        ("T_compute", t(d["t_compute_s"])),
+    ]
+    for m in d["messages"]:
+        rows.append(("all-reduce", f"{m['count']} x {fmt_bytes(m['bytes'], binary=False)} with {m['algorithm']}: "
+                                   f"{t(m['time_s'])} each (latency {t(m['latency_s'])}, bandwidth "
+                                   f"{t(m['bandwidth_s'])}, reduction {t(m['reduction_s'])})"))
+    rows += [
+        ("latency terms", t(d["t_latency_s"])),
+        ("bandwidth terms", t(d["t_bandwidth_s"])),
+        ("reduction term", t(d["t_reduction_s"]) + ("" if d["t_reduction_s"] else
+                                                   " (the profile gives no device.reduce_bandwidth)")),
+        ("T_comm (total)", t(d["t_comm_s"])),
+        ("hidden by overlap", t(d["t_comm_hidden_s"]) + f"  (overlap {d['overlap']})"),
+        ("exposed", t(d["t_comm_exposed_s"])),
+        ("T_step", f"{t(d['t_step_s'])} = T_compute + exposed"),
+        ("speedup S(k)", f"{d['speedup']:.4g}   E(k) = {d['efficiency']:.4g}"),
+        ("bottleneck tier", str(d["bottleneck"] or "-") + (f" (B = {fmt_rate(d['bus_Bps'])}, α = "
+                                                          f"{t(d['alpha_s'])})" if d["bus_Bps"] else "")),
+    ]
+    if d["n_star_bytes"] is not None:
+        rows.append(("crossover n*", f"{fmt_bytes(d['n_star_bytes'], binary=False)}: latency = bandwidth terms; "
+                                     f"the {fmt_bytes(d['message_bytes'], binary=False)} message is "
+                                     + ("latency-bound" if d["latency_bound"] else "bandwidth-bound")))
+    cols = [Column("tier", "tier", justify="left"), Column("spanned", lambda r: "yes" if r["spanned"] else "no"),
+            Column("per", "per", justify="left"), Column("α", "alpha_s", fmt_time),
+            Column("ring B", "ring_bandwidth_Bps", fmt_rate), Column("link B", "link_bandwidth_Bps", fmt_rate),
+            Column("latency term", "latency_term_s", fmt_time),
+            Column("bandwidth term", "bandwidth_term_s", fmt_time)]
+    parts = [kv_table(rows, title=f"explain: k = {k}"), Text(""),
+             table(d["tiers"], cols, caption="Per-tier terms of the step's all-reduces (they add up to the latency "
+                                              "and bandwidth terms). ring B: what a domain offers a ring; link B: "
+                                              "each device's share when all send at once.")]
+    return Group(*parts)
+
+
+def flat_terms(d: dict[str, Any]) -> list[dict[str, Any]]:
+    """term,value rows of an explanation (for --format csv)."""
+    rows = []
+    for key, v in d.items():
+        if key == "inputs":
+            rows += [{"term": f"inputs.{a}", "value": b} for a, b in v.items()]
+        elif key == "tiers":
+            for tier in v:
+                rows += [{"term": f"tiers.{tier['tier']}.{a}", "value": b} for a, b in tier.items() if a != "tier"]
+        elif key in ("messages", "timeline"):
+            for i, m in enumerate(v):
+                rows += [{"term": f"{key}[{i}].{a}", "value": b} for a, b in m.items()]
+        else:
+            rows.append({"term": key, "value": v})
+    return rows

@@ -1,0 +1,113 @@
+"""`simcli profiles` (list, show, validate hardware profiles) and `simcli models` (built-in workloads)."""
+
+from __future__ import annotations
+
+import sys
+from typing import Annotated
+
+import typer
+
+from ..model import InputError
+from . import options as o
+from .common import handle_errors, new_app
+
+profiles_app = new_app(help="List, show and validate hardware profiles.", no_args_is_help=True)
+models_app = new_app(help="Built-in workloads.", no_args_is_help=True)
+
+
+@profiles_app.command("list")
+@handle_errors
+def profiles_list(format: o.FormatOpt = o.Format.table) -> None:
+    """Every profile --profile can find: name, device, devices per node, where it comes from."""
+    from ..profiles import list_profiles, load_profile
+
+    recs = []
+    for e in list_profiles():
+        try:
+            p = load_profile(e.path, origin=e.origin)
+            recs.append({"name": e.name, "device": p.device.name, "devices_per_node": p.node_size,
+                         "tiers": len(p.network), "origin": e.origin, "path": e.path, "error": None})
+        except InputError as err:
+            recs.append({"name": e.name, "device": None, "devices_per_node": None, "tiers": None,
+                         "origin": e.origin, "path": e.path, "error": str(err)})
+    if format is not o.Format.table:
+        from ..output import to_csv, to_json
+
+        sys.stdout.write(to_json(recs) if format is o.Format.json else to_csv(recs))
+        return
+    from ..render import Column, print_table, table
+
+    print_table(table(recs, [Column("name", "name", justify="left"),
+                             Column("device", lambda r: r["device"] or f"invalid: {r['error']}", justify="left"),
+                             Column("devices/node", "devices_per_node"),
+                             Column("tiers", "tiers"),
+                             Column("source", lambda r: "built-in" if r["origin"] == "built-in" else r["path"],
+                                    justify="left")]))
+
+
+@profiles_app.command("show")
+@handle_errors
+def profiles_show(
+    profile: Annotated[str, typer.Argument(help="Profile name or path.")],
+    format: o.FormatOpt = o.Format.table,
+) -> None:
+    """Every value of one profile, with units."""
+    from ..profiles import describe, profile_to_dict, resolve_profile
+
+    p = resolve_profile(profile)
+    if format is o.Format.table:
+        from ..render import kv_table, print_table
+
+        print_table(kv_table(describe(p), title=f"profile {p.name}"))
+        return
+    from ..output import to_csv, to_json
+
+    if format is o.Format.json:
+        sys.stdout.write(to_json(profile_to_dict(p)))
+    else:
+        sys.stdout.write(to_csv([{"field": k, "value": v} for k, v in describe(p)]))
+
+
+@profiles_app.command("validate")
+@handle_errors
+def profiles_validate(files: Annotated[list[str], typer.Argument(help="Profile YAML files.")]) -> None:
+    """Check profile files; every error names the file, the field and the value. Exit 2 if any is invalid."""
+    from ..profiles import load_profile
+
+    bad = 0
+    for f in files:
+        try:
+            p = load_profile(f)
+            typer.echo(f"{f}: ok ({p.name}: {p.device.name}, {len(p.network)} tier(s))")
+        except InputError as e:
+            bad += 1
+            typer.echo(f"simcli: error: {e}", err=True)
+    if bad:
+        raise typer.Exit(2)
+
+
+@models_app.command("list")
+@handle_errors
+def models_list(format: o.FormatOpt = o.Format.table) -> None:
+    """Built-in models: parameters, training FLOPs per sample, default batch and source."""
+    from ..workloads import presets
+
+    recs = []
+    for m in presets().values():
+        recs.append({"name": m.name, "kind": m.kind, "params": m.params, "seq_len": m.seq_len,
+                     "flops_per_sample": m.flops_per_sample(), "batch_per_device": m.batch_per_device,
+                     "description": m.description, "source": "; ".join(m.sources)})
+    if format is not o.Format.table:
+        from ..output import to_csv, to_json
+
+        sys.stdout.write(to_json(recs) if format is o.Format.json else to_csv(recs))
+        return
+    from ..render import Column, print_table, table
+    from ..units import fmt_count
+
+    print_table(table(recs, [Column("name", "name", justify="left"), Column("kind", "kind", justify="left"),
+                             Column("params", "params", fmt_count), Column("seq", "seq_len"),
+                             Column("train FLOP/sample", "flops_per_sample", lambda v: fmt_count(v) + "FLOP"),
+                             Column("batch/device", "batch_per_device"),
+                             Column("description", "description", justify="left")],
+                      caption="Training FLOPs = 3 x forward (CNNs: forward = 2 x MACs); transformers 6·N·seq_len."))

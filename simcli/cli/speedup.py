@@ -1,0 +1,107 @@
+"""`simcli speedup` (S(k) and E(k) over k) and `simcli comm` (all-reduce time and busbw over k and size)."""
+
+from __future__ import annotations
+
+from typing import Annotated
+
+import typer
+
+from . import options as o
+from .common import emit, handle_errors, new_app, show
+
+app = new_app()
+
+
+@app.command()
+@handle_errors
+def speedup(
+    devices: o.Devices = "1..64:x2",
+    scn: o.ScenarioOptions = o.ScenarioOptions(),
+    explain: o.Explain = False,
+    out: o.OutputOptions = o.OutputOptions(),
+    pic: o.PictureOptions = o.PictureOptions(),
+) -> None:
+    """Predict step time, speedup S(k) and efficiency E(k) = S(k)/k for each device count k.
+
+    Comma-separated --profile, --model or --algorithm values give one result (and one line) per combination.
+    """
+    from ..engine import simulate
+    from ..ranges import parse_devices
+
+    size = o.check_outputs(out, pic)
+    k = parse_devices(devices)
+    scs = scn.build_all()
+    results = [simulate(sc, k) for sc in scs]
+    if explain:  # every term for the largest k of each scenario
+        from ..explain import explain as explain_terms
+
+        terms = [explain_terms(sc, int(k.max())) for sc in scs]
+    if pic.plot:
+        from .plot import draw_speedup
+
+        draw_speedup(results, pic.plot, out.force, size, pic.threshold)
+    if out.table:
+        from rich.console import Group
+        from rich.text import Text
+
+        from .views import explain_view, speedup_table
+
+        parts = [x for res in results for x in (speedup_table(res, out.rows), Text(""))][:-1]
+        if explain:
+            parts += [x for d in terms for x in (Text(""), explain_view(d))]
+        show(Group(*parts), out.output, out.force)
+        return
+    from ..output import to_csv, to_json
+    from .plot import speedup_records
+
+    recs = speedup_records(results)
+    if not explain:
+        text = to_json(recs) if out.format is o.Format.json else to_csv(recs)
+    elif out.format is o.Format.json:
+        text = to_json({"records": recs, "explain": terms})
+    else:
+        from .views import flat_terms
+
+        text = to_csv(recs, comments=[f"explain k={d['devices']}: {r['term']} = {r['value']}"
+                                      for d in terms for r in flat_terms(d)])
+    emit(text, out.output, out.force)
+
+
+Size = Annotated[str, typer.Option("--size", "-s", help="Message sizes with units: '1KiB..1GiB:x4', "
+                                   "'32MiB,1GiB'.")]
+CommDtype = Annotated[str, typer.Option("--dtype", help="Element type (sets nccl-tests' count column).")]
+
+
+@app.command()
+@handle_errors
+def comm(
+    devices: o.Devices = "2..64:x2",
+    size: Size = "1KiB..1GiB:x4",
+    profile: o.Profile = None,
+    algorithm: o.Algorithm = "ring",
+    dtype: CommDtype = "fp32",
+    out: Annotated[o.OutputOptions, o.tweak(defaults={"rows": 60})] = o.OutputOptions(),
+    pic: Annotated[o.PictureOptions, o.tweak(omit=["threshold"])] = o.PictureOptions(),
+) -> None:
+    """Predicted all-reduce time, algbw and busbw per (k, message size), in nccl-tests' terms."""
+    from ..comm import comm_grid
+    from ..profiles import resolve_profile
+    from ..ranges import parse_devices, parse_sizes
+
+    fig_size = o.check_outputs(out, pic, threshold=False)
+    k = parse_devices(devices)
+    n = parse_sizes(size)
+    prof = resolve_profile(profile)
+    recs = comm_grid(prof, k, n, algorithm=algorithm, dtype=dtype)
+    if pic.plot:
+        from .plot import draw_comm
+
+        draw_comm(recs, prof, algorithm, dtype, pic.plot, out.force, fig_size)
+    if out.table:
+        from .views import comm_table
+
+        show(comm_table(prof, recs, algorithm, out.rows), out.output, out.force)
+        return
+    from ..output import to_csv, to_json
+
+    emit(to_json(recs) if out.format is o.Format.json else to_csv(recs), out.output, out.force)
