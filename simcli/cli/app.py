@@ -14,7 +14,7 @@ import typer
 
 from .. import __version__
 from . import algorithms, bench, calibrate, catalog, plan, plot, speedup
-from .common import CONTEXT, State, emit, handle_errors, show  # noqa: F401 - re-exported for callers
+from .common import CONTEXT, State
 
 app = typer.Typer(
     name="simcli",

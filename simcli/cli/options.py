@@ -97,6 +97,9 @@ Height = Annotated[Optional[float], typer.Option("--height", help="Picture heigh
                                                  "figure's panels].")]
 Threshold = Annotated[float, typer.Option("--threshold", help="Mark the first k whose efficiency E(k) falls below "
                                           "this (0 < x <= 1).")]
+Size = Annotated[str, typer.Option("--size", "-s", help="Message sizes with units: '1KiB..1GiB:x4', "
+                                   "'32MiB,1GiB'.")]
+CommDtype = Annotated[str, typer.Option("--dtype", help="Element type (sets nccl-tests' count column).")]
 #: defaults of the picture options
 DPI, WIDTH, THRESHOLD = 150, 10.0, 0.8
 

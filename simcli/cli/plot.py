@@ -20,7 +20,6 @@ from ..model import InputError
 from . import options as o
 from .common import done as _done
 from .common import handle_errors, new_app
-from .speedup import CommDtype, Size
 
 if TYPE_CHECKING:  # pragma: no cover
     from ..engine import Result, Scenario
@@ -219,10 +218,10 @@ def plot_breakdown(
 def plot_comm(
     output: PictureOut,
     devices: o.Devices = "2..64:x2",
-    size: Size = "1KiB..1GiB:x4",
+    size: o.Size = "1KiB..1GiB:x4",
     profile: o.Profile = None,
     algorithm: o.Algorithm = "ring",
-    dtype: CommDtype = "fp32",
+    dtype: o.CommDtype = "fp32",
     force: o.Force = False,
     pic: Annotated[o.PictureOptions, o.tweak(omit=["plot", "threshold"])] = o.PictureOptions(),
 ) -> None:
@@ -242,7 +241,7 @@ def plot_comm(
 def plot_algorithms(
     output: PictureOut,
     devices: o.Devices = "2..1024:x2",
-    size: Size = "1KiB..4GiB:x4",
+    size: o.Size = "1KiB..4GiB:x4",
     profile: o.Profile = None,
     algorithm: Annotated[Optional[str], typer.Option("--algorithm", "-a", help="Algorithms to compare, "
                                                      "comma-separated [default: every one simcli models].")] = None,

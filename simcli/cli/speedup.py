@@ -4,8 +4,6 @@ from __future__ import annotations
 
 from typing import Annotated
 
-import typer
-
 from . import options as o
 from .common import emit, handle_errors, new_app, show
 
@@ -67,19 +65,14 @@ def speedup(
     emit(text, out.output, out.force)
 
 
-Size = Annotated[str, typer.Option("--size", "-s", help="Message sizes with units: '1KiB..1GiB:x4', "
-                                   "'32MiB,1GiB'.")]
-CommDtype = Annotated[str, typer.Option("--dtype", help="Element type (sets nccl-tests' count column).")]
-
-
 @app.command()
 @handle_errors
 def comm(
     devices: o.Devices = "2..64:x2",
-    size: Size = "1KiB..1GiB:x4",
+    size: o.Size = "1KiB..1GiB:x4",
     profile: o.Profile = None,
     algorithm: o.Algorithm = "ring",
-    dtype: CommDtype = "fp32",
+    dtype: o.CommDtype = "fp32",
     out: Annotated[o.OutputOptions, o.tweak(defaults={"rows": 60})] = o.OutputOptions(),
     pic: Annotated[o.PictureOptions, o.tweak(omit=["threshold"])] = o.PictureOptions(),
 ) -> None:
