@@ -42,6 +42,7 @@ __all__ = [
     "comm_figure",
     "algorithm_map_figure",
     "step_figure",
+    "validation_figure",
     "save_figure",
     "figure_bytes",
 ]
@@ -451,6 +452,21 @@ def step_figure(measured: Sequence[Mapping[str, Any]], k_key: str, t_key: str, t
 
 
 # --------------------------------------------------------------------------- writing
+
+
+def validation_figure(records: list[dict[str, Any]], name: str, threshold: float = 0.8,
+                      size: FigSize = FigSize()) -> Figure:
+    """`simcli validate` records (metric, devices, [bytes,] predicted, measured): measured markers over the
+    predicted lines (all-reduce time and busbw, speedup, or step time, by the main metric)."""
+    from .tables import validation_series
+
+    v = validation_series(records, name)
+    title = f"Measured (x markers) against predicted (lines), {v['metric']}: {name}"
+    if v["kind"] == "comm":
+        return comm_figure(v["line"], title, size, measured=v["measured"])
+    if v["kind"] == "speedup":
+        return speedup_figure([Series("predicted", v["line"], measured=v["measured"])], title, threshold, size)
+    return step_figure(v["measured"], v["k_key"], "t_step_s", title, v["line"], size)
 
 
 def figure_bytes(fig: Figure, fmt: str, dpi: int | None = None) -> bytes:

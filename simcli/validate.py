@@ -36,7 +36,7 @@ from .inputs import read_text
 from .model import InputError, Profile, Workload
 
 __all__ = ["Measured", "read_measurements", "filter_rows", "validate", "Validation", "summarise",
-           "PRIMARY_METRIC", "plot_validation", "MAX_FILE_BYTES"]
+           "PRIMARY_METRIC", "MAX_FILE_BYTES"]
 
 #: measurement files larger than this are refused
 MAX_FILE_BYTES = 64 << 20
@@ -374,66 +374,3 @@ def summarise(records: Sequence[dict[str, Any]]) -> dict[str, Any]:
             s["by_size_decade"] = {size_decade(10.0 ** d): stats(dec == d) for d in np.unique(dec)}
         out[metric] = s
     return out
-
-
-# --------------------------------------------------------------------------- plot
-
-
-def plot_validation(v: Validation, profile: Profile, path: str, *, algorithm: str = "ring",
-                    force: bool = False) -> None:
-    """Measured markers over predicted lines, and a residual panel; written atomically (matplotlib, lazily)."""
-    import io
-
-    import matplotlib
-
-    matplotlib.use("Agg")
-    import matplotlib.pyplot as plt
-
-    from .output import write_atomic
-
-    metric = v.primary
-    rs = [r for r in v.records if r["metric"] == metric]
-    fig, (ax, axr) = plt.subplots(2, 1, figsize=(7, 6.5), sharex=True, gridspec_kw={"height_ratios": [3, 1]})
-    ks = sorted({r["devices"] for r in rs})
-    cmap = plt.get_cmap("viridis", max(len(ks), 2))
-    if v.kind == "allreduce":
-        for ci, kv in enumerate(ks):
-            sel = sorted((r for r in rs if r["devices"] == kv), key=lambda r: r["bytes"])
-            x = np.array([r["bytes"] for r in sel])
-            grid = np.geomspace(x.min(), x.max(), 100) if x.min() < x.max() else x
-            pred = collectives.allreduce(algorithm, profile.network, np.full(grid.shape, kv), grid,
-                                         profile.device.reduce_Bps).time
-            col = cmap(ci)
-            ax.plot(grid, pred, "-", color=col, label=f"k={kv} predicted")
-            ax.plot(x, [r["measured"] for r in sel], "o", color=col, mfc="none", label=f"k={kv} measured")
-            axr.plot(x, [100 * r["error"] for r in sel], "o-", color=col, ms=4)
-        ax.set_xscale("log", base=2)
-        ax.set_yscale("log")
-        ax.set_ylabel("all-reduce time (s)")
-        axr.set_xlabel("message size (bytes)")
-    else:
-        x = np.array([r["devices"] for r in rs])
-        order = np.argsort(x)
-        ax.plot(x[order], np.array([r["predicted"] for r in rs])[order], "-", label="predicted")
-        ax.plot(x[order], np.array([r["measured"] for r in rs])[order], "o", mfc="none", label="measured")
-        if metric == "speedup":
-            ax.plot(x[order], x[order], ":", color="grey", label="ideal S(k) = k")
-        ax.set_ylabel({"speedup": "speedup S(k)", "t_step_s": "step time (s)"}.get(metric, metric))
-        axr.plot(x[order], 100 * np.array([r["error"] for r in rs])[order], "o-", ms=4)
-        axr.set_xlabel("devices k")
-    axr.axhline(0, color="grey", lw=0.8)
-    axr.set_ylabel("error %")
-    med = v.median_error(metric)
-    ax.set_title(f"{Path(v.path).name} vs profile {v.profile}: median |error| {100 * med:.1f}%", fontsize=10)
-    ax.legend(fontsize=7, ncol=2)
-    ax.grid(True, which="both", alpha=0.3)
-    axr.grid(True, alpha=0.3)
-    fig.tight_layout()
-    buf = io.BytesIO()
-    fmt = Path(path).suffix.lstrip(".").lower() or "png"
-    if fmt not in ("png", "svg", "pdf"):
-        plt.close(fig)
-        raise InputError(f"--plot: {path!r}: give a .png, .svg or .pdf file name")
-    fig.savefig(buf, format=fmt, dpi=110)
-    plt.close(fig)
-    write_atomic(path, buf.getvalue(), force=force, option="--plot")

@@ -9,13 +9,13 @@ functions that draw, never at import time: this module is loaded by every
 from __future__ import annotations
 
 import enum
-import json
 from pathlib import Path
 from typing import TYPE_CHECKING, Annotated, Any, Mapping, Optional, Sequence
 
 import typer
 from typer.core import TyperGroup
 
+from .. import tables as T
 from ..model import InputError
 from . import options as o
 from .common import done as _done
@@ -268,79 +268,6 @@ def plot_algorithms(
 # --------------------------------------------------------------------------- redraw a saved table
 
 
-def read_table(path: str) -> list[dict[str, Any]]:
-    """Records of a CSV or JSON table that simcli wrote (JSON: a list of objects; CSV: a header row)."""
-    from ..inputs import read_text
-
-    p = Path(path)
-    what = "a .csv or .json file that simcli wrote"
-    if p.is_dir() or not p.exists():
-        read_text(p, what)  # says which
-    suffix = p.suffix.lower()
-    if suffix == ".json":
-        try:
-            data = json.loads(read_text(p, what))
-        except json.JSONDecodeError as e:
-            raise InputError(f"{p}: not valid JSON ({e}); write it with --format json") from None
-        if isinstance(data, dict):  # {"records": [...], "explain": ...} or `simcli algorithms`' {"grid": [...]}
-            data = next((data[k] for k in ("records", "grid") if isinstance(data.get(k), list)), data)
-        if not isinstance(data, list) or not all(isinstance(r, dict) for r in data):
-            raise InputError(f"{p}: expected a JSON list of records (as --format json writes)")
-        return data
-    if suffix == ".csv":
-        import pandas as pd
-
-        try:
-            df = pd.read_csv(p, comment="#")
-        except (UnicodeDecodeError, pd.errors.ParserError, pd.errors.EmptyDataError) as e:
-            raise InputError(f"{p}: not a CSV table ({str(e).splitlines()[0]}); write it with --format csv") from None
-        df = df.astype(object).where(df.notna(), None)
-        return df.to_dict(orient="records")
-    raise InputError(f"{p}: suffix {suffix or '(none)'!r}: give a .csv or .json file (simcli's --format csv|json)")
-
-
-def detect_kind(records: Sequence[Mapping[str, Any]], source: str) -> str:
-    """What a table holds, from its columns: speedup, comm (model), bench (measured all-reduce) or step."""
-    cols = set(records[0]) if records else set()
-    if {"metric", "measured", "predicted"} <= cols and ({"world_size", "devices"} & cols):
-        return "validation"
-    if {"devices", "speedup"} <= cols:
-        return "speedup"
-    if {"devices", "bytes", "fastest"} <= cols:
-        return "algorithms"
-    if {"devices", "bytes", "time_s"} <= cols:
-        return "comm"
-    if {"world_size", "bytes", "time_s"} <= cols:
-        return "bench"
-    if ({"world_size", "devices"} & cols) and (_step_key(cols) is not None):
-        return "step"
-    raise InputError(f"{source}: columns {', '.join(sorted(cols)) or '(none)'} are not a table simcli draws; "
-                     "expected devices+speedup (speedup), devices+bytes+time_s (comm), world_size+bytes+time_s "
-                     "(bench allreduce) or world_size+a step time (bench step)")
-
-
-_STEP_KEYS = ("t_step_s", "step_time_s", "time_s", "measured_s", "measured_step_s", "time_per_step_s")
-
-
-def _step_key(cols: set[str]) -> str | None:
-    return next((k for k in _STEP_KEYS if k in cols), None)
-
-
-def _numeric(records: list[dict[str, Any]], keys: Sequence[str], source: str) -> None:
-    for i, r in enumerate(records):
-        for k in keys:
-            v = r.get(k)
-            if v is None:
-                continue
-            try:
-                r[k] = float(v)
-            except (TypeError, ValueError):
-                raise InputError(f"{source}: row {i + 1}: {k}: {v!r} is not a number") from None
-        for k in ("devices", "world_size", "bytes"):
-            if r.get(k) is not None:
-                r[k] = int(r[k])
-
-
 @app.command("file")
 @handle_errors
 def plot_file(
@@ -363,10 +290,10 @@ def plot_file(
     out = output or str(Path(file).with_suffix(".png"))
     fs = pic.size(out, force, option="--output")
     threshold = pic.threshold
-    recs = read_table(file)
+    recs = T.read_table(file)
     if not recs:
         raise InputError(f"{file}: the table has no rows")
-    found = detect_kind(recs, file)
+    found = T.detect_kind(recs, file)
     want = found if kind is Kind.auto else kind.value
     ok = {"speedup": {"speedup", "step"}, "breakdown": {"speedup"}, "comm": {"comm", "bench"}, "step": {"step"}}
     if kind is not Kind.auto and found not in ok[want] and found != "validation":
@@ -375,7 +302,7 @@ def plot_file(
 
     name = Path(file).name
     if found == "speedup":
-        _numeric(recs, ("speedup", "efficiency", "t_compute_s", "t_comm_s", "t_step_s", "t_comm_exposed_s"), file)
+        T.numeric(recs, ("speedup", "efficiency", "t_compute_s", "t_comm_s", "t_step_s", "t_comm_exposed_s"), file)
         keys = P._varying(recs, ("profile", "model", "algorithm"))
         groups = P._group(recs, keys)
         series = [P.Series(" · ".join(str(v) for v in key) or name, rs) for key, rs in groups.items()]
@@ -384,7 +311,7 @@ def plot_file(
         else:
             fig = P.speedup_figure(series, f"Speedup S(k) and efficiency E(k): {name}", threshold, fs)
     elif found == "comm":
-        _numeric(recs, ("time_s", "busbw_GBps", "algbw_GBps"), file)
+        T.numeric(recs, ("time_s", "busbw_GBps", "algbw_GBps"), file)
         fig = P.comm_figure(recs, f"All-reduce time and busbw: {name}\nbusbw = size/time · 2(k-1)/k (nccl-tests)",
                             fs)
     elif found == "bench":
@@ -392,7 +319,7 @@ def plot_file(
     elif found == "algorithms":
         fig = _algorithms_figure(recs, name, fs)
     elif found == "validation":
-        fig = _validation_figure(recs, name, threshold, fs)
+        fig = P.validation_figure(recs, name, threshold, fs)
     else:
         fig = _step_figure(recs, name, profile, model, batch_per_device, global_batch, algorithm, fs, threshold,
                            kind="step-time" if kind is Kind.step else "auto")
@@ -405,22 +332,9 @@ def _bench_figure(recs: list[dict[str, Any]], name: str, profile: str | None, al
 
     from .. import plot as P
 
-    _numeric(recs, ("time_s", "busbw_GBps", "algbw_GBps"), name)
-    colls = {str(r.get("collective") or "all_reduce") for r in recs}
-    ar = [r for r in recs if str(r.get("collective") or "all_reduce").replace("-", "_").replace(" ", "_")
-          in ("all_reduce", "allreduce")]
-    if not ar:
-        raise InputError(f"{name}: no all-reduce rows (collectives: {', '.join(sorted(colls))}); simcli draws "
-                         "all-reduce measurements")
-    measured = []
-    for r in ar:
-        k, n, t = r["world_size"], r["bytes"], r["time_s"]
-        busbw = r.get("busbw_GBps")
-        if busbw is None and t:
-            busbw = n / t / 1e9 * 2 * (k - 1) / k
-        measured.append({"devices": k, "bytes": n, "time_s": t, "busbw_GBps": busbw})
+    measured, backends = T.allreduce_measured(recs, name)
     model: list[dict[str, Any]] = []
-    where = f"measured ({', '.join(sorted({str(r.get('backend')) for r in ar if r.get('backend')}) or 'bench')})"
+    where = f"measured ({', '.join(backends) or 'bench'})"
     title = f"All-reduce {where}: {name}"
     if profile:
         from ..comm import comm_grid
@@ -447,8 +361,8 @@ def _step_figure(recs: list[dict[str, Any]], name: str, profile: str | None, mod
 
     cols = set(recs[0])
     k_key = "world_size" if "world_size" in cols else "devices"
-    t_key = _step_key(cols)
-    _numeric(recs, (t_key, "speedup", "efficiency", "predicted_speedup", "predicted_efficiency",
+    t_key = T.step_key(cols)
+    T.numeric(recs, (t_key, "speedup", "efficiency", "predicted_speedup", "predicted_efficiency",
                     "predicted_t_step_s", "t_compute_s", "t_comm_s"), name)
     modes = P._group(recs, P._varying(recs, ("mode", "backend")))
     model_recs: list[dict[str, Any]] = []
@@ -485,50 +399,11 @@ def _step_figure(recs: list[dict[str, Any]], name: str, profile: str | None, mod
 
 def _algorithms_figure(recs: list[dict[str, Any]], name: str, fs: "FigSize"):
     """`simcli algorithms` grid records (devices, bytes, fastest): the heatmap again."""
-    import numpy as np
 
     from .. import plot as P
 
-    _numeric(recs, (), name)
-    ks = sorted({r["devices"] for r in recs})
-    ns = sorted({r["bytes"] for r in recs})
-    names = list(dict.fromkeys(str(r["fastest"]) for r in recs))
-    winner = np.full((len(ks), len(ns)), -1)
-    for r in recs:
-        winner[ks.index(r["devices"]), ns.index(r["bytes"])] = names.index(str(r["fastest"]))
-    if (winner < 0).any():
-        raise InputError(f"{name}: the (devices, bytes) grid has holes; redraw a whole 'simcli algorithms' table")
+    ks, ns, names, winner = T.algorithm_grid(recs, name)
     return P.algorithm_map_figure(ks, ns, names, winner, f"Fastest all-reduce algorithm per (k, size): {name}", fs)
-
-
-def _validation_figure(recs: list[dict[str, Any]], name: str, threshold: float, fs: "FigSize"):
-    """`simcli validate` records (metric, devices, [bytes,] predicted, measured): markers over predicted lines."""
-    from .. import plot as P
-
-    _numeric(recs, ("predicted", "measured"), name)
-    k_key = "devices" if "devices" in recs[0] else "world_size"
-    metrics = [m for m in dict.fromkeys(str(r["metric"]) for r in recs)]
-    metric = next((m for m in ("time_s", "speedup", "t_step_s") if m in metrics), metrics[0])
-    rs = [r for r in recs if str(r["metric"]) == metric]
-    title = f"Measured (x markers) against predicted (lines), {metric}: {name}"
-    if rs and rs[0].get("bytes") is not None:
-        def busbw(r: dict[str, Any], t: float) -> float | None:
-            k = r[k_key]
-            return r["bytes"] / t / 1e9 * 2 * (k - 1) / k if t else None
-
-        line = [{"devices": r[k_key], "bytes": r["bytes"], "time_s": r["predicted"],
-                 "busbw_GBps": busbw(r, r["predicted"])} for r in rs]
-        meas = [{"devices": r[k_key], "bytes": r["bytes"], "time_s": r["measured"],
-                 "busbw_GBps": busbw(r, r["measured"])} for r in rs]
-        return P.comm_figure(line, title, fs, measured=meas)
-    rs = sorted(rs, key=lambda r: r[k_key])
-    if metric == "speedup":
-        line = [{"devices": r[k_key], "speedup": r["predicted"], "efficiency": r["predicted"] / r[k_key]} for r in rs]
-        meas = [{"devices": r[k_key], "speedup": r["measured"], "efficiency": r["measured"] / r[k_key]} for r in rs]
-        return P.speedup_figure([P.Series("predicted", line, measured=meas)], title, threshold, fs)
-    meas = [{k_key: r[k_key], "t_step_s": r["measured"]} for r in rs]
-    line = [{"devices": r[k_key], "t_step_s": r["predicted"], "t_compute_s": None} for r in rs]
-    return P.step_figure(meas, k_key, "t_step_s", title, line, fs)
 
 
 def _builtin_model(name: Any) -> str | None:

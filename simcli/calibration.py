@@ -1,0 +1,189 @@
+"""Calibration: fit a profile's tiers (and compute rate) to measurements and build the calibrated profile.
+
+A pure function of its inputs: the base profile, the measurements read by :mod:`simcli.validate`, the
+options, the clock and the host name. The fitting maths is :mod:`simcli.calibrate`'s; this module
+applies it tier by tier, rebuilds the profile, and returns the report and the YAML text to write.
+The command line (:mod:`simcli.cli.calibrate`) reads the files, writes the YAML and renders the report.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import datetime
+from typing import TYPE_CHECKING, Any
+
+import numpy as np
+import yaml
+
+from . import __version__
+from .calibrate import fit_link, fit_step, outer_tier
+from .collectives import check_devices, ring_params
+from .model import InputError
+from .profiles import profile_from_dict, profile_to_dict
+from .units import fmt_bytes, fmt_rate, fmt_time
+from .validate import filter_rows
+
+if TYPE_CHECKING:  # pragma: no cover
+    from .model import Profile
+    from .validate import Measured
+
+__all__ = ["calibrate_profile"]
+
+
+def calibrate_profile(base: Profile, comm_m: Measured | None, step_m: Measured | None, *,
+                      tier: str | None, holdout: float, seed: int, min_size: float, max_size: float | None,
+                      where: list[str], algorithm: str, loss: str, name: str, now: datetime.datetime,
+                      host: str) -> dict[str, Any]:
+    """Fit, build the new profile and its YAML; return a report (plain data) for tables and JSON.
+
+    ``now`` (an aware datetime) and ``host`` are the clock and the machine's name that the calibration
+    block records: arguments, so that the same inputs give the same profile.
+    """
+
+    warnings: list[str] = []
+    network = list(base.network)
+    tiers_out: list[dict[str, Any]] = []
+    cal: dict[str, Any] = {
+        "tool": f"simcli {__version__} calibrate",
+        "date": now.astimezone(datetime.timezone.utc).strftime("%Y-%m-%dT%H:%M:%SZ"),
+        "host": host,
+        "base_profile": f"{base.name} ({base.origin})",
+        "method": (f"{algorithm} alpha-beta model, weighted least squares on relative error, alpha >= 0, B > 0, "
+                   f"loss {loss}" + (" (Huber IRLS, c = 1.345 x 1.4826 MAD)" if loss == "huber" else "")
+                   + "; standard errors from the fit's covariance"),
+    }
+    if comm_m is None and step_m is None:
+        raise InputError("calibrate: nothing to fit")
+    if comm_m is not None:
+        m = filter_rows(comm_m, where, min_size, max_size)
+        k, n, t = m.devices(), m.number("bytes"), m.allreduce_time()
+        one = k < 2
+        if one.any():
+            warnings.append(f"{m.path}: {int(one.sum())} row(s) with world size 1 left out (no communication)")
+            keep = ~one
+            k, n, t = k[keep], n[keep], t[keep]
+            if not k.size:
+                raise InputError(f"{m.path}: only world size 1: nothing to fit; measure world sizes >= 2")
+        check_devices(base.network, k)
+        if tier is not None:
+            names = [x.name for x in base.network]
+            if tier not in names:
+                raise InputError(f"--tier: {base.name} has no tier {tier!r}; it has {', '.join(names)}")
+            ti = names.index(tier)
+            groups = {ti: np.ones(k.shape, dtype=bool)}
+            spans = outer_tier(base.network, k)
+            if np.any(spans < ti):
+                bad = sorted({int(x) for x in k[spans < ti]})
+                raise InputError(f"--tier {tier}: world sizes {bad} do not cross tier {tier!r}; leave them out "
+                                 "with --where or choose another tier")
+        else:
+            spans = outer_tier(base.network, k)
+            groups = {int(i): spans == i for i in np.unique(spans)}
+        cal["data"] = {"file": m.path, "rows": int(k.size),
+                       "comments": list(m.comments)[:6]}
+        for ti, sel in sorted(groups.items()):
+            t_before = base.network[ti]
+            fit = fit_link(base.network, ti, k[sel], n[sel], t[sel], algorithm=algorithm,
+                           reduce_Bps=base.device.reduce_Bps, holdout=holdout, seed=seed + ti, loss=loss,
+                           what=f"{m.path} (tier {t_before.name})")
+            for w in fit.warnings:
+                warnings.append(f"tier {t_before.name}: {w}")
+            changes: dict[str, Any] = {}
+            if fit.identified["alpha"]:
+                changes["latency_s"] = fit.alpha_s
+            if fit.identified["bandwidth"]:
+                changes.update(bandwidth_Bps=fit.bandwidth_Bps, efficiency=1.0)
+            network[ti] = dataclasses.replace(t_before, **changes)
+            rec = {
+                "tier": t_before.name, "index": ti,
+                "world_sizes": list(fit.world_sizes),
+                "sizes": [int(s) for s in fit.sizes],
+                "size_range": f"{fmt_bytes(min(fit.sizes))}..{fmt_bytes(max(fit.sizes))} ({len(fit.sizes)} sizes)",
+                "points": fit.n_fit, "holdout_points": fit.n_holdout, "holdout_fraction": holdout, "seed": seed + ti,
+                "latency": {"before_s": t_before.latency_s, "after_s": network[ti].latency_s,
+                            "se_s": fit.alpha_se_s, "identified": fit.identified["alpha"]},
+                "bandwidth": {"before_Bps": t_before.effective_Bps, "after_Bps": network[ti].effective_Bps,
+                              "se_Bps": fit.bandwidth_se_Bps, "identified": fit.identified["bandwidth"]},
+                "quality": {"r2_log_time": fit.r2_log, "median_rel_error_fit": fit.fit_median_rel,
+                            "max_rel_error_fit": fit.fit_max_rel,
+                            "median_rel_error_holdout": fit.holdout_median_rel,
+                            "max_rel_error_holdout": fit.holdout_max_rel,
+                            "downweighted_points": fit.downweighted},
+                "warnings": list(fit.warnings),
+            }
+            tiers_out.append(rec)
+        # the fits assume the fitted tier is the ring's bottleneck; say so where the new profile disagrees
+        for rec in tiers_out:
+            ks = np.array(rec["world_sizes"])
+            alpha, _, bott = ring_params(network, ks)
+            if np.any(bott != rec["index"]):
+                warnings.append(f"tier {rec['tier']}: with the fitted values another tier is the bottleneck for "
+                                f"k = {sorted({int(x) for x in ks[bott != rec['index']]})}; predictions there use it")
+        cal["network"] = [{
+            "tier": r["tier"], "world_sizes": r["world_sizes"], "sizes": r["size_range"],
+            "points": r["points"], "holdout_points": r["holdout_points"], "seed": r["seed"],
+            "latency": {"before": fmt_time(r["latency"]["before_s"]), "after": fmt_time(r["latency"]["after_s"]),
+                        "standard_error": None if r["latency"]["se_s"] is None else fmt_time(r["latency"]["se_s"]),
+                        "identified": r["latency"]["identified"]},
+            "effective_bandwidth": {"before": fmt_rate(r["bandwidth"]["before_Bps"]),
+                                    "after": fmt_rate(r["bandwidth"]["after_Bps"]),
+                                    "standard_error": (None if r["bandwidth"]["se_Bps"] is None
+                                                       else fmt_rate(r["bandwidth"]["se_Bps"])),
+                                    "identified": r["bandwidth"]["identified"]},
+            "quality": {key: (None if v is None else round(float(v), 5)) for key, v in r["quality"].items()},
+            "warnings": r["warnings"],
+        } for r in tiers_out]
+        cal["note"] = ("bandwidth is the measured achievable bandwidth (efficiency set to 1.0 on fitted tiers); "
+                       "latency is the per-step alpha")
+
+    step_out = None
+    device = base.device
+    if step_m is not None:
+        sm = step_m
+        k = sm.devices()
+        b = sm.number("batch_per_device")
+        tc, ts = sm.number("t_compute_s"), sm.number("t_step_s")
+        tm = sm.optional("t_comm_s")
+        fps = sm.optional("flops_per_sample")
+        if fps is None and "params" in sm.header:
+            fps = 6.0 * sm.number("params")  # dense layers: 2N forward + 4N backward FLOPs per sample
+            flops_note = "6 x params (dense layers)"
+        else:
+            flops_note = "the file's flops_per_sample column" if fps is not None else None
+        dtype = device.default_dtype()
+        sf = fit_step(k, b, tc, tm if tm is not None else np.full(k.shape, np.nan), ts, flops_per_sample=fps,
+                      peak_flops=device.peak(dtype), what=sm.path)
+        warnings.extend(f"{sm.path}: {w}" for w in sf.warnings)
+        if sf.mfu is not None and 0 < sf.mfu <= 1:
+            device = dataclasses.replace(device, mfu=sf.mfu)
+        step_out = {"file": sm.path, "rows": sf.n_rows, "seconds_per_sample": sf.seconds_per_sample,
+                    "seconds_per_sample_se": sf.seconds_per_sample_se, "flops_per_sample_from": flops_note,
+                    "peak_dtype": dtype, "mfu": {"before": base.device.mfu, "after": device.mfu, "fitted": sf.mfu,
+                                                 "se": sf.mfu_se},
+                    "overlap": sf.overlap, "overlap_se": sf.overlap_se, "overlap_rows": sf.n_overlap_rows,
+                    "warnings": list(sf.warnings)}
+        cal["step"] = {
+            "file": sm.path, "rows": sf.n_rows,
+            "seconds_per_sample": f"{sf.seconds_per_sample:.6g} s"
+            + (f" +- {sf.seconds_per_sample_se:.2g}" if sf.seconds_per_sample_se else ""),
+            "mfu": {"before": base.device.mfu, "after": round(device.mfu, 6),
+                    "standard_error": None if sf.mfu_se is None else round(sf.mfu_se, 6),
+                    "flops_per_sample": flops_note, "peak_dtype": dtype},
+            "overlap_fraction": None if sf.overlap is None else round(sf.overlap, 4),
+            "overlap_standard_error": None if sf.overlap_se is None else round(sf.overlap_se, 4),
+            "overlap_definition": "(T_compute + T_comm - T_step) / min(T_compute, T_comm), mean over k > 1 rows",
+        }
+    cal["warnings"] = warnings
+    sources = list(base.sources) + [
+        f"calibrated by simcli calibrate on {cal['date']} (host {cal['host']}) from "
+        + ", ".join(x.path for x in (comm_m, step_m) if x is not None)
+        + "; see the calibration block"]
+    new = dataclasses.replace(base, name=name, network=tuple(network), device=device, sources=tuple(sources),
+                              calibration=cal, origin="calibrated",
+                              description=(base.description + " (calibrated)").strip())
+    data = profile_to_dict(new)
+    text = (f"# calibrated by simcli calibrate from {base.name}; the calibration block says how\n"
+            + yaml.safe_dump(data, sort_keys=False, allow_unicode=True, width=110))
+    profile_from_dict(yaml.safe_load(text), name)  # check before writing
+    return {"profile": new, "yaml": text, "name": name, "base": base.name, "tiers": tiers_out, "step": step_out,
+            "warnings": warnings}
