@@ -6,14 +6,13 @@ import csv
 import json
 from pathlib import Path
 
-import numpy as np
 import pytest
-from hypothesis import given, settings
+from hypothesis import given
 from hypothesis import strategies as st
 
 from simcli.bench.nccltests import parse_nccl_tests
 from simcli.bench.results import ALLREDUCE_COLUMNS, ResultWriter, read_results
-from simcli.bench.stats import NOISY_SPREAD, allreduce_busbw_factor, fit_ring, summarize
+from simcli.bench.stats import NOISY_SPREAD, allreduce_busbw_factor, summarize
 from simcli.cli import app
 from simcli.model import InputError
 
@@ -52,28 +51,6 @@ def test_busbw_factor_by_hand():
     assert allreduce_busbw_factor(2) == 1.0
     assert allreduce_busbw_factor(8) == 1.75
     assert allreduce_busbw_factor(1) == 0.0
-
-
-@settings(max_examples=30, deadline=None)
-@given(alpha=st.floats(1e-6, 1e-3), bw=st.floats(1e8, 1e11), per=st.sampled_from(["device", "node"]),
-       seed=st.integers(0, 2**16))
-def test_fit_recovers_alpha_and_bandwidth(alpha, bw, per, seed):
-    rng = np.random.default_rng(seed)
-    rows = []
-    for k in (2, 3, 4):
-        for n in 2.0 ** np.arange(4, 29, 2):
-            bwt = 2 * (k - 1) * n if per == "node" else 2 * (k - 1) / k * n
-            t = (2 * (k - 1) * alpha + bwt / bw) * (1 + 0.005 * rng.standard_normal())
-            rows.append((k, n, t))
-    f = fit_ring(rows, per=per)
-    assert f.alpha_s == pytest.approx(alpha, rel=0.1)
-    assert f.bandwidth_Bps == pytest.approx(bw, rel=0.1)
-    assert f.rms_rel_err < 0.05
-
-
-def test_fit_needs_two_points_with_communication():
-    with pytest.raises(ValueError):
-        fit_ring([(1, 1024, 1e-3), (2, 1024, 1e-3)])
 
 
 # ---------------------------------------------------------------- results CSV
