@@ -31,6 +31,7 @@ from typing import Any
 import numpy as np
 
 from .engine import Result, Scenario, simulate
+from .explain import explain
 from .model import DTYPE_BYTES, InputError, SimcliError, Workload
 from .units import fmt_bytes, fmt_count, fmt_flops, fmt_rate, fmt_time
 
@@ -150,63 +151,25 @@ def training_memory(sc: Scenario, optimizer: str = "adam") -> MemoryCheck:
 # --------------------------------------------------------------------------- why: one k's step, term by term
 
 
-def _at(res: Result, name: str, i: int) -> float | None:
-    """Element i of a per-k array on the result or its comm cost (None if absent or not per k)."""
-    arr = getattr(res, name, None)
-    if arr is None:
-        arr = getattr(res.comm, name, None)
-    if arr is None:
-        return None
-    a = np.asarray(arr)
-    if a.ndim == 0:
-        return float(a)
-    if a.shape[0] != len(res.devices):
-        return None
-    v = a[i]
-    if np.ndim(v) != 0:
-        v = np.sum(v)
-    return float(v)
-
-
-def _comm_total(res: Result, name: str, i: int) -> float:
-    """A term (latency, bandwidth, reduction) of the step's communication at the i-th k.
-
-    ``Result.comm`` holds the step's total: with DDP buckets, the full buckets' all-reduces plus the
-    remainder's, added up by the engine.
-    """
-    return float(np.asarray(getattr(res.comm, name)).reshape(-1)[i])
+#: explain's terms that a breakdown carries, under explain's keys
+_TERMS = ("devices", "efficiency", "speedup", "t_compute_s", "t_comm_s", "t_comm_exposed_s", "t_step_s",
+          "t_latency_s", "t_bandwidth_s", "t_reduction_s", "bottleneck", "bus_Bps")
 
 
 def breakdown(res: Result, i: int) -> dict[str, Any]:
-    """Every term of the step at the i-th k, the term that dominates, and the bottleneck tier."""
-    t_compute = float(res.t_compute_s[i])
-    t_comm = float(res.t_comm_s[i])
-    t_step = float(res.t_step_s[i])
-    exposed = _at(res, "t_comm_exposed_s", i)
-    exposed = t_comm if exposed is None else exposed
-    terms = {name: _comm_total(res, name, i) for name in ("latency", "bandwidth", "reduction")}
-    names = res.bottleneck_names
-    bound = max(terms, key=lambda key: terms[key]) if t_comm > 0 else "-"
-    bus = _at(res, "bus_Bps", i)
-    plan = getattr(res, "plan", None)
-    return {
-        "buckets": plan.count if plan is not None else 1,
-        "devices": int(res.devices[i]),
-        "efficiency": float(res.efficiency[i]),
-        "speedup": float(res.speedup[i]),
-        "t_compute_s": t_compute,
-        "t_comm_s": t_comm,
-        "t_comm_exposed_s": exposed,
-        "t_step_s": t_step,
-        "comm_share": exposed / t_step if t_step > 0 else 0.0,
-        "latency_s": terms["latency"],
-        "bandwidth_s": terms["bandwidth"],
-        "reduction_s": terms["reduction"],
-        "comm_bound": bound,
-        "bottleneck_tier": names[i],
-        "bus_Bps": bus if bus is not None and math.isfinite(bus) else None,
-        "step_bound": "communication" if exposed > t_compute else "compute",
-    }
+    """Every term of the step at the i-th k (:func:`simcli.explain.explain`'s terms, under its keys), the term
+    that dominates, and the bottleneck tier."""
+    d = explain(res.scenario, int(res.devices[i]))
+    out = {key: d[key] for key in _TERMS}
+    t_comm, t_step, exposed = d["t_comm_s"], d["t_step_s"], d["t_comm_exposed_s"]
+    terms = {"latency": d["t_latency_s"], "bandwidth": d["t_bandwidth_s"], "reduction": d["t_reduction_s"]}
+    out.update(buckets=sum(m["count"] for m in d["messages"]) or 1,
+               comm_share=exposed / t_step if t_step > 0 else 0.0,
+               comm_bound=max(terms, key=lambda key: terms[key]) if t_comm > 0 else "-",
+               step_bound="communication" if exposed > d["t_compute_s"] else "compute")
+    if out["bus_Bps"] is not None and not math.isfinite(out["bus_Bps"]):
+        out["bus_Bps"] = None
+    return out
 
 
 def describe_breakdown(b: dict[str, Any]) -> str:
@@ -219,11 +182,11 @@ def describe_breakdown(b: dict[str, Any]) -> str:
          + (f", {fmt_time(hidden)} hidden behind backward" if hidden > 0 else "") + "); the all-reduce is "
          f"{b['comm_bound']}-bound ("
          + (f"{b['buckets']} buckets; " if b.get("buckets", 1) > 1 else "")
-         + f"latency terms {fmt_time(b['latency_s'])}, bandwidth terms "
-         f"{fmt_time(b['bandwidth_s'])}")
-    if b["reduction_s"]:
-        s += f", reduction {fmt_time(b['reduction_s'])}"
-    s += f"), bottleneck tier '{b['bottleneck_tier']}'"
+         + f"latency terms {fmt_time(b['t_latency_s'])}, bandwidth terms "
+         f"{fmt_time(b['t_bandwidth_s'])}")
+    if b["t_reduction_s"]:
+        s += f", reduction {fmt_time(b['t_reduction_s'])}"
+    s += f"), bottleneck tier '{b['bottleneck']}'"
     if b["bus_Bps"]:
         s += f" at {fmt_rate(b['bus_Bps'])}"
     return s
