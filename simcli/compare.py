@@ -113,7 +113,7 @@ class Comparison:
 
 
 def compare(base: Scenario, choices: Mapping[str, Sequence[Any]], devices: np.ndarray | list[int],
-            optimizer: str = "adam") -> Comparison:
+            *, optimizer: str = "adam") -> Comparison:
     """Simulate every combination of ``choices`` over ``devices``."""
     alts = alternatives(base, choices)
     results = tuple(simulate(a.scenario, devices) for a in alts)

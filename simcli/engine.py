@@ -49,7 +49,7 @@ import numpy as np
 from . import collectives
 from .model import DTYPE_BYTES, InputError, Profile, Workload
 
-__all__ = ["Scenario", "Result", "simulate", "COLUMNS", "OVERLAPS", "BucketPlan", "bucket_plan",
+__all__ = ["Scenario", "Result", "simulate", "OVERLAPS", "BucketPlan", "bucket_plan",
            "bucket_timeline"]
 
 #: values of Scenario.overlap
@@ -188,12 +188,6 @@ class Scenario:
     def bucket_bytes(self) -> float:
         """DDP bucket size in bytes: ``bucket_mb`` · 2^20, as DDP reads bucket_cap_mb."""
         return self.bucket_mb * 2.0**20
-
-
-#: record keys of a simulation, in order; units are in the names
-COLUMNS = ("devices", "batch_per_device", "t_compute_s", "t_comm_s", "t_step_s", "speedup", "efficiency",
-           "samples_per_s", "alpha_s", "bus_GBps", "bottleneck", "t_comm_exposed_s", "t_comm_hidden_s",
-           "t_forward_s", "t_backward_s", "algorithm", "buckets")
 
 
 @dataclass(frozen=True)

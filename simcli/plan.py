@@ -265,7 +265,7 @@ def _check_target(target: float | None, option: str = "--min-efficiency") -> flo
     return float(target)
 
 
-def max_devices(sc: Scenario, devices: np.ndarray, target: float) -> MaxDevices:
+def max_devices(sc: Scenario, devices: np.ndarray, *, target: float) -> MaxDevices:
     """The largest k in ``devices`` with E(k) >= target, scanning all of them (one vectorised simulate)."""
     target = _check_target(target)
     res = simulate(sc, devices)
@@ -467,7 +467,7 @@ def _search_grid(kind: str, x0: float) -> np.ndarray:
     return x0 * 10.0 ** np.arange(-12.0, 12.0 + 1e-9, 0.25)
 
 
-def solve_field(sc: Scenario, devices: int, target: float, path: str, rtol: float = DEFAULT_RTOL) -> Solved:
+def solve_field(sc: Scenario, *, devices: int, target: float, path: str, rtol: float = DEFAULT_RTOL) -> Solved:
     """The value of the field at ``path`` at which E(devices) reaches ``target``.
 
     E is monotone in each solvable field for a fixed k (more bandwidth, less
@@ -593,7 +593,7 @@ def _money(row: dict[str, Any], price: float | None) -> str:
     return s
 
 
-def time_to_train(sc: Scenario, devices: np.ndarray, samples: float, price: float | None = None,
+def time_to_train(sc: Scenario, devices: np.ndarray, *, samples: float, price: float | None = None,
                   max_hours: float | None = None, max_cost: float | None = None) -> TrainPlan:
     """Wall-clock time and cost of training on ``samples`` samples, for each k.
 

@@ -1,6 +1,7 @@
 """Figures: speedup and efficiency curves, time breakdowns, all-reduce time and busbw, algorithm maps.
 
-matplotlib is imported here and nowhere else, and this module is imported only
+matplotlib is imported here and nowhere else (``simcli validate --plot`` draws with this module too),
+and this module is imported only
 when a picture is asked for (``--plot FILE`` or ``simcli plot``), so
 ``simcli --help`` and ``simcli speedup`` never pay for it. Figures are built as
 bare :class:`matplotlib.figure.Figure` objects on the Agg canvas: no display,

@@ -12,13 +12,12 @@ from rich.console import Console
 from rich.table import Table
 from rich.text import Text
 
-__all__ = ["console", "err_console", "time_unit", "Column", "table", "print_table", "kv_table",
+__all__ = ["console", "time_unit", "Column", "table", "print_table", "kv_table",
            "render_text"]
 
 console = Console(highlight=False, soft_wrap=False)
 if not console.is_terminal and console.width <= 80:  # piped or captured: do not squeeze columns to 80
     console = Console(highlight=False, soft_wrap=False, width=140)
-err_console = Console(stderr=True, highlight=False)
 
 _TIME_UNITS = [(1.0, "s"), (1e-3, "ms"), (1e-6, "µs"), (1e-9, "ns")]
 

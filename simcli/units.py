@@ -24,7 +24,6 @@ __all__ = [
     "UnitError",
     "KINDS",
     "parse",
-    "parse_bytes",
     "fmt_bytes",
     "fmt_time",
     "fmt_rate",
@@ -110,10 +109,6 @@ def parse(value: object, kind: str) -> float:
     if not math.isfinite(x):
         raise UnitError(f"{value!r} is not a finite {_noun(kind)}")
     return x
-
-
-def parse_bytes(value: object) -> float:
-    return parse(value, "bytes")
 
 
 def _noun(kind: str) -> str:

@@ -69,7 +69,7 @@ profiles = st.builds(
 def test_max_devices_agrees_with_brute_force_scan(p, target, batch, strong):
     sc = scenario(p, global_batch=batch * 64) if strong else scenario(p, batch_per_device=batch)
     k = np.arange(1, 513)
-    ans = P.max_devices(sc, k, target)
+    ans = P.max_devices(sc, k, target=target)
     eff = simulate(sc, k).efficiency
     assert ans.answer == int(k[np.flatnonzero(eff >= target)[-1]])
     # every crossing is a change of side in the brute-force scan, and every change is reported
@@ -84,7 +84,7 @@ def test_max_devices_reports_every_crossing_when_efficiency_is_not_monotonic(two
     k = np.arange(1, 65)
     eff = simulate(sc, k).efficiency
     target = float((eff[8] + eff[15]) / 2)  # between E(9) and E(16)
-    ans = P.max_devices(sc, k, target)
+    ans = P.max_devices(sc, k, target=target)
     assert len(ans.crossings) > 2
     assert ans.crossings[0].direction == "falls below" and ans.crossings[1].direction == "rises to"
     assert ans.answer > ans.crossings[0].devices
@@ -93,10 +93,10 @@ def test_max_devices_reports_every_crossing_when_efficiency_is_not_monotonic(two
 def test_max_devices_infeasible_and_bad_target(two_tier):
     sc = scenario(two_tier, batch_per_device=1)
     with pytest.raises(P.Infeasible, match="no k from 9 to 64 reaches efficiency 0.999.*include it"):
-        P.max_devices(sc, np.arange(9, 65), 0.999)
+        P.max_devices(sc, np.arange(9, 65), target=0.999)
     for bad in (0, 1.5, float("nan"), None):
         with pytest.raises(InputError, match="--min-efficiency"):
-            P.max_devices(sc, np.arange(1, 9), bad)
+            P.max_devices(sc, np.arange(1, 9), target=bad)
 
 
 # --------------------------------------------------------------------------- --solve
@@ -113,7 +113,7 @@ def eff_at(sc: Scenario, ref: P.FieldRef, value: float, k: int) -> float:
 def test_solved_value_put_back_gives_the_target(p, target, k, path):
     sc = scenario(p, batch_per_device=4)
     try:
-        s = P.solve_field(sc, k, target, path)
+        s = P.solve_field(sc, devices=k, target=target, path=path)
     except P.Infeasible:
         # then not even the best end of the interval reaches it
         ref = P.field_ref(sc, path)
@@ -132,21 +132,21 @@ def test_solved_value_put_back_gives_the_target(p, target, k, path):
 
 def test_solve_mfu_overrides_the_mfu_option(two_tier):
     sc = scenario(two_tier, batch_per_device=4, mfu=0.3)
-    s = P.solve_field(sc, 64, 0.9, "device.mfu")
+    s = P.solve_field(sc, devices=64, target=0.9, path="device.mfu")
     assert s.current == 0.3 and s.bound == "maximum"
     assert eff_at(sc, s.field, s.answer, 64) == pytest.approx(0.9, abs=1e-5)
-    peak = P.solve_field(sc, 64, 0.9, "device.peak_flops")  # the compute dtype's peak
+    peak = P.solve_field(sc, devices=64, target=0.9, path="device.peak_flops")  # the compute dtype's peak
     assert peak.field.path == "device.peak_flops.bf16" and peak.bound == "maximum"
 
 
 def test_solve_infeasible_questions_say_why(two_tier):
     sc = scenario(two_tier, batch_per_device=4)
     with pytest.raises(P.Infeasible, match=r"does not depend on it \(a ring over 8 devices stays inside"):
-        P.solve_field(sc, 8, 0.9999, "inter_node.bandwidth")
+        P.solve_field(sc, devices=8, target=0.9999, path="inter_node.bandwidth")
     slow = make_profile(Tier("nvlink", 100e9, 5e-6, size=8), Tier("ib", 25e9, 5e-3))  # 5 ms per step
     with pytest.raises(P.Infeasible, match="latency terms"):
-        P.solve_field(scenario(slow, batch_per_device=4), 256, 0.9, "inter_node.bandwidth")
-    s = P.solve_field(sc, 8, 0.5, "inter_node.bandwidth")  # no effect, target already met
+        P.solve_field(scenario(slow, batch_per_device=4), devices=256, target=0.9, path="inter_node.bandwidth")
+    s = P.solve_field(sc, devices=8, target=0.5, path="inter_node.bandwidth")  # no effect, target already met
     assert s.bound == "any" and s.answer is None
 
 
@@ -182,7 +182,7 @@ def test_time_to_train_by_hand_and_picks(two_tier):
     sc = scenario(two_tier, batch_per_device=8)
     k = np.array([1, 8, 64, 512])
     samples = 1e6
-    tp = P.time_to_train(sc, k, samples, price=2.0)
+    tp = P.time_to_train(sc, k, samples=samples, price=2.0)
     res = simulate(sc, k)
     for row, kk, t in zip(tp.rows, k, res.t_step_s):
         steps = math.ceil(samples / (kk * 8))
@@ -194,7 +194,7 @@ def test_time_to_train_by_hand_and_picks(two_tier):
     assert tp.fastest["devices"] == int(k[int(np.argmin(times))])
     # budgets: the fastest within a cost cap
     cap = sorted(costs)[1]
-    tp2 = P.time_to_train(sc, k, samples, price=2.0, max_cost=cap)
+    tp2 = P.time_to_train(sc, k, samples=samples, price=2.0, max_cost=cap)
     ok = [r for r in tp.rows if r["cost"] <= cap]
     assert tp2.fastest["devices"] == min(ok, key=lambda r: r["time_s"])["devices"]
 
@@ -202,11 +202,11 @@ def test_time_to_train_by_hand_and_picks(two_tier):
 def test_time_to_train_infeasible_and_bad_input(two_tier):
     sc = scenario(two_tier, batch_per_device=8)
     with pytest.raises(P.Infeasible, match="the fastest, k=64, takes .* > --max-hours"):
-        P.time_to_train(sc, np.array([8, 64]), 1e12, max_hours=1)
+        P.time_to_train(sc, np.array([8, 64]), samples=1e12, max_hours=1)
     with pytest.raises(InputError, match="--max-cost needs --price-per-device-hour"):
-        P.time_to_train(sc, np.array([8]), 1e6, max_cost=5)
+        P.time_to_train(sc, np.array([8]), samples=1e6, max_cost=5)
     with pytest.raises(InputError, match="must be a positive number"):
-        P.time_to_train(sc, np.array([8]), -1.0)
+        P.time_to_train(sc, np.array([8]), samples=-1.0)
     assert P.samples_from_tokens(wl(seq_len=2048), 2048e3) == 1000
     with pytest.raises(InputError, match="--tokens: w has no sequence length"):
         P.samples_from_tokens(wl(seq_len=None), 1e9)

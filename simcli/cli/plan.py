@@ -143,9 +143,9 @@ def _header_lines(sc: "Scenario") -> list[str]:
              + f"; {batch}",
              f"gradient  {fmt_bytes(sc.grad_bytes, binary=False)} ({sc.grad_dtype}) all-reduced with {sc.algorithm}"]
     extra = []
-    if getattr(sc, "overlap", "none") not in (None, "none"):
+    if sc.overlap != "none":
         extra.append(f"overlap {sc.overlap} ({sc.bucket_mb:g} MiB buckets)")
-    if getattr(sc, "accum", 1) != 1:
+    if sc.accum != 1:
         extra.append(f"accumulation {sc.accum}")
     if extra:
         lines[-1] += "; " + ", ".join(extra)
@@ -247,7 +247,7 @@ def plan_max_devices(
     sc, mem = _plan_start(scn, out, optimizer)
     cap = sc.profile.max_devices or MAX_SCAN
     k = parse_devices(devices if devices is not None else f"1..{cap}")
-    ans = P.max_devices(sc, k, min_efficiency)  # type: ignore[arg-type]
+    ans = P.max_devices(sc, k, target=min_efficiency)  # type: ignore[arg-type]
     res = ans.to_dict()
     nxt = ans.beyond["devices"] if ans.beyond else None
     res["command"] = _curve_command(_scan_string(ans.result.devices, devices, ans.answer, nxt), scn)
@@ -277,7 +277,7 @@ def plan_solve(
         raise InputError(f"--devices: {devices!r} gives {len(k)} device counts; --solve answers for one, "
                          "for example --devices 256")
     kk = int(k[0])
-    ans = P.solve_field(sc, kk, min_efficiency, field, tolerance)  # type: ignore[arg-type]
+    ans = P.solve_field(sc, devices=kk, target=min_efficiency, path=field, rtol=tolerance)  # type: ignore[arg-type]
     res = ans.to_dict()
     res["command"] = _curve_command(_scan_string([1, kk], None, kk), scn)
     _plan_finish(sc, ans, res, mem, out)
@@ -481,7 +481,7 @@ def compare(
         choices["bucket_mb"] = _numbers(scn.bucket_mb, "--bucket-mb", float, 1e-9)
     if scn.accum is not None:
         choices["accum"] = _numbers(scn.accum, "--accum", int, 1)
-    cmp = run_compare(sc, choices, k, optimizer.value)
+    cmp = run_compare(sc, choices, k, optimizer=optimizer.value)
     from ..plan import training_memory
 
     misfits: dict[str, list[str]] = {}

@@ -77,13 +77,13 @@ def _batch_text(sc: "Scenario") -> str:
 def _extras(sc: "Scenario") -> list[str]:
     """Overlap and accumulation settings, when the scenario uses them (fields of the overlap model)."""
     out = []
-    overlap = getattr(sc, "overlap", "none")
+    overlap = sc.overlap
     if overlap and overlap != "none":
-        out.append(f"overlapped with backward in {getattr(sc, 'bucket_mb', 25.0):g} MiB buckets" if overlap == "buckets"
+        out.append(f"overlapped with backward in {sc.bucket_mb:g} MiB buckets" if overlap == "buckets"
                    else f"overlap {overlap}")
     elif overlap == "none":
         out.append("no overlap")
-    if getattr(sc, "accum", 1) != 1:
+    if sc.accum != 1:
         out.append(f"{sc.accum} accumulation steps")
     return out
 
