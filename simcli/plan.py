@@ -245,8 +245,8 @@ class MaxDevices:
                     + describe_breakdown(self.at_answer))
         b = self.beyond
         assert b is not None
-        return (f"beyond k={self.answer} efficiency falls below {self.target:g} for the rest of the scan (E({b['devices']}) = "
-                f"{b['efficiency']:.4f}); " + describe_breakdown(b))
+        return (f"beyond k={self.answer} efficiency falls below {self.target:g} for the rest of the scan "
+                f"(E({b['devices']}) = {b['efficiency']:.4f}); " + describe_breakdown(b))
 
     def to_dict(self) -> dict[str, Any]:
         lo, hi, n = self.scanned

@@ -8,12 +8,13 @@ import json
 
 import numpy as np
 import pytest
-from conftest import make_profile
 
 from simcli.cli import app
 from simcli.compare import alternatives, compare
 from simcli.engine import Scenario, simulate
 from simcli.model import InputError, Tier, Workload
+
+from conftest import make_profile
 
 A100 = """\
 name: t-a100

@@ -57,7 +57,8 @@ def test_calibration_is_a_pure_function_of_its_inputs(tmp_path):
     t = collectives.allreduce("ring", net, k, n).time
     lines = ["# synthetic", "collective,backend,world_size,bytes,dtype,iters,time_s,time_p10_s,time_p90_s,"
              "algbw_GBps,busbw_GBps"]
-    lines += [f"allreduce,gloo,{kk},{int(nn)},fp32,10,{tt!r},{tt!r},{tt!r},1,1" for kk, nn, tt in zip(k.tolist(), n.tolist(), t.tolist())]
+    lines += [f"allreduce,gloo,{kk},{int(nn)},fp32,10,{tt!r},{tt!r},{tt!r},1,1"
+              for kk, nn, tt in zip(k.tolist(), n.tolist(), t.tolist())]
     csv = tmp_path / "run.csv"
     csv.write_text("\n".join(lines) + "\n")
     base = tmp_path / "base.yaml"

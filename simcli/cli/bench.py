@@ -14,8 +14,8 @@ from typing import Annotated, Any, Callable, Optional
 import typer
 
 from ..model import InputError
-from . import options as o
 from ..units import sig4
+from . import options as o
 from .common import emit, handle_errors, new_app
 
 app = new_app(help="Measure all-reduce and training steps with torch.distributed; import nccl-tests output.",

@@ -230,7 +230,8 @@ def validate(
     """
     from ..output import check_output_path
     from ..profiles import resolve_profile
-    from ..validate import filter_rows, read_measurements, validate as run_validation
+    from ..validate import filter_rows, read_measurements
+    from ..validate import validate as run_validation
 
     if out.output:
         check_output_path(out.output, out.force)

@@ -10,7 +10,8 @@ from rich.text import Text
 from ..engine import Result
 from ..model import Profile
 from ..render import Column, table, time_unit
-from ..units import sig4 as _g, fmt_bytes, fmt_count, fmt_flops, fmt_rate, fmt_time
+from ..units import fmt_bytes, fmt_count, fmt_flops, fmt_rate, fmt_time
+from ..units import sig4 as _g
 
 
 def _num(fmt: str):
@@ -27,7 +28,8 @@ def scenario_header(res: Result) -> Text:
         f"profile   {p.name}: {p.device.name} ({p.origin})",
         f"model     {w.name}: {fmt_count(w.params)} params"
         + (f", seq_len {w.seq_len}" if w.seq_len else ""),
-        f"batch     {'global ' + str(sc.batch) + ' split over k (strong scaling)' if sc.strong else str(sc.batch) + ' per device (weak scaling)'}",
+        "batch     " + (f"global {sc.batch} split over k (strong scaling)" if sc.strong
+                           else f"{sc.batch} per device (weak scaling)"),
         f"gradient  {fmt_bytes(sc.grad_bytes, binary=False)} ({sc.grad_dtype}) all-reduced with {sc.algorithm}",
     ]
     if sc.compute_time_s is not None:
