@@ -5,8 +5,8 @@ prints (stdout and stderr as a terminal shows them; trailing spaces ignored), op
 ``(exit N)`` with the exit status. The commands run in-process (typer's CliRunner) with the terminal width
 that tests/conftest.py pins (140 columns), each in a fresh directory that links to every top-level entry of
 the repository, so they see the files the examples name (tests/fixtures, validation/published, ...) and what
-they write (``--output my-host.yaml``) lands outside the checkout. A command with a pipe or a redirection (``| head -20``,
-``2>/dev/null``) runs in bash instead, with ``simcli`` as ``python -m simcli`` and COLUMNS=140.
+they write (``--output my-host.yaml``) lands outside the checkout. A command with a pipe or a redirection
+(``| head -20``, ``2>/dev/null``) runs in bash instead, with ``simcli`` as ``python -m simcli`` and COLUMNS=140.
 
 Blocks that are not deterministic (bench runs, timings) or that write files are written without the ``$``
 prompt, and are not run.
