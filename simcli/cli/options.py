@@ -25,6 +25,7 @@ from typing import Annotated, Any, Callable, Optional, TypeVar
 
 import typer
 
+from .. import collectives
 from ..engine import Scenario
 from ..model import InputError
 from ..profiles import DEFAULT_PROFILE, resolve_profile
@@ -70,9 +71,11 @@ Dtype = Annotated[Optional[str], typer.Option("--dtype", help="Compute dtype, pi
 GradDtype = Annotated[str, typer.Option("--grad-dtype", help="Gradient dtype on the wire: fp32, bf16, fp16, fp8.")]
 Mfu = Annotated[Optional[float], typer.Option("--mfu", help="Achieved fraction of peak, 0 < mfu <= 1 "
                                               "[default: the profile's].")]
-Algorithm = Annotated[str, typer.Option("--algorithm", "-a", help="All-reduce algorithm: ring, tree, "
-                                        "recursive-doubling, rabenseifner, hierarchical, ps, ps-sharded, or auto "
-                                        "(the fastest per k and size; see 'simcli algorithms').")]
+#: the algorithms' names, from the one registry in simcli.collectives
+ALGORITHM_NAMES = [getattr(a, "name", a) for a in collectives.ALGORITHMS]
+Algorithm = Annotated[str, typer.Option("--algorithm", "-a", help=f"All-reduce algorithm: "
+                                        f"{', '.join(ALGORITHM_NAMES)}, or auto (the fastest per k and size; see "
+                                        "'simcli algorithms').")]
 Overlap = Annotated[str, typer.Option("--overlap", help="How the all-reduce hides behind backward: 'buckets' "
                                       "(PyTorch DDP's gradient buckets, reduced as backward produces them) or "
                                       "'none' (one all-reduce after backward).")]
