@@ -258,7 +258,7 @@ def plot_algorithms(
     fs = pic.size(output, force, option="--output", threshold=False)
     k, n = parse_devices(devices), parse_sizes(size)
     prof = resolve_profile(profile)
-    names = [a for a in o.split_list(algorithm, "--algorithm") if a] or list(collectives.ALGORITHMS)
+    names = [a for a in o.split_list(algorithm, "--algorithm") if a] or list(o.ALGORITHM_NAMES)
     collectives.check_devices(prof.network, k)
     times = np.stack([collectives.allreduce(a, prof.network, k[:, None], n[None, :], prof.device.reduce_Bps).time
                       for a in names])
