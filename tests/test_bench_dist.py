@@ -105,6 +105,24 @@ def test_step_gradient_identity_and_prediction(runner, tmp_path, tag):
     _no_leftovers(tag)
 
 
+def test_step_both_modes_many_times_in_a_row(tag):
+    """The small model, flat and DDP in one world, 6 worlds in a row: every rank exits 0 every time.
+
+    It used to abort at random (signal 6 after the last step, "terminate called without an active
+    exception"): a gloo worker thread asked for the GIL while the interpreter was finalising (see
+    simcli.bench.worker.shutdown and _exit). 6 runs is a cheap check; the fix removes the mechanism.
+    """
+    from simcli.bench.launch import run_world
+
+    config = {"backend": "gloo", "width": 32, "depth": 3, "batch_per_device": 4, "steps": 2, "warmup": 1,
+              "modes": ["flat", "ddp"], "progress_unit": "timed iteration"}
+    for i in range(6):
+        recs: list[dict] = []
+        run_world(2, "step", config, timeout_s=120, on_record=recs.append, threads=1)  # BenchError if a rank fails
+        assert [r["mode"] for r in recs] == ["flat", "ddp"], f"run {i}"
+    _no_leftovers(tag)
+
+
 def test_gradient_mismatch_is_an_error(runner, tmp_path, tag, monkeypatch):
     # rank 0 of a one-rank world perturbs its averaged gradient: it no longer equals the global-batch gradient
     monkeypatch.setenv(FAULT_ENV, "0:0:grad:1")

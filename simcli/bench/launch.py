@@ -50,6 +50,8 @@ FAULT_ENV = "SIMCLI_BENCH_FAULT"
 GRACE_S = 3.0
 #: worker exit code for a failed gradient identity check (the message says what differed)
 EXIT_IDENTITY = 3
+#: what a rank writes into its progress slot once it has measured everything (what is left is shutdown)
+PROGRESS_DONE = 2**63 - 1
 
 
 class IdentityError(RuntimeError):
@@ -327,9 +329,18 @@ def _describe_failure(k: int, failed: list[_Rank], ranks: list[_Rank], progress_
             else f"was killed by signal {-code if code is not None else '?'}")
     if code == EXIT_IDENTITY:
         what = "failed the gradient identity check"
-    where = f" at {_unit(config)} {prog[first.rank]}" if prog[first.rank] else " before its first " + _unit(config)
+    where = _where(prog[first.rank], config)
     return (f"world size {k}: rank {first.rank} {what}{where}" + (f": {msg}" if msg else "")
             + "; stopped the other ranks")
+
+
+def _where(progress: int, config: Mapping[str, Any]) -> str:
+    """Where a rank got to, from its progress slot: units are counted over every timed phase."""
+    if progress == PROGRESS_DONE:
+        return " after it had finished measuring (while shutting down)"
+    if not progress:
+        return " before its first " + _unit(config)
+    return f" at {_unit(config)} {progress}"
 
 
 def _describe_timeout(k: int, ranks: list[_Rank], progress_path: Path, timeout_s: float,
@@ -338,7 +349,7 @@ def _describe_timeout(k: int, ranks: list[_Rank], progress_path: Path, timeout_s
     live = [r.rank for r in ranks if r.returncode is None]
     lo = min(prog[r] for r in live) if live else 0
     stuck = [r for r in live if prog[r] == lo]
-    who = (f"rank {stuck[0]} stopped at {_unit(config)} {lo}" if len(stuck) == 1 and len(live) > 1
+    who = (f"rank {stuck[0]} stopped{_where(lo, config)}" if len(stuck) == 1 and len(live) > 1
            else f"rank(s) {', '.join(map(str, stuck))} did not finish")
     return (f"world size {k}: timed out after {timeout_s:g} s (--timeout); {who} (it hangs or is far too "
             "slow); stopped every rank")

@@ -55,8 +55,15 @@ class Dist:
             sys.stderr.write(f"simcli-worker: test fault hook ({FAULT_ENV}) made rank {self.rank} exit\n")
             sys.stderr.flush()
             os._exit(17)
+        self._mark(index + 1)
+
+    def finished(self) -> None:
+        """Mark that this rank has measured everything (what is left is the shutdown)."""
+        self._mark(PROGRESS_DONE)
+
+    def _mark(self, value: int) -> None:
         if self._progress is not None:
-            self._progress[8 * self.rank:8 * self.rank + 8] = (index + 1).to_bytes(8, "little")
+            self._progress[8 * self.rank:8 * self.rank + 8] = value.to_bytes(8, "little")
 
     def sync(self) -> None:
         """Wait for the device (GPU kernels are asynchronous); nothing to do on CPU."""
@@ -66,7 +73,7 @@ class Dist:
             torch.cuda.synchronize(self.device)
 
 
-from .launch import FAULT_ENV, IdentityError  # noqa: E402  (launch imports nothing from here)
+from .launch import FAULT_ENV, PROGRESS_DONE, IdentityError  # noqa: E402  (launch imports nothing from here)
 
 
 def _parse_fault(spec: str | None, rank: int, world: int) -> tuple[int, int, str] | None:
@@ -125,6 +132,40 @@ def run_task(task: str, d: Dist, config: dict[str, Any]) -> None:
         raise ValueError(f"unknown task {task!r}")
 
 
+def shutdown() -> None:
+    """Destroy the process group while the interpreter is still fully alive, joining gloo's threads.
+
+    Gloo runs each collective on a worker thread, which drops its reference to the finished work (and to
+    the work's tensors) just *after* ``wait()`` has returned on the main thread. When that is the last
+    reference to a tensor that owns a Python object, the worker thread must take the GIL to free it. If the
+    main thread has reached interpreter finalisation by then, a non-main thread that asks for the GIL is
+    ended with ``pthread_exit``, whose unwinding crosses a ``noexcept`` C++ frame: ``std::terminate``
+    aborts the rank with signal 6 ("terminate called without an active exception"; seen in a core dump,
+    torch 2.13 / gloo). Destroying the group joins those threads only if nothing else holds it; collect
+    garbage first so that freed DDP modules let go of it. That is not always enough (see ``_exit``).
+    """
+    import gc
+
+    import torch.distributed as dist
+
+    gc.collect()
+    dist.destroy_process_group()
+
+
+def _exit(code: int) -> None:
+    """End a spawned rank without interpreter finalisation, as ``multiprocessing`` ends its children.
+
+    ``shutdown`` is not enough on its own: constructing a DistributedDataParallel module leaves references
+    to the process group inside torch (torch 2.13: the group's refcount stays raised after the module and
+    its reducer are freed and collected), so its destructor never runs and its threads never join. Any of
+    them may still be freeing a finished collective's tensors when the interpreter finalises, and that
+    aborts the rank (see ``shutdown``). Everything this rank produces has been written and flushed by now.
+    """
+    sys.stdout.flush()
+    sys.stderr.flush()
+    os._exit(code)
+
+
 def _watch_parent(parent: int) -> None:
     """Exit when the process that spawned this rank is gone (no orphans if it is SIGKILLed)."""
     def loop() -> None:
@@ -163,9 +204,8 @@ def main() -> int:
                  int(env.get("LOCAL_WORLD_SIZE", world)), float(env.get("SIMCLI_BENCH_TIMEOUT", "300")),
                  env.get("SIMCLI_BENCH_PROGRESS"), env.get(FAULT_ENV), emit)
         run_task(task, d, config)
-        import torch.distributed as dist
-
-        dist.destroy_process_group()
+        d.finished()
+        shutdown()
     except IdentityError as e:
         sys.stderr.write(f"simcli-worker: {e}\n")
         return 3
@@ -182,4 +222,4 @@ def main() -> int:
 
 
 if __name__ == "__main__":
-    sys.exit(main())
+    _exit(main())
