@@ -1,9 +1,9 @@
 """`simcli plot`: pictures of scaling curves, time breakdowns, all-reduce costs; redraw of saved tables.
 
-Also the helpers behind ``--plot FILE`` on ``simcli speedup`` and ``simcli comm``.
-matplotlib (via :mod:`simcli.plot`) and pandas are imported inside the
-functions that draw, never at import time: this module is loaded by every
-``simcli`` start-up to register the group.
+Also the helpers behind ``--plot FILE`` on ``simcli speedup`` and ``simcli comm``. Saved tables are read
+and recognised by :mod:`simcli.tables`; figures are built by :mod:`simcli.plot`. matplotlib and pandas are
+imported inside the functions that draw, never at import time: this module is loaded by every ``simcli``
+start-up to register the group.
 """
 
 from __future__ import annotations
