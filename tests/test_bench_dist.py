@@ -52,8 +52,9 @@ def _no_leftovers(tag: str) -> None:
 def test_allreduce_world_sizes_2_and_3_csv_schema(runner, tmp_path, tag):
     out = tmp_path / "ar.csv"
     r = runner.invoke(app, ["bench", "allreduce", "--world-sizes", "2,3", "--size", "1KiB,64KiB", "--iters", "3",
-                            "--warmup", "1", "-o", str(out), "-f", "json"])
+                            "--warmup", "1", "-o", str(out), "-f", "csv"])
     assert r.exit_code == 0, r.output
+    assert r.stdout == ""  # with --output the data goes into the file only
     comments, rows = read_results(out)
     meta = dict(c.split(": ", 1) for c in comments if ": " in c)
     assert {"host", "torch", "backend", "date"} <= set(meta) and meta["backend"] == "gloo"
@@ -66,9 +67,14 @@ def test_allreduce_world_sizes_2_and_3_csv_schema(runner, tmp_path, tag):
         assert 0 < float(x["time_min_s"]) <= float(x["time_p10_s"]) <= t <= float(x["time_p90_s"])
         assert float(x["algbw_GBps"]) == pytest.approx(n / t / 1e9)
         assert float(x["busbw_GBps"]) == pytest.approx(float(x["algbw_GBps"]) * 2 * (k - 1) / k)
-    # stdout holds only the data, the same rows
-    recs = json.loads(r.stdout)
-    assert [(x["world_size"], x["bytes"]) for x in recs] == [(2, 1024), (2, 65536), (3, 1024), (3, 65536)]
+    # -f json -o F writes JSON into F (every iteration's time kept); stdout holds only the data without -o
+    js = tmp_path / "ar.json"
+    r = runner.invoke(app, ["bench", "allreduce", "--world-sizes", "2", "--size", "1KiB,64KiB", "--iters", "3",
+                            "--warmup", "1", "-o", str(js), "-f", "json"])
+    assert r.exit_code == 0, r.output
+    recs = json.loads(js.read_text())
+    assert [(x["world_size"], x["bytes"]) for x in recs] == [(2, 1024), (2, 65536)]
+    assert all(len(x["times_s"]) == 3 and x["stat"] == "p10" and x["rounds"] == 3 for x in recs)
     _no_leftovers(tag)
 
 
@@ -137,8 +143,9 @@ def test_gradient_mismatch_is_an_error(runner, tmp_path, tag, monkeypatch):
 def test_killed_rank_keeps_rows_and_names_rank(runner, tmp_path, tag, monkeypatch):
     monkeypatch.setenv(FAULT_ENV, "1:2:exit")
     out = tmp_path / "partial.csv"
+    # --rounds 1: sizes in order, each row written when measured (interleaved rounds write rows at the end)
     r = runner.invoke(app, ["bench", "allreduce", "--world-sizes", "2", "--size", "1KiB,2KiB,4KiB,8KiB",
-                            "--iters", "2", "--warmup", "0", "-o", str(out)])
+                            "--iters", "2", "--rounds", "1", "--warmup", "0", "-o", str(out)])
     assert r.exit_code == 1, r.output
     assert "world size 2: rank 1 exited with code 17 at size 2" in r.output
     _, rows = read_results(out)
@@ -151,7 +158,7 @@ def test_hung_rank_times_out(runner, tmp_path, tag, monkeypatch):
     out = tmp_path / "partial.csv"
     t0 = time.monotonic()
     r = runner.invoke(app, ["bench", "allreduce", "--world-sizes", "2", "--size", "1KiB,2KiB", "--iters", "2",
-                            "--warmup", "0", "--timeout", "15", "-o", str(out)])
+                            "--rounds", "1", "--warmup", "0", "--timeout", "15", "-o", str(out)])
     assert r.exit_code == 1, r.output
     assert "world size 2: timed out after 15 s" in r.output and "rank 0 stopped at size 1" in r.output
     assert time.monotonic() - t0 < 60

@@ -447,3 +447,140 @@ def test_nccl_tests_json_cut_mid_run(tmp_path):
     f.write_text(_fixture("json")[:3000])
     with pytest.raises(InputError, match="not valid JSON .*cut mid-run"):
         parse_nccl_tests(f)
+
+
+# --------------------------------------------------------------------------- typer's own errors, one line
+
+
+@pytest.mark.parametrize("args,line", [
+    (["bench", "allreduce", "--iters", "0"], "simcli: error: --iters: 0 is below the minimum 1"),
+    (["bench", "allreduce", "--iters=-3"], "simcli: error: --iters: -3 is below the minimum 1"),
+    (["bench", "allreduce", "-n0"], "simcli: error: --iters: 0 is below the minimum 1"),
+    (["bench", "step", "--mode", "weird"], "simcli: error: --mode: 'weird' is not one of 'flat', 'ddp', 'both'"),
+    (["explain", "-k", "1..8"], "simcli: error: --devices: '1..8' is not a whole number"),
+    (["speedup", "-f", "yaml"], "simcli: error: --format: 'yaml' is not one of 'table', 'csv', 'json'"),
+    (["speedup", "--mfu", "abc"], "simcli: error: --mfu: 'abc' is not a number"),
+    (["speedup", "--foo"], "simcli: error: --foo: no such option"),
+    (["nosuch"], "simcli: error: nosuch: no such command; see 'simcli -h'"),
+    (["calibrate"], "simcli: error: files: required; see 'simcli calibrate -h'"),
+    (["speedup", "extra"], "simcli: error: extra: unexpected argument"),
+    (["speedup", "-k"], "simcli: error: -k: needs a value"),
+])
+def test_usage_errors_are_one_line_exit_2(runner, args, line):
+    from simcli.cli import app
+
+    r = runner.invoke(app, args)
+    assert r.exit_code == 2, r.output
+    assert r.stderr.startswith(line) and r.stderr.count("\n") == 1, r.stderr
+    assert "Usage:" not in r.output and "Traceback" not in r.output
+
+
+def test_group_alone_still_shows_its_help(runner):
+    from simcli.cli import app
+
+    r = runner.invoke(app, ["bench"])
+    assert "allreduce" in r.output and "simcli: error" not in r.output
+
+
+# --------------------------------------------------------------------------- stdout that fails
+
+
+def test_closed_stdout_is_one_line_exit_1():
+    import subprocess
+    import sys
+
+    p = subprocess.run([sys.executable, "-c", "import os, sys; os.close(1); sys.argv=['simcli','speedup','-k','8'];"
+                        "from simcli.cli import main; main()"], capture_output=False, stderr=subprocess.PIPE,
+                       text=True, timeout=120)
+    assert p.returncode == 1 and p.stderr.strip() == ("simcli: error: standard output is closed; nothing can "
+                                                      "be printed (use --output FILE)")
+
+
+def test_stdout_on_a_full_device_is_one_line_exit_1():
+    import subprocess
+    import sys
+
+    if not os.path.exists("/dev/full"):
+        pytest.skip("no /dev/full")
+    with open("/dev/full", "w") as full:  # a redirect (> /dev/full): simcli writes into it, never replaces it
+        p = subprocess.run([sys.executable, "-m", "simcli", "speedup", "-k", "1..64", "-f", "csv"], stdout=full,
+                           stderr=subprocess.PIPE, text=True, timeout=120)
+    assert p.returncode == 1
+    assert p.stderr.strip() == ("simcli: error: standard output: cannot write it (No space left on device); "
+                                "free some space or write elsewhere")
+
+
+def test_broken_pipe_is_quiet():
+    import subprocess
+    import sys
+
+    p = subprocess.Popen([sys.executable, "-m", "simcli", "speedup", "-k", "1..200000", "-f", "csv"],
+                         stdout=subprocess.PIPE, stderr=subprocess.PIPE)
+    p.stdout.read(100)
+    p.stdout.close()
+    err = p.stderr.read().decode()
+    p.wait(120)
+    assert err == ""
+
+
+@pytest.mark.parametrize("env", [{"PYTHONIOENCODING": "ascii"}, {"LC_ALL": "C", "PYTHONUTF8": "0",
+                                                                  "PYTHONIOENCODING": ""}])
+def test_stdout_that_is_not_utf8_gets_ascii_spellings(env):
+    import subprocess
+    import sys
+
+    p = subprocess.run([sys.executable, "-m", "simcli", "explain", "-k", "8"], capture_output=True,
+                       env={**os.environ, **env}, timeout=120)
+    assert p.returncode == 0, p.stderr
+    out = p.stdout.decode("ascii")  # every byte is ASCII
+    assert "alpha" in out and "Traceback" not in p.stderr.decode()
+
+
+# --------------------------------------------------------------------------- calibration on a busy machine
+
+
+def test_rounds_interleave_sizes_in_a_shuffled_order_the_same_on_every_rank():
+    from simcli.bench.allreduce import auto_rounds, round_plan
+
+    plan = round_plan(5, iters=10, rounds=auto_rounds(10), seed=0)
+    assert len(plan) == 10 and plan == round_plan(5, 10, 10, seed=0)  # pure: every rank agrees
+    assert all(sorted(i for i, _ in visits) == list(range(5)) for visits in plan)
+    assert len({tuple(i for i, _ in visits) for visits in plan}) > 1  # the order changes between rounds
+    per_size = [sum(n for visits in plan for i, n in visits if i == s) for s in range(5)]
+    assert per_size == [10] * 5
+    assert [[i for i, _ in v] for v in round_plan(3, 7, 1)] == [[0, 1, 2]]  # one round: sizes in order
+    assert sum(n for v in round_plan(2, 7, 3) for i, n in v if i == 0) == 7
+
+
+def test_statistics_and_noise():
+    from simcli.bench.stats import DEFAULT_STAT, STATS, summarize
+
+    s = summarize([1.0, 1.0, 1.0, 1.0, 1.0, 1.0, 1.0, 1.0, 1.0, 11.0])  # one preempted iteration
+    assert s.stat("min") == 1.0 and s.stat("p10") == 1.0 and s.stat("median") == 1.0 and s.stat("mean") == 2.0
+    assert s.noise == pytest.approx(2.0) and DEFAULT_STAT in STATS
+    with pytest.raises(ValueError):
+        s.stat("p99")
+
+
+def test_json_results_file_is_valid_after_every_row(tmp_path):
+    import json
+
+    from simcli.bench.results import ALLREDUCE_COLUMNS, ResultWriter
+
+    out = tmp_path / "r.json"
+    with ResultWriter(out, ALLREDUCE_COLUMNS, ["x"], fmt="json") as w:
+        for i in range(3):
+            w.append({"bytes": i, "times_s": [1.0, float("nan")]})
+            assert [r["bytes"] for r in json.loads(out.read_text())] == list(range(i + 1))
+    assert json.loads(out.read_text())[0]["times_s"] == [1.0, None]
+
+
+def test_bench_allreduce_refuses_a_closed_stdout_before_measuring():
+    import subprocess
+    import sys
+
+    p = subprocess.run([sys.executable, "-c", "import os, sys; os.close(1); sys.argv=['simcli','bench','allreduce',"
+                        "'-k','2','-s','1KiB','--iters','1','-f','json']; from simcli.cli import main; main()"],
+                       stderr=subprocess.PIPE, text=True, timeout=120)
+    assert p.returncode == 1 and "measurements would be lost; give --output FILE" in p.stderr
+    assert "world size" not in p.stderr  # refused before any world was started

@@ -16,6 +16,7 @@ import csv
 import datetime as _dt
 import errno
 import io
+import json
 import os
 import platform
 import socket
@@ -23,14 +24,15 @@ import stat
 from pathlib import Path
 from typing import Any, Iterable, Mapping, Sequence
 
-from ..output import _csv_value, cannot_write, check_output_path
+from ..output import _csv_value, cannot_write, check_output_path, jsonable
 
 __all__ = ["ALLREDUCE_COLUMNS", "STEP_COLUMNS", "ResultWriter", "metadata", "cpu_model", "read_results"]
 
-#: one row per (world_size, bytes); time_s is the median of per-iteration max-over-ranks times
+#: one row per (world_size, bytes); time_s is the ``stat`` (p10 by default, see simcli.bench.allreduce) of the
+#: per-iteration max-over-ranks times; noise = p90/p10; times_s (JSON only) every iteration's time
 ALLREDUCE_COLUMNS = ("collective", "backend", "world_size", "bytes", "count", "dtype", "iters", "warmup",
                      "time_s", "time_p10_s", "time_p90_s", "time_min_s", "time_max_s", "algbw_GBps",
-                     "busbw_GBps", "spread", "source")
+                     "busbw_GBps", "spread", "source", "stat", "rounds", "time_median_s", "time_mean_s", "noise")
 #: one row per (world_size, mode)
 STEP_COLUMNS = ("world_size", "backend", "mode", "model", "params", "batch_per_device", "steps", "threads",
                 "t_compute_s", "t_compute_p10_s", "t_compute_p90_s", "t_comm_s", "t_comm_p10_s", "t_comm_p90_s",
@@ -75,18 +77,22 @@ class ResultWriter:
     """
 
     def __init__(self, path: str | os.PathLike[str] | None, columns: Sequence[str], comments: Iterable[str],
-                 force: bool = False, inputs: Iterable[str | os.PathLike[str] | None] = ()):
+                 force: bool = False, inputs: Iterable[str | os.PathLike[str] | None] = (), fmt: str = "csv"):
+        if fmt not in ("csv", "json"):
+            raise ValueError(f"fmt must be csv or json, not {fmt!r}")
+        self.fmt = fmt
         self.columns = list(columns)
         self.rows: list[dict[str, Any]] = []
         self.path: Path | None = None
         self._fd: int | None = None
         self._open = False
         self._written = 0  # bytes of whole lines on disk
-        self._head = "".join(f"# {c}\n" for c in comments) + ",".join(self.columns) + "\n"
+        self._head = "".join(f"# {c}\n" for c in comments) + ",".join(self.columns) + "\n" if fmt == "csv" else ""
         if path is not None:
             self.path = check_output_path(path, force, inputs=inputs)
 
-    def _write(self, text: str) -> None:
+    def _write(self, text: str, at: int | None = None) -> None:
+        """Append ``text`` (or write it at byte ``at``, replacing what follows): whole, or cut back."""
         if not self._open:
             self._open = True
             try:
@@ -97,7 +103,10 @@ class ResultWriter:
         if self._fd is None:  # an earlier write failed: the rows stay in memory only
             return
         data = text.encode("utf-8")
+        keep = self._written if at is None else at
         try:
+            if at is not None:
+                os.lseek(self._fd, at, os.SEEK_SET)
             done = 0
             while done < len(data):
                 done += os.write(self._fd, data[done:])
@@ -109,6 +118,8 @@ class ResultWriter:
         except OSError as e:
             try:  # cut back to the last whole row: a row is on disk whole or not at all
                 os.ftruncate(self._fd, self._written)
+                if at is not None:  # JSON: put back the closing bracket that the new row was to replace
+                    os.pwrite(self._fd, _JSON_END, at)
             except OSError:
                 pass
             fd, self._fd = self._fd, None
@@ -119,11 +130,18 @@ class ResultWriter:
                 except OSError:
                     pass
             raise cannot_write(f"--output: {self.path}", e) from None
-        self._written += len(data)
+        self._written = keep + len(data)
 
     def append(self, row: Mapping[str, Any]) -> None:
         self.rows.append(dict(row))
-        if self.path is not None:
+        if self.path is not None and self.fmt == "json":
+            # a JSON list that is valid after every row: '[\n' row '\n]\n', then ',\n' row '\n]\n' over the end
+            rec = json.dumps(jsonable(dict(row)), allow_nan=False)
+            if not self._open or self._written == 0:
+                self._write("[\n" + rec + _JSON_END.decode())
+            else:
+                self._write(",\n" + rec + _JSON_END.decode(), at=self._written - len(_JSON_END))
+        elif self.path is not None:
             buf = io.StringIO()
             w = csv.DictWriter(buf, fieldnames=self.columns, extrasaction="ignore", lineterminator="\n")
             w.writerow({k: ("" if row.get(k) is None else _csv_value(row.get(k))) for k in self.columns})
@@ -139,6 +157,9 @@ class ResultWriter:
 
     def __exit__(self, *exc: object) -> None:
         self.close()
+
+
+_JSON_END = b"\n]\n"
 
 
 def _regular(p: Path) -> bool:

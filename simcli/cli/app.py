@@ -14,9 +14,10 @@ import typer
 
 from .. import __version__
 from . import algorithms, bench, calibrate, catalog, plan, plot, speedup
-from .common import CONTEXT, State
+from .common import CONTEXT, SimcliGroup, State
 
 app = typer.Typer(
+    cls=SimcliGroup,  # typer's own usage errors in simcli's one-line form; stdout guarded (issue 12)
     name="simcli",
     help="Simulate data-parallel training speed: step time, all-reduce cost and speedup over k devices.",
     epilog="Example: simcli speedup --devices 1..64 --profile dgx-h100 --model resnet50",

@@ -135,6 +135,22 @@ def _bench_error(msg: str):
     return BenchError(msg)
 
 
+class Stat(str, enum.Enum):
+    min = "min"
+    p10 = "p10"
+    median = "median"
+    mean = "mean"
+
+
+def _stdout_needed(output: str | None, tr: dict[str, Any] | None) -> None:
+    """Refuse before measuring when the results could go nowhere (stdout closed, no --output): none are lost."""
+    from ..output import StdoutClosed, stdout_usable
+
+    if output is None and _is_writer(tr) and not stdout_usable():
+        raise StdoutClosed("standard output is closed and no --output is given: the measurements would be lost; "
+                           "give --output FILE")
+
+
 def _is_writer(tr: dict[str, Any] | None) -> bool:
     return tr is None or int(tr["rank"]) == 0
 
@@ -148,7 +164,7 @@ def _finish(rows: list[dict[str, Any]], columns, format: o.Format, writer, noun:
     if noisy:
         typer.echo(f"simcli: warning: {len(noisy)} of {len(rows)} {noun} are noisy (p10..p90 spread over "
                    f"{NOISY_SPREAD:.0%} of the median); use more --iters/--steps on a quieter machine", err=True)
-    if format is not o.Format.table:
+    if format is not o.Format.table and writer.path is None:  # with --output the data went into that file
         from ..output import to_csv, to_json
 
         sys.stdout.write(to_json(rows) if format is o.Format.json else to_csv(rows, columns))
@@ -172,9 +188,20 @@ def bench_allreduce(
     port: Port = 0,
     threads: Threads = None,
     oversubscribe: Oversubscribe = False,
+    stat: Annotated[Stat, typer.Option("--stat", help="The statistic of the per-iteration times reported as "
+                                       "time_s (and used by calibrate and validate): min, p10, median, or mean "
+                                       "(nccl-tests' choice). A busy machine only adds time, so a low quantile "
+                                       "estimates the uncontended cost; all four are kept in the CSV.")]
+    = Stat.p10,
+    rounds: Annotated[Optional[int], typer.Option("--rounds", min=1, help="Split the --iters of each size over "
+                                                  "this many rounds, sizes in a new shuffled order each round "
+                                                  "[default: --iters, one iteration per size per round].")]
+    = None,
+    seed: Annotated[int, typer.Option("--seed", help="Seed of the shuffled size order.")] = 0,
     format: o.FormatOpt = o.Format.table,
-    output: Annotated[Optional[str], typer.Option("--output", "-o", help="CSV file; rows are appended as they "
-                                                  "are measured.")] = None,
+    output: Annotated[Optional[str], typer.Option("--output", "-o", help="Write the measurements here in the "
+                                                  "--format (csv for table); rows are added as they are "
+                                                  "measured, and the file is valid after each.")] = None,
     force: o.Force = False,
 ) -> None:
     """Time torch.distributed.all_reduce for each world size and message size (nccl-tests' columns)."""
@@ -193,6 +220,7 @@ def bench_allreduce(
     if small:
         raise InputError(f"--size: {small[0]} B is less than one {dtype} element ({esize} B); start at {esize}B "
                          "or more")
+    _stdout_needed(output, tr)
     torch_version = require_torch()
     be, cuda = _backend(backend)
     if tr is None:
@@ -203,12 +231,15 @@ def bench_allreduce(
     writer_path = output if _is_writer(tr) else None
     rows: list[dict[str, Any]] = []
     by_world: dict[int, list[dict[str, Any]]] = {}
+    n_rounds = rounds if rounds is not None else iters
     with ResultWriter(writer_path, ALLREDUCE_COLUMNS, metadata(
             "bench allreduce", be, torch_version,
             {"command": " ".join(["simcli"] + sys.argv[1:]) if sys.argv else "simcli bench allreduce",
-             "time_s": "median over iterations of the slowest rank's time; p10/p90 likewise",
+             "time_s": f"{stat.value} over iterations of the slowest rank's time (--stat); p10/p90/min/max/"
+                       "median/mean likewise; noise = p90/p10",
+             "rounds": f"{min(n_rounds, iters)} rounds of shuffled sizes (--rounds, --seed {seed}), warm-up per size",
              "units": "bytes B, times s, algbw/busbw GB/s = 1e9 B/s, busbw = algbw*2(k-1)/k"}),
-            force=force) as writer:
+            force=force, fmt="json" if format is o.Format.json else "csv") as writer:
 
         def on_record(rec: dict[str, Any]) -> None:
             writer.append(rec)
@@ -216,13 +247,16 @@ def bench_allreduce(
             by_world.setdefault(rec["world_size"], []).append(rec)
 
         def on_world_done(k: int) -> None:
-            if format is o.Format.table and by_world.get(k):
+            from ..output import stdout_usable
+
+            if format is o.Format.table and by_world.get(k) and stdout_usable():
                 from ..render import console
 
                 console.print(_allreduce_table(k, be, by_world[k]))
 
         _run_worlds("allreduce", ks, tr, be,
-                    {"sizes": sizes, "dtype": dtype, "warmup": warmup, "iters": iters, "progress_unit": "size"},
+                    {"sizes": sizes, "dtype": dtype, "warmup": warmup, "iters": iters, "progress_unit": "size",
+                     "rounds": n_rounds, "stat": stat.value, "seed": seed},
                     timeout=timeout, port=port, threads=threads, on_record=on_record, on_world_done=on_world_done)
     if _is_writer(tr):
         _finish(rows, ALLREDUCE_COLUMNS, format, writer, "measurements")
@@ -236,18 +270,23 @@ def _allreduce_table(k: int, backend: str, recs: list[dict[str, Any]], title: st
     from ..units import fmt_bytes
 
     f, unit = time_unit([r["time_s"] for r in recs])
+    stat = recs[0].get("stat") or "median"
 
     def t(key: str):
         return lambda v: sig4(v / f)
 
+    for r in recs:  # how noisy each point was: p90/p10 (1 = every iteration took the same time)
+        if r.get("noise") is None and r.get("time_p10_s") and r.get("time_p90_s"):
+            r["noise"] = r["time_p90_s"] / r["time_p10_s"]
     cols = [Column("size", "bytes", fmt_bytes), Column("count", "count"), Column("type", "dtype", justify="left"),
             Column(f"time {unit}", "time_s", t("time_s")), Column(f"p10 {unit}", "time_p10_s", t("p10")),
             Column(f"p90 {unit}", "time_p90_s", t("p90")),
+            Column("noise p90/p10", "noise", lambda v: f"{v:.3g}"),
             Column("algbw GB/s", "algbw_GBps", lambda v: f"{v:.4g}"),
             Column("busbw GB/s", "busbw_GBps", lambda v: f"{v:.4g}")]
-    head = Text(title or f"all_reduce, world size {k}, {backend}: median of the slowest rank's time per iteration")
-    return Group(head, table(recs, cols, caption=f"Times in {unit}; busbw = algbw·2(k-1)/k; GB/s = 1e9 B/s."),
-                 Text(""))
+    head = Text(title or f"all_reduce, world size {k}, {backend}: {stat} of the slowest rank's time per iteration")
+    return Group(head, table(recs, cols, caption=f"Times in {unit}; time = {stat} (--stat); noise = p90/p10 of the "
+                             "iterations; busbw = algbw·2(k-1)/k; GB/s = 1e9 B/s."), Text(""))
 
 
 # --------------------------------------------------------------------------- step

@@ -12,6 +12,7 @@ import sys
 from typing import Any, Callable, TypeVar
 
 import typer
+from typer.core import TyperGroup
 
 from ..model import SimcliError
 from .options import command as _expand_groups
@@ -45,6 +46,136 @@ def handle_errors(fn: F) -> F:
             raise typer.Exit(130) from None
 
     return wrapper  # type: ignore[return-value]
+
+
+def _click() -> Any:
+    """The click that typer runs on (typer >= 0.24 vendors it as ``typer._click``)."""
+    try:
+        from typer import _click as click
+    except ImportError:  # pragma: no cover - older typer uses click itself
+        import click
+    return click
+
+
+def _raw_value(args: list[str], opts: list[str]) -> str | None:
+    """The text the user gave for an option (``--iters 0`` or ``--iters=0``), for the error line."""
+    for i, a in enumerate(args):
+        for opt in opts:
+            if a == opt and i + 1 < len(args):
+                return args[i + 1]
+            if a.startswith(opt + "=") and opt.startswith("--"):
+                return a[len(opt) + 1:]
+            if not opt.startswith("--") and a.startswith(opt) and len(a) > len(opt):
+                return a[len(opt):]
+    return None
+
+
+def usage_line(e: Any, args: list[str]) -> str:
+    """typer's and click's own usage errors in simcli's one-line form: 'OPTION: VALUE ... how to fix'."""
+    import re
+
+    click = _click()
+    ctx = getattr(e, "ctx", None)
+    see = f"see '{ctx.command_path} -h'" if ctx is not None else "see 'simcli -h'"
+    msg = str(getattr(e, "message", e)).strip()
+    param = getattr(e, "param", None)
+    if isinstance(e, click.exceptions.NoSuchOption):
+        close = f" (did you mean {', '.join(e.possibilities)}?)" if e.possibilities else ""
+        return f"{e.option_name}: no such option{close}; {see}"
+    m = re.match(r"No such command '(.*)'", msg)
+    if m:
+        return f"{m.group(1)}: no such command; {see}"
+    m = re.match(r"Got unexpected extra argument(?:s|\(s\))? \((.*)\)", msg)
+    if m:
+        return f"{m.group(1)}: unexpected argument; {see}"
+    m = re.match(r"Option '(.*)' requires an? (argument|value)", msg)
+    if m:
+        return f"{m.group(1)}: needs a value; {see}"
+    if param is not None:
+        opts = [o for o in getattr(param, "opts", []) if o.startswith("--")] or list(getattr(param, "opts", []))
+        is_option = getattr(param, "param_type_name", "") == "option"
+        name = opts[0] if opts and is_option else getattr(param, "human_readable_name", None) or param.name
+        if isinstance(e, click.exceptions.MissingParameter):
+            return f"{name}: required; {see}"
+        value = _raw_value(args, list(getattr(param, "opts", [])))
+        shown = value if value is not None else "the value"
+        msg = re.sub(r"^Value error, ", "", msg).rstrip(".")
+        for pattern, text in ((r"Input should be greater than or equal to (\S+)", "{v} is below the minimum {n}"),
+                              (r"Input should be less than or equal to (\S+)", "{v} is above the maximum {n}"),
+                              (r"Input should be greater than (\S+)", "{v} must be greater than {n}"),
+                              (r"Input should be less than (\S+)", "{v} must be less than {n}"),
+                              (r"Input should be a valid integer", "{q} is not a whole number"),
+                              (r"Input should be a valid number", "{q} is not a number"),
+                              (r".* is not in the range (.*)", "{v} is not in the range {n}"),
+                              (r".* is not a valid integer", "{q} is not a whole number"),
+                              (r".* is not a valid float", "{q} is not a number")):
+            m = re.match(pattern, msg)
+            if m:
+                n = m.group(1) if m.groups() else ""
+                return f"{name}: " + text.format(v=shown, q=repr(shown) if value is not None else shown, n=n)
+        return f"{name}: {msg}"
+    return f"{msg.rstrip('.')}; {see}"
+
+
+class SimcliGroup(TyperGroup):
+    """The root command: typer's own errors become one line, and stdout is guarded, on every entry path.
+
+    * a usage error (``--iters 0``, ``--mode weird``, ``-f yaml``, an unknown option): ``simcli: error:
+      --iters: 0 is below the minimum 1``, exit 2, as simcli's own input errors;
+    * stdout goes through :class:`simcli.output.GuardedStream`: closed (``>&-``) or refusing writes
+      (``> /dev/full``) is one line and exit 1, a stdout that cannot encode 'α' gets 'alpha';
+    * a reader that went away (``| head -1``, BrokenPipeError): quiet, exit 1 (as typer does).
+    """
+
+    def main(self, args: Any = None, prog_name: Any = None, complete_var: Any = None,
+             standalone_mode: bool = True, **extra: Any) -> Any:
+        from ..model import SimcliError
+        from ..output import guard_stdio
+
+        click = _click()
+        argv = list(sys.argv[1:] if args is None else args)
+        undo = guard_stdio()
+        code: Any = 0
+        try:
+            try:
+                rv = super().main(args=argv, prog_name=prog_name, complete_var=complete_var,
+                                  standalone_mode=False, **extra)
+                code = rv if isinstance(rv, int) else 0
+                sys.stdout.flush()
+            except click.exceptions.NoArgsIsHelpError as e:  # a group named alone: its help, as before
+                e.show()
+                code = e.exit_code
+            except click.exceptions.UsageError as e:
+                typer.echo(f"simcli: error: {usage_line(e, argv)}", err=True)
+                code = 2
+            except click.exceptions.ClickException as e:
+                typer.echo(f"simcli: error: {e.format_message()}", err=True)
+                code = e.exit_code
+            except typer.Abort:
+                typer.echo("simcli: interrupted", err=True)
+                code = 130
+            except SimcliError as e:  # raised outside a command, e.g. while flushing stdout at the end
+                typer.echo(f"simcli: error: {e}", err=True)
+                code = e.exit_code
+        except BrokenPipeError:
+            _quiet_pipe()
+            code = 1
+        finally:
+            undo()
+        if standalone_mode:
+            sys.exit(code)
+        return code
+
+
+def _quiet_pipe() -> None:
+    """After BrokenPipeError: point stdout at /dev/null so that the interpreter's last flush stays quiet."""
+    import os
+
+    try:
+        devnull = os.open(os.devnull, os.O_WRONLY)
+        os.dup2(devnull, sys.stdout.fileno())
+    except (OSError, ValueError, AttributeError):
+        pass
 
 
 def new_app(**kw: Any) -> typer.Typer:
