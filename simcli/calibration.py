@@ -178,8 +178,15 @@ def calibrate_profile(base: Profile, comm_m: Measured | None, step_m: Measured |
         f"calibrated by simcli calibrate on {cal['date']} (host {cal['host']}) from "
         + ", ".join(x.path for x in (comm_m, step_m) if x is not None)
         + "; see the calibration block"]
+    library, spec = base.library, base.nccl
+    if comm_m is not None and base.library == "nccl":
+        # the tiers were fitted with the textbook ring (2(k-1) steps at alpha); NCCL's model would read them
+        # differently, so the calibrated profile prices collectives the way it was fitted
+        library, spec = "textbook", None
+        warnings.append("the network was fitted with the textbook ring model, so the calibrated profile says "
+                        "library: textbook (NCCL's per-protocol constants are not fitted)")
     new = dataclasses.replace(base, name=name, network=tuple(network), device=device, sources=tuple(sources),
-                              calibration=cal, origin="calibrated",
+                              calibration=cal, origin="calibrated", library=library, nccl=spec,
                               description=(base.description + " (calibrated)").strip())
     data = profile_to_dict(new)
     text = (f"# calibrated by simcli calibrate from {base.name}; the calibration block says how\n"

@@ -68,7 +68,7 @@ nccl-tests' vocabulary (nccl-tests doc/PERFORMANCE.md)
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import Callable, Sequence
+from typing import Any, Callable, Sequence
 
 import numpy as np
 
@@ -94,6 +94,12 @@ __all__ = [
     "auto_allreduce",
     "CHOICES",
     "check_algorithm",
+    "AlgorithmSpec",
+    "REGISTRY",
+    "SPECS",
+    "PROTOCOLS",
+    "collective",
+    "default_algorithm",
 ]
 
 
@@ -114,6 +120,10 @@ class CommCost:
     tier_bandwidth_s: np.ndarray | None = None
     #: the algorithm's name per element (``auto`` picks one per element)
     algorithm: np.ndarray | None = None
+    #: NCCL's protocol per element ("ll", "ll128", "simple"; None for a textbook algorithm)
+    protocol: np.ndarray | None = None
+    #: hops per tier on the chunk's critical path (NCCL model), shape (tiers, ...); None for textbook costs
+    tier_hops: np.ndarray | None = None
 
 
 def check_devices(network: Sequence[Tier], k: np.ndarray) -> None:
@@ -171,10 +181,18 @@ def ring_params(network: Sequence[Tier], k: np.ndarray) -> tuple[np.ndarray, np.
     return alpha, bus, bottleneck
 
 
-def busbw_factor(k: np.ndarray) -> np.ndarray:
-    """All-reduce bus-bandwidth factor 2(k-1)/k (nccl-tests doc/PERFORMANCE.md#allreduce)."""
+def busbw_factor(k: np.ndarray, collective: str = "all_reduce") -> np.ndarray:
+    """nccl-tests' bus-bandwidth factor busbw/algbw (doc/PERFORMANCE.md): all-reduce 2(k-1)/k; reduce-scatter and
+    all-gather (k-1)/k; broadcast 1."""
     k = np.asarray(k, dtype=np.float64)
-    return 2.0 * (k - 1.0) / k
+    if collective == "all_reduce":
+        return 2.0 * (k - 1.0) / k
+    if collective in ("reduce_scatter", "all_gather"):
+        return (k - 1.0) / k
+    if collective == "broadcast":
+        return np.ones_like(k)
+    raise InputError(f"--collective: unknown collective {collective!r}; choose one of all_reduce, reduce_scatter, "
+                     "all_gather, broadcast")
 
 
 def tier_link_bandwidth(network: Sequence[Tier], k: np.ndarray) -> np.ndarray:
@@ -487,38 +505,104 @@ def ps_sharded_allreduce(network: Sequence[Tier], k: np.ndarray, nbytes: np.ndar
                  bottleneck=bottleneck, lat_tier=lat_tier)
 
 
-#: all-reduce algorithms by name: f(network, k, nbytes, reduce_Bps) -> CommCost (``auto`` is not one of them)
-ALGORITHMS: dict[str, Callable[..., CommCost]] = {
-    "ring": ring_allreduce,
-    "tree": tree_allreduce,
-    "recursive-doubling": recursive_doubling_allreduce,
-    "rabenseifner": rabenseifner_allreduce,
-    "hierarchical": hierarchical_allreduce,
-    "ps": ps_allreduce,
-    "ps-sharded": ps_sharded_allreduce,
-}
+# --------------------------------------------------------------------------- the registry
+
+
+@dataclass(frozen=True)
+class AlgorithmSpec:
+    """One algorithm simcli can price: everything the CLI help, explain, the map and the docs say about it.
+
+    ``textbook``: its alpha-beta all-reduce cost ``f(network, k, n, reduce_Bps) -> CommCost`` (None: NCCL only);
+    ``nccl``: the NCCL algorithm the name forces on a profile that models NCCL (``"*"``: NCCL's own choice);
+    ``collectives``: the collectives it prices.
+    """
+
+    name: str
+    label: str
+    formula: str
+    source: str
+    collectives: tuple[str, ...]
+    textbook: Callable[..., "CommCost"] | None = None
+    nccl: str | None = None
+
+
+_ALL = ("all_reduce", "reduce_scatter", "all_gather", "broadcast")
+_NCCL_SRC = "NVIDIA/nccl v2.20.3 src/graph/tuning.cc, src/enqueue.cc (simcli.nccl)"
+_NCCL_FORMULA = "base_p + Σ_tiers hops_i·α_i,p + n/B_alg,p"
+
+#: every algorithm, one row each; ``auto`` (the fastest of everything) is not a row
+REGISTRY: tuple[AlgorithmSpec, ...] = (
+    AlgorithmSpec("nccl", "nccl", "NCCL's choice: the (algorithm, protocol) pair its tuner prices cheapest, "
+                  f"each {_NCCL_FORMULA}", _NCCL_SRC, _ALL, None, "*"),
+    AlgorithmSpec("ring", "ring", "2(k-1)·α + 2(k-1)/k·n/B [+ (k-1)/k·n/γ]  (Patarasuk & Yuan 2009); on an NCCL "
+                  f"profile NCCL's Ring with its best protocol: {_NCCL_FORMULA}, B_alg = B_p·k/nsteps",
+                  "Patarasuk & Yuan 2009; " + _NCCL_SRC, _ALL, ring_allreduce, "ring"),
+    AlgorithmSpec("tree", "tree", "2·ceil(lg k)·α + f_k·n/B, f_k = 2 (f_2 = 1, f_3 = 1.5) [+ n/γ]  (double binary "
+                  "tree, Sanders, Speck & Träff 2009); on an NCCL profile NCCL's Tree: base_p + 2((ppn-1)·α_0,p + "
+                  "floor(lg N)·α_net,p) + 2n/B_p", "Sanders, Speck & Träff 2009; " + _NCCL_SRC,
+                  ("all_reduce",), tree_allreduce, "tree"),
+    AlgorithmSpec("nvls", "nvls", "NVLink SHARP in one NVSwitch domain: α_nvls + n/(5/6·channels·s)",
+                  _NCCL_SRC + "; src/transport/nvls.cc (16 channels on SM90)",
+                  ("all_reduce", "reduce_scatter", "all_gather"), None, "nvls"),
+    AlgorithmSpec("nvls-tree", "nvlst", "NVLS in each node, a tree across: α_nvls + 2·floor(lg N)·α_net + "
+                  "n/(5/6·channels·s)", _NCCL_SRC, ("all_reduce",), None, "nvls-tree"),
+    AlgorithmSpec("recursive-doubling", "rd", "lg k·(α + n/B) [+ lg k·n/γ], k not a power of two: floor(lg k)+2 "
+                  "steps (Thakur, Rabenseifner & Gropp 2005)", "Thakur, Rabenseifner & Gropp 2005, §4",
+                  ("all_reduce",), recursive_doubling_allreduce),
+    AlgorithmSpec("rabenseifner", "rab", "2·lg k·α + 2(k-1)/k·n/B [+ (k-1)/k·n/γ], k not a power of two: +2α + "
+                  "2n/B (Thakur, Rabenseifner & Gropp 2005)", "Thakur, Rabenseifner & Gropp 2005, §4.1",
+                  ("all_reduce",), rabenseifner_allreduce),
+    AlgorithmSpec("hierarchical", "hier", "Σ_tiers 2(g_i-1)·α_i + 2(g_i-1)/g_i·n/B_i [+ (k-1)/k·n/γ]  (reduce-"
+                  "scatter in the node, all-reduce across, all-gather; Horovod)", "Horovod hierarchical all-reduce",
+                  ("all_reduce",), hierarchical_allreduce),
+    AlgorithmSpec("ps", "ps", "2(k-1)·α + 2(k-1)·n/B_server [+ (k-1)·n/γ]  (one parameter server)",
+                  "Li et al. 2014", ("all_reduce",), ps_allreduce),
+    AlgorithmSpec("ps-sharded", "ps-sh", "2(k-1)·α + 2(k-1)/k·n/B [+ (k-1)/k·n/γ]  (pairwise exchange, Thakur "
+                  "et al. 2005)", "Thakur, Rabenseifner & Gropp 2005, §3", ("all_reduce",), ps_sharded_allreduce),
+)
+SPECS: dict[str, AlgorithmSpec] = {a.name: a for a in REGISTRY}
+
+#: the textbook all-reduce costs by name: f(network, k, nbytes, reduce_Bps) -> CommCost
+ALGORITHMS: dict[str, Callable[..., CommCost]] = {a.name: a.textbook for a in REGISTRY if a.textbook is not None}
 
 #: what --algorithm accepts
-CHOICES = tuple(ALGORITHMS) + ("auto",)
+CHOICES = tuple(SPECS) + ("auto",)
+#: what :func:`allreduce` (the textbook costs over a bare network) accepts
+TEXTBOOK_CHOICES = tuple(ALGORITHMS) + ("auto",)
+#: what --protocol accepts (NCCL's protocols)
+PROTOCOLS = ("ll", "ll128", "simple")
 
 
 def auto_allreduce(network: Sequence[Tier], k: np.ndarray, nbytes: np.ndarray,
                    reduce_Bps: float | None = None) -> CommCost:
-    """The fastest algorithm of :data:`ALGORITHMS` for each element; ties go to the earlier one (ring first)."""
-    costs = [f(network, k, nbytes, reduce_Bps) for f in ALGORITHMS.values()]
+    """The fastest textbook algorithm of :data:`ALGORITHMS` for each element; ties go to the earlier one."""
+    return _fastest([f(network, k, nbytes, reduce_Bps) for f in ALGORITHMS.values()])
+
+
+def _fastest(costs: list[CommCost]) -> CommCost:
+    """Element by element, the cheapest of ``costs`` (ties to the earlier)."""
     times = np.stack([c.time for c in costs])
     best = np.argmin(times, axis=0)
 
-    def pick(field: str, axis0: bool = False) -> np.ndarray:
-        arr = np.stack([np.asarray(getattr(c, field)) for c in costs])
+    def pick(field: str, axis0: bool = False) -> np.ndarray | None:
+        vals = [getattr(c, field) for c in costs]
+        if any(v is None for v in vals):
+            return None
+        arr = np.stack([np.broadcast_to(np.asarray(v), np.shape(vals[0])) if not axis0 else np.asarray(v)
+                        for v in vals])
         if axis0:  # per-tier arrays: (alg, tiers, ...)
             return np.take_along_axis(arr, best[None, None], axis=0)[0]
         return np.take_along_axis(arr, best[None], axis=0)[0]
 
+    protos = [c.protocol if c.protocol is not None else np.broadcast_to(np.array("-", dtype=object), c.time.shape)
+              for c in costs]
+    protocol = np.take_along_axis(np.stack([np.broadcast_to(p, costs[0].time.shape) for p in protos]),
+                                  best[None], axis=0)[0]
     return CommCost(time=pick("time"), latency=pick("latency"), bandwidth=pick("bandwidth"),
                     reduction=pick("reduction"), alpha=pick("alpha"), bus_Bps=pick("bus_Bps"),
                     bottleneck=pick("bottleneck"), tier_latency=pick("tier_latency", True),
-                    tier_bandwidth_s=pick("tier_bandwidth_s", True), algorithm=pick("algorithm"))
+                    tier_bandwidth_s=pick("tier_bandwidth_s", True), algorithm=pick("algorithm"),
+                    protocol=protocol, tier_hops=pick("tier_hops", True))
 
 
 def check_algorithm(algorithm: str, option: str = "--algorithm") -> str:
@@ -534,14 +618,162 @@ def check_algorithm(algorithm: str, option: str = "--algorithm") -> str:
 
 def allreduce(algorithm: str, network: Sequence[Tier], k: np.ndarray, nbytes: np.ndarray,
               reduce_Bps: float | None = None) -> CommCost:
-    """Cost of one all-reduce of ``nbytes`` over ``k`` devices with the named algorithm (or ``auto``).
+    """Cost of one all-reduce of ``nbytes`` over ``k`` devices with the named *textbook* algorithm (or ``auto``).
 
     ``k`` and ``nbytes`` broadcast against each other (pass ``k[:, None]`` and
-    ``n[None, :]`` for a grid).
+    ``n[None, :]`` for a grid). For NCCL's algorithms and the other collectives see :func:`collective`.
     """
     check_algorithm(algorithm)
+    if algorithm != "auto" and algorithm not in ALGORITHMS:
+        raise InputError(f"--algorithm: {algorithm!r} is one of NCCL's; price it with a profile that models NCCL")
     f = auto_allreduce if algorithm == "auto" else ALGORITHMS[algorithm]
     return f(network, k, nbytes, reduce_Bps)
+
+
+# --------------------------------------------------------------------------- profiles: NCCL or textbook
+
+
+def default_algorithm(profile: Any) -> str:
+    """What ``--algorithm`` means when not given: NCCL's choice on a profile that models NCCL, else the ring."""
+    return "nccl" if profile.library == "nccl" else "ring"
+
+
+def nccl_spec(profile: Any) -> Any:
+    """The profile's NCCL constants, or the defaults for its GPU generation and link kinds."""
+    from . import nccl
+
+    return profile.nccl if profile.nccl is not None else nccl.default_spec(profile.device.name, profile.network)
+
+
+def check_protocol(protocol: str | None, option: str = "--protocol") -> str | None:
+    if protocol in (None, "auto"):
+        return None
+    if protocol not in PROTOCOLS:
+        raise InputError(f"{option}: unknown protocol {protocol!r}; choose one of {', '.join(PROTOCOLS)} or auto")
+    return protocol
+
+
+def collective(profile: Any, algorithm: str | None, k: np.ndarray, nbytes: np.ndarray,
+               collective: str = "all_reduce", protocol: str | None = None) -> CommCost:
+    """Cost of one collective of ``nbytes`` (nccl-tests' size) over ``k`` devices on ``profile``.
+
+    ``algorithm`` None is :func:`default_algorithm`. On a profile that models NCCL (``library: nccl``) the
+    names ``nccl``, ``ring``, ``tree``, ``nvls`` and ``nvls-tree`` mean what NCCL runs (``nccl``: its tuner's
+    cheapest pair; the others force that algorithm as ``NCCL_ALGO`` does, with its cheapest protocol unless
+    ``protocol`` forces one); on a textbook profile ``ring`` and ``tree`` are the alpha-beta formulas.
+    ``auto`` is the fastest of everything simcli models, which no single library reaches.
+    """
+    from . import nccl
+
+    algorithm = check_algorithm(algorithm or default_algorithm(profile))
+    protocol = check_protocol(protocol)
+    if collective not in nccl.COLLECTIVES:
+        raise InputError(f"--collective: unknown collective {collective!r}; choose one of "
+                         f"{', '.join(nccl.COLLECTIVES)}")
+    net = profile.network
+    k = np.asarray(k, dtype=np.int64)
+    n = np.asarray(nbytes, dtype=np.float64)
+    gamma = profile.device.reduce_Bps
+    is_nccl = profile.library == "nccl"
+    if algorithm != "auto":
+        spec = SPECS[algorithm]
+        if collective not in spec.collectives:
+            raise InputError(f"--algorithm: {algorithm} does not run {collective}; choose one of "
+                             f"{', '.join(a.name for a in REGISTRY if collective in a.collectives)}")
+        uses_nccl = spec.nccl is not None and (is_nccl or spec.textbook is None)
+        if not uses_nccl:
+            if protocol is not None:
+                raise InputError(f"--protocol: {protocol} is one of NCCL's protocols; {algorithm} is priced with "
+                                 "the textbook formula here (give a profile that models NCCL, or drop --protocol)")
+            return textbook_collective(algorithm, net, k, n, collective, gamma)
+        algos = None if spec.nccl == "*" else [spec.nccl]
+        return nccl_collective(profile, k, n, collective, algos, protocol)
+    # auto: the fastest of NCCL's pairs and every textbook algorithm that runs this collective
+    costs = []
+    if is_nccl or protocol is not None:
+        costs.append(nccl_collective(profile, k, n, collective, None, protocol, by="time"))
+    if protocol is None:
+        costs += [textbook_collective(a.name, net, k, n, collective, gamma) for a in REGISTRY
+                  if a.textbook is not None and collective in a.collectives]
+    return costs[0] if len(costs) == 1 else _fastest(costs)
+
+
+def textbook_collective(algorithm: str, network: Sequence[Tier], k: np.ndarray, n: np.ndarray,
+                        collective: str, reduce_Bps: float | None) -> CommCost:
+    """The alpha-beta cost; reduce-scatter and all-gather as one ring pass, broadcast as a pipelined ring."""
+    if collective == "all_reduce":
+        return ALGORITHMS[algorithm](network, k, n, reduce_Bps)
+    alpha, bus, bottleneck = ring_params(network, k)
+    _, lat_tier = _latency_params(network, k)
+    kf = k.astype(np.float64)
+    steps = kf if collective == "broadcast" else kf - 1.0
+    frac = np.ones_like(kf) if collective == "broadcast" else (kf - 1.0) / np.maximum(kf, 1.0)
+    with np.errstate(divide="ignore", invalid="ignore"):
+        bandwidth = frac * n / bus
+    reduced = frac * n if collective == "reduce_scatter" else np.zeros_like(frac * n)
+    return _cost(network, k, n, "ring", latency=steps * alpha, bandwidth=bandwidth, reduced=reduced,
+                 reduce_Bps=reduce_Bps, alpha=alpha, bus=bus, bottleneck=bottleneck, lat_tier=lat_tier)
+
+
+def nccl_collective(profile: Any, k: np.ndarray, n: np.ndarray, collective: str = "all_reduce",
+                    algorithms: Sequence[str] | None = None, protocol: str | None = None,
+                    by: str = "tuner") -> CommCost:
+    """NCCL's pick among its (algorithm, protocol) pairs (``by="tuner"``, as NCCL chooses) or the fastest
+    (``by="time"``), priced as :mod:`simcli.nccl` says it costs; vectorised, a running minimum over the pairs."""
+    from . import nccl
+
+    net = profile.network
+    spec = nccl_spec(profile)
+    tb = tier_bandwidth(net, k)
+    cands = nccl.pairs(net, spec, k, tb, collective, algorithms, [protocol] if protocol else None)
+    if not cands:
+        raise InputError(f"--protocol: {protocol} does not run {', '.join(algorithms or ['any algorithm'])} on "
+                         f"profile {profile.name}; choose another protocol or leave --protocol out")
+    best_key = best_t = best_bw = None
+    best_i = None
+    for i, pr in enumerate(cands):
+        t, tun, bw = pr.cost(n)
+        key = tun if by == "tuner" else t
+        if best_key is None:
+            best_key, best_t, best_bw = key, t, bw
+            best_i = np.zeros(np.shape(t), dtype=np.int64)
+            continue
+        better = key < best_key
+        best_key = np.where(better, key, best_key)
+        best_t = np.where(better, t, best_t)
+        best_bw = np.where(better, bw, best_bw)
+        best_i = np.where(better, i, best_i)
+    shape = np.shape(best_t)
+    one = np.broadcast_to(k < 2, shape)
+    time = np.where(one, 0.0, best_t)
+    bandwidth = np.where(one, 0.0, best_bw)
+    latency = time - bandwidth
+    bus_k = np.stack([np.broadcast_to(p.bus_Bps, k.shape) for p in cands])
+    bi = best_i
+    kk = np.broadcast_to(k, shape)
+    # per-k tables indexed by the pair chosen per element
+    kidx = np.broadcast_to(np.arange(k.size).reshape(k.shape), shape)
+    bus = bus_k.reshape(len(cands), -1)[bi, kidx]
+    _, _, bottleneck = ring_params(net, k)
+    names_a = np.array([p.algorithm for p in cands], dtype=object)
+    names_p = np.array([p.protocol for p in cands], dtype=object)
+    hop_lat = np.stack([p.hop_latency for p in cands]).reshape(len(cands), len(net), -1)
+    hop_n = np.stack([p.hops for p in cands]).reshape(len(cands), len(net), -1)
+    base = np.array([p.base for p in cands])
+    tier_lat = np.moveaxis(hop_lat[bi, :, kidx], -1, 0)
+    tier_lat[0] = tier_lat[0] + base[bi]
+    tier_lat = np.where(one, 0.0, tier_lat)
+    tier_hops = np.where(one, 0.0, np.moveaxis(hop_n[bi, :, kidx], -1, 0))
+    # a multi-node NVLS tree is bounded by its slower side: the NVLink if the speeds tie, else the network
+    bneck = np.broadcast_to(bottleneck, shape)
+    bneck = np.where((names_a[bi] == "nvls"), 0, bneck)
+    bneck = np.where(one, -1, bneck)
+    tier_bw = _per_tier(len(net), bandwidth, bneck)
+    alpha = np.where(kk >= 2, latency / np.maximum(tier_hops.sum(axis=0), 1.0), 0.0)
+    return CommCost(time=time, latency=latency, bandwidth=bandwidth, reduction=np.zeros(shape), alpha=alpha,
+                    bus_Bps=np.where(one, np.inf, bus), bottleneck=bneck, tier_latency=tier_lat,
+                    tier_bandwidth_s=tier_bw, algorithm=np.where(one, "none", names_a[bi]),
+                    protocol=np.where(one, None, names_p[bi]), tier_hops=tier_hops)
 
 
 def affine_terms(network: Sequence[Tier], k: np.ndarray,

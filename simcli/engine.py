@@ -78,8 +78,11 @@ class Scenario:
     global_batch: int | None = None
     #: measured single-device compute time per step (s); replaces the FLOP model
     compute_time_s: float | None = None
-    #: all-reduce algorithm, one of simcli.collectives.CHOICES ("auto": the fastest per k)
-    algorithm: str = "ring"
+    #: all-reduce algorithm, one of simcli.collectives.CHOICES ("auto": the fastest per k); None: the profile's
+    #: default ("nccl" on a profile that models NCCL, else "ring")
+    algorithm: str | None = None
+    #: NCCL protocol to force ("ll", "ll128", "simple"); None: the one NCCL would pick
+    protocol: str | None = None
     #: how communication hides behind backward: "none" or "buckets" (PyTorch DDP's gradient buckets)
     overlap: str = "buckets"
     #: DDP bucket size in MiB: DDP's bucket_cap_mb (default 25), which torch multiplies by 1024·1024
@@ -110,7 +113,10 @@ class Scenario:
                 raise InputError(f"--{name.replace('_', '-')}: {v} must be at least 1")
         if self.compute_time_s is not None and not self.compute_time_s > 0:
             raise InputError(f"--compute-time: {self.compute_time_s} must be a positive number of seconds")
+        if self.algorithm is None:
+            object.__setattr__(self, "algorithm", collectives.default_algorithm(self.profile))
         collectives.check_algorithm(self.algorithm)
+        object.__setattr__(self, "protocol", collectives.check_protocol(self.protocol))
         if self.overlap not in OVERLAPS:
             raise InputError(f"--overlap: unknown mode {self.overlap!r}; choose one of {', '.join(OVERLAPS)}")
         if not (self.bucket_mb > 0 and np.isfinite(self.bucket_mb)):
@@ -178,6 +184,8 @@ class Scenario:
             "flops_per_sample": w.flops_per_sample,
             "compute_time_s": self.compute_time_s,
             "algorithm": self.algorithm,
+            "protocol": self.protocol,
+            "library": self.profile.library,
             "overlap": self.overlap,
             "bucket_bytes": self.bucket_bytes if self.overlap == "buckets" else None,
             "accum": self.accum,
@@ -239,6 +247,8 @@ class Result:
             "t_forward_s": self.t_forward_s,
             "t_backward_s": self.t_backward_s,
             "algorithm": [str(a) for a in self.comm.algorithm.tolist()],
+            "protocol": ([None] * len(self.devices) if self.comm.protocol is None
+                         else [None if p in (None, "-") else str(p) for p in np.asarray(self.comm.protocol).tolist()]),
             "buckets": np.full(self.devices.shape, self.plan.count if self.plan else 1),
         }
 
@@ -344,7 +354,8 @@ def _total(plan: BucketPlan, full: collectives.CommCost | None,
 
     return dataclasses.replace(main, time=add("time"), latency=add("latency"), bandwidth=add("bandwidth"),
                                reduction=add("reduction"), tier_latency=add("tier_latency"),
-                               tier_bandwidth_s=add("tier_bandwidth_s"))
+                               tier_bandwidth_s=add("tier_bandwidth_s"),
+                               tier_hops=add("tier_hops") if main.tier_hops is not None else None)
 
 
 def simulate(scenario: Scenario, devices: np.ndarray | list[int]) -> Result:
@@ -362,9 +373,10 @@ def simulate(scenario: Scenario, devices: np.ndarray | list[int]) -> Result:
     t_bwd_micro = sc.backward_fraction * t_micro
     n = float(sc.grad_bytes)
     plan = bucket_plan(n, sc.bucket_bytes if sc.overlap == "buckets" else None)
-    gamma = sc.profile.device.reduce_Bps
-    comm_full = collectives.allreduce(sc.algorithm, net, k, np.float64(plan.size), gamma) if plan.full else None
-    comm_last = collectives.allreduce(sc.algorithm, net, k, np.float64(plan.last), gamma) if plan.last else None
+    comm_full = (collectives.collective(sc.profile, sc.algorithm, k, np.float64(plan.size), "all_reduce",
+                                        sc.protocol) if plan.full else None)
+    comm_last = (collectives.collective(sc.profile, sc.algorithm, k, np.float64(plan.last), "all_reduce",
+                                        sc.protocol) if plan.last else None)
     zero = np.zeros(kf.shape)
     t_comm, end = _exposed(plan, t_bwd_micro, comm_full.time if comm_full else zero,
                            comm_last.time if comm_last else zero)

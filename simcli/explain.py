@@ -20,19 +20,21 @@ from .engine import Scenario, bucket_timeline, simulate
 
 __all__ = ["explain", "FORMULAS"]
 
-#: the cost each algorithm charges, as printed in explanations (collectives' docstrings hold the sources)
-FORMULAS: dict[str, str] = {
-    "ring": "2(k-1)·α + 2(k-1)/k·n/B [+ (k-1)/k·n/γ]  (Patarasuk & Yuan 2009)",
-    "tree": "2·ceil(lg k)·α + 2·n/B [+ n/γ]  (double binary tree, Sanders, Speck & Träff 2009; NCCL Tree)",
-    "recursive-doubling": "lg k·(α + n/B) [+ lg k·n/γ], k not a power of two: floor(lg k)+2 steps "
-                          "(Thakur, Rabenseifner & Gropp 2005)",
-    "rabenseifner": "2·lg k·α + 2(k-1)/k·n/B [+ (k-1)/k·n/γ], k not a power of two: +2α + 2n/B "
-                    "(Thakur, Rabenseifner & Gropp 2005)",
-    "hierarchical": "Σ_tiers 2(g_i-1)·α_i + 2(g_i-1)/g_i·n/B_i [+ (k-1)/k·n/γ]  (reduce-scatter in the node, "
-                    "all-reduce across, all-gather; Horovod)",
-    "ps": "2(k-1)·α + 2(k-1)·n/B_server [+ (k-1)·n/γ]  (one parameter server)",
-    "ps-sharded": "2(k-1)·α + 2(k-1)/k·n/B [+ (k-1)/k·n/γ]  (pairwise exchange, Thakur et al. 2005)",
-}
+#: the cost each algorithm charges, as printed in explanations: the registry's formulas (one copy)
+FORMULAS: dict[str, str] = {a.name: a.formula for a in collectives.REGISTRY}
+
+
+def formula(algorithm: str, library: str = "textbook") -> str:
+    """The formula line for an algorithm on a profile of ``library``."""
+    if algorithm == "auto":
+        return "the fastest of every algorithm simcli models (no single library reaches it)"
+    spec = collectives.SPECS[algorithm]
+    text = spec.formula
+    if library != "nccl" and spec.textbook is not None and "; on an NCCL profile" in text:
+        text = text.split("; on an NCCL profile")[0]
+    elif library == "nccl" and spec.nccl is not None and "; on an NCCL profile" in text:
+        text = "NCCL's " + text.split("; on an NCCL profile NCCL's ")[-1]
+    return text
 
 
 def _f(x: Any) -> float | None:

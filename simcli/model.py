@@ -11,8 +11,8 @@ import dataclasses
 from dataclasses import dataclass, field
 from typing import Any, Mapping
 
-__all__ = ["Tier", "Device", "Profile", "Workload", "DTYPE_BYTES", "COMPUTE_DTYPES", "SimcliError",
-           "InputError", "EnvironmentFailure"]
+__all__ = ["Tier", "Device", "Profile", "NcclSpec", "LIBRARIES", "Workload", "DTYPE_BYTES", "COMPUTE_DTYPES",
+           "SimcliError", "InputError", "EnvironmentFailure"]
 
 
 class SimcliError(Exception):
@@ -59,6 +59,8 @@ class Tier:
     size: int | None = None
     per: str = "device"
     efficiency: float = 1.0
+    #: link kind for NCCL's per-hop latencies: "nvlink", "pcie" or "net" (None: guessed from name and place)
+    kind: str | None = None
 
     @property
     def effective_Bps(self) -> float:
@@ -90,6 +92,30 @@ class Device:
         return next(iter(self.peak_flops))
 
 
+#: the collective libraries a profile can model: NCCL's cost model, or the textbook alpha-beta formulas (gloo
+#: runs the textbook ring)
+LIBRARIES = ("nccl", "textbook", "gloo")
+
+
+@dataclass(frozen=True)
+class NcclSpec:
+    """What NCCL's cost model needs beyond the tiers (see :mod:`simcli.nccl`; tables from tuning.cc 2.20.3).
+
+    ``generation`` picks NCCL's per-generation caps; ``channels`` is the ring/tree channel count
+    (``comm->nChannels``), ``nvls_channels`` NVLS's; ``cpu`` the host CPU vendor (NCCL's network overhead and
+    multi-node LL cap depend on it). ``defaulted`` names the fields the profile did not give.
+    """
+
+    generation: str = "hopper"
+    channels: int = 16
+    nvls: bool = False
+    nvls_channels: int = 16
+    ll128: bool = True
+    cpu: str = "intel"
+    version: str = "2.20.3"
+    defaulted: tuple[str, ...] = ()
+
+
 @dataclass(frozen=True)
 class Profile:
     name: str
@@ -101,6 +127,11 @@ class Profile:
     origin: str = "built-in"
     #: optional calibration record (free-form mapping, written by `simcli calibrate`)
     calibration: Mapping[str, Any] | None = None
+    #: which collective library's costs to model: "nccl" (NCCL's algorithms, protocols and choice) or
+    #: "textbook"/"gloo" (the alpha-beta formulas); see simcli.collectives
+    library: str = "textbook"
+    #: NCCL's constants (None: defaults by GPU generation and link kind, see simcli.nccl.default_spec)
+    nccl: NcclSpec | None = None
 
     @property
     def node_size(self) -> int | None:

@@ -352,8 +352,13 @@ def comm_figure(records: Sequence[Mapping[str, Any]], title: str, size: FigSize 
         raise InputError("nothing to draw: all-reduce needs at least 2 devices")
     fig = _new_figure(size, 5.5)
     ax_t, ax_b = fig.subplots(1, 2)
-    extra = _varying(recs, ("profile", "algorithm"))
+    extra = _varying(recs, ("profile",))
     groups = _group(recs, [k_key] + extra)
+    # the per-row "algorithm" is what NCCL or auto chose for that size; it is a series of its own only when one
+    # (k, profile) holds a size twice (several --algorithm values redrawn from one table)
+    if any(len({r.get("bytes") for r in rs}) < len(rs) for rs in groups.values()):
+        extra = _varying(recs, ("profile", "algorithm"))
+        groups = _group(recs, [k_key] + extra)
     mgroups = _group(meas, [k_key])
     ks = sorted({key[0] for key in groups} | {key[0] for key in mgroups})
     color_of = dict(zip(ks, _colors(len(ks))))

@@ -15,6 +15,7 @@ silently ignored.
 
 from __future__ import annotations
 
+import dataclasses
 import difflib
 import math
 import os
@@ -24,7 +25,7 @@ from pathlib import Path
 from typing import Any, Iterable
 
 from .inputs import read_text
-from .model import COMPUTE_DTYPES, Device, InputError, Profile, Tier
+from .model import COMPUTE_DTYPES, LIBRARIES, Device, InputError, NcclSpec, Profile, Tier
 from .units import UnitError, fmt_bytes, fmt_flops, fmt_rate, fmt_time, parse
 
 __all__ = ["DEFAULT_PROFILE", "load_profile", "resolve_profile", "list_profiles", "ProfileEntry",
@@ -35,9 +36,13 @@ DEFAULT_PROFILE = "dgx-h100"
 #: YAML files larger than this are refused (a profile is a few KB)
 MAX_FILE_BYTES = 1 << 20
 
-_TOP = {"name", "description", "sources", "device", "network", "calibration"}
+_TOP = {"name", "description", "sources", "device", "network", "calibration", "library", "nccl"}
+_NCCL = {"version", "generation", "channels", "nvls", "nvls_channels", "ll128", "cpu"}
+_KINDS = ("nvlink", "pcie", "net")
+_GENERATIONS = ("volta", "ampere", "ada", "hopper", "blackwell", "cdna3")
+_CPUS = ("intel", "amd", "arm")
 _DEVICE = {"name", "peak_flops", "memory", "memory_bandwidth", "mfu", "mfu_by_dtype", "reduce_bandwidth"}
-_TIER = {"name", "size", "bandwidth", "per", "latency", "efficiency"}
+_TIER = {"name", "size", "bandwidth", "per", "latency", "efficiency", "kind"}
 
 
 # --------------------------------------------------------------------------- YAML
@@ -224,6 +229,10 @@ def profile_from_dict(data: Any, source: str, origin: str = "built-in") -> Profi
             raise v.fail(f"{f}.per", f"{_show(per)} is neither 'device' (one link per device) nor 'node' "
                          "(one link shared by the domain)")
         eff = v.fraction(t["efficiency"], f"{f}.efficiency") if t.get("efficiency") is not None else 1.0
+        kind = t.get("kind")
+        if kind is not None and kind not in _KINDS:
+            raise v.fail(f"{f}.kind", f"{_show(kind)} is not a link kind; use one of {', '.join(_KINDS)} "
+                         "(NVLink/NVSwitch/xGMI, PCIe, or a network: InfiniBand, RoCE, Ethernet)")
         tiers.append(Tier(
             name=tname,
             bandwidth_Bps=v.quantity(t["bandwidth"], f"{f}.bandwidth", "bandwidth"),
@@ -231,12 +240,61 @@ def profile_from_dict(data: Any, source: str, origin: str = "built-in") -> Profi
             size=size,
             per=per,
             efficiency=eff,
+            kind=kind,
         ))
     calibration = top.get("calibration")
     if calibration is not None and not isinstance(calibration, dict):
         raise v.fail("calibration", f"{_show(calibration)} is not a mapping")
+    library = top.get("library", _default_library(device.name, tiers))
+    if library not in LIBRARIES:
+        raise v.fail("library", f"{_show(library)} is not a collective library simcli models; use one of "
+                     f"{', '.join(LIBRARIES)}")
+    spec = _nccl_spec(v, top.get("nccl"), device.name, tiers) if library == "nccl" else None
+    if library != "nccl" and top.get("nccl") is not None:
+        raise v.fail("nccl", f"NCCL constants on a profile with library: {library}; remove them or set library: nccl")
     return Profile(name=name, description=description.strip(), sources=sources, device=device,
-                   network=tuple(tiers), origin=origin, calibration=calibration)
+                   network=tuple(tiers), origin=origin, calibration=calibration, library=library, nccl=spec)
+
+
+def _default_library(device_name: str, tiers: list[Tier]) -> str:
+    """A profile that does not say: NCCL for a GPU (known by its name or its links), else the textbook formulas."""
+    from .nccl import known_gpu
+
+    names = " ".join(t.name.lower() for t in tiers)
+    gpu_links = any(w in names for w in ("nvlink", "nvswitch", "nvl", "infiniband", "roce", "xgmi", "pcie"))
+    return "nccl" if known_gpu(device_name) or gpu_links else "textbook"
+
+
+def _nccl_spec(v: "_V", raw: Any, device_name: str, tiers: list[Tier]) -> NcclSpec:
+    """The profile's ``nccl:`` block over the defaults for its GPU generation (simcli.nccl.default_spec)."""
+    from .nccl import default_spec
+
+    base = default_spec(device_name, tiers)
+    if raw is None:
+        return base
+    d = v.mapping(raw, "nccl", _NCCL, [])
+    given: dict[str, Any] = {}
+    if "version" in d:
+        given["version"] = v.text(str(d["version"]), "nccl.version")
+    if "generation" in d:
+        if d["generation"] not in _GENERATIONS:
+            raise v.fail("nccl.generation", f"{_show(d['generation'])} is not a GPU generation; use one of "
+                         f"{', '.join(_GENERATIONS)}")
+        given["generation"] = d["generation"]
+    if "cpu" in d:
+        if d["cpu"] not in _CPUS:
+            raise v.fail("nccl.cpu", f"{_show(d['cpu'])} is not a host CPU vendor; use one of {', '.join(_CPUS)}")
+        given["cpu"] = d["cpu"]
+    for key in ("channels", "nvls_channels"):
+        if key in d:
+            given[key] = v.count(d[key], f"nccl.{key}")
+    for key in ("nvls", "ll128"):
+        if key in d:
+            if not isinstance(d[key], bool):
+                raise v.fail(f"nccl.{key}", f"{_show(d[key])} is not true or false")
+            given[key] = d[key]
+    defaulted = tuple(f for f in base.defaulted if f not in given and f != "version")
+    return dataclasses.replace(base, defaulted=defaulted, **given)
 
 
 def profile_to_dict(p: Profile) -> dict[str, Any]:
@@ -263,9 +321,14 @@ def profile_to_dict(p: Profile) -> dict[str, Any]:
         d["per"] = t.per
         d["latency"] = f"{t.latency_s * 1e6:.6g} us"
         d["efficiency"] = float(f"{t.efficiency:.6g}")
+        if t.kind is not None:
+            d["kind"] = t.kind
         net.append(d)
     out: dict[str, Any] = {"name": p.name, "description": p.description, "sources": list(p.sources),
-                           "device": dev, "network": net}
+                           "library": p.library, "device": dev, "network": net}
+    if p.nccl is not None:
+        out["nccl"] = {f: getattr(p.nccl, f) for f in ("version", "generation", "cpu", "channels", "nvls",
+                                                        "nvls_channels", "ll128") if f not in p.nccl.defaulted}
     if p.calibration is not None:
         out["calibration"] = p.calibration
     return out
@@ -359,6 +422,14 @@ def describe(p: Profile) -> list[tuple[str, str]]:
                                        f"per {t.per}, one direction"))
         rows.append((f"{f}.efficiency", f"{t.efficiency:g} (effective {fmt_rate(t.effective_Bps)})"))
         rows.append((f"{f}.latency", fmt_time(t.latency_s)))
+        if p.library == "nccl":
+            from .nccl import tier_kind
+
+            rows.append((f"{f}.kind", tier_kind(t, i) + ("" if t.kind else " (guessed from the name)")))
+    rows.append(("library", p.library))
+    if p.nccl is not None:
+        for f in ("version", "generation", "cpu", "channels", "nvls", "nvls_channels", "ll128"):
+            rows.append((f"nccl.{f}", f"{getattr(p.nccl, f)}" + (" (default)" if f in p.nccl.defaulted else "")))
     for i, s in enumerate(p.sources):
         rows.append((f"sources[{i}]", s))
     if p.calibration:

@@ -211,7 +211,7 @@ def _validate_allreduce(m: Measured, profile: Profile, algorithm: str) -> list[d
         raise InputError(f"{m.path}: line {m.lines[i]}: world size {int(k[i])}: an all-reduce on one device "
                          "costs nothing to predict; drop the row")
     collectives.check_devices(profile.network, k)
-    cost = collectives.allreduce(algorithm, profile.network, k, n, profile.device.reduce_Bps)
+    cost = collectives.collective(profile, algorithm, k, n, "all_reduce")
     f = collectives.busbw_factor(k)
     recs = []
     for i in range(len(m)):

@@ -100,7 +100,7 @@ def test_speedup_lines_equal_json_for_two_profiles(runner, figs, profs, tmp_path
     assert list(ideal.get_xdata()) == list(ideal.get_ydata()) == [1, 2, 4, 8, 16, 32, 64]
     assert ax_s.get_xscale() == "log"  # geometric range
     title = ax_s.get_title(loc="left")
-    assert "resnet50" in title and "t-a vs t-b" in title and "batch 128/device" in title and "ring" in title
+    assert "resnet50" in title and "t-a vs t-b" in title and "batch 128/device" in title and "nccl" in title
 
 
 def test_threshold_crossing_is_marked_where_json_says(runner, figs, profs, tmp_path):

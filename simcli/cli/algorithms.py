@@ -42,7 +42,7 @@ def algorithms(
     net = prof.network
     collectives.check_devices(net, k)
     gamma = prof.device.reduce_Bps
-    names = list(o.ALGORITHM_NAMES)
+    names = list(o.TEXTBOOK_NAMES)
     times = np.stack([collectives.allreduce(a, net, k[:, None], n[None, :], gamma).time for a in names])
     win = np.argmin(times, axis=0)
     if pic.plot:

@@ -72,10 +72,20 @@ GradDtype = Annotated[str, typer.Option("--grad-dtype", help="Gradient dtype on 
 Mfu = Annotated[Optional[float], typer.Option("--mfu", help="Achieved fraction of peak, 0 < mfu <= 1 "
                                               "[default: the profile's].")]
 #: the algorithms' names, from the one registry in simcli.collectives
-ALGORITHM_NAMES = [getattr(a, "name", a) for a in collectives.ALGORITHMS]
-Algorithm = Annotated[str, typer.Option("--algorithm", "-a", help=f"All-reduce algorithm: "
-                                        f"{', '.join(ALGORITHM_NAMES)}, or auto (the fastest per k and size; see "
-                                        "'simcli algorithms').")]
+ALGORITHM_NAMES = [a.name for a in collectives.REGISTRY]
+#: the textbook all-reduce algorithms (affine in the size, so 'simcli algorithms' finds exact crossovers)
+TEXTBOOK_NAMES = list(collectives.ALGORITHMS)
+Algorithm = Annotated[Optional[str], typer.Option("--algorithm", "-a", help=f"Collective algorithm: "
+                                                  f"{', '.join(ALGORITHM_NAMES)}, or auto (the fastest of "
+                                                  "everything simcli models, which no single library reaches). On a "
+                                                  "profile that models NCCL, nccl is NCCL's own choice and ring, "
+                                                  "tree, nvls, nvls-tree force one of NCCL's algorithms "
+                                                  "(NCCL_ALGO) [default: nccl on NCCL profiles, else ring].")]
+Protocol = Annotated[Optional[str], typer.Option("--protocol", help="NCCL protocol to force: ll, ll128, simple "
+                                                 "(NCCL_PROTO) [default: the one NCCL picks per size].")]
+Collective = Annotated[str, typer.Option("--collective", help="Collective: all_reduce, reduce_scatter, all_gather, "
+                                         "broadcast (sizes as nccl-tests counts them: all_gather's is the gathered "
+                                         "output).")]
 Overlap = Annotated[str, typer.Option("--overlap", help="How the all-reduce hides behind backward: 'buckets' "
                                       "(PyTorch DDP's gradient buckets, reduced as backward produces them) or "
                                       "'none' (one all-reduce after backward).")]
@@ -240,7 +250,8 @@ class ScenarioOptions(OptionGroup):
     dtype: Dtype = None
     grad_dtype: GradDtype = "fp32"
     mfu: Mfu = None
-    algorithm: Algorithm = "ring"
+    algorithm: Algorithm = None
+    protocol: Protocol = None
     overlap: Overlap = "buckets"
     bucket_mb: BucketMb = 25.0
     accum: Accum = 1
@@ -253,7 +264,8 @@ class ScenarioOptions(OptionGroup):
                             workload_file=self.workload, seq_len=self.seq_len, compute_time=ct)
         return Scenario(profile=prof, workload=wl, dtype=self.dtype, grad_dtype=self.grad_dtype, mfu=self.mfu,
                         batch_per_device=self.batch_per_device, global_batch=self.global_batch, compute_time_s=ct,
-                        algorithm=self.algorithm, overlap=self.overlap, bucket_mb=self.bucket_mb, accum=self.accum)
+                        algorithm=self.algorithm, protocol=self.protocol, overlap=self.overlap,
+                        bucket_mb=self.bucket_mb, accum=self.accum)
 
     def build_all(self) -> list[Scenario]:
         """One :class:`Scenario` per combination of comma-separated --profile, --model and --algorithm values.

@@ -220,7 +220,7 @@ def plot_comm(
     devices: o.Devices = "2..64:x2",
     size: o.Size = "1KiB..1GiB:x4",
     profile: o.Profile = None,
-    algorithm: o.Algorithm = "ring",
+    algorithm: o.Algorithm = None,
     dtype: o.CommDtype = "fp32",
     force: o.Force = False,
     pic: Annotated[o.PictureOptions, o.tweak(omit=["plot", "threshold"])] = o.PictureOptions(),
@@ -258,7 +258,7 @@ def plot_algorithms(
     fs = pic.size(output, force, option="--output", threshold=False)
     k, n = parse_devices(devices), parse_sizes(size)
     prof = resolve_profile(profile)
-    names = [a for a in o.split_list(algorithm, "--algorithm") if a] or list(o.ALGORITHM_NAMES)
+    names = [a for a in o.split_list(algorithm, "--algorithm") if a] or list(o.TEXTBOOK_NAMES)
     collectives.check_devices(prof.network, k)
     times = np.stack([collectives.allreduce(a, prof.network, k[:, None], n[None, :], prof.device.reduce_Bps).time
                       for a in names])
@@ -303,8 +303,13 @@ def plot_file(
     name = Path(file).name
     if found == "speedup":
         T.numeric(recs, ("speedup", "efficiency", "t_compute_s", "t_comm_s", "t_step_s", "t_comm_exposed_s"), file)
-        keys = P._varying(recs, ("profile", "model", "algorithm"))
+        keys = P._varying(recs, ("profile", "model"))
         groups = P._group(recs, keys)
+        # the per-row "algorithm" is what NCCL or auto chose at that k; it names a series of its own only when
+        # one (profile, model) holds several series (a device count given twice: --algorithm a,b)
+        if any(len({r.get("devices") for r in rs}) < len(rs) for rs in groups.values()):
+            keys = P._varying(recs, ("profile", "model", "algorithm"))
+            groups = P._group(recs, keys)
         series = [P.Series(" · ".join(str(v) for v in key) or name, rs) for key, rs in groups.items()]
         if want == "breakdown":
             fig = P.breakdown_figure(series, f"Time per step: {name}", fs)

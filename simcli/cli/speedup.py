@@ -71,12 +71,14 @@ def comm(
     devices: o.Devices = "2..64:x2",
     size: o.Size = "1KiB..1GiB:x4",
     profile: o.Profile = None,
-    algorithm: o.Algorithm = "ring",
+    algorithm: o.Algorithm = None,
+    protocol: o.Protocol = None,
+    collective: o.Collective = "all_reduce",
     dtype: o.CommDtype = "fp32",
     out: Annotated[o.OutputOptions, o.tweak(defaults={"rows": 60})] = o.OutputOptions(),
     pic: Annotated[o.PictureOptions, o.tweak(omit=["threshold"])] = o.PictureOptions(),
 ) -> None:
-    """Predicted all-reduce time, algbw and busbw per (k, message size), in nccl-tests' terms."""
+    """Predicted collective time, algbw and busbw per (k, message size), in nccl-tests' terms."""
     from ..comm import comm_grid
     from ..profiles import resolve_profile
     from ..ranges import parse_devices, parse_sizes
@@ -85,7 +87,10 @@ def comm(
     k = parse_devices(devices)
     n = parse_sizes(size)
     prof = resolve_profile(profile)
-    recs = comm_grid(prof, k, n, algorithm=algorithm, dtype=dtype)
+    from ..collectives import default_algorithm
+
+    algorithm = algorithm or default_algorithm(prof)
+    recs = comm_grid(prof, k, n, algorithm=algorithm, dtype=dtype, collective=collective, protocol=protocol)
     if pic.plot:
         from .plot import draw_comm
 
@@ -93,7 +98,7 @@ def comm(
     if out.table:
         from .views import comm_table
 
-        show(comm_table(prof, recs, algorithm, out.rows), out.output, out.force)
+        show(comm_table(prof, recs, algorithm, out.rows, collective), out.output, out.force)
         return
     from ..output import to_csv, to_json
 

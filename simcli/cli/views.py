@@ -40,12 +40,14 @@ def scenario_header(res: Result) -> Text:
     tiers = ", ".join(f"{t.name} {fmt_rate(t.bandwidth_Bps)}/{t.per} x{t.efficiency:g}, α {fmt_time(t.latency_s)}"
                       + (f", {t.size}/domain" if t.size else "") for t in p.network)
     lines.append(f"network   {tiers}")
-    from ..explain import FORMULAS
+    from ..explain import formula
 
     if sc.algorithm == "auto":
-        lines.append("T_comm    = the fastest algorithm per k (column 'algorithm'; see 'simcli algorithms')")
+        lines.append("T_comm    = the fastest of every algorithm simcli models, per k (columns 'algorithm', "
+                     "'protocol'); no single library reaches it")
     else:
-        lines.append(f"T_comm    = {FORMULAS.get(sc.algorithm, sc.algorithm)}")
+        lines.append(f"T_comm    = {formula(sc.algorithm, p.library)}"
+                     + (f"; protocol forced: {sc.protocol}" if sc.protocol else ""))
     acc = f"; accum {sc.accum} micro-steps per all-reduce" if sc.accum > 1 else ""
     if sc.overlap == "buckets":
         lines.append(f"overlap   DDP buckets of {sc.bucket_mb:g} MiB reduced during backward "
@@ -70,8 +72,10 @@ def speedup_table(res: Result, max_rows: int = 40) -> Group:
         Column("B GB/s", "bus_GBps", _num(".4g")),
         Column("bottleneck", "bottleneck", justify="left"),
     ]
-    if res.scenario.algorithm == "auto":
+    if res.scenario.algorithm in _PER_ROW or res.scenario.profile.library == "nccl":
         cols.append(Column("algorithm", "algorithm", justify="left"))
+    if res.scenario.profile.library == "nccl" or res.scenario.algorithm == "auto":
+        cols.append(Column("proto", "protocol", lambda v: v or "-", justify="left"))
     if res.scenario.strong:
         cols.insert(1, Column("batch/device", "batch_per_device", _num(".4g")))
     t = table(recs, cols, max_rows=max_rows,
@@ -82,7 +86,14 @@ def speedup_table(res: Result, max_rows: int = 40) -> Group:
     return Group(scenario_header(res), Text(""), t)
 
 
-def comm_table(profile: Profile, recs: Sequence[dict[str, Any]], algorithm: str, max_rows: int = 60) -> Group:
+#: algorithms that choose per k and size, so the table shows what they chose
+_PER_ROW = ("auto", "nccl")
+_COLLECTIVE_FACTOR = {"all_reduce": "2(k-1)/k", "reduce_scatter": "(k-1)/k", "all_gather": "(k-1)/k",
+                      "broadcast": "1"}
+
+
+def comm_table(profile: Profile, recs: Sequence[dict[str, Any]], algorithm: str, max_rows: int = 60,
+               collective: str = "all_reduce") -> Group:
     f, unit = time_unit([r["time_s"] for r in recs])
     cols = [
         Column("k", "devices"),
@@ -95,10 +106,12 @@ def comm_table(profile: Profile, recs: Sequence[dict[str, Any]], algorithm: str,
         Column("α %", lambda r: 100 * r["latency_s"] / r["time_s"] if r["time_s"] else None, _num(".0f")),
         Column("bottleneck", "bottleneck", justify="left"),
     ]
-    if algorithm == "auto":
+    if algorithm in _PER_ROW or profile.library == "nccl":
         cols.append(Column("algorithm", "algorithm", justify="left"))
-    head = Text(f"all-reduce, {algorithm}, profile {profile.name} ({profile.device.name}); "
-                "algbw = size/time, busbw = algbw·2(k-1)/k (nccl-tests)")
+    if profile.library == "nccl" or algorithm == "auto":
+        cols.append(Column("proto", "protocol", lambda v: v or "-", justify="left"))
+    head = Text(f"{collective.replace('_', '-')}, {algorithm}, profile {profile.name} ({profile.device.name}); "
+                f"algbw = size/time, busbw = algbw·{_COLLECTIVE_FACTOR[collective]} (nccl-tests)")
     return Group(head, Text(""), table(list(recs), cols, max_rows=max_rows,
                                        caption=f"Times in {unit}; GB/s = 1e9 B/s; α % = share of the latency terms."))
 
