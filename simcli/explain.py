@@ -64,6 +64,8 @@ def explain(scenario: Scenario, devices: int) -> dict[str, Any]:
     link_bw = collectives.tier_link_bandwidth(net, karr)[:, 0]
     spanned = collectives.tier_spanned(net, karr)[:, 0]
     comm = res.comm
+    main_cost = res.comm_bucket if res.comm_bucket is not None else res.comm_last
+    main_cost_hops = main_cost.tier_hops if main_cost is not None else None
     tiers = []
     for i, t in enumerate(net):
         tiers.append({
@@ -76,18 +78,26 @@ def explain(scenario: Scenario, devices: int) -> dict[str, Any]:
             "link_bandwidth_Bps": _f(link_bw[i]),
             "latency_term_s": float(comm.tier_latency[i][0]),
             "bandwidth_term_s": float(comm.tier_bandwidth_s[i][0]),
+            # hops on the chunk's critical path per all-reduce of the main message (NCCL model only)
+            "hops": (None if main_cost_hops is None else float(main_cost_hops[i][0])),
         })
     main = res.comm_bucket if res.comm_bucket is not None else res.comm_last
     main_bytes = plan.size if plan.full else plan.last
     algorithm = str(main.algorithm[0]) if main is not None else sc.algorithm
     messages = []
+
+    def proto(c: collectives.CommCost) -> str | None:
+        return None if c.protocol is None or c.protocol[0] in (None, "-") else str(c.protocol[0])
+
     if res.comm_bucket is not None:
         messages.append({"count": plan.full, "bytes": plan.size, "algorithm": str(res.comm_bucket.algorithm[0]),
+                         "protocol": proto(res.comm_bucket),
                          "time_s": float(res.comm_bucket.time[0]), "latency_s": float(res.comm_bucket.latency[0]),
                          "bandwidth_s": float(res.comm_bucket.bandwidth[0]),
                          "reduction_s": float(res.comm_bucket.reduction[0])})
     if res.comm_last is not None:
         messages.append({"count": 1, "bytes": plan.last, "algorithm": str(res.comm_last.algorithm[0]),
+                         "protocol": proto(res.comm_last),
                          "time_s": float(res.comm_last.time[0]), "latency_s": float(res.comm_last.latency[0]),
                          "bandwidth_s": float(res.comm_last.bandwidth[0]),
                          "reduction_s": float(res.comm_last.reduction[0])})
@@ -97,7 +107,11 @@ def explain(scenario: Scenario, devices: int) -> dict[str, Any]:
         "devices": k,
         "inputs": sc.inputs(),
         "algorithm": algorithm,
-        "formula": FORMULAS.get(algorithm, ""),
+        "protocol": proto(main) if main is not None else None,
+        "library": sc.profile.library,
+        "formula": formula(algorithm, sc.profile.library) if algorithm in collectives.SPECS else "",
+        "nccl_defaulted": (list(collectives.nccl_spec(sc.profile).defaulted) if sc.profile.library == "nccl"
+                           else None),
         "overlap": sc.overlap,
         "accum": sc.accum,
         "batch_per_device": float(res.batch_per_device[0]),

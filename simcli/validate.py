@@ -313,7 +313,7 @@ def _validate_scaling(m: Measured, profile: Profile, workload: Workload | None, 
 
 
 def validate(m: Measured, profile: Profile, *, workload: Workload | None = None, compute_time_s: float | None = None,
-             overlap: str = "auto", grad_dtype: str = "fp32", algorithm: str = "ring", dtype: str | None = None,
+             overlap: str = "auto", grad_dtype: str = "fp32", algorithm: str | None = None, dtype: str | None = None,
              batch: int | None = None) -> Validation:
     """Predict every measured row with ``profile`` and summarise the errors.
 

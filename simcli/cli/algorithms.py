@@ -6,6 +6,7 @@ from typing import Annotated
 
 import typer
 
+from .. import collectives
 from . import options as o
 from .common import emit, handle_errors, new_app, show
 
@@ -14,8 +15,7 @@ __all__ = ["algorithms", "explain"]
 app = new_app()
 
 #: short names for the winner grid
-SHORT = {"ring": "ring", "tree": "tree", "recursive-doubling": "rd", "rabenseifner": "rab",
-         "hierarchical": "hier", "ps": "ps", "ps-sharded": "ps-sh"}
+SHORT = {a.name: a.label for a in collectives.REGISTRY}
 
 
 @app.command()
@@ -76,7 +76,7 @@ def algorithms(
     rows = [{"size": fmt_bytes(nn), **{str(kk): SHORT[names[int(win[i, j])]] for i, kk in enumerate(k.tolist())}}
             for j, nn in enumerate(n.tolist())]
     cols = [Column("size \\ k", "size")] + [Column(str(kk), str(kk), justify="left") for kk in k.tolist()]
-    legend = ", ".join(f"{v} = {a}" for a, v in SHORT.items())
+    legend = ", ".join(f"{SHORT[a]} = {a}" for a in names)
     crows = [{"devices": c["devices"], "bytes": c["bytes"], "change": f"{c['from']} -> {c['to']}"} for c in cross]
     ctab = table(crows, [Column("k", "devices"), Column("crossover size", "bytes", lambda v: fmt_bytes(v)),
                          Column("fastest changes", "change", justify="left")],

@@ -99,7 +99,7 @@ def calibrate(
     from ..profiles import resolve_profile
     from ..validate import read_measurements
 
-    check_output_path(output, force)
+    check_output_path(output, force, inputs=[*files, profile])  # never write the profile over an input
     if not 1 <= len(files) <= 2:
         raise InputError("calibrate: give one 'bench allreduce' CSV and optionally one 'bench step' CSV")
     base = resolve_profile(profile)
@@ -209,7 +209,7 @@ def validate(
     batch_per_device: o.BatchPerDevice = None,
     dtype: o.Dtype = None,
     grad_dtype: o.GradDtype = "fp32",
-    algorithm: o.Algorithm = "ring",
+    algorithm: o.Algorithm = None,
     overlap: Annotated[Overlap, typer.Option("--overlap", help="Step and scaling files: how communication hides "
                                              "behind backward; auto: buckets (DDP) for scaling tables and for "
                                              "step rows whose mode is ddp, none for other step rows.")]
@@ -234,7 +234,9 @@ def validate(
     from ..validate import validate as run_validation
 
     if out.output:
-        check_output_path(out.output, out.force)
+        check_output_path(out.output, out.force, inputs=[results, profile])
+    if plot:
+        check_output_path(plot, out.force, "--plot", inputs=[results, profile])
     fig_size = o.picture_size(plot, out.force, o.DPI, o.WIDTH, None) if plot else None
     limit = _max_error(max_error)
     ct = o.parse_time(compute_time, "--compute-time")

@@ -137,7 +137,8 @@ def explain_view(d: dict[str, Any]) -> Any:
         ("T_compute", t(d["t_compute_s"])),
     ]
     for m in d["messages"]:
-        rows.append(("all-reduce", f"{m['count']} x {fmt_bytes(m['bytes'], binary=False)} with {m['algorithm']}: "
+        alg = m["algorithm"] + (f"/{m['protocol']}" if m.get("protocol") else "")
+        rows.append(("all-reduce", f"{m['count']} x {fmt_bytes(m['bytes'], binary=False)} with {alg}: "
                                    f"{t(m['time_s'])} each (latency {t(m['latency_s'])}, bandwidth "
                                    f"{t(m['bandwidth_s'])}, reduction {t(m['reduction_s'])})"))
     rows += [
@@ -153,6 +154,8 @@ def explain_view(d: dict[str, Any]) -> Any:
         ("bottleneck tier", str(d["bottleneck"] or "-") + (f" (B = {fmt_rate(d['bus_Bps'])}, α = "
                                                           f"{t(d['alpha_s'])})" if d["bus_Bps"] else "")),
     ]
+    if d.get("nccl_defaulted"):
+        rows.append(("NCCL constants", "defaulted by GPU generation and link kind: " + ", ".join(d["nccl_defaulted"])))
     if d["n_star_bytes"] is not None:
         rows.append(("crossover n*", f"{fmt_bytes(d['n_star_bytes'], binary=False)}: latency = bandwidth terms; "
                                      f"the {fmt_bytes(d['message_bytes'], binary=False)} message is "
@@ -162,10 +165,15 @@ def explain_view(d: dict[str, Any]) -> Any:
             Column("ring B", "ring_bandwidth_Bps", fmt_rate), Column("link B", "link_bandwidth_Bps", fmt_rate),
             Column("latency term", "latency_term_s", fmt_time),
             Column("bandwidth term", "bandwidth_term_s", fmt_time)]
+    if any(r.get("hops") is not None for r in d["tiers"]):
+        cols.insert(4, Column("hops", "hops", lambda v: "-" if v is None else f"{v:g}"))
     parts = [kv_table(rows, title=f"explain: k = {k}"), Text(""),
              table(d["tiers"], cols, caption="Per-tier terms of the step's all-reduces (they add up to the latency "
                                               "and bandwidth terms). ring B: what a domain offers a ring; link B: "
-                                              "each device's share when all send at once.")]
+                                              "each device's share when all send at once."
+                                              + (" hops: hops of one all-reduce that pay this tier's latency (NCCL's "
+                                                 "base latency is charged to the first tier)."
+                                                 if any(r.get("hops") is not None for r in d["tiers"]) else ""))]
     return Group(*parts)
 
 

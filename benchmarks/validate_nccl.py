@@ -1,0 +1,88 @@
+"""simcli's NCCL model against published nccl-tests all-reduce curves, by size band (nothing fitted to them).
+
+For each curve: the built-in profile of that system, ``--algorithm nccl`` (or ``ring`` where the run forced
+NCCL_ALGO=Ring / NCCL_NVLS_ENABLE=0), and the median of |t_pred/t_meas - 1| in three bands: <= 256 KiB,
+0.5-64 MiB, >= 128 MiB. The measured time is the better of out-of-place and in-place (a published run is one
+sample), or n·2(k-1)/k / busbw where only busbw is published. Sizes below 1 KiB are left out (launch noise).
+Beside it, NCCL's own tuner estimate of the pair it picks (tuning.cc 2.20.3 re-implemented: ring plateau factor,
+all channels). Sources: the header of each file under validation/published/.
+
+    python benchmarks/validate_nccl.py [-v]
+"""
+
+from __future__ import annotations
+
+import csv
+import sys
+from pathlib import Path
+
+import numpy as np
+
+ROOT = Path(__file__).resolve().parent.parent
+sys.path.insert(0, str(ROOT))
+
+from simcli import collectives as C  # noqa: E402
+from simcli import nccl  # noqa: E402
+from simcli.profiles import resolve_profile  # noqa: E402
+
+PUB = ROOT / "validation" / "published"
+CASES = [  # file, system column value (or None), profile, algorithm
+    ("nccl-allreduce-16xH100-2node-ib400x8.csv", None, "dgx-h100", "nccl"),
+    ("nccl-allreduce-16xH100-2node-ring.csv", None, "dgx-h100", "ring"),
+    ("nccl-allreduce-8xA100-nvswitch.csv", None, "dgx-a100", "nccl"),
+    ("nccl-allreduce-8xH100-8xH200-azure.csv", "nd-h100-v5", "dgx-h100", "nccl"),
+    ("nccl-allreduce-8xH100-8xH200-azure.csv", "nd-h200-v5", "hgx-h200", "nccl"),
+    ("nccl-allreduce-8xH200-ring-nvls-off.csv", None, "hgx-h200", "ring"),
+]
+BANDS = [("<= 256 KiB", 0, 256 * 1024), ("0.5-64 MiB", 512 * 1024, 64 * 2**20), (">= 128 MiB", 128 * 2**20, 1e30)]
+
+
+def _rows(path: Path) -> list[dict[str, str]]:
+    return list(csv.DictReader(line for line in path.read_text().splitlines() if not line.startswith("#")))
+
+
+def _measured(r: dict[str, str]) -> float:
+    if r.get("time_us"):
+        return min(float(r[c]) for c in ("time_us", "time_inplace_us") if r.get(c)) * 1e-6
+    k, n = int(r["devices"]), float(r["bytes"])
+    return n * 2 * (k - 1) / k / (float(r["busbw_GBps"]) * 1e9)
+
+
+def main(verbose: bool = False) -> list[dict]:
+    out = []
+    print(f"{'curve':52s} {'profile':9s} {'alg':5s} {'band':11s} {'n':>3s} {'simcli':>7s} {'NCCL tuner':>10s}")
+    for name, system, prof, alg in CASES:
+        p = resolve_profile(prof)
+        rs = [r for r in _rows(PUB / name) if (system is None or r.get("system") == system)
+              and float(r["bytes"]) >= 1024]
+        k = np.array([int(r["devices"]) for r in rs])
+        n = np.array([float(r["bytes"]) for r in rs])
+        t = np.array([_measured(r) for r in rs])
+        pred = C.collective(p, alg, k, n)
+        prs = nccl.pairs(p.network, C.nccl_spec(p), k, C.tier_bandwidth(p.network, k), "all_reduce",
+                         None if alg == "nccl" else [alg])
+        tuner = np.min(np.stack([pr.cost(n)[1] for pr in prs]), axis=0)
+        err, err_t = pred.time / t - 1, tuner / t - 1
+        label = name.replace(".csv", "") + (f" [{system}]" if system else "")
+        for band, lo, hi in BANDS:
+            m = (n >= lo) & (n <= hi)
+            if not m.any():
+                continue
+            a, b = float(np.median(np.abs(err[m]))), float(np.median(np.abs(err_t[m])))
+            out.append({"curve": label, "profile": prof, "algorithm": alg, "band": band, "points": int(m.sum()),
+                        "simcli": a, "nccl_tuner": b})
+            print(f"{label:52s} {prof:9s} {alg:5s} {band:11s} {int(m.sum()):3d} {a:7.1%} {b:10.1%}")
+        if verbose:
+            for i in range(len(n)):
+                print(f"    {int(n[i]):>12d} B  measured {t[i] * 1e6:9.1f} us  simcli {pred.time[i] * 1e6:9.1f} us "
+                      f"({err[i]:+.0%}, {pred.algorithm[i]}/{pred.protocol[i]})  tuner {tuner[i] * 1e6:9.1f} us")
+    for band, _, _ in BANDS:
+        a = [r["simcli"] for r in out if r["band"] == band]
+        b = [r["nccl_tuner"] for r in out if r["band"] == band]
+        print(f"{'all curves (median of the curves medians)':52s} {'':9s} {'':5s} {band:11s} {len(a):3d} "
+              f"{np.median(a):7.1%} {np.median(b):10.1%}")
+    return out
+
+
+if __name__ == "__main__":
+    main("-v" in sys.argv)

@@ -1,0 +1,208 @@
+"""NCCL's cost model (simcli.nccl) by hand against NVIDIA/nccl 2.20.3 tuning.cc, on simcli's tiers."""
+
+from __future__ import annotations
+
+import dataclasses
+import json
+
+import numpy as np
+import pytest
+from conftest import make_profile
+
+from simcli import collectives as C
+from simcli import nccl
+from simcli.cli import app
+from simcli.model import InputError, NcclSpec, Tier
+from simcli.profiles import profile_from_dict, resolve_profile
+
+US = 1e-6
+
+
+def h100_like(**spec):
+    """Two tiers as dgx-h100: 8 GPUs on NVLink (369 GB/s effective, 3.4 us), a 46 GB/s NIC per GPU (14 us)."""
+    p = make_profile(Tier("nvlink", 450e9, 3.4e-6, size=8, efficiency=0.82),
+                     Tier("infiniband", 50e9, 14e-6, per="device", efficiency=0.92), name="h")
+    s = NcclSpec(generation="hopper", channels=24, nvls=True, nvls_channels=16, ll128=True, cpu="intel")
+    return dataclasses.replace(p, library="nccl", nccl=dataclasses.replace(s, **spec),
+                               device=dataclasses.replace(p.device, name="H100"))
+
+
+def pair(p, k, algorithm, protocol, collective="all_reduce"):
+    k = np.asarray([k])
+    tb = C.tier_bandwidth(p.network, k)
+    (pr,) = [x for x in nccl.pairs(p.network, C.nccl_spec(p), k, tb, collective, [algorithm], [protocol])]
+    return pr
+
+
+def test_ring_hops_per_tier_by_hand():
+    net = h100_like().network
+    # 16 ranks on 2 nodes: 2 passes of 15 hops; each pass crosses both inter-node edges
+    assert nccl.hops(net, np.array([16])).tolist() == [[26.0], [4.0]]
+    # reduce-scatter / all-gather: one pass, N - 1 = 1 inter-node hop (tuning.cc nInterSteps)
+    assert nccl.hops(net, np.array([16]), "reduce_scatter").tolist() == [[14.0], [1.0]]
+    # a partial node: 12 ranks are 8 + 4, still 2 nodes
+    assert nccl.hops(net, np.array([12])).tolist() == [[18.0], [4.0]]
+    # inside one node nothing pays the network
+    assert nccl.hops(net, np.array([8])).tolist() == [[14.0], [0.0]]
+    three = (Tier("nvlink", 300e9, 2e-6, size=8), Tier("leaf", 50e9, 5e-6, size=64), Tier("spine", 100e9, 10e-6))
+    # 128 ranks: 16 nodes, 2 leaves; per pass 2 spine edges, 16 - 2 leaf edges, 127 - 16 NVLink hops
+    assert nccl.hops(three, np.array([128])).tolist() == [[222.0], [28.0], [4.0]]
+
+
+def test_latencies_are_tuning_cc_on_two_nodes():
+    p = h100_like()
+    # Ring/Simple: baseLat 8.4 + (nsteps - nInterSteps) x max(3.4, 3 x 1.0 us net overhead) + 2N x 14
+    assert pair(p, 16, "ring", "simple").latency[0] == pytest.approx((8.4 + 26 * 3.4 + 4 * 14.0) * US)
+    # Ring/LL: 6.6 + 26 x max(0.6, 1.0) + 4 x 2.7
+    assert pair(p, 16, "ring", "ll").latency[0] == pytest.approx((6.6 + 26 * 1.0 + 4 * 2.7) * US)
+    # Tree/LL: 6.8 + 2 x ((ppn - 1) x 0.6 + log2(N) x 5.0)
+    assert pair(p, 16, "tree", "ll").latency[0] == pytest.approx((6.8 + 2 * (7 * 0.6 + 1 * 5.0)) * US)
+    # NVLSTree: 23 + 2 x log2(N) x 14; NVLS in one node: 23
+    assert pair(p, 16, "nvls-tree", "simple").latency[0] == pytest.approx((23 + 2 * 14.0) * US)
+    assert pair(p, 8, "nvls", "simple").latency[0] == pytest.approx(23 * US)
+    # one node: Ring/Simple 8.4 + 14 x 3.4 (no network overhead floor)
+    assert pair(p, 8, "ring", "simple").latency[0] == pytest.approx((8.4 + 14 * 3.4) * US)
+
+
+def test_tier_latency_scales_the_hop_latencies():
+    """A tier's `latency` is its Ring/Simple hop latency; the other pairs scale with it."""
+    p = h100_like()
+    slow = dataclasses.replace(p, network=(dataclasses.replace(p.network[0], latency_s=6.8e-6), p.network[1]))
+    assert pair(slow, 8, "ring", "ll").latency[0] == pytest.approx((6.6 + 14 * 1.2) * US)
+
+
+def test_bandwidths_by_protocol():
+    p = h100_like()
+    B = 450e9 * 0.82  # the ring's bus bandwidth inside a node
+    assert pair(p, 8, "ring", "simple").alg_Bps[0] == pytest.approx(B * 8 / 14)
+    assert pair(p, 8, "ring", "ll").alg_Bps[0] == pytest.approx(min(87.7e9, B / 4) * 8 / 14)
+    assert pair(p, 8, "ring", "ll128").alg_Bps[0] == pytest.approx(min(B * 0.92, 24 * 36.7e9) * 8 / 14)
+    assert pair(p, 8, "tree", "simple").alg_Bps[0] == pytest.approx(min(B * 0.92, 24 * 38.7e9) * 0.5)
+    # NVLS: 16 channels x the largest SM90 speed with 16 x s <= 369 GB/s (20 GB/s), x 5/6
+    assert pair(p, 8, "nvls", "simple").alg_Bps[0] == pytest.approx(16 * 20e9 * 5 / 6)
+    # busbw at 1 GiB on 8 GPUs is then ~466 GB/s, what the published 8x H100 NVLS curve shows
+    c = C.collective(p, "nvls", np.array([8]), np.array([2.0**30]))
+    assert 2.0**30 / c.time[0] * 1.75 / 1e9 == pytest.approx(466, rel=0.02)
+
+
+def test_nccl_picks_ll_small_and_simple_large_and_protocol_can_be_forced():
+    p = h100_like(nvls=False)
+    c = C.collective(p, "nccl", np.array([8]), np.array([1024.0, 2.0**30]))
+    assert c.protocol.tolist() == ["ll", "simple"]
+    forced = C.collective(p, "ring", np.array([8]), np.array([1024.0]), protocol="simple")
+    assert forced.protocol.tolist() == ["simple"] and forced.time[0] > c.time[0]
+    with pytest.raises(InputError, match="--protocol"):
+        C.collective(p, "nvls", np.array([8]), np.array([1024.0]), protocol="ll")
+    with pytest.raises(InputError, match="--protocol: unknown"):
+        C.collective(p, "ring", np.array([8]), np.array([1024.0]), protocol="ll256")
+
+
+def test_the_fastest_pair_is_never_slower_than_nccls_choice():
+    p = h100_like()
+    k, n = np.array([8, 16, 64, 512])[:, None], 2.0 ** np.arange(10, 35, 3)[None, :]
+    pick = C.collective(p, "nccl", k, n)
+    best = C.nccl_collective(p, np.broadcast_to(k, (4, 1)), n, by="time")
+    assert np.all(best.time <= pick.time + 1e-15)
+    for a in ("ring", "tree", "nvls-tree"):  # NCCL's choice is one of the pairs it could run
+        forced = C.collective(p, a, k, n)
+        assert np.all(np.isfinite(forced.time) | (a == "nvls-tree"))
+    # (not monotone in n: NCCL chooses on its tuner's estimate, which ignores the channels a small message uses)
+
+
+def test_per_tier_terms_add_up_and_one_node_never_pays_the_network():
+    p = h100_like()
+    k, n = np.arange(2, 33)[:, None], np.array([1e3, 1e6, 1e9])[None, :]
+    c = C.collective(p, "nccl", k, n)
+    assert np.allclose(c.tier_latency.sum(axis=0), c.latency, rtol=1e-9, atol=1e-15)
+    assert np.allclose(c.tier_bandwidth_s.sum(axis=0), c.bandwidth, rtol=1e-9, atol=1e-15)
+    inside = (k <= 8)[:, 0]
+    assert np.all(c.tier_latency[1][inside] == 0) and np.all(c.tier_hops[1][inside] == 0)
+    assert np.all(C.collective(p, "nccl", np.array([1]), np.array([1e6])).time == 0)
+
+
+def test_collectives_and_their_busbw_factors():
+    p = h100_like(nvls=False)
+    k, n = np.array([8]), np.array([2.0**30])
+    ar = C.collective(p, "ring", k, n, "all_reduce", "simple").time[0]
+    ag = C.collective(p, "ring", k, n, "all_gather", "simple").time[0]
+    rs = C.collective(p, "ring", k, n, "reduce_scatter", "simple").time[0]
+    # one ring pass moves (k-1)/k of the bytes: half an all-reduce's bandwidth term
+    assert ag == pytest.approx(rs) and ag == pytest.approx(ar / 2, rel=0.02)
+    assert C.busbw_factor(np.array([8.0]), "all_gather")[0] == pytest.approx(7 / 8)
+    assert C.busbw_factor(np.array([8.0]), "broadcast")[0] == 1.0
+    with pytest.raises(InputError, match="does not run reduce_scatter"):
+        C.collective(p, "tree", k, n, "reduce_scatter")
+    # the textbook ring on a textbook profile: (k-1)·alpha + (k-1)/k · n/B per pass
+    tp = make_profile(Tier("net", 10e9, 20e-6))
+    t = C.collective(tp, "ring", k, n, "all_gather").time[0]
+    assert t == pytest.approx(7 * 20e-6 + 7 / 8 * 2.0**30 / 10e9)
+
+
+def test_registry_rows_are_complete():
+    labels = set()
+    for a in C.REGISTRY:
+        assert a.name and a.label and a.formula and a.source and a.collectives, a
+        assert a.textbook is not None or a.nccl is not None, a
+        assert set(a.collectives) <= set(nccl.COLLECTIVES), a
+        labels.add(a.label)
+    assert len(labels) == len(C.REGISTRY)
+    assert C.CHOICES == tuple(a.name for a in C.REGISTRY) + ("auto",)
+
+
+def test_builtin_profiles_model_nccl_and_cpu_loopback_gloo():
+    assert resolve_profile("dgx-h100").library == "nccl" and resolve_profile("dgx-h100").nccl.nvls
+    assert resolve_profile("cpu-loopback").library == "gloo"
+    assert C.default_algorithm(resolve_profile("dgx-a100")) == "nccl"
+    assert C.default_algorithm(resolve_profile("cpu-loopback")) == "ring"
+
+
+BASE = {"name": "u", "sources": ["me"], "device": {"name": "H100", "peak_flops": {"bf16": "989 TFLOP/s"}, "mfu": 0.4},
+        "network": [{"name": "nvlink", "size": 8, "bandwidth": "450 GB/s", "latency": "3.4 us"},
+                    {"name": "ib", "bandwidth": "400 Gb/s", "latency": "14 us"}]}
+
+
+def test_a_datasheet_profile_gets_nccl_defaults_and_says_so():
+    p = profile_from_dict(BASE, "u.yaml")
+    assert p.library == "nccl" and p.nccl.generation == "hopper" and "channels" in p.nccl.defaulted
+    q = profile_from_dict({**BASE, "nccl": {"channels": 32}}, "u.yaml")
+    assert q.nccl.channels == 32 and "channels" not in q.nccl.defaulted
+    cpu = profile_from_dict({**BASE, "device": {**BASE["device"], "name": "cpu"},
+                             "network": [{"name": "loopback", "bandwidth": "1 GB/s", "latency": "10 us"}]}, "c.yaml")
+    assert cpu.library == "textbook"
+
+
+@pytest.mark.parametrize("patch,fragment", [
+    ({"library": "mpi"}, "library"), ({"nccl": {"generation": "kepler"}}, "nccl.generation"),
+    ({"nccl": {"channels": 0}}, "nccl.channels"), ({"nccl": {"nvls": "yes"}}, "nccl.nvls"),
+    ({"nccl": {"chanels": 8}}, "chanels"), ({"library": "textbook", "nccl": {"channels": 8}}, "nccl"),
+])
+def test_bad_nccl_blocks_name_the_field(patch, fragment):
+    with pytest.raises(InputError, match=fragment):
+        profile_from_dict({**BASE, **patch}, "u.yaml")
+
+
+def test_llama2_7b_buckets_never_cost_more_than_one_allreduce_after_backward(runner):
+    def steps(overlap):
+        r = runner.invoke(app, ["speedup", "-m", "llama2-7b", "-p", "dgx-h100", "-k", "1..1024:x2", "--overlap",
+                                overlap, "-f", "json"])
+        assert r.exit_code == 0, r.output
+        return np.array([x["t_step_s"] for x in json.loads(r.stdout)]), json.loads(r.stdout)
+
+    buckets, recs = steps("buckets")
+    none, _ = steps("none")
+    assert np.all(buckets <= 1.3 * none)
+    assert any(x["t_comm_hidden_s"] > 0 for x in recs[1:])
+    assert {x["protocol"] for x in recs[1:]} <= {"ll", "ll128", "simple"}
+
+
+def test_comm_cli_collective_and_protocol(runner):
+    r = runner.invoke(app, ["comm", "-p", "dgx-h100", "-k", "8", "-s", "1GiB", "--collective", "all_gather", "-f",
+                            "json"])
+    assert r.exit_code == 0, r.output
+    (x,) = json.loads(r.stdout)
+    assert x["collective"] == "all_gather" and x["busbw_GBps"] == pytest.approx(x["algbw_GBps"] * 7 / 8)
+    r = runner.invoke(app, ["comm", "-p", "dgx-h100", "-k", "16", "-s", "64KiB", "-a", "ring", "--protocol",
+                            "simple", "-f", "json"])
+    assert r.exit_code == 0 and json.loads(r.stdout)[0]["protocol"] == "simple"
+    r = runner.invoke(app, ["comm", "-p", "cpu-loopback", "-k", "2", "-s", "64KiB", "--protocol", "ll"])
+    assert r.exit_code == 2 and "--protocol" in r.stderr
