@@ -8,12 +8,34 @@ binary data (not UTF-8, or NUL bytes). At most ``max_bytes + 1`` bytes are ever 
 
 from __future__ import annotations
 
+import contextlib
 import os
 from pathlib import Path
+from typing import Iterator
 
 from .model import InputError
 
-__all__ = ["read_text"]
+__all__ = ["read_text", "tracking", "files_read"]
+
+#: the input files read during the current command (None: not tracking, e.g. library use)
+_READ: list[str] | None = None
+
+
+@contextlib.contextmanager
+def tracking() -> Iterator[None]:
+    """Record every file :func:`read_text` reads while the block runs (the CLI wraps each command in it), so
+    that :func:`simcli.output.write_atomic` can refuse to write over one of the command's inputs."""
+    global _READ
+    old, _READ = _READ, []
+    try:
+        yield
+    finally:
+        _READ = old
+
+
+def files_read() -> tuple[str, ...]:
+    """The files read so far in the current :func:`tracking` block (empty outside one)."""
+    return tuple(_READ or ())
 
 
 def read_text(path: str | os.PathLike[str], what: str, max_bytes: int = 64 << 20) -> str:
@@ -26,6 +48,8 @@ def read_text(path: str | os.PathLike[str], what: str, max_bytes: int = 64 << 20
         # device (/dev/zero, /dev/urandom would otherwise be read until memory runs out)
         with open(p, "rb") as f:
             raw = f.read(max_bytes + 1)
+        if _READ is not None:
+            _READ.append(str(p))
     except FileNotFoundError:
         raise InputError(f"{p}: no such file") from None
     except PermissionError:

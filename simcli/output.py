@@ -7,7 +7,8 @@ clobbers an existing file unless ``force`` is set. What it guarantees (issue 12)
 * an existing target that is not a regular file (a named pipe, a character device such as
   ``/dev/null``) is written into directly, never renamed over; block devices and sockets are refused;
 * a symbolic link to a regular file is kept: the file it points to is replaced;
-* an output that is one of the command's input files (``inputs=``) is refused before any work;
+* an output that is one of the command's input files is refused: those given as ``inputs=`` (before any
+  work), and every file :func:`simcli.inputs.read_text` read in the command so far (the CLI tracks them);
 * a write that the system refuses (a full disk, a read-only file system, no permission) is one
   :class:`~simcli.model.EnvironmentFailure` line (exit 1) naming the file, and nothing is left behind.
 
@@ -58,7 +59,9 @@ def check_output_path(path: str | os.PathLike[str], force: bool, option: str = "
     p = Path(path)
     if p.is_dir():
         raise InputError(f"{option}: {p} is a directory; give a file name")
-    for inp in inputs:
+    from .inputs import files_read
+
+    for inp in [*inputs, *files_read()]:  # the command's inputs, given or read so far: never written over
         if inp is not None and _same_file(p, inp):
             raise InputError(f"{option}: {p} is also an input of this command ({inp}); writing it would destroy "
                              "the input, choose another name")

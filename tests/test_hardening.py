@@ -584,3 +584,44 @@ def test_bench_allreduce_refuses_a_closed_stdout_before_measuring():
                        stderr=subprocess.PIPE, text=True, timeout=120)
     assert p.returncode == 1 and "measurements would be lost; give --output FILE" in p.stderr
     assert "world size" not in p.stderr  # refused before any world was started
+
+
+# --------------------------------------------------------------------------- CLI: whole numbers past 2**53, outputs over inputs
+
+
+@pytest.mark.parametrize("args,option", [(["explain", "-k", "100000000000000000000"], "--devices"),
+                                         (["speedup", "--batch-per-device", "99999999999999999999999"],
+                                          "--batch-per-device"),
+                                         (["speedup", "--accum", "99999999999999999999999"], "--accum"),
+                                         (["bench", "allreduce", "--iters", "99999999999999999999999"], "--iters")])
+def test_whole_number_options_past_2_53_are_one_line(runner, args, option):
+    from simcli.cli import app
+
+    r = runner.invoke(app, args)
+    assert r.exit_code == 2 and r.stderr.startswith(f"simcli: error: {option}: {args[-1]} is more than simcli models")
+    assert r.stderr.count("\n") == 1
+
+
+def test_calibrate_refuses_its_measurements_as_the_output(runner, tmp_path):
+    from pathlib import Path
+
+    from simcli.cli import app
+
+    m = tmp_path / "m.csv"
+    m.write_text((Path(__file__).parents[1] / "validation" / "cpu-loopback" / "busy1.csv").read_text())
+    before = m.read_text()
+    r = runner.invoke(app, ["calibrate", str(m), "-o", str(m), "--force", "--profile", "cpu-loopback"])
+    assert r.exit_code == 2 and "is also an input" in r.stderr
+    assert m.read_text() == before
+
+
+def test_any_command_refuses_to_write_over_a_file_it_read(runner, prof, tmp_path):
+    from pathlib import Path
+
+    from simcli.cli import app
+
+    before = Path(prof).read_text()
+    r = runner.invoke(app, ["speedup", "-k", "8", "--profile", prof, "-o", str(tmp_path / "." / "t2.yaml"),
+                            "--force", "-f", "csv"])
+    assert r.exit_code == 2 and "is also an input" in r.stderr
+    assert Path(prof).read_text() == before

@@ -472,7 +472,7 @@ def bench_import(
     from ..output import check_output_path, to_csv, to_json
 
     if output:
-        check_output_path(output, force)
+        check_output_path(output, force, inputs=[file])
     recs = parse_nccl_tests(file, world_size, placement.value, collective)
     if format is o.Format.table and not output:
         from ..render import console

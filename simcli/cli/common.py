@@ -35,6 +35,7 @@ def handle_errors(fn: F) -> F:
     @functools.wraps(fn)
     def wrapper(*args: Any, **kwargs: Any) -> Any:
         try:
+            _check_integers(kwargs)
             return fn(*args, **kwargs)
         except SimcliError as e:
             if State.debug:
@@ -129,6 +130,7 @@ class SimcliGroup(TyperGroup):
 
     def main(self, args: Any = None, prog_name: Any = None, complete_var: Any = None,
              standalone_mode: bool = True, **extra: Any) -> Any:
+        from ..inputs import tracking
         from ..model import SimcliError
         from ..output import guard_stdio
 
@@ -138,8 +140,9 @@ class SimcliGroup(TyperGroup):
         code: Any = 0
         try:
             try:
-                rv = super().main(args=argv, prog_name=prog_name, complete_var=complete_var,
-                                  standalone_mode=False, **extra)
+                with tracking():  # the files this command reads are never its output
+                    rv = super().main(args=argv, prog_name=prog_name, complete_var=complete_var,
+                                      standalone_mode=False, **extra)
                 code = rv if isinstance(rv, int) else 0
                 sys.stdout.flush()
             except click.exceptions.NoArgsIsHelpError as e:  # a group named alone: its help, as before
@@ -176,6 +179,36 @@ def _quiet_pipe() -> None:
         os.dup2(devnull, sys.stdout.fileno())
     except (OSError, ValueError, AttributeError):
         pass
+
+
+#: the largest whole number any option takes: 2**53, the largest integer float64 (the engine's arithmetic) holds
+#: exactly; Python's ints are unbounded, numpy's int64 is not (issue 12: `explain -k 1e20` overflowed)
+MAX_INT = 2**53
+
+
+def _option_name(name: str) -> str:
+    try:
+        from typer._click.globals import get_current_context
+    except ImportError:  # pragma: no cover
+        from click import get_current_context
+    ctx = get_current_context(silent=True)
+    for p in getattr(getattr(ctx, "command", None), "params", []):
+        if p.name == name:
+            longs = [o for o in p.opts if o.startswith("--")]
+            return (longs or p.opts or [name])[0]
+    return "--" + name.replace("_", "-")
+
+
+def _check_integers(kwargs: dict[str, Any]) -> None:
+    """Refuse, for every command at once, a whole-number option beyond :data:`MAX_INT` (one line, exit 2)."""
+    from ..model import InputError
+
+    for name, v in kwargs.items():
+        vals = v if isinstance(v, (list, tuple)) else [v]
+        for x in vals:
+            if isinstance(x, int) and not isinstance(x, bool) and abs(x) > MAX_INT:
+                raise InputError(f"{_option_name(name)}: {x} is more than simcli models (at most 2**53 = "
+                                 f"{MAX_INT:,})")
 
 
 def new_app(**kw: Any) -> typer.Typer:
