@@ -160,6 +160,10 @@ class Workload:
     #: measured compute seconds per step on one device (replaces the FLOP model when set)
     compute_time_s: float | None = None
     notes: tuple[str, ...] = field(default_factory=tuple)
+    #: layers (transformer blocks): FSDP's wrapped units; None: unknown (one unit)
+    layers: int | None = None
+    #: hidden size, for the activation estimate (transformers); None: activations not estimated
+    hidden: int | None = None
 
     def grad_bytes(self, grad_dtype: str) -> float:
         return self.params * DTYPE_BYTES[grad_dtype]

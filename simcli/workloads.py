@@ -23,7 +23,7 @@ __all__ = ["DEFAULT_MODEL", "ModelPreset", "presets", "get_model", "load_workloa
 
 DEFAULT_MODEL = "resnet50"
 _KEYS = {"name", "description", "kind", "params", "forward_macs", "forward_flops", "flops_per_sample",
-         "seq_len", "batch_per_device", "sources"}
+         "seq_len", "batch_per_device", "sources", "layers", "hidden"}
 
 
 @dataclass(frozen=True)
@@ -37,6 +37,8 @@ class ModelPreset:
     batch_per_device: int
     sources: tuple[str, ...]
     flops_per_sample_fixed: float | None = None
+    layers: int | None = None  #: transformer blocks (FSDP's units); the embedding and head spread over them
+    hidden: int | None = None  #: hidden size (the activation estimate)
 
     def flops_per_sample(self, seq_len: int | None = None) -> float:
         if self.flops_per_sample_fixed is not None:
@@ -52,7 +54,8 @@ class ModelPreset:
         s = seq_len if seq_len is not None else self.seq_len
         return Workload(name=self.name, params=self.params, flops_per_sample=self.flops_per_sample(s),
                         batch_per_device=self.batch_per_device, source="; ".join(self.sources),
-                        seq_len=s if self.kind == "transformer" else None)
+                        seq_len=s if self.kind == "transformer" else None, layers=self.layers,
+                        hidden=self.hidden)
 
 
 def check_seq_len(seq_len: Any, option: str = "--seq-len") -> None:
@@ -114,13 +117,16 @@ def workload_from_dict(d: Any, source: str, name: str | None = None) -> ModelPre
                          "forward_flops / forward_macs")
     if kind == "custom" and fwd is not None and fixed is None:
         kind = "cnn"
+    layers = _number(d["layers"], source, prefix + "layers", integer=True) if d.get("layers") is not None else None
+    hidden = _number(d["hidden"], source, prefix + "hidden", integer=True) if d.get("hidden") is not None else None
     batch = _number(d.get("batch_per_device", 32), source, prefix + "batch_per_device", integer=True)
     sources = d.get("sources") or []
     if isinstance(sources, str):
         sources = [sources]
     return ModelPreset(name=name, description=str(d.get("description", "")), kind=kind, params=params,
                        forward_flops=fwd, seq_len=seq, batch_per_device=batch,
-                       sources=tuple(str(s) for s in sources), flops_per_sample_fixed=fixed)
+                       sources=tuple(str(s) for s in sources), flops_per_sample_fixed=fixed, layers=layers,
+                       hidden=hidden)
 
 
 _PRESETS: dict[str, ModelPreset] | None = None
