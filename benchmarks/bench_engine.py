@@ -1,7 +1,9 @@
 """Speed of the engine and the command line, as ratios against their floors. Prints; asserts nothing.
 
 1. The engine's all-reduce cost over 10^6 (k, size) points against a bare numpy evaluation of the
-   same closed-form ring formula (the floor for a vectorised approach).
+   same closed-form ring formula (the floor for a vectorised approach); and NCCL's choice (every
+   (algorithm, protocol) pair, the tuner's pick, per-tier terms) against a bare numpy minimum over the
+   same pairs' latency + size / bandwidth.
 2. `simcli speedup --devices 1..64 --format json` against `python -c "import typer, rich, numpy, yaml"`
    (the floor for start-up: the libraries the CLI cannot avoid).
 3. `simcli speedup --devices 1..100000` against `--devices 1..64` (both --format json to /dev/null).
@@ -54,6 +56,33 @@ def engine_vs_numpy(repeat: int) -> tuple[float, float]:
     return best_of(engine, repeat), best_of(bare, repeat)
 
 
+def nccl_vs_numpy(repeat: int) -> tuple[float, float]:
+    """NCCL's choice over 10^6 (k, size) points: the engine (every term, per-tier arrays, the choice) against a
+    bare numpy minimum over the same (algorithm, protocol) pairs' latency + size / bandwidth."""
+    from simcli import collectives as C
+    from simcli import nccl
+    from simcli.profiles import resolve_profile
+
+    prof = resolve_profile("dgx-h100")
+    k = np.resize(np.unique(np.geomspace(2, 1 << 20, 1000).astype(np.int64)), 1000)
+    n = np.geomspace(1e3, 1e10, 1000)
+
+    def engine():
+        C.collective(prof, "nccl", k[:, None], n[None, :])
+
+    prs = nccl.pairs(prof.network, C.nccl_spec(prof), k[:, None], C.tier_bandwidth(prof.network, k[:, None]))
+    lat = [p.latency for p in prs]
+    bw = [p.alg_Bps for p in prs]
+    nn = n[None, :]
+
+    def bare():
+        best = lat[0] + nn / bw[0]
+        for a, b in zip(lat[1:], bw[1:]):
+            np.minimum(best, a + nn / b, out=best)
+
+    return best_of(engine, repeat), best_of(bare, repeat)
+
+
 def cmd_time(args: list[str], repeat: int) -> float:
     def run():
         subprocess.run(args, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, check=True)
@@ -70,6 +99,9 @@ def main() -> None:
     e, f = engine_vs_numpy(rep)
     print(f"engine, 10^6 (k, size) points:        {e * 1e3:8.1f} ms   bare numpy formula {f * 1e3:8.1f} ms"
           f"   ratio {e / f:5.2f}")
+    e2, f2 = nccl_vs_numpy(rep)
+    print(f"NCCL choice, 10^6 (k, size) points:   {e2 * 1e3:8.1f} ms   bare numpy min over pairs {f2 * 1e3:8.1f} ms"
+          f"   ratio {e2 / f2:5.2f}")
     s = cmd_time([py, "-m", "simcli", "speedup", "--devices", "1..64", "--format", "json"], rep)
     floor = cmd_time([py, "-c", "import typer, rich, numpy, yaml"], rep)
     print(f"simcli speedup --devices 1..64 --json: {s * 1e3:8.1f} ms   import typer, rich, numpy, yaml"
