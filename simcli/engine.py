@@ -46,7 +46,7 @@ from typing import Any
 
 import numpy as np
 
-from . import collectives
+from . import collectives, sharding
 from .model import DTYPE_BYTES, InputError, Profile, Workload
 
 __all__ = ["Scenario", "Result", "simulate", "OVERLAPS", "BucketPlan", "bucket_plan",
@@ -92,6 +92,18 @@ class Scenario:
     accum: int = 1
     #: share of forward+backward compute spent in backward
     backward_fraction: float = 2.0 / 3.0
+    #: data parallelism: "ddp", or sharded "zero1", "zero2", "fsdp", "hsdp" (simcli.sharding)
+    strategy: str = "ddp"
+    #: dtype of the all-gathered parameters (zero1/zero2/fsdp/hsdp) and of the parameters in memory
+    param_dtype: str = "bf16"
+    #: hsdp: devices per shard group; None: one node (profile.network[0].size)
+    shard_group: int | None = None
+    #: FSDP units (wrapped modules); None: the workload's layers (1 when it gives none)
+    units: int | None = None
+    #: fsdp/hsdp: all-gather each unit again before its backward (FSDP's reshard_after_forward)
+    reshard_after_forward: bool = True
+    #: the activation estimate assumes activation checkpointing (memory only: the MFU absorbs the recompute)
+    activation_checkpointing: bool = True
 
     def __post_init__(self) -> None:
         if self.batch_per_device is not None and self.global_batch is not None:
@@ -130,6 +142,14 @@ class Scenario:
         if not 0 <= self.backward_fraction <= 1:
             raise InputError(f"backward_fraction: {self.backward_fraction} is not in [0, 1]; give the share "
                              "of forward+backward spent in backward, for example 2/3")
+        sharding.check_strategy(self.strategy)
+        if self.param_dtype not in DTYPE_BYTES:
+            raise InputError(f"--param-dtype: unknown dtype {self.param_dtype!r}; choose one of "
+                             f"{', '.join(DTYPE_BYTES)}")
+        for name in ("shard_group", "units"):
+            v = getattr(self, name)
+            if v is not None and (isinstance(v, bool) or int(v) != v or v < 1):
+                raise InputError(f"--{name.replace('_', '-')}: {v} must be a whole number, at least 1")
         if self.compute_time_s is None and not self.workload.flops_per_sample:
             raise InputError("the workload has no FLOPs per sample: give --flops-per-sample or "
                              "--compute-time")
@@ -223,6 +243,9 @@ class Result:
     #: one all-reduce of a full bucket (None when there is none) and of the remainder (None when none)
     comm_bucket: collectives.CommCost | None = field(repr=False, default=None)
     comm_last: collectives.CommCost | None = field(repr=False, default=None)
+    #: bytes per device (simcli.sharding.memory) and bytes each device sends per step
+    memory: "sharding.Memory | None" = field(repr=False, default=None)
+    comm_bytes: np.ndarray = field(repr=False, default=None)  # type: ignore[assignment]
 
     @property
     def bottleneck_names(self) -> list[str]:
@@ -250,7 +273,16 @@ class Result:
             "protocol": ([None] * len(self.devices) if self.comm.protocol is None
                          else [None if p in (None, "-") else str(p) for p in np.asarray(self.comm.protocol).tolist()]),
             "buckets": np.full(self.devices.shape, self.plan.count if self.plan else 1),
+            **self._sharding_columns(),
         }
+
+    def _sharding_columns(self) -> dict[str, np.ndarray | list]:
+        if self.memory is None:
+            return {}
+        mem = self.memory
+        return {"strategy": [self.scenario.strategy] * len(self.devices), "comm_bytes": self.comm_bytes,
+                "memory_bytes": mem.total, "memory_params_bytes": mem.params, "memory_grads_bytes": mem.grads,
+                "memory_optimizer_bytes": mem.optimizer, "memory_activations_bytes": mem.activations}
 
     def records(self) -> list[dict[str, Any]]:
         """One plain-Python dict per k (JSON-ready: NaN becomes None). Built column-wise, not per cell."""
@@ -371,6 +403,8 @@ def simulate(scenario: Scenario, devices: np.ndarray | list[int]) -> Result:
     b = sc.batch / (kf * m) if sc.strong else np.full(kf.shape, float(sc.batch))
     t_micro = _compute_time(sc, b)  # forward + backward of one micro-step
     t_bwd_micro = sc.backward_fraction * t_micro
+    if sc.strategy != "ddp":
+        return _simulate_sharded(sc, k, b, t_micro, t_bwd_micro)
     n = float(sc.grad_bytes)
     plan = bucket_plan(n, sc.bucket_bytes if sc.overlap == "buckets" else None)
     comm_full = (collectives.collective(sc.profile, sc.algorithm, k, np.float64(plan.size), "all_reduce",
@@ -407,4 +441,77 @@ def simulate(scenario: Scenario, devices: np.ndarray | list[int]) -> Result:
         plan=plan,
         comm_bucket=comm_full,
         comm_last=comm_last,
+        memory=_memory(sc, k, b),
+        comm_bytes=m * sharding.comm_bytes("ddp", k, params=sc.workload.params, param_bytes=0.0,
+                                           grad_bytes=DTYPE_BYTES[sc.grad_dtype]),
     )
+
+
+def _units(sc: Scenario) -> int:
+    """FSDP units: --units, else the workload's layers, else 1 (the whole model one unit)."""
+    return int(sc.units or sc.workload.layers or 1)
+
+
+def _memory_kwargs(sc: Scenario, b: np.ndarray) -> dict[str, Any]:
+    """simcli.sharding.memory's arguments for this scenario (b: samples per device per micro-step)."""
+    w = sc.workload
+    tokens = b * (w.seq_len or 0)
+    act = sharding.activation_bytes(tokens=tokens, hidden=w.hidden, units=int(w.layers or _units(sc)),
+                                    checkpointing=sc.activation_checkpointing)
+    return dict(params=w.params, units=_units(sc), param_bytes=DTYPE_BYTES[sc.param_dtype],
+                grad_bytes=DTYPE_BYTES[sc.grad_dtype], activations=act, group=sc.shard_group,
+                node_size=sc.profile.network[0].size, reshard_after_forward=sc.reshard_after_forward)
+
+
+def _memory(sc: Scenario, k: np.ndarray, b: np.ndarray) -> "sharding.Memory":
+    return sharding.memory(sc.strategy, k, **_memory_kwargs(sc, b))
+
+
+def memory_fit(sc: Scenario, k: np.ndarray | list[int]) -> dict[str, Any] | None:
+    """Where ``sc`` does not fit the device's memory: the first such k, its bytes per device and, per k that does
+    not fit, the least sharded strategy that would (None: none). None when every k fits or the profile gives no
+    device memory."""
+    cap = sc.profile.device.memory_bytes
+    if cap is None:
+        return None
+    k = np.asarray(k, dtype=np.int64).ravel()
+    b = sc.batch / (k * int(sc.accum)) if sc.strong else np.full(k.shape, float(sc.batch))
+    kw = _memory_kwargs(sc, b)
+    need = sharding.memory(sc.strategy, k, **kw).total
+    bad = need > cap
+    if not np.any(bad):
+        return None
+    best = sharding.smallest_fitting(cap, k[bad], **{**kw, "activations": np.asarray(kw["activations"])[bad]})
+    return {"capacity_bytes": float(cap), "devices": k[bad].tolist(), "memory_bytes": need[bad].tolist(),
+            "fits_with": best}
+
+
+def _simulate_sharded(sc: Scenario, k: np.ndarray, b: np.ndarray, t_micro: np.ndarray,
+                      t_bwd_micro: np.ndarray) -> Result:
+    """zero1/zero2/fsdp/hsdp: every micro-step communicates (simcli.sharding.step)."""
+    kf = k.astype(np.float64)
+    m = int(sc.accum)
+    pb, gb = DTYPE_BYTES[sc.param_dtype], DTYPE_BYTES[sc.grad_dtype]
+    st = sharding.step(sc.strategy, sc.profile, k, algorithm=sc.algorithm, protocol=sc.protocol,
+                       params=sc.workload.params, units=_units(sc), param_bytes=pb, grad_bytes=gb,
+                       t_forward=t_micro - t_bwd_micro, t_backward=t_bwd_micro,
+                       bucket_bytes=sc.bucket_bytes if sc.overlap == "buckets" else None, group=sc.shard_group,
+                       reshard_after_forward=sc.reshard_after_forward)
+    t_compute = m * t_micro
+    t_comm = m * st.t_comm
+    exposed = m * st.exposed
+    t_step = t_compute + exposed
+    t1 = float(_compute_time(sc, np.array([float(sc.batch)]))[0])
+    speedup = t1 / t_step if sc.strong else kf * m * t1 / t_step
+    comm = dataclasses.replace(st.comm, **{name: m * getattr(st.comm, name) for name in
+                                           ("time", "latency", "bandwidth", "reduction", "tier_latency",
+                                            "tier_bandwidth_s", "tier_hops") if getattr(st.comm, name) is not None})
+    return Result(scenario=sc, devices=k, batch_per_device=b, t_compute_s=t_compute, t_comm_s=t_comm,
+                  t_step_s=t_step, speedup=speedup, efficiency=speedup / kf, samples_per_s=kf * b * m / t_step,
+                  comm=comm, t_comm_exposed_s=exposed, t_comm_hidden_s=t_comm - exposed,
+                  t_forward_s=t_compute - m * t_bwd_micro, t_backward_s=m * t_bwd_micro, plan=None,
+                  memory=_memory(sc, k, b),
+                  comm_bytes=m * sharding.comm_bytes(sc.strategy, k, params=sc.workload.params, param_bytes=pb,
+                                                     grad_bytes=gb, group=sc.shard_group,
+                                                     node_size=sc.profile.network[0].size,
+                                                     reshard_after_forward=sc.reshard_after_forward))

@@ -91,6 +91,20 @@ Overlap = Annotated[str, typer.Option("--overlap", help="How the all-reduce hide
                                       "'none' (one all-reduce after backward).")]
 BucketMb = Annotated[float, typer.Option("--bucket-mb", help="DDP bucket size in MiB, as DDP's "
                                          "bucket_cap_mb; used with --overlap buckets.")]
+Strategy = Annotated[str, typer.Option("--strategy", help="Data parallelism: ddp (all-reduce), zero1, zero2 "
+                                      "(reduce-scatter + all-gather after the step), fsdp (ZeRO-3: all-gathers per "
+                                      "unit), hsdp (fsdp in a shard group, all-reduce across); comma-separated for "
+                                      "one result each (see docs/sharding.md).")]
+ParamDtype = Annotated[str, typer.Option("--param-dtype", help="Parameter dtype of the all-gathers and of the "
+                                         "parameters in memory (sharded strategies): bf16, fp16, fp32.")]
+ShardGroup = Annotated[Optional[int], typer.Option("--shard-group", help="hsdp: devices per shard group "
+                                                   "[default: one node].")]
+Units = Annotated[Optional[int], typer.Option("--units", help="FSDP units (wrapped modules) [default: the "
+                                              "model's layers, else 1].")]
+NoReshard = Annotated[bool, typer.Option("--no-reshard-after-forward", help="fsdp/hsdp: keep the gathered "
+                                         "parameters from forward to backward (no second all-gather; more memory).")]
+NoCheckpointing = Annotated[bool, typer.Option("--no-activation-checkpointing", help="Count activations without "
+                                               "activation checkpointing in the memory per device.")]
 Accum = Annotated[int, typer.Option("--accum", help="Gradient accumulation: micro-steps of compute per "
                                     "all-reduce (DDP's no_sync); speedup stays per sample.")]
 Explain = Annotated[bool, typer.Option("--explain", help="Also print every term of the step for the largest k: "
@@ -228,7 +242,7 @@ def split_list(value: str | None, option: str) -> list[str | None]:
 
 
 #: options that take several comma-separated values, one scenario per combination
-MULTI = ("profile", "model", "algorithm")
+MULTI = ("profile", "model", "algorithm", "strategy")
 
 
 @dataclasses.dataclass(frozen=True)
@@ -255,6 +269,12 @@ class ScenarioOptions(OptionGroup):
     overlap: Overlap = "buckets"
     bucket_mb: BucketMb = 25.0
     accum: Accum = 1
+    strategy: Strategy = "ddp"
+    param_dtype: ParamDtype = "bf16"
+    shard_group: ShardGroup = None
+    units: Units = None
+    no_reshard_after_forward: NoReshard = False
+    no_activation_checkpointing: NoCheckpointing = False
 
     def build(self) -> Scenario:
         """The one place where command-line options become a :class:`Scenario`."""
@@ -265,16 +285,21 @@ class ScenarioOptions(OptionGroup):
         return Scenario(profile=prof, workload=wl, dtype=self.dtype, grad_dtype=self.grad_dtype, mfu=self.mfu,
                         batch_per_device=self.batch_per_device, global_batch=self.global_batch, compute_time_s=ct,
                         algorithm=self.algorithm, protocol=self.protocol, overlap=self.overlap,
-                        bucket_mb=self.bucket_mb, accum=self.accum)
+                        bucket_mb=self.bucket_mb, accum=self.accum, strategy=self.strategy,
+                        param_dtype=self.param_dtype, shard_group=self.shard_group, units=self.units,
+                        reshard_after_forward=not self.no_reshard_after_forward,
+                        activation_checkpointing=not self.no_activation_checkpointing)
 
     def build_all(self) -> list[Scenario]:
-        """One :class:`Scenario` per combination of comma-separated --profile, --model and --algorithm values.
+        """One :class:`Scenario` per combination of comma-separated --profile, --model, --algorithm and --strategy
+        values.
 
-        Order: profile-major, then model, then algorithm, as given on the command line.
+        Order: profile-major, then model, then algorithm, then strategy, as given on the command line.
         """
         lists = [split_list(getattr(self, name), f"--{name}") for name in MULTI]
-        return [dataclasses.replace(self, profile=prof, model=model, algorithm=alg or self.algorithm).build()
-                for prof, model, alg in itertools.product(*lists)]
+        return [dataclasses.replace(self, profile=prof, model=model, algorithm=alg or self.algorithm,
+                                    strategy=strat or self.strategy).build()
+                for prof, model, alg, strat in itertools.product(*lists)]
 
     def replace(self, **changes: Any) -> "ScenarioOptions":
         return dataclasses.replace(self, **changes)
@@ -342,7 +367,8 @@ def check_outputs(out: OutputOptions, pic: PictureOptions | None = None, thresho
 
 def scenario_tags(sc: Scenario) -> dict[str, str]:
     """The values that name one combination (the keys of MULTI)."""
-    return {"profile": sc.profile.name, "model": sc.workload.name, "algorithm": sc.algorithm}
+    return {"profile": sc.profile.name, "model": sc.workload.name, "algorithm": sc.algorithm,
+            "strategy": sc.strategy}
 
 
 def varying(scenarios: list[Scenario]) -> list[str]:

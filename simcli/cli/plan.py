@@ -109,7 +109,7 @@ def _curve_command(devices: str, scn: o.ScenarioOptions) -> str:
     """The `simcli speedup` command that shows the curve behind an answer, with the options that were given."""
     parts = ["simcli", "speedup", "--devices", devices]
     for key, v in scn.given().items():
-        parts += [f"--{key.replace('_', '-')}", str(v)]
+        parts += [f"--{key.replace('_', '-')}"] + ([] if v is True else [str(v)])
     return " ".join(shlex.quote(p) for p in parts)
 
 

@@ -2,10 +2,10 @@
 
 from __future__ import annotations
 
-from typing import Annotated
+from typing import Annotated, Any
 
 from . import options as o
-from .common import emit, handle_errors, new_app, show
+from .common import emit, handle_errors, new_app, show, warn
 
 app = new_app()
 
@@ -29,6 +29,8 @@ def speedup(
     size = o.check_outputs(out, pic)
     k = parse_devices(devices)
     scs = scn.build_all()
+    for sc in scs:
+        _warn_memory(sc, k)
     results = [simulate(sc, k) for sc in scs]
     if explain:  # every term for the largest k of each scenario
         from ..explain import explain as explain_terms
@@ -63,6 +65,31 @@ def speedup(
         text = to_csv(recs, comments=[f"explain k={d['devices']}: {r['term']} = {r['value']}"
                                       for d in terms for r in flat_terms(d)])
     emit(text, out.output, out.force)
+
+
+def _warn_memory(sc: Any, k: Any) -> None:
+    """One stderr line when some k does not fit the device's memory, naming the least sharded strategy that does."""
+    from ..engine import memory_fit
+    from ..sharding import STRATEGIES
+    from ..units import fmt_bytes
+
+    fit = memory_fit(sc, k)
+    if fit is None:
+        return
+    ks = fit["devices"]
+    where = f"k = {ks[0]}" if len(ks) == 1 else f"k = {ks[0]}..{ks[-1]} ({len(ks)} device counts)"
+    need = f"{sc.strategy} needs {fmt_bytes(max(fit['memory_bytes']), binary=False)} per device at {where}"
+    cap = f"{sc.profile.device.name} has {fmt_bytes(fit['capacity_bytes'], binary=False)}"
+    if any(s is None for s in fit["fits_with"]):
+        bad = [kk for kk, s in zip(ks, fit["fits_with"]) if s is None]
+        hint = (f"no strategy fits at k = {bad[0]}" + (f" (nor at {len(bad) - 1} more k)" if len(bad) > 1 else "")
+                + (": try without --no-activation-checkpointing" if not sc.activation_checkpointing and
+                   memory_fit(sc.replace(activation_checkpointing=True, strategy="fsdp"), bad) is None
+                   else ": that needs model parallelism, which simcli does not model"))
+    else:
+        best = max(fit["fits_with"], key=STRATEGIES.index)
+        hint = f"--strategy {best} fits" + (" (with activation checkpointing)" if sc.activation_checkpointing else "")
+    warn(f"{sc.workload.name} on {sc.profile.name}: {need} but the {cap}, so it does not fit; {hint}")
 
 
 @app.command()

@@ -8,7 +8,7 @@ from rich.console import Group
 from rich.text import Text
 
 from ..engine import Result
-from ..model import Profile
+from ..model import DTYPE_BYTES, Profile
 from ..render import Column, table, time_unit
 from ..units import fmt_bytes, fmt_count, fmt_flops, fmt_rate, fmt_time
 from ..units import sig4 as _g
@@ -30,7 +30,11 @@ def scenario_header(res: Result) -> Text:
         + (f", seq_len {w.seq_len}" if w.seq_len else ""),
         "batch     " + (f"global {sc.batch} split over k (strong scaling)" if sc.strong
                            else f"{sc.batch} per device (weak scaling)"),
-        f"gradient  {fmt_bytes(sc.grad_bytes, binary=False)} ({sc.grad_dtype}) all-reduced with {sc.algorithm}",
+        f"gradient  {fmt_bytes(sc.grad_bytes, binary=False)} ({sc.grad_dtype}) all-reduced with {sc.algorithm}"
+        if sc.strategy == "ddp" else
+        f"gradient  {fmt_bytes(sc.grad_bytes, binary=False)} ({sc.grad_dtype}) reduce-scattered, parameters "
+        f"{fmt_bytes(w.params * DTYPE_BYTES[sc.param_dtype], binary=False)} ({sc.param_dtype}) all-gathered, with "
+        f"{sc.algorithm}",
     ]
     if sc.compute_time_s is not None:
         lines.append(f"compute   measured {fmt_time(sc.compute_time_s)} per step on one device (--compute-time)")
@@ -49,12 +53,37 @@ def scenario_header(res: Result) -> Text:
         lines.append(f"T_comm    = {formula(sc.algorithm, p.library)}"
                      + (f"; protocol forced: {sc.protocol}" if sc.protocol else ""))
     acc = f"; accum {sc.accum} micro-steps per all-reduce" if sc.accum > 1 else ""
-    if sc.overlap == "buckets":
+    if sc.strategy != "ddp":
+        lines += _sharding_lines(res)
+    elif sc.overlap == "buckets":
         lines.append(f"overlap   DDP buckets of {sc.bucket_mb:g} MiB reduced during backward "
                      f"({sc.backward_fraction:.3g} of compute); T_step = T_compute + exposed T_comm{acc}")
     else:
         lines.append(f"overlap   none: one all-reduce after backward; T_step = T_compute + T_comm{acc}")
     return Text("\n".join(lines))
+
+
+def _sharding_lines(res: Result) -> list[str]:
+    """The header of a sharded strategy (simcli.sharding): what is gathered and reduced, how it overlaps."""
+    from ..engine import _units
+
+    sc = res.scenario
+    L = _units(sc)
+    acc = f"; every one of {sc.accum} micro-steps communicates" if sc.accum > 1 else ""
+    if sc.strategy in ("zero1", "zero2"):
+        what = (f"reduce-scatter in {sc.bucket_mb:g} MiB buckets during backward, one all-gather after the step "
+                "(exposed)")
+    else:
+        group = "over k" if sc.strategy == "fsdp" else (f"sharded in groups of {sc.shard_group or sc.profile.node_size}"
+                                                        ", all-reduced across them")
+        gathers = "forward and backward" if sc.reshard_after_forward else "forward only"
+        what = (f"{L} units {group}; all-gather before {gathers}, prefetched one unit ahead, the first exposed; "
+                "reduce-scatter after backward")
+    cap = sc.profile.device.memory_bytes
+    mem = (f"memory    {fmt_bytes(float(res.memory.total[0]), binary=False)} per device at k = {int(res.devices[0])}"
+           f", {fmt_bytes(float(res.memory.total[-1]), binary=False)} at k = {int(res.devices[-1])}"
+           + (f" (device: {fmt_bytes(cap, binary=False)})" if cap else ""))
+    return [f"strategy  {sc.strategy}: {what}{acc}", mem]
 
 
 def speedup_table(res: Result, max_rows: int = 40) -> Group:
@@ -78,6 +107,8 @@ def speedup_table(res: Result, max_rows: int = 40) -> Group:
         cols.append(Column("proto", "protocol", lambda v: v or "-", justify="left"))
     if res.scenario.strong:
         cols.insert(1, Column("batch/device", "batch_per_device", _num(".4g")))
+    if res.scenario.strategy != "ddp":
+        cols.append(Column("mem GB", "memory_bytes", lambda v: _g(v / 1e9)))
     t = table(recs, cols, max_rows=max_rows,
               caption=f"Times in {unit}. S(k) speedup, E(k) = S(k)/k efficiency, B = bandwidth of the bottleneck"
               " tier (GB/s = 1e9 B/s)."
