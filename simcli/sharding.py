@@ -15,8 +15,9 @@ DeepSpeed reduce every micro-batch by default):
 
 * ``ddp``: all-reduce of P·g in DDP's buckets (the engine).
 * ``zero1``, ``zero2``: reduce-scatter of P·g in the same buckets during backward (the DDP bucket timeline with
-  a reduce-scatter's cost), then an all-gather of the updated parameter shards, P·p, after the optimizer step,
-  never hidden. The two differ only in memory.
+  a reduce-scatter's cost), then one all-gather of the updated parameter shards, P·p, after the optimizer step,
+  never hidden (DeepSpeed's allgather_bucket_size, 5e8 elements, makes it one to a few collectives of about a
+  GB; one is priced). The two differ only in memory.
 * ``fsdp``: per unit an all-gather of P/L·p before its forward, again before its backward (unless
   ``reshard_after_forward`` is False), and a reduce-scatter of P/L·g after its backward.
 * ``hsdp``: fsdp inside a shard group of G devices, plus an all-reduce of each unit's gradient shard, P/L·g/G,
@@ -307,18 +308,13 @@ def step(strategy: str, profile: Profile, k: np.ndarray, *, algorithm: str, prot
     if strategy in ("zero1", "zero2"):
         n = P * grad_bytes
         plan = bucket_plan(n, bucket_bytes)
-        pscale = param_bytes / grad_bytes
         rs_full = _price(profile, algorithm, protocol, k, plan.size, "reduce_scatter") if plan.full else None
         rs_last = _price(profile, algorithm, protocol, k, plan.last, "reduce_scatter") if plan.last else None
-        ag_full = (_price(profile, algorithm, protocol, k, plan.size * pscale, "all_gather")
-                   if plan.full else None)
-        ag_last = (_price(profile, algorithm, protocol, k, plan.last * pscale, "all_gather")
-                   if plan.last else None)
+        ag = _price(profile, algorithm, protocol, k, P * param_bytes, "all_gather")
         t_rs, end = _exposed(plan, t_backward, rs_full.time if rs_full else zero, rs_last.time if rs_last else zero)
         rs_exposed = np.clip(end - t_backward, 0.0, t_rs) if bucket_bytes is not None else t_rs
-        t_ag = (plan.full * ag_full.time if ag_full else zero) + (ag_last.time if ag_last else zero)
-        terms = [(c, plan.full if c is rs_full or c is ag_full else 1.0)
-                 for c in (rs_full, rs_last, ag_full, ag_last) if c is not None]
+        t_ag = ag.time
+        terms = [(c, plan.full if c is rs_full else 1.0) for c in (rs_full, rs_last, ag) if c is not None]
         main = rs_full or rs_last
         return Step(t_comm=t_rs + t_ag, exposed=rs_exposed + t_ag, comm=_add(main, terms),
                     parts={"reduce_scatter_s": t_rs, "all_gather_step_s": t_ag}, first_gather=zero)
