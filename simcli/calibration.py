@@ -16,8 +16,8 @@ import numpy as np
 import yaml
 
 from . import __version__
-from .calibrate import fit_link, fit_step, outer_tier
-from .collectives import check_devices, ring_params
+from .calibrate import fit_link, fit_nccl, fit_step, outer_tier
+from .collectives import check_devices, ring_params, tier_spanned
 from .model import InputError
 from .profiles import profile_from_dict, profile_to_dict
 from .units import fmt_bytes, fmt_rate, fmt_time
@@ -30,6 +30,37 @@ if TYPE_CHECKING:  # pragma: no cover
 __all__ = ["calibrate_profile"]
 
 
+def _fit_nccl_tiers(base: Profile, network: list, tiers_out: list, k: np.ndarray, n: np.ndarray, t: np.ndarray, *,
+                    algorithm: str, holdout: float, seed: int, what: str) -> None:
+    """NCCL's model fitted on every identified tier: updates ``network`` and appends one record per tier."""
+    fit = fit_nccl(base, k, n, t, algorithm=algorithm, holdout=holdout, seed=seed, what=what)
+    spanned = tier_spanned(base.network, k)
+    for ti, t_before in enumerate(base.network):
+        if not spanned[ti].any():
+            continue
+        changes: dict[str, Any] = {}
+        if fit.latency_identified[ti]:
+            changes["latency_s"] = fit.latency_s[ti]
+        if fit.bandwidth_identified[ti]:
+            changes.update(bandwidth_Bps=fit.bandwidth_Bps[ti], efficiency=1.0)
+        network[ti] = dataclasses.replace(t_before, **changes)
+        tiers_out.append({
+            "tier": t_before.name, "index": ti,
+            "world_sizes": [int(x) for x in sorted(set(k[spanned[ti]].tolist()))],
+            "sizes": [int(x) for x in fit.sizes],
+            "size_range": f"{fmt_bytes(min(fit.sizes))}..{fmt_bytes(max(fit.sizes))} ({len(fit.sizes)} sizes)",
+            "points": fit.n_fit, "holdout_points": fit.n_holdout, "holdout_fraction": holdout, "seed": seed,
+            "latency": {"before_s": t_before.latency_s, "after_s": network[ti].latency_s,
+                        "se_s": fit.latency_se_s[ti], "identified": fit.latency_identified[ti]},
+            "bandwidth": {"before_Bps": t_before.effective_Bps, "after_Bps": network[ti].effective_Bps,
+                          "se_Bps": fit.bandwidth_se_Bps[ti], "identified": fit.bandwidth_identified[ti]},
+            "quality": {"r2_log_time": fit.r2_log, "median_rel_error_fit": fit.fit_median_rel,
+                        "max_rel_error_fit": fit.fit_max_rel, "median_rel_error_holdout": fit.holdout_median_rel,
+                        "max_rel_error_holdout": fit.holdout_max_rel, "downweighted_points": 0},
+            "warnings": list(fit.warnings),
+        })
+
+
 def calibrate_profile(base: Profile, comm_m: Measured | None, step_m: Measured | None, *,
                       tier: str | None, holdout: float, seed: int, min_size: float, max_size: float | None,
                       where: list[str], algorithm: str, loss: str, name: str, now: datetime.datetime,
@@ -40,6 +71,9 @@ def calibrate_profile(base: Profile, comm_m: Measured | None, step_m: Measured |
     block records: arguments, so that the same inputs give the same profile.
     """
 
+    from .collectives import default_algorithm
+
+    algorithm = algorithm or default_algorithm(base)
     warnings: list[str] = []
     network = list(base.network)
     tiers_out: list[dict[str, Any]] = []
@@ -65,7 +99,18 @@ def calibrate_profile(base: Profile, comm_m: Measured | None, step_m: Measured |
             if not k.size:
                 raise InputError(f"{m.path}: only world size 1: nothing to fit; measure world sizes >= 2")
         check_devices(base.network, k)
-        if tier is not None:
+        use_nccl = base.library == "nccl"
+        if use_nccl:
+            groups = {}
+            if tier is not None:
+                warnings.append("--tier is for the textbook fit; NCCL's model is fitted on every tier the data "
+                                "identifies")
+            cal["method"] = (f"NCCL's model (simcli.nccl, tuning.cc 2.20.3), algorithm {algorithm}: each tier's "
+                             "hop latency and effective bandwidth by least squares on log(t_pred/t_meas), "
+                             "derivative-free coordinate search; standard errors from 8 half-samples")
+            _fit_nccl_tiers(base, network, tiers_out, k, n, t, algorithm=algorithm, holdout=holdout, seed=seed,
+                            what=m.path)
+        elif tier is not None:
             names = [x.name for x in base.network]
             if tier not in names:
                 raise InputError(f"--tier: {base.name} has no tier {tier!r}; it has {', '.join(names)}")
@@ -81,6 +126,8 @@ def calibrate_profile(base: Profile, comm_m: Measured | None, step_m: Measured |
             groups = {int(i): spans == i for i in np.unique(spans)}
         cal["data"] = {"file": m.path, "rows": int(k.size),
                        "comments": list(m.comments)[:6]}
+        if use_nccl:
+            groups = {}
         for ti, sel in sorted(groups.items()):
             t_before = base.network[ti]
             fit = fit_link(base.network, ti, k[sel], n[sel], t[sel], algorithm=algorithm,
@@ -112,8 +159,8 @@ def calibrate_profile(base: Profile, comm_m: Measured | None, step_m: Measured |
                 "warnings": list(fit.warnings),
             }
             tiers_out.append(rec)
-        # the fits assume the fitted tier is the ring's bottleneck; say so where the new profile disagrees
-        for rec in tiers_out:
+        # the textbook fits assume the fitted tier is the ring's bottleneck; say so where the new profile disagrees
+        for rec in ([] if use_nccl else tiers_out):
             ks = np.array(rec["world_sizes"])
             alpha, _, bott = ring_params(network, ks)
             if np.any(bott != rec["index"]):
@@ -134,7 +181,8 @@ def calibrate_profile(base: Profile, comm_m: Measured | None, step_m: Measured |
             "warnings": r["warnings"],
         } for r in tiers_out]
         cal["note"] = ("bandwidth is the measured achievable bandwidth (efficiency set to 1.0 on fitted tiers); "
-                       "latency is the per-step alpha")
+                       + ("latency is the tier's Ring/Simple hop latency; NCCL's other per-protocol latencies scale "
+                          "with it" if use_nccl else "latency is the per-step alpha"))
 
     step_out = None
     device = base.device
@@ -178,19 +226,13 @@ def calibrate_profile(base: Profile, comm_m: Measured | None, step_m: Measured |
         f"calibrated by simcli calibrate on {cal['date']} (host {cal['host']}) from "
         + ", ".join(x.path for x in (comm_m, step_m) if x is not None)
         + "; see the calibration block"]
-    library, spec = base.library, base.nccl
-    if comm_m is not None and base.library == "nccl":
-        # the tiers were fitted with the textbook ring (2(k-1) steps at alpha); NCCL's model would read them
-        # differently, so the calibrated profile prices collectives the way it was fitted
-        library, spec = "textbook", None
-        warnings.append("the network was fitted with the textbook ring model, so the calibrated profile says "
-                        "library: textbook (NCCL's per-protocol constants are not fitted)")
     new = dataclasses.replace(base, name=name, network=tuple(network), device=device, sources=tuple(sources),
-                              calibration=cal, origin="calibrated", library=library, nccl=spec,
+                              calibration=cal, origin="calibrated",
                               description=(base.description + " (calibrated)").strip())
     data = profile_to_dict(new)
     text = (f"# calibrated by simcli calibrate from {base.name}; the calibration block says how\n"
             + yaml.safe_dump(data, sort_keys=False, allow_unicode=True, width=110))
     profile_from_dict(yaml.safe_load(text), name)  # check before writing
     return {"profile": new, "yaml": text, "name": name, "base": base.name, "tiers": tiers_out, "step": step_out,
+            "method": cal["method"] if base.library == "nccl" and comm_m is not None else None,
             "warnings": warnings}

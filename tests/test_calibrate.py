@@ -273,7 +273,8 @@ def test_calibrate_per_tier_fits(runner, tmp_path):
     t = collectives.allreduce("ring", true, k, n).time
     csv = write_csv(tmp_path / "two.csv", k, n, t)
     base = tmp_path / "base2.yaml"
-    base.write_text("name: base2\nsources: [test]\ndevice: {name: gpu, peak_flops: {bf16: 100 TFLOP/s}, mfu: 0.4}\n"
+    base.write_text("name: base2\nsources: [test]\nlibrary: textbook\n"
+                    "device: {name: gpu, peak_flops: {bf16: 100 TFLOP/s}, mfu: 0.4}\n"
                     "network:\n  - {name: nvlink, size: 4, bandwidth: 50 GB/s, latency: 2 us}\n"
                     "  - {name: ib, bandwidth: 5 GB/s, per: node, latency: 5 us}\n")
     out = tmp_path / "cal2.yaml"

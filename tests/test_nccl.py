@@ -7,13 +7,14 @@ import json
 
 import numpy as np
 import pytest
-from conftest import make_profile
 
 from simcli import collectives as C
 from simcli import nccl
 from simcli.cli import app
 from simcli.model import InputError, NcclSpec, Tier
 from simcli.profiles import profile_from_dict, resolve_profile
+
+from conftest import make_profile
 
 US = 1e-6
 
@@ -206,3 +207,41 @@ def test_comm_cli_collective_and_protocol(runner):
     assert r.exit_code == 0 and json.loads(r.stdout)[0]["protocol"] == "simple"
     r = runner.invoke(app, ["comm", "-p", "cpu-loopback", "-k", "2", "-s", "64KiB", "--protocol", "ll"])
     assert r.exit_code == 2 and "--protocol" in r.stderr
+
+
+def _synthetic(truth, seed):
+    rng = np.random.default_rng(seed)
+    k = np.repeat([8, 16, 32], 15)
+    n = np.tile(2.0 ** np.arange(12, 42, 2), 3)
+    return k, n, C.collective(truth, "nccl", k, n).time * (1 + 0.03 * rng.standard_normal(k.size))
+
+
+def test_calibrate_fits_nccls_constants_from_two_or_more_k(tmp_path, runner):
+    """NVLink and network hop latencies and the NVLink bandwidth come back from noisy times at k = 8, 16, 32."""
+    from simcli.calibrate import fit_nccl
+
+    p = resolve_profile("dgx-h100")
+    truth = dataclasses.replace(p, network=(dataclasses.replace(p.network[0], latency_s=4e-6, efficiency=0.75),
+                                            dataclasses.replace(p.network[1], latency_s=10e-6, efficiency=0.85)))
+    k, n, t = _synthetic(truth, 7)
+    f = fit_nccl(p, k, n, t, holdout=0.2, seed=1)
+    assert f.latency_identified[0] and f.latency_identified[1] and f.bandwidth_identified[0]
+    assert f.latency_s[0] == pytest.approx(4e-6, rel=0.1)
+    assert f.latency_s[1] == pytest.approx(10e-6, rel=0.1)
+    assert f.bandwidth_Bps[0] == pytest.approx(450e9 * 0.75, rel=0.05)
+    assert f.holdout_median_rel < 0.05
+    # through the CLI: calibrate on one run, validate on another; the profile still models NCCL
+    for name, seed in (("a", 7), ("b", 8)):
+        k, n, t = _synthetic(truth, seed)
+        (tmp_path / f"{name}.csv").write_text("devices,bytes,time_us\n" + "".join(
+            f"{a},{int(b)},{c * 1e6:.4f}\n" for a, b, c in zip(k, n, t)))
+    out = tmp_path / "cal.yaml"
+    r = runner.invoke(app, ["calibrate", str(tmp_path / "a.csv"), "-p", "dgx-h100", "-o", str(out), "-f", "json"])
+    assert r.exit_code == 0, r.output
+    assert "NCCL's model" in json.loads(r.stdout)["method"]
+    from simcli.profiles import load_profile
+
+    assert load_profile(out).library == "nccl"
+    r = runner.invoke(app, ["validate", str(tmp_path / "b.csv"), "-p", str(out), "-f", "json"])
+    assert r.exit_code == 0, r.output
+    assert json.loads(r.stdout)["summary"]["time_s"]["overall"]["mdape"] < 0.05

@@ -77,7 +77,7 @@ def calibrate(
     min_size: MinSize = "0",
     max_size: MaxSize = None,
     where: Where = None,
-    algorithm: o.Algorithm = "ring",
+    algorithm: o.Algorithm = None,
     loss: Annotated[Loss, typer.Option("--loss", help="huber: robust (outliers down-weighted, IRLS); "
                                        "linear: plain weighted least squares.")] = Loss.huber,
     name: Annotated[Optional[str], typer.Option("--name", help="Name of the new profile [default: the output "
@@ -190,7 +190,8 @@ def _calibrate_view(report: dict[str, Any]):
                                Column("fit median", "fmed"), Column("fit max", "fmax"),
                                Column("held-out median", "hmed"), Column("held-out max", "hmax")],
                        title="fit quality (relative error of the all-reduce time)",
-                       caption="t = 2(k-1)·α + 2(k-1)/k · n/B, weighted least squares on relative error"))
+                       caption=(report.get("method") or
+                                "t = 2(k-1)·α + 2(k-1)/k · n/B, weighted least squares on relative error")))
     return Group(*parts)
 
 
