@@ -17,6 +17,7 @@ import numpy as np
 
 from . import collectives
 from .engine import Scenario, bucket_timeline, simulate
+from .model import InputError
 
 __all__ = ["explain", "FORMULAS"]
 
@@ -55,6 +56,10 @@ def explain(scenario: Scenario, devices: int) -> dict[str, Any]:
     """Every term of the step on ``devices`` devices, in SI (JSON-ready)."""
     sc = scenario
     k = int(devices)
+    if sc.strategy != "ddp":
+        raise InputError(f"--strategy: the term-by-term explanation covers ddp only so far, not {sc.strategy}; "
+                         f"'simcli speedup --strategy {sc.strategy} --format json' gives its step, exposed "
+                         "communication, bytes and memory per k")
     res = simulate(sc, [k])
     net = sc.profile.network
     plan = res.plan

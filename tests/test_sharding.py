@@ -1,0 +1,315 @@
+"""Sharded data parallelism (simcli.sharding): bytes by hand, memory, the FSDP timeline against an event loop, and
+the CLI's memory warning."""
+
+from __future__ import annotations
+
+import dataclasses
+import heapq
+import json
+from collections import deque
+
+import numpy as np
+import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from simcli import collectives, sharding
+from simcli.cli.app import app
+from simcli.engine import Scenario, simulate
+from simcli.model import InputError, Workload
+from simcli.profiles import resolve_profile
+
+P = 124_439_808  # GPT-2 small
+K8 = np.array([8])
+
+
+def small(layers: int | None = 12, params: float = P, hidden: int | None = 768) -> Workload:
+    return Workload(name="small", params=params, flops_per_sample=6.0 * params * 1024, batch_per_device=8,
+                    seq_len=1024, layers=layers, hidden=hidden)
+
+
+def run(strategy: str, k, profile="dgx-h100", **kw):
+    prof = resolve_profile(profile) if isinstance(profile, str) else profile
+    return simulate(Scenario(profile=prof, workload=kw.pop("workload", small()), strategy=strategy, **kw), k)
+
+
+# --------------------------------------------------------------------------- bytes per device per step, by hand
+
+
+def test_bytes_per_device_at_k8_by_hand():
+    """ddp 2(k-1)/k·P·g; zero2 (k-1)/k·P·(g + p); fsdp (k-1)/k·P·(2p + g); g = 4 (fp32), p = 2 (bf16)."""
+    assert run("ddp", K8).comm_bytes[0] == pytest.approx(2 * 7 / 8 * P * 4)
+    assert run("zero1", K8).comm_bytes[0] == pytest.approx(7 / 8 * P * (4 + 2))
+    assert run("zero2", K8).comm_bytes[0] == pytest.approx(7 / 8 * P * (4 + 2))
+    assert run("fsdp", K8).comm_bytes[0] == pytest.approx(7 / 8 * P * (2 * 2 + 4))
+    assert run("fsdp", K8, reshard_after_forward=False).comm_bytes[0] == pytest.approx(7 / 8 * P * (2 + 4))
+
+
+def test_zero3_moves_one_and_a_half_times_ddp_at_one_dtype():
+    """The ZeRO paper, sec. 7: ZeRO-1/2 move DDP's volume, ZeRO-3 1.5x, when parameters and gradients share a dtype."""
+    ddp = run("ddp", K8, grad_dtype="bf16").comm_bytes[0]
+    assert ddp == pytest.approx(2 * 7 / 8 * P * 2)
+    assert run("zero2", K8, grad_dtype="bf16").comm_bytes[0] == pytest.approx(ddp)
+    assert run("fsdp", K8, grad_dtype="bf16").comm_bytes[0] == pytest.approx(1.5 * ddp)
+
+
+def test_hsdp_bytes_by_hand():
+    """16 devices, groups of 8: fsdp's volume over 8 plus an all-reduce of the P/8 gradient shard over 2 replicas."""
+    got = run("hsdp", np.array([16])).comm_bytes[0]
+    assert got == pytest.approx(7 / 8 * P * (2 * 2 + 4) + 2 * (1 / 2) * P * 4 / 8)
+
+
+def test_each_collective_priced_in_its_dtype():
+    """zero2: reduce-scatters of the fp32 gradient (25 MiB buckets, or one message without overlap), then one bf16
+    all-gather of the parameters after the step."""
+    prof = resolve_profile("dgx-h100")
+
+    def c(n, kind):
+        return float(collectives.collective(prof, "nccl", K8, np.float64(n), kind).time[0])
+
+    n, bucket = P * 4.0, 25 * 2**20
+    full = int(n // bucket)
+    ag = c(P * 2.0, "all_gather")
+    r = run("zero2", K8)
+    assert r.t_comm_s[0] == pytest.approx(full * c(bucket, "reduce_scatter") + c(n - full * bucket, "reduce_scatter")
+                                          + ag)
+    assert r.t_comm_exposed_s[0] >= ag
+    r = run("zero2", K8, overlap="none")
+    assert r.t_comm_s[0] == pytest.approx(c(n, "reduce_scatter") + ag)
+    assert r.t_comm_exposed_s[0] == pytest.approx(r.t_comm_s[0])  # nothing hidden
+
+
+# --------------------------------------------------------------------------- memory
+
+
+def test_memory_by_hand_at_k8():
+    """Adam, mixed precision: 2 (bf16 params) + 4 (fp32 grads) + 12 (master, m, v) bytes per parameter."""
+    kw = dict(params=P, units=12, param_bytes=2, grad_bytes=4)
+    mem = {s: sharding.memory(s, K8, **kw) for s in sharding.STRATEGIES}
+    assert mem["ddp"].total[0] == pytest.approx(18 * P)
+    assert mem["zero1"].total[0] == pytest.approx(2 * P + 4 * P + 12 * P / 8)
+    assert mem["zero2"].total[0] == pytest.approx(2 * P + 16 * P / 8)
+    assert mem["fsdp"].total[0] == pytest.approx(18 * P / 8 + 2 * 2 * P / 12)  # + two gathered units
+    assert mem["fsdp"].optimizer[0] == pytest.approx(12 * P / 8)
+
+
+def test_activations_by_hand():
+    """34·h bytes per token and block; with checkpointing 2·h per token and block plus one block's 34·h."""
+    w = small()
+    no = run("ddp", K8, workload=w, activation_checkpointing=False).memory.activations[0]
+    yes = run("ddp", K8, workload=w).memory.activations[0]
+    tokens = 8 * 1024
+    assert no == pytest.approx(34 * 768 * tokens * 12)
+    assert yes == pytest.approx(2 * 768 * tokens * 12 + 34 * 768 * tokens)
+    assert run("ddp", K8, workload=small(hidden=None)).memory.activations[0] == 0.0
+
+
+@settings(max_examples=60, deadline=None)
+@given(k=st.integers(2, 4096), params=st.floats(1e6, 1e12), units=st.integers(5, 200),
+       pdt=st.sampled_from([1, 2, 4]), gdt=st.sampled_from([1, 2, 4]), act=st.floats(0, 1e11))
+def test_memory_ordered_ddp_zero1_zero2_fsdp(k, params, units, pdt, gdt, act):
+    """k >= 2 and at least 5 units (fewer: two gathered units can outweigh zero2's unsharded parameters)."""
+    kw = dict(params=params, units=units, param_bytes=pdt, grad_bytes=gdt, activations=act)
+    t = [float(sharding.memory(s, np.array([k]), **kw).total[0]) for s in ("ddp", "zero1", "zero2", "fsdp")]
+    assert t[0] > t[1] > t[2] > t[3]
+
+
+def test_hsdp_shards_within_its_group():
+    kw = dict(params=P, units=12, param_bytes=2, grad_bytes=4, node_size=8)
+    h = sharding.memory("hsdp", np.array([8, 64, 512]), **kw).total
+    f8 = sharding.memory("fsdp", np.array([8]), **kw).total[0]
+    assert np.allclose(h, f8)
+    assert sharding.memory("hsdp", np.array([64]), **{**kw, "group": 16}).total[0] == pytest.approx(
+        sharding.memory("fsdp", np.array([16]), **kw).total[0])
+
+
+# --------------------------------------------------------------------------- the FSDP timeline
+
+
+def event_loop(f: float, b: float, A: float, Ab: float | None, R: float, L: int) -> tuple[float, float]:
+    """Forward and backward ends by a plain event simulation: one compute stream, one FIFO communication stream."""
+    # forward: all-gather i+1 issued when compute i starts
+    comm_free, ag_end, prev = A, [A] + [0.0] * (L - 1), 0.0
+    for i in range(L):
+        s = max(prev, ag_end[i])
+        if i + 1 < L:
+            ag_end[i + 1] = max(s, comm_free) + A
+            comm_free = ag_end[i + 1]
+        prev = s + f
+    F = prev
+    # backward as events: ("issue", op), ("comm_end", op), ("comp_end", j)
+    ev: list = []
+    seq = iter(range(10**9))
+    fifo: deque = deque()
+    state = {"busy": False, "running": False, "done": -1, "last": 0.0}
+    gathered = [Ab is None] * L
+
+    def push(t, kind, item):
+        heapq.heappush(ev, (t, next(seq), kind, item))
+
+    def try_comm(t):
+        if not state["busy"] and fifo:
+            op = fifo.popleft()
+            state["busy"] = True
+            push(t + (Ab if op[0] == "ag" else R), "comm_end", op)
+
+    def try_comp(t):
+        j = state["done"] + 1
+        if j < L and not state["running"] and gathered[j]:
+            state["running"] = True
+            push(t + b, "comp_end", j)
+            if Ab is not None and j + 1 < L:
+                push(t, "issue", ("ag", j + 1))
+
+    if Ab is not None:
+        push(0.0, "issue", ("ag", 0))
+    else:
+        try_comp(0.0)
+    while ev:
+        t, _, kind, item = heapq.heappop(ev)
+        if kind == "issue":
+            fifo.append(item)
+            try_comm(t)
+        elif kind == "comm_end":
+            state["busy"] = False
+            if item[0] == "ag":
+                gathered[item[1]] = True
+                try_comp(t)
+            else:
+                state["last"] = max(state["last"], t)
+            try_comm(t)
+        else:
+            state["done"], state["running"] = item, False
+            push(t, "issue", ("rs", item))
+            try_comp(t)
+    return F, state["last"]
+
+
+@settings(max_examples=200, deadline=None)
+@given(f=st.floats(0, 1), b=st.floats(0, 2), A=st.floats(0, 1), R=st.floats(0, 1), L=st.integers(1, 40),
+       reshard=st.booleans())
+def test_fsdp_recursion_equals_event_loop(f, b, A, R, L, reshard):
+    F, B = sharding.fsdp_times(f=np.array([f]), b=np.array([b]), ag_fwd=np.array([A]),
+                               ag_bwd=np.array([A]) if reshard else None, rs=np.array([R]), units=L)
+    F0, B0 = event_loop(f, b, A, A if reshard else None, R, L)
+    assert F[0] == pytest.approx(F0, rel=1e-9, abs=1e-12)
+    assert B[0] == pytest.approx(B0, rel=1e-9, abs=1e-12)
+
+
+def test_fsdp_recursion_vectorised_over_k():
+    f, b = np.array([0.01, 0.02, 0.03]), np.array([0.02, 0.04, 0.06])
+    A, R = np.array([0.03, 0.001, 0.02]), np.array([0.0, 0.05, 0.02])
+    F, B = sharding.fsdp_times(f=f, b=b, ag_fwd=A, ag_bwd=A, rs=R, units=7)
+    for i in range(3):
+        assert (F[i], B[i]) == pytest.approx(event_loop(f[i], b[i], A[i], A[i], R[i], 7))
+
+
+PROFILES = ["dgx-h100", "dgx-a100", "l40s-pcie", "dgx-v100"]
+
+
+@settings(max_examples=40, deadline=None)
+@given(prof=st.sampled_from(PROFILES), strategy=st.sampled_from(sharding.STRATEGIES),
+       params=st.floats(1e7, 2e10), layers=st.integers(1, 96), batch=st.integers(1, 64),
+       accum=st.integers(1, 4), pdt=st.sampled_from(["bf16", "fp32"]), overlap=st.sampled_from(["buckets", "none"]))
+def test_every_strategy_equals_ddp_at_one_device(prof, strategy, params, layers, batch, accum, pdt, overlap):
+    w = small(layers=layers, params=params)
+    kw = dict(batch_per_device=batch, accum=accum, param_dtype=pdt, overlap=overlap)
+    a, d = run(strategy, [1], prof, workload=w, **kw), run("ddp", [1], prof, workload=w, **kw)
+    for name in ("t_step_s", "t_compute_s", "t_comm_s", "t_comm_exposed_s", "speedup", "efficiency"):
+        assert getattr(a, name)[0] == pytest.approx(getattr(d, name)[0], rel=1e-12, abs=1e-15), name
+    assert a.speedup[0] == pytest.approx(1.0)
+
+
+@settings(max_examples=40, deadline=None)
+@given(prof=st.sampled_from(PROFILES), strategy=st.sampled_from(sharding.SHARDED), params=st.floats(1e7, 2e10),
+       layers=st.integers(1, 96), batch=st.integers(1, 64), k=st.sampled_from([2, 4, 8, 16, 64, 256]),
+       reshard=st.booleans())
+def test_step_at_least_compute_and_first_all_gather(prof, strategy, params, layers, batch, k, reshard):
+    w = small(layers=layers, params=params)
+    r = run(strategy, [k], prof, workload=w, batch_per_device=batch, reshard_after_forward=reshard)
+    assert r.t_step_s[0] >= r.t_compute_s[0]
+    assert 0.0 <= r.t_comm_exposed_s[0] <= r.t_comm_s[0] * (1 + 1e-12)
+    if strategy in ("fsdp", "hsdp"):
+        p = resolve_profile(prof)
+        d = min(k, p.network[0].size) if strategy == "hsdp" else k
+        first = collectives.collective(p, None, np.array([d]), np.float64(params / layers * 2.0), "all_gather").time[0]
+        assert r.t_step_s[0] >= r.t_compute_s[0] + first * (1 - 1e-12)
+
+
+def test_hsdp_with_the_whole_k_as_group_is_fsdp():
+    f = run("fsdp", np.array([16, 64]))
+    h = run("hsdp", np.array([16, 64]), shard_group=64)
+    assert np.allclose(f.t_step_s[1], h.t_step_s[1]) and np.allclose(f.memory.total[1], h.memory.total[1])
+
+
+def test_zero1_and_zero2_differ_only_in_memory():
+    a, b = run("zero1", np.array([8, 64])), run("zero2", np.array([8, 64]))
+    assert np.allclose(a.t_step_s, b.t_step_s)
+    assert np.all(a.memory.total > b.memory.total)
+
+
+def test_replica_profile_counts_domains_in_groups():
+    prof = resolve_profile("dgx-h100")
+    sub = sharding.replica_profile(prof, 8)
+    assert [t.size for t in sub.network] == [1, None]
+    assert [t.kind for t in sub.network] == ["nvlink", "net"]
+    three = prof.replace(network=(prof.network[0], dataclasses.replace(prof.network[1], size=64),
+                                  dataclasses.replace(prof.network[1], name="spine")))
+    assert [t.size for t in sharding.replica_profile(three, 16).network] == [1, 4, None]
+    with pytest.raises(InputError, match="--shard-group"):
+        sharding.replica_profile(three, 24)
+
+
+def test_bad_inputs():
+    with pytest.raises(InputError, match="--strategy"):
+        run("zero3", K8)
+    with pytest.raises(InputError, match="--units"):
+        run("fsdp", K8, units=0)
+    with pytest.raises(InputError, match="--shard-group"):
+        run("hsdp", np.array([12]))
+    with pytest.raises(InputError, match="--param-dtype"):
+        run("fsdp", K8, param_dtype="int4")
+
+
+def test_units_override():
+    a = run("fsdp", K8, units=1)
+    b = run("fsdp", K8)
+    assert a.t_comm_exposed_s[0] > b.t_comm_exposed_s[0]  # one unit: the whole all-gather is exposed
+
+
+# --------------------------------------------------------------------------- CLI
+
+
+def test_speedup_says_ddp_does_not_fit_and_fsdp_does(runner):
+    r = runner.invoke(app, ["speedup", "-m", "llama2-70b", "-p", "dgx-h100", "-k", "64", "-f", "json"])
+    assert r.exit_code == 0, r.output
+    lines = r.stderr.strip().splitlines()
+    assert len(lines) == 1 and "ddp" in lines[0] and "does not fit" in lines[0] and "--strategy fsdp fits" in lines[0]
+    rec = json.loads(r.stdout)[0]
+    assert rec["strategy"] == "ddp" and rec["memory_bytes"] > 80e9
+    r = runner.invoke(app, ["speedup", "-m", "llama2-70b", "-p", "dgx-h100", "-k", "64", "--strategy", "fsdp",
+                            "-f", "json"])
+    assert r.exit_code == 0 and r.stderr == ""
+    rec = json.loads(r.stdout)[0]
+    assert rec["strategy"] == "fsdp" and rec["memory_bytes"] <= 80e9
+    parts = ("memory_params_bytes", "memory_grads_bytes", "memory_optimizer_bytes", "memory_activations_bytes")
+    assert rec["memory_bytes"] == pytest.approx(sum(rec[p] for p in parts))
+
+
+def test_speedup_one_result_per_strategy(runner):
+    r = runner.invoke(app, ["speedup", "-m", "gpt2", "-p", "dgx-h100", "-k", "8,16", "--strategy", "ddp,fsdp,hsdp",
+                            "-f", "json"])
+    assert r.exit_code == 0, r.output
+    recs = json.loads(r.stdout)
+    assert [x["strategy"] for x in recs] == ["ddp", "ddp", "fsdp", "fsdp", "hsdp", "hsdp"]
+    assert r.stderr == ""
+
+
+def test_speedup_strategy_options(runner):
+    r = runner.invoke(app, ["speedup", "-m", "gpt2", "-p", "dgx-h100", "-k", "16", "--strategy", "hsdp",
+                            "--shard-group", "4", "--units", "6", "--param-dtype", "fp32",
+                            "--no-reshard-after-forward"])
+    assert r.exit_code == 0, r.output
+    assert "hsdp" in r.stdout and "mem GB" in r.stdout
+    r = runner.invoke(app, ["speedup", "--strategy", "zero3"])
+    assert r.exit_code == 2 and "--strategy" in r.stderr and len(r.stderr.strip().splitlines()) == 1
