@@ -69,21 +69,25 @@ def _sharding_lines(res: Result) -> list[str]:
 
     sc = res.scenario
     L = _units(sc)
-    acc = f"; every one of {sc.accum} micro-steps communicates" if sc.accum > 1 else ""
+    acc = f"; each of the {sc.accum} micro-steps communicates" if sc.accum > 1 else ""
     if sc.strategy in ("zero1", "zero2"):
-        what = (f"reduce-scatter in {sc.bucket_mb:g} MiB buckets during backward, one all-gather after the step "
-                "(exposed)")
+        what = (f"{sc.strategy}: reduce-scatter in {sc.bucket_mb:g} MiB buckets during backward, one all-gather of the "
+                "parameters after the step")
+        how = "the reduce-scatters as DDP's buckets during backward, the all-gather after the step exposed"
     else:
-        group = "over k" if sc.strategy == "fsdp" else (f"sharded in groups of {sc.shard_group or sc.profile.node_size}"
-                                                        ", all-reduced across them")
-        gathers = "forward and backward" if sc.reshard_after_forward else "forward only"
-        what = (f"{L} units {group}; all-gather before {gathers}, prefetched one unit ahead, the first exposed; "
-                "reduce-scatter after backward")
+        group = "over k" if sc.strategy == "fsdp" else f"in groups of {sc.shard_group or sc.profile.node_size}"
+        gathers = "forward and backward" if sc.reshard_after_forward else "forward"
+        what = (f"{sc.strategy} {group}, {L} units: all-gather before {gathers}, reduce-scatter after backward"
+                + (", all-reduce across groups" if sc.strategy == "hsdp" else ""))
+        how = "all-gathers one unit ahead, reduce-scatters one unit behind; the first all-gather exposed"
+    if sc.overlap == "none":
+        how = how.replace("the reduce-scatters as DDP's buckets during backward", "one reduce-scatter after backward")
     cap = sc.profile.device.memory_bytes
     mem = (f"memory    {fmt_bytes(float(res.memory.total[0]), binary=False)} per device at k = {int(res.devices[0])}"
-           f", {fmt_bytes(float(res.memory.total[-1]), binary=False)} at k = {int(res.devices[-1])}"
+           + (f", {fmt_bytes(float(res.memory.total[-1]), binary=False)} at k = {int(res.devices[-1])}"
+              if len(res.devices) > 1 else "")
            + (f" (device: {fmt_bytes(cap, binary=False)})" if cap else ""))
-    return [f"strategy  {sc.strategy}: {what}{acc}", mem]
+    return [f"strategy  {what}", f"overlap   {how}; T_step = T_compute + exposed T_comm{acc}", mem]
 
 
 def speedup_table(res: Result, max_rows: int = 40) -> Group:
