@@ -96,19 +96,28 @@ def _is_special(p: Path) -> bool:
         return False
 
 
-def write_atomic(path: str | os.PathLike[str], data: str | bytes, force: bool = False,
+def _chunks(data: str | bytes | Iterable[str]) -> Iterable[bytes]:
+    if isinstance(data, (str, bytes)):
+        yield data.encode("utf-8") if isinstance(data, str) else data
+        return
+    for chunk in data:
+        yield chunk.encode("utf-8") if isinstance(chunk, str) else chunk
+
+
+def write_atomic(path: str | os.PathLike[str], data: str | bytes | Iterable[str], force: bool = False,
                  option: str = "--output", inputs: Iterable[str | os.PathLike[str] | None] = ()) -> Path:
     """Write ``data`` to ``path`` atomically (temp file + rename in the same directory).
 
+    ``data`` may be an iterable of text chunks (a table of millions of rows, streamed as it is computed).
     A named pipe or character device is written into directly (never renamed over); ``inputs`` are the
     command's input files, refused as the output. A refused write is an EnvironmentFailure (exit 1).
     """
     p = check_output_path(path, force, option, inputs)
-    raw = data.encode("utf-8") if isinstance(data, str) else data
     if _is_special(p):
         try:
             with open(p, "wb") as f:
-                f.write(raw)
+                for raw in _chunks(data):
+                    f.write(raw)
         except OSError as e:
             raise cannot_write(f"{option}: {p}", e) from None
         return p
@@ -121,7 +130,8 @@ def write_atomic(path: str | os.PathLike[str], data: str | bytes, force: bool = 
         os.umask(umask)
         os.chmod(tmp, 0o666 & ~umask)  # mkstemp creates 0600; give the file the permissions open() would
         with os.fdopen(fd, "wb") as f:
-            f.write(raw)
+            for raw in _chunks(data):
+                f.write(raw)
             f.flush()
             os.fsync(f.fileno())
         if not force and p.exists():  # appeared while we worked

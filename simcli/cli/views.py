@@ -90,7 +90,8 @@ def _sharding_lines(res: Result) -> list[str]:
     return [f"strategy  {what}", f"overlap   {how}; T_step = T_compute + exposed T_comm{acc}", mem]
 
 
-def speedup_table(res: Result, max_rows: int = 40) -> Group:
+def speedup_table(res: Result, max_rows: int = 40, total: int | None = None) -> Group:
+    """``total``: the number of k asked for when ``res`` holds only the first and last rows shown."""
     recs = res.records()
     f, unit = time_unit(list(res.t_step_s))
     cols = [
@@ -113,11 +114,11 @@ def speedup_table(res: Result, max_rows: int = 40) -> Group:
         cols.insert(1, Column("batch/device", "batch_per_device", _num(".4g")))
     if res.scenario.strategy != "ddp":
         cols.append(Column("mem GB", "memory_bytes", lambda v: _g(v / 1e9)))
-    t = table(recs, cols, max_rows=max_rows,
+    n = total if total is not None else len(recs)
+    t = table(recs, cols, max_rows=max_rows, total=n,
               caption=f"Times in {unit}. S(k) speedup, E(k) = S(k)/k efficiency, B = bandwidth of the bottleneck"
               " tier (GB/s = 1e9 B/s)."
-              + (f" {len(recs)} rows; --format csv or json holds every row." if max_rows and len(recs) > max_rows
-                 else ""))
+              + (f" {n} rows; --format csv or json holds every row." if max_rows and n > max_rows else ""))
     return Group(scenario_header(res), Text(""), t)
 
 
