@@ -103,9 +103,28 @@ __all__ = [
 ]
 
 
+class _Lazy:
+    """A field of :class:`CommCost` computed on first access (NCCL's per-tier terms over a big grid)."""
+
+    __slots__ = ("fn",)
+
+    def __init__(self, fn: Callable[[], Any]) -> None:
+        self.fn = fn
+
+
 @dataclass(frozen=True)
 class CommCost:
-    """Cost of one all-reduce, arrays broadcast over (k, n). All times in seconds."""
+    """Cost of one all-reduce, arrays broadcast over (k, n). All times in seconds.
+
+    A field may be given as a :class:`_Lazy`; it is computed (and kept) when it is first read.
+    """
+
+    def __getattribute__(self, name: str) -> Any:
+        v = object.__getattribute__(self, name)
+        if type(v) is _Lazy:
+            v = v.fn()
+            object.__setattr__(self, name, v)
+        return v
 
     time: np.ndarray
     latency: np.ndarray  #: the alpha terms
@@ -250,24 +269,42 @@ def _cost(network: Sequence[Tier], k: np.ndarray, n: np.ndarray, name: str, *, l
           bandwidth: np.ndarray, reduced: np.ndarray, reduce_Bps: float | None, alpha: np.ndarray,
           bus: np.ndarray, bottleneck: np.ndarray, lat_tier: np.ndarray,
           tier_latency: np.ndarray | None = None, tier_bw: np.ndarray | None = None) -> CommCost:
-    """Broadcast the terms of one algorithm over (k, n) and pack them (k == 1 costs nothing)."""
+    """Broadcast the terms of one algorithm over (k, n) and pack them (k == 1 costs nothing).
+
+    The per-tier terms are computed when first read (:class:`_Lazy`): a big grid that only wants times
+    does not pay for them.
+    """
     one = k < 2
-    latency = np.where(one, 0.0, latency)
+    anyone = bool(np.any(one))
+    shape = np.broadcast(latency, bandwidth, n, k).shape
     with np.errstate(invalid="ignore"):
-        bandwidth = np.where(one, 0.0, bandwidth)
-        reduction = np.where(one, 0.0, _reduction(reduced, reduce_Bps))
-    latency, bandwidth, reduction, n, kk = np.broadcast_arrays(latency, bandwidth, reduction, n, k)
-    shape = latency.shape
+        if anyone:
+            latency = np.where(one, 0.0, latency)
+            bandwidth = np.where(one, 0.0, bandwidth)
+        time = latency + bandwidth
+        if reduce_Bps:
+            reduction = np.where(one, 0.0, _reduction(reduced, reduce_Bps)) if anyone else _reduction(reduced,
+                                                                                                      reduce_Bps)
+            time = time + reduction
+        else:
+            reduction = None
+    time = np.broadcast_to(time, shape)
+    latency, bandwidth = np.broadcast_to(latency, shape), np.broadcast_to(bandwidth, shape)
     nt = len(network)
-    if tier_latency is None:
-        tier_latency = _per_tier(nt, latency, np.broadcast_to(lat_tier, shape))
-    if tier_bw is None:
-        tier_bw = _per_tier(nt, bandwidth, np.broadcast_to(bottleneck, shape))
-    return CommCost(time=latency + bandwidth + reduction, latency=latency, bandwidth=bandwidth,
-                    reduction=reduction, alpha=np.broadcast_to(alpha, shape),
+
+    def tiers(values: np.ndarray, given: np.ndarray | None, which: np.ndarray) -> Callable[[], np.ndarray]:
+        def build() -> np.ndarray:
+            out = given if given is not None else _per_tier(nt, values, np.broadcast_to(which, shape))
+            return np.broadcast_to(out, (nt,) + shape)
+        return build
+
+    return CommCost(time=time, latency=latency, bandwidth=bandwidth,
+                    reduction=(np.broadcast_to(reduction, shape) if reduction is not None
+                               else _Lazy(lambda: np.zeros(shape))),
+                    alpha=np.broadcast_to(alpha, shape),
                     bus_Bps=np.broadcast_to(bus, shape), bottleneck=np.broadcast_to(bottleneck, shape),
-                    tier_latency=np.broadcast_to(tier_latency, (nt,) + shape),
-                    tier_bandwidth_s=np.broadcast_to(tier_bw, (nt,) + shape),
+                    tier_latency=_Lazy(tiers(latency, tier_latency, lat_tier)),
+                    tier_bandwidth_s=_Lazy(tiers(bandwidth, tier_bw, bottleneck)),
                     algorithm=np.broadcast_to(np.array(name, dtype=object), shape))  # a view, not a copy
 
 
@@ -729,51 +766,98 @@ def nccl_collective(profile: Any, k: np.ndarray, n: np.ndarray, collective: str 
     if not cands:
         raise InputError(f"--protocol: {protocol} does not run {', '.join(algorithms or ['any algorithm'])} on "
                          f"profile {profile.name}; choose another protocol or leave --protocol out")
-    best_key = best_t = best_bw = None
-    best_i = None
-    for i, pr in enumerate(cands):
-        t, tun, bw = pr.cost(n)
-        key = tun if by == "tuner" else t
-        if best_key is None:
-            best_key, best_t, best_bw = key, t, bw
-            best_i = np.zeros(np.shape(t), dtype=np.int64)
+    n = np.asarray(n, dtype=np.float64)
+    shape = np.broadcast(k, n).shape
+    P = len(cands)
+    ks = k.shape
+    # per-pair tables over k (disabled pairs: infinite latency, so their time is inf without a mask)
+    lat_t = np.stack([np.where(p.enabled, np.broadcast_to(p.latency, ks), np.inf) for p in cands])
+    inv_t = np.stack([np.where(p.enabled, 1.0 / np.broadcast_to(p.alg_Bps, ks), 0.0) for p in cands])
+    # bytes per channel below which a channel is dropped; NVLS never drops one (a threshold of ~0)
+    thr_t = np.stack([np.where(np.broadcast_to(p.threshold, ks) > 0, np.broadcast_to(p.threshold, ks), 1e-30)
+                      for p in cands])
+    nn = np.broadcast_to(n, shape)
+    best = np.empty(shape)
+    idx = np.zeros(shape, dtype=np.intp)
+    mask = np.empty(shape, dtype=bool)
+    key = np.empty(shape)
+    corr_by_pair = []
+    for j, pr in enumerate(cands):
+        out = best if j == 0 else key  # the first pair's key is the running minimum
+        corr = pr.correction(n)  # tree's size factor (1.0 for the others), shaped like n
+        corr_by_pair.append(corr)
+        np.multiply(nn, inv_t[j], out=out)
+        if np.ndim(corr):
+            out /= corr
+        if by != "tuner":
+            out /= pr.share(n)
+        out += pr.tuner_latency(lat_t[j], n) if (by == "tuner" and pr.plateau) else lat_t[j]
+        if j == 0:
             continue
-        better = key < best_key
-        best_key = np.where(better, key, best_key)
-        best_t = np.where(better, t, best_t)
-        best_bw = np.where(better, bw, best_bw)
-        best_i = np.where(better, i, best_i)
-    shape = np.shape(best_t)
-    one = np.broadcast_to(k < 2, shape)
-    time = np.where(one, 0.0, best_t)
-    bandwidth = np.where(one, 0.0, best_bw)
-    latency = time - bandwidth
-    bus_k = np.stack([np.broadcast_to(p.bus_Bps, k.shape) for p in cands])
-    bi = best_i
-    kk = np.broadcast_to(k, shape)
-    # per-k tables indexed by the pair chosen per element
-    kidx = np.broadcast_to(np.arange(k.size).reshape(k.shape), shape)
-    bus = bus_k.reshape(len(cands), -1)[bi, kidx]
-    _, _, bottleneck = ring_params(net, k)
-    names_a = np.array([p.algorithm for p in cands], dtype=object)
-    names_p = np.array([p.protocol for p in cands], dtype=object)
-    hop_lat = np.stack([p.hop_latency for p in cands]).reshape(len(cands), len(net), -1)
-    hop_n = np.stack([p.hops for p in cands]).reshape(len(cands), len(net), -1)
-    base = np.array([p.base for p in cands])
-    tier_lat = np.moveaxis(hop_lat[bi, :, kidx], -1, 0)
-    tier_lat[0] = tier_lat[0] + base[bi]
-    tier_lat = np.where(one, 0.0, tier_lat)
-    tier_hops = np.where(one, 0.0, np.moveaxis(hop_n[bi, :, kidx], -1, 0))
-    # a multi-node NVLS tree is bounded by its slower side: the NVLink if the speeds tie, else the network
-    bneck = np.broadcast_to(bottleneck, shape)
-    bneck = np.where((names_a[bi] == "nvls"), 0, bneck)
-    bneck = np.where(one, -1, bneck)
-    tier_bw = _per_tier(len(net), bandwidth, bneck)
-    alpha = np.where(kk >= 2, latency / np.maximum(tier_hops.sum(axis=0), 1.0), 0.0)
-    return CommCost(time=time, latency=latency, bandwidth=bandwidth, reduction=np.zeros(shape), alpha=alpha,
-                    bus_Bps=np.where(one, np.inf, bus), bottleneck=bneck, tier_latency=tier_lat,
-                    tier_bandwidth_s=tier_bw, algorithm=np.where(one, "none", names_a[bi]),
-                    protocol=np.where(one, None, names_p[bi]), tier_hops=tier_hops)
+        np.less(key, best, out=mask)
+        np.copyto(best, key, where=mask)
+        np.copyto(idx, j, where=mask)
+    # what the chosen pair costs: its latency, and its bytes at the channels getAlgoInfo launches for the size
+    nk = int(np.prod(ks))
+    flat = idx * nk
+    flat += np.arange(nk).reshape(ks)  # index of (chosen pair, k) in a (pairs, k) table, per element
+
+    def pick(table: np.ndarray) -> np.ndarray:
+        return np.ascontiguousarray(table).reshape(-1).take(flat)
+
+    ch = float(cands[0].channels)
+    lat = pick(lat_t)
+    # nc/ch of the chosen pair: nc = clip(floor(n / threshold), 1, channels)
+    nc = np.divide(nn, pick(thr_t))
+    np.floor(nc, out=nc)
+    np.clip(nc, 1.0, ch, out=nc)
+    if any(np.ndim(c) for c in corr_by_pair):
+        corr_t = np.stack([np.broadcast_to(np.asarray(c, dtype=np.float64), np.shape(n)) for c in corr_by_pair])
+        nsz = int(np.prod(np.shape(n)))
+        fn = idx * nsz
+        fn += np.arange(nsz).reshape(np.shape(n))
+        nc *= corr_t.reshape(-1).take(fn)  # nc x the tree correction: the bandwidth's size factor x ch
+    one = k < 2
+    anyone = bool(np.any(one))
+    with np.errstate(divide="ignore", invalid="ignore"):
+        bandwidth = pick(inv_t * ch)
+        bandwidth *= nn
+        bandwidth /= nc
+    if anyone:
+        one = np.broadcast_to(one, shape)
+        bandwidth = np.where(one, 0.0, bandwidth)
+        lat = np.where(one, 0.0, lat)
+    time = lat + bandwidth
+    alg_names = np.array([p.algorithm for p in cands] + ["none"])
+    proto_names = np.array([p.protocol for p in cands] + [None], dtype=object)
+    sel = np.where(one, P, idx) if anyone else idx
+    nt = len(net)
+
+    def bottleneck() -> np.ndarray:
+        """NVLS in one node: the NVLink tier; the others: the ring's bottleneck tier; -1 where k == 1."""
+        _, _, ring_b = ring_params(net, k)
+        is_nvls = np.array([p.algorithm == "nvls" for p in cands] + [False])[sel]
+        b = np.where(is_nvls, 0, ring_b)
+        return np.where(one, -1, b) if anyone else b
+
+    def tier_table(attr: str) -> Callable[[], np.ndarray]:
+        def build() -> np.ndarray:
+            tab = np.stack([getattr(p, attr) for p in cands])  # (P, tiers, ...k)
+            out = np.stack([pick(tab[:, i]) for i in range(nt)])
+            if attr == "hop_latency":
+                out[0] += np.array([p.base for p in cands])[idx]  # NCCL's base latency, charged to tier 0
+            return np.where(one, 0.0, out) if anyone else out
+        return build
+
+    cost = CommCost(time=time, latency=lat, bandwidth=bandwidth, reduction=_Lazy(lambda: np.zeros(shape)),
+                    alpha=_Lazy(lambda: np.where(one, 0.0, lat / np.maximum(cost.tier_hops.sum(axis=0), 1.0))),
+                    bus_Bps=_Lazy(lambda: np.where(one, np.inf, pick(np.stack(
+                        [np.broadcast_to(p.bus_Bps, ks) for p in cands])) * nc / ch)),
+                    bottleneck=_Lazy(bottleneck), tier_latency=_Lazy(tier_table("hop_latency")),
+                    tier_bandwidth_s=_Lazy(lambda: _per_tier(nt, bandwidth, cost.bottleneck)),
+                    algorithm=_Lazy(lambda: alg_names[sel]), protocol=_Lazy(lambda: proto_names[sel]),
+                    tier_hops=_Lazy(tier_table("hops")))
+    return cost
 
 
 def affine_terms(network: Sequence[Tier], k: np.ndarray,

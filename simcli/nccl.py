@@ -168,30 +168,39 @@ class Pair:
     ranks: np.ndarray
     threshold: np.ndarray  #: bytes per channel below which getAlgoInfo drops a channel (0: never)
 
-    def factors(self, n: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
-        """(tree correction x channel share, tree correction) for message sizes n: the bandwidth's size factors."""
-        corr = 1.0
-        if self.algorithm == "tree":
-            logsize = np.clip(np.floor(np.log2(np.maximum(n / 64.0, 1.0))).astype(np.int64), 0, 22)
-            corr = np.where(n / 64.0 < 2.0 ** 23, TREE_CORRECTION[PROTOS.index(self.protocol)][logsize], 1.0)
+    def correction(self, n: np.ndarray) -> np.ndarray | float:
+        """NCCL's treeCorrectionFactor for sizes n (tree only; 1.0 for the others), shaped like n."""
+        if self.algorithm != "tree":
+            return 1.0
+        n = np.asarray(n, dtype=np.float64)
+        logsize = np.clip(np.floor(np.log2(np.maximum(n / 64.0, 1.0))).astype(np.int64), 0, 22)
+        return np.where(n / 64.0 < 2.0 ** 23, TREE_CORRECTION[PROTOS.index(self.protocol)][logsize], 1.0)
+
+    def share(self, n: np.ndarray) -> np.ndarray | float:
+        """The fraction of the channels getAlgoInfo launches for sizes n (NVLS: all of its own)."""
         if not np.any(self.threshold):
-            return corr, corr
-        nc = np.clip(np.floor(n / self.threshold), 1.0, self.channels)
-        return corr * nc / self.channels, corr
+            return 1.0
+        return np.clip(np.floor(np.asarray(n, dtype=np.float64) / self.threshold), 1.0, self.channels) / self.channels
+
+    def tuner_latency(self, latency: np.ndarray, n: np.ndarray) -> np.ndarray:
+        """The tuner's latency: x1.4 on a multi-node Simple ring all-reduce once n/(channels·k) >= 64."""
+        if not self.plateau:
+            return latency
+        return np.where(self.multi & (np.asarray(n) / (self.channels * self.ranks) >= 64), latency * RING_PLATEAU,
+                        latency)
 
     def cost(self, n: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
-        """(time, tuner's estimate, bandwidth term) for sizes n, inf where the pair does not run."""
-        eff, corr = self.factors(n)
+        """(time, tuner's estimate, bandwidth term) for sizes n, inf where the pair does not run (a reference
+        evaluation of one pair; :func:`simcli.collectives.nccl_collective` does the same for all pairs at once)."""
+        corr = self.correction(n)
         with np.errstate(divide="ignore", invalid="ignore"):
-            bw = n / (self.alg_Bps * eff)
-            lat = self.latency
-            tuner_lat = (np.where(self.multi & (n / (self.channels * self.ranks) >= 64), lat * RING_PLATEAU, lat)
-                         if self.plateau else lat)
-            tuner = tuner_lat + (n / (self.alg_Bps * corr) if np.ndim(corr) or corr != 1.0 else n / self.alg_Bps)
+            bw = n / (self.alg_Bps * corr * self.share(n))
+            tuner = self.tuner_latency(self.latency, n) + n / (self.alg_Bps * corr)
+            t = self.latency + bw
         off = ~self.enabled
         if np.any(off):
-            return np.where(off, np.inf, lat + bw), np.where(off, np.inf, tuner), bw
-        return lat + bw, tuner, bw
+            return np.where(off, np.inf, t), np.where(off, np.inf, tuner), bw
+        return t, tuner, bw
 
 
 def _domains(network: Sequence[Tier], k: np.ndarray) -> list[np.ndarray]:
