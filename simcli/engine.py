@@ -263,7 +263,8 @@ class Result:
             "efficiency": self.efficiency,
             "samples_per_s": self.samples_per_s,
             "alpha_s": self.comm.alpha,
-            "bus_GBps": np.where(np.isfinite(self.comm.bus_Bps), self.comm.bus_Bps / 1e9, np.nan),
+            # the bottleneck tier's bandwidth, not nccl-tests' busbw (comm's busbw_GBps): issue 12 renamed it
+            "bottleneck_GBps": np.where(np.isfinite(self.comm.bus_Bps), self.comm.bus_Bps / 1e9, np.nan),
             "bottleneck": self.bottleneck_names,
             "t_comm_exposed_s": self.t_comm_exposed_s,
             "t_comm_hidden_s": self.t_comm_hidden_s,

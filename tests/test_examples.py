@@ -169,11 +169,11 @@ def test_example_output_is_what_the_docs_show(example):
 
 
 def test_formula_table_names_every_algorithm():
-    """docs/algorithms.md's formula table has a row for every algorithm simcli prices."""
+    """docs/algorithms.md's formula table has a row for every algorithm of the registry."""
     from simcli import collectives
 
     text = (ROOT / "docs" / "algorithms.md").read_text(encoding="utf-8")
-    missing = [a for a in collectives.ALGORITHMS if not re.search(rf"^\| `{re.escape(a)}`", text, re.M)]
+    missing = [a.name for a in collectives.REGISTRY if not re.search(rf"^\| `{re.escape(a.name)}`", text, re.M)]
     assert missing == []
 
 

@@ -103,7 +103,7 @@ def speedup_table(res: Result, max_rows: int = 40, total: int | None = None) -> 
         Column("S(k)", "speedup", _num(".2f")),
         Column("E(k)", "efficiency", _num(".3f")),
         Column("samples/s", "samples_per_s", _g),
-        Column("B GB/s", "bus_GBps", _num(".4g")),
+        Column("bottleneck GB/s", "bottleneck_GBps", _num(".4g")),
         Column("bottleneck", "bottleneck", justify="left"),
     ]
     if res.scenario.algorithm in _PER_ROW or res.scenario.profile.library == "nccl":
@@ -116,8 +116,8 @@ def speedup_table(res: Result, max_rows: int = 40, total: int | None = None) -> 
         cols.append(Column("mem GB", "memory_bytes", lambda v: _g(v / 1e9)))
     n = total if total is not None else len(recs)
     t = table(recs, cols, max_rows=max_rows, total=n,
-              caption=f"Times in {unit}. S(k) speedup, E(k) = S(k)/k efficiency, B = bandwidth of the bottleneck"
-              " tier (GB/s = 1e9 B/s)."
+              caption=f"Times in {unit}. S(k) speedup, E(k) = S(k)/k efficiency; bottleneck GB/s: the bandwidth of "
+              "the bottleneck tier (GB/s = 1e9 B/s; not nccl-tests' busbw)."
               + (f" {n} rows; --format csv or json holds every row." if max_rows and n > max_rows else ""))
     return Group(scenario_header(res), Text(""), t)
 
@@ -174,7 +174,8 @@ def explain_view(d: dict[str, Any]) -> Any:
     ]
     for m in d["messages"]:
         alg = m["algorithm"] + (f"/{m['protocol']}" if m.get("protocol") else "")
-        rows.append(("all-reduce", f"{m['count']} x {fmt_bytes(m['bytes'], binary=False)} with {alg}: "
+        rows.append((m.get("collective", "all-reduce").replace("_", "-"),
+                     f"{m['count']:g} x {fmt_bytes(m['bytes'], binary=False)} with {alg}: "
                                    f"{t(m['time_s'])} each (latency {t(m['latency_s'])}, bandwidth "
                                    f"{t(m['bandwidth_s'])}, reduction {t(m['reduction_s'])})"))
     rows += [
@@ -196,6 +197,18 @@ def explain_view(d: dict[str, Any]) -> Any:
         rows.append(("crossover n*", f"{fmt_bytes(d['n_star_bytes'], binary=False)}: latency = bandwidth terms; "
                                      f"the {fmt_bytes(d['message_bytes'], binary=False)} message is "
                                      + ("latency-bound" if d["latency_bound"] else "bandwidth-bound")))
+    if "memory" in d:  # a sharded strategy (simcli.explain_sharding)
+        mem = d["memory"]
+        rows.insert(1, ("strategy", f"{d['strategy']}, {d['units']} units; each device sends "
+                                    f"{fmt_bytes(d['comm_bytes'], binary=False)} per step"))
+        cap = mem["capacity_bytes"]
+        rows.append(("memory", f"{fmt_bytes(mem['total_bytes'], binary=False)} per device = parameters "
+                               f"{fmt_bytes(mem['params_bytes'], binary=False)} + gradients "
+                               f"{fmt_bytes(mem['grads_bytes'], binary=False)} + optimizer "
+                               f"{fmt_bytes(mem['optimizer_bytes'], binary=False)} + activations "
+                               f"{fmt_bytes(mem['activations_bytes'], binary=False)}"
+                               + ("" if cap is None else f"; {'fits' if mem['fits'] else 'DOES NOT FIT'} in "
+                                  f"{fmt_bytes(cap, binary=False)}")))
     cols = [Column("tier", "tier", justify="left"), Column("spanned", lambda r: "yes" if r["spanned"] else "no"),
             Column("per", "per", justify="left"), Column("α", "alpha_s", fmt_time),
             Column("ring B", "ring_bandwidth_Bps", fmt_rate), Column("link B", "link_bandwidth_Bps", fmt_rate),
@@ -210,6 +223,14 @@ def explain_view(d: dict[str, Any]) -> Any:
                                               + (" hops: hops of one all-reduce that pay this tier's latency (NCCL's "
                                                  "base latency is charged to the first tier)."
                                                  if any(r.get("hops") is not None for r in d["tiers"]) else ""))]
+    if d.get("units_timeline"):
+        ucols = [Column("phase", "phase", justify="left"), Column("unit", "unit"),
+                 Column("gathered", "gather_end_s", t), Column("compute from", "start_s", t),
+                 Column("to", "end_s", t), Column("reduced", "reduce_end_s", t), Column("stall", "wait_s", t)]
+        parts += [Text(""), table(d["units_timeline"], ucols,
+                                  caption="One micro-step, per unit (first and last units of each phase), seconds "
+                                          "from the phase's start: all-gather done, compute, reduce-scatter done; "
+                                          "stall: compute waiting on communication.")]
     return Group(*parts)
 
 
@@ -222,7 +243,9 @@ def flat_terms(d: dict[str, Any]) -> list[dict[str, Any]]:
         elif key == "tiers":
             for tier in v:
                 rows += [{"term": f"tiers.{tier['tier']}.{a}", "value": b} for a, b in tier.items() if a != "tier"]
-        elif key in ("messages", "timeline"):
+        elif key == "memory":
+            rows += [{"term": f"memory.{a}", "value": b} for a, b in v.items()]
+        elif key in ("messages", "timeline", "units_timeline"):
             for i, m in enumerate(v):
                 rows += [{"term": f"{key}[{i}].{a}", "value": b} for a, b in m.items()]
         else:
