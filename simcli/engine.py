@@ -246,6 +246,8 @@ class Result:
     #: bytes per device (simcli.sharding.memory) and bytes each device sends per step
     memory: "sharding.Memory | None" = field(repr=False, default=None)
     comm_bytes: np.ndarray = field(repr=False, default=None)  # type: ignore[assignment]
+    #: a sharded strategy's communication, collective by collective (None for ddp)
+    sharded: "sharding.Step | None" = field(repr=False, default=None)
 
     @property
     def bottleneck_names(self) -> list[str]:
@@ -511,7 +513,7 @@ def _simulate_sharded(sc: Scenario, k: np.ndarray, b: np.ndarray, t_micro: np.nd
                   t_step_s=t_step, speedup=speedup, efficiency=speedup / kf, samples_per_s=kf * b * m / t_step,
                   comm=comm, t_comm_exposed_s=exposed, t_comm_hidden_s=t_comm - exposed,
                   t_forward_s=t_compute - m * t_bwd_micro, t_backward_s=m * t_bwd_micro, plan=None,
-                  memory=_memory(sc, k, b),
+                  memory=_memory(sc, k, b), sharded=st,
                   comm_bytes=m * sharding.comm_bytes(sc.strategy, k, params=sc.workload.params, param_bytes=pb,
                                                      grad_bytes=gb, group=sc.shard_group,
                                                      node_size=sc.profile.network[0].size,

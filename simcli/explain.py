@@ -17,7 +17,6 @@ import numpy as np
 
 from . import collectives
 from .engine import Scenario, bucket_timeline, simulate
-from .model import InputError
 
 __all__ = ["explain", "FORMULAS"]
 
@@ -56,10 +55,10 @@ def explain(scenario: Scenario, devices: int) -> dict[str, Any]:
     """Every term of the step on ``devices`` devices, in SI (JSON-ready)."""
     sc = scenario
     k = int(devices)
-    if sc.strategy != "ddp":
-        raise InputError(f"--strategy: the term-by-term explanation covers ddp only so far, not {sc.strategy}; "
-                         f"'simcli speedup --strategy {sc.strategy} --format json' gives its step, exposed "
-                         "communication, bytes and memory per k")
+    if sc.strategy != "ddp":  # zero1/zero2/fsdp/hsdp: the same keys, plus memory and the per-unit timeline
+        from .explain_sharding import explain_sharded
+
+        return explain_sharded(sc, k)
     res = simulate(sc, [k])
     net = sc.profile.network
     plan = res.plan

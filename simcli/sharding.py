@@ -66,7 +66,7 @@ from . import collectives
 from .model import InputError, Profile, Tier
 
 __all__ = ["STRATEGIES", "SHARDED", "OPTIMIZER_BYTES", "Memory", "memory", "comm_bytes", "replica_profile",
-           "fsdp_times", "Step", "step", "shard_group", "smallest_fitting", "activation_bytes"]
+           "fsdp_times", "unit_timeline", "Step", "step", "shard_group", "smallest_fitting", "activation_bytes"]
 
 #: values of Scenario.strategy, from the least to the most sharded memory (hsdp shards within a group only)
 STRATEGIES = ("ddp", "zero1", "zero2", "hsdp", "fsdp")
@@ -268,6 +268,8 @@ class Step:
     comm: collectives.CommCost  #: all collectives added up (alpha, bus_Bps, bottleneck: the main one's)
     parts: dict[str, np.ndarray]  #: seconds per collective kind and phase, added up over units/buckets
     first_gather: np.ndarray  #: the first forward all-gather (fsdp/hsdp; 0 for zero1/zero2)
+    #: every kind of collective once: (name, how many per micro-step, bytes as nccl-tests counts them, its cost)
+    messages: tuple[tuple[str, float, float, collectives.CommCost], ...] = ()
 
 
 def _price(profile: Profile, algorithm: str, protocol: str | None, k: np.ndarray, n: float,
@@ -316,8 +318,11 @@ def step(strategy: str, profile: Profile, k: np.ndarray, *, algorithm: str, prot
         t_ag = ag.time
         terms = [(c, plan.full if c is rs_full else 1.0) for c in (rs_full, rs_last, ag) if c is not None]
         main = rs_full or rs_last
+        msgs = tuple(m for m in (("reduce_scatter", plan.full, plan.size, rs_full),
+                                 ("reduce_scatter", 1, plan.last, rs_last),
+                                 ("all_gather after the step", 1, P * param_bytes, ag)) if m[3] is not None)
         return Step(t_comm=t_rs + t_ag, exposed=rs_exposed + t_ag, comm=_add(main, terms),
-                    parts={"reduce_scatter_s": t_rs, "all_gather_step_s": t_ag}, first_gather=zero)
+                    parts={"reduce_scatter_s": t_rs, "all_gather_step_s": t_ag}, first_gather=zero, messages=msgs)
     if strategy not in ("fsdp", "hsdp"):
         raise InputError(f"--strategy: {strategy!r} is not a sharded strategy ({', '.join(SHARDED)})")
     L = int(units)
@@ -329,6 +334,7 @@ def step(strategy: str, profile: Profile, k: np.ndarray, *, algorithm: str, prot
     R = rs.time
     terms = [(ag, 2.0 * L if reshard_after_forward else 1.0 * L), (rs, 1.0 * L)]
     parts = {"all_gather_s": L * ag.time * (2.0 if reshard_after_forward else 1.0), "reduce_scatter_s": L * rs.time}
+    msgs = [("all_gather", (2.0 if reshard_after_forward else 1.0) * L, unit_p, ag), ("reduce_scatter", L, unit_g, rs)]
     if strategy == "hsdp":
         gsize = int(group if group is not None else (profile.network[0].size or 0)) or None
         r = k // d
@@ -342,6 +348,7 @@ def step(strategy: str, profile: Profile, k: np.ndarray, *, algorithm: str, prot
             R = R + ar.time
             parts["all_reduce_replicas_s"] = L * ar.time
             terms.append((ar, 1.0 * L))
+            msgs.append(("all_reduce across groups", L, unit_g / gsize, ar))
     fwd_u = np.asarray(t_forward, dtype=np.float64) / L
     bwd_u = np.asarray(t_backward, dtype=np.float64) / L
     F, B = fsdp_times(f=fwd_u, b=bwd_u, ag_fwd=ag.time, ag_bwd=ag.time if reshard_after_forward else None, rs=R,
@@ -349,4 +356,35 @@ def step(strategy: str, profile: Profile, k: np.ndarray, *, algorithm: str, prot
     exposed = np.maximum(F - L * fwd_u, 0.0) + np.maximum(B - L * bwd_u, 0.0)
     t_comm = sum(parts.values())
     return Step(t_comm=t_comm, exposed=np.minimum(exposed, t_comm), comm=_add(ag, terms), parts=parts,
-                first_gather=ag.time)
+                first_gather=ag.time, messages=tuple(msgs))
+
+
+def unit_timeline(*, f: float, b: float, ag_fwd: float, ag_bwd: float | None, rs: float,
+                  units: int) -> list[dict[str, Any]]:
+    """The per-unit timeline of one micro-step for one k (explanations; the recursion of :func:`fsdp_times`, unit
+    by unit): per phase and unit the all-gather's end, the compute's start and end, the reduce-scatter's end
+    (backward), all in seconds from the phase's start, and ``wait_s``, how long compute stalled before the unit.
+    The waits plus backward's tail (the last reduce-scatter's end after the last compute) are the exposed time."""
+    L = int(units)
+    out: list[dict[str, Any]] = []
+    prev = 0.0
+    for i in range(L):
+        s = ag_fwd + i * max(ag_fwd, f)
+        out.append({"phase": "forward", "unit": i, "gather_end_s": s if i == 0 else s - max(ag_fwd, f) + ag_fwd,
+                    "start_s": s, "end_s": s + f, "reduce_end_s": None, "wait_s": s - prev})
+        prev = s + f
+    a = ag_bwd if ag_bwd is not None else 0.0
+    e_prev = r_prev = 0.0
+    for j in range(L):
+        s = max(e_prev, a) if ag_bwd is not None else e_prev
+        e = s + b
+        if ag_bwd is not None and j + 1 < L:
+            a_next = max(s, r_prev) + ag_bwd
+            r = max(e, a_next) + rs
+        else:
+            a_next = a
+            r = max(e, r_prev) + rs
+        out.append({"phase": "backward", "unit": L - 1 - j, "gather_end_s": a if ag_bwd is not None else None,
+                    "start_s": s, "end_s": e, "reduce_end_s": r, "wait_s": s - e_prev})
+        e_prev, r_prev, a = e, r, a_next
+    return out

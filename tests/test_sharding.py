@@ -313,3 +313,51 @@ def test_speedup_strategy_options(runner):
     assert "hsdp" in r.stdout and "mem GB" in r.stdout
     r = runner.invoke(app, ["speedup", "--strategy", "zero3"])
     assert r.exit_code == 2 and "--strategy" in r.stderr and len(r.stderr.strip().splitlines()) == 1
+
+
+# --------------------------------------------------------------------------- explain
+
+
+def test_explain_sharded_terms_add_up():
+    from simcli.explain import explain
+
+    prof = resolve_profile("dgx-h100")
+    for strategy in ("fsdp", "hsdp"):
+        sc = Scenario(profile=prof, workload=small(layers=4), strategy=strategy)
+        d = explain(sc, 16)
+        assert d["strategy"] == strategy and d["units"] == 4
+        tl = d["units_timeline"]
+        assert len(tl) == 8  # 4 units, forward and backward: all shown
+        tail = tl[-1]["reduce_end_s"] - tl[-1]["end_s"]
+        assert sum(r["wait_s"] for r in tl) + tail == pytest.approx(d["t_comm_exposed_s"])
+        assert d["t_step_s"] == pytest.approx(d["t_compute_s"] + d["t_comm_exposed_s"])
+        per_collective = sum(m["count"] * m["time_s"] for m in d["messages"])
+        assert per_collective == pytest.approx(d["t_comm_s"])
+        assert d["memory"]["total_bytes"] == pytest.approx(sum(d["memory"][p] for p in
+                                                               ("params_bytes", "grads_bytes", "optimizer_bytes",
+                                                                "activations_bytes")))
+    d = explain(Scenario(profile=prof, workload=small(), strategy="fsdp"), 16)
+    assert len(d["units_timeline"]) == 8  # 12 units: the first and last two of each phase
+
+
+def test_unit_timeline_ends_where_fsdp_times_ends():
+    for reshard in (True, False):
+        tl = sharding.unit_timeline(f=0.3, b=0.5, ag_fwd=0.4, ag_bwd=0.4 if reshard else None, rs=0.7, units=6)
+        F, B = sharding.fsdp_times(f=np.array([0.3]), b=np.array([0.5]), ag_fwd=np.array([0.4]),
+                                   ag_bwd=np.array([0.4]) if reshard else None, rs=np.array([0.7]), units=6)
+        fwd = [r for r in tl if r["phase"] == "forward"]
+        bwd = [r for r in tl if r["phase"] == "backward"]
+        assert fwd[-1]["end_s"] == pytest.approx(F[0]) and bwd[-1]["reduce_end_s"] == pytest.approx(B[0])
+
+
+def test_explain_and_plan_take_a_strategy(runner):
+    r = runner.invoke(app, ["explain", "-m", "gpt2", "-p", "dgx-h100", "-k", "16", "--strategy", "fsdp"])
+    assert r.exit_code == 0, r.output
+    assert "all-gather" in r.stdout and "reduce-scatter" in r.stdout and "stall" in r.stdout
+    r = runner.invoke(app, ["speedup", "-m", "gpt2", "-p", "dgx-h100", "-k", "8,16", "--strategy", "zero2",
+                            "--explain", "-f", "json"])
+    assert r.exit_code == 0, r.output
+    assert json.loads(r.stdout)["explain"][0]["memory"]["fits"] is True
+    r = runner.invoke(app, ["plan", "max-devices", "-m", "gpt2", "-p", "dgx-h100", "-k", "8..256:x2",
+                            "--min-efficiency", "0.9", "--strategy", "fsdp"])
+    assert r.exit_code == 0, r.output
