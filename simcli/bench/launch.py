@@ -50,6 +50,8 @@ FAULT_ENV = "SIMCLI_BENCH_FAULT"
 GRACE_S = 3.0
 #: worker exit code for a failed gradient identity check (the message says what differed)
 EXIT_IDENTITY = 3
+#: seconds the ranks of a world get to start (import torch, join the process group) before --timeout applies
+STARTUP_S = 120.0
 #: what a rank writes into its progress slot once it has measured everything (what is left is shutdown)
 PROGRESS_DONE = 2**63 - 1
 
@@ -235,6 +237,8 @@ def _run_world_once(k: int, task: str, config: Mapping[str, Any], *, timeout_s: 
         os.close(wfd)
         wfd = -1
         start = time.monotonic()
+        last_prog: list[int] | None = None
+        last_change = start
         eof = False
         while True:
             if not eof:
@@ -257,8 +261,16 @@ def _run_world_once(k: int, task: str, config: Mapping[str, Any], *, timeout_s: 
                 break
             if all(r.returncode == 0 for r in ranks):
                 break
-            if now - start > timeout_s:
-                failure = _describe_timeout(k, ranks, progress_path, timeout_s, config)
+            # a watchdog, not a stopwatch: --timeout is how long the world may go without any rank starting a new
+            # unit (a size, a step); before every rank has started, the start-up (torch import, rendezvous) gets
+            # at least STARTUP_S
+            prog = _progress(progress_path, k)
+            if prog != last_prog:
+                last_prog, last_change = prog, now
+            started = min(prog) > 0
+            limit = timeout_s if started else max(timeout_s, STARTUP_S)
+            if now - last_change > limit:
+                failure = _describe_timeout(k, ranks, progress_path, limit, config, started)
                 break
     finally:
         _stop(ranks)
@@ -344,12 +356,13 @@ def _where(progress: int, config: Mapping[str, Any]) -> str:
 
 
 def _describe_timeout(k: int, ranks: list[_Rank], progress_path: Path, timeout_s: float,
-                      config: Mapping[str, Any]) -> str:
+                      config: Mapping[str, Any], started: bool = True) -> str:
     prog = _progress(progress_path, k)
     live = [r.rank for r in ranks if r.returncode is None]
     lo = min(prog[r] for r in live) if live else 0
     stuck = [r for r in live if prog[r] == lo]
     who = (f"rank {stuck[0]} stopped{_where(lo, config)}" if len(stuck) == 1 and len(live) > 1
            else f"rank(s) {', '.join(map(str, stuck))} did not finish")
-    return (f"world size {k}: timed out after {timeout_s:g} s (--timeout); {who} (it hangs or is far too "
-            "slow); stopped every rank")
+    what = (f"no progress for {timeout_s:g} s (--timeout)" if started
+            else f"the ranks did not all start within {timeout_s:g} s")
+    return f"world size {k}: timed out: {what}; {who} (it hangs or is far too slow); stopped every rank"

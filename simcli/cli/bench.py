@@ -49,7 +49,8 @@ WorldSizes = Annotated[Optional[str], typer.Option(
 BackendOpt = Annotated[Backend, typer.Option("--backend", help="torch.distributed backend; auto: nccl with CUDA "
                                              "devices, gloo otherwise.")]
 Warmup = Annotated[int, typer.Option("--warmup", min=0, help="Untimed iterations before timing.")]
-Timeout = Annotated[float, typer.Option("--timeout", min=1, help="Seconds one world size may take; then every "
+Timeout = Annotated[float, typer.Option("--timeout", min=1, help="Seconds a world may go without any rank "
+                                        "starting a new size or step (start-up gets at least 120 s); then every "
                                         "rank is stopped and the command exits 1.")]
 Port = Annotated[int, typer.Option("--port", help="TCP port of the rendezvous on 127.0.0.1 [default: a free "
                                    "one per world size].")]
