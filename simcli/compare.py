@@ -100,8 +100,12 @@ class Comparison:
                     # 'auto' chose per k) keeps its value under <name>_used
                     row[f"{key}_used" if key in alt.choices else key] = v
                 row["gain"] = float(gain[i])
-                row["memory_bytes"] = mem.total_bytes
-                row["fits_memory"] = mem.fits
+                if alt.scenario.strategy == "ddp":
+                    row["memory_bytes"] = mem.total_bytes
+                    row["fits_memory"] = mem.fits
+                else:  # a sharded strategy: the engine's memory at this k (activations included)
+                    cap = alt.scenario.profile.device.memory_bytes
+                    row["fits_memory"] = None if cap is None else rec["memory_bytes"] <= cap
                 out.append(row)
         return out
 

@@ -470,6 +470,13 @@ def _memory(sc: Scenario, k: np.ndarray, b: np.ndarray) -> "sharding.Memory":
     return sharding.memory(sc.strategy, k, **_memory_kwargs(sc, b))
 
 
+def memory(sc: Scenario, k: np.ndarray | list[int]) -> "sharding.Memory":
+    """Bytes per device of ``sc``'s strategy at each k (simcli.sharding.memory), activations included."""
+    k = np.asarray(k, dtype=np.int64).ravel()
+    b = sc.batch / (k * int(sc.accum)) if sc.strong else np.full(k.shape, float(sc.batch))
+    return _memory(sc, k, b)
+
+
 def memory_fit(sc: Scenario, k: np.ndarray | list[int]) -> dict[str, Any] | None:
     """Where ``sc`` does not fit the device's memory: the first such k, its bytes per device and, per k that does
     not fit, the least sharded strategy that would (None: none). None when every k fits or the profile gives no
@@ -498,7 +505,8 @@ def _simulate_sharded(sc: Scenario, k: np.ndarray, b: np.ndarray, t_micro: np.nd
     st = sharding.step(sc.strategy, sc.profile, k, algorithm=sc.algorithm, protocol=sc.protocol,
                        params=sc.workload.params, units=_units(sc), param_bytes=pb, grad_bytes=gb,
                        t_forward=t_micro - t_bwd_micro, t_backward=t_bwd_micro,
-                       bucket_bytes=sc.bucket_bytes if sc.overlap == "buckets" else None, group=sc.shard_group,
+                       bucket_bytes=sharding.ZERO_BUCKET_ELEMENTS * gb if sc.overlap == "buckets" else None,
+                       group=sc.shard_group,
                        reshard_after_forward=sc.reshard_after_forward)
     t_compute = m * t_micro
     t_comm = m * st.t_comm

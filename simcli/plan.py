@@ -45,6 +45,8 @@ __all__ = [
     "MemoryCheck",
     "OPTIMIZER_STATE_BYTES",
     "training_memory",
+    "ShardedMemoryCheck",
+    "sharded_memory",
     "breakdown",
     "efficiency_crossings",
     "max_devices",
@@ -146,6 +148,56 @@ def training_memory(sc: Scenario, optimizer: str = "adam") -> MemoryCheck:
                        grads_bytes=w * n, master_bytes=(4.0 * n if mixed else 0.0),
                        optimizer_bytes=OPTIMIZER_STATE_BYTES[optimizer] * n,
                        capacity_bytes=sc.profile.device.memory_bytes)
+
+
+@dataclass(frozen=True)
+class ShardedMemoryCheck:
+    """A sharded strategy's memory per device at the device counts a plan answers for (activations included,
+    simcli.sharding.memory); the same face as :class:`MemoryCheck`."""
+
+    strategy: str
+    devices: tuple[int, ...]
+    per_device_bytes: tuple[float, ...]
+    capacity_bytes: float | None
+
+    @property
+    def total_bytes(self) -> float:
+        return max(self.per_device_bytes)
+
+    @property
+    def fits(self) -> bool | None:
+        if self.capacity_bytes is None:
+            return None
+        return self.total_bytes <= self.capacity_bytes
+
+    def message(self) -> str:
+        ks, need = self.devices, self.per_device_bytes
+        at = (f"{fmt_bytes(need[0], binary=False)} per device at k = {ks[0]}" if len(ks) == 1 else
+              f"{fmt_bytes(max(need), binary=False)} to {fmt_bytes(min(need), binary=False)} per device over "
+              f"k = {ks[0]}..{ks[-1]}")
+        if self.capacity_bytes is None:
+            return f"{self.strategy} needs {at}; the profile gives no device memory, so it is not checked"
+        cap = fmt_bytes(self.capacity_bytes, binary=False)
+        if self.fits:
+            return f"{self.strategy} fits: {at} (activations included) of {cap}"
+        bad = [k for k, b in zip(ks, need) if b > self.capacity_bytes]
+        return (f"DOES NOT FIT: {self.strategy} needs {at} (activations included) but the device has {cap}; it does "
+                f"not fit at k = {', '.join(str(k) for k in bad[:8])}{' ...' if len(bad) > 8 else ''}")
+
+    def to_dict(self) -> dict[str, Any]:
+        return {"checked": self.capacity_bytes is not None, "fits": self.fits, "strategy": self.strategy,
+                "devices": list(self.devices), "per_device_bytes": list(self.per_device_bytes),
+                "total_bytes": self.total_bytes, "capacity_bytes": self.capacity_bytes, "message": self.message()}
+
+
+def sharded_memory(sc: Scenario, devices: Any) -> ShardedMemoryCheck:
+    """:class:`ShardedMemoryCheck` of ``sc`` (strategy zero1, zero2, fsdp or hsdp) at ``devices``."""
+    from .engine import memory
+
+    k = np.asarray(devices, dtype=np.int64).ravel()
+    return ShardedMemoryCheck(strategy=sc.strategy, devices=tuple(int(x) for x in k),
+                              per_device_bytes=tuple(float(x) for x in memory(sc, k).total),
+                              capacity_bytes=sc.profile.device.memory_bytes)
 
 
 # --------------------------------------------------------------------------- why: one k's step, term by term

@@ -14,10 +14,11 @@ Collectives per optimizer step (one micro-step; with ``accum = m`` each micro-st
 DeepSpeed reduce every micro-batch by default):
 
 * ``ddp``: all-reduce of P·g in DDP's buckets (the engine).
-* ``zero1``, ``zero2``: reduce-scatter of P·g in the same buckets during backward (the DDP bucket timeline with
-  a reduce-scatter's cost), then one all-gather of the updated parameter shards, P·p, after the optimizer step,
-  never hidden (DeepSpeed's allgather_bucket_size, 5e8 elements, makes it one to a few collectives of about a
-  GB; one is priced). The two differ only in memory.
+* ``zero1``, ``zero2``: reduce-scatter of P·g in buckets of 5e8 elements during backward (DeepSpeed's
+  reduce_bucket_size; the DDP bucket timeline with a reduce-scatter's cost; ``--bucket-mb`` is DDP's only), then
+  one all-gather of the updated parameter shards, P·p, after the optimizer step, never hidden (DeepSpeed's
+  allgather_bucket_size, 5e8 elements, makes it one to a few collectives of about a GB; one is priced). The two
+  differ only in memory.
 * ``fsdp``: per unit an all-gather of P/L·p before its forward, again before its backward (unless
   ``reshard_after_forward`` is False), and a reduce-scatter of P/L·g after its backward.
 * ``hsdp``: fsdp inside a shard group of G devices, plus an all-reduce of each unit's gradient shard, P/L·g/G,
@@ -72,6 +73,8 @@ __all__ = ["STRATEGIES", "SHARDED", "OPTIMIZER_BYTES", "Memory", "memory", "comm
 STRATEGIES = ("ddp", "zero1", "zero2", "hsdp", "fsdp")
 #: the strategies whose step this module prices (ddp stays the engine's bucketed all-reduce)
 SHARDED = ("zero1", "zero2", "fsdp", "hsdp")
+#: zero1/zero2 reduce-scatter the gradients in buckets of this many elements (DeepSpeed's reduce_bucket_size default)
+ZERO_BUCKET_ELEMENTS = 5e8
 #: Adam with mixed precision: fp32 master weights, momentum and variance (4 + 4 + 4 bytes per parameter)
 OPTIMIZER_BYTES = 12.0
 #: bytes of activations per token and transformer block without checkpointing (Korthikanti et al. 2022)

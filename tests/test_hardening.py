@@ -658,3 +658,36 @@ def test_streamed_csv_and_json_equal_the_whole(runner, monkeypatch, fmt, extra):
     whole = runner.invoke(app, args).stdout
     monkeypatch.setattr(sp, "STREAM_CHUNK", 300)
     assert runner.invoke(app, args).stdout == whole
+
+
+# --------------------------------------------------------------------------- one name per meaning
+
+
+@pytest.mark.parametrize("args,line", [
+    (["--bucket-mb", "1e-9"], "simcli: error: --bucket-mb: 1e-09 MiB must be at least 1 KiB"),
+    (["--bucket-cap-mb", "0"], "simcli: error: --bucket-mb: 0 MiB must be at least 1 KiB"),  # the old spelling
+    (["--width", "3", "--model-width", "4"], "simcli: error: --width and --model-width are the same option"),
+])
+def test_bench_step_bucket_and_width_names(runner, args, line):
+    from simcli.cli import app
+
+    r = runner.invoke(app, ["bench", "step", *args])
+    assert r.exit_code == 2 and r.stderr.startswith(line), r.output
+
+
+def test_bench_step_help_uses_the_shared_names(runner):
+    from simcli.cli import app
+
+    h = runner.invoke(app, ["bench", "step", "-h"]).stdout
+    assert "--bucket-mb" in h and "--model-width" in h
+    assert "--bucket-cap-mb" not in h and "  --width" not in h
+
+
+def test_speedup_records_name_the_bottleneck_bandwidth(runner):
+    import json
+
+    from simcli.cli import app
+
+    (rec,) = json.loads(runner.invoke(app, ["speedup", "-k", "8", "-f", "json"]).stdout)
+    assert "bottleneck_GBps" in rec and "bus_GBps" not in rec
+    assert "bottleneck GB/s" in runner.invoke(app, ["speedup", "-k", "8"]).stdout

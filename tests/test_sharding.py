@@ -60,21 +60,23 @@ def test_hsdp_bytes_by_hand():
 
 
 def test_each_collective_priced_in_its_dtype():
-    """zero2: reduce-scatters of the fp32 gradient (25 MiB buckets, or one message without overlap), then one bf16
-    all-gather of the parameters after the step."""
+    """zero2: reduce-scatters of the fp32 gradient (buckets of 5e8 elements, or one message without overlap), then
+    one bf16 all-gather of the parameters after the step."""
     prof = resolve_profile("dgx-h100")
 
     def c(n, kind):
         return float(collectives.collective(prof, "nccl", K8, np.float64(n), kind).time[0])
 
-    n, bucket = P * 4.0, 25 * 2**20
+    w = small(params=1.3e9)  # 5.2 GB of fp32 gradients: two full 2 GB buckets and a remainder
+    n, bucket = 1.3e9 * 4.0, 5e8 * 4.0
     full = int(n // bucket)
-    ag = c(P * 2.0, "all_gather")
-    r = run("zero2", K8)
+    assert full == 2
+    ag = c(1.3e9 * 2.0, "all_gather")
+    r = run("zero2", K8, workload=w)
     assert r.t_comm_s[0] == pytest.approx(full * c(bucket, "reduce_scatter") + c(n - full * bucket, "reduce_scatter")
                                           + ag)
     assert r.t_comm_exposed_s[0] >= ag
-    r = run("zero2", K8, overlap="none")
+    r = run("zero2", K8, overlap="none", workload=w)
     assert r.t_comm_s[0] == pytest.approx(c(n, "reduce_scatter") + ag)
     assert r.t_comm_exposed_s[0] == pytest.approx(r.t_comm_s[0])  # nothing hidden
 
@@ -361,3 +363,19 @@ def test_explain_and_plan_take_a_strategy(runner):
     r = runner.invoke(app, ["plan", "max-devices", "-m", "gpt2", "-p", "dgx-h100", "-k", "8..256:x2",
                             "--min-efficiency", "0.9", "--strategy", "fsdp"])
     assert r.exit_code == 0, r.output
+
+
+def test_compare_and_plan_check_a_sharded_strategy_s_memory(runner):
+    r = runner.invoke(app, ["compare", "-m", "llama2-7b", "-p", "dgx-h100", "-k", "8,64", "--strategy",
+                            "ddp,fsdp", "-f", "json"])
+    assert r.exit_code == 0, r.output
+    recs = json.loads(r.stdout)
+    fits = {(x["strategy"], x["devices"]): x["fits_memory"] for x in recs}
+    assert fits == {("ddp", 8): False, ("ddp", 64): False, ("fsdp", 8): True, ("fsdp", 64): True}
+    assert "ddp" in r.stderr and "fsdp" not in r.stderr
+    r = runner.invoke(app, ["plan", "max-devices", "-m", "llama2-7b", "-p", "dgx-h100", "-k", "8..64:x2",
+                            "--min-efficiency", "0.9", "--strategy", "fsdp", "-f", "json"])
+    assert r.exit_code == 0, r.output
+    out = json.loads(r.stdout)
+    assert out["memory"]["strategy"] == "fsdp" and out["memory"]["fits"] is True and r.stderr == ""
+    assert out["memory"]["devices"] == [out["answer"]]

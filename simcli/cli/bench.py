@@ -156,7 +156,7 @@ def _is_writer(tr: dict[str, Any] | None) -> bool:
     return tr is None or int(tr["rank"]) == 0
 
 
-def _finish(rows: list[dict[str, Any]], columns, format: o.Format, writer, noun: str) -> None:
+def _finish(rows: list[dict[str, Any]], columns, format: o.Format, writer, noun: str, more: str = "--iters") -> None:
     from ..bench.stats import NOISY_SPREAD
 
     if writer.path is not None:
@@ -164,7 +164,7 @@ def _finish(rows: list[dict[str, Any]], columns, format: o.Format, writer, noun:
     noisy = [r for r in rows if (r.get("spread") or 0) > NOISY_SPREAD]
     if noisy:
         typer.echo(f"simcli: warning: {len(noisy)} of {len(rows)} {noun} are noisy (p10..p90 spread over "
-                   f"{NOISY_SPREAD:.0%} of the median); use more --iters/--steps on a quieter machine", err=True)
+                   f"{NOISY_SPREAD:.0%} of the median); use more {more} on a quieter machine", err=True)
     if format is not o.Format.table and writer.path is None:  # with --output the data went into that file
         from ..output import to_csv, to_json
 
@@ -299,7 +299,10 @@ def bench_step(
     world_sizes: WorldSizes = None,
     model: Annotated[ModelKind, typer.Option("--model", "-m", help="Model to train: an MLP of --depth "
                                              "Linear(width, width) layers.")] = ModelKind.mlp,
-    width: Annotated[int, typer.Option("--width", min=1, help="MLP width.")] = 1024,
+    width: Annotated[Optional[int], typer.Option("--model-width", min=1, help="MLP width [default: 1024]. (Not "
+                                                 "--width, which is a picture's width elsewhere.)")] = None,
+    old_width: Annotated[Optional[int], typer.Option("--width", min=1, hidden=True,
+                                                     help="Old spelling of --model-width.")] = None,
     depth: Annotated[int, typer.Option("--depth", min=1, help="MLP layers.")] = 8,
     params: Annotated[Optional[float], typer.Option("--params", help="Size the MLP to about this many "
                                                     "parameters (sets the width for --depth).")] = None,
@@ -310,8 +313,10 @@ def bench_step(
     steps: Annotated[int, typer.Option("--steps", min=1, help="Timed steps per measurement.")] = 20,
     warmup: Warmup = 3,
     lr: Annotated[float, typer.Option("--lr", help="SGD learning rate η in θ ← θ − η·g.")] = 0.01,
-    bucket_cap_mb: Annotated[float, typer.Option("--bucket-cap-mb", help="DDP bucket size in MiB (DDP's "
-                                                 "bucket_cap_mb).")] = 25.0,
+    bucket_cap_mb: Annotated[float, typer.Option("--bucket-mb", help="DDP bucket size in MiB (DDP's "
+                                                 "bucket_cap_mb), as speedup's --bucket-mb.")] = 25.0,
+    old_bucket: Annotated[Optional[float], typer.Option("--bucket-cap-mb", hidden=True,
+                                                        help="Old spelling of --bucket-mb.")] = None,
     profile: Annotated[Optional[str], typer.Option("--profile", "-p", help="Profile for the prediction "
                                                    "[default: cpu-loopback with gloo, dgx-h100 with nccl].")]
     = None,
@@ -332,6 +337,12 @@ def bench_step(
     from ..bench.step import mlp_params, mlp_width_for_params
     from ..profiles import resolve_profile
 
+    if old_width is not None:
+        if width is not None:
+            raise InputError("--width and --model-width are the same option (--width is its old spelling); give one")
+        width = old_width
+    if old_bucket is not None:
+        bucket_cap_mb = old_bucket
     ks, tr = _world_sizes(world_sizes, "1,2")
     if tr is None and 1 not in ks:
         ks = [1] + ks
@@ -343,10 +354,14 @@ def bench_step(
         if not params >= 1:
             raise InputError(f"--params: {params!r} must be at least 1")
         width = mlp_width_for_params(params, depth)
+    width = width if width is not None else 1024
     if not lr > 0:
         raise InputError(f"--lr: {lr} must be positive")
-    if not bucket_cap_mb > 0:
-        raise InputError(f"--bucket-cap-mb: {bucket_cap_mb} must be positive")
+    from ..engine import MIN_BUCKET_MB
+
+    if not (bucket_cap_mb >= MIN_BUCKET_MB and bucket_cap_mb < float("inf")):  # checked before any rank starts
+        raise InputError(f"--bucket-mb: {bucket_cap_mb:g} MiB must be at least 1 KiB ({MIN_BUCKET_MB:g} MiB); "
+                         "DDP's default is 25")
     nparams = mlp_params(width, depth)
     torch_version = require_torch()
     be, cuda = _backend(backend)
@@ -384,7 +399,7 @@ def bench_step(
         from ..render import console
 
         console.print(_step_table(rows, prof.name, be))
-    _finish(rows, STEP_COLUMNS, format, writer, "step measurements")
+    _finish(rows, STEP_COLUMNS, format, writer, "step measurements", more="--steps")
 
 
 def _add_prediction(rec: dict[str, Any], ref: dict[str, float], prof, tr: dict[str, Any] | None,
@@ -432,9 +447,13 @@ def _step_table(rows: list[dict[str, Any]], profile: str, backend: str):
     def num(spec: str):
         return lambda v: format(v, spec)
 
+    def rest(r: dict[str, Any]) -> float | None:  # step - compute: exposed communication + optimizer and copies
+        return r["t_step_s"] - r["t_compute_s"] if r.get("t_step_s") is not None and r.get("t_compute_s") else None
+
     cols = [Column("k", "world_size"), Column("mode", "mode"),
-            Column(f"compute {unit}", "t_compute_s", t), Column(f"comm {unit}", "t_comm_s", t),
-            Column(f"step {unit}", "t_step_s", t), Column(f"pred comm {unit}", "predicted_t_comm_s", t),
+            Column(f"compute {unit}", "t_compute_s", t), Column(f"+ rest {unit}", rest, t),
+            Column(f"= step {unit}", "t_step_s", t), Column(f"comm alone {unit}", "t_comm_s", t),
+            Column(f"pred comm {unit}", "predicted_t_comm_s", t),
             Column(f"pred step {unit}", "predicted_t_step_s", t),
             Column("S meas", "speedup", num(".2f")), Column("S pred", "predicted_speedup", num(".2f")),
             Column("E meas", "efficiency", num(".3f")), Column("E pred", "predicted_efficiency", num(".3f")),
@@ -445,8 +464,11 @@ def _step_table(rows: list[dict[str, Any]], profile: str, backend: str):
                 f"{fmt_flops(r0.get('achieved_flops', 0))} achieved at k={r0.get('world_size', '')}\n"
                 f"predicted: simcli speedup --profile {profile} --params {r0.get('params', '')} "
                 f"--compute-time <measured T_step(1) of the mode> --overlap none (flat) | buckets (ddp)")
-    cap = (f"Times in {unit}: medians of the slowest rank per step. S = k·T_step(1)/T_step(k), E = S/k. "
-           "max|Δg|: averaged gradient vs one process on the global batch (ranks agree exactly).")
+    cap = (f"Times in {unit}: medians of the slowest rank per step. compute + rest = step: rest is the step's "
+           "exposed communication plus the optimizer and gradient copies; comm alone: the same all-reduces timed "
+           "without the model (DDP hides part of it behind backward, so it may exceed rest). "
+           "S = k·T_step(1)/T_step(k), E = S/k. max|Δg|: averaged gradient vs one process on the global batch "
+           "(ranks agree exactly).")
     return Group(head, table(rows, cols, caption=cap))
 
 

@@ -251,7 +251,7 @@ def plan_max_devices(
     res = ans.to_dict()
     nxt = ans.beyond["devices"] if ans.beyond else None
     res["command"] = _curve_command(_scan_string(ans.result.devices, devices, ans.answer, nxt), scn)
-    _plan_finish(sc, ans, res, mem, out)
+    _plan_finish(sc, ans, res, mem, out, [ans.answer] if ans.answer else k)
 
 
 @plan_app.command("solve")
@@ -280,7 +280,7 @@ def plan_solve(
     ans = P.solve_field(sc, devices=kk, target=min_efficiency, path=field, rtol=tolerance)  # type: ignore[arg-type]
     res = ans.to_dict()
     res["command"] = _curve_command(_scan_string([1, kk], None, kk), scn)
-    _plan_finish(sc, ans, res, mem, out)
+    _plan_finish(sc, ans, res, mem, out, [kk])
 
 
 @plan_app.command("time-to-train")
@@ -313,10 +313,15 @@ def plan_time_to_train(
     if tokens is not None:
         res["tokens"] = tokens
     res["command"] = _curve_command(devices, scn)
-    _plan_finish(sc, ans, res, mem, out)
+    _plan_finish(sc, ans, res, mem, out, k)
 
 
-def _plan_finish(sc: "Scenario", ans: Any, res: dict[str, Any], mem: Any, out: o.OutputOptions) -> None:
+def _plan_finish(sc: "Scenario", ans: Any, res: dict[str, Any], mem: Any, out: o.OutputOptions,
+                 devices: Any = None) -> None:
+    if sc.strategy != "ddp" and devices is not None:  # a sharded strategy's memory depends on k
+        from ..plan import sharded_memory
+
+        mem = sharded_memory(sc, devices)
     res["memory"] = mem.to_dict()
     res["warnings"] = [] if mem.fits is not False else [mem.message()]
     res["inputs"] = sc.inputs()
@@ -455,13 +460,15 @@ def compare(
     dtypes = o.split_list(scn.dtype, "--dtype")
     grads = o.split_list(scn.grad_dtype, "--grad-dtype")
     algs = o.split_list(scn.algorithm, "--algorithm")
+    strategies = o.split_list(scn.strategy, "--strategy")
     mfus = _numbers(scn.mfu, "--mfu", float, 0.0, 1.0) or [None]
     if 0.0 in mfus:
         raise InputError("--mfu: 0 is not in (0, 1]")
     batches = _numbers(scn.batch_per_device, "--batch-per-device", int, 1) or [None]
     first = o.ScenarioOptions()  # the engine's overlap, bucket and accumulation unless compared
     sc = scn.replace(profile=profiles[0], model=models[0], batch_per_device=batches[0], dtype=dtypes[0],
-                     grad_dtype=grads[0], mfu=mfus[0], algorithm=algs[0], overlap=first.overlap,
+                     grad_dtype=grads[0], mfu=mfus[0], algorithm=algs[0], strategy=strategies[0],
+                     overlap=first.overlap,
                      bucket_mb=first.bucket_mb, accum=first.accum).build()
     choices: dict[str, list[Any]] = {}
     if len(profiles) > 1:
@@ -472,7 +479,7 @@ def compare(
         ct = sc.compute_time_s
         choices["workload"] = [build_workload(model=m, seq_len=scn.seq_len, compute_time=ct) for m in models]
     for name, vals in (("dtype", dtypes), ("grad_dtype", grads), ("mfu", mfus), ("batch_per_device", batches),
-                       ("algorithm", algs)):
+                       ("algorithm", algs), ("strategy", strategies)):
         if len(vals) > 1:
             choices[name] = vals
     if scn.overlap is not None:
@@ -482,11 +489,12 @@ def compare(
     if scn.accum is not None:
         choices["accum"] = _numbers(scn.accum, "--accum", int, 1)
     cmp = run_compare(sc, choices, k, optimizer=optimizer.value)
-    from ..plan import training_memory
+    from ..plan import sharded_memory, training_memory
 
     misfits: dict[str, list[str]] = {}
     for alt in cmp.alternatives:
-        mem = training_memory(alt.scenario, optimizer.value)
+        mem = (training_memory(alt.scenario, optimizer.value) if alt.scenario.strategy == "ddp"
+               else sharded_memory(alt.scenario, k))
         if mem.fits is False:
             misfits.setdefault(mem.message(), []).append(alt.label)
     for msg, labels in misfits.items():

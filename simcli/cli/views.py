@@ -71,8 +71,8 @@ def _sharding_lines(res: Result) -> list[str]:
     L = _units(sc)
     acc = f"; each of the {sc.accum} micro-steps communicates" if sc.accum > 1 else ""
     if sc.strategy in ("zero1", "zero2"):
-        what = (f"{sc.strategy}: reduce-scatter in {sc.bucket_mb:g} MiB buckets during backward, one all-gather of the "
-                "parameters after the step")
+        what = (f"{sc.strategy}: reduce-scatter in buckets of 5e8 elements (DeepSpeed's) during backward, one "
+                "all-gather of the parameters after the step")
         how = "the reduce-scatters as DDP's buckets during backward, the all-gather after the step exposed"
     else:
         group = "over k" if sc.strategy == "fsdp" else f"in groups of {sc.shard_group or sc.profile.node_size}"
