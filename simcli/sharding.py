@@ -370,12 +370,11 @@ def unit_timeline(*, f: float, b: float, ag_fwd: float, ag_bwd: float | None, rs
     The waits plus backward's tail (the last reduce-scatter's end after the last compute) are the exposed time."""
     L = int(units)
     out: list[dict[str, Any]] = []
-    prev = 0.0
     for i in range(L):
         s = ag_fwd + i * max(ag_fwd, f)
         out.append({"phase": "forward", "unit": i, "gather_end_s": s if i == 0 else s - max(ag_fwd, f) + ag_fwd,
-                    "start_s": s, "end_s": s + f, "reduce_end_s": None, "wait_s": s - prev})
-        prev = s + f
+                    "start_s": s, "end_s": s + f, "reduce_end_s": None,
+                    "wait_s": ag_fwd if i == 0 else max(ag_fwd, f) - f})
     a = ag_bwd if ag_bwd is not None else 0.0
     e_prev = r_prev = 0.0
     for j in range(L):
