@@ -30,6 +30,7 @@ from typing import Any
 
 import numpy as np
 
+from . import schema
 from .engine import Result, Scenario, simulate
 from .explain import explain
 from .model import DTYPE_BYTES, InputError, SimcliError, Workload
@@ -221,6 +222,8 @@ def breakdown(res: Result, i: int) -> dict[str, Any]:
                step_bound="communication" if exposed > d["t_compute_s"] else "compute")
     if out["bus_Bps"] is not None and not math.isfinite(out["bus_Bps"]):
         out["bus_Bps"] = None
+    if "strategy" in d:  # a sharded strategy: its collectives, not an all-reduce in buckets
+        out["strategy"] = d["strategy"]
     return out
 
 
@@ -229,6 +232,13 @@ def describe_breakdown(b: dict[str, Any]) -> str:
     if b["t_comm_s"] <= 0:
         return f"at k={b['devices']} there is no communication: the step is all compute ({fmt_time(b['t_step_s'])})"
     hidden = b["t_comm_s"] - b["t_comm_exposed_s"]
+    if b.get("strategy"):
+        s = (f"at k={b['devices']}: step {fmt_time(b['t_step_s'])} = compute {fmt_time(b['t_compute_s'])} + exposed "
+             f"communication {fmt_time(b['t_comm_exposed_s'])} ({100 * b['comm_share']:.0f}% of the step"
+             + (f", {fmt_time(hidden)} hidden behind compute" if hidden > 0 else "") + f"); {b['strategy']}'s "
+             f"{b['buckets']:g} collectives are {b['comm_bound']}-bound (latency terms {fmt_time(b['t_latency_s'])}, "
+             f"bandwidth terms {fmt_time(b['t_bandwidth_s'])}), bottleneck tier '{b['bottleneck']}'")
+        return s + (f" at {fmt_rate(b['bus_Bps'])}" if b["bus_Bps"] else "")
     s = (f"at k={b['devices']}: step {fmt_time(b['t_step_s'])} = compute {fmt_time(b['t_compute_s'])} + "
          f"exposed all-reduce {fmt_time(b['t_comm_exposed_s'])} ({100 * b['comm_share']:.0f}% of the step"
          + (f", {fmt_time(hidden)} hidden behind backward" if hidden > 0 else "") + "); the all-reduce is "
@@ -340,12 +350,9 @@ def max_devices(sc: Scenario, devices: np.ndarray, *, target: float) -> MaxDevic
 # --------------------------------------------------------------------------- --solve FIELD
 
 
-#: tier fields by their YAML name: (attribute, kind)
-_TIER_FIELDS = {"bandwidth": ("bandwidth_Bps", "bandwidth"), "latency": ("latency_s", "time"),
-                "efficiency": ("efficiency", "fraction")}
-#: device fields by their YAML name: (attribute, kind)
-_DEVICE_FIELDS = {"mfu": ("mfu", "fraction"), "reduce_bandwidth": ("reduce_Bps", "bandwidth"),
-                  "memory": ("memory_bytes", "bytes"), "memory_bandwidth": ("memory_bandwidth_Bps", "bandwidth")}
+#: tier and device fields by their YAML name: (attribute, kind), from the one profile schema
+_TIER_FIELDS = schema.solvable(schema.TIER)
+_DEVICE_FIELDS = schema.solvable(schema.DEVICE)
 _SOLVABLE = ("network[i].bandwidth, network[i].latency, network[i].efficiency (or inter_node.*, intra_node.*, "
              "<tier name>.*), device.mfu, device.peak_flops[.<dtype>], device.reduce_bandwidth")
 _PATH = re.compile(r"^\s*(?P<head>[A-Za-z_][\w-]*)(?:\[(?P<index>-?\d+)\])?(?:\.(?P<rest>[\w.]+))?\s*$")

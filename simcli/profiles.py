@@ -25,7 +25,8 @@ from pathlib import Path
 from typing import Any, Iterable
 
 from .inputs import read_text
-from .model import COMPUTE_DTYPES, LIBRARIES, Device, InputError, NcclSpec, Profile, Tier
+from . import schema as S
+from .model import COMPUTE_DTYPES, Device, InputError, NcclSpec, Profile, Tier
 from .units import UnitError, fmt_bytes, fmt_flops, fmt_rate, fmt_time, parse
 
 __all__ = ["DEFAULT_PROFILE", "load_profile", "resolve_profile", "list_profiles", "ProfileEntry",
@@ -36,13 +37,8 @@ DEFAULT_PROFILE = "dgx-h100"
 #: YAML files larger than this are refused (a profile is a few KB)
 MAX_FILE_BYTES = 1 << 20
 
-_TOP = {"name", "description", "sources", "device", "network", "calibration", "library", "nccl"}
-_NCCL = {"version", "generation", "channels", "nvls", "nvls_channels", "ll128", "cpu"}
-_KINDS = ("nvlink", "pcie", "net")
-_GENERATIONS = ("volta", "ampere", "ada", "hopper", "blackwell", "cdna3")
-_CPUS = ("intel", "amd", "arm")
-_DEVICE = {"name", "peak_flops", "memory", "memory_bandwidth", "mfu", "mfu_by_dtype", "reduce_bandwidth"}
-_TIER = {"name", "size", "bandwidth", "per", "latency", "efficiency", "kind"}
+# the allowed keys of each section, from the one schema (simcli.schema)
+_TOP, _DEVICE, _TIER, _NCCL = (S.keys(x) for x in (S.TOP, S.DEVICE, S.TIER, S.NCCL))
 
 
 # --------------------------------------------------------------------------- YAML
@@ -142,6 +138,35 @@ class _V:
         return value
 
 
+    def value(self, f: S.Field, raw: Any, path: str) -> Any:
+        """One value of a schema field, validated and in SI."""
+        if f.kind == "text":
+            return self.text(raw if not isinstance(raw, (int, float)) or isinstance(raw, bool) else str(raw), path)
+        if f.kind == "quantity":
+            return self.quantity(raw, path, f.unit or "bytes")
+        if f.kind == "fraction":
+            return self.fraction(raw, path)
+        if f.kind == "count":
+            return self.count(raw, path)
+        if f.kind == "choice":
+            if raw not in f.choices:
+                raise self.fail(path, f.bad_choice(_show(raw)))
+            return raw
+        if f.kind == "bool":
+            if not isinstance(raw, bool):
+                raise self.fail(path, f"{_show(raw)} is not true or false")
+            return raw
+        raise AssertionError(f"no generic parser for {f.kind}")  # pragma: no cover
+
+    def fields(self, d: dict, section: tuple[S.Field, ...], prefix: str, kinds: tuple[str, ...]) -> dict[str, Any]:
+        """attribute -> value for the section's simple fields (``kinds``) that ``d`` gives."""
+        return {f.name: self.value(f, d[f.key], _join(prefix, f.key)) for f in section
+                if f.kind in kinds and d.get(f.key) is not None}
+
+
+_SIMPLE = ("text", "quantity", "fraction", "count", "choice", "bool")
+
+
 def _join(prefix: str, key: str) -> str:
     return f"{prefix}.{key}" if prefix else key
 
@@ -156,7 +181,7 @@ def profile_from_dict(data: Any, source: str, origin: str = "built-in") -> Profi
     v = _V(source)
     if data is None:
         raise InputError(f"{source}: the file is empty; a profile needs name, sources, device and network")
-    top = v.mapping(data, "", _TOP, ["name", "sources", "device", "network"])
+    top = v.mapping(data, "", _TOP, S.required(S.TOP))
     name = v.text(top["name"], "name")
     description = top.get("description") or ""
     if not isinstance(description, str):
@@ -168,7 +193,7 @@ def profile_from_dict(data: Any, source: str, origin: str = "built-in") -> Profi
         raise v.fail("sources", "give a list of where each number comes from (datasheet, paper, measurement)")
     sources = tuple(v.text(s, f"sources[{i}]") for i, s in enumerate(sources))
 
-    d = v.mapping(top["device"], "device", _DEVICE, ["name", "peak_flops", "mfu"])
+    d = v.mapping(top["device"], "device", _DEVICE, S.required(S.DEVICE))
     peaks_raw = d["peak_flops"]
     if not isinstance(peaks_raw, dict) or not peaks_raw:
         raise v.fail("device.peak_flops", f"{_show(peaks_raw)} is not a mapping of dtype to FLOP/s "
@@ -189,17 +214,7 @@ def profile_from_dict(data: Any, source: str, origin: str = "built-in") -> Profi
         if dt not in peaks:
             raise v.fail(f"device.mfu_by_dtype.{dt}", f"{dt!r} has no peak_flops entry; add one or remove this")
         mfu_by_dtype[dt] = v.fraction(val, f"device.mfu_by_dtype.{dt}")
-    device = Device(
-        name=v.text(d["name"], "device.name"),
-        mfu_by_dtype=mfu_by_dtype,
-        peak_flops=peaks,
-        mfu=v.fraction(d["mfu"], "device.mfu"),
-        memory_bytes=v.quantity(d["memory"], "device.memory", "bytes") if d.get("memory") is not None else None,
-        memory_bandwidth_Bps=(v.quantity(d["memory_bandwidth"], "device.memory_bandwidth", "bandwidth")
-                              if d.get("memory_bandwidth") is not None else None),
-        reduce_Bps=(v.quantity(d["reduce_bandwidth"], "device.reduce_bandwidth", "bandwidth")
-                    if d.get("reduce_bandwidth") is not None else None),
-    )
+    device = Device(peak_flops=peaks, mfu_by_dtype=mfu_by_dtype, **v.fields(d, S.DEVICE, "device", _SIMPLE))
 
     net = top["network"]
     if not isinstance(net, list) or not net:
@@ -208,7 +223,7 @@ def profile_from_dict(data: Any, source: str, origin: str = "built-in") -> Profi
     names = set()
     for i, raw in enumerate(net):
         f = f"network[{i}]"
-        t = v.mapping(raw, f, _TIER, ["name", "bandwidth", "latency"])
+        t = v.mapping(raw, f, _TIER, S.required(S.TIER))
         tname = v.text(t["name"], f"{f}.name")
         if tname in names:
             raise v.fail(f"{f}.name", f"{tname!r} names two tiers; give each tier its own name")
@@ -224,31 +239,13 @@ def profile_from_dict(data: Any, source: str, origin: str = "built-in") -> Profi
             if tiers and (size <= tiers[-1].size or size % tiers[-1].size):
                 raise v.fail(f"{f}.size", f"{size} must be a multiple of, and larger than, the size of the "
                              f"tier inside it ({tiers[-1].size})")
-        per = t.get("per", "device")
-        if per not in ("device", "node"):
-            raise v.fail(f"{f}.per", f"{_show(per)} is neither 'device' (one link per device) nor 'node' "
-                         "(one link shared by the domain)")
-        eff = v.fraction(t["efficiency"], f"{f}.efficiency") if t.get("efficiency") is not None else 1.0
-        kind = t.get("kind")
-        if kind is not None and kind not in _KINDS:
-            raise v.fail(f"{f}.kind", f"{_show(kind)} is not a link kind; use one of {', '.join(_KINDS)} "
-                         "(NVLink/NVSwitch/xGMI, PCIe, or a network: InfiniBand, RoCE, Ethernet)")
-        tiers.append(Tier(
-            name=tname,
-            bandwidth_Bps=v.quantity(t["bandwidth"], f"{f}.bandwidth", "bandwidth"),
-            latency_s=v.quantity(t["latency"], f"{f}.latency", "time"),
-            size=size,
-            per=per,
-            efficiency=eff,
-            kind=kind,
-        ))
+        simple = v.fields(t, S.TIER, f, ("quantity", "fraction", "choice"))
+        tiers.append(Tier(name=tname, size=size, **simple))
     calibration = top.get("calibration")
     if calibration is not None and not isinstance(calibration, dict):
         raise v.fail("calibration", f"{_show(calibration)} is not a mapping")
-    library = top.get("library", _default_library(device.name, tiers))
-    if library not in LIBRARIES:
-        raise v.fail("library", f"{_show(library)} is not a collective library simcli models; use one of "
-                     f"{', '.join(LIBRARIES)}")
+    library = (v.value(S.field(S.TOP, "library"), top["library"], "library") if top.get("library") is not None
+               else _default_library(device.name, tiers))
     spec = _nccl_spec(v, top.get("nccl"), device.name, tiers) if library == "nccl" else None
     if library != "nccl" and top.get("nccl") is not None:
         raise v.fail("nccl", f"NCCL constants on a profile with library: {library}; remove them or set library: nccl")
@@ -273,62 +270,40 @@ def _nccl_spec(v: "_V", raw: Any, device_name: str, tiers: list[Tier]) -> NcclSp
     if raw is None:
         return base
     d = v.mapping(raw, "nccl", _NCCL, [])
-    given: dict[str, Any] = {}
-    if "version" in d:
-        given["version"] = v.text(str(d["version"]), "nccl.version")
-    if "generation" in d:
-        if d["generation"] not in _GENERATIONS:
-            raise v.fail("nccl.generation", f"{_show(d['generation'])} is not a GPU generation; use one of "
-                         f"{', '.join(_GENERATIONS)}")
-        given["generation"] = d["generation"]
-    if "cpu" in d:
-        if d["cpu"] not in _CPUS:
-            raise v.fail("nccl.cpu", f"{_show(d['cpu'])} is not a host CPU vendor; use one of {', '.join(_CPUS)}")
-        given["cpu"] = d["cpu"]
-    for key in ("channels", "nvls_channels"):
-        if key in d:
-            given[key] = v.count(d[key], f"nccl.{key}")
-    for key in ("nvls", "ll128"):
-        if key in d:
-            if not isinstance(d[key], bool):
-                raise v.fail(f"nccl.{key}", f"{_show(d[key])} is not true or false")
-            given[key] = d[key]
+    given = v.fields(d, S.NCCL, "nccl", _SIMPLE)
     defaulted = tuple(f for f in base.defaulted if f not in given and f != "version")
     return dataclasses.replace(base, defaulted=defaulted, **given)
 
 
+def _dump(f: S.Field, x: Any) -> Any:
+    """A value in the units a person writes (the inverse of :meth:`_V.value`)."""
+    if f.kind == "quantity":
+        return {"bytes": f"{x / 1e9:.6g} GB", "bandwidth": f"{x / 1e9:.6g} GB/s", "time": f"{x * 1e6:.6g} us",
+                "flops": _flops_str(x)}[f.unit or "bytes"]
+    if f.kind == "fraction":
+        return float(f"{x:.6g}")
+    if f.kind == "dtype_map":
+        return {k: (_flops_str(v) if f.unit == "flops" else float(f"{v:.6g}")) for k, v in x.items()}
+    return x
+
+
+def _dump_section(obj: Any, section: tuple[S.Field, ...], skip: tuple[str, ...] = ()) -> dict[str, Any]:
+    out = {}
+    for f in section:
+        x = getattr(obj, f.name, None)
+        if f.key in skip or x is None or (f.kind == "dtype_map" and not x):
+            continue
+        out[f.key] = _dump(f, x)
+    return out
+
+
 def profile_to_dict(p: Profile) -> dict[str, Any]:
-    """The inverse of :func:`profile_from_dict`: a YAML-ready mapping with human units."""
-    dev: dict[str, Any] = {
-        "name": p.device.name,
-        "peak_flops": {k: _flops_str(x) for k, x in p.device.peak_flops.items()},
-    }
-    if p.device.memory_bytes is not None:
-        dev["memory"] = f"{p.device.memory_bytes / 1e9:.6g} GB"
-    if p.device.memory_bandwidth_Bps is not None:
-        dev["memory_bandwidth"] = f"{p.device.memory_bandwidth_Bps / 1e9:.6g} GB/s"
-    dev["mfu"] = float(f"{p.device.mfu:.6g}")
-    if p.device.mfu_by_dtype:
-        dev["mfu_by_dtype"] = {k: float(f"{x:.6g}") for k, x in p.device.mfu_by_dtype.items()}
-    if p.device.reduce_Bps is not None:
-        dev["reduce_bandwidth"] = f"{p.device.reduce_Bps / 1e9:.6g} GB/s"
-    net = []
-    for t in p.network:
-        d: dict[str, Any] = {"name": t.name}
-        if t.size is not None:
-            d["size"] = t.size
-        d["bandwidth"] = f"{t.bandwidth_Bps / 1e9:.6g} GB/s"
-        d["per"] = t.per
-        d["latency"] = f"{t.latency_s * 1e6:.6g} us"
-        d["efficiency"] = float(f"{t.efficiency:.6g}")
-        if t.kind is not None:
-            d["kind"] = t.kind
-        net.append(d)
+    """The inverse of :func:`profile_from_dict`: a YAML-ready mapping with human units (from the schema)."""
     out: dict[str, Any] = {"name": p.name, "description": p.description, "sources": list(p.sources),
-                           "library": p.library, "device": dev, "network": net}
+                           "library": p.library, "device": _dump_section(p.device, S.DEVICE),
+                           "network": [_dump_section(t, S.TIER) for t in p.network]}
     if p.nccl is not None:
-        out["nccl"] = {f: getattr(p.nccl, f) for f in ("version", "generation", "cpu", "channels", "nvls",
-                                                        "nvls_channels", "ll128") if f not in p.nccl.defaulted}
+        out["nccl"] = {f.key: getattr(p.nccl, f.name) for f in S.NCCL if f.name not in p.nccl.defaulted}
     if p.calibration is not None:
         out["calibration"] = p.calibration
     return out
@@ -398,40 +373,53 @@ def resolve_profile(name_or_path: str | None) -> Profile:
     return load_profile(e.path, origin=e.origin if e.origin == "built-in" else e.path)
 
 
-def describe(p: Profile) -> list[tuple[str, str]]:
-    """(field, value with units) rows for `simcli profiles show`."""
-    rows = [("name", p.name), ("description", p.description), ("origin", p.origin),
-            ("device.name", p.device.name)]
-    for dt, x in p.device.peak_flops.items():
-        rows.append((f"device.peak_flops.{dt}", fmt_flops(x)))
-    rows.append(("device.mfu", f"{p.device.mfu:g}"))
-    for dt, x in p.device.mfu_by_dtype.items():
-        rows.append((f"device.mfu_by_dtype.{dt}", f"{x:g}"))
-    if p.device.memory_bytes is not None:
-        rows.append(("device.memory", f"{fmt_bytes(p.device.memory_bytes, binary=False)} "
-                                      f"({fmt_bytes(p.device.memory_bytes)})"))
-    if p.device.memory_bandwidth_Bps is not None:
-        rows.append(("device.memory_bandwidth", fmt_rate(p.device.memory_bandwidth_Bps)))
-    if p.device.reduce_Bps is not None:
-        rows.append(("device.reduce_bandwidth", fmt_rate(p.device.reduce_Bps)))
-    for i, t in enumerate(p.network):
-        f = f"network[{i}]"
-        rows.append((f"{f}.name", t.name))
-        rows.append((f"{f}.size", "unbounded" if t.size is None else f"{t.size} devices"))
-        rows.append((f"{f}.bandwidth", f"{fmt_rate(t.bandwidth_Bps)} ({t.bandwidth_Bps * 8 / 1e9:.4g} Gb/s) "
-                                       f"per {t.per}, one direction"))
-        rows.append((f"{f}.efficiency", f"{t.efficiency:g} (effective {fmt_rate(t.effective_Bps)})"))
-        rows.append((f"{f}.latency", fmt_time(t.latency_s)))
-        if p.library == "nccl":
-            from .nccl import tier_kind
+def _human(f: S.Field, x: Any) -> str:
+    """A value with units for `simcli profiles show`."""
+    if f.kind == "quantity":
+        if f.unit == "bytes":
+            return f"{fmt_bytes(x, binary=False)} ({fmt_bytes(x)})"
+        return {"bandwidth": fmt_rate, "time": fmt_time, "flops": fmt_flops}[f.unit or "bandwidth"](x)
+    if f.kind == "fraction":
+        return f"{x:g}"
+    return str(x)
 
-            rows.append((f"{f}.kind", tier_kind(t, i) + ("" if t.kind else " (guessed from the name)")))
-    rows.append(("library", p.library))
+
+def describe(p: Profile) -> list[tuple[str, str]]:
+    """(field, value with units) rows for `simcli profiles show`, in the schema's order."""
+    rows = [("name", p.name), ("description", p.description), ("origin", p.origin), ("library", p.library)]
+    for f in S.DEVICE:
+        x = getattr(p.device, f.name)
+        if x is None:
+            continue
+        if f.kind == "dtype_map":
+            rows += [(f"device.{f.key}.{dt}", fmt_flops(v) if f.unit == "flops" else f"{v:g}") for dt, v in x.items()]
+        else:
+            rows.append((f"device.{f.key}", _human(f, x)))
+    if p.library == "nccl":
+        from .nccl import tier_kind
+    for i, t in enumerate(p.network):
+        pre = f"network[{i}]"
+        for f in S.TIER:
+            x = getattr(t, f.name)
+            if f.key == "size":
+                rows.append((f"{pre}.size", "unbounded" if x is None else f"{x} devices"))
+            elif f.key == "bandwidth":
+                rows.append((f"{pre}.bandwidth", f"{fmt_rate(x)} ({x * 8 / 1e9:.4g} Gb/s) per {t.per}, one direction"))
+            elif f.key == "per":
+                continue  # said with the bandwidth
+            elif f.key == "efficiency":
+                rows.append((f"{pre}.efficiency", f"{x:g} (effective {fmt_rate(t.effective_Bps)})"))
+            elif f.key == "kind":
+                if p.library == "nccl":
+                    rows.append((f"{pre}.kind", tier_kind(t, i) + ("" if t.kind else " (guessed from the name)")))
+            elif x is not None:
+                rows.append((f"{pre}.{f.key}", _human(f, x)))
     if p.nccl is not None:
-        for f in ("version", "generation", "cpu", "channels", "nvls", "nvls_channels", "ll128"):
-            rows.append((f"nccl.{f}", f"{getattr(p.nccl, f)}" + (" (default)" if f in p.nccl.defaulted else "")))
-    for i, s in enumerate(p.sources):
-        rows.append((f"sources[{i}]", s))
+        for f in S.NCCL:
+            rows.append((f"nccl.{f.key}", f"{getattr(p.nccl, f.name)}"
+                         + (" (default)" if f.name in p.nccl.defaulted else "")))
+    for i, src in enumerate(p.sources):
+        rows.append((f"sources[{i}]", src))
     if p.calibration:
         rows.append(("calibration", ", ".join(f"{k}={v}" for k, v in p.calibration.items()
                                               if not isinstance(v, (dict, list)))))

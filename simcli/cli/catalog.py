@@ -86,6 +86,22 @@ def profiles_validate(files: Annotated[list[str], typer.Argument(help="Profile Y
         raise typer.Exit(2)
 
 
+@profiles_app.command("schema")
+@handle_errors
+def profiles_schema(output: o.Output = None, force: o.Force = False) -> None:
+    """The profile format as a JSON Schema (draft 2020-12), for editors that complete and check YAML.
+
+    For example, VS Code's YAML extension: add '# yaml-language-server: $schema=profile.schema.json' as the
+    first line of a profile, after 'simcli profiles schema -o profile.schema.json'.
+    """
+    import json
+
+    from ..schema import json_schema
+    from .common import emit
+
+    emit(json.dumps(json_schema(), indent=1, ensure_ascii=False) + "\n", output, force)
+
+
 @models_app.command("list")
 @handle_errors
 def models_list(format: o.FormatOpt = o.Format.table) -> None:
