@@ -379,3 +379,19 @@ def test_compare_and_plan_check_a_sharded_strategy_s_memory(runner):
     out = json.loads(r.stdout)
     assert out["memory"]["strategy"] == "fsdp" and out["memory"]["fits"] is True and r.stderr == ""
     assert out["memory"]["devices"] == [out["answer"]]
+
+
+def test_workload_file_gives_layers_and_hidden(tmp_path):
+    from simcli.workloads import get_model, load_workload
+
+    f = tmp_path / "w.yaml"
+    f.write_text("name: mine\nkind: transformer\nparams: 1.3e9\nseq_len: 2048\nlayers: 24\nhidden: 2048\n")
+    w = load_workload(str(f))
+    assert (w.layers, w.hidden) == (24, 2048)
+    assert run("fsdp", K8, workload=w).sharded.messages[0][1] == 2 * 24  # two all-gathers per unit
+    assert run("fsdp", K8, workload=w, units=6).sharded.messages[0][1] == 2 * 6  # --units overrides
+    f.write_text("name: mine\nkind: transformer\nparams: 1.3e9\nseq_len: 2048\nlayers: 0\n")
+    with pytest.raises(InputError, match="layers"):
+        load_workload(str(f))
+    assert (get_model("llama2-70b").layers, get_model("llama2-70b").hidden) == (80, 8192)
+    assert get_model("resnet50").layers is None
