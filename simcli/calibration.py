@@ -222,10 +222,18 @@ def calibrate_profile(base: Profile, comm_m: Measured | None, step_m: Measured |
             "overlap_definition": "(T_compute + T_comm - T_step) / min(T_compute, T_comm), mean over k > 1 rows",
         }
     cal["warnings"] = warnings
-    sources = list(base.sources) + [
-        f"calibrated by simcli calibrate on {cal['date']} (host {cal['host']}) from "
+    # the parent's sources describe the parent's numbers: say so, and say what this calibration fitted (issue 12)
+    parent = [s if " (the base profile): " in s else f"{base.name} (the base profile): {s}" for s in base.sources]
+    fitted = []
+    for r in tiers_out:
+        what = [n for n in ("latency", "bandwidth") if r.get(n, {}).get("identified")]
+        fitted.append(f"tier {r['tier']}: {' and '.join(what) or 'nothing (kept)'}")
+    if step_m is not None:
+        fitted.append("device: compute rate (mfu)")
+    sources = parent + [
+        f"calibrated by simcli calibrate on {cal['date']} (host {cal['host']}): fitted {'; '.join(fitted)}; from "
         + ", ".join(x.path for x in (comm_m, step_m) if x is not None)
-        + "; see the calibration block"]
+        + "; the other values are the base profile's; see the calibration block"]
     new = dataclasses.replace(base, name=name, network=tuple(network), device=device, sources=tuple(sources),
                               calibration=cal, origin="calibrated",
                               description=(base.description + " (calibrated)").strip())

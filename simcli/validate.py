@@ -124,6 +124,11 @@ def read_measurements(path: str | Path) -> Measured:
     """Read a measurement CSV (comment lines start with '#'); the kind is told by the header."""
     p = Path(path)
     text = read_text(p, "a measurement CSV file", MAX_FILE_BYTES)
+    from .bench.nccltests import looks_like_nccl_tests, measurement_rows
+
+    if looks_like_nccl_tests(text):  # nccl-tests' own output: read as 'bench import' would (issue 12)
+        header, nrows, notes = measurement_rows(text, str(p))
+        return Measured(str(p), "allreduce", header, tuple(nrows), tuple(range(1, len(nrows) + 1)), tuple(notes))
     comments, body, lines = [], [], []
     for no, line in enumerate(text.splitlines(), start=1):
         s = line.strip()

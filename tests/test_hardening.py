@@ -691,3 +691,59 @@ def test_speedup_records_name_the_bottleneck_bandwidth(runner):
     (rec,) = json.loads(runner.invoke(app, ["speedup", "-k", "8", "-f", "json"]).stdout)
     assert "bottleneck_GBps" in rec and "bus_GBps" not in rec
     assert "bottleneck GB/s" in runner.invoke(app, ["speedup", "-k", "8"]).stdout
+
+
+# --------------------------------------------------------------------------- calibrate and validate: which profile, which file
+
+
+def _fixture_path(ext):
+    from pathlib import Path
+
+    return Path(__file__).parent / "fixtures" / f"all_reduce_perf_8xA100.{ext}"
+
+
+@pytest.mark.parametrize("ext", ["txt", "json"])
+def test_validate_reads_raw_nccl_tests_output(runner, ext):
+    import json
+
+    from simcli.cli import app
+
+    r = runner.invoke(app, ["validate", str(_fixture_path(ext)), "--profile", "dgx-a100", "-f", "json"])
+    assert r.exit_code == 0, r.output
+    doc = json.loads(r.stdout)
+    assert doc["kind"] == "allreduce" and len(doc["rows"]) == 11 and {x["devices"] for x in doc["rows"]} == {8}
+
+
+def test_measurements_default_to_their_backends_profile(runner, tmp_path):
+    import json
+    from pathlib import Path
+
+    from simcli.cli import app
+
+    busy = Path(__file__).parents[1] / "validation" / "cpu-loopback" / "busy1.csv"
+    r = runner.invoke(app, ["validate", str(busy), "-f", "json"])
+    assert r.exit_code == 0 and "--profile cpu-loopback (the measurements' backend is gloo)" in r.stderr
+    assert json.loads(r.stdout)["profile"] == "cpu-loopback"
+    r = runner.invoke(app, ["validate", str(_fixture_path("txt"))])
+    assert r.exit_code == 2 and "measured with nccl" in r.stderr and "give --profile" in r.stderr
+    plain = tmp_path / "plain.csv"
+    plain.write_text("world_size,bytes,time_s\n2,1024,0.001\n2,2048,0.002\n")
+    r = runner.invoke(app, ["calibrate", str(plain), "-o", str(tmp_path / "c.yaml")])
+    assert r.exit_code == 2 and "does not say which backend" in r.stderr
+
+
+def test_a_calibrated_profile_says_what_was_fitted(runner, tmp_path):
+    from pathlib import Path
+
+    import yaml
+
+    from simcli.cli import app
+
+    busy = Path(__file__).parents[1] / "validation" / "cpu-loopback" / "busy1.csv"
+    out = tmp_path / "c.yaml"
+    r = runner.invoke(app, ["calibrate", str(busy), "-o", str(out)])
+    assert r.exit_code == 0, r.output
+    src = yaml.safe_load(out.read_text())["sources"]
+    assert all(s.startswith("cpu-loopback (the base profile): ") for s in src[:-1])
+    assert "fitted tier cores: latency and bandwidth; tier oversubscribed: latency and bandwidth; from" in src[-1]
+    assert str(busy) in src[-1]

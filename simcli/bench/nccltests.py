@@ -36,7 +36,7 @@ from ..inputs import read_text
 from ..model import InputError
 from .stats import summarize
 
-__all__ = ["NCCL_TYPES", "parse_nccl_tests", "parse_text", "parse_json"]
+__all__ = ["NCCL_TYPES", "parse_nccl_tests", "parse_text", "parse_json", "looks_like_nccl_tests", "measurement_rows"]
 
 #: nccl-tests type names -> simcli dtype names
 NCCL_TYPES = {"float": "fp32", "half": "fp16", "bfloat16": "bf16", "double": "fp64", "int8": "int8",
@@ -56,6 +56,31 @@ def parse_nccl_tests(path: str | Path, world_size: int | None = None, placement:
     if text.lstrip().startswith("{"):
         return parse_json(text, str(p), world_size, placement, collective)
     return parse_text(text, str(p), world_size, placement, collective)
+
+
+def looks_like_nccl_tests(text: str) -> bool:
+    """Is ``text`` nccl-tests output (its text table or its -J JSON) rather than a CSV?"""
+    head = text.lstrip()[:4096]
+    if head.startswith("{"):
+        return '"results"' in text
+    for line in head.splitlines():
+        body = line.strip().lstrip("#").strip()
+        if line.lstrip().startswith("#") and (body.startswith("nThread") or body.startswith("Collective test")
+                                              or body.split()[:2] == ["size", "count"]):
+            return True
+    return False
+
+
+def measurement_rows(text: str, source: str) -> tuple[tuple[str, ...], list[dict[str, str]], list[str]]:
+    """(header, rows as CSV strings, comments) of nccl-tests output, as 'bench import' would write them: what
+    ``simcli validate`` and ``calibrate`` read when given nccl-tests' own output instead of a CSV."""
+    from ..output import _csv_value
+    from .results import ALLREDUCE_COLUMNS
+
+    recs = parse_json(text, source) if text.lstrip().startswith("{") else parse_text(text, source)
+    rows = [{c: "" if r.get(c) is None else str(_csv_value(r[c])) for c in ALLREDUCE_COLUMNS} for r in recs]
+    return tuple(ALLREDUCE_COLUMNS), rows, ["backend: nccl", f"source: nccl-tests output {Path(source).name}, "
+                                            "read as 'simcli bench import' would"]
 
 
 def _collective(name: str | None, fallback: str) -> str:

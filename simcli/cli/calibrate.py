@@ -58,6 +58,49 @@ def _pct(v: float | None) -> str:
     return "-" if v is None else f"{100 * v:.1f}%"
 
 
+# --------------------------------------------------------------------------- the profile measurements belong to
+
+#: the profile each backend's measurements default to, as bench step picks its prediction profile: gloo runs
+#: on this host's CPU cores (cpu-loopback); nccl could be any GPU system, so it needs --profile
+BACKEND_PROFILES = {"gloo": "cpu-loopback"}
+
+MeasuredProfile = Annotated[Optional[str], typer.Option("--profile", "-p", help="Built-in profile name or path "
+                                                        "to a YAML profile [default: from the file's backend: "
+                                                        "cpu-loopback for gloo; nccl and unknown backends need "
+                                                        "--profile].")]
+
+
+def _backend_of(m) -> str | None:
+    for c in m.comments:
+        if c.startswith("backend:"):
+            return c.split(":", 1)[1].strip() or None
+    if "backend" in m.header:
+        found = {b for b in m.text("backend") if b}
+        if len(found) == 1:
+            return found.pop()
+    return None
+
+
+def profile_for_measurements(profile: str | None, measured: list) -> Any:
+    """--profile, or the profile the measurements' backend implies; refused with a hint when it cannot tell."""
+    from ..profiles import resolve_profile
+
+    if profile is not None:
+        return resolve_profile(profile)
+    backends = {b for b in (_backend_of(m) for m in measured)}
+    paths = ", ".join(m.path for m in measured)
+    if len(backends) == 1 and None not in backends:
+        (backend,) = backends
+        if backend in BACKEND_PROFILES:
+            name = BACKEND_PROFILES[backend]
+            typer.echo(f"simcli: --profile {name} (the measurements' backend is {backend})", err=True)
+            return resolve_profile(name)
+        raise InputError(f"--profile: {paths} was measured with {backend}, on hardware simcli cannot tell from the "
+                         "file; give --profile (for example dgx-a100, dgx-h100; see 'simcli profiles list')")
+    raise InputError(f"--profile: {paths} does not say which backend measured it; give --profile (the hardware "
+                     "the measurements were taken on; see 'simcli profiles list')")
+
+
 # --------------------------------------------------------------------------- calibrate
 
 
@@ -68,7 +111,7 @@ def calibrate(
                                                "file, and optionally a 'bench step' file; told apart by header.")],
     output: Annotated[str, typer.Option("--output", "-o", help="Write the calibrated profile (YAML) here, "
                                         "atomically; refuses to overwrite without --force.")],
-    profile: o.Profile = None,
+    profile: MeasuredProfile = None,
     tier: Annotated[Optional[str], typer.Option("--tier", help="Fit every all-reduce row to this network tier "
                                                 "[default: each row to the outermost tier its ring spans].")] = None,
     holdout: Annotated[float, typer.Option("--holdout", help="Fraction of the points held out of the fit and "
@@ -96,13 +139,11 @@ def calibrate(
 
     from ..calibration import calibrate_profile
     from ..output import check_output_path
-    from ..profiles import resolve_profile
     from ..validate import read_measurements
 
     check_output_path(output, force, inputs=[*files, profile])  # never write the profile over an input
     if not 1 <= len(files) <= 2:
         raise InputError("calibrate: give one 'bench allreduce' CSV and optionally one 'bench step' CSV")
-    base = resolve_profile(profile)
     comm_m = step_m = None
     for f in files:
         m = read_measurements(f)
@@ -117,6 +158,7 @@ def calibrate(
         else:
             raise InputError(f"{f}: a scaling table (devices, speedup) has no times to fit; give 'bench allreduce' "
                              "or 'bench step' results")
+    base = profile_for_measurements(profile, [m for m in (comm_m, step_m) if m is not None])
     report = calibrate_profile(base, comm_m, step_m, tier=tier, holdout=holdout, seed=seed,
                                min_size=_size(min_size, "--min-size") or 0.0, max_size=_size(max_size, "--max-size"),
                                where=where or [], algorithm=algorithm, loss=loss.value,
@@ -203,7 +245,7 @@ def _calibrate_view(report: dict[str, Any]):
 def validate(
     results: Annotated[str, typer.Argument(help="Measurements: a 'bench allreduce', 'bench import' or "
                                            "'bench step' CSV, or a published table (see validation/published).")],
-    profile: o.Profile = None,
+    profile: MeasuredProfile = None,
     model: o.Model = None,
     params: o.Params = None,
     compute_time: o.ComputeTime = None,
@@ -230,7 +272,6 @@ def validate(
     Example: simcli validate validation/published/nccl-allreduce-8xA100-nvswitch.csv --profile dgx-a100
     """
     from ..output import check_output_path
-    from ..profiles import resolve_profile
     from ..validate import filter_rows, read_measurements
     from ..validate import validate as run_validation
 
@@ -241,9 +282,9 @@ def validate(
     fig_size = o.picture_size(plot, out.force, o.DPI, o.WIDTH, None) if plot else None
     limit = _max_error(max_error)
     ct = o.parse_time(compute_time, "--compute-time")
-    prof = resolve_profile(profile)
-    m = filter_rows(read_measurements(results), where or [], _size(min_size, "--min-size") or 0.0,
-                    _size(max_size, "--max-size"))
+    measured = read_measurements(results)
+    prof = profile_for_measurements(profile, [measured])
+    m = filter_rows(measured, where or [], _size(min_size, "--min-size") or 0.0, _size(max_size, "--max-size"))
     wl = None
     if model is not None or params is not None:
         from ..workloads import build_workload
