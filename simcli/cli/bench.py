@@ -381,7 +381,8 @@ def bench_step(
              "times": "median over steps of the slowest rank's time; t_step_ref_s = T_step(1) of the same mode",
              "prediction": f"simcli.engine.simulate, profile {prof.name}, --params {nparams}, --compute-time = "
                            "measured T_step(1) of the same mode (all the work but communication), "
-                           "--overlap none for flat, buckets for ddp"}), force=force) as writer:
+                           "--overlap none for flat, buckets for ddp"}), force=force,
+            fmt="json" if format is o.Format.json else "csv") as writer:
 
         def on_record(rec: dict[str, Any]) -> None:
             _add_prediction(rec, ref, prof, tr, bucket_cap_mb)
