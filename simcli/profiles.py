@@ -24,8 +24,8 @@ from importlib import resources
 from pathlib import Path
 from typing import Any, Iterable
 
-from .inputs import read_text
 from . import schema as S
+from .inputs import read_text
 from .model import COMPUTE_DTYPES, Device, InputError, NcclSpec, Profile, Tier
 from .units import UnitError, fmt_bytes, fmt_flops, fmt_rate, fmt_time, parse
 
