@@ -282,7 +282,9 @@ def efficiency_crossings(devices: np.ndarray, efficiency: np.ndarray, target: fl
 @dataclass(frozen=True)
 class MaxDevices:
     target: float
-    answer: int  #: the largest scanned k with E(k) >= target
+    #: the largest scanned k before E(k) first falls below target (issue 12: not the last k that meets it,
+    #: which a dip and a recovery, e.g. at a node boundary, would make misleading)
+    answer: int
     efficiency: float  #: E(answer)
     crossings: tuple[Crossing, ...]
     #: why the answer stops there: "target" (E falls below it after), "range" (end of the scan)
@@ -291,6 +293,8 @@ class MaxDevices:
     beyond: dict[str, Any] | None
     at_answer: dict[str, Any]
     result: Result = field(repr=False)
+    #: later runs of k where E(k) is back at or above target: (first k, last k) of each
+    recoveries: tuple[tuple[int, int], ...] = ()
 
     @property
     def scanned(self) -> tuple[int, int, int]:
@@ -307,6 +311,12 @@ class MaxDevices:
                     + describe_breakdown(self.at_answer))
         b = self.beyond
         assert b is not None
+        if self.recoveries:
+            runs = ", ".join(f"k={a}" if a == z else f"k={a}..{z}" for a, z in self.recoveries[:5])
+            more = f" and {len(self.recoveries) - 5} more" if len(self.recoveries) > 5 else ""
+            return (f"at k={b['devices']} efficiency first falls below {self.target:g} (E = {b['efficiency']:.4f}); "
+                    f"it is back at or above it later at {runs}{more} (see the crossings); "
+                    + describe_breakdown(b))
         return (f"beyond k={self.answer} efficiency falls below {self.target:g} for the rest of the scan "
                 f"(E({b['devices']}) = {b['efficiency']:.4f}); " + describe_breakdown(b))
 
@@ -315,7 +325,8 @@ class MaxDevices:
         return {"question": "max-devices", "answer": self.answer, "target_efficiency": self.target,
                 "efficiency_at_answer": self.efficiency, "limited_by": self.limited_by,
                 "scanned": {"first": lo, "last": hi, "count": n},
-                "crossings": [c.to_dict() for c in self.crossings], "reason": self.reason(),
+                "crossings": [c.to_dict() for c in self.crossings],
+                "recoveries": [{"first": a, "last": z} for a, z in self.recoveries], "reason": self.reason(),
                 "at_answer": self.at_answer, "beyond": self.beyond}
 
 
@@ -328,7 +339,8 @@ def _check_target(target: float | None, option: str = "--min-efficiency") -> flo
 
 
 def max_devices(sc: Scenario, devices: np.ndarray, *, target: float) -> MaxDevices:
-    """The largest k in ``devices`` with E(k) >= target, scanning all of them (one vectorised simulate)."""
+    """The largest k in ``devices`` before E(k) first falls below target, with the later recoveries listed;
+    every k is scanned (one vectorised simulate)."""
     target = _check_target(target)
     res = simulate(sc, devices)
     eff = res.efficiency
@@ -339,12 +351,18 @@ def max_devices(sc: Scenario, devices: np.ndarray, *, target: float) -> MaxDevic
         raise Infeasible(f"no k from {int(k[0])} to {int(k[-1])} reaches efficiency {target:g}: the best is "
                          f"E({int(k[i])}) = {eff[i]:.4f}; " + describe_breakdown(breakdown(res, i))
                          + (" (k=1 always has E = 1: include it in --devices)" if k[0] > 1 else ""))
-    last = int(np.flatnonzero(meets)[-1])
+    first = int(np.argmax(meets))  # E(k) of the first k scanned may already miss (k > 1): start where it meets
+    drops = np.flatnonzero(~meets[first:])
+    last = first + int(drops[0]) - 1 if drops.size else len(k) - 1  # the k before E first falls below target
     limited = "range" if last == len(k) - 1 else "target"
     beyond = breakdown(res, last + 1) if limited == "target" else None
+    rest = meets[last + 1:]
+    starts = np.flatnonzero(rest & ~np.concatenate(([False], rest[:-1]))) + last + 1
+    ends = np.flatnonzero(rest & ~np.concatenate((rest[1:], [False]))) + last + 1
+    recoveries = tuple((int(k[a]), int(k[z])) for a, z in zip(starts.tolist(), ends.tolist()))
     return MaxDevices(target=target, answer=int(k[last]), efficiency=float(eff[last]),
                       crossings=tuple(efficiency_crossings(k, eff, target)), limited_by=limited, beyond=beyond,
-                      at_answer=breakdown(res, last), result=res)
+                      at_answer=breakdown(res, last), result=res, recoveries=recoveries)
 
 
 # --------------------------------------------------------------------------- --solve FIELD

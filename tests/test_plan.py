@@ -71,7 +71,13 @@ def test_max_devices_agrees_with_brute_force_scan(p, target, batch, strong):
     k = np.arange(1, 513)
     ans = P.max_devices(sc, k, target=target)
     eff = simulate(sc, k).efficiency
-    assert ans.answer == int(k[np.flatnonzero(eff >= target)[-1]])
+    meets = eff >= target
+    first = int(np.flatnonzero(meets)[0])
+    # the largest k before E first falls below the target (issue 12), not the last k that meets it
+    last = first + (int(np.flatnonzero(~meets[first:])[0]) - 1 if (~meets[first:]).any() else len(k) - 1 - first)
+    assert ans.answer == int(k[last])
+    later = [int(x) for x in k[last + 1:][meets[last + 1:]]]
+    assert sorted({x for a, z in ans.recoveries for x in range(a, z + 1)}) == later
     # every crossing is a change of side in the brute-force scan, and every change is reported
     changes = [int(k[i]) for i in range(1, len(k)) if (eff[i] >= target) != (eff[i - 1] >= target)]
     assert [c.devices for c in ans.crossings] == changes
@@ -87,7 +93,10 @@ def test_max_devices_reports_every_crossing_when_efficiency_is_not_monotonic(two
     ans = P.max_devices(sc, k, target=target)
     assert len(ans.crossings) > 2
     assert ans.crossings[0].direction == "falls below" and ans.crossings[1].direction == "rises to"
-    assert ans.answer > ans.crossings[0].devices
+    # the answer is the k before the first dip; the recovery after it is listed, not taken as the answer
+    assert ans.answer == ans.crossings[0].previous
+    assert ans.recoveries and ans.recoveries[0][0] == ans.crossings[1].devices
+    assert "back at or above it later" in ans.reason()
 
 
 def test_max_devices_infeasible_and_bad_target(two_tier):
@@ -239,7 +248,8 @@ def test_cli_max_devices_json_matches_speedup_scan(runner, prof, extra):
     assert r.exit_code == 0, r.output
     out = json.loads(r.stdout)
     recs = json.loads(run(runner, "speedup", *base, "-f", "json").stdout)
-    meets = [x["devices"] for x in recs if x["efficiency"] >= 0.9]
+    first_drop = next((x["devices"] for x in recs if x["efficiency"] < 0.9), None)
+    meets = [x["devices"] for x in recs if x["efficiency"] >= 0.9 and (first_drop is None or x["devices"] < first_drop)]
     assert out["answer"] == max(meets) and out["question"] == "max-devices"
     assert out["command"].startswith("simcli speedup --devices") and out["memory"]["fits"] is True
     assert out["reason"] and out["crossings"][0]["direction"] == "falls below"

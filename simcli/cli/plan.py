@@ -366,8 +366,8 @@ def _plan_view(sc: "Scenario", ans: Any, out: dict[str, Any], rows: int) -> Any:
     q = out["question"]
     if q == "max-devices":
         lo, hi, n = ans.scanned
-        headline = (f"answer    k = {ans.answer}: the largest k in {lo}..{hi} ({n:,} counts scanned) with "
-                    f"E(k) >= {ans.target:g} (E({ans.answer}) = {ans.efficiency:.4f})")
+        headline = (f"answer    k = {ans.answer}: the largest k in {lo}..{hi} ({n:,} counts scanned) before "
+                    f"E(k) first falls below {ans.target:g} (E({ans.answer}) = {ans.efficiency:.4f})")
     elif q == "solve":
         headline = f"answer    {ans.statement()}"
         if ans.answer is not None:
