@@ -382,6 +382,72 @@ def _mean_se(x: np.ndarray) -> tuple[float, float | None]:
     return m, (float(np.std(x, ddof=1) / math.sqrt(len(x))) if len(x) > 1 else None)
 
 
+@dataclass(frozen=True)
+class DtypeFit:
+    """The compute rate of one dtype from ``bench step`` rows: mfu and the backward fraction, each mean ± s.e."""
+
+    dtype: str
+    n_rows: int  #: distinct T_compute measurements (one per world size; both modes share one)
+    achieved_flops: float  #: mean FLOP/s per device in the preset count (flops_per_sample x b / T_compute)
+    mfu: float | None  #: achieved_flops / peak[dtype]; None without a peak for the dtype
+    mfu_se: float | None
+    backward_fraction: float | None  #: T_backward / (T_forward + T_backward); None without those columns
+    backward_fraction_se: float | None
+    warnings: tuple[str, ...] = field(default_factory=tuple)
+
+
+def fit_mfu_by_dtype(dtype: Sequence[str], k: np.ndarray, batch_per_device: np.ndarray, t_compute: np.ndarray,
+                     flops_per_sample: np.ndarray, peaks: Mapping[str, float], *,
+                     t_forward: np.ndarray | None = None, t_backward: np.ndarray | None = None,
+                     what: str = "steps") -> dict[str, DtypeFit]:
+    """Per compute dtype: mfu = FLOPs per sample · b / (T_compute · peak[dtype]), and T_b / (T_f + T_b).
+
+    Every distinct (dtype, k, T_compute) row is one estimate (the flat and ddp rows of one world share their
+    T_compute and count once); the value is their mean and its uncertainty the standard error of the mean
+    (None from a single row). A dtype without a peak in ``peaks`` gets no mfu (and a warning); an mfu above 1
+    means the peak is too low for the machine (a warning; the caller keeps the old value).
+    """
+    k = np.asarray(k, dtype=np.int64)
+    b, tc, f = (np.asarray(a, dtype=np.float64) for a in (batch_per_device, t_compute, flops_per_sample))
+    for name, a in (("batch_per_device", b), ("t_compute_s", tc), ("flops_per_sample", f)):
+        bad = ~(np.isfinite(a) & (a > 0))
+        if bad.any():
+            i = int(np.argmax(bad))
+            raise InputError(f"{what}: row {i + 1}: {name} {a[i]!r} must be a positive number")
+    tf = None if t_forward is None else np.asarray(t_forward, dtype=np.float64)
+    tb = None if t_backward is None else np.asarray(t_backward, dtype=np.float64)
+    out: dict[str, DtypeFit] = {}
+    for dt in dict.fromkeys(dtype):
+        seen: set[tuple[int, float]] = set()
+        idx = []
+        for i in range(len(dtype)):
+            if dtype[i] == dt and (int(k[i]), float(tc[i])) not in seen:
+                seen.add((int(k[i]), float(tc[i])))
+                idx.append(i)
+        sel = np.array(idx)
+        rate = f[sel] * b[sel] / tc[sel]
+        warnings: list[str] = []
+        mfu = mfu_se = None
+        peak = peaks.get(dt)
+        if peak:
+            mfu, mfu_se = _mean_se(rate / peak)
+            if mfu > 1:
+                warnings.append(f"{dt}: the measured rate is {mfu:.2f} x the profile's peak: the peak is too low "
+                                "for this machine; mfu not written")
+        else:
+            warnings.append(f"{dt}: the profile has no peak_flops.{dt}, so no mfu for it (add the peak to the "
+                            "base profile, e.g. from simcli profiles detect)")
+        bf = bf_se = None
+        if tf is not None and tb is not None:
+            ok = sel[np.isfinite(tf[sel]) & np.isfinite(tb[sel]) & (tf[sel] > 0) & (tb[sel] > 0)]
+            if ok.size:
+                bf, bf_se = _mean_se(tb[ok] / (tf[ok] + tb[ok]))
+        out[dt] = DtypeFit(dtype=dt, n_rows=int(sel.size), achieved_flops=float(np.mean(rate)), mfu=mfu,
+                           mfu_se=mfu_se, backward_fraction=bf, backward_fraction_se=bf_se,
+                           warnings=tuple(warnings))
+    return out
+
+
 def overlap_fraction(t_compute: np.ndarray, t_comm: np.ndarray, t_step: np.ndarray) -> np.ndarray:
     """Measured overlap: ``(T_compute + T_comm - T_step) / min(T_compute, T_comm)``, clipped to [0, 1].
 

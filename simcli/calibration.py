@@ -16,11 +16,11 @@ import numpy as np
 import yaml
 
 from . import __version__
-from .calibrate import fit_link, fit_nccl, fit_step, outer_tier
+from .calibrate import fit_link, fit_mfu_by_dtype, fit_nccl, fit_step, outer_tier
 from .collectives import check_devices, ring_params, tier_spanned
 from .model import InputError
 from .profiles import profile_from_dict, profile_to_dict
-from .units import fmt_bytes, fmt_rate, fmt_time
+from .units import fmt_bytes, fmt_flops, fmt_rate, fmt_time
 from .validate import filter_rows
 
 if TYPE_CHECKING:  # pragma: no cover
@@ -59,6 +59,59 @@ def _fit_nccl_tiers(base: Profile, network: list, tiers_out: list, k: np.ndarray
                         "max_rel_error_holdout": fit.holdout_max_rel, "downweighted_points": 0},
             "warnings": list(fit.warnings),
         })
+
+
+def _fit_dtypes(base: Profile, device: Any, sm: Measured, dts: list[str], k: np.ndarray, b: np.ndarray,
+                tc: np.ndarray, fps: np.ndarray, warnings: list[str], cal: dict[str, Any]) -> tuple[Any, list]:
+    """mfu_by_dtype and the backward fraction from a ``bench step --dtype`` file's rows, dtype by dtype.
+
+    Each fitted dtype's mfu goes into ``device.mfu_by_dtype`` (and ``device.mfu`` for the default dtype, as
+    before); both values, their standard errors and the run they come from go into the calibration block and
+    one ``sources`` line per dtype. The backward fraction is recorded there too (the engine's
+    ``backward_fraction`` is a scenario input; the profile does not set it).
+    """
+    tf, tb = sm.optional("t_forward_s"), sm.optional("t_backward_s")
+    fits = fit_mfu_by_dtype(dts, k, b, tc, fps, device.peak_flops, t_forward=tf, t_backward=tb, what=sm.path)
+    by = dict(device.mfu_by_dtype)
+    models = sorted(set(sm.text("model"))) if "model" in sm.header else []
+    run = f"{sm.path} (bench step{', ' + '; '.join(models) if models else ''})"
+    recs, block, sources = [], {}, []
+    for dt, f in fits.items():
+        warnings.extend(f"{sm.path}: {w}" for w in f.warnings)
+        ok = f.mfu is not None and 0 < f.mfu <= 1
+        before = base.device.mfu_by_dtype.get(dt)
+        if ok:
+            by[dt] = f.mfu
+        rec = {"dtype": dt, "rows": f.n_rows, "achieved_flops": f.achieved_flops, "mfu": f.mfu, "mfu_se": f.mfu_se,
+               "mfu_before": before, "written": ok, "backward_fraction": f.backward_fraction,
+               "backward_fraction_se": f.backward_fraction_se}
+        recs.append(rec)
+        block[dt] = {"rows": f.n_rows, "achieved": fmt_flops(f.achieved_flops),
+                     "mfu": None if f.mfu is None else round(f.mfu, 6),
+                     "mfu_standard_error": None if f.mfu_se is None else round(f.mfu_se, 6),
+                     "mfu_before": before, "written": ok,
+                     "backward_fraction": None if f.backward_fraction is None else round(f.backward_fraction, 4),
+                     "backward_fraction_standard_error": (None if f.backward_fraction_se is None
+                                                          else round(f.backward_fraction_se, 4))}
+        if ok:
+            se = f" (+- {f.mfu_se:.2g})" if f.mfu_se is not None else " (one row: no standard error)"
+            bf = ("" if f.backward_fraction is None else f"; backward fraction T_b/(T_f+T_b) "
+                  f"{f.backward_fraction:.3f}" + (f" (+- {f.backward_fraction_se:.2g})"
+                                                  if f.backward_fraction_se is not None else ""))
+            sources.append(f"device.mfu_by_dtype.{dt} {f.mfu:.4g}{se}: CALIBRATED by simcli calibrate on {cal['date']} "
+                           f"from {run}, {f.n_rows} row(s), mfu = flops_per_sample x batch / (T_compute x "
+                           f"peak_flops.{dt}){bf}")
+    dtype = device.default_dtype()
+    if by:
+        device = dataclasses.replace(device, mfu_by_dtype={d: by[d] for d in device.peak_flops if d in by})
+    cal["step"]["by_dtype"] = block
+    cal["step"]["by_dtype_definition"] = ("mfu = flops_per_sample (as simcli's presets count it) x batch_per_device "
+                                          "/ (t_compute_s x peak_flops[dtype]), mean over distinct rows +- standard "
+                                          "error; backward_fraction = t_backward_s / (t_forward_s + t_backward_s)")
+    cal["step"]["sources"] = sources
+    if dtype in by and by[dtype] != device.mfu:
+        device = dataclasses.replace(device, mfu=by[dtype])
+    return device, recs
 
 
 def calibrate_profile(base: Profile, comm_m: Measured | None, step_m: Measured | None, *,
@@ -199,8 +252,16 @@ def calibrate_profile(base: Profile, comm_m: Measured | None, step_m: Measured |
         else:
             flops_note = "the file's flops_per_sample column" if fps is not None else None
         dtype = device.default_dtype()
-        sf = fit_step(k, b, tc, tm if tm is not None else np.full(k.shape, np.nan), ts, flops_per_sample=fps,
-                      peak_flops=device.peak(dtype), what=sm.path)
+        dts = sm.text("dtype") if "dtype" in sm.header else None
+        if dts is not None and not all(dts):
+            dts = None
+        # device.mfu is the default dtype's: fit it from that dtype's rows only (every row without a dtype column)
+        same = np.array([x == dtype for x in dts]) if dts is not None else np.ones(k.shape, dtype=bool)
+        peak = device.peak(dtype) if same.any() else None
+        if not same.any():
+            same = np.ones(k.shape, dtype=bool)
+        sf = fit_step(k[same], b[same], tc[same], tm[same] if tm is not None else np.full(int(same.sum()), np.nan),
+                      ts[same], flops_per_sample=None if fps is None else fps[same], peak_flops=peak, what=sm.path)
         warnings.extend(f"{sm.path}: {w}" for w in sf.warnings)
         if sf.mfu is not None and 0 < sf.mfu <= 1:
             device = dataclasses.replace(device, mfu=sf.mfu)
@@ -221,6 +282,9 @@ def calibrate_profile(base: Profile, comm_m: Measured | None, step_m: Measured |
             "overlap_standard_error": None if sf.overlap_se is None else round(sf.overlap_se, 4),
             "overlap_definition": "(T_compute + T_comm - T_step) / min(T_compute, T_comm), mean over k > 1 rows",
         }
+        if dts is not None and fps is not None:
+            device, by_dtype = _fit_dtypes(base, device, sm, dts, k, b, tc, fps, warnings, cal)
+            step_out["by_dtype"] = by_dtype
     cal["warnings"] = warnings
     # the parent's sources describe the parent's numbers: say so, and say what this calibration fitted (issue 12)
     parent = [s if " (the base profile): " in s else f"{base.name} (the base profile): {s}" for s in base.sources]
@@ -230,6 +294,8 @@ def calibrate_profile(base: Profile, comm_m: Measured | None, step_m: Measured |
         fitted.append(f"tier {r['tier']}: {' and '.join(what) or 'nothing (kept)'}")
     if step_m is not None:
         fitted.append("device: compute rate (mfu)")
+    if step_m is not None and cal.get("step", {}).get("sources"):
+        parent += list(cal["step"].pop("sources"))
     sources = parent + [
         f"calibrated by simcli calibrate on {cal['date']} (host {cal['host']}): fitted {'; '.join(fitted)}; from "
         + ", ".join(x.path for x in (comm_m, step_m) if x is not None)

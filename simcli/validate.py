@@ -256,7 +256,8 @@ def _validate_step(m: Measured, profile: Profile, workload: Workload | None, com
     params = m.number("params") if "params" in m.header else None
     fps = m.optional("flops_per_sample")
     recs = []
-    group_cols = [c for c in ("mode", "backend", "params", "batch_per_device", "model") if c in m.header]
+    group_cols = [c for c in ("mode", "backend", "params", "batch_per_device", "model", "dtype") if c in m.header]
+    tcm = m.optional("t_compute_s") if compute_time_s is None and "dtype" in m.header else None
     for key, idx in _groups(m, group_cols).items():
         if workload is not None:
             wl = workload
@@ -274,11 +275,19 @@ def _validate_step(m: Measured, profile: Profile, workload: Workload | None, com
         ov = overlap
         if ov == "auto":
             ov = "buckets" if mode.lower() == "ddp" else "none"
-        sc = _scenario(profile, wl, int(b[idx[0]]), compute_time_s, ov, grad_dtype, algorithm, dtype)
+        # a bench step --dtype file: each row's compute dtype, where the profile has a peak for it
+        row_dtype = dict(zip(group_cols, key)).get("dtype") or None
+        dt = dtype if dtype is not None or row_dtype not in profile.device.peak_flops else row_dtype
+        sc = _scenario(profile, wl, int(b[idx[0]]), compute_time_s, ov, grad_dtype, algorithm, dt)
         res = simulate(sc, k[idx])
         for j, i in enumerate(idx):
             extra = {"mode": mode} if mode else {}
+            if row_dtype:
+                extra["dtype"] = row_dtype
             recs.append(_row("t_step_s", k[i], None, float(res.t_step_s[j]), ts[i], m.lines[i], **extra))
+            if tcm is not None and (mode in ("", "flat") or "flat" not in {r.get("mode") for r in m.rows}):
+                # forward + backward alone: what the profile's mfu (mfu_by_dtype) predicts, without the optimizer
+                recs.append(_row("t_compute_s", k[i], None, float(res.t_compute_s[j]), tcm[i], m.lines[i], **extra))
             if sp is not None and k[i] > 1:
                 recs.append(_row("speedup", k[i], None, float(res.speedup[j]), sp[i], m.lines[i], **extra))
     return recs

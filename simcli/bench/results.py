@@ -39,7 +39,11 @@ STEP_COLUMNS = ("world_size", "backend", "mode", "model", "params", "batch_per_d
                 "t_step_s", "t_step_p10_s", "t_step_p90_s", "t_step_ref_s", "speedup", "efficiency",
                 "predicted_t_comm_s", "predicted_t_step_s", "predicted_speedup", "predicted_efficiency",
                 "achieved_flops", "grad_max_abs_err", "grad_tolerance", "grad_rank_max_diff",
-                "param_rank_max_diff", "profile")
+                "param_rank_max_diff", "profile",
+                # bench step --model/--dtype (simcli.bench.models): what calibrate fits mfu_by_dtype and the
+                # backward fraction from; flops_per_sample as the presets count it, _exact with attention's S²
+                "dtype", "flops_per_sample", "flops_per_sample_exact", "t_forward_s", "t_backward_s",
+                "backward_fraction", "peak_flops", "mfu", "device")
 
 
 def cpu_model() -> str:

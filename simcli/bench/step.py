@@ -1,24 +1,28 @@
 """A real data-parallel training step and the identity it rests on (run by every rank; imports torch).
 
-Model: an MLP of ``depth`` layers ``Linear(width, width)`` with ReLU between
-them, MSE loss on synthetic data; every rank builds it from the same seed. The
-global batch of each step is generated from a seed on every rank and rank r
-takes rows ``r·b .. (r+1)·b``, so rank 0 also holds the whole global batch.
+Model: one of :mod:`simcli.bench.models` (the MLP of ``depth`` layers ``Linear(width, width)`` by
+default, a GPT-style decoder stack, a ResNet-style CNN), on synthetic data; every rank builds it from
+the same seed. The global batch of each step is generated from a seed on every rank and rank r takes
+rows ``r·b .. (r+1)·b``, so rank 0 also holds the whole global batch. ``dtype``: fp32, tf32 (CUDA's
+TF32 matmuls), bf16 or fp16 (``torch.autocast``; fp16 and tf32 on CUDA only).
 
 Per world and per mode (``flat``: one all_reduce of the flattened gradient,
 then divide by k; ``ddp``: DistributedDataParallel with its gradient buckets),
-timed with a barrier before each step and the slowest rank's time per step:
+timed with a barrier before each step and the slowest rank's time per step
+(wall time on CPU, CUDA events on a GPU), after ``warmup`` untimed steps, medians:
 
-* T_compute: forward + backward, no communication (shared by both modes);
+* T_compute: forward + backward, no communication (shared by both modes), with
+  T_forward (forward and loss) and T_backward timed apart in the same steps;
 * T_comm: the all-reduce of the gradients alone (flat: one tensor of all
   parameters; ddp: one all_reduce per DDP bucket, as DDP issues them);
 * T_step: the whole step: forward, backward, all-reduce, SGD update θ ← θ − η·g.
 
 The identity, checked once per mode before timing (an error, not a warning):
 after the all-reduce every rank holds the same averaged gradient, and it
-equals, within ``GRAD_RTOL`` of its largest element, the gradient one process
-computes on the whole global batch (the mean of k equal-sized per-rank means is
-the global mean); after one update the parameters are identical on every rank.
+equals, within :func:`simcli.bench.models.grad_rtol` of its largest element (``GRAD_RTOL``
+in fp32), the gradient one process computes on the whole global batch (the mean of k
+equal-sized per-rank means is the global mean; with BatchNorm, the mean of the k slices'
+gradients); after one update the parameters are identical on every rank.
 """
 
 from __future__ import annotations
@@ -52,16 +56,10 @@ def mlp_width_for_params(params: float, depth: int) -> int:
 
 
 def _make_model(width: int, depth: int, seed: int, device):
-    import torch
-    from torch import nn
+    """The MLP (kept for callers that name width and depth; see :func:`simcli.bench.models.build`)."""
+    from .models import ModelSpec, build
 
-    torch.manual_seed(seed)
-    layers: list[Any] = []
-    for i in range(depth):
-        layers.append(nn.Linear(width, width))
-        if i < depth - 1:
-            layers.append(nn.ReLU())
-    return nn.Sequential(*layers).to(device)
+    return build(ModelSpec(kind="mlp", width=width, depth=depth), seed, device)
 
 
 def _flat_grad(model):
@@ -97,21 +95,79 @@ def _bucket_sizes(model, cap_mb: float, elem_bytes: int = 4) -> list[int]:
     return sizes
 
 
-def measure_step(d: Dist, width: int, depth: int, batch_per_device: int, steps: int = 20, warmup: int = 3,
-                 modes: Sequence[str] = ("flat", "ddp"), lr: float = 0.01, seed: int = 0,
-                 bucket_cap_mb: float = DDP_BUCKET_MB, solo_reference: bool = False, n_batches: int = 4) -> None:
+class _Clock:
+    """Time marks: wall time on CPU (every op is done when it returns), CUDA events on a GPU.
+
+    GPU kernels run asynchronously, so a CUDA step is timed by events recorded on the stream before and after
+    it and read after a device synchronisation (as torch.utils.benchmark and nccl-tests do).
+    """
+
+    def __init__(self, device) -> None:
+        self.cuda = device.type == "cuda"
+
+    def mark(self):
+        if self.cuda:
+            import torch
+
+            e = torch.cuda.Event(enable_timing=True)
+            e.record()
+            return e
+        return time.perf_counter()
+
+    def seconds(self, a, b) -> float:
+        """Seconds from mark a to mark b (CUDA: call after synchronising)."""
+        return a.elapsed_time(b) / 1e3 if self.cuda else b - a
+
+
+def _precision(dtype: str, device):
+    """Set TF32 as ``dtype`` asks and return a factory of the autocast context for forward and loss."""
+    import contextlib
+
+    import torch
+
+    from .models import autocast_settings
+
+    st = autocast_settings(dtype, device.type)
+    if device.type == "cuda":
+        torch.backends.cuda.matmul.allow_tf32 = st["allow_tf32"]
+        torch.backends.cudnn.allow_tf32 = st["allow_tf32"]
+    if st["autocast"]:
+        return lambda: torch.autocast(device.type, dtype=getattr(torch, st["autocast_dtype"]))
+    return contextlib.nullcontext
+
+
+def measure_step(d: Dist, width: int = 1024, depth: int = 8, batch_per_device: int = 32, steps: int = 20,
+                 warmup: int = 3, modes: Sequence[str] = ("flat", "ddp"), lr: float = 0.01, seed: int = 0,
+                 bucket_cap_mb: float = DDP_BUCKET_MB, solo_reference: bool = False, n_batches: int = 4,
+                 model: dict[str, Any] | None = None, dtype: str = "fp32") -> None:
+    """Measure T_compute (forward and backward apart), T_comm and T_step of ``model`` in every mode; emit rows.
+
+    ``model`` is a :class:`simcli.bench.models.ModelSpec` as a dict (None: the MLP of ``depth`` x ``width``);
+    ``dtype`` one of fp32, tf32, bf16, fp16 (tf32 and fp16 on CUDA only).
+    """
     import torch
     import torch.distributed as dist
-    from torch.nn.functional import mse_loss
+
+    from .models import ModelSpec, build, describe, flops_per_sample, flops_per_sample_exact, loss, make_batches
+
+    spec = ModelSpec.from_dict(model) if model else ModelSpec(kind="mlp", width=width, depth=depth)
+    autocast = _precision(dtype, d.device)
+    clock = _Clock(d.device)
+
+    def fwd_loss(net, x, y):
+        with autocast():
+            return loss(spec, net(x), y)
 
     k, r, b = d.world_size, d.rank, batch_per_device
     gen = torch.Generator().manual_seed(seed + 1)
-    batches = []
-    for _ in range(n_batches):
-        xg = torch.randn(k * b, width, generator=gen).to(d.device)
-        yg = torch.randn(k * b, width, generator=gen).to(d.device)
-        batches.append((xg, yg, xg[r * b:(r + 1) * b], yg[r * b:(r + 1) * b]))
+    batches = [(xg, yg, xg[r * b:(r + 1) * b], yg[r * b:(r + 1) * b])
+               for xg, yg in make_batches(spec, k * b, n_batches, gen, d.device)]
     counter = [0]
+
+    def reduce_max(series: list[list[float]]):
+        tt = torch.tensor(series, dtype=torch.float64, device=d.device)
+        dist.all_reduce(tt, op=dist.ReduceOp.MAX)  # a step ends when its slowest rank ends
+        return [summarize(row) for row in tt.cpu().tolist()]
 
     def timed(fn, n: int, nwarm: int):
         for i in range(nwarm):
@@ -123,57 +179,77 @@ def measure_step(d: Dist, width: int, depth: int, batch_per_device: int, steps: 
             counter[0] += 1
             dist.barrier()
             d.sync()
-            t0 = time.perf_counter()
+            t0 = clock.mark()
             fn(i)
+            t1 = clock.mark()
             d.sync()
-            times.append(time.perf_counter() - t0)
-        tt = torch.tensor(times, dtype=torch.float64, device=d.device)
-        dist.all_reduce(tt, op=dist.ReduceOp.MAX)
-        return summarize(tt.cpu().tolist())
+            times.append(clock.seconds(t0, t1))
+        return reduce_max([times])[0]
 
-    # ---- T_compute: forward + backward, no communication
-    model = _make_model(width, depth, seed, d.device)
-    nparams = sum(p.numel() for p in model.parameters())
+    # ---- T_compute: forward + backward, no communication, the two timed apart
+    net0 = build(spec, seed, d.device)
+    nparams = sum(p.numel() for p in net0.parameters())
 
-    def compute(i: int) -> None:
-        model.zero_grad(set_to_none=False)
+    def compute(i: int):
+        net0.zero_grad(set_to_none=False)
         _, _, x, y = batches[i % n_batches]
-        mse_loss(model(x), y).backward()
+        t0 = clock.mark()
+        lo = fwd_loss(net0, x, y)
+        t1 = clock.mark()
+        lo.backward()
+        return t0, t1, clock.mark()
 
-    t_compute = timed(compute, steps, warmup)
+    for i in range(warmup):
+        compute(i)
+    d.sync()
+    fw: list[float] = []
+    bw: list[float] = []
+    tot: list[float] = []
+    for i in range(steps):
+        d.checkpoint(counter[0])
+        counter[0] += 1
+        dist.barrier()
+        d.sync()
+        t0, t1, t2 = compute(i)
+        d.sync()
+        fw.append(clock.seconds(t0, t1))
+        bw.append(clock.seconds(t1, t2))
+        tot.append(clock.seconds(t0, t2))
+    t_fwd, t_bwd, t_compute = reduce_max([fw, bw, tot])
     flat = torch.zeros(nparams, dtype=torch.float32, device=d.device)
 
     solo = None
     if solo_reference and k > 1:
         # T_step(1) under torchrun: rank 0 alone runs the step without communication; the others wait
-        solo_model = _make_model(width, depth, seed, d.device)
+        solo_model = build(spec, seed, d.device)
         opt = torch.optim.SGD(solo_model.parameters(), lr=lr)
         if r == 0:
             ts = []
             for i in range(warmup + steps):
                 d.sync()
-                t0 = time.perf_counter()
+                t0 = clock.mark()
                 opt.zero_grad(set_to_none=False)
                 _, _, x, y = batches[i % n_batches]
-                mse_loss(solo_model(x), y).backward()
+                fwd_loss(solo_model, x, y).backward()
                 opt.step()
+                t1 = clock.mark()
                 d.sync()
                 if i >= warmup:
-                    ts.append(time.perf_counter() - t0)
+                    ts.append(clock.seconds(t0, t1))
             solo = summarize(ts).median
         dist.barrier()
 
     for mode in modes:
         # ---- the identity, on a fresh model, step 0
-        ident_model = _make_model(width, depth, seed, d.device)
+        ident_model = build(spec, seed, d.device)
         opt = torch.optim.SGD(ident_model.parameters(), lr=lr)
         xg, yg, x, y = batches[0]
         if mode == "ddp":
             ddp = torch.nn.parallel.DistributedDataParallel(ident_model, bucket_cap_mb=bucket_cap_mb)
-            mse_loss(ddp(x), y).backward()
+            fwd_loss(ddp, x, y).backward()
             g_avg = _flat_grad(ident_model)
         else:
-            mse_loss(ident_model(x), y).backward()
+            fwd_loss(ident_model, x, y).backward()
             g_avg = _flat_grad(ident_model)
             dist.all_reduce(g_avg)
             g_avg.div_(k)
@@ -181,7 +257,7 @@ def measure_step(d: Dist, width: int, depth: int, batch_per_device: int, steps: 
         if d.fault("grad"):  # test hook: a rank whose gradient is wrong must fail the check
             g_avg = g_avg + 1e-2
         opt.step()
-        ident = _check_identity(d, g_avg, _flat_params(ident_model), xg, yg, width, depth, seed, lr)
+        ident = _check_identity(d, g_avg, _flat_params(ident_model), xg, yg, spec, seed, lr, fwd_loss, dtype, b)
         if mode == "ddp":
             del ddp
 
@@ -190,14 +266,14 @@ def measure_step(d: Dist, width: int, depth: int, batch_per_device: int, steps: 
             def comm(i: int) -> None:
                 dist.all_reduce(flat)
         else:
-            chunks = list(torch.split(flat, _bucket_sizes(model, bucket_cap_mb)))
+            chunks = list(torch.split(flat, _bucket_sizes(net0, bucket_cap_mb)))
 
             def comm(i: int) -> None:
                 for c in chunks:
                     dist.all_reduce(c)
         t_comm = timed(comm, steps, warmup)
 
-        step_model = _make_model(width, depth, seed, d.device)
+        step_model = build(spec, seed, d.device)
         opt = torch.optim.SGD(step_model.parameters(), lr=lr)
         if mode == "ddp":
             net = torch.nn.parallel.DistributedDataParallel(step_model, bucket_cap_mb=bucket_cap_mb)
@@ -205,13 +281,13 @@ def measure_step(d: Dist, width: int, depth: int, batch_per_device: int, steps: 
             def step(i: int) -> None:
                 opt.zero_grad(set_to_none=False)
                 _, _, x, y = batches[i % n_batches]
-                mse_loss(net(x), y).backward()
+                fwd_loss(net, x, y).backward()
                 opt.step()
         else:
             def step(i: int) -> None:
                 opt.zero_grad(set_to_none=False)
                 _, _, x, y = batches[i % n_batches]
-                mse_loss(step_model(x), y).backward()
+                fwd_loss(step_model, x, y).backward()
                 g = _flat_grad(step_model)
                 dist.all_reduce(g)
                 g.div_(k)
@@ -221,23 +297,40 @@ def measure_step(d: Dist, width: int, depth: int, batch_per_device: int, steps: 
         if mode == "ddp":
             del net
 
-        fwd_flops = 2.0 * nparams * b  # a multiply-add per weight and sample
-        d.emit({"world_size": k, "backend": d.backend, "mode": mode, "model": f"mlp {depth}x{width}",
+        fps, fpx = flops_per_sample(spec), flops_per_sample_exact(spec)
+        d.emit({"world_size": k, "backend": d.backend, "mode": mode, "model": describe(spec),
                 "params": nparams, "batch_per_device": b, "steps": steps, "threads": torch.get_num_threads(),
                 "t_compute_s": t_compute.median, "t_compute_p10_s": t_compute.p10,
                 "t_compute_p90_s": t_compute.p90, "t_comm_s": t_comm.median, "t_comm_p10_s": t_comm.p10,
                 "t_comm_p90_s": t_comm.p90, "t_step_s": t_step.median, "t_step_p10_s": t_step.p10,
                 "t_step_p90_s": t_step.p90, "t_solo_step_s": solo,
-                "achieved_flops": 3.0 * fwd_flops / t_compute.median,
+                "achieved_flops": fpx * b / t_compute.median,
+                "dtype": dtype, "flops_per_sample": fps, "flops_per_sample_exact": fpx,
+                "t_forward_s": t_fwd.median, "t_backward_s": t_bwd.median,
+                "backward_fraction": t_bwd.median / (t_fwd.median + t_bwd.median),
+                "device": _device_name(d.device),
                 "spread": max(t_compute.spread, t_comm.spread if k > 1 else 0.0, t_step.spread), **ident})
 
 
-def _check_identity(d: Dist, g_avg, params_after, xg, yg, width: int, depth: int, seed: int,
-                    lr: float) -> dict[str, float]:
-    """Ranks agree on g and θ; g equals the one-process global-batch gradient. Raises IdentityError."""
+def _device_name(device) -> str:
+    if device.type == "cuda":
+        import torch
+
+        return str(torch.cuda.get_device_name(device))
+    return "cpu"
+
+
+def _check_identity(d: Dist, g_avg, params_after, xg, yg, spec, seed: int, lr: float, fwd_loss, dtype: str,
+                    b: int) -> dict[str, float]:
+    """Ranks agree on g and θ; g equals one process's gradient on the global batch. Raises IdentityError.
+
+    With BatchNorm (resnet) each rank normalises over its own samples, as DDP without SyncBatchNorm does, so
+    one process's reference is the mean of the gradients of the k per-rank slices instead.
+    """
     import torch
     import torch.distributed as dist
-    from torch.nn.functional import mse_loss
+
+    from .models import batch_dependent, build, grad_rtol
 
     def rank_diff(t) -> float:
         ref = t.clone()
@@ -248,11 +341,16 @@ def _check_identity(d: Dist, g_avg, params_after, xg, yg, width: int, depth: int
     stats = torch.zeros(4, dtype=torch.float64, device=d.device)
     stats[0], stats[1] = dg, dp
     if d.rank == 0:
-        ref_model = _make_model(width, depth, seed, d.device)
+        ref_model = build(spec, seed, d.device)
         theta0 = _flat_params(ref_model).clone()
-        mse_loss(ref_model(xg), yg).backward()
+        if batch_dependent(spec):
+            k = d.world_size
+            for r in range(k):
+                (fwd_loss(ref_model, xg[r * b:(r + 1) * b], yg[r * b:(r + 1) * b]) / k).backward()
+        else:
+            fwd_loss(ref_model, xg, yg).backward()
         g_ref = _flat_grad(ref_model)
-        tol = GRAD_RTOL * max(float(g_ref.abs().max()), 1e-30)
+        tol = grad_rtol(dtype) * max(float(g_ref.abs().max()), 1e-30)
         stats[2] = float((g_avg - g_ref).abs().max())
         stats[3] = tol
         # the update: θ1 = θ0 − η·g must match with the global gradient too

@@ -36,6 +36,15 @@ class Mode(str, enum.Enum):
 
 class ModelKind(str, enum.Enum):
     mlp = "mlp"
+    gpt = "gpt"
+    resnet = "resnet"
+
+
+class StepDtype(str, enum.Enum):
+    fp32 = "fp32"
+    tf32 = "tf32"
+    bf16 = "bf16"
+    fp16 = "fp16"
 
 
 class Placement(str, enum.Enum):
@@ -297,15 +306,36 @@ def _allreduce_table(k: int, backend: str, recs: list[dict[str, Any]], title: st
 @handle_errors
 def bench_step(
     world_sizes: WorldSizes = None,
-    model: Annotated[ModelKind, typer.Option("--model", "-m", help="Model to train: an MLP of --depth "
-                                             "Linear(width, width) layers.")] = ModelKind.mlp,
-    width: Annotated[Optional[int], typer.Option("--model-width", min=1, help="MLP width [default: 1024]. (Not "
-                                                 "--width, which is a picture's width elsewhere.)")] = None,
+    model: Annotated[ModelKind, typer.Option("--model", "-m", help="Model to train: mlp (--depth "
+                                             "Linear(width, width) layers), gpt (a GPT-style decoder stack: "
+                                             "--layers, --hidden, --heads, --seq-len, --vocab), resnet "
+                                             "(bottleneck blocks: --model-width, --blocks, --image-size, --classes).")]
+    = ModelKind.mlp,
+    width: Annotated[Optional[int], typer.Option("--model-width", min=1, help="mlp: layer width [default: "
+                                                 "1024]; resnet: the first stage's bottleneck width [default: "
+                                                 "16]. (Not --width, which is a picture's width elsewhere.)")]
+    = None,
     old_width: Annotated[Optional[int], typer.Option("--width", min=1, hidden=True,
                                                      help="Old spelling of --model-width.")] = None,
     depth: Annotated[int, typer.Option("--depth", min=1, help="MLP layers.")] = 8,
     params: Annotated[Optional[float], typer.Option("--params", help="Size the MLP to about this many "
                                                     "parameters (sets the width for --depth).")] = None,
+    layers: Annotated[int, typer.Option("--layers", min=1, help="gpt: decoder blocks.")] = 2,
+    hidden: Annotated[int, typer.Option("--hidden", min=1, help="gpt: hidden size.")] = 128,
+    heads: Annotated[int, typer.Option("--heads", min=1, help="gpt: attention heads (must divide --hidden).")]
+    = 4,
+    seq_len: Annotated[int, typer.Option("--seq-len", min=1, help="gpt: tokens per sample.")] = 128,
+    vocab: Annotated[int, typer.Option("--vocab", min=2, help="gpt: vocabulary (the tied embedding and head; "
+                                       "GPT-2: 50257).")] = 1024,
+    blocks: Annotated[str, typer.Option("--blocks", help="resnet: bottleneck blocks per stage, the width "
+                                        "doubling per stage (ResNet-50: 3,4,6,3).")] = "1,1,1,1",
+    image_size: Annotated[int, typer.Option("--image-size", min=8, help="resnet: image side in pixels (64 or "
+                                            "more: ResNet-50's 7x7/2 stem and max pool; less: a 3x3/1 stem).")]
+    = 32,
+    classes: Annotated[int, typer.Option("--classes", min=2, help="resnet: classifier outputs.")] = 10,
+    dtype: Annotated[StepDtype, typer.Option("--dtype", help="Compute dtype: fp32, tf32 (TF32 matmuls), bf16 or "
+                                             "fp16 (torch.autocast). CPU: fp32 and bf16; tf32 and fp16 need "
+                                             "CUDA.")] = StepDtype.fp32,
     batch_per_device: o.BatchPerDevice = None,
     mode: Annotated[Mode, typer.Option("--mode", help="Gradient all-reduce: flat (one all_reduce of the "
                                        "flattened gradient), ddp (DistributedDataParallel buckets), both.")]
@@ -331,10 +361,11 @@ def bench_step(
     force: o.Force = False,
 ) -> None:
     """Time real data-parallel training steps; check the averaged gradient; compare S(k) with the prediction."""
+    from ..bench import models as bm
     from ..bench import require_torch
     from ..bench.launch import check_port, check_world_size
     from ..bench.results import STEP_COLUMNS, ResultWriter, metadata
-    from ..bench.step import mlp_params, mlp_width_for_params
+    from ..bench.step import mlp_width_for_params
     from ..profiles import resolve_profile
 
     if old_width is not None:
@@ -351,10 +382,13 @@ def bench_step(
     if b < 1:
         raise InputError(f"--batch-per-device: {b} must be at least 1")
     if params is not None:
+        if model is not ModelKind.mlp:
+            raise InputError(f"--params: sizes the mlp only; give --model {model.value}'s shape options instead")
         if not params >= 1:
             raise InputError(f"--params: {params!r} must be at least 1")
         width = mlp_width_for_params(params, depth)
-    width = width if width is not None else 1024
+    spec = _step_spec(model.value, width, depth, layers, hidden, heads, seq_len, vocab, blocks, image_size,
+                      classes, b)
     if not lr > 0:
         raise InputError(f"--lr: {lr} must be positive")
     from ..engine import MIN_BUCKET_MB
@@ -362,22 +396,29 @@ def bench_step(
     if not (bucket_cap_mb >= MIN_BUCKET_MB and bucket_cap_mb < float("inf")):  # checked before any rank starts
         raise InputError(f"--bucket-mb: {bucket_cap_mb:g} MiB must be at least 1 KiB ({MIN_BUCKET_MB:g} MiB); "
                          "DDP's default is 25")
-    nparams = mlp_params(width, depth)
+    nparams = bm.params(spec)
     torch_version = require_torch()
     be, cuda = _backend(backend)
+    if be != "nccl" and dtype.value not in bm.CPU_DTYPES:
+        why = "this host has no CUDA device torch can use" if not cuda else "--backend gloo runs on the CPU"
+        raise InputError(f"--dtype: {dtype.value} needs a CUDA device ({why}); on the CPU use --dtype fp32 or bf16")
     prof = resolve_profile(profile or ("dgx-h100" if be == "nccl" else "cpu-loopback"))
     if tr is None:
         for k in ks:
             check_world_size(k, be, oversubscribe, cuda)
         if port:
             check_port(port)
+    _check_memory(spec, b, be, max(ks) if tr is None else int(tr["local_world_size"]), model.value)
     modes = ["flat", "ddp"] if mode is Mode.both else [mode.value]
     ref: dict[str, float] = {}
     rows: list[dict[str, Any]] = []
     with ResultWriter(output if _is_writer(tr) else None, STEP_COLUMNS, metadata(
             "bench step", be, torch_version,
             {"command": " ".join(["simcli"] + sys.argv[1:]) if sys.argv else "simcli bench step",
-             "model": f"mlp {depth}x{width} ({nparams} params), MSE loss, SGD lr {lr}, synthetic data",
+             "model": f"{bm.describe(spec)} ({nparams} params), {'MSE' if spec.kind == 'mlp' else 'cross-entropy'} "
+                      f"loss, SGD lr {lr}, synthetic data, dtype {dtype.value}",
+             "flops": f"flops_per_sample {bm.flops_per_sample(spec):.6g} (as simcli's presets count it; mfu uses it),"
+                      f" flops_per_sample_exact {bm.flops_per_sample_exact(spec):.6g} (achieved_flops uses it)",
              "times": "median over steps of the slowest rank's time; t_step_ref_s = T_step(1) of the same mode",
              "prediction": f"simcli.engine.simulate, profile {prof.name}, --params {nparams}, --compute-time = "
                            "measured T_step(1) of the same mode (all the work but communication), "
@@ -386,11 +427,16 @@ def bench_step(
 
         def on_record(rec: dict[str, Any]) -> None:
             _add_prediction(rec, ref, prof, tr, bucket_cap_mb)
+            peak = prof.device.peak_flops.get(rec.get("dtype") or "fp32")
+            rec["peak_flops"] = peak
+            rec["mfu"] = (rec["flops_per_sample"] * rec["batch_per_device"] / rec["t_compute_s"] / peak
+                          if peak and rec.get("flops_per_sample") else None)
             writer.append(rec)
             rows.append(rec)
 
         _run_worlds("step", ks, tr, be,
-                    {"width": width, "depth": depth, "batch_per_device": b, "steps": steps, "warmup": warmup,
+                    {"model": spec.to_dict(), "dtype": dtype.value,
+                     "width": spec.width, "depth": depth, "batch_per_device": b, "steps": steps, "warmup": warmup,
                      "modes": modes, "lr": lr, "bucket_cap_mb": bucket_cap_mb, "solo_reference": tr is not None,
                      "progress_unit": "timed iteration"},
                     timeout=timeout, port=port, threads=threads, on_record=on_record, on_world_done=lambda k: None)
@@ -401,6 +447,65 @@ def bench_step(
 
         console.print(_step_table(rows, prof.name, be))
     _finish(rows, STEP_COLUMNS, format, writer, "step measurements", more="--steps")
+
+
+def _step_spec(kind: str, width: int | None, depth: int, layers: int, hidden: int, heads: int, seq_len: int,
+               vocab: int, blocks: str, image_size: int, classes: int, batch: int):
+    """The bench model's shape from the options, every value checked (one line per bad option)."""
+    from ..bench.models import ModelSpec, resnet_final_size
+
+    if kind == "gpt" and hidden % heads:
+        raise InputError(f"--heads: {heads} does not divide --hidden {hidden}; give heads that divide the hidden size")
+    try:
+        bl = tuple(int(x) for x in blocks.split(","))
+    except ValueError:
+        bl = ()
+    if not bl or any(x < 1 for x in bl) or len(bl) > 6:
+        raise InputError(f"--blocks: {blocks!r} is not 1 to 6 whole numbers >= 1 separated by commas (e.g. 3,4,6,3)")
+    spec = ModelSpec(kind=kind, width=width or 0, depth=depth, layers=layers, hidden=hidden, heads=heads,
+                     seq_len=seq_len, vocab=vocab, blocks=bl, image_size=image_size, classes=classes)
+    if kind == "resnet":
+        side = resnet_final_size(spec)
+        if side < 1 or batch * side * side < 2:
+            raise InputError(f"--image-size: {image_size} px leaves {max(side, 0)}x{max(side, 0)} pixels after "
+                             f"{len(bl)} stages, too few for BatchNorm with batch {batch}; give a larger --image-size "
+                             "or fewer --blocks stages")
+    return spec
+
+
+def _check_memory(spec, batch: int, backend: str, ranks_here: int, kind: str) -> None:
+    """Refuse a model whose step cannot fit: parameters x 4 B x 4 + activations, per rank, vs the memory there."""
+    from ..bench.models import memory_estimate
+    from ..units import fmt_bytes
+
+    need = memory_estimate(spec, batch)
+    if backend == "nccl":
+        import torch
+
+        have, where, total = float(torch.cuda.get_device_properties(0).total_memory), "GPU 0 has", need
+    else:
+        have, where, total = _available_memory(), "this host has available", need * ranks_here
+    if have and total > have:
+        per = f"{fmt_bytes(need, binary=False)} per rank: parameters x 4 B x 4 + activations"
+        if total != need:
+            per += f", x {ranks_here} ranks"
+        raise InputError(f"--model {kind}: a step needs about {fmt_bytes(total, binary=False)} ({per}) but {where} "
+                         f"{fmt_bytes(have, binary=False)}; use a smaller model or --batch-per-device")
+
+
+def _available_memory() -> float:
+    """MemAvailable from /proc/meminfo (Linux), else physical pages x page size, else 0 (unknown: no check)."""
+    try:
+        with open("/proc/meminfo") as f:
+            for line in f:
+                if line.startswith("MemAvailable:"):
+                    return float(line.split()[1]) * 1024
+    except OSError:
+        pass
+    try:
+        return float(os.sysconf("SC_PAGE_SIZE") * os.sysconf("SC_AVPHYS_PAGES"))
+    except (ValueError, OSError, AttributeError):
+        return 0.0
 
 
 def _add_prediction(rec: dict[str, Any], ref: dict[str, float], prof, tr: dict[str, Any] | None,
@@ -460,9 +565,13 @@ def _step_table(rows: list[dict[str, Any]], profile: str, backend: str):
             Column("E meas", "efficiency", num(".3f")), Column("E pred", "predicted_efficiency", num(".3f")),
             Column("max|Δg|", "grad_max_abs_err", num(".1e"))]
     r0 = rows[0] if rows else {}
+    mfu = f" = {r0['mfu']:.3g} of {profile}'s {r0.get('dtype')} peak (preset FLOP count)" if r0.get("mfu") else ""
+    split = (f"; forward {sig4(r0['t_forward_s'] / f)} + backward {sig4(r0['t_backward_s'] / f)} {unit} (backward "
+             f"fraction {r0['backward_fraction']:.3f})" if r0.get("t_forward_s") else "")
     head = Text(f"data-parallel step, {backend}: {r0.get('model', '')} ({fmt_count(r0.get('params', 0))} params), "
-                f"batch {r0.get('batch_per_device', '')} per rank, {r0.get('threads', '')} thread(s) per rank, "
-                f"{fmt_flops(r0.get('achieved_flops', 0))} achieved at k={r0.get('world_size', '')}\n"
+                f"{r0.get('dtype', 'fp32')}, batch {r0.get('batch_per_device', '')} per rank, "
+                f"{r0.get('threads', '')} thread(s) per rank, "
+                f"{fmt_flops(r0.get('achieved_flops', 0))} achieved at k={r0.get('world_size', '')}{mfu}{split}\n"
                 f"predicted: simcli speedup --profile {profile} --params {r0.get('params', '')} "
                 f"--compute-time <measured T_step(1) of the mode> --overlap none (flat) | buckets (ddp)")
     cap = (f"Times in {unit}: medians of the slowest rank per step. compute + rest = step: rest is the step's "

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import sys
-from typing import Annotated
+from typing import Annotated, Optional
 
 import typer
 
@@ -100,6 +100,41 @@ def profiles_schema(output: o.Output = None, force: o.Force = False) -> None:
     from .common import emit
 
     emit(json.dumps(json_schema(), indent=1, ensure_ascii=False) + "\n", output, force)
+
+
+@profiles_app.command("detect")
+@handle_errors
+def profiles_detect(
+    output: Annotated[Optional[str], typer.Option("--output", "-o", help="Write the profile (YAML) here, "
+                                                  "atomically [default: stdout].")] = None,
+    force: o.Force = False,
+    name: Annotated[Optional[str], typer.Option("--name", help="Name of the profile [default: the output file's "
+                                                "stem, else 'detected'].")] = None,
+) -> None:
+    """Write a profile of this machine: what is detected (GPUs, links, NICs, cores) and what is assumed, marked."""
+    import datetime
+    from pathlib import Path
+
+    import yaml
+
+    from ..detect import detect
+    from ..output import check_output_path, write_atomic
+    from ..profiles import load_profile, profile_from_dict
+
+    if output:
+        check_output_path(output, force)
+    pname = name or (Path(output).stem if output else "detected")
+    data = detect(pname, date=datetime.datetime.now(datetime.timezone.utc).strftime("%Y-%m-%dT%H:%M:%SZ"))
+    text = ("# written by simcli profiles detect: DETECTED values were read off this machine, ASSUMED ones are "
+            "to be measured\n" + yaml.safe_dump(data, sort_keys=False, allow_unicode=True, width=110))
+    profile_from_dict(yaml.safe_load(text), pname)  # check before writing
+    if not output:
+        sys.stdout.write(text)
+        return
+    p = write_atomic(output, text, force=force)
+    prof = load_profile(p)
+    typer.echo(f"wrote {p} ({prof.name}: {prof.device.name}, {len(prof.network)} tier(s); checked: it loads)",
+               err=True)
 
 
 @models_app.command("list")
