@@ -92,8 +92,10 @@ def read_yaml(path: Path, what: str = "file") -> Any:
 class _V:
     """Collects the context (file and field path) for one-line error messages."""
 
-    def __init__(self, source: str):
+    def __init__(self, source: str, errors: list[InputError] | None = None):
         self.source = source
+        #: when a list: unknown and missing keys are recorded here and the check goes on (all errors reported)
+        self.errors = errors
 
     def fail(self, field: str, msg: str) -> InputError:
         return InputError(f"{self.source}: {field}: {msg}")
@@ -105,11 +107,16 @@ class _V:
             if key not in allowed:
                 close = difflib.get_close_matches(str(key), sorted(allowed), n=1)
                 hint = f"did you mean '{close[0]}'?" if close else f"allowed keys: {', '.join(sorted(allowed))}"
-                raise self.fail(_join(field, str(key)), f"unknown key ({hint})")
+                self._soft(self.fail(_join(field, str(key)), f"unknown key ({hint})"))
         for key in required:
             if key not in value or value[key] is None:
-                raise self.fail(_join(field, key), "required but missing")
+                self._soft(self.fail(_join(field, key), "required but missing"))
         return value
+
+    def _soft(self, e: InputError) -> None:
+        if self.errors is None:
+            raise e
+        self.errors.append(e)
 
     def text(self, value: Any, field: str) -> str:
         if not isinstance(value, str) or not value.strip():
@@ -176,23 +183,84 @@ def _show(value: Any) -> str:
     return s if len(s) <= 60 else s[:57] + "..."
 
 
+class _Section:
+    """Run one part of a profile's check; an error is recorded and the check goes on with the next part."""
+
+    def __init__(self, errors: list[InputError]):
+        self.errors = errors
+
+    def __enter__(self) -> "_Section":
+        return self
+
+    def __exit__(self, kind: Any, e: Any, tb: Any) -> bool:
+        if isinstance(e, InputError):
+            self.errors.append(e)
+            return True
+        # a key the mapping check already reported as missing: nothing more to say about this part
+        return isinstance(e, (KeyError, TypeError)) and bool(self.errors)
+
+
 def profile_from_dict(data: Any, source: str, origin: str = "built-in") -> Profile:
-    """Validate a parsed YAML document and build a :class:`Profile` (SI units inside)."""
-    v = _V(source)
+    """Validate a parsed YAML document and build a :class:`Profile` (SI units inside).
+
+    Every error is found, not only the first: each part (name, sources, device, each tier, calibration,
+    library) is checked on its own. The raised InputError's message is the first error; its ``all_errors``
+    lists every one, in file order (``simcli profiles validate`` prints them all).
+    """
+    errors: list[InputError] = []
+    v = _V(source, errors)
     if data is None:
         raise InputError(f"{source}: the file is empty; a profile needs name, sources, device and network")
     top = v.mapping(data, "", _TOP, S.required(S.TOP))
-    name = v.text(top["name"], "name")
+    name = description = sources = device = calibration = None
+    tiers: list[Tier] = []
+    with _Section(errors):
+        name = v.text(top["name"], "name")
+    with _Section(errors):
+        description = _profile_description(v, top)
+    with _Section(errors):
+        sources = _profile_sources(v, top)
+    with _Section(errors):
+        device = _profile_device(v, top)
+    with _Section(errors):
+        tiers = _profile_network(v, top, errors)
+    with _Section(errors):
+        calibration = top.get("calibration")
+        if calibration is not None and not isinstance(calibration, dict):
+            raise v.fail("calibration", f"{_show(calibration)} is not a mapping")
+    if not errors:
+        with _Section(errors):
+            library = (v.value(S.field(S.TOP, "library"), top["library"], "library")
+                       if top.get("library") is not None else _default_library(device.name, tiers))
+            spec = _nccl_spec(v, top.get("nccl"), device.name, tiers) if library == "nccl" else None
+            if library != "nccl" and top.get("nccl") is not None:
+                raise v.fail("nccl", f"NCCL constants on a profile with library: {library}; remove them or set "
+                             "library: nccl")
+    if errors:
+        first = InputError(str(errors[0]))
+        first.all_errors = tuple(str(e) for e in errors)  # type: ignore[attr-defined]
+        raise first
+    return Profile(name=name, description=description.strip(), sources=sources, device=device,
+                   network=tuple(tiers), origin=origin, calibration=calibration, library=library, nccl=spec)
+
+
+def _profile_description(v: "_V", top: dict) -> str:
     description = top.get("description") or ""
     if not isinstance(description, str):
         raise v.fail("description", f"{_show(description)} is not a string")
+    return description
+
+
+def _profile_sources(v: "_V", top: dict) -> tuple[str, ...]:
     sources = top["sources"]
     if isinstance(sources, str):
         sources = [sources]
     if not isinstance(sources, list) or not sources:
         raise v.fail("sources", "give a list of where each number comes from (datasheet, paper, measurement)")
-    sources = tuple(v.text(s, f"sources[{i}]") for i, s in enumerate(sources))
+    return tuple(v.text(s, f"sources[{i}]") for i, s in enumerate(sources))
 
+
+def _profile_device(v: "_V", top: dict) -> Device:
     d = v.mapping(top["device"], "device", _DEVICE, S.required(S.DEVICE))
     peaks_raw = d["peak_flops"]
     if not isinstance(peaks_raw, dict) or not peaks_raw:
@@ -214,43 +282,41 @@ def profile_from_dict(data: Any, source: str, origin: str = "built-in") -> Profi
         if dt not in peaks:
             raise v.fail(f"device.mfu_by_dtype.{dt}", f"{dt!r} has no peak_flops entry; add one or remove this")
         mfu_by_dtype[dt] = v.fraction(val, f"device.mfu_by_dtype.{dt}")
-    device = Device(peak_flops=peaks, mfu_by_dtype=mfu_by_dtype, **v.fields(d, S.DEVICE, "device", _SIMPLE))
+    return Device(peak_flops=peaks, mfu_by_dtype=mfu_by_dtype, **v.fields(d, S.DEVICE, "device", _SIMPLE))
 
+
+def _profile_network(v: "_V", top: dict, errors: list[InputError]) -> list[Tier]:
     net = top["network"]
     if not isinstance(net, list) or not net:
         raise v.fail("network", "give a list of tiers, innermost first (for example nvlink, then infiniband)")
     tiers = []
     names = set()
     for i, raw in enumerate(net):
-        f = f"network[{i}]"
-        t = v.mapping(raw, f, _TIER, S.required(S.TIER))
-        tname = v.text(t["name"], f"{f}.name")
-        if tname in names:
-            raise v.fail(f"{f}.name", f"{tname!r} names two tiers; give each tier its own name")
-        names.add(tname)
-        last = i == len(net) - 1
-        size = t.get("size")
-        if size is None:
-            if not last:
-                raise v.fail(f"{f}.size", "required on every tier but the last (devices in one domain, "
-                             "for example 8 for one node)")
-        else:
-            size = v.count(size, f"{f}.size")
-            if tiers and (size <= tiers[-1].size or size % tiers[-1].size):
-                raise v.fail(f"{f}.size", f"{size} must be a multiple of, and larger than, the size of the "
-                             f"tier inside it ({tiers[-1].size})")
-        simple = v.fields(t, S.TIER, f, ("quantity", "fraction", "choice"))
-        tiers.append(Tier(name=tname, size=size, **simple))
-    calibration = top.get("calibration")
-    if calibration is not None and not isinstance(calibration, dict):
-        raise v.fail("calibration", f"{_show(calibration)} is not a mapping")
-    library = (v.value(S.field(S.TOP, "library"), top["library"], "library") if top.get("library") is not None
-               else _default_library(device.name, tiers))
-    spec = _nccl_spec(v, top.get("nccl"), device.name, tiers) if library == "nccl" else None
-    if library != "nccl" and top.get("nccl") is not None:
-        raise v.fail("nccl", f"NCCL constants on a profile with library: {library}; remove them or set library: nccl")
-    return Profile(name=name, description=description.strip(), sources=sources, device=device,
-                   network=tuple(tiers), origin=origin, calibration=calibration, library=library, nccl=spec)
+        with _Section(errors):  # each tier on its own: one bad tier does not hide the next one's error
+            _profile_tier(v, raw, i, len(net), tiers, names)
+    return tiers
+
+
+def _profile_tier(v: "_V", raw: Any, i: int, n_tiers: int, tiers: list[Tier], names: set[str]) -> None:
+    f = f"network[{i}]"
+    t = v.mapping(raw, f, _TIER, S.required(S.TIER))
+    tname = v.text(t["name"], f"{f}.name")
+    if tname in names:
+        raise v.fail(f"{f}.name", f"{tname!r} names two tiers; give each tier its own name")
+    names.add(tname)
+    last = i == n_tiers - 1
+    size = t.get("size")
+    if size is None:
+        if not last:
+            raise v.fail(f"{f}.size", "required on every tier but the last (devices in one domain, "
+                         "for example 8 for one node)")
+    else:
+        size = v.count(size, f"{f}.size")
+        if tiers and (size <= tiers[-1].size or size % tiers[-1].size):
+            raise v.fail(f"{f}.size", f"{size} must be a multiple of, and larger than, the size of the "
+                         f"tier inside it ({tiers[-1].size})")
+    simple = v.fields(t, S.TIER, f, ("quantity", "fraction", "choice"))
+    tiers.append(Tier(name=tname, size=size, **simple))
 
 
 def _default_library(device_name: str, tiers: list[Tier]) -> str:
@@ -358,6 +424,21 @@ def list_profiles() -> list[ProfileEntry]:
     return sorted(seen.values(), key=lambda e: (e.origin != "built-in", e.name))
 
 
+def _by_yaml_name(ref: str, entries: list[ProfileEntry]) -> ProfileEntry | None:
+    """The user profile whose YAML ``name`` is ``ref`` (its file may be called otherwise); two are refused."""
+    found = []
+    for e in entries:
+        try:
+            if load_profile(e.path, origin=e.path).name == ref:
+                found.append(e)
+        except InputError:
+            continue
+    if len(found) > 1:
+        raise InputError(f"--profile: {ref!r} is the name of {len(found)} profiles on the search path "
+                         f"({', '.join(x.path for x in found)}); give the file's path or rename one")
+    return found[0] if found else None
+
+
 def resolve_profile(name_or_path: str | None) -> Profile:
     """Load ``--profile``: a path to a YAML file, or a name on the search path."""
     ref = name_or_path or DEFAULT_PROFILE
@@ -366,6 +447,8 @@ def resolve_profile(name_or_path: str | None) -> Profile:
         return load_profile(p)
     entries = {e.name: e for e in list_profiles()}
     e = entries.get(ref)
+    if e is None:  # a profile on the search path is found by its file name or by the name its YAML gives
+        e = _by_yaml_name(ref, [x for x in entries.values() if x.origin != "built-in"])
     if e is None:
         close = difflib.get_close_matches(ref, list(entries), n=3, cutoff=0.5)
         hint = f"did you mean {', '.join(close)}?" if close else "see 'simcli profiles list'"

@@ -747,3 +747,50 @@ def test_a_calibrated_profile_says_what_was_fitted(runner, tmp_path):
     assert all(s.startswith("cpu-loopback (the base profile): ") for s in src[:-1])
     assert "fitted tier cores: latency and bandwidth; tier oversubscribed: latency and bandwidth; from" in src[-1]
     assert str(busy) in src[-1]
+
+
+# --------------------------------------------------------------------------- profiles: every error, both names
+
+BAD3 = """\
+name: bad
+sources: [x]
+device: {name: D, peak_flops: {bf16: 100 TFLOP/s}, mfu: 1.5, colour: red}
+network:
+  - {name: nvlink, size: 8, bandwidth: -3 GB/s, latency: 3 us}
+  - {name: ib, bandwidth: 200 Gb/s, latency: soon}
+calibration: 7
+"""
+
+
+def test_profiles_validate_reports_every_error(runner, tmp_path):
+    from simcli.cli import app
+
+    f = tmp_path / "bad.yaml"
+    f.write_text(BAD3)
+    r = runner.invoke(app, ["profiles", "validate", str(f)])
+    assert r.exit_code == 2
+    lines = r.stderr.splitlines()
+    assert [ln.split(": ")[3] for ln in lines] == ["device.colour", "device.mfu", "network[0].bandwidth",
+                                                  "network[1].latency", "calibration"]
+    assert all(ln.startswith(f"simcli: error: {f}: ") for ln in lines)
+    r = runner.invoke(app, ["speedup", "--profile", str(f)])  # other commands: the first error, one line
+    assert r.exit_code == 2 and r.stderr.count("\n") == 1 and "device.colour" in r.stderr
+
+
+def test_profile_on_the_search_path_by_file_name_or_yaml_name(runner, tmp_path, monkeypatch, prof):
+    import json
+    from pathlib import Path
+
+    from simcli.cli import app
+
+    d = tmp_path / "profiles"
+    d.mkdir()
+    (d / "box-v2.yaml").write_text(Path(prof).read_text().replace("name: t2", "name: my-box"))
+    monkeypatch.setenv("SIMCLI_PROFILE_PATH", str(d))
+    for ref in ("box-v2", "my-box"):
+        r = runner.invoke(app, ["speedup", "-k", "8", "--profile", ref, "-f", "json"])
+        assert r.exit_code == 0, (ref, r.output)
+        assert json.loads(r.stdout)[0]["devices"] == 8
+    (d / "twin.yaml").write_text(Path(prof).read_text().replace("name: t2", "name: my-box"))
+    r = runner.invoke(app, ["speedup", "-k", "8", "--profile", "my-box"])
+    assert r.exit_code == 2 and "is the name of 2 profiles" in r.stderr

@@ -81,7 +81,8 @@ def profiles_validate(files: Annotated[list[str], typer.Argument(help="Profile Y
             typer.echo(f"{f}: ok ({p.name}: {p.device.name}, {len(p.network)} tier(s))")
         except InputError as e:
             bad += 1
-            typer.echo(f"simcli: error: {e}", err=True)
+            for line in getattr(e, "all_errors", None) or (str(e),):  # every error of the file, not the first
+                typer.echo(f"simcli: error: {line}", err=True)
     if bad:
         raise typer.Exit(2)
 
