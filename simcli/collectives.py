@@ -905,3 +905,42 @@ def crossovers(network: Sequence[Tier], k: np.ndarray, n_lo: float, n_hi: float,
             out.append({"devices": kj, "bytes": float(best_x), "from": names[cur], "to": names[best]})
             cur, x = best, best_x
     return out
+
+
+def algorithm_names(profile: Any) -> list[str]:
+    """The all-reduce algorithms to compare on a profile (``simcli algorithms``): NCCL's own (each with its best
+    protocol) and the textbook/MPI ones on a profile that models NCCL; the textbook ones elsewhere."""
+    if profile.library != "nccl":
+        return list(ALGORITHMS)
+    return [a.name for a in REGISTRY if a.name != "nccl" and "all_reduce" in a.collectives]
+
+
+def allreduce_times(profile: Any, names: Sequence[str], k: np.ndarray, n: np.ndarray) -> np.ndarray:
+    """All-reduce time of each named algorithm on ``profile``, stacked: (algorithms, ...broadcast(k, n))."""
+    return np.stack([np.broadcast_to(collective(profile, a, k, n).time, np.broadcast(k, n).shape) for a in names])
+
+
+def crossovers_numeric(profile: Any, names: Sequence[str], k: np.ndarray, n_lo: float, n_hi: float,
+                       points: int = 512, iters: int = 40) -> list[dict]:
+    """Where the fastest of ``names`` changes, per k, for costs that are not affine in n (NCCL's).
+
+    A log-spaced scan of ``points`` sizes finds each change; bisection on log n then narrows it to where the two
+    algorithms' costs are equal (to 2^-40 of the step in log n). Same records as :func:`crossovers`.
+    """
+    k = np.asarray(k, dtype=np.int64)
+    grid = np.geomspace(n_lo, n_hi, points)
+    t = allreduce_times(profile, names, k[:, None], grid[None, :])
+    win = np.argmin(t, axis=0)
+    out = []
+    for j, kj in enumerate(k.tolist()):
+        for i in np.flatnonzero(win[j, 1:] != win[j, :-1]):
+            a, b = int(win[j, i]), int(win[j, i + 1])
+            lo, hi = np.log(grid[i]), np.log(grid[i + 1])
+            kk = np.array([kj])
+            for _ in range(iters):
+                mid = 0.5 * (lo + hi)
+                ta, tb = (collective(profile, names[x], kk, np.array([np.exp(mid)])).time[0] for x in (a, b))
+                lo, hi = (mid, hi) if ta <= tb else (lo, mid)
+            out.append({"devices": kj, "bytes": float(np.exp(0.5 * (lo + hi))), "from": names[a], "to": names[b]})
+    return out
+

@@ -245,3 +245,20 @@ def test_calibrate_fits_nccls_constants_from_two_or_more_k(tmp_path, runner):
     r = runner.invoke(app, ["validate", str(tmp_path / "b.csv"), "-p", str(out), "-f", "json"])
     assert r.exit_code == 0, r.output
     assert json.loads(r.stdout)["summary"]["time_s"]["overall"]["mdape"] < 0.05
+
+
+def test_algorithms_map_on_an_nccl_profile_compares_nccls_algorithms(runner):
+    r = runner.invoke(app, ["algorithms", "-p", "dgx-h100", "-k", "8,16", "-s", "64KiB..64MiB:x8", "-f", "json"])
+    assert r.exit_code == 0, r.output
+    d = json.loads(r.stdout)
+    names = C.algorithm_names(resolve_profile("dgx-h100"))
+    assert "nvls" in names and "nccl" not in names and "recursive-doubling" in names
+    for rec in d["grid"]:
+        times = {a: rec[f"{a}_s"] for a in names if rec[f"{a}_s"] is not None}
+        assert rec["fastest"] == min(times, key=times.get)
+        assert rec["nccl_algorithm"] in ("ring", "tree", "nvls", "nvls-tree") and rec["nccl_s"] >= rec["time_s"]
+    p = resolve_profile("dgx-h100")
+    for c in d["crossovers"]:
+        k, n = np.array([c["devices"]]), np.array([c["bytes"]])
+        a, b = (C.collective(p, x, k, n).time[0] for x in (c["from"], c["to"]))
+        assert a == pytest.approx(b, rel=1e-6)

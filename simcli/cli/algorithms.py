@@ -42,20 +42,26 @@ def algorithms(
     net = prof.network
     collectives.check_devices(net, k)
     gamma = prof.device.reduce_Bps
-    names = list(o.TEXTBOOK_NAMES)
-    times = np.stack([collectives.allreduce(a, net, k[:, None], n[None, :], gamma).time for a in names])
+    nccl = prof.library == "nccl"
+    names = collectives.algorithm_names(prof)
+    times = collectives.allreduce_times(prof, names, k[:, None], n[None, :])
     win = np.argmin(times, axis=0)
+    choice = collectives.collective(prof, "nccl", k[:, None], n[None, :]) if nccl else None
     if pic.plot:
         from .plot import draw_algorithm_map
 
         draw_algorithm_map(prof, k, n, names, win, pic.plot, out.force, fig_size)
-    cross = collectives.crossovers(net, k, float(n.min()), float(n.max()), gamma)
+    cross = (collectives.crossovers_numeric(prof, names, k, float(n.min()), float(n.max())) if nccl
+             else collectives.crossovers(net, k, float(n.min()), float(n.max()), gamma))
     grid = []
     for i, kk in enumerate(k.tolist()):
         for j, nn in enumerate(n.tolist()):
             rec = {"devices": kk, "bytes": int(nn), "fastest": names[int(win[i, j])],
                    "time_s": float(times[win[i, j], i, j])}
-            rec.update({f"{a}_s": float(times[x, i, j]) for x, a in enumerate(names)})
+            rec.update({f"{a}_s": _finite(times[x, i, j]) for x, a in enumerate(names)})
+            if choice is not None:  # what NCCL itself would run there
+                rec.update(nccl_algorithm=str(choice.algorithm[i, j]), nccl_protocol=choice.protocol[i, j],
+                           nccl_s=float(choice.time[i, j]))
             grid.append(rec)
     if out.format is o.Format.json:
         from ..output import to_json
@@ -81,10 +87,19 @@ def algorithms(
     ctab = table(crows, [Column("k", "devices"), Column("crossover size", "bytes", lambda v: fmt_bytes(v)),
                          Column("fastest changes", "change", justify="left")],
 )
-    ctab = Group(ctab, Text("Crossover: where two algorithms' costs are equal (each is L + s·n, so it is exact)."))
-    head = Text(f"fastest all-reduce per (k, size), profile {prof.name} ({prof.device.name})")
+    ctab = Group(ctab, Text("Crossover: where two algorithms' costs are equal ("
+                            + ("found by bisection: NCCL's costs are piecewise, not affine in the size)." if nccl
+                               else "each is L + s·n, so it is exact).")))
+    head = Text(f"fastest all-reduce per (k, size), profile {prof.name} ({prof.device.name})"
+                + ("; ring, tree, nvls, nvlst are NCCL's (best protocol each); 'simcli comm -a nccl' shows what "
+                   "NCCL itself picks" if nccl else ""))
     show(Group(head, Text(""), table(rows, cols), Text(legend), Text(""),
                ctab if crows else Text("no crossovers in this size range")), out.output, out.force)
+
+
+def _finite(x: float) -> float | None:
+    x = float(x)
+    return x if x == x and x != float("inf") else None
 
 
 @app.command()
