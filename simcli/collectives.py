@@ -924,8 +924,9 @@ def crossovers_numeric(profile: Any, names: Sequence[str], k: np.ndarray, n_lo: 
                        points: int = 512, iters: int = 40) -> list[dict]:
     """Where the fastest of ``names`` changes, per k, for costs that are not affine in n (NCCL's).
 
-    A log-spaced scan of ``points`` sizes finds each change; bisection on log n then narrows it to where the two
-    algorithms' costs are equal (to 2^-40 of the step in log n). Same records as :func:`crossovers`.
+    A log-spaced scan of ``points`` sizes finds each change; bisection on log n then narrows it to where the winner
+    changes (to 2^-40 of the step in log n): where the two costs are equal, unless one of them jumps there (NCCL
+    switching protocol or channel count). Same records as :func:`crossovers`.
     """
     k = np.asarray(k, dtype=np.int64)
     grid = np.geomspace(n_lo, n_hi, points)
