@@ -399,12 +399,15 @@ class DtypeFit:
 def fit_mfu_by_dtype(dtype: Sequence[str], k: np.ndarray, batch_per_device: np.ndarray, t_compute: np.ndarray,
                      flops_per_sample: np.ndarray, peaks: Mapping[str, float], *,
                      t_forward: np.ndarray | None = None, t_backward: np.ndarray | None = None,
-                     what: str = "steps") -> dict[str, DtypeFit]:
+                     t_p10: np.ndarray | None = None, t_p90: np.ndarray | None = None,
+                     steps: np.ndarray | None = None, what: str = "steps") -> dict[str, DtypeFit]:
     """Per compute dtype: mfu = FLOPs per sample · b / (T_compute · peak[dtype]), and T_b / (T_f + T_b).
 
     Every distinct (dtype, k, T_compute) row is one estimate (the flat and ddp rows of one world share their
     T_compute and count once); the value is their mean and its uncertainty the standard error of the mean
-    (None from a single row). A dtype without a peak in ``peaks`` gets no mfu (and a warning); an mfu above 1
+    (from a single row with its p10/p90 and step count: the standard error of that row's median, from its
+    p10..p90 spread as a normal distribution's, 1.2533·σ/√steps with σ = (p90 - p10)/2.563; else None).
+    A dtype without a peak in ``peaks`` gets no mfu (and a warning); an mfu above 1
     means the peak is too low for the machine (a warning; the caller keeps the old value).
     """
     k = np.asarray(k, dtype=np.int64)
@@ -431,6 +434,11 @@ def fit_mfu_by_dtype(dtype: Sequence[str], k: np.ndarray, batch_per_device: np.n
         peak = peaks.get(dt)
         if peak:
             mfu, mfu_se = _mean_se(rate / peak)
+            if mfu_se is None and t_p10 is not None and t_p90 is not None and steps is not None:
+                i = int(sel[0])
+                sd = (float(t_p90[i]) - float(t_p10[i])) / 2.563
+                if np.isfinite(sd) and sd >= 0 and steps[i] >= 2:
+                    mfu_se = mfu * 1.2533 * sd / math.sqrt(float(steps[i])) / float(tc[i])
             if mfu > 1:
                 warnings.append(f"{dt}: the measured rate is {mfu:.2f} x the profile's peak: the peak is too low "
                                 "for this machine; mfu not written")

@@ -71,7 +71,9 @@ def _fit_dtypes(base: Profile, device: Any, sm: Measured, dts: list[str], k: np.
     ``backward_fraction`` is a scenario input; the profile does not set it).
     """
     tf, tb = sm.optional("t_forward_s"), sm.optional("t_backward_s")
-    fits = fit_mfu_by_dtype(dts, k, b, tc, fps, device.peak_flops, t_forward=tf, t_backward=tb, what=sm.path)
+    fits = fit_mfu_by_dtype(dts, k, b, tc, fps, device.peak_flops, t_forward=tf, t_backward=tb,
+                            t_p10=sm.optional("t_compute_p10_s"), t_p90=sm.optional("t_compute_p90_s"),
+                            steps=sm.optional("steps"), what=sm.path)
     by = dict(device.mfu_by_dtype)
     models = sorted(set(sm.text("model"))) if "model" in sm.header else []
     run = f"{sm.path} (bench step{', ' + '; '.join(models) if models else ''})"
@@ -240,7 +242,9 @@ def calibrate_profile(base: Profile, comm_m: Measured | None, step_m: Measured |
     step_out = None
     device = base.device
     if step_m is not None:
-        sm = step_m
+        # --where COLUMN=VALUE keeps step rows too, for the columns a step file has (e.g. world_size=1)
+        step_where = [c for c in where if c.partition("=")[0].strip() in step_m.header]
+        sm = filter_rows(step_m, step_where) if step_where else step_m
         k = sm.devices()
         b = sm.number("batch_per_device")
         tc, ts = sm.number("t_compute_s"), sm.number("t_step_s")

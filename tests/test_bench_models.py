@@ -230,3 +230,28 @@ def test_calibrate_then_validate_a_second_run(runner, tmp_path):
     r = runner.invoke(app, ["validate", str(second), "--profile", str(base), "-f", "json"])
     bf = [x for x in json.loads(r.stdout)["rows"] if x["metric"] == "t_compute_s" and x["dtype"] == "bf16"]
     assert all(x["error"] == pytest.approx(-0.5, abs=0.08) for x in bf)
+
+
+def test_one_row_per_dtype_gets_the_median_s_standard_error_and_where_filters_steps(runner, tmp_path):
+    import json
+
+    import yaml
+
+    from simcli.calibrate import fit_mfu_by_dtype
+
+    # one row: the uncertainty is the standard error of that row's median, 1.2533·σ/√steps, σ = (p90 - p10)/2.563
+    f = fit_mfu_by_dtype(["fp32"], np.array([1]), np.array([4.0]), np.array([0.1]), np.array([1e9]),
+                         {"fp32": 100e9}, t_p10=np.array([0.09]), t_p90=np.array([0.11]), steps=np.array([25.0]))
+    u = 1e9 * 4 / 0.1 / 100e9
+    assert f["fp32"].mfu == pytest.approx(u)
+    assert f["fp32"].mfu_se == pytest.approx(u * 1.2533 * (0.02 / 2.563) / 5 / 0.1)
+    # --where world_size=1 keeps only those step rows (k = 2 shares two cores and is slower per rank)
+    base = _cpu_profile(tmp_path)
+    steps = _steps_csv(tmp_path / "s.csv", {"fp32": 0.4}, 75e9, bwd=0.6)
+    r = runner.invoke(app, ["calibrate", str(steps), "--profile", str(base), "--where", "world_size=1",
+                            "-o", str(tmp_path / "c.yaml"), "-f", "json"])
+    assert r.exit_code == 0, r.output
+    rep = json.loads(r.stdout)
+    assert rep["step"]["rows"] == 2 and [d["rows"] for d in rep["step"]["by_dtype"]] == [1]
+    cal = yaml.safe_load((tmp_path / "c.yaml").read_text())
+    assert cal["device"]["mfu_by_dtype"]["fp32"] == pytest.approx(0.4)

@@ -212,6 +212,15 @@ def _calibrate_view(report: dict[str, Any]):
                      "after": f"{mfu['after']:.4g}" + ("" if mfu["fitted"] is not None and mfu["after"] == mfu["fitted"]
                                                         else " (kept)"),
                      "se": f"± {mfu['se']:.2g}" if mfu["se"] else "-"})
+        for d in st.get("by_dtype") or []:  # bench step --dtype files: mfu_by_dtype and the backward fraction
+            rows.append({"tier": "device", "param": f"mfu_by_dtype.{d['dtype']}",
+                         "before": "-" if d["mfu_before"] is None else f"{d['mfu_before']:.4g}",
+                         "after": "-" if d["mfu"] is None else f"{d['mfu']:.4g}" + ("" if d["written"] else " (kept)"),
+                         "se": f"± {d['mfu_se']:.2g}" if d["mfu_se"] else "-"})
+            if d["backward_fraction"] is not None:
+                rows.append({"tier": "device", "param": f"backward fraction ({d['dtype']})", "before": "-",
+                             "after": f"{d['backward_fraction']:.3f}",
+                             "se": f"± {d['backward_fraction_se']:.2g}" if d["backward_fraction_se"] else "-"})
         rows.append({"tier": "step", "param": "overlap fraction", "before": "-",
                      "after": "-" if st["overlap"] is None else f"{st['overlap']:.3f}",
                      "se": f"± {st['overlap_se']:.2g}" if st["overlap_se"] else "-"})
@@ -369,6 +378,8 @@ def _validate_view(v, max_rows: int):
             cols.append(Column("size", "bytes", fmt_bytes))
         if any("mode" in r for r in rs):
             cols.append(Column("mode", "mode", justify="left"))
+        if any("dtype" in r for r in rs):
+            cols.append(Column("dtype", "dtype", justify="left"))
         cols += [Column(f"measured {label}", "measured", fmt), Column(f"predicted {label}", "predicted", fmt),
                  Column("error", "error", lambda e: f"{100 * e:+.1f}%")]
         if metric == "time_s":
