@@ -794,3 +794,24 @@ def test_profile_on_the_search_path_by_file_name_or_yaml_name(runner, tmp_path, 
     (d / "twin.yaml").write_text(Path(prof).read_text().replace("name: t2", "name: my-box"))
     r = runner.invoke(app, ["speedup", "-k", "8", "--profile", "my-box"])
     assert r.exit_code == 2 and "is the name of 2 profiles" in r.stderr
+
+
+@pytest.mark.parametrize("args", [["-k", "2..64:x2", "-s", "1KiB..1GiB:x4"], ["-k", "1..300", "-s", "1MiB,8MiB"],
+                                  ["-k", "8", "-s", "1KiB..1GiB:x2"]])
+def test_a_huge_comm_table_computes_only_the_rows_shown(runner, args, tmp_path):
+    from simcli.cli import app
+    from simcli.cli.views import comm_table
+    from simcli.comm import comm_grid
+    from simcli.profiles import resolve_profile
+    from simcli.ranges import parse_devices, parse_sizes
+    from simcli.render import render_text
+
+    out = tmp_path / "t.txt"
+    r = runner.invoke(app, ["comm", *args, "--rows", "6", "-o", str(out)])
+    prof = resolve_profile(None)
+    from simcli.collectives import default_algorithm
+
+    alg = default_algorithm(prof)
+    full = comm_grid(prof, parse_devices(args[1]), parse_sizes(args[3]), algorithm=alg)
+    assert r.exit_code == 0, r.output
+    assert out.read_text() == render_text(comm_table(prof, full, alg, 6))  # the same table as computing it all

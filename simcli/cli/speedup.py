@@ -136,6 +136,19 @@ def _warn_memory(sc: Any, k: Any) -> None:
     warn(f"{sc.workload.name} on {sc.profile.name}: {need} but the {cap}, so it does not fit; {hint}")
 
 
+def _grid_part(prof, k, n, start: int, count: int, kw: dict) -> list[dict]:
+    """Records ``start`` .. ``start + count`` of comm_grid(prof, k, n) (k-major), computing only those."""
+    from ..comm import comm_grid
+
+    m, out, i = n.size, [], start
+    while i < start + count:
+        ki, ni = divmod(i, m)
+        take = min(m - ni, start + count - i)
+        out += comm_grid(prof, k[ki:ki + 1], n[ni:ni + take], **kw)
+        i += take
+    return out
+
+
 @app.command()
 @handle_errors
 def comm(
@@ -161,7 +174,18 @@ def comm(
     from ..collectives import default_algorithm
 
     algorithm = algorithm or default_algorithm(prof)
-    recs = comm_grid(prof, k, n, algorithm=algorithm, dtype=dtype, collective=collective, protocol=protocol)
+    kw = {"algorithm": algorithm, "dtype": dtype, "collective": collective, "protocol": protocol}
+    total = k.size * n.size
+    if out.table and not pic.plot and out.rows and total > out.rows:
+        # a table shows its first and last rows only: compute those (of the k-major grid), not all k x sizes
+        from .views import comm_table
+
+        head = out.rows // 2
+        recs = _grid_part(prof, k, n, 0, head, kw) + _grid_part(prof, k, n, total - (out.rows - head),
+                                                               out.rows - head, kw)
+        show(comm_table(prof, recs, algorithm, out.rows, collective, total=total), out.output, out.force)
+        return
+    recs = comm_grid(prof, k, n, **kw)
     if pic.plot:
         from .plot import draw_comm
 

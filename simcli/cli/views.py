@@ -129,7 +129,8 @@ _COLLECTIVE_FACTOR = {"all_reduce": "2(k-1)/k", "reduce_scatter": "(k-1)/k", "al
 
 
 def comm_table(profile: Profile, recs: Sequence[dict[str, Any]], algorithm: str, max_rows: int = 60,
-               collective: str = "all_reduce") -> Group:
+               collective: str = "all_reduce", total: int | None = None) -> Group:
+    """``total``: the grid's size when ``recs`` holds only the first and last rows shown."""
     f, unit = time_unit([r["time_s"] for r in recs])
     cols = [
         Column("k", "devices"),
@@ -148,7 +149,7 @@ def comm_table(profile: Profile, recs: Sequence[dict[str, Any]], algorithm: str,
         cols.append(Column("proto", "protocol", lambda v: v or "-", justify="left"))
     head = Text(f"{collective.replace('_', '-')}, {algorithm}, profile {profile.name} ({profile.device.name}); "
                 f"algbw = size/time, busbw = algbw·{_COLLECTIVE_FACTOR[collective]} (nccl-tests)")
-    return Group(head, Text(""), table(list(recs), cols, max_rows=max_rows,
+    return Group(head, Text(""), table(list(recs), cols, max_rows=max_rows, total=total,
                                        caption=f"Times in {unit}; GB/s = 1e9 B/s; α % = share of the latency terms."))
 
 
