@@ -255,3 +255,46 @@ def test_one_row_per_dtype_gets_the_median_s_standard_error_and_where_filters_st
     assert rep["step"]["rows"] == 2 and [d["rows"] for d in rep["step"]["by_dtype"]] == [1]
     cal = yaml.safe_load((tmp_path / "c.yaml").read_text())
     assert cal["device"]["mfu_by_dtype"]["fp32"] == pytest.approx(0.4)
+
+
+@pytest.mark.torch
+def test_cpu_precision_is_bf16_autocast_and_fp32_is_none():
+    torch = pytest.importorskip("torch")
+    from simcli.bench.step import _Clock, _precision
+
+    cpu = torch.device("cpu")
+    a = torch.randn(4, 4)
+    with _precision("bf16", cpu)():
+        assert (a @ a).dtype == torch.bfloat16
+    with _precision("fp32", cpu)():
+        assert (a @ a).dtype == torch.float32
+    with pytest.raises(ValueError, match="needs a CUDA device"):
+        _precision("fp16", cpu)
+    clock = _Clock(cpu)
+    t0 = clock.mark()
+    assert clock.seconds(t0, clock.mark()) >= 0
+
+
+@pytest.mark.slow
+@pytest.mark.torch
+@pytest.mark.parametrize("spec, dtype", [(ModelSpec(kind="gpt", layers=1, hidden=32, heads=2, seq_len=16, vocab=64),
+                                          "bf16"),
+                                         (ModelSpec(kind="resnet", width=4, blocks=(1, 1), image_size=16), "fp32")])
+def test_two_ranks_train_the_model_and_pass_the_identity(spec, dtype):
+    """A real world of 2 gloo ranks: both modes, the identity (BatchNorm: against the slices' mean), the columns."""
+    pytest.importorskip("torch")
+    from simcli.bench.launch import run_world
+
+    recs: list[dict] = []
+    config = {"backend": "gloo", "model": spec.to_dict(), "dtype": dtype, "batch_per_device": 2, "steps": 2,
+              "warmup": 1, "modes": ["flat", "ddp"], "progress_unit": "timed iteration"}
+    run_world(2, "step", config, timeout_s=120, on_record=recs.append, threads=1)  # BenchError if a rank fails
+    assert [r["mode"] for r in recs] == ["flat", "ddp"]
+    for r in recs:
+        assert r["params"] == bm.params(spec) and r["dtype"] == dtype and r["model"] == bm.describe(spec)
+        assert r["flops_per_sample"] == bm.flops_per_sample(spec)
+        assert r["flops_per_sample_exact"] == bm.flops_per_sample_exact(spec)
+        assert r["grad_rank_max_diff"] == 0 and r["param_rank_max_diff"] == 0
+        assert 0 <= r["grad_max_abs_err"] <= r["grad_tolerance"]
+        assert r["t_forward_s"] > 0 and r["t_backward_s"] > 0 and 0 < r["backward_fraction"] < 1
+        assert r["achieved_flops"] == pytest.approx(r["flops_per_sample_exact"] * 2 / r["t_compute_s"])
