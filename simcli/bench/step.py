@@ -216,6 +216,8 @@ def measure_step(d: Dist, width: int = 1024, depth: int = 8, batch_per_device: i
         bw.append(clock.seconds(t1, t2))
         tot.append(clock.seconds(t0, t2))
     t_fwd, t_bwd, t_compute = reduce_max([fw, bw, tot])
+    buckets = _bucket_sizes(net0, bucket_cap_mb)
+    net0 = None  # one model at a time on the device from here on (a large model on one GPU)
     flat = torch.zeros(nparams, dtype=torch.float32, device=d.device)
 
     solo = None
@@ -260,13 +262,14 @@ def measure_step(d: Dist, width: int = 1024, depth: int = 8, batch_per_device: i
         ident = _check_identity(d, g_avg, _flat_params(ident_model), xg, yg, spec, seed, lr, fwd_loss, dtype, b)
         if mode == "ddp":
             del ddp
+        del ident_model, opt, g_avg
 
         # ---- T_comm and T_step
         if mode == "flat":
             def comm(i: int) -> None:
                 dist.all_reduce(flat)
         else:
-            chunks = list(torch.split(flat, _bucket_sizes(net0, bucket_cap_mb)))
+            chunks = list(torch.split(flat, buckets))
 
             def comm(i: int) -> None:
                 for c in chunks:
@@ -324,8 +327,11 @@ def _check_identity(d: Dist, g_avg, params_after, xg, yg, spec, seed: int, lr: f
                     b: int) -> dict[str, float]:
     """Ranks agree on g and θ; g equals one process's gradient on the global batch. Raises IdentityError.
 
-    With BatchNorm (resnet) each rank normalises over its own samples, as DDP without SyncBatchNorm does, so
-    one process's reference is the mean of the gradients of the k per-rank slices instead.
+    The MLP's reference is one backward pass over all k·b samples. The gpt's and resnet's is accumulated
+    over the k slices of b samples, each loss divided by k (gradient accumulation: the same global-batch
+    gradient for the transformer, without k·b samples' activations on one device at once). With
+    BatchNorm (resnet) each rank normalises over its own samples, as DDP without SyncBatchNorm does, and
+    the mean of the slices' gradients is what the ranks must agree with.
     """
     import torch
     import torch.distributed as dist
@@ -343,7 +349,7 @@ def _check_identity(d: Dist, g_avg, params_after, xg, yg, spec, seed: int, lr: f
     if d.rank == 0:
         ref_model = build(spec, seed, d.device)
         theta0 = _flat_params(ref_model).clone()
-        if batch_dependent(spec):
+        if batch_dependent(spec) or spec.kind != "mlp":
             k = d.world_size
             for r in range(k):
                 (fwd_loss(ref_model, xg[r * b:(r + 1) * b], yg[r * b:(r + 1) * b]) / k).backward()
