@@ -18,7 +18,7 @@ simcli bench step "${common[@]}" --model gpt --layers 24 --hidden 2048 --heads 1
   --batch-per-device 4 --dtype bf16 -o "$out/gpu-step-gpt-1b-bf16.csv" --force
 # the CNN: ResNet-50's shape at 224 px, in each dtype
 for dt in bf16 fp16 tf32 fp32; do
-  simcli bench step "${common[@]}" --model resnet --width 64 --blocks 3,4,6,3 --image-size 224 --classes 1000 \
+  simcli bench step "${common[@]}" --model resnet --model-width 64 --blocks 3,4,6,3 --image-size 224 --classes 1000 \
     --batch-per-device 128 --dtype "$dt" -o "$out/gpu-step-resnet50-$dt.csv" --force
 done
 # one step file per calibration: the dtypes of the CNN together (every run's comment lines kept)

@@ -13,7 +13,7 @@ line (and the tests) use without torch.
   shortcut where the shape changes; stride in the 3x3 convolution, ResNet v1.5 as torchvision), in stages of
   ``blocks`` blocks, base width ``width`` doubling per stage (expansion 4), global average pool, a linear
   classifier, cross-entropy. The stem is ResNet-50's (7x7/2 convolution, 3x3/2 max pool) for images of 64
-  pixels or more, else a 3x3/1 convolution (He et al. 2016, sec. 4.2, CIFAR). ``--width 64 --blocks 3,4,6,3
+  pixels or more, else a 3x3/1 convolution (He et al. 2016, sec. 4.2, CIFAR). ``--model-width 64 --blocks 3,4,6,3
   --image-size 224 --classes 1000`` is torchvision's ResNet-50 (25,557,032 parameters, 4.09 GMACs).
 
 FLOPs per sample, forward + backward:
