@@ -815,3 +815,29 @@ def test_a_huge_comm_table_computes_only_the_rows_shown(runner, args, tmp_path):
     full = comm_grid(prof, parse_devices(args[1]), parse_sizes(args[3]), algorithm=alg)
     assert r.exit_code == 0, r.output
     assert out.read_text() == render_text(comm_table(prof, full, alg, 6))  # the same table as computing it all
+
+
+@pytest.mark.parametrize("args,rows", [(["-k", "1..300", "--profile", "dgx-h100,dgx-a100"], 10),
+                                       (["-k", "1..64:x2", "--grad-dtype", "fp32,bf16", "--algorithm", "ring,tree"], 7),
+                                       (["-k", "1..64"], 9)])
+def test_a_huge_compare_table_computes_only_the_rows_shown(runner, monkeypatch, args, rows, tmp_path):
+    import simcli.compare as C
+    from simcli.cli import app
+
+    calls = []
+    real = C.compare
+
+    def spy(base, choices, devices, **kw):
+        calls.append(len(devices))
+        return real(base, choices, devices, **kw)
+
+    monkeypatch.setattr(C, "compare", spy)
+    part, whole = tmp_path / "part.txt", tmp_path / "whole.txt"
+    assert runner.invoke(app, ["compare", *args, "--rows", str(rows), "-o", str(part)]).exit_code == 0
+    assert calls[-1] < 64
+    # the whole computation, shown with the same elision: the same text
+    import simcli.cli.plan as cp
+
+    monkeypatch.setattr(cp, "_compare_view", lambda cmp, r, n_devices=None, _v=cp._compare_view: _v(cmp, rows))
+    assert runner.invoke(app, ["compare", *args, "--rows", "0", "-o", str(whole)]).exit_code == 0
+    assert part.read_text() == whole.read_text()

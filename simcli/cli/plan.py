@@ -488,6 +488,17 @@ def compare(
         choices["bucket_mb"] = _numbers(scn.bucket_mb, "--bucket-mb", float, 1e-9)
     if scn.accum is not None:
         choices["accum"] = _numbers(scn.accum, "--accum", int, 1)
+    import numpy as np
+
+    from ..compare import alternatives
+
+    n_alt = len(alternatives(sc, choices))
+    k_all = k
+    if out.table and not pic.plot and out.rows and k.size * n_alt > out.rows:
+        # a table shows its first and last rows only (k-major, every alternative per k): compute those k
+        head = out.rows // 2
+        nh, nt = -(-head // n_alt), -(-(out.rows - head) // n_alt)
+        k = np.concatenate([k[:nh], k[k.size - nt:]]) if nh + nt < k.size else k
     cmp = run_compare(sc, choices, k, optimizer=optimizer.value)
     from ..plan import sharded_memory, training_memory
 
@@ -502,7 +513,7 @@ def compare(
     if pic.plot:
         _draw_compare(cmp, pic.plot, out.force, fig_size, pic.threshold)
     if out.table:
-        show(_compare_view(cmp, out.rows), out.output, out.force)
+        show(_compare_view(cmp, out.rows, n_devices=k_all.size), out.output, out.force)
         return
     from ..output import to_csv, to_json
 
@@ -525,7 +536,8 @@ def _draw_compare(cmp: Any, path: str, force: bool, size: Any, threshold: float)
     typer.echo(f"wrote {P.save_figure(fig, path, force)}", err=True)
 
 
-def _compare_view(cmp: Any, rows: int) -> Any:
+def _compare_view(cmp: Any, rows: int, n_devices: int | None = None) -> Any:
+    """``n_devices``: how many k were asked for when ``cmp`` holds only the first and last ones shown."""
     from rich.console import Group
     from rich.text import Text
 
@@ -553,10 +565,12 @@ def _compare_view(cmp: Any, rows: int) -> Any:
         cols.append(Column("memory", lambda r: None if r["fits_memory"] is None else
                            ("fits" if r["fits_memory"] else f"NO ({fmt_bytes(r['memory_bytes'], binary=False)})"),
                            justify="left"))
-    t = table(recs, cols, max_rows=rows,
+    n_k = n_devices or len(cmp.results[0].devices)
+    total = len(cmp.alternatives) * n_k
+    t = table(recs, cols, max_rows=rows, total=total,
               caption=f"Times in {unit}. gain = samples/s over the first alternative ({first.label}) at the same k. "
-                      f"{len(cmp.alternatives)} alternatives x {len(cmp.results[0].devices)} device counts."
-                      + (" --format csv or json holds every row." if rows and len(recs) > rows else ""))
+                      f"{len(cmp.alternatives)} alternatives x {n_k} device counts."
+                      + (" --format csv or json holds every row." if rows and total > rows else ""))
     head = Text("\n".join(_header_lines(first.scenario)) + "\n(first alternative; the table's columns "
                 + ", ".join(keys or ["none"]) + " vary)")
     return Group(head, Text(""), t)
