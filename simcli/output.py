@@ -69,9 +69,9 @@ def check_output_path(path: str | os.PathLike[str], force: bool, option: str = "
         st = os.stat(p)  # follows links: /dev/stdout is whatever it points to
     except FileNotFoundError:
         st = None
-    except NotADirectoryError:
-        raise InputError(f"{option}: {p}: a part of the path before the file name is a file, not a "
-                         "directory") from None
+    except NotADirectoryError:  # the file system refuses the path (issue 12 counts it with a full disk: exit 1)
+        raise EnvironmentFailure(f"{option}: {p}: cannot write it (a part of the path before the file name is a "
+                                 "file, not a directory); write elsewhere") from None
     except OSError as e:
         raise cannot_write(f"{option}: {p}", e) from None
     if st is not None:
@@ -83,7 +83,8 @@ def check_output_path(path: str | os.PathLike[str], force: bool, option: str = "
     parent = p.parent if str(p.parent) else Path(".")
     if not parent.is_dir():
         if parent.exists():
-            raise InputError(f"{option}: {parent} is a file, not a directory; give a path inside a directory")
+            raise EnvironmentFailure(f"{option}: {p}: cannot write it ({parent} is a file, not a directory); "
+                                     "write elsewhere")
         raise InputError(f"{option}: directory {parent} does not exist; create it first")
     return p
 

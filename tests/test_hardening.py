@@ -234,13 +234,18 @@ def test_output_that_is_an_input_is_refused(tmp_path):
     assert check_output_path(tmp_path / "other.csv", False, inputs=[m]).name == "other.csv"
 
 
-def test_path_under_a_regular_file_is_one_line(tmp_path):
+def test_path_under_a_regular_file_is_one_line_exit_1(tmp_path, runner):
+    from simcli.cli import app
+    from simcli.model import EnvironmentFailure
     from simcli.output import write_atomic
 
     f = tmp_path / "file"
     f.write_text("x")
-    with pytest.raises(InputError, match="is a file, not a directory|before the file name is a file"):
+    with pytest.raises(EnvironmentFailure, match="cannot write it .*is a file, not a directory"):
         write_atomic(f / "out.csv", "data")
+    r = runner.invoke(app, ["speedup", "-k", "8", "-o", str(f / "out.csv")])
+    assert r.exit_code == 1 and r.stderr.count("\n") == 1 and "is a file, not a directory" in r.stderr
+    assert f.read_text() == "x"
 
 
 @pytest.mark.parametrize("err", ["ENOSPC", "EROFS", "EACCES", "EIO"])
