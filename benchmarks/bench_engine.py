@@ -97,18 +97,26 @@ def main() -> None:
     rep = ap.parse_args().repeat
     py = sys.executable
     e, f = engine_vs_numpy(rep)
-    print(f"engine, 10^6 (k, size) points:        {e * 1e3:8.1f} ms   bare numpy formula {f * 1e3:8.1f} ms"
-          f"   ratio {e / f:5.2f}")
+    print(
+        f"engine, 10^6 (k, size) points:        {e * 1e3:8.1f} ms   bare numpy formula {f * 1e3:8.1f} ms"
+        f"   ratio {e / f:5.2f}"
+    )
     e2, f2 = nccl_vs_numpy(rep)
-    print(f"NCCL choice, 10^6 (k, size) points:   {e2 * 1e3:8.1f} ms   bare numpy min over pairs {f2 * 1e3:8.1f} ms"
-          f"   ratio {e2 / f2:5.2f}")
+    print(
+        f"NCCL choice, 10^6 (k, size) points:   {e2 * 1e3:8.1f} ms   bare numpy min over pairs {f2 * 1e3:8.1f} ms"
+        f"   ratio {e2 / f2:5.2f}"
+    )
     s = cmd_time([py, "-m", "simcli", "speedup", "--devices", "1..64", "--format", "json"], rep)
     floor = cmd_time([py, "-c", "import typer, rich, numpy, yaml"], rep)
-    print(f"simcli speedup --devices 1..64 --json: {s * 1e3:8.1f} ms   import typer, rich, numpy, yaml"
-          f" {floor * 1e3:6.1f} ms   ratio {s / floor:5.2f}")
+    print(
+        f"simcli speedup --devices 1..64 --json: {s * 1e3:8.1f} ms   import typer, rich, numpy, yaml"
+        f" {floor * 1e3:6.1f} ms   ratio {s / floor:5.2f}"
+    )
     big = cmd_time([py, "-m", "simcli", "speedup", "--devices", "1..100000", "--format", "json"], max(3, rep // 2))
-    print(f"--devices 1..100000 (json):           {big * 1e3:8.1f} ms   --devices 1..64 {s * 1e3:8.1f} ms"
-          f"   ratio {big / s:5.2f}")
+    print(
+        f"--devices 1..100000 (json):           {big * 1e3:8.1f} ms   --devices 1..64 {s * 1e3:8.1f} ms"
+        f"   ratio {big / s:5.2f}"
+    )
     print(f"(median of {rep} runs; python {sys.version.split()[0]}; {time.strftime('%Y-%m-%d')})")
 
 

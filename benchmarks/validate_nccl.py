@@ -53,14 +53,16 @@ def main(verbose: bool = False) -> list[dict]:
     print(f"{'curve':52s} {'profile':9s} {'alg':5s} {'band':11s} {'n':>3s} {'simcli':>7s} {'NCCL tuner':>10s}")
     for name, system, prof, alg in CASES:
         p = resolve_profile(prof)
-        rs = [r for r in _rows(PUB / name) if (system is None or r.get("system") == system)
-              and float(r["bytes"]) >= 1024]
+        rs = [
+            r for r in _rows(PUB / name) if (system is None or r.get("system") == system) and float(r["bytes"]) >= 1024
+        ]
         k = np.array([int(r["devices"]) for r in rs])
         n = np.array([float(r["bytes"]) for r in rs])
         t = np.array([_measured(r) for r in rs])
         pred = C.collective(p, alg, k, n)
-        prs = nccl.pairs(p.network, C.nccl_spec(p), k, C.tier_bandwidth(p.network, k), "all_reduce",
-                         None if alg == "nccl" else [alg])
+        prs = nccl.pairs(
+            p.network, C.nccl_spec(p), k, C.tier_bandwidth(p.network, k), "all_reduce", None if alg == "nccl" else [alg]
+        )
         tuner = np.min(np.stack([pr.cost(n)[1] for pr in prs]), axis=0)
         err, err_t = pred.time / t - 1, tuner / t - 1
         label = name.replace(".csv", "") + (f" [{system}]" if system else "")
@@ -69,18 +71,31 @@ def main(verbose: bool = False) -> list[dict]:
             if not m.any():
                 continue
             a, b = float(np.median(np.abs(err[m]))), float(np.median(np.abs(err_t[m])))
-            out.append({"curve": label, "profile": prof, "algorithm": alg, "band": band, "points": int(m.sum()),
-                        "simcli": a, "nccl_tuner": b})
+            out.append(
+                {
+                    "curve": label,
+                    "profile": prof,
+                    "algorithm": alg,
+                    "band": band,
+                    "points": int(m.sum()),
+                    "simcli": a,
+                    "nccl_tuner": b,
+                }
+            )
             print(f"{label:52s} {prof:9s} {alg:5s} {band:11s} {int(m.sum()):3d} {a:7.1%} {b:10.1%}")
         if verbose:
             for i in range(len(n)):
-                print(f"    {int(n[i]):>12d} B  measured {t[i] * 1e6:9.1f} us  simcli {pred.time[i] * 1e6:9.1f} us "
-                      f"({err[i]:+.0%}, {pred.algorithm[i]}/{pred.protocol[i]})  tuner {tuner[i] * 1e6:9.1f} us")
+                print(
+                    f"    {int(n[i]):>12d} B  measured {t[i] * 1e6:9.1f} us  simcli {pred.time[i] * 1e6:9.1f} us "
+                    f"({err[i]:+.0%}, {pred.algorithm[i]}/{pred.protocol[i]})  tuner {tuner[i] * 1e6:9.1f} us"
+                )
     for band, _, _ in BANDS:
         a = [r["simcli"] for r in out if r["band"] == band]
         b = [r["nccl_tuner"] for r in out if r["band"] == band]
-        print(f"{'all curves (median of the curves medians)':52s} {'':9s} {'':5s} {band:11s} {len(a):3d} "
-              f"{np.median(a):7.1%} {np.median(b):10.1%}")
+        print(
+            f"{'all curves (median of the curves medians)':52s} {'':9s} {'':5s} {band:11s} {len(a):3d} "
+            f"{np.median(a):7.1%} {np.median(b):10.1%}"
+        )
     return out
 
 

@@ -16,5 +16,19 @@ from .model import Device, InputError, Profile, SimcliError, Tier, Workload  # n
 from .profiles import load_profile, resolve_profile  # noqa: E402
 from .workloads import build_workload, get_model  # noqa: E402
 
-__all__ = ["Scenario", "Result", "simulate", "Profile", "Device", "Tier", "Workload", "SimcliError",
-           "InputError", "load_profile", "resolve_profile", "get_model", "build_workload", "__version__"]
+__all__ = [
+    "Scenario",
+    "Result",
+    "simulate",
+    "Profile",
+    "Device",
+    "Tier",
+    "Workload",
+    "SimcliError",
+    "InputError",
+    "load_profile",
+    "resolve_profile",
+    "get_model",
+    "build_workload",
+    "__version__",
+]

@@ -52,8 +52,20 @@ import numpy as np
 from . import collectives
 from .model import InputError, Tier
 
-__all__ = ["COEFFICIENTS", "ring_coefficients", "LinkFit", "StepFit", "fit_alpha_beta", "fit_link",
-           "outer_tier", "tier_scale", "fit_step", "rel_error", "holdout_mask", "HUBER_C"]
+__all__ = [
+    "COEFFICIENTS",
+    "ring_coefficients",
+    "LinkFit",
+    "StepFit",
+    "fit_alpha_beta",
+    "fit_link",
+    "outer_tier",
+    "tier_scale",
+    "fit_step",
+    "rel_error",
+    "holdout_mask",
+    "HUBER_C",
+]
 
 #: Huber's tuning constant (95% efficiency under normal errors; Huber 1964)
 HUBER_C = 1.345
@@ -81,8 +93,9 @@ def rel_error(pred: np.ndarray, meas: np.ndarray) -> np.ndarray:
 def holdout_mask(m: int, fraction: float, seed: int) -> np.ndarray:
     """Boolean mask of ``round(fraction·m)`` points held out of the fit, drawn with a seeded generator."""
     if not 0 <= fraction < 1:
-        raise InputError(f"--holdout: {fraction} is not in [0, 1); give the fraction of points to hold out, "
-                         "for example 0.25")
+        raise InputError(
+            f"--holdout: {fraction} is not in [0, 1); give the fraction of points to hold out, for example 0.25"
+        )
     n_out = int(round(fraction * m))
     mask = np.zeros(m, dtype=bool)
     if n_out:
@@ -135,8 +148,9 @@ def _solve_nnls(M: np.ndarray, y: np.ndarray, free: Sequence[bool]) -> np.ndarra
     return best
 
 
-def _irls(A: np.ndarray, t: np.ndarray, offset: np.ndarray, fixed: Mapping[int, float], loss: str,
-          max_iter: int = 50) -> tuple[np.ndarray, np.ndarray, int]:
+def _irls(
+    A: np.ndarray, t: np.ndarray, offset: np.ndarray, fixed: Mapping[int, float], loss: str, max_iter: int = 50
+) -> tuple[np.ndarray, np.ndarray, int]:
     """Robust non-negative weighted LS on relative error. Returns (x, robust weights, iterations)."""
     p = A.shape[1]
     # relative-error rows: (A x + offset)/t - 1  ->  M x - y with M = A/t, y = 1 - offset/t
@@ -168,8 +182,9 @@ def _irls(A: np.ndarray, t: np.ndarray, offset: np.ndarray, fixed: Mapping[int, 
     return x, w, it
 
 
-def _covariance(A: np.ndarray, t: np.ndarray, offset: np.ndarray, x: np.ndarray, w: np.ndarray,
-                free: Sequence[int]) -> np.ndarray | None:
+def _covariance(
+    A: np.ndarray, t: np.ndarray, offset: np.ndarray, x: np.ndarray, w: np.ndarray, free: Sequence[int]
+) -> np.ndarray | None:
     """Covariance of the free parameters of the weighted relative-error fit, or None if singular."""
     m = len(t)
     if m <= len(free) or not free:
@@ -195,10 +210,21 @@ def _r2_log(pred: np.ndarray, meas: np.ndarray) -> float:
     return 1.0 - float(np.sum((lm - lp) ** 2)) / ss_tot
 
 
-def fit_alpha_beta(k: np.ndarray, n: np.ndarray, t: np.ndarray, *, algorithm: str = "ring",
-                   bw_scale: np.ndarray | None = None, offset: np.ndarray | None = None,
-                   base_alpha_s: float | None = None, base_bandwidth_Bps: float | None = None,
-                   holdout: float = 0.0, seed: int = 0, loss: str = "huber", what: str = "data") -> LinkFit:
+def fit_alpha_beta(
+    k: np.ndarray,
+    n: np.ndarray,
+    t: np.ndarray,
+    *,
+    algorithm: str = "ring",
+    bw_scale: np.ndarray | None = None,
+    offset: np.ndarray | None = None,
+    base_alpha_s: float | None = None,
+    base_bandwidth_Bps: float | None = None,
+    holdout: float = 0.0,
+    seed: int = 0,
+    loss: str = "huber",
+    what: str = "data",
+) -> LinkFit:
     """Fit ``t = c_lat(k)·alpha + c_bw(k)·n/(g(k)·b) + offset`` for alpha >= 0 and b > 0.
 
     ``bw_scale`` is g(k) (default 1: b is the ring's bandwidth). ``offset`` a
@@ -210,20 +236,21 @@ def fit_alpha_beta(k: np.ndarray, n: np.ndarray, t: np.ndarray, *, algorithm: st
     n = np.asarray(n, dtype=np.float64)
     t = np.asarray(t, dtype=np.float64)
     if algorithm not in COEFFICIENTS:
-        raise InputError(f"--algorithm: cannot fit {algorithm!r}; calibration knows "
-                         f"{', '.join(COEFFICIENTS)}")
+        raise InputError(f"--algorithm: cannot fit {algorithm!r}; calibration knows {', '.join(COEFFICIENTS)}")
     if not (k.shape == n.shape == t.shape):
         raise ValueError("k, n and t must have the same shape")
     if k.size == 0:
         raise InputError(f"{what}: no measurements to fit (need all-reduce rows with world_size >= 2)")
     if np.any(k < 2):
-        raise InputError(f"{what}: world size {int(k.min())} has no communication to fit; "
-                         "give rows with world_size >= 2")
+        raise InputError(
+            f"{what}: world size {int(k.min())} has no communication to fit; give rows with world_size >= 2"
+        )
     bad = ~(np.isfinite(t) & (t > 0)) | ~(np.isfinite(n) & (n > 0))
     if np.any(bad):
         i = int(np.argmax(bad))
-        raise InputError(f"{what}: row {i + 1}: time {t[i]!r} s at {n[i]!r} bytes; times and sizes must be "
-                         "positive numbers")
+        raise InputError(
+            f"{what}: row {i + 1}: time {t[i]!r} s at {n[i]!r} bytes; times and sizes must be positive numbers"
+        )
     g = np.ones(k.shape) if bw_scale is None else np.asarray(bw_scale, dtype=np.float64)
     off = np.zeros(k.shape) if offset is None else np.asarray(offset, dtype=np.float64)
     c_lat, c_bw = COEFFICIENTS[algorithm](k)
@@ -232,8 +259,10 @@ def fit_alpha_beta(k: np.ndarray, n: np.ndarray, t: np.ndarray, *, algorithm: st
     test = holdout_mask(len(t), holdout, seed)
     fit = ~test
     if int(fit.sum()) < 3:
-        raise InputError(f"{what}: {int(fit.sum())} point(s) left to fit after holding out {int(test.sum())}; "
-                         "measure more sizes or world sizes, or lower --holdout")
+        raise InputError(
+            f"{what}: {int(fit.sum())} point(s) left to fit after holding out {int(test.sum())}; "
+            "measure more sizes or world sizes, or lower --holdout"
+        )
     Af, tf, of = A[fit], t[fit], off[fit]
     sizes = tuple(float(s) for s in np.unique(n[fit]))
     worlds = tuple(int(x) for x in np.unique(k[fit]))
@@ -244,34 +273,46 @@ def fit_alpha_beta(k: np.ndarray, n: np.ndarray, t: np.ndarray, *, algorithm: st
     def base_for(j: int) -> float:
         v = base_alpha_s if j == 0 else (None if base_bandwidth_Bps is None else 1.0 / base_bandwidth_Bps)
         if v is None:
-            raise InputError(f"{what}: the data cannot identify {names[j]} and no base value was given; "
-                             "measure several message sizes")
+            raise InputError(
+                f"{what}: the data cannot identify {names[j]} and no base value was given; "
+                "measure several message sizes"
+            )
         return v
 
     if len(sizes) == 1 and len(worlds) == 1:
         # alpha and 1/B enter through one column each scaled by constants: they cannot be told apart.
         # Keep the one that matters least at this size at its base value and fit the other.
         if base_alpha_s is None or base_bandwidth_Bps is None:
-            raise InputError(f"{what}: one message size ({sizes[0]:.0f} bytes) and one world size "
-                             f"({worlds[0]}) cannot separate latency from bandwidth; measure several sizes")
+            raise InputError(
+                f"{what}: one message size ({sizes[0]:.0f} bytes) and one world size "
+                f"({worlds[0]}) cannot separate latency from bandwidth; measure several sizes"
+            )
         lat_share = float(Af[0, 0]) * base_alpha_s
         bw_share = float(Af[0, 1]) / base_bandwidth_Bps
         j_keep = 1 if lat_share >= bw_share else 0
         fixed[j_keep] = base_for(j_keep)
-        warnings.append(f"one message size and one world size only: {names[j_keep]} kept at the base value, "
-                        f"only {names[1 - j_keep]} fitted")
+        warnings.append(
+            f"one message size and one world size only: {names[j_keep]} kept at the base value, "
+            f"only {names[1 - j_keep]} fitted"
+        )
     elif len(sizes) == 1:
-        warnings.append(f"one message size only ({sizes[0]:.0f} bytes): alpha and B are told apart only "
-                        "through the world sizes; measure several sizes")
+        warnings.append(
+            f"one message size only ({sizes[0]:.0f} bytes): alpha and B are told apart only "
+            "through the world sizes; measure several sizes"
+        )
     elif len(worlds) == 1:
-        warnings.append(f"one world size only (k={worlds[0]}): alpha and B describe this k; "
-                        "measure several world sizes to describe the link")
+        warnings.append(
+            f"one world size only (k={worlds[0]}): alpha and B describe this k; "
+            "measure several world sizes to describe the link"
+        )
 
     for _ in range(3):  # refit at most twice when a parameter turns out not to be identified
         x, w, iters = _irls(Af, tf, of, fixed, loss)
         if x[1] <= 0 and 1 not in fixed:
-            raise InputError(f"{what}: the fit gives infinite bandwidth (the times do not grow with the size); "
-                             "check the data, or measure larger sizes")
+            raise InputError(
+                f"{what}: the fit gives infinite bandwidth (the times do not grow with the size); "
+                "check the data, or measure larger sizes"
+            )
         free = [j for j in range(2) if j not in fixed]
         cov = _covariance(Af, tf, of, x, w, free)
         se = {j: (math.sqrt(max(cov[i, i], 0.0)) if cov is not None else None) for i, j in enumerate(free)}
@@ -282,8 +323,13 @@ def fit_alpha_beta(k: np.ndarray, n: np.ndarray, t: np.ndarray, *, algorithm: st
             elif se.get(j) is None:
                 problems.append((j, f"{names[j]} is not identified (the design is singular)"))
             elif se[j] > _MAX_REL_SE * abs(x[j]):
-                problems.append((j, f"{names[j]} is not identified by these data (standard error "
-                                    f"{se[j] / abs(x[j]):.0%} of the value)"))
+                problems.append(
+                    (
+                        j,
+                        f"{names[j]} is not identified by these data (standard error "
+                        f"{se[j] / abs(x[j]):.0%} of the value)",
+                    )
+                )
         if not problems:
             break
         j, msg = problems[0]
@@ -304,13 +350,22 @@ def fit_alpha_beta(k: np.ndarray, n: np.ndarray, t: np.ndarray, *, algorithm: st
     pred = A @ np.array([alpha, beta]) + off
     err = np.abs(rel_error(pred, t))
     return LinkFit(
-        alpha_s=alpha, bandwidth_Bps=B, alpha_se_s=alpha_se, bandwidth_se_Bps=B_se, identified=identified,
-        n_fit=int(fit.sum()), n_holdout=int(test.sum()),
+        alpha_s=alpha,
+        bandwidth_Bps=B,
+        alpha_se_s=alpha_se,
+        bandwidth_se_Bps=B_se,
+        identified=identified,
+        n_fit=int(fit.sum()),
+        n_holdout=int(test.sum()),
         r2_log=_r2_log(pred[fit], t[fit]),
-        fit_median_rel=float(np.median(err[fit])), fit_max_rel=float(np.max(err[fit])),
+        fit_median_rel=float(np.median(err[fit])),
+        fit_max_rel=float(np.max(err[fit])),
         holdout_median_rel=float(np.median(err[test])) if test.any() else None,
         holdout_max_rel=float(np.max(err[test])) if test.any() else None,
-        downweighted=int(np.sum(w < 1.0)), iterations=iters, world_sizes=worlds, sizes=sizes,
+        downweighted=int(np.sum(w < 1.0)),
+        iterations=iters,
+        world_sizes=worlds,
+        sizes=sizes,
         warnings=tuple(warnings),
     )
 
@@ -336,9 +391,20 @@ def tier_scale(network: Sequence[Tier], tier: int, k: np.ndarray) -> np.ndarray:
     return collectives.tier_bandwidth(unit, np.asarray(k, dtype=np.int64))[tier]
 
 
-def fit_link(network: Sequence[Tier], tier: int, k: np.ndarray, n: np.ndarray, t: np.ndarray, *,
-             algorithm: str = "ring", reduce_Bps: float | None = None, holdout: float = 0.0, seed: int = 0,
-             loss: str = "huber", what: str = "data") -> LinkFit:
+def fit_link(
+    network: Sequence[Tier],
+    tier: int,
+    k: np.ndarray,
+    n: np.ndarray,
+    t: np.ndarray,
+    *,
+    algorithm: str = "ring",
+    reduce_Bps: float | None = None,
+    holdout: float = 0.0,
+    seed: int = 0,
+    loss: str = "huber",
+    what: str = "data",
+) -> LinkFit:
     """Fit tier ``tier``'s latency and effective bandwidth to all-reduce times that cross it.
 
     The tier is taken to be the ring's bottleneck for every k given; the
@@ -353,8 +419,20 @@ def fit_link(network: Sequence[Tier], tier: int, k: np.ndarray, n: np.ndarray, t
     if reduce_Bps:
         kf = k.astype(np.float64)
         off = (kf - 1.0) / kf * n / reduce_Bps
-    return fit_alpha_beta(k, n, t, algorithm=algorithm, bw_scale=g, offset=off, base_alpha_s=t_i.latency_s,
-                          base_bandwidth_Bps=t_i.effective_Bps, holdout=holdout, seed=seed, loss=loss, what=what)
+    return fit_alpha_beta(
+        k,
+        n,
+        t,
+        algorithm=algorithm,
+        bw_scale=g,
+        offset=off,
+        base_alpha_s=t_i.latency_s,
+        base_bandwidth_Bps=t_i.effective_Bps,
+        holdout=holdout,
+        seed=seed,
+        loss=loss,
+        what=what,
+    )
 
 
 # --------------------------------------------------------------------------- bench step
@@ -396,11 +474,21 @@ class DtypeFit:
     warnings: tuple[str, ...] = field(default_factory=tuple)
 
 
-def fit_mfu_by_dtype(dtype: Sequence[str], k: np.ndarray, batch_per_device: np.ndarray, t_compute: np.ndarray,
-                     flops_per_sample: np.ndarray, peaks: Mapping[str, float], *,
-                     t_forward: np.ndarray | None = None, t_backward: np.ndarray | None = None,
-                     t_p10: np.ndarray | None = None, t_p90: np.ndarray | None = None,
-                     steps: np.ndarray | None = None, what: str = "steps") -> dict[str, DtypeFit]:
+def fit_mfu_by_dtype(
+    dtype: Sequence[str],
+    k: np.ndarray,
+    batch_per_device: np.ndarray,
+    t_compute: np.ndarray,
+    flops_per_sample: np.ndarray,
+    peaks: Mapping[str, float],
+    *,
+    t_forward: np.ndarray | None = None,
+    t_backward: np.ndarray | None = None,
+    t_p10: np.ndarray | None = None,
+    t_p90: np.ndarray | None = None,
+    steps: np.ndarray | None = None,
+    what: str = "steps",
+) -> dict[str, DtypeFit]:
     """Per compute dtype: mfu = FLOPs per sample · b / (T_compute · peak[dtype]), and T_b / (T_f + T_b).
 
     Every distinct (dtype, k, T_compute) row is one estimate (the flat and ddp rows of one world share their
@@ -440,19 +528,30 @@ def fit_mfu_by_dtype(dtype: Sequence[str], k: np.ndarray, batch_per_device: np.n
                 if np.isfinite(sd) and sd >= 0 and steps[i] >= 2:
                     mfu_se = mfu * 1.2533 * sd / math.sqrt(float(steps[i])) / float(tc[i])
             if mfu > 1:
-                warnings.append(f"{dt}: the measured rate is {mfu:.2f} x the profile's peak: the peak is too low "
-                                "for this machine; mfu not written")
+                warnings.append(
+                    f"{dt}: the measured rate is {mfu:.2f} x the profile's peak: the peak is too low "
+                    "for this machine; mfu not written"
+                )
         else:
-            warnings.append(f"{dt}: the profile has no peak_flops.{dt}, so no mfu for it (add the peak to the "
-                            "base profile, e.g. from simcli profiles detect)")
+            warnings.append(
+                f"{dt}: the profile has no peak_flops.{dt}, so no mfu for it (add the peak to the "
+                "base profile, e.g. from simcli profiles detect)"
+            )
         bf = bf_se = None
         if tf is not None and tb is not None:
             ok = sel[np.isfinite(tf[sel]) & np.isfinite(tb[sel]) & (tf[sel] > 0) & (tb[sel] > 0)]
             if ok.size:
                 bf, bf_se = _mean_se(tb[ok] / (tf[ok] + tb[ok]))
-        out[dt] = DtypeFit(dtype=dt, n_rows=int(sel.size), achieved_flops=float(np.mean(rate)), mfu=mfu,
-                           mfu_se=mfu_se, backward_fraction=bf, backward_fraction_se=bf_se,
-                           warnings=tuple(warnings))
+        out[dt] = DtypeFit(
+            dtype=dt,
+            n_rows=int(sel.size),
+            achieved_flops=float(np.mean(rate)),
+            mfu=mfu,
+            mfu_se=mfu_se,
+            backward_fraction=bf,
+            backward_fraction_se=bf_se,
+            warnings=tuple(warnings),
+        )
     return out
 
 
@@ -468,9 +567,17 @@ def overlap_fraction(t_compute: np.ndarray, t_comm: np.ndarray, t_step: np.ndarr
     return np.clip(phi, 0.0, 1.0)
 
 
-def fit_step(k: np.ndarray, batch_per_device: np.ndarray, t_compute: np.ndarray, t_comm: np.ndarray,
-             t_step: np.ndarray, *, flops_per_sample: np.ndarray | None = None, peak_flops: float | None = None,
-             what: str = "steps") -> StepFit:
+def fit_step(
+    k: np.ndarray,
+    batch_per_device: np.ndarray,
+    t_compute: np.ndarray,
+    t_comm: np.ndarray,
+    t_step: np.ndarray,
+    *,
+    flops_per_sample: np.ndarray | None = None,
+    peak_flops: float | None = None,
+    what: str = "steps",
+) -> StepFit:
     """Seconds per sample (T_compute / batch per device), mfu = FLOPs per sample / (s per sample · peak), overlap.
 
     Weak-scaling rows: T_compute per sample does not depend on k, so every row
@@ -494,17 +601,27 @@ def fit_step(k: np.ndarray, batch_per_device: np.ndarray, t_compute: np.ndarray,
         u = f / (sps * peak_flops)
         mfu, mfu_se = _mean_se(u)
         if mfu > 1:
-            warnings.append(f"the measured rate is {mfu:.2f} x the base profile's peak: the peak is too low "
-                            "for this machine; mfu not written")
+            warnings.append(
+                f"the measured rate is {mfu:.2f} x the base profile's peak: the peak is too low "
+                "for this machine; mfu not written"
+            )
     multi = (k > 1) & np.isfinite(tm) & (tm > 0)
     ov = ov_se = None
     if multi.any():
         ov, ov_se = _mean_se(overlap_fraction(tc[multi], tm[multi], ts[multi]))
     else:
         warnings.append("no rows with world_size > 1: the overlap cannot be measured")
-    return StepFit(seconds_per_sample=sps_m, seconds_per_sample_se=sps_se, mfu=mfu, mfu_se=mfu_se, overlap=ov,
-                   overlap_se=ov_se, n_rows=int(k.size), n_overlap_rows=int(multi.sum()),
-                   warnings=tuple(warnings))
+    return StepFit(
+        seconds_per_sample=sps_m,
+        seconds_per_sample_se=sps_se,
+        mfu=mfu,
+        mfu_se=mfu_se,
+        overlap=ov,
+        overlap_se=ov_se,
+        n_rows=int(k.size),
+        n_overlap_rows=int(multi.sum()),
+        warnings=tuple(warnings),
+    )
 
 
 # --------------------------------------------------------------------------- NCCL's constants
@@ -534,12 +651,15 @@ class NcclFit:
     warnings: tuple[str, ...] = field(default_factory=tuple)
 
 
-def _nccl_predict(profile: Any, lat: np.ndarray, bw: np.ndarray, k: np.ndarray, n: np.ndarray,
-                  algorithm: str) -> np.ndarray:
+def _nccl_predict(
+    profile: Any, lat: np.ndarray, bw: np.ndarray, k: np.ndarray, n: np.ndarray, algorithm: str
+) -> np.ndarray:
     import dataclasses
 
-    net = tuple(dataclasses.replace(t, latency_s=float(a), bandwidth_Bps=float(b), efficiency=1.0)
-                for t, a, b in zip(profile.network, lat, bw))
+    net = tuple(
+        dataclasses.replace(t, latency_s=float(a), bandwidth_Bps=float(b), efficiency=1.0)
+        for t, a, b in zip(profile.network, lat, bw)
+    )
     return collectives.collective(dataclasses.replace(profile, network=net), algorithm, k, n).time
 
 
@@ -567,8 +687,17 @@ def _descend(loss: Any, x0: np.ndarray, free: np.ndarray) -> np.ndarray:
     return x
 
 
-def fit_nccl(profile: Any, k: np.ndarray, n: np.ndarray, t: np.ndarray, *, algorithm: str = "nccl",
-             holdout: float = 0.0, seed: int = 0, what: str = "data") -> NcclFit:
+def fit_nccl(
+    profile: Any,
+    k: np.ndarray,
+    n: np.ndarray,
+    t: np.ndarray,
+    *,
+    algorithm: str = "nccl",
+    holdout: float = 0.0,
+    seed: int = 0,
+    what: str = "data",
+) -> NcclFit:
     """Fit every spanned tier's hop latency (its Ring/Simple ``latency``) and effective bandwidth so that NCCL's
     model, with NCCL's own choice of algorithm and protocol, matches measured all-reduce times.
 
@@ -601,8 +730,7 @@ def fit_nccl(profile: Any, k: np.ndarray, n: np.ndarray, t: np.ndarray, *, algor
         for step in (np.log(1.2), -np.log(1.2)):  # both ways: a bandwidth may only matter through a minimum
             y = x0.copy()
             y[j] += step
-            moved = np.log(_nccl_predict(profile, np.exp(y[:nt]), np.exp(y[nt:]), k[fit_i], n[fit_i],
-                                         algorithm)) - ref
+            moved = np.log(_nccl_predict(profile, np.exp(y[:nt]), np.exp(y[nt:]), k[fit_i], n[fit_i], algorithm)) - ref
             free[j] |= bool(np.max(np.abs(moved)) >= 0.02)
     lat_free, bw_free = free[:nt], free[nt:]
     warnings: list[str] = []
@@ -613,6 +741,7 @@ def fit_nccl(profile: Any, k: np.ndarray, n: np.ndarray, t: np.ndarray, *, algor
         def loss(x: np.ndarray) -> float:
             p = _nccl_predict(profile, np.exp(x[:nt]), np.exp(x[nt:]), k[sel], n[sel], algorithm)
             return float(np.mean(np.log(p / t[sel]) ** 2))
+
         return loss
 
     x = _descend(make_loss(fit_i), x0, free) if free.any() else x0
@@ -637,13 +766,20 @@ def fit_nccl(profile: Any, k: np.ndarray, n: np.ndarray, t: np.ndarray, *, algor
         return None if spread is None or not identified else float(spread[j])
 
     return NcclFit(
-        latency_s=tuple(float(v) for v in lat), bandwidth_Bps=tuple(float(v) for v in bw),
-        latency_identified=tuple(bool(v) for v in lat_free), bandwidth_identified=tuple(bool(v) for v in bw_free),
+        latency_s=tuple(float(v) for v in lat),
+        bandwidth_Bps=tuple(float(v) for v in bw),
+        latency_identified=tuple(bool(v) for v in lat_free),
+        bandwidth_identified=tuple(bool(v) for v in bw_free),
         latency_se_s=tuple(se(i, lat_free[i]) for i in range(nt)),
         bandwidth_se_Bps=tuple(se(nt + i, bw_free[i]) for i in range(nt)),
-        n_fit=int(fit_i.sum()), n_holdout=int(mask.sum()),
-        fit_median_rel=float(np.median(rel[fit_i])), fit_max_rel=float(np.max(rel[fit_i])),
+        n_fit=int(fit_i.sum()),
+        n_holdout=int(mask.sum()),
+        fit_median_rel=float(np.median(rel[fit_i])),
+        fit_max_rel=float(np.max(rel[fit_i])),
         holdout_median_rel=float(np.median(rel[mask])) if mask.any() else None,
-        holdout_max_rel=float(np.max(rel[mask])) if mask.any() else None, r2_log=r2,
-        world_sizes=tuple(sorted({int(v) for v in k})), sizes=tuple(sorted({float(v) for v in n})),
-        warnings=tuple(warnings))
+        holdout_max_rel=float(np.max(rel[mask])) if mask.any() else None,
+        r2_log=r2,
+        world_sizes=tuple(sorted({int(v) for v in k})),
+        sizes=tuple(sorted({float(v) for v in n})),
+        warnings=tuple(warnings),
+    )

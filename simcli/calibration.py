@@ -30,8 +30,19 @@ if TYPE_CHECKING:  # pragma: no cover
 __all__ = ["calibrate_profile"]
 
 
-def _fit_nccl_tiers(base: Profile, network: list, tiers_out: list, k: np.ndarray, n: np.ndarray, t: np.ndarray, *,
-                    algorithm: str, holdout: float, seed: int, what: str) -> None:
+def _fit_nccl_tiers(
+    base: Profile,
+    network: list,
+    tiers_out: list,
+    k: np.ndarray,
+    n: np.ndarray,
+    t: np.ndarray,
+    *,
+    algorithm: str,
+    holdout: float,
+    seed: int,
+    what: str,
+) -> None:
     """NCCL's model fitted on every identified tier: updates ``network`` and appends one record per tier."""
     fit = fit_nccl(base, k, n, t, algorithm=algorithm, holdout=holdout, seed=seed, what=what)
     spanned = tier_spanned(base.network, k)
@@ -44,25 +55,54 @@ def _fit_nccl_tiers(base: Profile, network: list, tiers_out: list, k: np.ndarray
         if fit.bandwidth_identified[ti]:
             changes.update(bandwidth_Bps=fit.bandwidth_Bps[ti], efficiency=1.0)
         network[ti] = dataclasses.replace(t_before, **changes)
-        tiers_out.append({
-            "tier": t_before.name, "index": ti,
-            "world_sizes": [int(x) for x in sorted(set(k[spanned[ti]].tolist()))],
-            "sizes": [int(x) for x in fit.sizes],
-            "size_range": f"{fmt_bytes(min(fit.sizes))}..{fmt_bytes(max(fit.sizes))} ({len(fit.sizes)} sizes)",
-            "points": fit.n_fit, "holdout_points": fit.n_holdout, "holdout_fraction": holdout, "seed": seed,
-            "latency": {"before_s": t_before.latency_s, "after_s": network[ti].latency_s,
-                        "se_s": fit.latency_se_s[ti], "identified": fit.latency_identified[ti]},
-            "bandwidth": {"before_Bps": t_before.effective_Bps, "after_Bps": network[ti].effective_Bps,
-                          "se_Bps": fit.bandwidth_se_Bps[ti], "identified": fit.bandwidth_identified[ti]},
-            "quality": {"r2_log_time": fit.r2_log, "median_rel_error_fit": fit.fit_median_rel,
-                        "max_rel_error_fit": fit.fit_max_rel, "median_rel_error_holdout": fit.holdout_median_rel,
-                        "max_rel_error_holdout": fit.holdout_max_rel, "downweighted_points": 0},
-            "warnings": list(fit.warnings),
-        })
+        tiers_out.append(
+            {
+                "tier": t_before.name,
+                "index": ti,
+                "world_sizes": [int(x) for x in sorted(set(k[spanned[ti]].tolist()))],
+                "sizes": [int(x) for x in fit.sizes],
+                "size_range": f"{fmt_bytes(min(fit.sizes))}..{fmt_bytes(max(fit.sizes))} ({len(fit.sizes)} sizes)",
+                "points": fit.n_fit,
+                "holdout_points": fit.n_holdout,
+                "holdout_fraction": holdout,
+                "seed": seed,
+                "latency": {
+                    "before_s": t_before.latency_s,
+                    "after_s": network[ti].latency_s,
+                    "se_s": fit.latency_se_s[ti],
+                    "identified": fit.latency_identified[ti],
+                },
+                "bandwidth": {
+                    "before_Bps": t_before.effective_Bps,
+                    "after_Bps": network[ti].effective_Bps,
+                    "se_Bps": fit.bandwidth_se_Bps[ti],
+                    "identified": fit.bandwidth_identified[ti],
+                },
+                "quality": {
+                    "r2_log_time": fit.r2_log,
+                    "median_rel_error_fit": fit.fit_median_rel,
+                    "max_rel_error_fit": fit.fit_max_rel,
+                    "median_rel_error_holdout": fit.holdout_median_rel,
+                    "max_rel_error_holdout": fit.holdout_max_rel,
+                    "downweighted_points": 0,
+                },
+                "warnings": list(fit.warnings),
+            }
+        )
 
 
-def _fit_dtypes(base: Profile, device: Any, sm: Measured, dts: list[str], k: np.ndarray, b: np.ndarray,
-                tc: np.ndarray, fps: np.ndarray, warnings: list[str], cal: dict[str, Any]) -> tuple[Any, list]:
+def _fit_dtypes(
+    base: Profile,
+    device: Any,
+    sm: Measured,
+    dts: list[str],
+    k: np.ndarray,
+    b: np.ndarray,
+    tc: np.ndarray,
+    fps: np.ndarray,
+    warnings: list[str],
+    cal: dict[str, Any],
+) -> tuple[Any, list]:
     """mfu_by_dtype and the backward fraction from a ``bench step --dtype`` file's rows, dtype by dtype.
 
     Each fitted dtype's mfu goes into ``device.mfu_by_dtype`` (and ``device.mfu`` for the default dtype, as
@@ -71,9 +111,20 @@ def _fit_dtypes(base: Profile, device: Any, sm: Measured, dts: list[str], k: np.
     ``backward_fraction`` is a scenario input; the profile does not set it).
     """
     tf, tb = sm.optional("t_forward_s"), sm.optional("t_backward_s")
-    fits = fit_mfu_by_dtype(dts, k, b, tc, fps, device.peak_flops, t_forward=tf, t_backward=tb,
-                            t_p10=sm.optional("t_compute_p10_s"), t_p90=sm.optional("t_compute_p90_s"),
-                            steps=sm.optional("steps"), what=sm.path)
+    fits = fit_mfu_by_dtype(
+        dts,
+        k,
+        b,
+        tc,
+        fps,
+        device.peak_flops,
+        t_forward=tf,
+        t_backward=tb,
+        t_p10=sm.optional("t_compute_p10_s"),
+        t_p90=sm.optional("t_compute_p90_s"),
+        steps=sm.optional("steps"),
+        what=sm.path,
+    )
     by = dict(device.mfu_by_dtype)
     models = sorted(set(sm.text("model"))) if "model" in sm.header else []
     run = f"{sm.path} (bench step{', ' + '; '.join(models) if models else ''})"
@@ -84,42 +135,76 @@ def _fit_dtypes(base: Profile, device: Any, sm: Measured, dts: list[str], k: np.
         before = base.device.mfu_by_dtype.get(dt)
         if ok:
             by[dt] = f.mfu
-        rec = {"dtype": dt, "rows": f.n_rows, "achieved_flops": f.achieved_flops, "mfu": f.mfu, "mfu_se": f.mfu_se,
-               "mfu_before": before, "written": ok, "backward_fraction": f.backward_fraction,
-               "backward_fraction_se": f.backward_fraction_se}
+        rec = {
+            "dtype": dt,
+            "rows": f.n_rows,
+            "achieved_flops": f.achieved_flops,
+            "mfu": f.mfu,
+            "mfu_se": f.mfu_se,
+            "mfu_before": before,
+            "written": ok,
+            "backward_fraction": f.backward_fraction,
+            "backward_fraction_se": f.backward_fraction_se,
+        }
         recs.append(rec)
-        block[dt] = {"rows": f.n_rows, "achieved": fmt_flops(f.achieved_flops),
-                     "mfu": None if f.mfu is None else round(f.mfu, 6),
-                     "mfu_standard_error": None if f.mfu_se is None else round(f.mfu_se, 6),
-                     "mfu_before": before, "written": ok,
-                     "backward_fraction": None if f.backward_fraction is None else round(f.backward_fraction, 4),
-                     "backward_fraction_standard_error": (None if f.backward_fraction_se is None
-                                                          else round(f.backward_fraction_se, 4))}
+        block[dt] = {
+            "rows": f.n_rows,
+            "achieved": fmt_flops(f.achieved_flops),
+            "mfu": None if f.mfu is None else round(f.mfu, 6),
+            "mfu_standard_error": None if f.mfu_se is None else round(f.mfu_se, 6),
+            "mfu_before": before,
+            "written": ok,
+            "backward_fraction": None if f.backward_fraction is None else round(f.backward_fraction, 4),
+            "backward_fraction_standard_error": (
+                None if f.backward_fraction_se is None else round(f.backward_fraction_se, 4)
+            ),
+        }
         if ok:
             se = f" (+- {f.mfu_se:.2g})" if f.mfu_se is not None else " (one row: no standard error)"
-            bf = ("" if f.backward_fraction is None else f"; backward fraction T_b/(T_f+T_b) "
-                  f"{f.backward_fraction:.3f}" + (f" (+- {f.backward_fraction_se:.2g})"
-                                                  if f.backward_fraction_se is not None else ""))
-            sources.append(f"device.mfu_by_dtype.{dt} {f.mfu:.4g}{se}: CALIBRATED by simcli calibrate on {cal['date']} "
-                           f"from {run}, {f.n_rows} row(s), mfu = flops_per_sample x batch / (T_compute x "
-                           f"peak_flops.{dt}){bf}")
+            bf = (
+                ""
+                if f.backward_fraction is None
+                else f"; backward fraction T_b/(T_f+T_b) "
+                f"{f.backward_fraction:.3f}"
+                + (f" (+- {f.backward_fraction_se:.2g})" if f.backward_fraction_se is not None else "")
+            )
+            sources.append(
+                f"device.mfu_by_dtype.{dt} {f.mfu:.4g}{se}: CALIBRATED by simcli calibrate on {cal['date']} "
+                f"from {run}, {f.n_rows} row(s), mfu = flops_per_sample x batch / (T_compute x "
+                f"peak_flops.{dt}){bf}"
+            )
     dtype = device.default_dtype()
     if by:
         device = dataclasses.replace(device, mfu_by_dtype={d: by[d] for d in device.peak_flops if d in by})
     cal["step"]["by_dtype"] = block
-    cal["step"]["by_dtype_definition"] = ("mfu = flops_per_sample (as simcli's presets count it) x batch_per_device "
-                                          "/ (t_compute_s x peak_flops[dtype]), mean over distinct rows +- standard "
-                                          "error; backward_fraction = t_backward_s / (t_forward_s + t_backward_s)")
+    cal["step"]["by_dtype_definition"] = (
+        "mfu = flops_per_sample (as simcli's presets count it) x batch_per_device "
+        "/ (t_compute_s x peak_flops[dtype]), mean over distinct rows +- standard "
+        "error; backward_fraction = t_backward_s / (t_forward_s + t_backward_s)"
+    )
     cal["step"]["sources"] = sources
     if dtype in by and by[dtype] != device.mfu:
         device = dataclasses.replace(device, mfu=by[dtype])
     return device, recs
 
 
-def calibrate_profile(base: Profile, comm_m: Measured | None, step_m: Measured | None, *,
-                      tier: str | None, holdout: float, seed: int, min_size: float, max_size: float | None,
-                      where: list[str], algorithm: str, loss: str, name: str, now: datetime.datetime,
-                      host: str) -> dict[str, Any]:
+def calibrate_profile(
+    base: Profile,
+    comm_m: Measured | None,
+    step_m: Measured | None,
+    *,
+    tier: str | None,
+    holdout: float,
+    seed: int,
+    min_size: float,
+    max_size: float | None,
+    where: list[str],
+    algorithm: str,
+    loss: str,
+    name: str,
+    now: datetime.datetime,
+    host: str,
+) -> dict[str, Any]:
     """Fit, build the new profile and its YAML; return a report (plain data) for tables and JSON.
 
     ``now`` (an aware datetime) and ``host`` are the clock and the machine's name that the calibration
@@ -137,9 +222,12 @@ def calibrate_profile(base: Profile, comm_m: Measured | None, step_m: Measured |
         "date": now.astimezone(datetime.timezone.utc).strftime("%Y-%m-%dT%H:%M:%SZ"),
         "host": host,
         "base_profile": f"{base.name} ({base.origin})",
-        "method": (f"{algorithm} alpha-beta model, weighted least squares on relative error, alpha >= 0, B > 0, "
-                   f"loss {loss}" + (" (Huber IRLS, c = 1.345 x 1.4826 MAD)" if loss == "huber" else "")
-                   + "; standard errors from the fit's covariance"),
+        "method": (
+            f"{algorithm} alpha-beta model, weighted least squares on relative error, alpha >= 0, B > 0, "
+            f"loss {loss}"
+            + (" (Huber IRLS, c = 1.345 x 1.4826 MAD)" if loss == "huber" else "")
+            + "; standard errors from the fit's covariance"
+        ),
     }
     if comm_m is None and step_m is None:
         raise InputError("calibrate: nothing to fit")
@@ -158,13 +246,17 @@ def calibrate_profile(base: Profile, comm_m: Measured | None, step_m: Measured |
         if use_nccl:
             groups = {}
             if tier is not None:
-                warnings.append("--tier is for the textbook fit; NCCL's model is fitted on every tier the data "
-                                "identifies")
-            cal["method"] = (f"NCCL's model (simcli.nccl, tuning.cc 2.20.3), algorithm {algorithm}: each tier's "
-                             "hop latency and effective bandwidth by least squares on log(t_pred/t_meas), "
-                             "derivative-free coordinate search; standard errors from 8 half-samples")
-            _fit_nccl_tiers(base, network, tiers_out, k, n, t, algorithm=algorithm, holdout=holdout, seed=seed,
-                            what=m.path)
+                warnings.append(
+                    "--tier is for the textbook fit; NCCL's model is fitted on every tier the data identifies"
+                )
+            cal["method"] = (
+                f"NCCL's model (simcli.nccl, tuning.cc 2.20.3), algorithm {algorithm}: each tier's "
+                "hop latency and effective bandwidth by least squares on log(t_pred/t_meas), "
+                "derivative-free coordinate search; standard errors from 8 half-samples"
+            )
+            _fit_nccl_tiers(
+                base, network, tiers_out, k, n, t, algorithm=algorithm, holdout=holdout, seed=seed, what=m.path
+            )
         elif tier is not None:
             names = [x.name for x in base.network]
             if tier not in names:
@@ -174,20 +266,31 @@ def calibrate_profile(base: Profile, comm_m: Measured | None, step_m: Measured |
             spans = outer_tier(base.network, k)
             if np.any(spans < ti):
                 bad = sorted({int(x) for x in k[spans < ti]})
-                raise InputError(f"--tier {tier}: world sizes {bad} do not cross tier {tier!r}; leave them out "
-                                 "with --where or choose another tier")
+                raise InputError(
+                    f"--tier {tier}: world sizes {bad} do not cross tier {tier!r}; leave them out "
+                    "with --where or choose another tier"
+                )
         else:
             spans = outer_tier(base.network, k)
             groups = {int(i): spans == i for i in np.unique(spans)}
-        cal["data"] = {"file": m.path, "rows": int(k.size),
-                       "comments": list(m.comments)[:6]}
+        cal["data"] = {"file": m.path, "rows": int(k.size), "comments": list(m.comments)[:6]}
         if use_nccl:
             groups = {}
         for ti, sel in sorted(groups.items()):
             t_before = base.network[ti]
-            fit = fit_link(base.network, ti, k[sel], n[sel], t[sel], algorithm=algorithm,
-                           reduce_Bps=base.device.reduce_Bps, holdout=holdout, seed=seed + ti, loss=loss,
-                           what=f"{m.path} (tier {t_before.name})")
+            fit = fit_link(
+                base.network,
+                ti,
+                k[sel],
+                n[sel],
+                t[sel],
+                algorithm=algorithm,
+                reduce_Bps=base.device.reduce_Bps,
+                holdout=holdout,
+                seed=seed + ti,
+                loss=loss,
+                what=f"{m.path} (tier {t_before.name})",
+            )
             for w in fit.warnings:
                 warnings.append(f"tier {t_before.name}: {w}")
             changes: dict[str, Any] = {}
@@ -197,47 +300,79 @@ def calibrate_profile(base: Profile, comm_m: Measured | None, step_m: Measured |
                 changes.update(bandwidth_Bps=fit.bandwidth_Bps, efficiency=1.0)
             network[ti] = dataclasses.replace(t_before, **changes)
             rec = {
-                "tier": t_before.name, "index": ti,
+                "tier": t_before.name,
+                "index": ti,
                 "world_sizes": list(fit.world_sizes),
                 "sizes": [int(s) for s in fit.sizes],
                 "size_range": f"{fmt_bytes(min(fit.sizes))}..{fmt_bytes(max(fit.sizes))} ({len(fit.sizes)} sizes)",
-                "points": fit.n_fit, "holdout_points": fit.n_holdout, "holdout_fraction": holdout, "seed": seed + ti,
-                "latency": {"before_s": t_before.latency_s, "after_s": network[ti].latency_s,
-                            "se_s": fit.alpha_se_s, "identified": fit.identified["alpha"]},
-                "bandwidth": {"before_Bps": t_before.effective_Bps, "after_Bps": network[ti].effective_Bps,
-                              "se_Bps": fit.bandwidth_se_Bps, "identified": fit.identified["bandwidth"]},
-                "quality": {"r2_log_time": fit.r2_log, "median_rel_error_fit": fit.fit_median_rel,
-                            "max_rel_error_fit": fit.fit_max_rel,
-                            "median_rel_error_holdout": fit.holdout_median_rel,
-                            "max_rel_error_holdout": fit.holdout_max_rel,
-                            "downweighted_points": fit.downweighted},
+                "points": fit.n_fit,
+                "holdout_points": fit.n_holdout,
+                "holdout_fraction": holdout,
+                "seed": seed + ti,
+                "latency": {
+                    "before_s": t_before.latency_s,
+                    "after_s": network[ti].latency_s,
+                    "se_s": fit.alpha_se_s,
+                    "identified": fit.identified["alpha"],
+                },
+                "bandwidth": {
+                    "before_Bps": t_before.effective_Bps,
+                    "after_Bps": network[ti].effective_Bps,
+                    "se_Bps": fit.bandwidth_se_Bps,
+                    "identified": fit.identified["bandwidth"],
+                },
+                "quality": {
+                    "r2_log_time": fit.r2_log,
+                    "median_rel_error_fit": fit.fit_median_rel,
+                    "max_rel_error_fit": fit.fit_max_rel,
+                    "median_rel_error_holdout": fit.holdout_median_rel,
+                    "max_rel_error_holdout": fit.holdout_max_rel,
+                    "downweighted_points": fit.downweighted,
+                },
                 "warnings": list(fit.warnings),
             }
             tiers_out.append(rec)
         # the textbook fits assume the fitted tier is the ring's bottleneck; say so where the new profile disagrees
-        for rec in ([] if use_nccl else tiers_out):
+        for rec in [] if use_nccl else tiers_out:
             ks = np.array(rec["world_sizes"])
             alpha, _, bott = ring_params(network, ks)
             if np.any(bott != rec["index"]):
-                warnings.append(f"tier {rec['tier']}: with the fitted values another tier is the bottleneck for "
-                                f"k = {sorted({int(x) for x in ks[bott != rec['index']]})}; predictions there use it")
-        cal["network"] = [{
-            "tier": r["tier"], "world_sizes": r["world_sizes"], "sizes": r["size_range"],
-            "points": r["points"], "holdout_points": r["holdout_points"], "seed": r["seed"],
-            "latency": {"before": fmt_time(r["latency"]["before_s"]), "after": fmt_time(r["latency"]["after_s"]),
-                        "standard_error": None if r["latency"]["se_s"] is None else fmt_time(r["latency"]["se_s"]),
-                        "identified": r["latency"]["identified"]},
-            "effective_bandwidth": {"before": fmt_rate(r["bandwidth"]["before_Bps"]),
-                                    "after": fmt_rate(r["bandwidth"]["after_Bps"]),
-                                    "standard_error": (None if r["bandwidth"]["se_Bps"] is None
-                                                       else fmt_rate(r["bandwidth"]["se_Bps"])),
-                                    "identified": r["bandwidth"]["identified"]},
-            "quality": {key: (None if v is None else round(float(v), 5)) for key, v in r["quality"].items()},
-            "warnings": r["warnings"],
-        } for r in tiers_out]
-        cal["note"] = ("bandwidth is the measured achievable bandwidth (efficiency set to 1.0 on fitted tiers); "
-                       + ("latency is the tier's Ring/Simple hop latency; NCCL's other per-protocol latencies scale "
-                          "with it" if use_nccl else "latency is the per-step alpha"))
+                warnings.append(
+                    f"tier {rec['tier']}: with the fitted values another tier is the bottleneck for "
+                    f"k = {sorted({int(x) for x in ks[bott != rec['index']]})}; predictions there use it"
+                )
+        cal["network"] = [
+            {
+                "tier": r["tier"],
+                "world_sizes": r["world_sizes"],
+                "sizes": r["size_range"],
+                "points": r["points"],
+                "holdout_points": r["holdout_points"],
+                "seed": r["seed"],
+                "latency": {
+                    "before": fmt_time(r["latency"]["before_s"]),
+                    "after": fmt_time(r["latency"]["after_s"]),
+                    "standard_error": None if r["latency"]["se_s"] is None else fmt_time(r["latency"]["se_s"]),
+                    "identified": r["latency"]["identified"],
+                },
+                "effective_bandwidth": {
+                    "before": fmt_rate(r["bandwidth"]["before_Bps"]),
+                    "after": fmt_rate(r["bandwidth"]["after_Bps"]),
+                    "standard_error": (
+                        None if r["bandwidth"]["se_Bps"] is None else fmt_rate(r["bandwidth"]["se_Bps"])
+                    ),
+                    "identified": r["bandwidth"]["identified"],
+                },
+                "quality": {key: (None if v is None else round(float(v), 5)) for key, v in r["quality"].items()},
+                "warnings": r["warnings"],
+            }
+            for r in tiers_out
+        ]
+        cal["note"] = "bandwidth is the measured achievable bandwidth (efficiency set to 1.0 on fitted tiers); " + (
+            "latency is the tier's Ring/Simple hop latency; NCCL's other per-protocol latencies scale with it"
+            if use_nccl
+            else "latency is the per-step alpha"
+        )
 
     step_out = None
     device = base.device
@@ -264,24 +399,44 @@ def calibrate_profile(base: Profile, comm_m: Measured | None, step_m: Measured |
         peak = device.peak(dtype) if same.any() else None
         if not same.any():
             same = np.ones(k.shape, dtype=bool)
-        sf = fit_step(k[same], b[same], tc[same], tm[same] if tm is not None else np.full(int(same.sum()), np.nan),
-                      ts[same], flops_per_sample=None if fps is None else fps[same], peak_flops=peak, what=sm.path)
+        sf = fit_step(
+            k[same],
+            b[same],
+            tc[same],
+            tm[same] if tm is not None else np.full(int(same.sum()), np.nan),
+            ts[same],
+            flops_per_sample=None if fps is None else fps[same],
+            peak_flops=peak,
+            what=sm.path,
+        )
         warnings.extend(f"{sm.path}: {w}" for w in sf.warnings)
         if sf.mfu is not None and 0 < sf.mfu <= 1:
             device = dataclasses.replace(device, mfu=sf.mfu)
-        step_out = {"file": sm.path, "rows": sf.n_rows, "seconds_per_sample": sf.seconds_per_sample,
-                    "seconds_per_sample_se": sf.seconds_per_sample_se, "flops_per_sample_from": flops_note,
-                    "peak_dtype": dtype, "mfu": {"before": base.device.mfu, "after": device.mfu, "fitted": sf.mfu,
-                                                 "se": sf.mfu_se},
-                    "overlap": sf.overlap, "overlap_se": sf.overlap_se, "overlap_rows": sf.n_overlap_rows,
-                    "warnings": list(sf.warnings)}
+        step_out = {
+            "file": sm.path,
+            "rows": sf.n_rows,
+            "seconds_per_sample": sf.seconds_per_sample,
+            "seconds_per_sample_se": sf.seconds_per_sample_se,
+            "flops_per_sample_from": flops_note,
+            "peak_dtype": dtype,
+            "mfu": {"before": base.device.mfu, "after": device.mfu, "fitted": sf.mfu, "se": sf.mfu_se},
+            "overlap": sf.overlap,
+            "overlap_se": sf.overlap_se,
+            "overlap_rows": sf.n_overlap_rows,
+            "warnings": list(sf.warnings),
+        }
         cal["step"] = {
-            "file": sm.path, "rows": sf.n_rows,
+            "file": sm.path,
+            "rows": sf.n_rows,
             "seconds_per_sample": f"{sf.seconds_per_sample:.6g} s"
             + (f" +- {sf.seconds_per_sample_se:.2g}" if sf.seconds_per_sample_se else ""),
-            "mfu": {"before": base.device.mfu, "after": round(device.mfu, 6),
-                    "standard_error": None if sf.mfu_se is None else round(sf.mfu_se, 6),
-                    "flops_per_sample": flops_note, "peak_dtype": dtype},
+            "mfu": {
+                "before": base.device.mfu,
+                "after": round(device.mfu, 6),
+                "standard_error": None if sf.mfu_se is None else round(sf.mfu_se, 6),
+                "flops_per_sample": flops_note,
+                "peak_dtype": dtype,
+            },
             "overlap_fraction": None if sf.overlap is None else round(sf.overlap, 4),
             "overlap_standard_error": None if sf.overlap_se is None else round(sf.overlap_se, 4),
             "overlap_definition": "(T_compute + T_comm - T_step) / min(T_compute, T_comm), mean over k > 1 rows",
@@ -303,14 +458,30 @@ def calibrate_profile(base: Profile, comm_m: Measured | None, step_m: Measured |
     sources = parent + [
         f"calibrated by simcli calibrate on {cal['date']} (host {cal['host']}): fitted {'; '.join(fitted)}; from "
         + ", ".join(x.path for x in (comm_m, step_m) if x is not None)
-        + "; the other values are the base profile's; see the calibration block"]
-    new = dataclasses.replace(base, name=name, network=tuple(network), device=device, sources=tuple(sources),
-                              calibration=cal, origin="calibrated",
-                              description=(base.description + " (calibrated)").strip())
+        + "; the other values are the base profile's; see the calibration block"
+    ]
+    new = dataclasses.replace(
+        base,
+        name=name,
+        network=tuple(network),
+        device=device,
+        sources=tuple(sources),
+        calibration=cal,
+        origin="calibrated",
+        description=(base.description + " (calibrated)").strip(),
+    )
     data = profile_to_dict(new)
-    text = (f"# calibrated by simcli calibrate from {base.name}; the calibration block says how\n"
-            + yaml.safe_dump(data, sort_keys=False, allow_unicode=True, width=110))
+    text = f"# calibrated by simcli calibrate from {base.name}; the calibration block says how\n" + yaml.safe_dump(
+        data, sort_keys=False, allow_unicode=True, width=110
+    )
     profile_from_dict(yaml.safe_load(text), name)  # check before writing
-    return {"profile": new, "yaml": text, "name": name, "base": base.name, "tiers": tiers_out, "step": step_out,
-            "method": cal["method"] if base.library == "nccl" and comm_m is not None else None,
-            "warnings": warnings}
+    return {
+        "profile": new,
+        "yaml": text,
+        "name": name,
+        "base": base.name,
+        "tiers": tiers_out,
+        "step": step_out,
+        "method": cal["method"] if base.library == "nccl" and comm_m is not None else None,
+        "warnings": warnings,
+    }

@@ -149,8 +149,10 @@ def check_devices(network: Sequence[Tier], k: np.ndarray) -> None:
     """Refuse device counts beyond what the profile describes (the outermost tier's size)."""
     cap = network[-1].size
     if cap is not None and np.any(k > cap):
-        raise InputError(f"--devices: {int(np.max(k))} devices exceed this profile's {cap} "
-                         f"(network[{len(network) - 1}].size); ask for at most {cap}")
+        raise InputError(
+            f"--devices: {int(np.max(k))} devices exceed this profile's {cap} "
+            f"(network[{len(network) - 1}].size); ask for at most {cap}"
+        )
 
 
 def tier_spanned(network: Sequence[Tier], k: np.ndarray) -> np.ndarray:
@@ -210,8 +212,10 @@ def busbw_factor(k: np.ndarray, collective: str = "all_reduce") -> np.ndarray:
         return (k - 1.0) / k
     if collective == "broadcast":
         return np.ones_like(k)
-    raise InputError(f"--collective: unknown collective {collective!r}; choose one of all_reduce, reduce_scatter, "
-                     "all_gather, broadcast")
+    raise InputError(
+        f"--collective: unknown collective {collective!r}; choose one of all_reduce, reduce_scatter, "
+        "all_gather, broadcast"
+    )
 
 
 def tier_link_bandwidth(network: Sequence[Tier], k: np.ndarray) -> np.ndarray:
@@ -265,10 +269,23 @@ def _reduction(bytes_reduced: np.ndarray, reduce_Bps: float | None) -> np.ndarra
     return bytes_reduced / reduce_Bps
 
 
-def _cost(network: Sequence[Tier], k: np.ndarray, n: np.ndarray, name: str, *, latency: np.ndarray,
-          bandwidth: np.ndarray, reduced: np.ndarray, reduce_Bps: float | None, alpha: np.ndarray,
-          bus: np.ndarray, bottleneck: np.ndarray, lat_tier: np.ndarray,
-          tier_latency: np.ndarray | None = None, tier_bw: np.ndarray | None = None) -> CommCost:
+def _cost(
+    network: Sequence[Tier],
+    k: np.ndarray,
+    n: np.ndarray,
+    name: str,
+    *,
+    latency: np.ndarray,
+    bandwidth: np.ndarray,
+    reduced: np.ndarray,
+    reduce_Bps: float | None,
+    alpha: np.ndarray,
+    bus: np.ndarray,
+    bottleneck: np.ndarray,
+    lat_tier: np.ndarray,
+    tier_latency: np.ndarray | None = None,
+    tier_bw: np.ndarray | None = None,
+) -> CommCost:
     """Broadcast the terms of one algorithm over (k, n) and pack them (k == 1 costs nothing).
 
     The per-tier terms are computed when first read (:class:`_Lazy`): a big grid that only wants times
@@ -283,8 +300,9 @@ def _cost(network: Sequence[Tier], k: np.ndarray, n: np.ndarray, name: str, *, l
             bandwidth = np.where(one, 0.0, bandwidth)
         time = latency + bandwidth
         if reduce_Bps:
-            reduction = np.where(one, 0.0, _reduction(reduced, reduce_Bps)) if anyone else _reduction(reduced,
-                                                                                                      reduce_Bps)
+            reduction = (
+                np.where(one, 0.0, _reduction(reduced, reduce_Bps)) if anyone else _reduction(reduced, reduce_Bps)
+            )
             time = time + reduction
         else:
             reduction = None
@@ -296,16 +314,21 @@ def _cost(network: Sequence[Tier], k: np.ndarray, n: np.ndarray, name: str, *, l
         def build() -> np.ndarray:
             out = given if given is not None else _per_tier(nt, values, np.broadcast_to(which, shape))
             return np.broadcast_to(out, (nt,) + shape)
+
         return build
 
-    return CommCost(time=time, latency=latency, bandwidth=bandwidth,
-                    reduction=(np.broadcast_to(reduction, shape) if reduction is not None
-                               else _Lazy(lambda: np.zeros(shape))),
-                    alpha=np.broadcast_to(alpha, shape),
-                    bus_Bps=np.broadcast_to(bus, shape), bottleneck=np.broadcast_to(bottleneck, shape),
-                    tier_latency=_Lazy(tiers(latency, tier_latency, lat_tier)),
-                    tier_bandwidth_s=_Lazy(tiers(bandwidth, tier_bw, bottleneck)),
-                    algorithm=np.broadcast_to(np.array(name, dtype=object), shape))  # a view, not a copy
+    return CommCost(
+        time=time,
+        latency=latency,
+        bandwidth=bandwidth,
+        reduction=(np.broadcast_to(reduction, shape) if reduction is not None else _Lazy(lambda: np.zeros(shape))),
+        alpha=np.broadcast_to(alpha, shape),
+        bus_Bps=np.broadcast_to(bus, shape),
+        bottleneck=np.broadcast_to(bottleneck, shape),
+        tier_latency=_Lazy(tiers(latency, tier_latency, lat_tier)),
+        tier_bandwidth_s=_Lazy(tiers(bandwidth, tier_bw, bottleneck)),
+        algorithm=np.broadcast_to(np.array(name, dtype=object), shape),
+    )  # a view, not a copy
 
 
 def _pow2_floor(k: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
@@ -320,8 +343,9 @@ def _pow2_floor(k: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
     return lg, np.left_shift(np.int64(1), lg)
 
 
-def ring_allreduce(network: Sequence[Tier], k: np.ndarray, nbytes: np.ndarray,
-                   reduce_Bps: float | None = None) -> CommCost:
+def ring_allreduce(
+    network: Sequence[Tier], k: np.ndarray, nbytes: np.ndarray, reduce_Bps: float | None = None
+) -> CommCost:
     """Ring all-reduce: T = 2(k-1)·alpha + 2(k-1)/k · n/B [+ (k-1)/k · n/gamma].
 
     Patarasuk & Yuan 2009 (bandwidth-optimal all-reduce); the gamma term, when
@@ -336,13 +360,25 @@ def ring_allreduce(network: Sequence[Tier], k: np.ndarray, nbytes: np.ndarray,
     kf = k.astype(np.float64)
     with np.errstate(divide="ignore", invalid="ignore"):
         bandwidth = busbw_factor(np.maximum(kf, 1.0)) * n / bus
-    return _cost(network, k, n, "ring", latency=2.0 * (kf - 1.0) * alpha, bandwidth=bandwidth,
-                 reduced=(kf - 1.0) / np.maximum(kf, 1.0) * n, reduce_Bps=reduce_Bps, alpha=alpha, bus=bus,
-                 bottleneck=bottleneck, lat_tier=lat_tier)
+    return _cost(
+        network,
+        k,
+        n,
+        "ring",
+        latency=2.0 * (kf - 1.0) * alpha,
+        bandwidth=bandwidth,
+        reduced=(kf - 1.0) / np.maximum(kf, 1.0) * n,
+        reduce_Bps=reduce_Bps,
+        alpha=alpha,
+        bus=bus,
+        bottleneck=bottleneck,
+        lat_tier=lat_tier,
+    )
 
 
-def tree_allreduce(network: Sequence[Tier], k: np.ndarray, nbytes: np.ndarray,
-                   reduce_Bps: float | None = None) -> CommCost:
+def tree_allreduce(
+    network: Sequence[Tier], k: np.ndarray, nbytes: np.ndarray, reduce_Bps: float | None = None
+) -> CommCost:
     """Pipelined double binary tree (NCCL's "Tree"; Sanders, Speck & Träff 2009).
 
     Two binary trees, each carrying half of the data; every device is an inner
@@ -370,8 +406,20 @@ def tree_allreduce(network: Sequence[Tier], k: np.ndarray, nbytes: np.ndarray,
     with np.errstate(divide="ignore", invalid="ignore"):
         bandwidth = f * n / bus
     reduced = np.where(k == 2, 0.5, 1.0) * n
-    return _cost(network, k, n, "tree", latency=2.0 * depth * alpha, bandwidth=bandwidth, reduced=reduced,
-                 reduce_Bps=reduce_Bps, alpha=alpha, bus=bus, bottleneck=bottleneck, lat_tier=lat_tier)
+    return _cost(
+        network,
+        k,
+        n,
+        "tree",
+        latency=2.0 * depth * alpha,
+        bandwidth=bandwidth,
+        reduced=reduced,
+        reduce_Bps=reduce_Bps,
+        alpha=alpha,
+        bus=bus,
+        bottleneck=bottleneck,
+        lat_tier=lat_tier,
+    )
 
 
 def _flat(network: Sequence[Tier], k: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
@@ -381,8 +429,9 @@ def _flat(network: Sequence[Tier], k: np.ndarray) -> tuple[np.ndarray, np.ndarra
     return alpha, bus, bottleneck, lat_tier
 
 
-def recursive_doubling_allreduce(network: Sequence[Tier], k: np.ndarray, nbytes: np.ndarray,
-                                 reduce_Bps: float | None = None) -> CommCost:
+def recursive_doubling_allreduce(
+    network: Sequence[Tier], k: np.ndarray, nbytes: np.ndarray, reduce_Bps: float | None = None
+) -> CommCost:
     """Recursive doubling (Thakur, Rabenseifner & Gropp 2005, §4): lg k steps, each exchanging all n bytes.
 
     k a power of two: ``T = lg k · (alpha + n/B) [+ lg k · n/gamma]``. Otherwise
@@ -404,13 +453,25 @@ def recursive_doubling_allreduce(network: Sequence[Tier], k: np.ndarray, nbytes:
     steps = lg + 2.0 * extra
     with np.errstate(divide="ignore", invalid="ignore"):
         bandwidth = steps * n / bus
-    return _cost(network, k, n, "recursive-doubling", latency=steps * alpha, bandwidth=bandwidth,
-                 reduced=(lg + extra) * n, reduce_Bps=reduce_Bps, alpha=alpha, bus=bus, bottleneck=bottleneck,
-                 lat_tier=lat_tier)
+    return _cost(
+        network,
+        k,
+        n,
+        "recursive-doubling",
+        latency=steps * alpha,
+        bandwidth=bandwidth,
+        reduced=(lg + extra) * n,
+        reduce_Bps=reduce_Bps,
+        alpha=alpha,
+        bus=bus,
+        bottleneck=bottleneck,
+        lat_tier=lat_tier,
+    )
 
 
-def rabenseifner_allreduce(network: Sequence[Tier], k: np.ndarray, nbytes: np.ndarray,
-                           reduce_Bps: float | None = None) -> CommCost:
+def rabenseifner_allreduce(
+    network: Sequence[Tier], k: np.ndarray, nbytes: np.ndarray, reduce_Bps: float | None = None
+) -> CommCost:
     """Rabenseifner: reduce-scatter by recursive halving, all-gather by recursive doubling.
 
     Thakur, Rabenseifner & Gropp 2005, §4.1. k a power of two::
@@ -433,13 +494,25 @@ def rabenseifner_allreduce(network: Sequence[Tier], k: np.ndarray, nbytes: np.nd
     pf = p2.astype(np.float64)
     with np.errstate(divide="ignore", invalid="ignore"):
         bandwidth = (2.0 * (pf - 1.0) / pf + 2.0 * extra) * n / bus
-    return _cost(network, k, n, "rabenseifner", latency=(2.0 * lg + 2.0 * extra) * alpha, bandwidth=bandwidth,
-                 reduced=((pf - 1.0) / pf + extra) * n, reduce_Bps=reduce_Bps, alpha=alpha, bus=bus,
-                 bottleneck=bottleneck, lat_tier=lat_tier)
+    return _cost(
+        network,
+        k,
+        n,
+        "rabenseifner",
+        latency=(2.0 * lg + 2.0 * extra) * alpha,
+        bandwidth=bandwidth,
+        reduced=((pf - 1.0) / pf + extra) * n,
+        reduce_Bps=reduce_Bps,
+        alpha=alpha,
+        bus=bus,
+        bottleneck=bottleneck,
+        lat_tier=lat_tier,
+    )
 
 
-def hierarchical_allreduce(network: Sequence[Tier], k: np.ndarray, nbytes: np.ndarray,
-                           reduce_Bps: float | None = None) -> CommCost:
+def hierarchical_allreduce(
+    network: Sequence[Tier], k: np.ndarray, nbytes: np.ndarray, reduce_Bps: float | None = None
+) -> CommCost:
     """Hierarchical (2D) all-reduce over any number of tiers (Horovod's hierarchical all-reduce).
 
     Level 0: the ``g_0 = min(k, size_0)`` devices of a node reduce-scatter the
@@ -482,13 +555,27 @@ def hierarchical_allreduce(network: Sequence[Tier], k: np.ndarray, nbytes: np.nd
         with np.errstate(divide="ignore", invalid="ignore"):
             tb[i] = np.where(g > 1, 2.0 * (g - 1.0) / g * n / bw[i], 0.0)
     bottleneck = np.where(k >= 2, np.argmax(tb, axis=0), -1)
-    return _cost(network, k, n, "hierarchical", latency=tl.sum(axis=0), bandwidth=tb.sum(axis=0),
-                 reduced=(kf - 1.0) / np.maximum(kf, 1.0) * n, reduce_Bps=reduce_Bps, alpha=alpha, bus=bus,
-                 bottleneck=bottleneck, lat_tier=lat_tier, tier_latency=tl, tier_bw=tb)
+    return _cost(
+        network,
+        k,
+        n,
+        "hierarchical",
+        latency=tl.sum(axis=0),
+        bandwidth=tb.sum(axis=0),
+        reduced=(kf - 1.0) / np.maximum(kf, 1.0) * n,
+        reduce_Bps=reduce_Bps,
+        alpha=alpha,
+        bus=bus,
+        bottleneck=bottleneck,
+        lat_tier=lat_tier,
+        tier_latency=tl,
+        tier_bw=tb,
+    )
 
 
-def ps_allreduce(network: Sequence[Tier], k: np.ndarray, nbytes: np.ndarray,
-                 reduce_Bps: float | None = None) -> CommCost:
+def ps_allreduce(
+    network: Sequence[Tier], k: np.ndarray, nbytes: np.ndarray, reduce_Bps: float | None = None
+) -> CommCost:
     """One parameter server (Li et al. 2014's parameter server; what all-reduce replaces).
 
     The server is one of the k devices; the other k-1 push their n bytes to it,
@@ -512,12 +599,25 @@ def ps_allreduce(network: Sequence[Tier], k: np.ndarray, nbytes: np.ndarray,
     bus, bottleneck = _bottleneck(np.where(spanned, raw, np.inf), k)
     with np.errstate(divide="ignore", invalid="ignore"):
         bandwidth = 2.0 * (kf - 1.0) * n / bus
-    return _cost(network, k, n, "ps", latency=2.0 * (kf - 1.0) * alpha, bandwidth=bandwidth, reduced=(kf - 1.0) * n,
-                 reduce_Bps=reduce_Bps, alpha=alpha, bus=bus, bottleneck=bottleneck, lat_tier=lat_tier)
+    return _cost(
+        network,
+        k,
+        n,
+        "ps",
+        latency=2.0 * (kf - 1.0) * alpha,
+        bandwidth=bandwidth,
+        reduced=(kf - 1.0) * n,
+        reduce_Bps=reduce_Bps,
+        alpha=alpha,
+        bus=bus,
+        bottleneck=bottleneck,
+        lat_tier=lat_tier,
+    )
 
 
-def ps_sharded_allreduce(network: Sequence[Tier], k: np.ndarray, nbytes: np.ndarray,
-                         reduce_Bps: float | None = None) -> CommCost:
+def ps_sharded_allreduce(
+    network: Sequence[Tier], k: np.ndarray, nbytes: np.ndarray, reduce_Bps: float | None = None
+) -> CommCost:
     """Sharded parameter server: every device serves 1/k of the gradient (as BytePS / PS-Lite shard keys).
 
     Each device pushes the k-1 shards it does not own to their owners and pulls
@@ -537,9 +637,20 @@ def ps_sharded_allreduce(network: Sequence[Tier], k: np.ndarray, nbytes: np.ndar
     alpha, bus, bottleneck, lat_tier = _flat(network, k)
     with np.errstate(divide="ignore", invalid="ignore"):
         bandwidth = busbw_factor(np.maximum(kf, 1.0)) * n / bus
-    return _cost(network, k, n, "ps-sharded", latency=2.0 * (kf - 1.0) * alpha, bandwidth=bandwidth,
-                 reduced=(kf - 1.0) / np.maximum(kf, 1.0) * n, reduce_Bps=reduce_Bps, alpha=alpha, bus=bus,
-                 bottleneck=bottleneck, lat_tier=lat_tier)
+    return _cost(
+        network,
+        k,
+        n,
+        "ps-sharded",
+        latency=2.0 * (kf - 1.0) * alpha,
+        bandwidth=bandwidth,
+        reduced=(kf - 1.0) / np.maximum(kf, 1.0) * n,
+        reduce_Bps=reduce_Bps,
+        alpha=alpha,
+        bus=bus,
+        bottleneck=bottleneck,
+        lat_tier=lat_tier,
+    )
 
 
 # --------------------------------------------------------------------------- the registry
@@ -569,33 +680,95 @@ _NCCL_FORMULA = "base_p + Σ_tiers hops_i·α_i,p + n/B_alg,p"
 
 #: every algorithm, one row each; ``auto`` (the fastest of everything) is not a row
 REGISTRY: tuple[AlgorithmSpec, ...] = (
-    AlgorithmSpec("nccl", "nccl", "NCCL's choice: the (algorithm, protocol) pair its tuner prices cheapest, "
-                  f"each {_NCCL_FORMULA}", _NCCL_SRC, _ALL, None, "*"),
-    AlgorithmSpec("ring", "ring", "2(k-1)·α + 2(k-1)/k·n/B [+ (k-1)/k·n/γ]  (Patarasuk & Yuan 2009); on an NCCL "
-                  f"profile NCCL's Ring with its best protocol: {_NCCL_FORMULA}, B_alg = B_p·k/nsteps",
-                  "Patarasuk & Yuan 2009; " + _NCCL_SRC, _ALL, ring_allreduce, "ring"),
-    AlgorithmSpec("tree", "tree", "2·ceil(lg k)·α + f_k·n/B, f_k = 2 (f_2 = 1, f_3 = 1.5) [+ n/γ]  (double binary "
-                  "tree, Sanders, Speck & Träff 2009); on an NCCL profile NCCL's Tree: base_p + 2((ppn-1)·α_0,p + "
-                  "floor(lg N)·α_net,p) + 2n/B_p", "Sanders, Speck & Träff 2009; " + _NCCL_SRC,
-                  ("all_reduce",), tree_allreduce, "tree"),
-    AlgorithmSpec("nvls", "nvls", "NVLink SHARP in one NVSwitch domain: α_nvls + n/(5/6·channels·s)",
-                  _NCCL_SRC + "; src/transport/nvls.cc (16 channels on SM90)",
-                  ("all_reduce", "reduce_scatter", "all_gather"), None, "nvls"),
-    AlgorithmSpec("nvls-tree", "nvlst", "NVLS in each node, a tree across: α_nvls + 2·floor(lg N)·α_net + "
-                  "n/(5/6·channels·s)", _NCCL_SRC, ("all_reduce",), None, "nvls-tree"),
-    AlgorithmSpec("recursive-doubling", "rd", "lg k·(α + n/B) [+ lg k·n/γ], k not a power of two: floor(lg k)+2 "
-                  "steps (Thakur, Rabenseifner & Gropp 2005)", "Thakur, Rabenseifner & Gropp 2005, §4",
-                  ("all_reduce",), recursive_doubling_allreduce),
-    AlgorithmSpec("rabenseifner", "rab", "2·lg k·α + 2(k-1)/k·n/B [+ (k-1)/k·n/γ], k not a power of two: +2α + "
-                  "2n/B (Thakur, Rabenseifner & Gropp 2005)", "Thakur, Rabenseifner & Gropp 2005, §4.1",
-                  ("all_reduce",), rabenseifner_allreduce),
-    AlgorithmSpec("hierarchical", "hier", "Σ_tiers 2(g_i-1)·α_i + 2(g_i-1)/g_i·n/B_i [+ (k-1)/k·n/γ]  (reduce-"
-                  "scatter in the node, all-reduce across, all-gather; Horovod)", "Horovod hierarchical all-reduce",
-                  ("all_reduce",), hierarchical_allreduce),
-    AlgorithmSpec("ps", "ps", "2(k-1)·α + 2(k-1)·n/B_server [+ (k-1)·n/γ]  (one parameter server)",
-                  "Li et al. 2014", ("all_reduce",), ps_allreduce),
-    AlgorithmSpec("ps-sharded", "ps-sh", "2(k-1)·α + 2(k-1)/k·n/B [+ (k-1)/k·n/γ]  (pairwise exchange, Thakur "
-                  "et al. 2005)", "Thakur, Rabenseifner & Gropp 2005, §3", ("all_reduce",), ps_sharded_allreduce),
+    AlgorithmSpec(
+        "nccl",
+        "nccl",
+        f"NCCL's choice: the (algorithm, protocol) pair its tuner prices cheapest, each {_NCCL_FORMULA}",
+        _NCCL_SRC,
+        _ALL,
+        None,
+        "*",
+    ),
+    AlgorithmSpec(
+        "ring",
+        "ring",
+        "2(k-1)·α + 2(k-1)/k·n/B [+ (k-1)/k·n/γ]  (Patarasuk & Yuan 2009); on an NCCL "
+        f"profile NCCL's Ring with its best protocol: {_NCCL_FORMULA}, B_alg = B_p·k/nsteps",
+        "Patarasuk & Yuan 2009; " + _NCCL_SRC,
+        _ALL,
+        ring_allreduce,
+        "ring",
+    ),
+    AlgorithmSpec(
+        "tree",
+        "tree",
+        "2·ceil(lg k)·α + f_k·n/B, f_k = 2 (f_2 = 1, f_3 = 1.5) [+ n/γ]  (double binary "
+        "tree, Sanders, Speck & Träff 2009); on an NCCL profile NCCL's Tree: base_p + 2((ppn-1)·α_0,p + "
+        "floor(lg N)·α_net,p) + 2n/B_p",
+        "Sanders, Speck & Träff 2009; " + _NCCL_SRC,
+        ("all_reduce",),
+        tree_allreduce,
+        "tree",
+    ),
+    AlgorithmSpec(
+        "nvls",
+        "nvls",
+        "NVLink SHARP in one NVSwitch domain: α_nvls + n/(5/6·channels·s)",
+        _NCCL_SRC + "; src/transport/nvls.cc (16 channels on SM90)",
+        ("all_reduce", "reduce_scatter", "all_gather"),
+        None,
+        "nvls",
+    ),
+    AlgorithmSpec(
+        "nvls-tree",
+        "nvlst",
+        "NVLS in each node, a tree across: α_nvls + 2·floor(lg N)·α_net + n/(5/6·channels·s)",
+        _NCCL_SRC,
+        ("all_reduce",),
+        None,
+        "nvls-tree",
+    ),
+    AlgorithmSpec(
+        "recursive-doubling",
+        "rd",
+        "lg k·(α + n/B) [+ lg k·n/γ], k not a power of two: floor(lg k)+2 steps (Thakur, Rabenseifner & Gropp 2005)",
+        "Thakur, Rabenseifner & Gropp 2005, §4",
+        ("all_reduce",),
+        recursive_doubling_allreduce,
+    ),
+    AlgorithmSpec(
+        "rabenseifner",
+        "rab",
+        "2·lg k·α + 2(k-1)/k·n/B [+ (k-1)/k·n/γ], k not a power of two: +2α + 2n/B (Thakur, Rabenseifner & Gropp 2005)",
+        "Thakur, Rabenseifner & Gropp 2005, §4.1",
+        ("all_reduce",),
+        rabenseifner_allreduce,
+    ),
+    AlgorithmSpec(
+        "hierarchical",
+        "hier",
+        "Σ_tiers 2(g_i-1)·α_i + 2(g_i-1)/g_i·n/B_i [+ (k-1)/k·n/γ]  (reduce-"
+        "scatter in the node, all-reduce across, all-gather; Horovod)",
+        "Horovod hierarchical all-reduce",
+        ("all_reduce",),
+        hierarchical_allreduce,
+    ),
+    AlgorithmSpec(
+        "ps",
+        "ps",
+        "2(k-1)·α + 2(k-1)·n/B_server [+ (k-1)·n/γ]  (one parameter server)",
+        "Li et al. 2014",
+        ("all_reduce",),
+        ps_allreduce,
+    ),
+    AlgorithmSpec(
+        "ps-sharded",
+        "ps-sh",
+        "2(k-1)·α + 2(k-1)/k·n/B [+ (k-1)/k·n/γ]  (pairwise exchange, Thakur et al. 2005)",
+        "Thakur, Rabenseifner & Gropp 2005, §3",
+        ("all_reduce",),
+        ps_sharded_allreduce,
+    ),
 )
 SPECS: dict[str, AlgorithmSpec] = {a.name: a for a in REGISTRY}
 
@@ -610,8 +783,9 @@ TEXTBOOK_CHOICES = tuple(ALGORITHMS) + ("auto",)
 PROTOCOLS = ("ll", "ll128", "simple")
 
 
-def auto_allreduce(network: Sequence[Tier], k: np.ndarray, nbytes: np.ndarray,
-                   reduce_Bps: float | None = None) -> CommCost:
+def auto_allreduce(
+    network: Sequence[Tier], k: np.ndarray, nbytes: np.ndarray, reduce_Bps: float | None = None
+) -> CommCost:
     """The fastest textbook algorithm of :data:`ALGORITHMS` for each element; ties go to the earlier one."""
     return _fastest([f(network, k, nbytes, reduce_Bps) for f in ALGORITHMS.values()])
 
@@ -625,21 +799,34 @@ def _fastest(costs: list[CommCost]) -> CommCost:
         vals = [getattr(c, field) for c in costs]
         if any(v is None for v in vals):
             return None
-        arr = np.stack([np.broadcast_to(np.asarray(v), np.shape(vals[0])) if not axis0 else np.asarray(v)
-                        for v in vals])
+        arr = np.stack(
+            [np.broadcast_to(np.asarray(v), np.shape(vals[0])) if not axis0 else np.asarray(v) for v in vals]
+        )
         if axis0:  # per-tier arrays: (alg, tiers, ...)
             return np.take_along_axis(arr, best[None, None], axis=0)[0]
         return np.take_along_axis(arr, best[None], axis=0)[0]
 
-    protos = [c.protocol if c.protocol is not None else np.broadcast_to(np.array("-", dtype=object), c.time.shape)
-              for c in costs]
-    protocol = np.take_along_axis(np.stack([np.broadcast_to(p, costs[0].time.shape) for p in protos]),
-                                  best[None], axis=0)[0]
-    return CommCost(time=pick("time"), latency=pick("latency"), bandwidth=pick("bandwidth"),
-                    reduction=pick("reduction"), alpha=pick("alpha"), bus_Bps=pick("bus_Bps"),
-                    bottleneck=pick("bottleneck"), tier_latency=pick("tier_latency", True),
-                    tier_bandwidth_s=pick("tier_bandwidth_s", True), algorithm=pick("algorithm"),
-                    protocol=protocol, tier_hops=pick("tier_hops", True))
+    protos = [
+        c.protocol if c.protocol is not None else np.broadcast_to(np.array("-", dtype=object), c.time.shape)
+        for c in costs
+    ]
+    protocol = np.take_along_axis(
+        np.stack([np.broadcast_to(p, costs[0].time.shape) for p in protos]), best[None], axis=0
+    )[0]
+    return CommCost(
+        time=pick("time"),
+        latency=pick("latency"),
+        bandwidth=pick("bandwidth"),
+        reduction=pick("reduction"),
+        alpha=pick("alpha"),
+        bus_Bps=pick("bus_Bps"),
+        bottleneck=pick("bottleneck"),
+        tier_latency=pick("tier_latency", True),
+        tier_bandwidth_s=pick("tier_bandwidth_s", True),
+        algorithm=pick("algorithm"),
+        protocol=protocol,
+        tier_hops=pick("tier_hops", True),
+    )
 
 
 def check_algorithm(algorithm: str, option: str = "--algorithm") -> str:
@@ -653,8 +840,9 @@ def check_algorithm(algorithm: str, option: str = "--algorithm") -> str:
     return algorithm
 
 
-def allreduce(algorithm: str, network: Sequence[Tier], k: np.ndarray, nbytes: np.ndarray,
-              reduce_Bps: float | None = None) -> CommCost:
+def allreduce(
+    algorithm: str, network: Sequence[Tier], k: np.ndarray, nbytes: np.ndarray, reduce_Bps: float | None = None
+) -> CommCost:
     """Cost of one all-reduce of ``nbytes`` over ``k`` devices with the named *textbook* algorithm (or ``auto``).
 
     ``k`` and ``nbytes`` broadcast against each other (pass ``k[:, None]`` and
@@ -690,8 +878,14 @@ def check_protocol(protocol: str | None, option: str = "--protocol") -> str | No
     return protocol
 
 
-def collective(profile: Any, algorithm: str | None, k: np.ndarray, nbytes: np.ndarray,
-               collective: str = "all_reduce", protocol: str | None = None) -> CommCost:
+def collective(
+    profile: Any,
+    algorithm: str | None,
+    k: np.ndarray,
+    nbytes: np.ndarray,
+    collective: str = "all_reduce",
+    protocol: str | None = None,
+) -> CommCost:
     """Cost of one collective of ``nbytes`` (nccl-tests' size) over ``k`` devices on ``profile``.
 
     ``algorithm`` None is :func:`default_algorithm`. On a profile that models NCCL (``library: nccl``) the
@@ -705,8 +899,9 @@ def collective(profile: Any, algorithm: str | None, k: np.ndarray, nbytes: np.nd
     algorithm = check_algorithm(algorithm or default_algorithm(profile))
     protocol = check_protocol(protocol)
     if collective not in nccl.COLLECTIVES:
-        raise InputError(f"--collective: unknown collective {collective!r}; choose one of "
-                         f"{', '.join(nccl.COLLECTIVES)}")
+        raise InputError(
+            f"--collective: unknown collective {collective!r}; choose one of {', '.join(nccl.COLLECTIVES)}"
+        )
     net = profile.network
     k = np.asarray(k, dtype=np.int64)
     n = np.asarray(nbytes, dtype=np.float64)
@@ -715,13 +910,17 @@ def collective(profile: Any, algorithm: str | None, k: np.ndarray, nbytes: np.nd
     if algorithm != "auto":
         spec = SPECS[algorithm]
         if collective not in spec.collectives:
-            raise InputError(f"--algorithm: {algorithm} does not run {collective}; choose one of "
-                             f"{', '.join(a.name for a in REGISTRY if collective in a.collectives)}")
+            raise InputError(
+                f"--algorithm: {algorithm} does not run {collective}; choose one of "
+                f"{', '.join(a.name for a in REGISTRY if collective in a.collectives)}"
+            )
         uses_nccl = spec.nccl is not None and (is_nccl or spec.textbook is None)
         if not uses_nccl:
             if protocol is not None:
-                raise InputError(f"--protocol: {protocol} is one of NCCL's protocols; {algorithm} is priced with "
-                                 "the textbook formula here (give a profile that models NCCL, or drop --protocol)")
+                raise InputError(
+                    f"--protocol: {protocol} is one of NCCL's protocols; {algorithm} is priced with "
+                    "the textbook formula here (give a profile that models NCCL, or drop --protocol)"
+                )
             return textbook_collective(algorithm, net, k, n, collective, gamma)
         algos = None if spec.nccl == "*" else [spec.nccl]
         return nccl_collective(profile, k, n, collective, algos, protocol)
@@ -730,13 +929,17 @@ def collective(profile: Any, algorithm: str | None, k: np.ndarray, nbytes: np.nd
     if is_nccl or protocol is not None:
         costs.append(nccl_collective(profile, k, n, collective, None, protocol, by="time"))
     if protocol is None:
-        costs += [textbook_collective(a.name, net, k, n, collective, gamma) for a in REGISTRY
-                  if a.textbook is not None and collective in a.collectives]
+        costs += [
+            textbook_collective(a.name, net, k, n, collective, gamma)
+            for a in REGISTRY
+            if a.textbook is not None and collective in a.collectives
+        ]
     return costs[0] if len(costs) == 1 else _fastest(costs)
 
 
-def textbook_collective(algorithm: str, network: Sequence[Tier], k: np.ndarray, n: np.ndarray,
-                        collective: str, reduce_Bps: float | None) -> CommCost:
+def textbook_collective(
+    algorithm: str, network: Sequence[Tier], k: np.ndarray, n: np.ndarray, collective: str, reduce_Bps: float | None
+) -> CommCost:
     """The alpha-beta cost; reduce-scatter and all-gather as one ring pass, broadcast as a pipelined ring."""
     if collective == "all_reduce":
         return ALGORITHMS[algorithm](network, k, n, reduce_Bps)
@@ -748,13 +951,31 @@ def textbook_collective(algorithm: str, network: Sequence[Tier], k: np.ndarray, 
     with np.errstate(divide="ignore", invalid="ignore"):
         bandwidth = frac * n / bus
     reduced = frac * n if collective == "reduce_scatter" else np.zeros_like(frac * n)
-    return _cost(network, k, n, "ring", latency=steps * alpha, bandwidth=bandwidth, reduced=reduced,
-                 reduce_Bps=reduce_Bps, alpha=alpha, bus=bus, bottleneck=bottleneck, lat_tier=lat_tier)
+    return _cost(
+        network,
+        k,
+        n,
+        "ring",
+        latency=steps * alpha,
+        bandwidth=bandwidth,
+        reduced=reduced,
+        reduce_Bps=reduce_Bps,
+        alpha=alpha,
+        bus=bus,
+        bottleneck=bottleneck,
+        lat_tier=lat_tier,
+    )
 
 
-def nccl_collective(profile: Any, k: np.ndarray, n: np.ndarray, collective: str = "all_reduce",
-                    algorithms: Sequence[str] | None = None, protocol: str | None = None,
-                    by: str = "tuner") -> CommCost:
+def nccl_collective(
+    profile: Any,
+    k: np.ndarray,
+    n: np.ndarray,
+    collective: str = "all_reduce",
+    algorithms: Sequence[str] | None = None,
+    protocol: str | None = None,
+    by: str = "tuner",
+) -> CommCost:
     """NCCL's pick among its (algorithm, protocol) pairs (``by="tuner"``, as NCCL chooses) or the fastest
     (``by="time"``), priced as :mod:`simcli.nccl` says it costs; vectorised, a running minimum over the pairs."""
     from . import nccl
@@ -764,8 +985,10 @@ def nccl_collective(profile: Any, k: np.ndarray, n: np.ndarray, collective: str 
     tb = tier_bandwidth(net, k)
     cands = nccl.pairs(net, spec, k, tb, collective, algorithms, [protocol] if protocol else None)
     if not cands:
-        raise InputError(f"--protocol: {protocol} does not run {', '.join(algorithms or ['any algorithm'])} on "
-                         f"profile {profile.name}; choose another protocol or leave --protocol out")
+        raise InputError(
+            f"--protocol: {protocol} does not run {', '.join(algorithms or ['any algorithm'])} on "
+            f"profile {profile.name}; choose another protocol or leave --protocol out"
+        )
     n = np.asarray(n, dtype=np.float64)
     shape = np.broadcast(k, n).shape
     P = len(cands)
@@ -774,8 +997,9 @@ def nccl_collective(profile: Any, k: np.ndarray, n: np.ndarray, collective: str 
     lat_t = np.stack([np.where(p.enabled, np.broadcast_to(p.latency, ks), np.inf) for p in cands])
     inv_t = np.stack([np.where(p.enabled, 1.0 / np.broadcast_to(p.alg_Bps, ks), 0.0) for p in cands])
     # bytes per channel below which a channel is dropped; NVLS never drops one (a threshold of ~0)
-    thr_t = np.stack([np.where(np.broadcast_to(p.threshold, ks) > 0, np.broadcast_to(p.threshold, ks), 1e-30)
-                      for p in cands])
+    thr_t = np.stack(
+        [np.where(np.broadcast_to(p.threshold, ks) > 0, np.broadcast_to(p.threshold, ks), 1e-30) for p in cands]
+    )
     nn = np.broadcast_to(n, shape)
     best = np.empty(shape)
     idx = np.zeros(shape, dtype=np.intp)
@@ -847,21 +1071,31 @@ def nccl_collective(profile: Any, k: np.ndarray, n: np.ndarray, collective: str 
             if attr == "hop_latency":
                 out[0] += np.array([p.base for p in cands])[idx]  # NCCL's base latency, charged to tier 0
             return np.where(one, 0.0, out) if anyone else out
+
         return build
 
-    cost = CommCost(time=time, latency=lat, bandwidth=bandwidth, reduction=_Lazy(lambda: np.zeros(shape)),
-                    alpha=_Lazy(lambda: np.where(one, 0.0, lat / np.maximum(cost.tier_hops.sum(axis=0), 1.0))),
-                    bus_Bps=_Lazy(lambda: np.where(one, np.inf, pick(np.stack(
-                        [np.broadcast_to(p.bus_Bps, ks) for p in cands])) * nc / ch)),
-                    bottleneck=_Lazy(bottleneck), tier_latency=_Lazy(tier_table("hop_latency")),
-                    tier_bandwidth_s=_Lazy(lambda: _per_tier(nt, bandwidth, cost.bottleneck)),
-                    algorithm=_Lazy(lambda: alg_names[sel]), protocol=_Lazy(lambda: proto_names[sel]),
-                    tier_hops=_Lazy(tier_table("hops")))
+    cost = CommCost(
+        time=time,
+        latency=lat,
+        bandwidth=bandwidth,
+        reduction=_Lazy(lambda: np.zeros(shape)),
+        alpha=_Lazy(lambda: np.where(one, 0.0, lat / np.maximum(cost.tier_hops.sum(axis=0), 1.0))),
+        bus_Bps=_Lazy(
+            lambda: np.where(one, np.inf, pick(np.stack([np.broadcast_to(p.bus_Bps, ks) for p in cands])) * nc / ch)
+        ),
+        bottleneck=_Lazy(bottleneck),
+        tier_latency=_Lazy(tier_table("hop_latency")),
+        tier_bandwidth_s=_Lazy(lambda: _per_tier(nt, bandwidth, cost.bottleneck)),
+        algorithm=_Lazy(lambda: alg_names[sel]),
+        protocol=_Lazy(lambda: proto_names[sel]),
+        tier_hops=_Lazy(tier_table("hops")),
+    )
     return cost
 
 
-def affine_terms(network: Sequence[Tier], k: np.ndarray,
-                 reduce_Bps: float | None = None) -> dict[str, tuple[np.ndarray, np.ndarray]]:
+def affine_terms(
+    network: Sequence[Tier], k: np.ndarray, reduce_Bps: float | None = None
+) -> dict[str, tuple[np.ndarray, np.ndarray]]:
     """Every algorithm's cost as ``T(n) = L + s·n``: name -> (L seconds, s seconds per byte), over k.
 
     Exact: each cost above is affine in the message size (the step counts depend on k only).
@@ -870,13 +1104,13 @@ def affine_terms(network: Sequence[Tier], k: np.ndarray,
     out = {}
     for name, f in ALGORITHMS.items():
         c = f(network, k, np.float64(1.0), reduce_Bps)
-        out[name] = (np.asarray(c.latency, dtype=np.float64),
-                     np.asarray(c.bandwidth + c.reduction, dtype=np.float64))
+        out[name] = (np.asarray(c.latency, dtype=np.float64), np.asarray(c.bandwidth + c.reduction, dtype=np.float64))
     return out
 
 
-def crossovers(network: Sequence[Tier], k: np.ndarray, n_lo: float, n_hi: float,
-               reduce_Bps: float | None = None) -> list[dict]:
+def crossovers(
+    network: Sequence[Tier], k: np.ndarray, n_lo: float, n_hi: float, reduce_Bps: float | None = None
+) -> list[dict]:
     """Message sizes in [n_lo, n_hi] where the fastest algorithm changes, per k (the lower envelope of lines).
 
     One record per change: ``devices``, ``bytes`` (where the two costs are equal), ``from``, ``to``.
@@ -920,8 +1154,9 @@ def allreduce_times(profile: Any, names: Sequence[str], k: np.ndarray, n: np.nda
     return np.stack([np.broadcast_to(collective(profile, a, k, n).time, np.broadcast(k, n).shape) for a in names])
 
 
-def crossovers_numeric(profile: Any, names: Sequence[str], k: np.ndarray, n_lo: float, n_hi: float,
-                       points: int = 512, iters: int = 40) -> list[dict]:
+def crossovers_numeric(
+    profile: Any, names: Sequence[str], k: np.ndarray, n_lo: float, n_hi: float, points: int = 512, iters: int = 40
+) -> list[dict]:
     """Where the fastest of ``names`` changes, per k, for costs that are not affine in n (NCCL's).
 
     A log-spaced scan of ``points`` sizes finds each change; bisection on log n then narrows it to where the winner
@@ -944,4 +1179,3 @@ def crossovers_numeric(profile: Any, names: Sequence[str], k: np.ndarray, n_lo: 
                 lo, hi = (mid, hi) if ta <= tb else (lo, mid)
             out.append({"devices": kj, "bytes": float(np.exp(0.5 * (lo + hi))), "from": names[a], "to": names[b]})
     return out
-

@@ -12,8 +12,15 @@ from .model import DTYPE_BYTES, InputError, Profile
 __all__ = ["comm_grid"]
 
 
-def comm_grid(profile: Profile, devices: np.ndarray, sizes: np.ndarray, algorithm: str | None = None,
-              dtype: str = "fp32", collective: str = "all_reduce", protocol: str | None = None) -> list[dict[str, Any]]:
+def comm_grid(
+    profile: Profile,
+    devices: np.ndarray,
+    sizes: np.ndarray,
+    algorithm: str | None = None,
+    dtype: str = "fp32",
+    collective: str = "all_reduce",
+    protocol: str | None = None,
+) -> list[dict[str, Any]]:
     """One record per (k, bytes), k-major, with nccl-tests' columns in SI and GB/s (1e9 B/s).
 
     ``bytes`` is the collective's size as nccl-tests counts it (all-gather: the gathered output); busbw uses
@@ -35,21 +42,23 @@ def comm_grid(profile: Profile, devices: np.ndarray, sizes: np.ndarray, algorith
     recs = []
     for idx in np.ndindex(t.shape):
         b = int(cost.bottleneck[idx])
-        recs.append({
-            "devices": int(kk[idx]),
-            "bytes": int(nn[idx]),
-            "count": int(nn[idx] // DTYPE_BYTES[dtype]),
-            "dtype": dtype,
-            "collective": collective,
-            "algorithm": str(cost.algorithm[idx]) if cost.algorithm is not None else algorithm,
-            "protocol": _proto(cost, idx),
-            "time_s": float(t[idx]),
-            "latency_s": float(cost.latency[idx]),
-            "bandwidth_s": float(cost.bandwidth[idx]),
-            "algbw_GBps": _f(algbw[idx]),
-            "busbw_GBps": _f(busbw[idx]),
-            "bottleneck": names[b] if b >= 0 else None,
-        })
+        recs.append(
+            {
+                "devices": int(kk[idx]),
+                "bytes": int(nn[idx]),
+                "count": int(nn[idx] // DTYPE_BYTES[dtype]),
+                "dtype": dtype,
+                "collective": collective,
+                "algorithm": str(cost.algorithm[idx]) if cost.algorithm is not None else algorithm,
+                "protocol": _proto(cost, idx),
+                "time_s": float(t[idx]),
+                "latency_s": float(cost.latency[idx]),
+                "bandwidth_s": float(cost.bandwidth[idx]),
+                "algbw_GBps": _f(algbw[idx]),
+                "busbw_GBps": _f(busbw[idx]),
+                "bottleneck": names[b] if b >= 0 else None,
+            }
+        )
     return recs
 
 

@@ -64,9 +64,13 @@ def alternatives(base: Scenario, choices: Mapping[str, Sequence[Any]]) -> list[A
     out = []
     for i, combo in enumerate(itertools.product(*(choices[n] for n in names))):
         sc = base.replace(**dict(zip(names, combo)))
-        out.append(Alternative(index=i, choices={LABELS.get(n, n): display(v) for n, v in zip(names, combo)
-                                                 if n in varied},
-                               scenario=sc))
+        out.append(
+            Alternative(
+                index=i,
+                choices={LABELS.get(n, n): display(v) for n, v in zip(names, combo) if n in varied},
+                scenario=sc,
+            )
+        )
     return out
 
 
@@ -116,8 +120,9 @@ class Comparison:
         return [recs[a * n + i] for i in range(n) for a in range(len(self.alternatives))]
 
 
-def compare(base: Scenario, choices: Mapping[str, Sequence[Any]], devices: np.ndarray | list[int],
-            *, optimizer: str = "adam") -> Comparison:
+def compare(
+    base: Scenario, choices: Mapping[str, Sequence[Any]], devices: np.ndarray | list[int], *, optimizer: str = "adam"
+) -> Comparison:
     """Simulate every combination of ``choices`` over ``devices``."""
     alts = alternatives(base, choices)
     results = tuple(simulate(a.scenario, devices) for a in alts)

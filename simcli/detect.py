@@ -31,12 +31,29 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-__all__ = ["GpuInfo", "Nic", "cuda_devices", "nvidia_smi_topo", "nics", "cpu_info", "detect", "GPU_PROFILES",
-           "NOT_PROBED"]
+__all__ = [
+    "GpuInfo",
+    "Nic",
+    "cuda_devices",
+    "nvidia_smi_topo",
+    "nics",
+    "cpu_info",
+    "detect",
+    "GPU_PROFILES",
+    "NOT_PROBED",
+]
 
 #: GPU name fragments (lower case, most specific first) -> the built-in profile whose datasheet values are assumed
-GPU_PROFILES = (("gb200", "gb200-nvl72"), ("b200", "dgx-b200"), ("h200", "hgx-h200"), ("h100", "dgx-h100"),
-                ("a100", "dgx-a100"), ("v100", "dgx-v100"), ("l40s", "l40s-pcie"), ("mi300x", "mi300x"))
+GPU_PROFILES = (
+    ("gb200", "gb200-nvl72"),
+    ("b200", "dgx-b200"),
+    ("h200", "hgx-h200"),
+    ("h100", "dgx-h100"),
+    ("a100", "dgx-a100"),
+    ("v100", "dgx-v100"),
+    ("l40s", "l40s-pcie"),
+    ("mi300x", "mi300x"),
+)
 #: a sentinel: "probe it yourself" (the default of :func:`detect`'s probe arguments)
 NOT_PROBED: Any = object()
 
@@ -116,7 +133,7 @@ def parse_topo(text: str) -> dict[tuple[int, int], str]:
         if not cells or not re.fullmatch(r"GPU\d+", cells[0]):
             continue
         i = int(cells[0][3:])
-        for j, c in enumerate(cells[1:1 + len(gpus)]):
+        for j, c in enumerate(cells[1 : 1 + len(gpus)]):
             gj = int(gpus[j][3:])
             if gj != i:
                 out[(i, gj)] = c
@@ -141,8 +158,14 @@ def nics(root: Path = Path("/")) -> list[Nic]:
                 state = _read(port / "state") or ""
                 m = re.match(r"\s*([\d.]+)\s*Gb/sec", rate or "")
                 if m and ("ACTIVE" in state or not state):
-                    out.append(Nic(f"{dev.name}/{port.name}", "infiniband", float(m.group(1)) * 1e9,
-                                   str((port / "rate").relative_to(root))))
+                    out.append(
+                        Nic(
+                            f"{dev.name}/{port.name}",
+                            "infiniband",
+                            float(m.group(1)) * 1e9,
+                            str((port / "rate").relative_to(root)),
+                        )
+                    )
     net = root / "sys/class/net"
     if net.is_dir():
         for dev in sorted(net.iterdir()):
@@ -177,8 +200,12 @@ def cpu_info(root: Path = Path("/")) -> dict[str, Any]:
         if ln.startswith("flags"):
             flags = set(ln.split(":", 1)[1].split())
             break
-    return {"cores": os.cpu_count() or 1, "model": model, "memory_bytes": mem,
-            "bf16_flags": sorted(flags & {"avx512_bf16", "amx_bf16"})}
+    return {
+        "cores": os.cpu_count() or 1,
+        "model": model,
+        "memory_bytes": mem,
+        "bf16_flags": sorted(flags & {"avx512_bf16", "amx_bf16"}),
+    }
 
 
 # --------------------------------------------------------------------------- the profile
@@ -194,8 +221,15 @@ def _gb(x: float) -> str:
     return f"{x / 1e9:.6g} GB"
 
 
-def detect(name: str, *, gpus: Any = NOT_PROBED, topo: Any = NOT_PROBED, root: Path = Path("/"),
-           host: str | None = None, date: str = "") -> dict[str, Any]:
+def detect(
+    name: str,
+    *,
+    gpus: Any = NOT_PROBED,
+    topo: Any = NOT_PROBED,
+    root: Path = Path("/"),
+    host: str | None = None,
+    date: str = "",
+) -> dict[str, Any]:
     """A profile (a YAML-ready mapping that :func:`simcli.profiles.profile_from_dict` accepts) of this machine."""
     gpus = cuda_devices() if gpus is NOT_PROBED else gpus
     host = host or platform.node() or "unknown"
@@ -206,10 +240,15 @@ def detect(name: str, *, gpus: Any = NOT_PROBED, topo: Any = NOT_PROBED, root: P
     else:
         data = _cpu_profile(name, cpu_info(root), notes, torch_missing=gpus is None)
     data["sources"] = notes.sources
-    data["calibration"] = {"tool": "simcli profiles detect", "date": date, "host": host,
-                           "detected": notes.detected, "assumed": notes.assumed,
-                           "next": "measure the assumed values: simcli bench allreduce / bench step on this machine, "
-                                   "then simcli calibrate RUN.csv STEPS.csv --profile THIS.yaml"}
+    data["calibration"] = {
+        "tool": "simcli profiles detect",
+        "date": date,
+        "host": host,
+        "detected": notes.detected,
+        "assumed": notes.assumed,
+        "next": "measure the assumed values: simcli bench allreduce / bench step on this machine, "
+        "then simcli calibrate RUN.csv STEPS.csv --profile THIS.yaml",
+    }
     return data
 
 
@@ -224,16 +263,25 @@ def _cpu_profile(name: str, cpu: dict[str, Any], notes: _Notes, torch_missing: b
     else:
         notes.sources.append("GPUs: DETECTED none (torch.cuda.is_available() is False)")
     peak = ref.device.peak_flops["fp32"]
-    notes.ass("device.peak_flops.fp32", f"{peak / 1e9:g} GFLOP/s", "cpu-loopback's per-core peak, measured on a "
-              "2-core AMD EPYC VM (single-thread 2048x2048 fp32 matmul); measure yours with simcli bench step "
-              "--world-sizes 1,2 and simcli calibrate")
-    why = (f"the fp32 peak: the CPU has {', '.join(cpu['bf16_flags'])}, which can be faster" if cpu.get("bf16_flags")
-           else "the fp32 peak (no avx512_bf16/amx_bf16 flag: bf16 autocast converts to fp32 FMAs)")
+    notes.ass(
+        "device.peak_flops.fp32",
+        f"{peak / 1e9:g} GFLOP/s",
+        "cpu-loopback's per-core peak, measured on a "
+        "2-core AMD EPYC VM (single-thread 2048x2048 fp32 matmul); measure yours with simcli bench step "
+        "--world-sizes 1,2 and simcli calibrate",
+    )
+    why = (
+        f"the fp32 peak: the CPU has {', '.join(cpu['bf16_flags'])}, which can be faster"
+        if cpu.get("bf16_flags")
+        else "the fp32 peak (no avx512_bf16/amx_bf16 flag: bf16 autocast converts to fp32 FMAs)"
+    )
     notes.ass("device.peak_flops.bf16", f"{peak / 1e9:g} GFLOP/s", why)
     notes.ass("device.mfu", 0.5, "a first guess before calibration (cpu-loopback's before its calibration)")
-    dev: dict[str, Any] = {"name": "CPU core (one gloo process)",
-                           "peak_flops": {"fp32": f"{peak / 1e9:g} GFLOP/s", "bf16": f"{peak / 1e9:g} GFLOP/s"},
-                           "mfu": 0.5}
+    dev: dict[str, Any] = {
+        "name": "CPU core (one gloo process)",
+        "peak_flops": {"fp32": f"{peak / 1e9:g} GFLOP/s", "bf16": f"{peak / 1e9:g} GFLOP/s"},
+        "mfu": 0.5,
+    }
     if cpu.get("memory_bytes"):
         per = cpu["memory_bytes"] / cores
         notes.det("host.memory", _gb(cpu["memory_bytes"]), "/proc/meminfo MemTotal")
@@ -245,50 +293,90 @@ def _cpu_profile(name: str, cpu: dict[str, Any], notes: _Notes, torch_missing: b
     if cores > 1:
         notes.sources.append(f"network[0].size {cores}: DETECTED (one gloo process per core)")
         notes.detected["network[0].size"] = cores
-        notes.ass("network[0].bandwidth", f"{cores_t.bandwidth_Bps / 1e9:g} GB/s", "cpu-loopback's calibrated "
-                  "loopback tier (2-core VM)")
+        notes.ass(
+            "network[0].bandwidth",
+            f"{cores_t.bandwidth_Bps / 1e9:g} GB/s",
+            "cpu-loopback's calibrated loopback tier (2-core VM)",
+        )
         notes.ass("network[0].latency", f"{cores_t.latency_s * 1e6:g} us", "cpu-loopback's calibrated loopback tier")
-        net.append({"name": "cores", "size": cores, "bandwidth": f"{cores_t.bandwidth_Bps / 1e9:g} GB/s",
-                    "per": "node", "latency": f"{cores_t.latency_s * 1e6:g} us", "efficiency": 1.0})
+        net.append(
+            {
+                "name": "cores",
+                "size": cores,
+                "bandwidth": f"{cores_t.bandwidth_Bps / 1e9:g} GB/s",
+                "per": "node",
+                "latency": f"{cores_t.latency_s * 1e6:g} us",
+                "efficiency": 1.0,
+            }
+        )
     i = len(net)
-    notes.ass(f"network[{i}].bandwidth", f"{over_t.bandwidth_Bps / 1e9:g} GB/s", "cpu-loopback's oversubscribed "
-              "tier (more processes than cores)")
+    notes.ass(
+        f"network[{i}].bandwidth",
+        f"{over_t.bandwidth_Bps / 1e9:g} GB/s",
+        "cpu-loopback's oversubscribed tier (more processes than cores)",
+    )
     notes.ass(f"network[{i}].latency", f"{over_t.latency_s * 1e6:g} us", "cpu-loopback's oversubscribed tier")
-    net.append({"name": "oversubscribed", "bandwidth": f"{over_t.bandwidth_Bps / 1e9:g} GB/s", "per": "node",
-                "latency": f"{over_t.latency_s * 1e6:g} us", "efficiency": 1.0})
-    return {"name": name, "description": f"this host: {cores} CPU core(s)"
-            + (f" ({cpu['model']})" if cpu.get("model") else "") + ", one gloo process per core over loopback "
-            "(simcli profiles detect)", "library": "gloo", "device": dev, "network": net}
+    net.append(
+        {
+            "name": "oversubscribed",
+            "bandwidth": f"{over_t.bandwidth_Bps / 1e9:g} GB/s",
+            "per": "node",
+            "latency": f"{over_t.latency_s * 1e6:g} us",
+            "efficiency": 1.0,
+        }
+    )
+    return {
+        "name": name,
+        "description": f"this host: {cores} CPU core(s)"
+        + (f" ({cpu['model']})" if cpu.get("model") else "")
+        + ", one gloo process per core over loopback "
+        "(simcli profiles detect)",
+        "library": "gloo",
+        "device": dev,
+        "network": net,
+    }
 
 
-def _gpu_profile(name: str, gpus: list[GpuInfo], topo: str | None, found: list[Nic],
-                 notes: _Notes) -> dict[str, Any]:
+def _gpu_profile(name: str, gpus: list[GpuInfo], topo: str | None, found: list[Nic], notes: _Notes) -> dict[str, Any]:
     g0 = gpus[0]
     n = len(gpus)
     notes.det("device.name", g0.name, "torch.cuda.get_device_name")
     notes.det("devices", n, "torch.cuda.device_count()")
     notes.det("device.memory", _gb(g0.memory_bytes), "torch.cuda.get_device_properties(0).total_memory")
-    notes.det("device.compute_capability", f"{g0.capability[0]}.{g0.capability[1]}",
-              "torch.cuda.get_device_properties(0).major/minor")
+    notes.det(
+        "device.compute_capability",
+        f"{g0.capability[0]}.{g0.capability[1]}",
+        "torch.cuda.get_device_properties(0).major/minor",
+    )
     if len({g.name for g in gpus}) > 1:
-        notes.sources.append(f"devices: DETECTED mixed models ({', '.join(sorted({g.name for g in gpus}))}); the "
-                             "profile describes GPU 0")
+        notes.sources.append(
+            f"devices: DETECTED mixed models ({', '.join(sorted({g.name for g in gpus}))}); the profile describes GPU 0"
+        )
     key = g0.name.lower()
     ref_name = next((p for frag, p in GPU_PROFILES if frag in key), None)
     ref = _builtin(ref_name) if ref_name else None
     if ref is not None:
         peaks = {dt: f"{v / 1e12:.6g} TFLOP/s" for dt, v in ref.device.peak_flops.items()}
         for dt, v in peaks.items():
-            notes.ass(f"device.peak_flops.{dt}", v, f"the built-in profile {ref.name} ({ref.device.name}): dense "
-                      "datasheet peak")
+            notes.ass(
+                f"device.peak_flops.{dt}",
+                v,
+                f"the built-in profile {ref.name} ({ref.device.name}): dense datasheet peak",
+            )
         mfu = ref.device.mfu
-        notes.ass("device.mfu", mfu, f"{ref.name}'s typed-in value; fit it with simcli bench step --model gpt and "
-                  "simcli calibrate")
+        notes.ass(
+            "device.mfu",
+            mfu,
+            f"{ref.name}'s typed-in value; fit it with simcli bench step --model gpt and simcli calibrate",
+        )
     else:
         peaks = {"fp32": "10 TFLOP/s"}
         mfu = 0.4
-        notes.ass("device.peak_flops.fp32", "10 TFLOP/s", f"no datasheet table entry for {g0.name!r}: a placeholder; "
-                  "replace it with the datasheet's dense peak")
+        notes.ass(
+            "device.peak_flops.fp32",
+            "10 TFLOP/s",
+            f"no datasheet table entry for {g0.name!r}: a placeholder; replace it with the datasheet's dense peak",
+        )
         notes.ass("device.mfu", mfu, "a placeholder before calibration")
     dev = {"name": g0.name, "peak_flops": peaks, "memory": _gb(g0.memory_bytes), "mfu": mfu}
     # the links between the GPUs of this node
@@ -299,13 +387,28 @@ def _gpu_profile(name: str, gpus: list[GpuInfo], topo: str | None, found: list[N
         all_nv = bool(pairs) and len(nv) == len(pairs)
         inner = ref.network[0] if ref is not None else None
         if all_nv:
-            notes.det("network[0].kind", f"nvlink (NV{min(nv)}..NV{max(nv)} between every GPU pair)",
-                      "nvidia-smi topo -m")
+            notes.det(
+                "network[0].kind", f"nvlink (NV{min(nv)}..NV{max(nv)} between every GPU pair)", "nvidia-smi topo -m"
+            )
             bw = inner.bandwidth_Bps if inner is not None and inner.kind in (None, "nvlink") else 25e9 * min(nv)
-            notes.ass("network[0].bandwidth", f"{bw / 1e9:g} GB/s", f"{ref.name}'s NVLink tier" if inner is not None
-                      else f"NV{min(nv)} x 25 GB/s per link one way (NVLink 3/4)")
-            net.append({"name": "nvlink", "size": n, "bandwidth": f"{bw / 1e9:g} GB/s", "per": "device",
-                        "latency": "3.4 us", "efficiency": 0.8, "kind": "nvlink"})
+            notes.ass(
+                "network[0].bandwidth",
+                f"{bw / 1e9:g} GB/s",
+                f"{ref.name}'s NVLink tier"
+                if inner is not None
+                else f"NV{min(nv)} x 25 GB/s per link one way (NVLink 3/4)",
+            )
+            net.append(
+                {
+                    "name": "nvlink",
+                    "size": n,
+                    "bandwidth": f"{bw / 1e9:g} GB/s",
+                    "per": "device",
+                    "latency": "3.4 us",
+                    "efficiency": 0.8,
+                    "kind": "nvlink",
+                }
+            )
             notes.ass("network[0].latency", "3.4 us", "NCCL's NVLink hop latency class (simcli.nccl)")
             notes.ass("network[0].efficiency", 0.8, "a typical achieved fraction before calibration")
         else:
@@ -313,17 +416,30 @@ def _gpu_profile(name: str, gpus: list[GpuInfo], topo: str | None, found: list[N
             notes.sources.append(f"network[0].kind pcie: {'DETECTED' if pairs else 'ASSUMED'} ({how})")
             (notes.detected if pairs else notes.assumed)["network[0].kind"] = "pcie"
             notes.ass("network[0].bandwidth", "25 GB/s", "PCIe 4.0 x16 achievable one way")
-            net.append({"name": "pcie", "size": n, "bandwidth": "25 GB/s", "per": "device", "latency": "5.7 us",
-                        "efficiency": 0.8, "kind": "pcie"})
+            net.append(
+                {
+                    "name": "pcie",
+                    "size": n,
+                    "bandwidth": "25 GB/s",
+                    "per": "device",
+                    "latency": "5.7 us",
+                    "efficiency": 0.8,
+                    "kind": "pcie",
+                }
+            )
     # the network out of the node
     i = len(net)
     ib = [x for x in found if x.kind == "infiniband"]
     use = ib or [x for x in found if x.kind == "ethernet"]
     if use:
         total = sum(x.rate_bps for x in use) / 8
-        notes.det(f"network[{i}].bandwidth", f"{total / 1e9:g} GB/s",
-                  "sum of the link rates of " + ", ".join(f"{x.name} {x.rate_bps / 1e9:g} Gb/s ({x.source})"
-                                                          for x in use) + ", per node")
+        notes.det(
+            f"network[{i}].bandwidth",
+            f"{total / 1e9:g} GB/s",
+            "sum of the link rates of "
+            + ", ".join(f"{x.name} {x.rate_bps / 1e9:g} Gb/s ({x.source})" for x in use)
+            + ", per node",
+        )
         kind_name = "infiniband" if ib else "ethernet"
     else:
         total = 12.5e9
@@ -331,7 +447,19 @@ def _gpu_profile(name: str, gpus: list[GpuInfo], topo: str | None, found: list[N
         kind_name = "ethernet"
     notes.ass(f"network[{i}].latency", "14 us", "NCCL's network latency class (simcli.nccl)")
     notes.ass(f"network[{i}].efficiency", 0.8, "a typical achieved fraction before calibration")
-    net.append({"name": kind_name, "bandwidth": f"{total / 1e9:g} GB/s", "per": "node", "latency": "14 us",
-                "efficiency": 0.8, "kind": "net"})
-    return {"name": name, "description": f"this host: {n} x {g0.name} (simcli profiles detect)", "device": dev,
-            "network": net}
+    net.append(
+        {
+            "name": kind_name,
+            "bandwidth": f"{total / 1e9:g} GB/s",
+            "per": "node",
+            "latency": "14 us",
+            "efficiency": 0.8,
+            "kind": "net",
+        }
+    )
+    return {
+        "name": name,
+        "description": f"this host: {n} x {g0.name} (simcli profiles detect)",
+        "device": dev,
+        "network": net,
+    }

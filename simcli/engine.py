@@ -49,8 +49,7 @@ import numpy as np
 from . import collectives, sharding
 from .model import DTYPE_BYTES, InputError, Profile, Workload
 
-__all__ = ["Scenario", "Result", "simulate", "OVERLAPS", "BucketPlan", "bucket_plan",
-           "bucket_timeline"]
+__all__ = ["Scenario", "Result", "simulate", "OVERLAPS", "BucketPlan", "bucket_plan", "bucket_timeline"]
 
 #: values of Scenario.overlap
 OVERLAPS = ("buckets", "none")
@@ -107,18 +106,18 @@ class Scenario:
 
     def __post_init__(self) -> None:
         if self.batch_per_device is not None and self.global_batch is not None:
-            raise InputError("--batch-per-device and --global-batch exclude each other: give one "
-                             "(weak scaling or strong scaling)")
+            raise InputError(
+                "--batch-per-device and --global-batch exclude each other: give one (weak scaling or strong scaling)"
+            )
         dev = self.profile.device
         if self.dtype is not None and self.dtype not in dev.peak_flops:
-            raise InputError(f"--dtype: {self.profile.name} gives no peak for {self.dtype!r}; it has "
-                             f"{', '.join(dev.peak_flops)}")
+            raise InputError(
+                f"--dtype: {self.profile.name} gives no peak for {self.dtype!r}; it has {', '.join(dev.peak_flops)}"
+            )
         if self.grad_dtype not in DTYPE_BYTES:
-            raise InputError(f"--grad-dtype: unknown dtype {self.grad_dtype!r}; choose one of "
-                             f"{', '.join(DTYPE_BYTES)}")
+            raise InputError(f"--grad-dtype: unknown dtype {self.grad_dtype!r}; choose one of {', '.join(DTYPE_BYTES)}")
         if self.mfu is not None and not (0 < self.mfu <= 1):
-            raise InputError(f"--mfu: {self.mfu} is not in (0, 1]; give the achieved fraction of peak, "
-                             "for example 0.4")
+            raise InputError(f"--mfu: {self.mfu} is not in (0, 1]; give the achieved fraction of peak, for example 0.4")
         for name in ("batch_per_device", "global_batch"):
             v = getattr(self, name)
             if v is not None and not v >= 1:
@@ -132,27 +131,32 @@ class Scenario:
         if self.overlap not in OVERLAPS:
             raise InputError(f"--overlap: unknown mode {self.overlap!r}; choose one of {', '.join(OVERLAPS)}")
         if not (self.bucket_mb > 0 and np.isfinite(self.bucket_mb)):
-            raise InputError(f"--bucket-mb: {self.bucket_mb} must be a positive number of MiB (DDP's bucket_cap_mb), "
-                             "for example 25")
+            raise InputError(
+                f"--bucket-mb: {self.bucket_mb} must be a positive number of MiB (DDP's bucket_cap_mb), for example 25"
+            )
         if self.bucket_mb < MIN_BUCKET_MB:  # smaller buckets only multiply latencies (1e-300 MiB: 1e308 buckets)
-            raise InputError(f"--bucket-mb: {self.bucket_mb:g} MiB is below the smallest bucket simcli models, "
-                             f"1 KiB ({MIN_BUCKET_MB:g} MiB); DDP's default is 25")
+            raise InputError(
+                f"--bucket-mb: {self.bucket_mb:g} MiB is below the smallest bucket simcli models, "
+                f"1 KiB ({MIN_BUCKET_MB:g} MiB); DDP's default is 25"
+            )
         if isinstance(self.accum, bool) or int(self.accum) != self.accum or self.accum < 1:
             raise InputError(f"--accum: {self.accum} must be a whole number of micro-steps, at least 1")
         if not 0 <= self.backward_fraction <= 1:
-            raise InputError(f"backward_fraction: {self.backward_fraction} is not in [0, 1]; give the share "
-                             "of forward+backward spent in backward, for example 2/3")
+            raise InputError(
+                f"backward_fraction: {self.backward_fraction} is not in [0, 1]; give the share "
+                "of forward+backward spent in backward, for example 2/3"
+            )
         sharding.check_strategy(self.strategy)
         if self.param_dtype not in DTYPE_BYTES:
-            raise InputError(f"--param-dtype: unknown dtype {self.param_dtype!r}; choose one of "
-                             f"{', '.join(DTYPE_BYTES)}")
+            raise InputError(
+                f"--param-dtype: unknown dtype {self.param_dtype!r}; choose one of {', '.join(DTYPE_BYTES)}"
+            )
         for name in ("shard_group", "units"):
             v = getattr(self, name)
             if v is not None and (isinstance(v, bool) or int(v) != v or v < 1):
                 raise InputError(f"--{name.replace('_', '-')}: {v} must be a whole number, at least 1")
         if self.compute_time_s is None and not self.workload.flops_per_sample:
-            raise InputError("the workload has no FLOPs per sample: give --flops-per-sample or "
-                             "--compute-time")
+            raise InputError("the workload has no FLOPs per sample: give --flops-per-sample or --compute-time")
 
     # -- derived inputs ---------------------------------------------------
     @property
@@ -273,8 +277,11 @@ class Result:
             "t_forward_s": self.t_forward_s,
             "t_backward_s": self.t_backward_s,
             "algorithm": [str(a) for a in self.comm.algorithm.tolist()],
-            "protocol": ([None] * len(self.devices) if self.comm.protocol is None
-                         else [None if p in (None, "-") else str(p) for p in np.asarray(self.comm.protocol).tolist()]),
+            "protocol": (
+                [None] * len(self.devices)
+                if self.comm.protocol is None
+                else [None if p in (None, "-") else str(p) for p in np.asarray(self.comm.protocol).tolist()]
+            ),
             "buckets": np.full(self.devices.shape, self.plan.count if self.plan else 1),
             **self._sharding_columns(),
         }
@@ -283,9 +290,15 @@ class Result:
         if self.memory is None:
             return {}
         mem = self.memory
-        return {"strategy": [self.scenario.strategy] * len(self.devices), "comm_bytes": self.comm_bytes,
-                "memory_bytes": mem.total, "memory_params_bytes": mem.params, "memory_grads_bytes": mem.grads,
-                "memory_optimizer_bytes": mem.optimizer, "memory_activations_bytes": mem.activations}
+        return {
+            "strategy": [self.scenario.strategy] * len(self.devices),
+            "comm_bytes": self.comm_bytes,
+            "memory_bytes": mem.total,
+            "memory_params_bytes": mem.params,
+            "memory_grads_bytes": mem.grads,
+            "memory_optimizer_bytes": mem.optimizer,
+            "memory_activations_bytes": mem.activations,
+        }
 
     def records(self) -> list[dict[str, Any]]:
         """One plain-Python dict per k (JSON-ready: NaN becomes None). Built column-wise, not per cell."""
@@ -331,8 +344,9 @@ def bucket_plan(nbytes: float, bucket_bytes: float | None) -> BucketPlan:
     return BucketPlan(full=full, size=float(bucket_bytes), last=float(last))
 
 
-def _exposed(plan: BucketPlan, t_backward: np.ndarray, c_full: np.ndarray,
-             c_last: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+def _exposed(
+    plan: BucketPlan, t_backward: np.ndarray, c_full: np.ndarray, c_last: np.ndarray
+) -> tuple[np.ndarray, np.ndarray]:
     """(T_comm total, end of the last bucket's all-reduce measured from the start of backward), closed form."""
     n = plan.full * plan.size + plan.last
     end = np.zeros_like(t_backward)
@@ -360,8 +374,9 @@ def bucket_timeline(plan: BucketPlan, t_backward: float, c_full: float, c_last: 
         ready = t_backward * (j + 1) * plan.size / n if full else t_backward
         start = max(ready, prev)
         prev = start + (c_full if full else c_last)
-        out.append({"bucket": j, "bytes": plan.size if full else plan.last, "ready_s": ready, "start_s": start,
-                    "end_s": prev})
+        out.append(
+            {"bucket": j, "bytes": plan.size if full else plan.last, "ready_s": ready, "start_s": start, "end_s": prev}
+        )
     return out
 
 
@@ -373,8 +388,9 @@ def _compute_time(sc: Scenario, per_device_batch: np.ndarray) -> np.ndarray:
     return sc.workload.flops_per_sample * per_device_batch / sc.achieved_flops
 
 
-def _total(plan: BucketPlan, full: collectives.CommCost | None,
-           last: collectives.CommCost | None) -> collectives.CommCost:
+def _total(
+    plan: BucketPlan, full: collectives.CommCost | None, last: collectives.CommCost | None
+) -> collectives.CommCost:
     """The step's communication: ``plan.full`` all-reduces of a full bucket plus the remainder's, added up."""
     main = full if full is not None else last
     assert main is not None
@@ -387,10 +403,16 @@ def _total(plan: BucketPlan, full: collectives.CommCost | None,
             out = out + getattr(last, name)
         return np.asarray(out)
 
-    return dataclasses.replace(main, time=add("time"), latency=add("latency"), bandwidth=add("bandwidth"),
-                               reduction=add("reduction"), tier_latency=add("tier_latency"),
-                               tier_bandwidth_s=add("tier_bandwidth_s"),
-                               tier_hops=add("tier_hops") if main.tier_hops is not None else None)
+    return dataclasses.replace(
+        main,
+        time=add("time"),
+        latency=add("latency"),
+        bandwidth=add("bandwidth"),
+        reduction=add("reduction"),
+        tier_latency=add("tier_latency"),
+        tier_bandwidth_s=add("tier_bandwidth_s"),
+        tier_hops=add("tier_hops") if main.tier_hops is not None else None,
+    )
 
 
 def simulate(scenario: Scenario, devices: np.ndarray | list[int]) -> Result:
@@ -410,13 +432,20 @@ def simulate(scenario: Scenario, devices: np.ndarray | list[int]) -> Result:
         return _simulate_sharded(sc, k, b, t_micro, t_bwd_micro)
     n = float(sc.grad_bytes)
     plan = bucket_plan(n, sc.bucket_bytes if sc.overlap == "buckets" else None)
-    comm_full = (collectives.collective(sc.profile, sc.algorithm, k, np.float64(plan.size), "all_reduce",
-                                        sc.protocol) if plan.full else None)
-    comm_last = (collectives.collective(sc.profile, sc.algorithm, k, np.float64(plan.last), "all_reduce",
-                                        sc.protocol) if plan.last else None)
+    comm_full = (
+        collectives.collective(sc.profile, sc.algorithm, k, np.float64(plan.size), "all_reduce", sc.protocol)
+        if plan.full
+        else None
+    )
+    comm_last = (
+        collectives.collective(sc.profile, sc.algorithm, k, np.float64(plan.last), "all_reduce", sc.protocol)
+        if plan.last
+        else None
+    )
     zero = np.zeros(kf.shape)
-    t_comm, end = _exposed(plan, t_bwd_micro, comm_full.time if comm_full else zero,
-                           comm_last.time if comm_last else zero)
+    t_comm, end = _exposed(
+        plan, t_bwd_micro, comm_full.time if comm_full else zero, comm_last.time if comm_last else zero
+    )
     if sc.overlap == "buckets":
         exposed = np.clip(end - t_bwd_micro, 0.0, t_comm)  # clip: rounding of t_j at k = 1 and full queues
     else:
@@ -445,8 +474,10 @@ def simulate(scenario: Scenario, devices: np.ndarray | list[int]) -> Result:
         comm_bucket=comm_full,
         comm_last=comm_last,
         memory=_memory(sc, k, b),
-        comm_bytes=m * sharding.comm_bytes("ddp", k, params=sc.workload.params, param_bytes=0.0,
-                                           grad_bytes=DTYPE_BYTES[sc.grad_dtype]),
+        comm_bytes=m
+        * sharding.comm_bytes(
+            "ddp", k, params=sc.workload.params, param_bytes=0.0, grad_bytes=DTYPE_BYTES[sc.grad_dtype]
+        ),
     )
 
 
@@ -459,11 +490,19 @@ def _memory_kwargs(sc: Scenario, b: np.ndarray) -> dict[str, Any]:
     """simcli.sharding.memory's arguments for this scenario (b: samples per device per micro-step)."""
     w = sc.workload
     tokens = b * (w.seq_len or 0)
-    act = sharding.activation_bytes(tokens=tokens, hidden=w.hidden, units=int(w.layers or _units(sc)),
-                                    checkpointing=sc.activation_checkpointing)
-    return dict(params=w.params, units=_units(sc), param_bytes=DTYPE_BYTES[sc.param_dtype],
-                grad_bytes=DTYPE_BYTES[sc.grad_dtype], activations=act, group=sc.shard_group,
-                node_size=sc.profile.network[0].size, reshard_after_forward=sc.reshard_after_forward)
+    act = sharding.activation_bytes(
+        tokens=tokens, hidden=w.hidden, units=int(w.layers or _units(sc)), checkpointing=sc.activation_checkpointing
+    )
+    return dict(
+        params=w.params,
+        units=_units(sc),
+        param_bytes=DTYPE_BYTES[sc.param_dtype],
+        grad_bytes=DTYPE_BYTES[sc.grad_dtype],
+        activations=act,
+        group=sc.shard_group,
+        node_size=sc.profile.network[0].size,
+        reshard_after_forward=sc.reshard_after_forward,
+    )
 
 
 def _memory(sc: Scenario, k: np.ndarray, b: np.ndarray) -> "sharding.Memory":
@@ -492,37 +531,78 @@ def memory_fit(sc: Scenario, k: np.ndarray | list[int]) -> dict[str, Any] | None
     if not np.any(bad):
         return None
     best = sharding.smallest_fitting(cap, k[bad], **{**kw, "activations": np.asarray(kw["activations"])[bad]})
-    return {"capacity_bytes": float(cap), "devices": k[bad].tolist(), "memory_bytes": need[bad].tolist(),
-            "fits_with": best}
+    return {
+        "capacity_bytes": float(cap),
+        "devices": k[bad].tolist(),
+        "memory_bytes": need[bad].tolist(),
+        "fits_with": best,
+    }
 
 
-def _simulate_sharded(sc: Scenario, k: np.ndarray, b: np.ndarray, t_micro: np.ndarray,
-                      t_bwd_micro: np.ndarray) -> Result:
+def _simulate_sharded(
+    sc: Scenario, k: np.ndarray, b: np.ndarray, t_micro: np.ndarray, t_bwd_micro: np.ndarray
+) -> Result:
     """zero1/zero2/fsdp/hsdp: every micro-step communicates (simcli.sharding.step)."""
     kf = k.astype(np.float64)
     m = int(sc.accum)
     pb, gb = DTYPE_BYTES[sc.param_dtype], DTYPE_BYTES[sc.grad_dtype]
-    st = sharding.step(sc.strategy, sc.profile, k, algorithm=sc.algorithm, protocol=sc.protocol,
-                       params=sc.workload.params, units=_units(sc), param_bytes=pb, grad_bytes=gb,
-                       t_forward=t_micro - t_bwd_micro, t_backward=t_bwd_micro,
-                       bucket_bytes=sharding.ZERO_BUCKET_ELEMENTS * gb if sc.overlap == "buckets" else None,
-                       group=sc.shard_group,
-                       reshard_after_forward=sc.reshard_after_forward)
+    st = sharding.step(
+        sc.strategy,
+        sc.profile,
+        k,
+        algorithm=sc.algorithm,
+        protocol=sc.protocol,
+        params=sc.workload.params,
+        units=_units(sc),
+        param_bytes=pb,
+        grad_bytes=gb,
+        t_forward=t_micro - t_bwd_micro,
+        t_backward=t_bwd_micro,
+        bucket_bytes=sharding.ZERO_BUCKET_ELEMENTS * gb if sc.overlap == "buckets" else None,
+        group=sc.shard_group,
+        reshard_after_forward=sc.reshard_after_forward,
+    )
     t_compute = m * t_micro
     t_comm = m * st.t_comm
     exposed = m * st.exposed
     t_step = t_compute + exposed
     t1 = float(_compute_time(sc, np.array([float(sc.batch)]))[0])
     speedup = t1 / t_step if sc.strong else kf * m * t1 / t_step
-    comm = dataclasses.replace(st.comm, **{name: m * getattr(st.comm, name) for name in
-                                           ("time", "latency", "bandwidth", "reduction", "tier_latency",
-                                            "tier_bandwidth_s", "tier_hops") if getattr(st.comm, name) is not None})
-    return Result(scenario=sc, devices=k, batch_per_device=b, t_compute_s=t_compute, t_comm_s=t_comm,
-                  t_step_s=t_step, speedup=speedup, efficiency=speedup / kf, samples_per_s=kf * b * m / t_step,
-                  comm=comm, t_comm_exposed_s=exposed, t_comm_hidden_s=t_comm - exposed,
-                  t_forward_s=t_compute - m * t_bwd_micro, t_backward_s=m * t_bwd_micro, plan=None,
-                  memory=_memory(sc, k, b), sharded=st,
-                  comm_bytes=m * sharding.comm_bytes(sc.strategy, k, params=sc.workload.params, param_bytes=pb,
-                                                     grad_bytes=gb, group=sc.shard_group,
-                                                     node_size=sc.profile.network[0].size,
-                                                     reshard_after_forward=sc.reshard_after_forward))
+    comm = dataclasses.replace(
+        st.comm,
+        **{
+            name: m * getattr(st.comm, name)
+            for name in ("time", "latency", "bandwidth", "reduction", "tier_latency", "tier_bandwidth_s", "tier_hops")
+            if getattr(st.comm, name) is not None
+        },
+    )
+    return Result(
+        scenario=sc,
+        devices=k,
+        batch_per_device=b,
+        t_compute_s=t_compute,
+        t_comm_s=t_comm,
+        t_step_s=t_step,
+        speedup=speedup,
+        efficiency=speedup / kf,
+        samples_per_s=kf * b * m / t_step,
+        comm=comm,
+        t_comm_exposed_s=exposed,
+        t_comm_hidden_s=t_comm - exposed,
+        t_forward_s=t_compute - m * t_bwd_micro,
+        t_backward_s=m * t_bwd_micro,
+        plan=None,
+        memory=_memory(sc, k, b),
+        sharded=st,
+        comm_bytes=m
+        * sharding.comm_bytes(
+            sc.strategy,
+            k,
+            params=sc.workload.params,
+            param_bytes=pb,
+            grad_bytes=gb,
+            group=sc.shard_group,
+            node_size=sc.profile.network[0].size,
+            reshard_after_forward=sc.reshard_after_forward,
+        ),
+    )

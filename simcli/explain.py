@@ -72,19 +72,21 @@ def explain(scenario: Scenario, devices: int) -> dict[str, Any]:
     main_cost_hops = main_cost.tier_hops if main_cost is not None else None
     tiers = []
     for i, t in enumerate(net):
-        tiers.append({
-            "tier": t.name,
-            "spanned": bool(spanned[i]),
-            "per": t.per,
-            "size": t.size,
-            "alpha_s": t.latency_s,
-            "ring_bandwidth_Bps": _f(ring_bw[i]),
-            "link_bandwidth_Bps": _f(link_bw[i]),
-            "latency_term_s": float(comm.tier_latency[i][0]),
-            "bandwidth_term_s": float(comm.tier_bandwidth_s[i][0]),
-            # hops on the chunk's critical path per all-reduce of the main message (NCCL model only)
-            "hops": (None if main_cost_hops is None else float(main_cost_hops[i][0])),
-        })
+        tiers.append(
+            {
+                "tier": t.name,
+                "spanned": bool(spanned[i]),
+                "per": t.per,
+                "size": t.size,
+                "alpha_s": t.latency_s,
+                "ring_bandwidth_Bps": _f(ring_bw[i]),
+                "link_bandwidth_Bps": _f(link_bw[i]),
+                "latency_term_s": float(comm.tier_latency[i][0]),
+                "bandwidth_term_s": float(comm.tier_bandwidth_s[i][0]),
+                # hops on the chunk's critical path per all-reduce of the main message (NCCL model only)
+                "hops": (None if main_cost_hops is None else float(main_cost_hops[i][0])),
+            }
+        )
     main = res.comm_bucket if res.comm_bucket is not None else res.comm_last
     main_bytes = plan.size if plan.full else plan.last
     algorithm = str(main.algorithm[0]) if main is not None else sc.algorithm
@@ -94,17 +96,31 @@ def explain(scenario: Scenario, devices: int) -> dict[str, Any]:
         return None if c.protocol is None or c.protocol[0] in (None, "-") else str(c.protocol[0])
 
     if res.comm_bucket is not None:
-        messages.append({"count": plan.full, "bytes": plan.size, "algorithm": str(res.comm_bucket.algorithm[0]),
-                         "protocol": proto(res.comm_bucket),
-                         "time_s": float(res.comm_bucket.time[0]), "latency_s": float(res.comm_bucket.latency[0]),
-                         "bandwidth_s": float(res.comm_bucket.bandwidth[0]),
-                         "reduction_s": float(res.comm_bucket.reduction[0])})
+        messages.append(
+            {
+                "count": plan.full,
+                "bytes": plan.size,
+                "algorithm": str(res.comm_bucket.algorithm[0]),
+                "protocol": proto(res.comm_bucket),
+                "time_s": float(res.comm_bucket.time[0]),
+                "latency_s": float(res.comm_bucket.latency[0]),
+                "bandwidth_s": float(res.comm_bucket.bandwidth[0]),
+                "reduction_s": float(res.comm_bucket.reduction[0]),
+            }
+        )
     if res.comm_last is not None:
-        messages.append({"count": 1, "bytes": plan.last, "algorithm": str(res.comm_last.algorithm[0]),
-                         "protocol": proto(res.comm_last),
-                         "time_s": float(res.comm_last.time[0]), "latency_s": float(res.comm_last.latency[0]),
-                         "bandwidth_s": float(res.comm_last.bandwidth[0]),
-                         "reduction_s": float(res.comm_last.reduction[0])})
+        messages.append(
+            {
+                "count": 1,
+                "bytes": plan.last,
+                "algorithm": str(res.comm_last.algorithm[0]),
+                "protocol": proto(res.comm_last),
+                "time_s": float(res.comm_last.time[0]),
+                "latency_s": float(res.comm_last.latency[0]),
+                "bandwidth_s": float(res.comm_last.bandwidth[0]),
+                "reduction_s": float(res.comm_last.reduction[0]),
+            }
+        )
     n_star = _crossover(main, main_bytes) if main is not None and k >= 2 else None
     b = int(comm.bottleneck[0])
     out: dict[str, Any] = {
@@ -114,8 +130,7 @@ def explain(scenario: Scenario, devices: int) -> dict[str, Any]:
         "protocol": proto(main) if main is not None else None,
         "library": sc.profile.library,
         "formula": formula(algorithm, sc.profile.library) if algorithm in collectives.SPECS else "",
-        "nccl_defaulted": (list(collectives.nccl_spec(sc.profile).defaulted) if sc.profile.library == "nccl"
-                           else None),
+        "nccl_defaulted": (list(collectives.nccl_spec(sc.profile).defaulted) if sc.profile.library == "nccl" else None),
         "overlap": sc.overlap,
         "accum": sc.accum,
         "batch_per_device": float(res.batch_per_device[0]),

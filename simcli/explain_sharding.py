@@ -43,16 +43,35 @@ def explain_sharded(sc: Scenario, k: int) -> dict[str, Any]:
     m = int(sc.accum)
     tiers = []
     for i, t in enumerate(net):
-        tiers.append({"tier": t.name, "spanned": bool(spanned[i]), "per": t.per, "size": t.size, "alpha_s": t.latency_s,
-                      "ring_bandwidth_Bps": _f(ring_bw[i]), "link_bandwidth_Bps": _f(link_bw[i]),
-                      "latency_term_s": float(comm.tier_latency[i][0]) if comm.tier_latency is not None else None,
-                      "bandwidth_term_s": (float(comm.tier_bandwidth_s[i][0]) if comm.tier_bandwidth_s is not None
-                                           else None),
-                      "hops": float(comm.tier_hops[i][0]) if comm.tier_hops is not None else None})
-    messages = [{"collective": name, "count": m * count, "bytes": float(nbytes), "algorithm": str(c.algorithm[0]),
-                 "protocol": _proto(c), "time_s": float(c.time[0]), "latency_s": float(c.latency[0]),
-                 "bandwidth_s": float(c.bandwidth[0]), "reduction_s": float(c.reduction[0])}
-                for name, count, nbytes, c in st.messages if count]
+        tiers.append(
+            {
+                "tier": t.name,
+                "spanned": bool(spanned[i]),
+                "per": t.per,
+                "size": t.size,
+                "alpha_s": t.latency_s,
+                "ring_bandwidth_Bps": _f(ring_bw[i]),
+                "link_bandwidth_Bps": _f(link_bw[i]),
+                "latency_term_s": float(comm.tier_latency[i][0]) if comm.tier_latency is not None else None,
+                "bandwidth_term_s": (float(comm.tier_bandwidth_s[i][0]) if comm.tier_bandwidth_s is not None else None),
+                "hops": float(comm.tier_hops[i][0]) if comm.tier_hops is not None else None,
+            }
+        )
+    messages = [
+        {
+            "collective": name,
+            "count": m * count,
+            "bytes": float(nbytes),
+            "algorithm": str(c.algorithm[0]),
+            "protocol": _proto(c),
+            "time_s": float(c.time[0]),
+            "latency_s": float(c.latency[0]),
+            "bandwidth_s": float(c.bandwidth[0]),
+            "reduction_s": float(c.reduction[0]),
+        }
+        for name, count, nbytes, c in st.messages
+        if count
+    ]
     main = st.messages[0][3]
     b = int(comm.bottleneck[0])
     mem = res.memory
@@ -60,18 +79,22 @@ def explain_sharded(sc: Scenario, k: int) -> dict[str, Any]:
     total = float(mem.total[0])
     out: dict[str, Any] = {
         "devices": k,
-        "inputs": {**sc.inputs(), "strategy": sc.strategy, "param_dtype": sc.param_dtype,
-                   "shard_group": sc.shard_group, "units": _units(sc),
-                   "reshard_after_forward": sc.reshard_after_forward,
-                   "activation_checkpointing": sc.activation_checkpointing},
+        "inputs": {
+            **sc.inputs(),
+            "strategy": sc.strategy,
+            "param_dtype": sc.param_dtype,
+            "shard_group": sc.shard_group,
+            "units": _units(sc),
+            "reshard_after_forward": sc.reshard_after_forward,
+            "activation_checkpointing": sc.activation_checkpointing,
+        },
         "strategy": sc.strategy,
         "units": _units(sc),
         "algorithm": str(main.algorithm[0]),
         "protocol": _proto(main),
         "library": sc.profile.library,
         "formula": formula(sc.algorithm, sc.profile.library) if sc.algorithm in collectives.SPECS else "",
-        "nccl_defaulted": (list(collectives.nccl_spec(sc.profile).defaulted) if sc.profile.library == "nccl"
-                           else None),
+        "nccl_defaulted": (list(collectives.nccl_spec(sc.profile).defaulted) if sc.profile.library == "nccl" else None),
         "overlap": sc.overlap,
         "accum": sc.accum,
         "batch_per_device": float(res.batch_per_device[0]),
@@ -97,17 +120,28 @@ def explain_sharded(sc: Scenario, k: int) -> dict[str, Any]:
         "n_star_bytes": None,
         "latency_bound": False,
         "comm_bytes": float(res.comm_bytes[0]),
-        "memory": {"params_bytes": float(mem.params[0]), "grads_bytes": float(mem.grads[0]),
-                   "optimizer_bytes": float(mem.optimizer[0]), "activations_bytes": float(mem.activations[0]),
-                   "total_bytes": total, "capacity_bytes": cap, "fits": None if cap is None else total <= cap},
+        "memory": {
+            "params_bytes": float(mem.params[0]),
+            "grads_bytes": float(mem.grads[0]),
+            "optimizer_bytes": float(mem.optimizer[0]),
+            "activations_bytes": float(mem.activations[0]),
+            "total_bytes": total,
+            "capacity_bytes": cap,
+            "fits": None if cap is None else total <= cap,
+        },
     }
     if sc.strategy in ("fsdp", "hsdp"):
         L = _units(sc)
         ag = next(c for name, _, _, c in st.messages if name == "all_gather")
         R = sum(float(c.time[0]) for name, _, _, c in st.messages if name != "all_gather")
-        tl = sharding.unit_timeline(f=float(res.t_forward_s[0]) / m / L, b=float(res.t_backward_s[0]) / m / L,
-                                    ag_fwd=float(ag.time[0]), ag_bwd=float(ag.time[0]) if sc.reshard_after_forward
-                                    else None, rs=R, units=L)
+        tl = sharding.unit_timeline(
+            f=float(res.t_forward_s[0]) / m / L,
+            b=float(res.t_backward_s[0]) / m / L,
+            ag_fwd=float(ag.time[0]),
+            ag_bwd=float(ag.time[0]) if sc.reshard_after_forward else None,
+            rs=R,
+            units=L,
+        )
         if L > 2 * TIMELINE_ENDS:
             tl = [r for r in tl if min(r["unit"], L - 1 - r["unit"]) < TIMELINE_ENDS]
         out["units_timeline"] = tl

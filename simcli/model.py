@@ -11,8 +11,19 @@ import dataclasses
 from dataclasses import dataclass, field
 from typing import Any, Mapping
 
-__all__ = ["Tier", "Device", "Profile", "NcclSpec", "LIBRARIES", "Workload", "DTYPE_BYTES", "COMPUTE_DTYPES",
-           "SimcliError", "InputError", "EnvironmentFailure"]
+__all__ = [
+    "Tier",
+    "Device",
+    "Profile",
+    "NcclSpec",
+    "LIBRARIES",
+    "Workload",
+    "DTYPE_BYTES",
+    "COMPUTE_DTYPES",
+    "SimcliError",
+    "InputError",
+    "EnvironmentFailure",
+]
 
 
 class SimcliError(Exception):

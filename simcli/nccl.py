@@ -42,8 +42,19 @@ import numpy as np
 
 from .model import NcclSpec, Tier
 
-__all__ = ["ALGOS", "PROTOS", "COLLECTIVES", "HW_LATENCY_US", "BASE_LATENCY_US", "GENERATIONS", "Pair",
-           "pairs", "default_spec", "tier_kind", "hops"]
+__all__ = [
+    "ALGOS",
+    "PROTOS",
+    "COLLECTIVES",
+    "HW_LATENCY_US",
+    "BASE_LATENCY_US",
+    "GENERATIONS",
+    "Pair",
+    "pairs",
+    "default_spec",
+    "tier_kind",
+    "hops",
+]
 
 #: NCCL's algorithms that simcli models and its protocols, in NCCL's order
 ALGOS = ("tree", "ring", "nvls", "nvls-tree")
@@ -61,14 +72,26 @@ COLLECTIVES: Mapping[str, tuple[str, ...]] = {
 
 #: baseLat[algorithm][protocol], us
 BASE_LATENCY_US: Mapping[str, tuple[float, float, float]] = {
-    "tree": (6.8, 14.0, 0.0), "ring": (6.6, 14.0, 8.4), "nvls": (0.0, 0.0, 0.0), "nvls-tree": (0.0, 0.0, 0.0)}
+    "tree": (6.8, 14.0, 0.0),
+    "ring": (6.6, 14.0, 8.4),
+    "nvls": (0.0, 0.0, 0.0),
+    "nvls-tree": (0.0, 0.0, 0.0),
+}
 #: hwLat[link kind][algorithm][protocol], us per hop
 HW_LATENCY_US: Mapping[str, Mapping[str, tuple[float, float, float]]] = {
-    "nvlink": {"tree": (0.6, 1.25, 28.0), "ring": (0.6, 1.9, 3.4), "nvls": (0.0, 0.0, 23.0),
-               "nvls-tree": (0.0, 0.0, 23.0)},
+    "nvlink": {
+        "tree": (0.6, 1.25, 28.0),
+        "ring": (0.6, 1.9, 3.4),
+        "nvls": (0.0, 0.0, 23.0),
+        "nvls-tree": (0.0, 0.0, 23.0),
+    },
     "pcie": {"tree": (1.0, 1.9, 28.0), "ring": (1.0, 2.5, 5.7), "nvls": (0.0, 0.0, 0.0), "nvls-tree": (0.0, 0.0, 0.0)},
-    "net": {"tree": (5.0, 8.5, 28.0), "ring": (2.7, 4.0, 14.0), "nvls": (0.0, 0.0, 18.0),
-            "nvls-tree": (0.0, 0.0, 14.0)},
+    "net": {
+        "tree": (5.0, 8.5, 28.0),
+        "ring": (2.7, 4.0, 14.0),
+        "nvls": (0.0, 0.0, 18.0),
+        "nvls-tree": (0.0, 0.0, 14.0),
+    },
 }
 #: what a tier's ``latency`` states: the Ring/Simple hop latency of its kind (the other pairs scale with it)
 _REFERENCE = ("ring", 2)
@@ -76,25 +99,118 @@ _REFERENCE = ("ring", 2)
 #: per-generation tables, indexed [one node, two nodes, more]; llMaxBws is indexed by the GPU generation in
 #: one node and by the host CPU (Intel/Arm: the first row, AMD: the second) across nodes
 GENERATIONS: Mapping[str, Mapping[str, tuple[float, float, float]]] = {
-    "volta": {"ll_max": (39.0, 39.0, 20.4), "ring_ll128": (20.0, 20.0, 20.0), "tree_ll128": (20.0, 20.0, 20.0),
-              "tree": (26.5, 18.5, 10.0)},
-    "ampere": {"ll_max": (87.7, 22.5, 19.0), "ring_ll128": (20.0, 20.0, 20.0), "tree_ll128": (20.0, 20.0, 20.0),
-               "tree": (24.0, 23.6, 17.8)},
-    "hopper": {"ll_max": (87.7, 22.5, 19.0), "ring_ll128": (36.7, 36.7, 36.7), "tree_ll128": (36.7, 36.7, 29.0),
-               "tree": (38.7, 41.4, 36.0)},
+    "volta": {
+        "ll_max": (39.0, 39.0, 20.4),
+        "ring_ll128": (20.0, 20.0, 20.0),
+        "tree_ll128": (20.0, 20.0, 20.0),
+        "tree": (26.5, 18.5, 10.0),
+    },
+    "ampere": {
+        "ll_max": (87.7, 22.5, 19.0),
+        "ring_ll128": (20.0, 20.0, 20.0),
+        "tree_ll128": (20.0, 20.0, 20.0),
+        "tree": (24.0, 23.6, 17.8),
+    },
+    "hopper": {
+        "ll_max": (87.7, 22.5, 19.0),
+        "ring_ll128": (36.7, 36.7, 36.7),
+        "tree_ll128": (36.7, 36.7, 29.0),
+        "tree": (38.7, 41.4, 36.0),
+    },
 }
 #: generations without a table of their own in 2.20.3 take the nearest older one
-GENERATION_TABLE = {"volta": "volta", "ampere": "ampere", "ada": "ampere", "hopper": "hopper",
-                    "blackwell": "hopper", "cdna3": "hopper"}
+GENERATION_TABLE = {
+    "volta": "volta",
+    "ampere": "ampere",
+    "ada": "ampere",
+    "hopper": "hopper",
+    "blackwell": "hopper",
+    "cdna3": "hopper",
+}
 #: llMaxBws rows for multi-node rings, by host CPU vendor
 _LL_MAX_MULTINODE = {"intel": (39.0, 39.0, 20.4), "arm": (39.0, 39.0, 20.4), "amd": (87.7, 22.5, 19.0)}
 #: getNetOverhead (us): the network post overhead every multi-node ring hop pays at least (x3 for Simple)
 NET_OVERHEAD_US = {"intel": 1.0, "amd": 2.0, "arm": 1.0}
 #: treeCorrectionFactor[protocol][log2(n / 64)], n from 64 B to 256 MB (tuning.cc, ncclTopoGetAlgoTime)
-TREE_CORRECTION = np.array([
-    [1.0, 1.0, 1.0, 1.0, .9, .8, .7, .7, .7, .7, .6, .5, .4, .4, .5, .6, .7, .8, .9, 1.0, 1.0, 1.0, 1.0],
-    [1.0, 1.0, 1.0, 1.0, 1.0, .9, .8, .8, .8, .7, .6, .6, .6, .6, .6, .6, .8, .9, .9, .9, .9, 1.0, 1.0],
-    [.9, .9, .9, .9, .9, .9, .9, .8, .7, .6, .6, .5, .5, .5, .5, .6, .7, .8, .7, .7, .8, .9, .9]])
+TREE_CORRECTION = np.array(
+    [
+        [
+            1.0,
+            1.0,
+            1.0,
+            1.0,
+            0.9,
+            0.8,
+            0.7,
+            0.7,
+            0.7,
+            0.7,
+            0.6,
+            0.5,
+            0.4,
+            0.4,
+            0.5,
+            0.6,
+            0.7,
+            0.8,
+            0.9,
+            1.0,
+            1.0,
+            1.0,
+            1.0,
+        ],
+        [
+            1.0,
+            1.0,
+            1.0,
+            1.0,
+            1.0,
+            0.9,
+            0.8,
+            0.8,
+            0.8,
+            0.7,
+            0.6,
+            0.6,
+            0.6,
+            0.6,
+            0.6,
+            0.6,
+            0.8,
+            0.9,
+            0.9,
+            0.9,
+            0.9,
+            1.0,
+            1.0,
+        ],
+        [
+            0.9,
+            0.9,
+            0.9,
+            0.9,
+            0.9,
+            0.9,
+            0.9,
+            0.8,
+            0.7,
+            0.6,
+            0.6,
+            0.5,
+            0.5,
+            0.5,
+            0.5,
+            0.6,
+            0.7,
+            0.8,
+            0.7,
+            0.7,
+            0.8,
+            0.9,
+            0.9,
+        ],
+    ]
+)
 #: search.cc: per-channel speeds (GB/s) an SM90 graph may take, inside a node and across nodes
 SPEEDS_INTRA = (60.0, 50.0, 40.0, 30.0, 24.0, 20.0, 15.0, 12.0, 11.0, 6.0, 3.0)
 SPEEDS_INTER = (48.0, 45.0, 42.0, 40.0, 30.0, 24.0, 22.0, 20.0, 17.5, 15.0, 12.0, 6.0, 3.0, 2.4, 1.2, 0.24, 0.12)
@@ -123,10 +239,15 @@ def default_spec(device_name: str, network: Sequence[Tier]) -> NcclSpec:
     """NCCL constants for a profile that gives none: the generation from the device's name, the rest defaulted."""
     gen = _generation(device_name) or "ampere"
     nvl = tier_kind(network[0], 0) == "nvlink"
-    return NcclSpec(generation=gen, channels=24 if gen in ("hopper", "blackwell") else 16,
-                    nvls=nvl and gen in ("hopper", "blackwell") and (network[0].size or 0) > 2,
-                    nvls_channels=32 if gen == "blackwell" else 16, ll128=nvl and gen != "ada", cpu="intel",
-                    defaulted=("generation", "channels", "nvls", "nvls_channels", "ll128", "cpu"))
+    return NcclSpec(
+        generation=gen,
+        channels=24 if gen in ("hopper", "blackwell") else 16,
+        nvls=nvl and gen in ("hopper", "blackwell") and (network[0].size or 0) > 2,
+        nvls_channels=32 if gen == "blackwell" else 16,
+        ll128=nvl and gen != "ada",
+        cpu="intel",
+        defaulted=("generation", "channels", "nvls", "nvls_channels", "ll128", "cpu"),
+    )
 
 
 def known_gpu(device_name: str) -> bool:
@@ -136,10 +257,14 @@ def known_gpu(device_name: str) -> bool:
 
 def _generation(device_name: str, default: str | None = "ampere") -> str | None:
     n = device_name.lower()
-    for words, gen in ((("b200", "gb200", "b100", "blackwell", "gb300", "b300"), "blackwell"),
-                       (("h100", "h200", "h800", "gh200", "hopper"), "hopper"),
-                       (("a100", "a800", "a30", "ampere"), "ampere"), (("l40", "l4", "4090", "ada"), "ada"),
-                       (("v100", "volta"), "volta"), (("mi300", "mi325", "mi250"), "cdna3")):
+    for words, gen in (
+        (("b200", "gb200", "b100", "blackwell", "gb300", "b300"), "blackwell"),
+        (("h100", "h200", "h800", "gh200", "hopper"), "hopper"),
+        (("a100", "a800", "a30", "ampere"), "ampere"),
+        (("l40", "l4", "4090", "ada"), "ada"),
+        (("v100", "volta"), "volta"),
+        (("mi300", "mi325", "mi250"), "cdna3"),
+    ):
         if any(w in n for w in words):
             return gen
     return default
@@ -174,7 +299,7 @@ class Pair:
             return 1.0
         n = np.asarray(n, dtype=np.float64)
         logsize = np.clip(np.floor(np.log2(np.maximum(n / 64.0, 1.0))).astype(np.int64), 0, 22)
-        return np.where(n / 64.0 < 2.0 ** 23, TREE_CORRECTION[PROTOS.index(self.protocol)][logsize], 1.0)
+        return np.where(n / 64.0 < 2.0**23, TREE_CORRECTION[PROTOS.index(self.protocol)][logsize], 1.0)
 
     def share(self, n: np.ndarray) -> np.ndarray | float:
         """The fraction of the channels getAlgoInfo launches for sizes n (NVLS: all of its own)."""
@@ -186,8 +311,9 @@ class Pair:
         """The tuner's latency: x1.4 on a multi-node Simple ring all-reduce once n/(channels·k) >= 64."""
         if not self.plateau:
             return latency
-        return np.where(self.multi & (np.asarray(n) / (self.channels * self.ranks) >= 64), latency * RING_PLATEAU,
-                        latency)
+        return np.where(
+            self.multi & (np.asarray(n) / (self.channels * self.ranks) >= 64), latency * RING_PLATEAU, latency
+        )
 
     def cost(self, n: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
         """(time, tuner's estimate, bandwidth term) for sizes n, inf where the pair does not run (a reference
@@ -230,9 +356,13 @@ def hops(network: Sequence[Tier], k: np.ndarray, collective: str = "all_reduce")
         for i in range(1, nt):
             top = np.where(c[i] > 0, i, top)
         for i in range(1, nt):
-            per_pass[i] -= (top == i)
-    steps = {"all_reduce": 2.0 * (k - 1), "reduce_scatter": k - 1.0, "all_gather": k - 1.0,
-             "broadcast": k.astype(np.float64)}[collective]
+            per_pass[i] -= top == i
+    steps = {
+        "all_reduce": 2.0 * (k - 1),
+        "reduce_scatter": k - 1.0,
+        "all_gather": k - 1.0,
+        "broadcast": k.astype(np.float64),
+    }[collective]
     passes = 2.0 if collective == "all_reduce" else 1.0
     out = per_pass * passes
     out[0] = np.maximum(steps - out[1:].sum(axis=0), 0.0)
@@ -247,8 +377,11 @@ def _tree_hops(network: Sequence[Tier], k: np.ndarray) -> np.ndarray:
     out = np.zeros((nt,) + k.shape)
     out[0] = 2.0 * (np.minimum(k, network[0].size if network[0].size else k) - 1)
     for i in range(1, nt):
-        g = dom[i] if i == nt - 1 or network[i].size is None else np.minimum(dom[i], network[i].size
-                                                                              // network[i - 1].size)
+        g = (
+            dom[i]
+            if i == nt - 1 or network[i].size is None
+            else np.minimum(dom[i], network[i].size // network[i - 1].size)
+        )
         out[i] = 2.0 * np.floor(np.log2(np.maximum(g, 1)))
     return np.where(k >= 2, out, 0.0)
 
@@ -261,9 +394,15 @@ def _quantise(bw_GBps: np.ndarray, speeds: Sequence[float]) -> np.ndarray:
     return pick.reshape(np.shape(bw_GBps))
 
 
-def pairs(network: Sequence[Tier], spec: NcclSpec, k: np.ndarray, tier_Bps: np.ndarray,
-          collective: str = "all_reduce", algorithms: Sequence[str] | None = None,
-          protocols: Sequence[str] | None = None) -> list[Pair]:
+def pairs(
+    network: Sequence[Tier],
+    spec: NcclSpec,
+    k: np.ndarray,
+    tier_Bps: np.ndarray,
+    collective: str = "all_reduce",
+    algorithms: Sequence[str] | None = None,
+    protocols: Sequence[str] | None = None,
+) -> list[Pair]:
     """Every (algorithm, protocol) pair NCCL could run for this collective over k; see the module docstring.
 
     ``tier_Bps`` is what each tier offers a ring, (tiers, ...k) (``collectives.tier_bandwidth``; its minimum is
@@ -282,14 +421,22 @@ def pairs(network: Sequence[Tier], spec: NcclSpec, k: np.ndarray, tier_Bps: np.n
     multi = nodes > 1
     idx2 = np.where(nodes <= 1, 0, np.where(nodes == 2, 1, 2))
     ppn = kf / np.maximum(nodes, 1)
-    ll_max = np.where(multi, np.asarray(_LL_MAX_MULTINODE.get(spec.cpu, _LL_MAX_MULTINODE["intel"]))[idx2],
-                      np.asarray(tab["ll_max"])[idx2]) * 1e9
+    ll_max = (
+        np.where(
+            multi,
+            np.asarray(_LL_MAX_MULTINODE.get(spec.cpu, _LL_MAX_MULTINODE["intel"]))[idx2],
+            np.asarray(tab["ll_max"])[idx2],
+        )
+        * 1e9
+    )
     ch = float(spec.channels)
     kinds = [tier_kind(t, i) for i, t in enumerate(network)]
     shp = (1,) * k.ndim
     # per-tier scale: the tier's stated latency over NCCL's Ring/Simple hop latency of its kind
-    scale = [t.latency_s / (HW_LATENCY_US[kd]["ring"][2] * 1e-6) if HW_LATENCY_US[kd]["ring"][2] else 1.0
-             for t, kd in zip(network, kinds)]
+    scale = [
+        t.latency_s / (HW_LATENCY_US[kd]["ring"][2] * 1e-6) if HW_LATENCY_US[kd]["ring"][2] else 1.0
+        for t, kd in zip(network, kinds)
+    ]
     net_over = NET_OVERHEAD_US.get(spec.cpu, 1.0) * 1e-6
 
     algos = [a for a in ALGOS if a in COLLECTIVES[collective] and (algorithms is None or a in algorithms)]
@@ -312,8 +459,9 @@ def pairs(network: Sequence[Tier], spec: NcclSpec, k: np.ndarray, tier_Bps: np.n
             if a == "nvls-tree":
                 enabled = enabled & multi & spec.nvls & nvl0 & (ppn > 2)
             # ---- latency: base + hops x per-hop latency of each tier
-            hw = np.stack([np.full(k.shape, HW_LATENCY_US[kd][a][pidx] * 1e-6 * scale[i])
-                           for i, kd in enumerate(kinds)])
+            hw = np.stack(
+                [np.full(k.shape, HW_LATENCY_US[kd][a][pidx] * 1e-6 * scale[i]) for i, kd in enumerate(kinds)]
+            )
             if a == "ring":
                 hc = ring_hops
                 if collective == "all_reduce" or collective in ("reduce_scatter", "all_gather"):
@@ -345,16 +493,18 @@ def pairs(network: Sequence[Tier], spec: NcclSpec, k: np.ndarray, tier_Bps: np.n
                     bus = np.minimum(ll_max, bus * np.where(multi, 0.25, frac))
                 elif p == "ll128":
                     bus = np.minimum(bus * np.where(ppn < 2, 0.7, 0.92), ch * tab["ring_ll128"][0] * 1e9)
-                steps = {"all_reduce": 2.0 * (kf - 1), "reduce_scatter": kf - 1, "all_gather": kf - 1,
-                         "broadcast": kf}[collective]
+                steps = {"all_reduce": 2.0 * (kf - 1), "reduce_scatter": kf - 1, "all_gather": kf - 1, "broadcast": kf}[
+                    collective
+                ]
                 ratio = kf / np.maximum(steps, 1.0)
             elif a == "tree":
                 bus = np.minimum(bus * 0.92, ch * np.asarray(tab["tree"])[idx2] * 1e9)
                 if p == "ll":
                     bus = np.minimum(bus / 3.8, ll_max)
                 elif p == "ll128":
-                    bus = np.minimum(bus * np.where(multi, 120.0 / 128.0, 7.0 / 9.0),
-                                     ch * np.asarray(tab["tree_ll128"])[idx2] * 1e9)
+                    bus = np.minimum(
+                        bus * np.where(multi, 120.0 / 128.0, 7.0 / 9.0), ch * np.asarray(tab["tree_ll128"])[idx2] * 1e9
+                    )
                 ratio = 0.5
             else:
                 nch = float(spec.nvls_channels)
@@ -368,10 +518,27 @@ def pairs(network: Sequence[Tier], spec: NcclSpec, k: np.ndarray, tier_Bps: np.n
             if a.startswith("nvls"):
                 thr = np.zeros(k.shape)  # getAlgoInfo: NVLS always launches all of its channels
             else:
-                thr = MAX_THREADS[pidx] * THREAD_THRESHOLD[pidx] * (kf if (a == "ring" and p == "ll")
-                                                                     else np.ones(k.shape))
-            out.append(Pair(algorithm=a, protocol=p, enabled=np.asarray(enabled), latency=lat, alg_Bps=alg_Bps,
-                            bus_Bps=bus, base=base, hop_latency=hop_lat, hops=hc,
-                            plateau=(a == "ring" and p == "simple" and collective == "all_reduce"),
-                            multi=multi, channels=ch, ranks=kf, threshold=thr))
+                thr = (
+                    MAX_THREADS[pidx]
+                    * THREAD_THRESHOLD[pidx]
+                    * (kf if (a == "ring" and p == "ll") else np.ones(k.shape))
+                )
+            out.append(
+                Pair(
+                    algorithm=a,
+                    protocol=p,
+                    enabled=np.asarray(enabled),
+                    latency=lat,
+                    alg_Bps=alg_Bps,
+                    bus_Bps=bus,
+                    base=base,
+                    hop_latency=hop_lat,
+                    hops=hc,
+                    plateau=(a == "ring" and p == "simple" and collective == "all_reduce"),
+                    multi=multi,
+                    channels=ch,
+                    ranks=kf,
+                    threshold=thr,
+                )
+            )
     return out

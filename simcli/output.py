@@ -32,17 +32,31 @@ from typing import Any, Callable, Iterable, Sequence
 
 from .model import EnvironmentFailure, InputError
 
-__all__ = ["write_atomic", "check_output_path", "write_stdout", "StdoutClosed", "GuardedStream", "guard_stdio",
-           "stdout_usable", "to_csv", "to_json", "jsonable", "cannot_write", "to_ascii"]
+__all__ = [
+    "write_atomic",
+    "check_output_path",
+    "write_stdout",
+    "StdoutClosed",
+    "GuardedStream",
+    "guard_stdio",
+    "stdout_usable",
+    "to_csv",
+    "to_json",
+    "jsonable",
+    "cannot_write",
+    "to_ascii",
+]
 
 
 def cannot_write(what: str, e: OSError) -> EnvironmentFailure:
     """The one line for a write the system refused (ENOSPC, EROFS, EACCES, EIO, ...)."""
-    hint = {errno.ENOSPC: "; free some space or write elsewhere",
-            errno.EROFS: "; the file system is read-only, write elsewhere",
-            errno.EDQUOT: "; the disk quota is used up, write elsewhere",
-            errno.EACCES: "; you may not write there, choose another place",
-            errno.EPERM: "; you may not write there, choose another place"}.get(e.errno or 0, "")
+    hint = {
+        errno.ENOSPC: "; free some space or write elsewhere",
+        errno.EROFS: "; the file system is read-only, write elsewhere",
+        errno.EDQUOT: "; the disk quota is used up, write elsewhere",
+        errno.EACCES: "; you may not write there, choose another place",
+        errno.EPERM: "; you may not write there, choose another place",
+    }.get(e.errno or 0, "")
     return EnvironmentFailure(f"{what}: cannot write it ({e.strerror or e}){hint}")
 
 
@@ -53,8 +67,12 @@ def _same_file(a: Path, b: str | os.PathLike[str]) -> bool:
         return False
 
 
-def check_output_path(path: str | os.PathLike[str], force: bool, option: str = "--output",
-                      inputs: Iterable[str | os.PathLike[str] | None] = ()) -> Path:
+def check_output_path(
+    path: str | os.PathLike[str],
+    force: bool,
+    option: str = "--output",
+    inputs: Iterable[str | os.PathLike[str] | None] = (),
+) -> Path:
     """Refuse, before any work is done, an output that would clobber a file, is an input or has no directory."""
     p = Path(path)
     if p.is_dir():
@@ -63,15 +81,19 @@ def check_output_path(path: str | os.PathLike[str], force: bool, option: str = "
 
     for inp in [*inputs, *files_read()]:  # the command's inputs, given or read so far: never written over
         if inp is not None and _same_file(p, inp):
-            raise InputError(f"{option}: {p} is also an input of this command ({inp}); writing it would destroy "
-                             "the input, choose another name")
+            raise InputError(
+                f"{option}: {p} is also an input of this command ({inp}); writing it would destroy "
+                "the input, choose another name"
+            )
     try:
         st = os.stat(p)  # follows links: /dev/stdout is whatever it points to
     except FileNotFoundError:
         st = None
     except NotADirectoryError:  # the file system refuses the path (issue 12 counts it with a full disk: exit 1)
-        raise EnvironmentFailure(f"{option}: {p}: cannot write it (a part of the path before the file name is a "
-                                 "file, not a directory); write elsewhere") from None
+        raise EnvironmentFailure(
+            f"{option}: {p}: cannot write it (a part of the path before the file name is a "
+            "file, not a directory); write elsewhere"
+        ) from None
     except OSError as e:
         raise cannot_write(f"{option}: {p}", e) from None
     if st is not None:
@@ -83,8 +105,9 @@ def check_output_path(path: str | os.PathLike[str], force: bool, option: str = "
     parent = p.parent if str(p.parent) else Path(".")
     if not parent.is_dir():
         if parent.exists():
-            raise EnvironmentFailure(f"{option}: {p}: cannot write it ({parent} is a file, not a directory); "
-                                     "write elsewhere")
+            raise EnvironmentFailure(
+                f"{option}: {p}: cannot write it ({parent} is a file, not a directory); write elsewhere"
+            )
         raise InputError(f"{option}: directory {parent} does not exist; create it first")
     return p
 
@@ -105,8 +128,13 @@ def _chunks(data: str | bytes | Iterable[str]) -> Iterable[bytes]:
         yield chunk.encode("utf-8") if isinstance(chunk, str) else chunk
 
 
-def write_atomic(path: str | os.PathLike[str], data: str | bytes | Iterable[str], force: bool = False,
-                 option: str = "--output", inputs: Iterable[str | os.PathLike[str] | None] = ()) -> Path:
+def write_atomic(
+    path: str | os.PathLike[str],
+    data: str | bytes | Iterable[str],
+    force: bool = False,
+    option: str = "--output",
+    inputs: Iterable[str | os.PathLike[str] | None] = (),
+) -> Path:
     """Write ``data`` to ``path`` atomically (temp file + rename in the same directory).
 
     ``data`` may be an iterable of text chunks (a table of millions of rows, streamed as it is computed).
@@ -125,8 +153,9 @@ def write_atomic(path: str | os.PathLike[str], data: str | bytes | Iterable[str]
     target = Path(os.path.realpath(p)) if p.is_symlink() else p  # keep the link, replace what it points to
     tmp = None
     try:
-        fd, tmp = tempfile.mkstemp(prefix=f".{target.name}.", suffix=".tmp",
-                                   dir=target.parent if str(target.parent) else ".")
+        fd, tmp = tempfile.mkstemp(
+            prefix=f".{target.name}.", suffix=".tmp", dir=target.parent if str(target.parent) else "."
+        )
         umask = os.umask(0)
         os.umask(umask)
         os.chmod(tmp, 0o666 & ~umask)  # mkstemp creates 0600; give the file the permissions open() would
@@ -155,12 +184,56 @@ class StdoutClosed(EnvironmentFailure):
 
 
 #: ASCII spellings of the non-ASCII characters simcli prints, for a stdout that cannot encode them
-ASCII_SPELLINGS = {"α": "alpha", "β": "beta", "γ": "gamma", "µ": "u", "μ": "u", "·": "*", "×": "x", "≤": "<=",
-                   "≥": ">=", "−": "-", "–": "-", "—": "-", "…": "...", "→": "->", "²": "^2", "³": "^3",
-                   "≈": "~", "│": "|", "─": "-", "┃": "|", "━": "-", "┏": "+", "┓": "+", "┗": "+", "┛": "+",
-                   "┡": "+", "┩": "+", "┳": "+", "┻": "+", "╇": "+", "┼": "+", "├": "+", "┤": "+", "┬": "+",
-                   "┴": "+", "┌": "+", "┐": "+", "└": "+", "┘": "+", "╭": "+", "╮": "+", "╰": "+", "╯": "+",
-                   "‖": "||", "∞": "inf", "σ": "sigma", "Σ": "sum", "±": "+/-"}
+ASCII_SPELLINGS = {
+    "α": "alpha",
+    "β": "beta",
+    "γ": "gamma",
+    "µ": "u",
+    "μ": "u",
+    "·": "*",
+    "×": "x",
+    "≤": "<=",
+    "≥": ">=",
+    "−": "-",
+    "–": "-",
+    "—": "-",
+    "…": "...",
+    "→": "->",
+    "²": "^2",
+    "³": "^3",
+    "≈": "~",
+    "│": "|",
+    "─": "-",
+    "┃": "|",
+    "━": "-",
+    "┏": "+",
+    "┓": "+",
+    "┗": "+",
+    "┛": "+",
+    "┡": "+",
+    "┩": "+",
+    "┳": "+",
+    "┻": "+",
+    "╇": "+",
+    "┼": "+",
+    "├": "+",
+    "┤": "+",
+    "┬": "+",
+    "┴": "+",
+    "┌": "+",
+    "┐": "+",
+    "└": "+",
+    "┘": "+",
+    "╭": "+",
+    "╮": "+",
+    "╰": "+",
+    "╯": "+",
+    "‖": "||",
+    "∞": "inf",
+    "σ": "sigma",
+    "Σ": "sum",
+    "±": "+/-",
+}
 
 
 def to_ascii(text: str) -> str:
@@ -330,8 +403,9 @@ def to_json(obj: Any) -> str:
     return json.dumps(obj, indent=2, allow_nan=False) + "\n"
 
 
-def to_csv(records: Sequence[dict[str, Any]], columns: Iterable[str] | None = None,
-           comments: Iterable[str] = ()) -> str:
+def to_csv(
+    records: Sequence[dict[str, Any]], columns: Iterable[str] | None = None, comments: Iterable[str] = ()
+) -> str:
     cols = list(columns) if columns is not None else (list(records[0]) if records else [])
     buf = io.StringIO()
     for c in comments:

@@ -103,27 +103,42 @@ class MemoryCheck:
         return self.total_bytes <= self.capacity_bytes
 
     def message(self) -> str:
-        need = (f"{fmt_bytes(self.total_bytes, binary=False)} per device ({self.bytes_per_param:g} B/param: "
-                f"weights {self.weights_bytes / self.params:g} + gradients {self.grads_bytes / self.params:g}"
-                + (f" + fp32 master copy {self.master_bytes / self.params:g}" if self.master_bytes else "")
-                + f" + {self.optimizer} state {self.optimizer_bytes / self.params:g})")
+        need = (
+            f"{fmt_bytes(self.total_bytes, binary=False)} per device ({self.bytes_per_param:g} B/param: "
+            f"weights {self.weights_bytes / self.params:g} + gradients {self.grads_bytes / self.params:g}"
+            + (f" + fp32 master copy {self.master_bytes / self.params:g}" if self.master_bytes else "")
+            + f" + {self.optimizer} state {self.optimizer_bytes / self.params:g})"
+        )
         if self.capacity_bytes is None:
             return f"training state needs {need}; the profile gives no device memory, so it is not checked"
         if self.fits:
-            return (f"training state fits: {need} of {fmt_bytes(self.capacity_bytes, binary=False)}, "
-                    f"{fmt_bytes(self.capacity_bytes - self.total_bytes, binary=False)} left for activations")
-        return (f"DOES NOT FIT: the training state needs {need} but the device has "
-                f"{fmt_bytes(self.capacity_bytes, binary=False)}; plain data parallelism keeps a full replica on "
-                "every device, so this plan needs sharding (ZeRO/FSDP) or model parallelism, which simcli does "
-                "not model")
+            return (
+                f"training state fits: {need} of {fmt_bytes(self.capacity_bytes, binary=False)}, "
+                f"{fmt_bytes(self.capacity_bytes - self.total_bytes, binary=False)} left for activations"
+            )
+        return (
+            f"DOES NOT FIT: the training state needs {need} but the device has "
+            f"{fmt_bytes(self.capacity_bytes, binary=False)}; plain data parallelism keeps a full replica on "
+            "every device, so this plan needs sharding (ZeRO/FSDP) or model parallelism, which simcli does "
+            "not model"
+        )
 
     def to_dict(self) -> dict[str, Any]:
-        return {"checked": self.capacity_bytes is not None, "fits": self.fits, "params": self.params,
-                "optimizer": self.optimizer, "mixed_precision": self.mixed_precision,
-                "bytes_per_param": self.bytes_per_param, "weights_bytes": self.weights_bytes,
-                "grads_bytes": self.grads_bytes, "master_bytes": self.master_bytes,
-                "optimizer_bytes": self.optimizer_bytes, "total_bytes": self.total_bytes,
-                "capacity_bytes": self.capacity_bytes, "message": self.message()}
+        return {
+            "checked": self.capacity_bytes is not None,
+            "fits": self.fits,
+            "params": self.params,
+            "optimizer": self.optimizer,
+            "mixed_precision": self.mixed_precision,
+            "bytes_per_param": self.bytes_per_param,
+            "weights_bytes": self.weights_bytes,
+            "grads_bytes": self.grads_bytes,
+            "master_bytes": self.master_bytes,
+            "optimizer_bytes": self.optimizer_bytes,
+            "total_bytes": self.total_bytes,
+            "capacity_bytes": self.capacity_bytes,
+            "message": self.message(),
+        }
 
 
 def training_memory(sc: Scenario, optimizer: str = "adam") -> MemoryCheck:
@@ -140,15 +155,22 @@ def training_memory(sc: Scenario, optimizer: str = "adam") -> MemoryCheck:
     the CUDA context and allocator fragmentation.
     """
     if optimizer not in OPTIMIZER_STATE_BYTES:
-        raise InputError(f"--optimizer: unknown optimizer {optimizer!r}; choose one of "
-                         f"{', '.join(OPTIMIZER_STATE_BYTES)}")
+        raise InputError(
+            f"--optimizer: unknown optimizer {optimizer!r}; choose one of {', '.join(OPTIMIZER_STATE_BYTES)}"
+        )
     n = sc.workload.params
     mixed = DTYPE_BYTES.get(sc.compute_dtype, 4) < 4
     w = 2.0 if mixed else 4.0
-    return MemoryCheck(params=n, optimizer=optimizer, mixed_precision=mixed, weights_bytes=w * n,
-                       grads_bytes=w * n, master_bytes=(4.0 * n if mixed else 0.0),
-                       optimizer_bytes=OPTIMIZER_STATE_BYTES[optimizer] * n,
-                       capacity_bytes=sc.profile.device.memory_bytes)
+    return MemoryCheck(
+        params=n,
+        optimizer=optimizer,
+        mixed_precision=mixed,
+        weights_bytes=w * n,
+        grads_bytes=w * n,
+        master_bytes=(4.0 * n if mixed else 0.0),
+        optimizer_bytes=OPTIMIZER_STATE_BYTES[optimizer] * n,
+        capacity_bytes=sc.profile.device.memory_bytes,
+    )
 
 
 @dataclass(frozen=True)
@@ -173,22 +195,34 @@ class ShardedMemoryCheck:
 
     def message(self) -> str:
         ks, need = self.devices, self.per_device_bytes
-        at = (f"{fmt_bytes(need[0], binary=False)} per device at k = {ks[0]}" if len(ks) == 1 else
-              f"{fmt_bytes(max(need), binary=False)} to {fmt_bytes(min(need), binary=False)} per device over "
-              f"k = {ks[0]}..{ks[-1]}")
+        at = (
+            f"{fmt_bytes(need[0], binary=False)} per device at k = {ks[0]}"
+            if len(ks) == 1
+            else f"{fmt_bytes(max(need), binary=False)} to {fmt_bytes(min(need), binary=False)} per device over "
+            f"k = {ks[0]}..{ks[-1]}"
+        )
         if self.capacity_bytes is None:
             return f"{self.strategy} needs {at}; the profile gives no device memory, so it is not checked"
         cap = fmt_bytes(self.capacity_bytes, binary=False)
         if self.fits:
             return f"{self.strategy} fits: {at} (activations included) of {cap}"
         bad = [k for k, b in zip(ks, need) if b > self.capacity_bytes]
-        return (f"DOES NOT FIT: {self.strategy} needs {at} (activations included) but the device has {cap}; it does "
-                f"not fit at k = {', '.join(str(k) for k in bad[:8])}{' ...' if len(bad) > 8 else ''}")
+        return (
+            f"DOES NOT FIT: {self.strategy} needs {at} (activations included) but the device has {cap}; it does "
+            f"not fit at k = {', '.join(str(k) for k in bad[:8])}{' ...' if len(bad) > 8 else ''}"
+        )
 
     def to_dict(self) -> dict[str, Any]:
-        return {"checked": self.capacity_bytes is not None, "fits": self.fits, "strategy": self.strategy,
-                "devices": list(self.devices), "per_device_bytes": list(self.per_device_bytes),
-                "total_bytes": self.total_bytes, "capacity_bytes": self.capacity_bytes, "message": self.message()}
+        return {
+            "checked": self.capacity_bytes is not None,
+            "fits": self.fits,
+            "strategy": self.strategy,
+            "devices": list(self.devices),
+            "per_device_bytes": list(self.per_device_bytes),
+            "total_bytes": self.total_bytes,
+            "capacity_bytes": self.capacity_bytes,
+            "message": self.message(),
+        }
 
 
 def sharded_memory(sc: Scenario, devices: Any) -> ShardedMemoryCheck:
@@ -196,17 +230,32 @@ def sharded_memory(sc: Scenario, devices: Any) -> ShardedMemoryCheck:
     from .engine import memory
 
     k = np.asarray(devices, dtype=np.int64).ravel()
-    return ShardedMemoryCheck(strategy=sc.strategy, devices=tuple(int(x) for x in k),
-                              per_device_bytes=tuple(float(x) for x in memory(sc, k).total),
-                              capacity_bytes=sc.profile.device.memory_bytes)
+    return ShardedMemoryCheck(
+        strategy=sc.strategy,
+        devices=tuple(int(x) for x in k),
+        per_device_bytes=tuple(float(x) for x in memory(sc, k).total),
+        capacity_bytes=sc.profile.device.memory_bytes,
+    )
 
 
 # --------------------------------------------------------------------------- why: one k's step, term by term
 
 
 #: explain's terms that a breakdown carries, under explain's keys
-_TERMS = ("devices", "efficiency", "speedup", "t_compute_s", "t_comm_s", "t_comm_exposed_s", "t_step_s",
-          "t_latency_s", "t_bandwidth_s", "t_reduction_s", "bottleneck", "bus_Bps")
+_TERMS = (
+    "devices",
+    "efficiency",
+    "speedup",
+    "t_compute_s",
+    "t_comm_s",
+    "t_comm_exposed_s",
+    "t_step_s",
+    "t_latency_s",
+    "t_bandwidth_s",
+    "t_reduction_s",
+    "bottleneck",
+    "bus_Bps",
+)
 
 
 def breakdown(res: Result, i: int) -> dict[str, Any]:
@@ -216,10 +265,12 @@ def breakdown(res: Result, i: int) -> dict[str, Any]:
     out = {key: d[key] for key in _TERMS}
     t_comm, t_step, exposed = d["t_comm_s"], d["t_step_s"], d["t_comm_exposed_s"]
     terms = {"latency": d["t_latency_s"], "bandwidth": d["t_bandwidth_s"], "reduction": d["t_reduction_s"]}
-    out.update(buckets=sum(m["count"] for m in d["messages"]) or 1,
-               comm_share=exposed / t_step if t_step > 0 else 0.0,
-               comm_bound=max(terms, key=lambda key: terms[key]) if t_comm > 0 else "-",
-               step_bound="communication" if exposed > d["t_compute_s"] else "compute")
+    out.update(
+        buckets=sum(m["count"] for m in d["messages"]) or 1,
+        comm_share=exposed / t_step if t_step > 0 else 0.0,
+        comm_bound=max(terms, key=lambda key: terms[key]) if t_comm > 0 else "-",
+        step_bound="communication" if exposed > d["t_compute_s"] else "compute",
+    )
     if out["bus_Bps"] is not None and not math.isfinite(out["bus_Bps"]):
         out["bus_Bps"] = None
     if "strategy" in d:  # a sharded strategy: its collectives, not an all-reduce in buckets
@@ -233,19 +284,25 @@ def describe_breakdown(b: dict[str, Any]) -> str:
         return f"at k={b['devices']} there is no communication: the step is all compute ({fmt_time(b['t_step_s'])})"
     hidden = b["t_comm_s"] - b["t_comm_exposed_s"]
     if b.get("strategy"):
-        s = (f"at k={b['devices']}: step {fmt_time(b['t_step_s'])} = compute {fmt_time(b['t_compute_s'])} + exposed "
-             f"communication {fmt_time(b['t_comm_exposed_s'])} ({100 * b['comm_share']:.0f}% of the step"
-             + (f", {fmt_time(hidden)} hidden behind compute" if hidden > 0 else "") + f"); {b['strategy']}'s "
-             f"{b['buckets']:g} collectives are {b['comm_bound']}-bound (latency terms {fmt_time(b['t_latency_s'])}, "
-             f"bandwidth terms {fmt_time(b['t_bandwidth_s'])}), bottleneck tier '{b['bottleneck']}'")
+        s = (
+            f"at k={b['devices']}: step {fmt_time(b['t_step_s'])} = compute {fmt_time(b['t_compute_s'])} + exposed "
+            f"communication {fmt_time(b['t_comm_exposed_s'])} ({100 * b['comm_share']:.0f}% of the step"
+            + (f", {fmt_time(hidden)} hidden behind compute" if hidden > 0 else "")
+            + f"); {b['strategy']}'s "
+            f"{b['buckets']:g} collectives are {b['comm_bound']}-bound (latency terms {fmt_time(b['t_latency_s'])}, "
+            f"bandwidth terms {fmt_time(b['t_bandwidth_s'])}), bottleneck tier '{b['bottleneck']}'"
+        )
         return s + (f" at {fmt_rate(b['bus_Bps'])}" if b["bus_Bps"] else "")
-    s = (f"at k={b['devices']}: step {fmt_time(b['t_step_s'])} = compute {fmt_time(b['t_compute_s'])} + "
-         f"exposed all-reduce {fmt_time(b['t_comm_exposed_s'])} ({100 * b['comm_share']:.0f}% of the step"
-         + (f", {fmt_time(hidden)} hidden behind backward" if hidden > 0 else "") + "); the all-reduce is "
-         f"{b['comm_bound']}-bound ("
-         + (f"{b['buckets']} buckets; " if b.get("buckets", 1) > 1 else "")
-         + f"latency terms {fmt_time(b['t_latency_s'])}, bandwidth terms "
-         f"{fmt_time(b['t_bandwidth_s'])}")
+    s = (
+        f"at k={b['devices']}: step {fmt_time(b['t_step_s'])} = compute {fmt_time(b['t_compute_s'])} + "
+        f"exposed all-reduce {fmt_time(b['t_comm_exposed_s'])} ({100 * b['comm_share']:.0f}% of the step"
+        + (f", {fmt_time(hidden)} hidden behind backward" if hidden > 0 else "")
+        + "); the all-reduce is "
+        f"{b['comm_bound']}-bound ("
+        + (f"{b['buckets']} buckets; " if b.get("buckets", 1) > 1 else "")
+        + f"latency terms {fmt_time(b['t_latency_s'])}, bandwidth terms "
+        f"{fmt_time(b['t_bandwidth_s'])}"
+    )
     if b["t_reduction_s"]:
         s += f", reduction {fmt_time(b['t_reduction_s'])}"
     s += f"), bottleneck tier '{b['bottleneck']}'"
@@ -267,17 +324,27 @@ class Crossing:
     efficiency: float  #: E at ``devices``
 
     def to_dict(self) -> dict[str, Any]:  # not dataclasses.asdict: 250,000 crossings took 4.5 s with it
-        return {"previous": self.previous, "devices": self.devices, "direction": self.direction,
-                "efficiency": self.efficiency}
+        return {
+            "previous": self.previous,
+            "devices": self.devices,
+            "direction": self.direction,
+            "efficiency": self.efficiency,
+        }
 
 
 def efficiency_crossings(devices: np.ndarray, efficiency: np.ndarray, target: float) -> list[Crossing]:
     """Every pair of neighbouring scanned k where E(k) >= target changes (vectorised)."""
     meets = np.asarray(efficiency) >= target
     idx = np.flatnonzero(meets[1:] != meets[:-1]) + 1
-    return [Crossing(previous=int(devices[i - 1]), devices=int(devices[i]),
-                     direction="rises to" if meets[i] else "falls below", efficiency=float(efficiency[i]))
-            for i in idx.tolist()]
+    return [
+        Crossing(
+            previous=int(devices[i - 1]),
+            devices=int(devices[i]),
+            direction="rises to" if meets[i] else "falls below",
+            efficiency=float(efficiency[i]),
+        )
+        for i in idx.tolist()
+    ]
 
 
 @dataclass(frozen=True)
@@ -306,29 +373,43 @@ class MaxDevices:
         lo, hi, _ = self.scanned
         if self.limited_by == "range":
             cap = self.result.scenario.profile.max_devices
-            end = (f"the profile's limit of {cap} devices" if cap is not None and hi >= cap
-                   else "the end of the scanned range (widen --devices to look further)")
-            return (f"efficiency stays at or above {self.target:g} up to k={hi}, {end}; "
-                    + describe_breakdown(self.at_answer))
+            end = (
+                f"the profile's limit of {cap} devices"
+                if cap is not None and hi >= cap
+                else "the end of the scanned range (widen --devices to look further)"
+            )
+            return f"efficiency stays at or above {self.target:g} up to k={hi}, {end}; " + describe_breakdown(
+                self.at_answer
+            )
         b = self.beyond
         assert b is not None
         if self.recoveries:
             runs = ", ".join(f"k={a}" if a == z else f"k={a}..{z}" for a, z in self.recoveries[:5])
             more = f" and {len(self.recoveries) - 5} more" if len(self.recoveries) > 5 else ""
-            return (f"at k={b['devices']} efficiency first falls below {self.target:g} (E = {b['efficiency']:.4f}); "
-                    f"it is back at or above it later at {runs}{more} (see the crossings); "
-                    + describe_breakdown(b))
-        return (f"beyond k={self.answer} efficiency falls below {self.target:g} for the rest of the scan "
-                f"(E({b['devices']}) = {b['efficiency']:.4f}); " + describe_breakdown(b))
+            return (
+                f"at k={b['devices']} efficiency first falls below {self.target:g} (E = {b['efficiency']:.4f}); "
+                f"it is back at or above it later at {runs}{more} (see the crossings); " + describe_breakdown(b)
+            )
+        return (
+            f"beyond k={self.answer} efficiency falls below {self.target:g} for the rest of the scan "
+            f"(E({b['devices']}) = {b['efficiency']:.4f}); " + describe_breakdown(b)
+        )
 
     def to_dict(self) -> dict[str, Any]:
         lo, hi, n = self.scanned
-        return {"question": "max-devices", "answer": self.answer, "target_efficiency": self.target,
-                "efficiency_at_answer": self.efficiency, "limited_by": self.limited_by,
-                "scanned": {"first": lo, "last": hi, "count": n},
-                "crossings": [c.to_dict() for c in self.crossings],
-                "recoveries": [{"first": a, "last": z} for a, z in self.recoveries], "reason": self.reason(),
-                "at_answer": self.at_answer, "beyond": self.beyond}
+        return {
+            "question": "max-devices",
+            "answer": self.answer,
+            "target_efficiency": self.target,
+            "efficiency_at_answer": self.efficiency,
+            "limited_by": self.limited_by,
+            "scanned": {"first": lo, "last": hi, "count": n},
+            "crossings": [c.to_dict() for c in self.crossings],
+            "recoveries": [{"first": a, "last": z} for a, z in self.recoveries],
+            "reason": self.reason(),
+            "at_answer": self.at_answer,
+            "beyond": self.beyond,
+        }
 
 
 def _check_target(target: float | None, option: str = "--min-efficiency") -> float:
@@ -349,21 +430,32 @@ def max_devices(sc: Scenario, devices: np.ndarray, *, target: float) -> MaxDevic
     k = res.devices
     if not meets.any():
         i = int(np.argmax(eff))
-        raise Infeasible(f"no k from {int(k[0])} to {int(k[-1])} reaches efficiency {target:g}: the best is "
-                         f"E({int(k[i])}) = {eff[i]:.4f}; " + describe_breakdown(breakdown(res, i))
-                         + (" (k=1 always has E = 1: include it in --devices)" if k[0] > 1 else ""))
+        raise Infeasible(
+            f"no k from {int(k[0])} to {int(k[-1])} reaches efficiency {target:g}: the best is "
+            f"E({int(k[i])}) = {eff[i]:.4f}; "
+            + describe_breakdown(breakdown(res, i))
+            + (" (k=1 always has E = 1: include it in --devices)" if k[0] > 1 else "")
+        )
     first = int(np.argmax(meets))  # E(k) of the first k scanned may already miss (k > 1): start where it meets
     drops = np.flatnonzero(~meets[first:])
     last = first + int(drops[0]) - 1 if drops.size else len(k) - 1  # the k before E first falls below target
     limited = "range" if last == len(k) - 1 else "target"
     beyond = breakdown(res, last + 1) if limited == "target" else None
-    rest = meets[last + 1:]
+    rest = meets[last + 1 :]
     starts = np.flatnonzero(rest & ~np.concatenate(([False], rest[:-1]))) + last + 1
     ends = np.flatnonzero(rest & ~np.concatenate((rest[1:], [False]))) + last + 1
     recoveries = tuple((int(k[a]), int(k[z])) for a, z in zip(starts.tolist(), ends.tolist()))
-    return MaxDevices(target=target, answer=int(k[last]), efficiency=float(eff[last]),
-                      crossings=tuple(efficiency_crossings(k, eff, target)), limited_by=limited, beyond=beyond,
-                      at_answer=breakdown(res, last), result=res, recoveries=recoveries)
+    return MaxDevices(
+        target=target,
+        answer=int(k[last]),
+        efficiency=float(eff[last]),
+        crossings=tuple(efficiency_crossings(k, eff, target)),
+        limited_by=limited,
+        beyond=beyond,
+        at_answer=breakdown(res, last),
+        result=res,
+        recoveries=recoveries,
+    )
 
 
 # --------------------------------------------------------------------------- --solve FIELD
@@ -372,8 +464,10 @@ def max_devices(sc: Scenario, devices: np.ndarray, *, target: float) -> MaxDevic
 #: tier and device fields by their YAML name: (attribute, kind), from the one profile schema
 _TIER_FIELDS = schema.solvable(schema.TIER)
 _DEVICE_FIELDS = schema.solvable(schema.DEVICE)
-_SOLVABLE = ("network[i].bandwidth, network[i].latency, network[i].efficiency (or inter_node.*, intra_node.*, "
-             "<tier name>.*), device.mfu, device.peak_flops[.<dtype>], device.reduce_bandwidth")
+_SOLVABLE = (
+    "network[i].bandwidth, network[i].latency, network[i].efficiency (or inter_node.*, intra_node.*, "
+    "<tier name>.*), device.mfu, device.peak_flops[.<dtype>], device.reduce_bandwidth"
+)
 _PATH = re.compile(r"^\s*(?P<head>[A-Za-z_][\w-]*)(?:\[(?P<index>-?\d+)\])?(?:\.(?P<rest>[\w.]+))?\s*$")
 
 
@@ -454,14 +548,17 @@ def field_ref(sc: Scenario, path: str, option: str = "--solve") -> FieldRef:
         if rest and rest.startswith("peak_flops."):
             dt = rest.split(".", 1)[1]
             if dt not in p.device.peak_flops:
-                raise InputError(f"{option}: {path!r}: {p.name} gives no peak for {dt!r}; it has "
-                                 f"{', '.join(p.device.peak_flops)}")
+                raise InputError(
+                    f"{option}: {path!r}: {p.name} gives no peak for {dt!r}; it has {', '.join(p.device.peak_flops)}"
+                )
             return FieldRef(f"device.{rest}", path, "flops", None, rest)
         if rest in _DEVICE_FIELDS:
             attr, kind = _DEVICE_FIELDS[rest]
             if getattr(p.device, attr) is None:
-                raise InputError(f"{option}: {path!r}: {p.name} gives no device.{rest}, so there is no value "
-                                 "to start from; add it to the profile first")
+                raise InputError(
+                    f"{option}: {path!r}: {p.name} gives no device.{rest}, so there is no value "
+                    "to start from; add it to the profile first"
+                )
             return FieldRef(f"device.{rest}", path, kind, None, attr)
         raise bad
     if head == "network" and index is not None:
@@ -472,16 +569,20 @@ def field_ref(sc: Scenario, path: str, option: str = "--solve") -> FieldRef:
     elif index is None and head in ("inter_node", "intra_node"):
         i = 1 if head == "inter_node" else 0
         if i >= len(p.network):
-            raise InputError(f"{option}: {path!r}: {p.name} has one tier ({tiers}), so there is no inter-node "
-                             "tier; use network[0]")
+            raise InputError(
+                f"{option}: {path!r}: {p.name} has one tier ({tiers}), so there is no inter-node tier; use network[0]"
+            )
     elif index is None and head in [t.name for t in p.network]:
         i = [t.name for t in p.network].index(head)
     else:
-        raise InputError(f"{option}: {path!r}: no such tier or field; {p.name}'s tiers are {tiers}; "
-                         f"solvable: {_SOLVABLE}")
+        raise InputError(
+            f"{option}: {path!r}: no such tier or field; {p.name}'s tiers are {tiers}; solvable: {_SOLVABLE}"
+        )
     if rest == "size":
-        raise InputError(f"{option}: {path!r}: a tier's size is a whole number of devices that shapes the topology, "
-                         "not a quantity to solve for; try bandwidth, latency or efficiency")
+        raise InputError(
+            f"{option}: {path!r}: a tier's size is a whole number of devices that shapes the topology, "
+            "not a quantity to solve for; try bandwidth, latency or efficiency"
+        )
     if rest not in _TIER_FIELDS:
         raise InputError(f"{option}: {path!r}: a tier's numeric fields are {', '.join(_TIER_FIELDS)}")
     attr, kind = _TIER_FIELDS[rest]
@@ -510,32 +611,52 @@ class Solved:
     def statement(self) -> str:
         f, k = self.field, self.devices
         if self.bound == "any":
-            return (f"{f.path} does not change E({k}); the current efficiency {self.current_efficiency:.4f} "
-                    f"already meets {self.target:g} for any value")
+            return (
+                f"{f.path} does not change E({k}); the current efficiency {self.current_efficiency:.4f} "
+                f"already meets {self.target:g} for any value"
+            )
         assert self.answer is not None
         word = "at least" if self.bound == "minimum" else "at most"
         s = f"{f.path} must be {word} {f.fmt(self.answer)} for E({k}) >= {self.target:g}"
         if self.at_limit:
-            s += (f" (every value {'above' if self.bound == 'minimum' else 'below'} it up to the end of the "
-                  "searched interval also meets it)" if self.bound == "minimum" else
-                  " (the end of the searched interval: every value up to it meets the target)")
+            s += (
+                f" (every value {'above' if self.bound == 'minimum' else 'below'} it up to the end of the "
+                "searched interval also meets it)"
+                if self.bound == "minimum"
+                else " (the end of the searched interval: every value up to it meets the target)"
+            )
         meets = self.current_efficiency >= self.target
-        s += (f"; the current {f.fmt(self.current)} gives E = {self.current_efficiency:.4f} "
-              f"({'meets' if meets else 'misses'} the target)")
+        s += (
+            f"; the current {f.fmt(self.current)} gives E = {self.current_efficiency:.4f} "
+            f"({'meets' if meets else 'misses'} the target)"
+        )
         return s
 
     def reason(self) -> str:
         return describe_breakdown(self.at_answer) if self.at_answer else self.statement()
 
     def to_dict(self) -> dict[str, Any]:
-        return {"question": "solve", "field": self.field.path, "field_as_given": self.field.label,
-                "kind": self.field.kind, "devices": self.devices, "target_efficiency": self.target,
-                "bound": self.bound, "answer": self.answer,
-                "answer_text": None if self.answer is None else self.field.fmt(self.answer),
-                "efficiency_at_answer": self.efficiency, "current": self.current,
-                "current_efficiency": self.current_efficiency, "rtol": self.rtol, "at_limit": self.at_limit,
-                "searched": list(self.searched), "evaluations": self.evaluations,
-                "statement": self.statement(), "reason": self.reason(), "at_answer": self.at_answer}
+        return {
+            "question": "solve",
+            "field": self.field.path,
+            "field_as_given": self.field.label,
+            "kind": self.field.kind,
+            "devices": self.devices,
+            "target_efficiency": self.target,
+            "bound": self.bound,
+            "answer": self.answer,
+            "answer_text": None if self.answer is None else self.field.fmt(self.answer),
+            "efficiency_at_answer": self.efficiency,
+            "current": self.current,
+            "current_efficiency": self.current_efficiency,
+            "rtol": self.rtol,
+            "at_limit": self.at_limit,
+            "searched": list(self.searched),
+            "evaluations": self.evaluations,
+            "statement": self.statement(),
+            "reason": self.reason(),
+            "at_answer": self.at_answer,
+        }
 
 
 def _search_grid(kind: str, x0: float) -> np.ndarray:
@@ -587,18 +708,24 @@ def solve_field(sc: Scenario, *, devices: int, target: float, path: str, rtol: f
         res0 = run(x0)
         why = ""
         if ref.tier is not None and ref.tier >= 1 and k <= (sc.profile.network[ref.tier - 1].size or 0):
-            why = (f" (a ring over {k} devices stays inside one network[{ref.tier - 1}] domain of "
-                   f"{sc.profile.network[ref.tier - 1].size} and never crosses network[{ref.tier}])")
-        raise Infeasible(f"no value of {ref.path} reaches E({k}) >= {target:g}: efficiency at k={k} does not "
-                         f"depend on it{why} (E = {e0:.4f} for every value); "
-                         + describe_breakdown(breakdown(res0, 0)))
+            why = (
+                f" (a ring over {k} devices stays inside one network[{ref.tier - 1}] domain of "
+                f"{sc.profile.network[ref.tier - 1].size} and never crosses network[{ref.tier}])"
+            )
+        raise Infeasible(
+            f"no value of {ref.path} reaches E({k}) >= {target:g}: efficiency at k={k} does not "
+            f"depend on it{why} (E = {e0:.4f} for every value); " + describe_breakdown(breakdown(res0, 0))
+        )
     if not meets.any():
         best = len(grid) - 1 if es[-1] >= es[0] else 0
         rb = run(grid[best])
-        raise Infeasible(f"no value of {ref.path} reaches E({k}) >= {target:g}: even at {ref.fmt(grid[best])} "
-                         f"({'the largest' if best else 'the smallest'} value searched, from {ref.fmt(grid[0])} to "
-                         f"{ref.fmt(grid[-1])}) E = {es[best]:.4f}; " + describe_breakdown(breakdown(rb, 0))
-                         + "; the other terms cap it, so relax the target or solve for another field")
+        raise Infeasible(
+            f"no value of {ref.path} reaches E({k}) >= {target:g}: even at {ref.fmt(grid[best])} "
+            f"({'the largest' if best else 'the smallest'} value searched, from {ref.fmt(grid[0])} to "
+            f"{ref.fmt(grid[-1])}) E = {es[best]:.4f}; "
+            + describe_breakdown(breakdown(rb, 0))
+            + "; the other terms cap it, so relax the target or solve for another field"
+        )
     increasing = es[-1] > es[0]
     if increasing:
         i = int(np.flatnonzero(meets)[0])
@@ -618,8 +745,21 @@ def solve_field(sc: Scenario, *, devices: int, target: float, path: str, rtol: f
                 bad = mid
     good = float(good)
     r = run(good)
-    return Solved(ref, k, target, "minimum" if increasing else "maximum", good, float(r.efficiency[0]), x0, e0,
-                  rtol, at_limit, breakdown(r, 0), searched, evals)
+    return Solved(
+        ref,
+        k,
+        target,
+        "minimum" if increasing else "maximum",
+        good,
+        float(r.efficiency[0]),
+        x0,
+        e0,
+        rtol,
+        at_limit,
+        breakdown(r, 0),
+        searched,
+        evals,
+    )
 
 
 # --------------------------------------------------------------------------- --time-to-train
@@ -628,8 +768,10 @@ def solve_field(sc: Scenario, *, devices: int, target: float, path: str, rtol: f
 def samples_from_tokens(workload: Workload, tokens: float) -> float:
     """Samples in ``tokens`` tokens: tokens / seq_len (one sample is one sequence)."""
     if not workload.seq_len:
-        raise InputError(f"--tokens: {workload.name} has no sequence length (not a transformer); give --samples, "
-                         "or --seq-len for a custom transformer")
+        raise InputError(
+            f"--tokens: {workload.name} has no sequence length (not a transformer); give --samples, "
+            "or --seq-len for a custom transformer"
+        )
     return tokens / workload.seq_len
 
 
@@ -647,8 +789,12 @@ class TrainPlan:
     def summary(self) -> str:
         c, f = self.cheapest, self.fastest
         what = "cost" if self.price is not None else "device-hours"
-        return (f"cheapest ({what}) at k={c['devices']}: {fmt_time(c['time_s'])}, " + _money(c, self.price)
-                + f"; fastest at k={f['devices']}: {fmt_time(f['time_s'])}, " + _money(f, self.price))
+        return (
+            f"cheapest ({what}) at k={c['devices']}: {fmt_time(c['time_s'])}, "
+            + _money(c, self.price)
+            + f"; fastest at k={f['devices']}: {fmt_time(f['time_s'])}, "
+            + _money(f, self.price)
+        )
 
     def reason(self) -> str:
         """Where the step's time goes at the fastest k (and at the cheapest, when that is another k)."""
@@ -659,9 +805,17 @@ class TrainPlan:
         return "; ".join(out)
 
     def to_dict(self) -> dict[str, Any]:
-        return {"question": "time-to-train", "answer": {"cheapest": self.cheapest, "fastest": self.fastest},
-                "samples": self.samples, "price_per_device_hour": self.price, "max_hours": self.max_hours,
-                "max_cost": self.max_cost, "summary": self.summary(), "reason": self.reason(), "rows": self.rows}
+        return {
+            "question": "time-to-train",
+            "answer": {"cheapest": self.cheapest, "fastest": self.fastest},
+            "samples": self.samples,
+            "price_per_device_hour": self.price,
+            "max_hours": self.max_hours,
+            "max_cost": self.max_cost,
+            "summary": self.summary(),
+            "reason": self.reason(),
+            "rows": self.rows,
+        }
 
 
 def _money(row: dict[str, Any], price: float | None) -> str:
@@ -671,8 +825,15 @@ def _money(row: dict[str, Any], price: float | None) -> str:
     return s
 
 
-def time_to_train(sc: Scenario, devices: np.ndarray, *, samples: float, price: float | None = None,
-                  max_hours: float | None = None, max_cost: float | None = None) -> TrainPlan:
+def time_to_train(
+    sc: Scenario,
+    devices: np.ndarray,
+    *,
+    samples: float,
+    price: float | None = None,
+    max_hours: float | None = None,
+    max_cost: float | None = None,
+) -> TrainPlan:
     """Wall-clock time and cost of training on ``samples`` samples, for each k.
 
     steps(k) = ceil(samples / samples per step), samples per step = k·b (weak
@@ -681,8 +842,12 @@ def time_to_train(sc: Scenario, devices: np.ndarray, *, samples: float, price: f
     Cheapest: least cost (device-hours without a price) among the k within
     --max-hours and --max-cost; fastest: least time among the same k.
     """
-    for name, v in (("--samples/--tokens", samples), ("--price-per-device-hour", price), ("--max-hours", max_hours),
-                    ("--max-cost", max_cost)):
+    for name, v in (
+        ("--samples/--tokens", samples),
+        ("--price-per-device-hour", price),
+        ("--max-hours", max_hours),
+        ("--max-cost", max_cost),
+    ):
         if v is not None and not (math.isfinite(v) and v > 0):
             raise InputError(f"{name}: {v!r} must be a positive number")
     if max_cost is not None and price is None:
@@ -701,30 +866,52 @@ def time_to_train(sc: Scenario, devices: np.ndarray, *, samples: float, price: f
         ok &= cost <= max_cost
     rows = []
     for i in range(len(k)):
-        rows.append({"devices": int(res.devices[i]), "efficiency": float(res.efficiency[i]),
-                     "t_step_s": float(res.t_step_s[i]), "samples_per_s": float(res.samples_per_s[i]),
-                     "steps": float(steps[i]), "time_s": float(time_s[i]), "hours": float(time_s[i] / 3600.0),
-                     "device_hours": float(dev_h[i]), "cost": None if cost is None else float(cost[i]),
-                     "within_budget": bool(ok[i])})
+        rows.append(
+            {
+                "devices": int(res.devices[i]),
+                "efficiency": float(res.efficiency[i]),
+                "t_step_s": float(res.t_step_s[i]),
+                "samples_per_s": float(res.samples_per_s[i]),
+                "steps": float(steps[i]),
+                "time_s": float(time_s[i]),
+                "hours": float(time_s[i] / 3600.0),
+                "device_hours": float(dev_h[i]),
+                "cost": None if cost is None else float(cost[i]),
+                "within_budget": bool(ok[i]),
+            }
+        )
     if not ok.any():
         fastest, parts = int(np.argmin(time_s)), []
         if max_hours is not None and time_s[fastest] > max_hours * 3600.0:
-            parts.append(f"the fastest, k={rows[fastest]['devices']}, takes {fmt_time(time_s[fastest])} > "
-                         f"--max-hours {max_hours:g}")
+            parts.append(
+                f"the fastest, k={rows[fastest]['devices']}, takes {fmt_time(time_s[fastest])} > "
+                f"--max-hours {max_hours:g}"
+            )
         if cost is not None and max_cost is not None:
             ch = int(np.argmin(cost))
             if cost[ch] > max_cost:
-                parts.append(f"the cheapest, k={rows[ch]['devices']}, costs {fmt_count(cost[ch])} > --max-cost "
-                             f"{max_cost:g}")
+                parts.append(
+                    f"the cheapest, k={rows[ch]['devices']}, costs {fmt_count(cost[ch])} > --max-cost {max_cost:g}"
+                )
         if not parts:
-            parts.append(f"each of --max-hours {max_hours:g} and --max-cost {max_cost:g} can be met alone, "
-                         "but no k meets both")
-        raise Infeasible(f"no k from {rows[0]['devices']} to {rows[-1]['devices']} trains {fmt_count(samples)} "
-                         f"samples within budget: " + "; ".join(parts))
+            parts.append(
+                f"each of --max-hours {max_hours:g} and --max-cost {max_cost:g} can be met alone, but no k meets both"
+            )
+        raise Infeasible(
+            f"no k from {rows[0]['devices']} to {rows[-1]['devices']} trains {fmt_count(samples)} "
+            f"samples within budget: " + "; ".join(parts)
+        )
     idx = np.flatnonzero(ok)
     money = cost if cost is not None else dev_h
     cheapest = int(idx[np.lexsort((time_s[idx], money[idx]))[0]])
     fastest = int(idx[np.lexsort((money[idx], time_s[idx]))[0]])
-    return TrainPlan(samples=float(samples), price=price, max_hours=max_hours, max_cost=max_cost, rows=rows,
-                     cheapest=rows[cheapest], fastest=rows[fastest], result=res)
-
+    return TrainPlan(
+        samples=float(samples),
+        price=price,
+        max_hours=max_hours,
+        max_cost=max_cost,
+        rows=rows,
+        cheapest=rows[cheapest],
+        fastest=rows[fastest],
+        result=res,
+    )

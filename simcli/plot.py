@@ -91,15 +91,17 @@ def picture_format(path: str | os.PathLike[str], option: str = "--plot") -> str:
     suffix = os.path.splitext(str(path))[1].lower()
     fmt = FORMATS.get(suffix)
     if fmt is None:
-        raise InputError(f"{option}: {str(path)!r} has suffix {suffix or '(none)'!r}; name a .png, .svg or "
-                         f".pdf file")
+        raise InputError(f"{option}: {str(path)!r} has suffix {suffix or '(none)'!r}; name a .png, .svg or .pdf file")
     return fmt
 
 
 def check_figsize(size: FigSize) -> FigSize:
     """Refuse sizes that are not positive or would make an absurd picture (over 100 megapixels)."""
-    for name, v, lo, hi in (("--width", size.width, 1.0, 100.0), ("--height", size.height, 1.0, 100.0),
-                            ("--dpi", size.dpi, 10, 1200)):
+    for name, v, lo, hi in (
+        ("--width", size.width, 1.0, 100.0),
+        ("--height", size.height, 1.0, 100.0),
+        ("--dpi", size.dpi, 10, 1200),
+    ):
         if v is None:
             continue
         if not (isinstance(v, (int, float)) and math.isfinite(v) and lo <= v <= hi):
@@ -107,8 +109,9 @@ def check_figsize(size: FigSize) -> FigSize:
             raise InputError(f"{name}: {v!r} is out of range; give {lo:g} to {hi:g} {unit}")
     h = size.height if size.height is not None else 12.0
     if size.width * h * size.dpi**2 > 100e6:
-        raise InputError(f"--dpi: {size.width:g} x {h:g} in at {size.dpi} dpi is over 100 megapixels; "
-                         "lower --dpi or the size")
+        raise InputError(
+            f"--dpi: {size.width:g} x {h:g} in at {size.dpi} dpi is over 100 megapixels; lower --dpi or the size"
+        )
     return size
 
 
@@ -131,8 +134,7 @@ def is_geometric(values: Sequence[float] | np.ndarray) -> bool:
     return spread(log) < spread(lin)
 
 
-def threshold_crossing(devices: Sequence[float], efficiency: Sequence[float | None],
-                       threshold: float) -> int | None:
+def threshold_crossing(devices: Sequence[float], efficiency: Sequence[float | None], threshold: float) -> int | None:
     """Index of the first k whose efficiency E(k) is below ``threshold``, or None if none is."""
     for i, e in enumerate(efficiency):
         if e is not None and e == e and e < threshold:
@@ -193,8 +195,7 @@ def _new_figure(size: FigSize, default_height: float) -> Figure:
 # --------------------------------------------------------------------------- speedup
 
 
-def speedup_figure(series: Sequence[Series], title: str, threshold: float = 0.8,
-                   size: FigSize = FigSize()) -> Figure:
+def speedup_figure(series: Sequence[Series], title: str, threshold: float = 0.8, size: FigSize = FigSize()) -> Figure:
     """Speedup S(k) against k with the ideal line S = k, efficiency E(k) below; one line per series.
 
     The first k where E(k) < ``threshold`` is marked on both panels with a
@@ -213,22 +214,46 @@ def speedup_figure(series: Sequence[Series], title: str, threshold: float = 0.8,
         sp = _column(s.records, "speedup")
         eff = _column(s.records, "efficiency")
         i = threshold_crossing(k, eff, threshold)
-        note = (f"E < {threshold:g} from k = {k[i]:,.0f}" if i is not None
-                else f"E ≥ {threshold:g} up to k = {k[-1]:,.0f}")
+        note = (
+            f"E < {threshold:g} from k = {k[i]:,.0f}" if i is not None else f"E ≥ {threshold:g} up to k = {k[-1]:,.0f}"
+        )
         mk = _marker(len(k))
         ax_s.plot(k, sp, color=color, marker=mk, markersize=4, linewidth=1.8, label=f"{s.label} ({note})")
         ax_e.plot(k, eff, color=color, marker=mk, markersize=4, linewidth=1.8, label=f"_{s.label}")
         if i is not None:
             for ax, y in ((ax_s, sp[i]), (ax_e, eff[i])):
                 ax.axvline(k[i], color=color, linestyle=":", linewidth=1.0, label="_crossing")
-                ax.plot([k[i]], [y], linestyle="none", marker="o", markersize=9, markerfacecolor="none",
-                        markeredgecolor=color, markeredgewidth=1.8, label="_crossing")
+                ax.plot(
+                    [k[i]],
+                    [y],
+                    linestyle="none",
+                    marker="o",
+                    markersize=9,
+                    markerfacecolor="none",
+                    markeredgecolor=color,
+                    markeredgewidth=1.8,
+                    label="_crossing",
+                )
         if s.measured:
             mk_k = _column(s.measured, "devices")
-            ax_s.plot(mk_k, _column(s.measured, "speedup"), linestyle="none", marker="x", color=color,
-                      markersize=7, label=f"{s.label} measured")
-            ax_e.plot(mk_k, _column(s.measured, "efficiency"), linestyle="none", marker="x", color=color,
-                      markersize=7, label="_measured")
+            ax_s.plot(
+                mk_k,
+                _column(s.measured, "speedup"),
+                linestyle="none",
+                marker="x",
+                color=color,
+                markersize=7,
+                label=f"{s.label} measured",
+            )
+            ax_e.plot(
+                mk_k,
+                _column(s.measured, "efficiency"),
+                linestyle="none",
+                marker="x",
+                color=color,
+                markersize=7,
+                label="_measured",
+            )
     ax_s.plot(all_k, all_k, label="ideal S = k", **_IDEAL)
     ax_e.axhline(threshold, label=f"threshold E = {threshold:g}", **_THRESH)
     if geometric:
@@ -267,13 +292,16 @@ def breakdown_parts(records: Sequence[Mapping[str, Any]]) -> dict[str, np.ndarra
     if records and all(r.get("t_comm_exposed_s") is not None for r in records):
         exposed = _column(records, "t_comm_exposed_s")
         hidden = np.clip(comm - exposed, 0.0, None)
-        return {"compute": compute - hidden, "compute ‖ hidden communication": hidden,
-                "exposed communication": exposed}
+        return {"compute": compute - hidden, "compute ‖ hidden communication": hidden, "exposed communication": exposed}
     return {"compute": compute, "communication": comm}
 
 
-_PART_COLORS = {"compute": "#4C72B0", "compute ‖ hidden communication": "#8FB8DE",
-                "exposed communication": "#DD8452", "communication": "#DD8452"}
+_PART_COLORS = {
+    "compute": "#4C72B0",
+    "compute ‖ hidden communication": "#8FB8DE",
+    "exposed communication": "#DD8452",
+    "communication": "#DD8452",
+}
 
 
 def breakdown_figure(series: Sequence[Series], title: str, size: FigSize = FigSize()) -> Figure:
@@ -299,11 +327,19 @@ def breakdown_figure(series: Sequence[Series], title: str, size: FigSize = FigSi
         edges = np.append(pos - slot / 2, pos[-1] + slot / 2)
         for name, part in breakdown_parts(s.records).items():
             if dense:  # one filled step outline per part: the same picture as touching bars, drawn at once
-                ax.stairs(bottom + part / f, edges, baseline=bottom, fill=True, label=name,
-                          color=_PART_COLORS[name], linewidth=0)
+                ax.stairs(
+                    bottom + part / f,
+                    edges,
+                    baseline=bottom,
+                    fill=True,
+                    label=name,
+                    color=_PART_COLORS[name],
+                    linewidth=0,
+                )
             else:
-                ax.bar(pos, part / f, width=0.8 * slot, bottom=bottom, label=name, color=_PART_COLORS[name],
-                       linewidth=0)
+                ax.bar(
+                    pos, part / f, width=0.8 * slot, bottom=bottom, label=name, color=_PART_COLORS[name], linewidth=0
+                )
             bottom = bottom + part / f
         if even:
             ax.xaxis.set_major_locator(MaxNLocator(_MAX_TICKLABELS, integer=True))
@@ -337,8 +373,13 @@ def _varying(records: Sequence[Mapping[str, Any]], keys: Iterable[str]) -> list[
     return [k for k in keys if len({r.get(k) for r in records}) > 1]
 
 
-def comm_figure(records: Sequence[Mapping[str, Any]], title: str, size: FigSize = FigSize(),
-                measured: Sequence[Mapping[str, Any]] = (), k_key: str = "devices") -> Figure:
+def comm_figure(
+    records: Sequence[Mapping[str, Any]],
+    title: str,
+    size: FigSize = FigSize(),
+    measured: Sequence[Mapping[str, Any]] = (),
+    k_key: str = "devices",
+) -> Figure:
     """All-reduce time (log-log) and busbw (log x) against message size, one line per k.
 
     ``records`` are :func:`simcli.comm.comm_grid` records (model lines);
@@ -368,8 +409,9 @@ def comm_figure(records: Sequence[Mapping[str, Any]], title: str, size: FigSize 
         rs = sorted(rs, key=lambda r: r["bytes"])
         n = _column(rs, "bytes")
         label = f"k = {key[0]:,}" + "".join(f", {v}" for v in key[1:])
-        kw = dict(color=color_of[key[0]], linestyle=style_of[key[1:]], marker=_marker(len(n)), markersize=3,
-                  linewidth=1.6)
+        kw = dict(
+            color=color_of[key[0]], linestyle=style_of[key[1:]], marker=_marker(len(n)), markersize=3, linewidth=1.6
+        )
         ax_t.plot(n, _column(rs, "time_s"), label=label, **kw)
         ax_b.plot(n, _column(rs, "busbw_GBps"), label=label, **kw)
     for (k,), rs in mgroups.items():
@@ -398,8 +440,14 @@ def comm_figure(records: Sequence[Mapping[str, Any]], title: str, size: FigSize 
 # --------------------------------------------------------------------------- algorithm map
 
 
-def algorithm_map_figure(devices: Sequence[int], sizes: Sequence[float], names: Sequence[str],
-                         winner: np.ndarray, title: str, size: FigSize = FigSize()) -> Figure:
+def algorithm_map_figure(
+    devices: Sequence[int],
+    sizes: Sequence[float],
+    names: Sequence[str],
+    winner: np.ndarray,
+    title: str,
+    size: FigSize = FigSize(),
+) -> Figure:
     """Heatmap of the fastest algorithm per (k, message size): ``winner[i, j]`` indexes ``names``."""
     from matplotlib.colors import BoundaryNorm, ListedColormap
 
@@ -411,35 +459,61 @@ def algorithm_map_figure(devices: Sequence[int], sizes: Sequence[float], names: 
     ax.imshow(np.asarray(winner), cmap=cmap, norm=norm, aspect="auto", origin="lower", interpolation="nearest")
     sstride = max(1, math.ceil(len(sizes) / 12))
     kstride = max(1, math.ceil(len(devices) / 16))
-    ax.set_xticks(np.arange(len(sizes))[::sstride], [fmt_bytes(s) for s in list(sizes)[::sstride]],
-                  rotation=30)
+    ax.set_xticks(np.arange(len(sizes))[::sstride], [fmt_bytes(s) for s in list(sizes)[::sstride]], rotation=30)
     ax.set_yticks(np.arange(len(devices))[::kstride], [_k_formatter(k) for k in list(devices)[::kstride]])
     ax.set_xlabel("message size")
     ax.set_ylabel("devices k")
     ax.set_title(_wrap(title, fig, 11), fontsize=11, loc="left")
     won = set(np.unique(np.asarray(winner)).tolist())
-    ax.legend(handles=[Patch(color=c, label=nm if i in won else f"{nm} (never fastest here)")
-                       for i, (c, nm) in enumerate(zip(colors, names))], loc="upper left",
-              bbox_to_anchor=(1.01, 1.0), fontsize=8, title="fastest")
+    ax.legend(
+        handles=[
+            Patch(color=c, label=nm if i in won else f"{nm} (never fastest here)")
+            for i, (c, nm) in enumerate(zip(colors, names))
+        ],
+        loc="upper left",
+        bbox_to_anchor=(1.01, 1.0),
+        fontsize=8,
+        title="fastest",
+    )
     return fig
 
 
 # --------------------------------------------------------------------------- measured step times
 
 
-def step_figure(measured: Sequence[Mapping[str, Any]], k_key: str, t_key: str, title: str,
-                model: Sequence[Mapping[str, Any]] = (), size: FigSize = FigSize()) -> Figure:
+def step_figure(
+    measured: Sequence[Mapping[str, Any]],
+    k_key: str,
+    t_key: str,
+    title: str,
+    model: Sequence[Mapping[str, Any]] = (),
+    size: FigSize = FigSize(),
+) -> Figure:
     """Measured step time per k as markers, with the model's T_step line when ``model`` records are given."""
     fig = _new_figure(size, 5.5)
     ax = fig.subplots()
     k = _column(measured, k_key)
     t = _column(measured, t_key)
     order = np.argsort(k)
-    ax.plot(k[order], t[order], linestyle="none", marker="x", markersize=8, markeredgewidth=1.6, color="C3",
-            label="measured")
+    ax.plot(
+        k[order],
+        t[order],
+        linestyle="none",
+        marker="x",
+        markersize=8,
+        markeredgewidth=1.6,
+        color="C3",
+        label="measured",
+    )
     if model:
-        ax.plot(_column(model, "devices"), _column(model, "t_step_s"), color="C0", marker=_marker(len(model)),
-                markersize=4, label="model T_step")
+        ax.plot(
+            _column(model, "devices"),
+            _column(model, "t_step_s"),
+            color="C0",
+            marker=_marker(len(model)),
+            markersize=4,
+            label="model T_step",
+        )
         tc = _column(model, "t_compute_s")
         if np.isfinite(tc).any():
             ax.plot(_column(model, "devices"), tc, color="C0", linestyle=":", label="model T_compute")
@@ -460,8 +534,9 @@ def step_figure(measured: Sequence[Mapping[str, Any]], k_key: str, t_key: str, t
 # --------------------------------------------------------------------------- writing
 
 
-def validation_figure(records: list[dict[str, Any]], name: str, threshold: float = 0.8,
-                      size: FigSize = FigSize()) -> Figure:
+def validation_figure(
+    records: list[dict[str, Any]], name: str, threshold: float = 0.8, size: FigSize = FigSize()
+) -> Figure:
     """`simcli validate` records (metric, devices, [bytes,] predicted, measured): measured markers over the
     predicted lines (all-reduce time and busbw, speedup, or step time, by the main metric)."""
     from .tables import validation_series

@@ -29,8 +29,18 @@ from .inputs import read_text
 from .model import COMPUTE_DTYPES, Device, InputError, NcclSpec, Profile, Tier
 from .units import UnitError, fmt_bytes, fmt_flops, fmt_rate, fmt_time, parse
 
-__all__ = ["DEFAULT_PROFILE", "load_profile", "resolve_profile", "list_profiles", "ProfileEntry",
-           "profile_from_dict", "profile_to_dict", "read_yaml", "search_dirs", "MAX_FILE_BYTES"]
+__all__ = [
+    "DEFAULT_PROFILE",
+    "load_profile",
+    "resolve_profile",
+    "list_profiles",
+    "ProfileEntry",
+    "profile_from_dict",
+    "profile_to_dict",
+    "read_yaml",
+    "search_dirs",
+    "MAX_FILE_BYTES",
+]
 
 #: the profile used when --profile is not given
 DEFAULT_PROFILE = "dgx-h100"
@@ -58,16 +68,20 @@ def read_yaml(path: Path, what: str = "file") -> Any:
         stack: list[list] = []  # per open collection: [is_mapping, expecting_a_key, {key: line}]
         for event in yaml.parse(text, Loader=loader):
             if isinstance(event, yaml.AliasEvent):
-                raise InputError(f"{p}: line {event.start_mark.line + 1}: YAML aliases (*name) are not "
-                                 f"allowed in a {what}; write the value out")
+                raise InputError(
+                    f"{p}: line {event.start_mark.line + 1}: YAML aliases (*name) are not "
+                    f"allowed in a {what}; write the value out"
+                )
             if isinstance(event, (yaml.ScalarEvent, yaml.MappingStartEvent, yaml.SequenceStartEvent)):
                 if stack and stack[-1][0]:
                     frame = stack[-1]
                     if frame[1] and isinstance(event, yaml.ScalarEvent):
                         line = event.start_mark.line + 1
                         if event.value in frame[2]:
-                            raise InputError(f"{p}: line {line}: key {event.value!r} is given twice in one "
-                                             f"mapping (first on line {frame[2][event.value]}); keep one")
+                            raise InputError(
+                                f"{p}: line {line}: key {event.value!r} is given twice in one "
+                                f"mapping (first on line {frame[2][event.value]}); keep one"
+                            )
                         frame[2][event.value] = line
                     frame[1] = not frame[1]
                 if isinstance(event, yaml.MappingStartEvent):
@@ -144,7 +158,6 @@ class _V:
             raise self.fail(field, f"{_show(value)} is not a whole number of devices >= 1")
         return value
 
-
     def value(self, f: S.Field, raw: Any, path: str) -> Any:
         """One value of a schema field, validated and in SI."""
         if f.kind == "text":
@@ -167,8 +180,11 @@ class _V:
 
     def fields(self, d: dict, section: tuple[S.Field, ...], prefix: str, kinds: tuple[str, ...]) -> dict[str, Any]:
         """attribute -> value for the section's simple fields (``kinds``) that ``d`` gives."""
-        return {f.name: self.value(f, d[f.key], _join(prefix, f.key)) for f in section
-                if f.kind in kinds and d.get(f.key) is not None}
+        return {
+            f.name: self.value(f, d[f.key], _join(prefix, f.key))
+            for f in section
+            if f.kind in kinds and d.get(f.key) is not None
+        }
 
 
 _SIMPLE = ("text", "quantity", "fraction", "count", "choice", "bool")
@@ -230,18 +246,31 @@ def profile_from_dict(data: Any, source: str, origin: str = "built-in") -> Profi
             raise v.fail("calibration", f"{_show(calibration)} is not a mapping")
     if not errors:
         with _Section(errors):
-            library = (v.value(S.field(S.TOP, "library"), top["library"], "library")
-                       if top.get("library") is not None else _default_library(device.name, tiers))
+            library = (
+                v.value(S.field(S.TOP, "library"), top["library"], "library")
+                if top.get("library") is not None
+                else _default_library(device.name, tiers)
+            )
             spec = _nccl_spec(v, top.get("nccl"), device.name, tiers) if library == "nccl" else None
             if library != "nccl" and top.get("nccl") is not None:
-                raise v.fail("nccl", f"NCCL constants on a profile with library: {library}; remove them or set "
-                             "library: nccl")
+                raise v.fail(
+                    "nccl", f"NCCL constants on a profile with library: {library}; remove them or set library: nccl"
+                )
     if errors:
         first = InputError(str(errors[0]))
         first.all_errors = tuple(str(e) for e in errors)  # type: ignore[attr-defined]
         raise first
-    return Profile(name=name, description=description.strip(), sources=sources, device=device,
-                   network=tuple(tiers), origin=origin, calibration=calibration, library=library, nccl=spec)
+    return Profile(
+        name=name,
+        description=description.strip(),
+        sources=sources,
+        device=device,
+        network=tuple(tiers),
+        origin=origin,
+        calibration=calibration,
+        library=library,
+        nccl=spec,
+    )
 
 
 def _profile_description(v: "_V", top: dict) -> str:
@@ -264,8 +293,10 @@ def _profile_device(v: "_V", top: dict) -> Device:
     d = v.mapping(top["device"], "device", _DEVICE, S.required(S.DEVICE))
     peaks_raw = d["peak_flops"]
     if not isinstance(peaks_raw, dict) or not peaks_raw:
-        raise v.fail("device.peak_flops", f"{_show(peaks_raw)} is not a mapping of dtype to FLOP/s "
-                     f"(for example bf16: 989 TFLOP/s)")
+        raise v.fail(
+            "device.peak_flops",
+            f"{_show(peaks_raw)} is not a mapping of dtype to FLOP/s (for example bf16: 989 TFLOP/s)",
+        )
     peaks = {}
     for dt, val in peaks_raw.items():
         if dt not in COMPUTE_DTYPES:
@@ -275,8 +306,10 @@ def _profile_device(v: "_V", top: dict) -> Device:
         peaks[dt] = v.quantity(val, f"device.peak_flops.{dt}", "flops")
     by_dtype_raw = d.get("mfu_by_dtype") or {}
     if not isinstance(by_dtype_raw, dict):
-        raise v.fail("device.mfu_by_dtype", f"{_show(by_dtype_raw)} is not a mapping of dtype to fraction "
-                     "(for example fp32: 0.57)")
+        raise v.fail(
+            "device.mfu_by_dtype",
+            f"{_show(by_dtype_raw)} is not a mapping of dtype to fraction (for example fp32: 0.57)",
+        )
     mfu_by_dtype = {}
     for dt, val in by_dtype_raw.items():
         if dt not in peaks:
@@ -308,13 +341,16 @@ def _profile_tier(v: "_V", raw: Any, i: int, n_tiers: int, tiers: list[Tier], na
     size = t.get("size")
     if size is None:
         if not last:
-            raise v.fail(f"{f}.size", "required on every tier but the last (devices in one domain, "
-                         "for example 8 for one node)")
+            raise v.fail(
+                f"{f}.size", "required on every tier but the last (devices in one domain, for example 8 for one node)"
+            )
     else:
         size = v.count(size, f"{f}.size")
         if tiers and (size <= tiers[-1].size or size % tiers[-1].size):
-            raise v.fail(f"{f}.size", f"{size} must be a multiple of, and larger than, the size of the "
-                         f"tier inside it ({tiers[-1].size})")
+            raise v.fail(
+                f"{f}.size",
+                f"{size} must be a multiple of, and larger than, the size of the tier inside it ({tiers[-1].size})",
+            )
     simple = v.fields(t, S.TIER, f, ("quantity", "fraction", "choice"))
     tiers.append(Tier(name=tname, size=size, **simple))
 
@@ -344,8 +380,12 @@ def _nccl_spec(v: "_V", raw: Any, device_name: str, tiers: list[Tier]) -> NcclSp
 def _dump(f: S.Field, x: Any) -> Any:
     """A value in the units a person writes (the inverse of :meth:`_V.value`)."""
     if f.kind == "quantity":
-        return {"bytes": f"{x / 1e9:.6g} GB", "bandwidth": f"{x / 1e9:.6g} GB/s", "time": f"{x * 1e6:.6g} us",
-                "flops": _flops_str(x)}[f.unit or "bytes"]
+        return {
+            "bytes": f"{x / 1e9:.6g} GB",
+            "bandwidth": f"{x / 1e9:.6g} GB/s",
+            "time": f"{x * 1e6:.6g} us",
+            "flops": _flops_str(x),
+        }[f.unit or "bytes"]
     if f.kind == "fraction":
         return float(f"{x:.6g}")
     if f.kind == "dtype_map":
@@ -365,9 +405,14 @@ def _dump_section(obj: Any, section: tuple[S.Field, ...], skip: tuple[str, ...] 
 
 def profile_to_dict(p: Profile) -> dict[str, Any]:
     """The inverse of :func:`profile_from_dict`: a YAML-ready mapping with human units (from the schema)."""
-    out: dict[str, Any] = {"name": p.name, "description": p.description, "sources": list(p.sources),
-                           "library": p.library, "device": _dump_section(p.device, S.DEVICE),
-                           "network": [_dump_section(t, S.TIER) for t in p.network]}
+    out: dict[str, Any] = {
+        "name": p.name,
+        "description": p.description,
+        "sources": list(p.sources),
+        "library": p.library,
+        "device": _dump_section(p.device, S.DEVICE),
+        "network": [_dump_section(t, S.TIER) for t in p.network],
+    }
     if p.nccl is not None:
         out["nccl"] = {f.key: getattr(p.nccl, f.name) for f in S.NCCL if f.name not in p.nccl.defaulted}
     if p.calibration is not None:
@@ -434,8 +479,10 @@ def _by_yaml_name(ref: str, entries: list[ProfileEntry]) -> ProfileEntry | None:
         except InputError:
             continue
     if len(found) > 1:
-        raise InputError(f"--profile: {ref!r} is the name of {len(found)} profiles on the search path "
-                         f"({', '.join(x.path for x in found)}); give the file's path or rename one")
+        raise InputError(
+            f"--profile: {ref!r} is the name of {len(found)} profiles on the search path "
+            f"({', '.join(x.path for x in found)}); give the file's path or rename one"
+        )
     return found[0] if found else None
 
 
@@ -499,11 +546,13 @@ def describe(p: Profile) -> list[tuple[str, str]]:
                 rows.append((f"{pre}.{f.key}", _human(f, x)))
     if p.nccl is not None:
         for f in S.NCCL:
-            rows.append((f"nccl.{f.key}", f"{getattr(p.nccl, f.name)}"
-                         + (" (default)" if f.name in p.nccl.defaulted else "")))
+            rows.append(
+                (f"nccl.{f.key}", f"{getattr(p.nccl, f.name)}" + (" (default)" if f.name in p.nccl.defaulted else ""))
+            )
     for i, src in enumerate(p.sources):
         rows.append((f"sources[{i}]", src))
     if p.calibration:
-        rows.append(("calibration", ", ".join(f"{k}={v}" for k, v in p.calibration.items()
-                                              if not isinstance(v, (dict, list)))))
+        rows.append(
+            ("calibration", ", ".join(f"{k}={v}" for k, v in p.calibration.items() if not isinstance(v, (dict, list))))
+        )
     return rows

@@ -88,14 +88,17 @@ def _parse(text: str, option: str, value, noun: str, example: str) -> np.ndarray
             _positive(lo, item, option, noun)
             _positive(hi, item, option, noun)
             if hi < lo:
-                raise InputError(f"{option}: {item!r} runs backwards; write it as {hi_s}..{m.group('lo')}"
-                                 f" with the smaller end first")
+                raise InputError(
+                    f"{option}: {item!r} runs backwards; write it as {hi_s}..{m.group('lo')} with the smaller end first"
+                )
             arr = _expand(lo, hi, op, step_s, item, option)
         _positive(int(arr.min()), item, option, noun)
         total += arr.size
         if total > MAX_POINTS:
-            raise InputError(f"{option}: {text!r} has more than {MAX_POINTS:,} points; use a geometric step"
-                             f" (':x2') or a narrower range")
+            raise InputError(
+                f"{option}: {text!r} has more than {MAX_POINTS:,} points; use a geometric step"
+                f" (':x2') or a narrower range"
+            )
         parts.append(arr)
     return _sorted_unique(parts)
 

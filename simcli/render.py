@@ -12,8 +12,7 @@ from rich.console import Console
 from rich.table import Table
 from rich.text import Text
 
-__all__ = ["console", "time_unit", "Column", "table", "print_table", "kv_table",
-           "render_text"]
+__all__ = ["console", "time_unit", "Column", "table", "print_table", "kv_table", "render_text"]
 
 console = Console(highlight=False, soft_wrap=False)
 if not console.is_terminal and console.width <= 80:  # piped or captured: do not squeeze columns to 80
@@ -38,8 +37,9 @@ def time_unit(values: Sequence[float] | np.ndarray) -> tuple[float, str]:
 class Column:
     """One table column: a header and a formatter of a record's value."""
 
-    def __init__(self, header: str, key: str | Callable[[dict], Any], fmt: Callable[[Any], str] = str,
-                 justify: str = "right"):
+    def __init__(
+        self, header: str, key: str | Callable[[dict], Any], fmt: Callable[[Any], str] = str, justify: str = "right"
+    ):
         self.header, self.key, self.fmt, self.justify = header, key, fmt, justify
 
     def cell(self, rec: dict) -> str:
@@ -49,18 +49,35 @@ class Column:
         return self.fmt(v)
 
 
-def table(records: Sequence[dict], columns: Sequence[Column], title: str | None = None,
-          caption: str | None = None, max_rows: int = 0, total: int | None = None) -> Table:
+def table(
+    records: Sequence[dict],
+    columns: Sequence[Column],
+    title: str | None = None,
+    caption: str | None = None,
+    max_rows: int = 0,
+    total: int | None = None,
+) -> Table:
     """A rich table; with ``max_rows`` > 0 and more records than that, the middle rows are elided.
 
     ``total``: how many rows there are when ``records`` holds only the first and last ``max_rows`` of them
     (a caller that computed only what is shown); the elision line counts the rows left out.
     """
-    t = Table(title=title, caption=caption, title_justify="left", caption_justify="left", show_edge=False,
-              pad_edge=False, header_style="bold")
+    t = Table(
+        title=title,
+        caption=caption,
+        title_justify="left",
+        caption_justify="left",
+        show_edge=False,
+        pad_edge=False,
+        header_style="bold",
+    )
     for c in columns:
-        t.add_column(c.header, justify=c.justify, no_wrap=c.justify == "right",
-                     min_width=len(c.header) if c.justify == "right" else None)
+        t.add_column(
+            c.header,
+            justify=c.justify,
+            no_wrap=c.justify == "right",
+            min_width=len(c.header) if c.justify == "right" else None,
+        )
     n = len(records)
     hidden = (total - n) if total is not None and total > n else 0
     if max_rows and (n > max_rows or hidden):
@@ -70,7 +87,7 @@ def table(records: Sequence[dict], columns: Sequence[Column], title: str | None 
             t.add_row(*(c.cell(r) for c in columns))
         left_out = n - head - tail + hidden
         t.add_row(*([Text(f"… {left_out} rows", style="dim")] + [Text("…", style="dim")] * (len(columns) - 1)))
-        for r in records[n - tail:]:
+        for r in records[n - tail :]:
             t.add_row(*(c.cell(r) for c in columns))
     else:
         for r in records:

@@ -66,8 +66,22 @@ import numpy as np
 from . import collectives
 from .model import InputError, Profile, Tier
 
-__all__ = ["STRATEGIES", "SHARDED", "OPTIMIZER_BYTES", "Memory", "memory", "comm_bytes", "replica_profile",
-           "fsdp_times", "unit_timeline", "Step", "step", "shard_group", "smallest_fitting", "activation_bytes"]
+__all__ = [
+    "STRATEGIES",
+    "SHARDED",
+    "OPTIMIZER_BYTES",
+    "Memory",
+    "memory",
+    "comm_bytes",
+    "replica_profile",
+    "fsdp_times",
+    "unit_timeline",
+    "Step",
+    "step",
+    "shard_group",
+    "smallest_fitting",
+    "activation_bytes",
+]
 
 #: values of Scenario.strategy, from the least to the most sharded memory (hsdp shards within a group only)
 STRATEGIES = ("ddp", "zero1", "zero2", "hsdp", "fsdp")
@@ -87,8 +101,10 @@ def check_strategy(strategy: str) -> str:
 
         close = difflib.get_close_matches(strategy, STRATEGIES, n=1)
         hint = f" (did you mean {close[0]}?)" if close else ""
-        raise InputError(f"--strategy: unknown strategy {strategy!r}{hint}; choose one of "
-                         f"{', '.join(('ddp', 'zero1', 'zero2', 'fsdp', 'hsdp'))}")
+        raise InputError(
+            f"--strategy: unknown strategy {strategy!r}{hint}; choose one of "
+            f"{', '.join(('ddp', 'zero1', 'zero2', 'fsdp', 'hsdp'))}"
+        )
     return strategy
 
 
@@ -136,9 +152,19 @@ def activation_bytes(*, tokens: np.ndarray, hidden: int | None, units: int, chec
     return per_block * units
 
 
-def memory(strategy: str, k: np.ndarray, *, params: float, units: int, param_bytes: float, grad_bytes: float,
-           activations: np.ndarray | float = 0.0, group: int | None = None, node_size: int | None = None,
-           reshard_after_forward: bool = True) -> Memory:
+def memory(
+    strategy: str,
+    k: np.ndarray,
+    *,
+    params: float,
+    units: int,
+    param_bytes: float,
+    grad_bytes: float,
+    activations: np.ndarray | float = 0.0,
+    group: int | None = None,
+    node_size: int | None = None,
+    reshard_after_forward: bool = True,
+) -> Memory:
     """Bytes per device for ``strategy`` at each k (see the module docstring)."""
     k = np.asarray(k, dtype=np.int64)
     d = shard_group(strategy, k, group, node_size).astype(np.float64)
@@ -151,8 +177,9 @@ def memory(strategy: str, k: np.ndarray, *, params: float, units: int, param_byt
         gathered = params * param_bytes * (min(2, units) / units if reshard_after_forward else 1.0)
         p = p + np.where(d > 1, gathered, 0.0)  # k = 1: the parameters are whole already
     act = np.broadcast_to(np.asarray(activations, dtype=np.float64), k.shape).copy()
-    return Memory(params=p, grads=params * grad_bytes / grad_div, optimizer=params * OPTIMIZER_BYTES / opt_div,
-                  activations=act)
+    return Memory(
+        params=p, grads=params * grad_bytes / grad_div, optimizer=params * OPTIMIZER_BYTES / opt_div, activations=act
+    )
 
 
 def smallest_fitting(capacity: float, k: np.ndarray, **kwargs: Any) -> list[str | None]:
@@ -171,9 +198,17 @@ def smallest_fitting(capacity: float, k: np.ndarray, **kwargs: Any) -> list[str 
 # --------------------------------------------------------------------------- communicated bytes
 
 
-def comm_bytes(strategy: str, k: np.ndarray, *, params: float, param_bytes: float, grad_bytes: float,
-               group: int | None = None, node_size: int | None = None,
-               reshard_after_forward: bool = True) -> np.ndarray:
+def comm_bytes(
+    strategy: str,
+    k: np.ndarray,
+    *,
+    params: float,
+    param_bytes: float,
+    grad_bytes: float,
+    group: int | None = None,
+    node_size: int | None = None,
+    reshard_after_forward: bool = True,
+) -> np.ndarray:
     """Bytes one device sends per micro-step (ring volumes: (k-1)/k·n per reduce-scatter or all-gather, 2(k-1)/k·n
     per all-reduce; nccl-tests doc/PERFORMANCE.md)."""
     kf = np.asarray(k, dtype=np.float64)
@@ -210,17 +245,18 @@ def replica_profile(profile: Profile, group: int) -> Profile:
             if size <= group:
                 size = 1
             elif size % group:
-                raise InputError(f"--shard-group: {group} does not divide {profile.name}'s network[{i}].size "
-                                 f"{size}; give a shard group that divides every larger domain (a node: "
-                                 f"{profile.network[0].size})")
+                raise InputError(
+                    f"--shard-group: {group} does not divide {profile.name}'s network[{i}].size "
+                    f"{size}; give a shard group that divides every larger domain (a node: "
+                    f"{profile.network[0].size})"
+                )
             else:
                 size //= group
         bw = t.bandwidth_Bps / group if t.per == "node" else t.bandwidth_Bps
         kind = t.kind or _tier_kind(t, i)
         tiers.append(dataclasses.replace(t, size=size, bandwidth_Bps=bw, kind=kind))
     nccl = collectives.nccl_spec(profile) if profile.library == "nccl" else profile.nccl
-    return dataclasses.replace(profile, name=f"{profile.name} (replicas of {group})", network=tuple(tiers),
-                               nccl=nccl)
+    return dataclasses.replace(profile, name=f"{profile.name} (replicas of {group})", network=tuple(tiers), nccl=nccl)
 
 
 def _tier_kind(t: Tier, i: int) -> str:
@@ -232,8 +268,9 @@ def _tier_kind(t: Tier, i: int) -> str:
 # --------------------------------------------------------------------------- the step
 
 
-def fsdp_times(*, f: np.ndarray, b: np.ndarray, ag_fwd: np.ndarray, ag_bwd: np.ndarray | None, rs: np.ndarray,
-               units: int) -> tuple[np.ndarray, np.ndarray]:
+def fsdp_times(
+    *, f: np.ndarray, b: np.ndarray, ag_fwd: np.ndarray, ag_bwd: np.ndarray | None, rs: np.ndarray, units: int
+) -> tuple[np.ndarray, np.ndarray]:
     """(forward end F, backward end B) of one micro-step, each from its phase's start (module docstring).
 
     ``ag_bwd`` None: no all-gather before backward (not resharded after forward). Arrays broadcast over k.
@@ -275,8 +312,9 @@ class Step:
     messages: tuple[tuple[str, float, float, collectives.CommCost], ...] = ()
 
 
-def _price(profile: Profile, algorithm: str, protocol: str | None, k: np.ndarray, n: float,
-           kind: str) -> collectives.CommCost:
+def _price(
+    profile: Profile, algorithm: str, protocol: str | None, k: np.ndarray, n: float, kind: str
+) -> collectives.CommCost:
     """One collective; an algorithm that does not run ``kind`` gives way to the profile's default."""
     alg = algorithm
     if alg != "auto" and kind not in collectives.SPECS[alg].collectives:
@@ -285,9 +323,10 @@ def _price(profile: Profile, algorithm: str, protocol: str | None, k: np.ndarray
 
 
 def _scaled(c: collectives.CommCost, times: float) -> dict[str, Any]:
-    return {name: (None if getattr(c, name) is None else times * np.asarray(getattr(c, name)))
-            for name in ("time", "latency", "bandwidth", "reduction", "tier_latency", "tier_bandwidth_s",
-                         "tier_hops")}
+    return {
+        name: (None if getattr(c, name) is None else times * np.asarray(getattr(c, name)))
+        for name in ("time", "latency", "bandwidth", "reduction", "tier_latency", "tier_bandwidth_s", "tier_hops")
+    }
 
 
 def _add(main: collectives.CommCost, terms: list[tuple[collectives.CommCost, float]]) -> collectives.CommCost:
@@ -301,9 +340,23 @@ def _add(main: collectives.CommCost, terms: list[tuple[collectives.CommCost, flo
     return dataclasses.replace(main, **total)
 
 
-def step(strategy: str, profile: Profile, k: np.ndarray, *, algorithm: str, protocol: str | None, params: float,
-         units: int, param_bytes: float, grad_bytes: float, t_forward: np.ndarray, t_backward: np.ndarray,
-         bucket_bytes: float | None, group: int | None = None, reshard_after_forward: bool = True) -> Step:
+def step(
+    strategy: str,
+    profile: Profile,
+    k: np.ndarray,
+    *,
+    algorithm: str,
+    protocol: str | None,
+    params: float,
+    units: int,
+    param_bytes: float,
+    grad_bytes: float,
+    t_forward: np.ndarray,
+    t_backward: np.ndarray,
+    bucket_bytes: float | None,
+    group: int | None = None,
+    reshard_after_forward: bool = True,
+) -> Step:
     """Communication of one micro-step of ``strategy`` (one of :data:`SHARDED`) and what of it is exposed."""
     from .engine import _exposed, bucket_plan  # the DDP bucket timeline, reused for zero1/zero2's reduce-scatter
 
@@ -321,11 +374,23 @@ def step(strategy: str, profile: Profile, k: np.ndarray, *, algorithm: str, prot
         t_ag = ag.time
         terms = [(c, plan.full if c is rs_full else 1.0) for c in (rs_full, rs_last, ag) if c is not None]
         main = rs_full or rs_last
-        msgs = tuple(m for m in (("reduce_scatter", plan.full, plan.size, rs_full),
-                                 ("reduce_scatter", 1, plan.last, rs_last),
-                                 ("all_gather after the step", 1, P * param_bytes, ag)) if m[3] is not None)
-        return Step(t_comm=t_rs + t_ag, exposed=rs_exposed + t_ag, comm=_add(main, terms),
-                    parts={"reduce_scatter_s": t_rs, "all_gather_step_s": t_ag}, first_gather=zero, messages=msgs)
+        msgs = tuple(
+            m
+            for m in (
+                ("reduce_scatter", plan.full, plan.size, rs_full),
+                ("reduce_scatter", 1, plan.last, rs_last),
+                ("all_gather after the step", 1, P * param_bytes, ag),
+            )
+            if m[3] is not None
+        )
+        return Step(
+            t_comm=t_rs + t_ag,
+            exposed=rs_exposed + t_ag,
+            comm=_add(main, terms),
+            parts={"reduce_scatter_s": t_rs, "all_gather_step_s": t_ag},
+            first_gather=zero,
+            messages=msgs,
+        )
     if strategy not in ("fsdp", "hsdp"):
         raise InputError(f"--strategy: {strategy!r} is not a sharded strategy ({', '.join(SHARDED)})")
     L = int(units)
@@ -343,8 +408,10 @@ def step(strategy: str, profile: Profile, k: np.ndarray, *, algorithm: str, prot
         r = k // d
         if np.any(k % d):
             bad = int(k[(k % d) != 0][0])
-            raise InputError(f"--shard-group: k = {bad} is not a multiple of the shard group {int(d.max())}; ask "
-                             "for device counts that are, or give another --shard-group")
+            raise InputError(
+                f"--shard-group: k = {bad} is not a multiple of the shard group {int(d.max())}; ask "
+                "for device counts that are, or give another --shard-group"
+            )
         if gsize is not None and np.any(r > 1):
             sub = replica_profile(profile, gsize)
             ar = _price(sub, algorithm, protocol, r, unit_g / gsize, "all_reduce")  # 0 where r = 1
@@ -354,16 +421,24 @@ def step(strategy: str, profile: Profile, k: np.ndarray, *, algorithm: str, prot
             msgs.append(("all_reduce across groups", L, unit_g / gsize, ar))
     fwd_u = np.asarray(t_forward, dtype=np.float64) / L
     bwd_u = np.asarray(t_backward, dtype=np.float64) / L
-    F, B = fsdp_times(f=fwd_u, b=bwd_u, ag_fwd=ag.time, ag_bwd=ag.time if reshard_after_forward else None, rs=R,
-                      units=L)
+    F, B = fsdp_times(
+        f=fwd_u, b=bwd_u, ag_fwd=ag.time, ag_bwd=ag.time if reshard_after_forward else None, rs=R, units=L
+    )
     exposed = np.maximum(F - L * fwd_u, 0.0) + np.maximum(B - L * bwd_u, 0.0)
     t_comm = sum(parts.values())
-    return Step(t_comm=t_comm, exposed=np.minimum(exposed, t_comm), comm=_add(ag, terms), parts=parts,
-                first_gather=ag.time, messages=tuple(msgs))
+    return Step(
+        t_comm=t_comm,
+        exposed=np.minimum(exposed, t_comm),
+        comm=_add(ag, terms),
+        parts=parts,
+        first_gather=ag.time,
+        messages=tuple(msgs),
+    )
 
 
-def unit_timeline(*, f: float, b: float, ag_fwd: float, ag_bwd: float | None, rs: float,
-                  units: int) -> list[dict[str, Any]]:
+def unit_timeline(
+    *, f: float, b: float, ag_fwd: float, ag_bwd: float | None, rs: float, units: int
+) -> list[dict[str, Any]]:
     """The per-unit timeline of one micro-step for one k (explanations; the recursion of :func:`fsdp_times`, unit
     by unit): per phase and unit the all-gather's end, the compute's start and end, the reduce-scatter's end
     (backward), all in seconds from the phase's start, and ``wait_s``, how long compute stalled before the unit.
@@ -372,9 +447,17 @@ def unit_timeline(*, f: float, b: float, ag_fwd: float, ag_bwd: float | None, rs
     out: list[dict[str, Any]] = []
     for i in range(L):
         s = ag_fwd + i * max(ag_fwd, f)
-        out.append({"phase": "forward", "unit": i, "gather_end_s": s if i == 0 else s - max(ag_fwd, f) + ag_fwd,
-                    "start_s": s, "end_s": s + f, "reduce_end_s": None,
-                    "wait_s": ag_fwd if i == 0 else max(ag_fwd, f) - f})
+        out.append(
+            {
+                "phase": "forward",
+                "unit": i,
+                "gather_end_s": s if i == 0 else s - max(ag_fwd, f) + ag_fwd,
+                "start_s": s,
+                "end_s": s + f,
+                "reduce_end_s": None,
+                "wait_s": ag_fwd if i == 0 else max(ag_fwd, f) - f,
+            }
+        )
     a = ag_bwd if ag_bwd is not None else 0.0
     e_prev = r_prev = 0.0
     for j in range(L):
@@ -386,7 +469,16 @@ def unit_timeline(*, f: float, b: float, ag_fwd: float, ag_bwd: float | None, rs
         else:
             a_next = a
             r = max(e, r_prev) + rs
-        out.append({"phase": "backward", "unit": L - 1 - j, "gather_end_s": a if ag_bwd is not None else None,
-                    "start_s": s, "end_s": e, "reduce_end_s": r, "wait_s": s - e_prev})
+        out.append(
+            {
+                "phase": "backward",
+                "unit": L - 1 - j,
+                "gather_end_s": a if ag_bwd is not None else None,
+                "start_s": s,
+                "end_s": e,
+                "reduce_end_s": r,
+                "wait_s": s - e_prev,
+            }
+        )
         e_prev, r_prev, a = e, r, a_next
     return out

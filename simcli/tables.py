@@ -14,8 +14,17 @@ from typing import Any, Mapping, Sequence
 from .collectives import busbw_factor
 from .model import InputError
 
-__all__ = ["read_table", "detect_kind", "STEP_KEYS", "step_key", "numeric", "busbw_GBps", "allreduce_measured",
-           "algorithm_grid", "validation_series"]
+__all__ = [
+    "read_table",
+    "detect_kind",
+    "STEP_KEYS",
+    "step_key",
+    "numeric",
+    "busbw_GBps",
+    "allreduce_measured",
+    "algorithm_grid",
+    "validation_series",
+]
 
 
 def read_table(path: str) -> list[dict[str, Any]]:
@@ -73,9 +82,11 @@ def detect_kind(records: Sequence[Mapping[str, Any]], source: str) -> str:
         return "bench"
     if ({"world_size", "devices"} & cols) and (step_key(cols) is not None):
         return "step"
-    raise InputError(f"{source}: columns {', '.join(sorted(cols)) or '(none)'} are not a table simcli draws; "
-                     "expected devices+speedup (speedup), devices+bytes+time_s (comm), world_size+bytes+time_s "
-                     "(bench allreduce) or world_size+a step time (bench step)")
+    raise InputError(
+        f"{source}: columns {', '.join(sorted(cols)) or '(none)'} are not a table simcli draws; "
+        "expected devices+speedup (speedup), devices+bytes+time_s (comm), world_size+bytes+time_s "
+        "(bench allreduce) or world_size+a step time (bench step)"
+    )
 
 
 def numeric(records: list[dict[str, Any]], keys: Sequence[str], source: str) -> None:
@@ -103,11 +114,16 @@ def allreduce_measured(recs: list[dict[str, Any]], name: str) -> tuple[list[dict
     """A bench table's all-reduce rows as (devices, bytes, time_s, busbw_GBps) records, and its backends."""
     numeric(recs, ("time_s", "busbw_GBps", "algbw_GBps"), name)
     colls = {str(r.get("collective") or "all_reduce") for r in recs}
-    ar = [r for r in recs if str(r.get("collective") or "all_reduce").replace("-", "_").replace(" ", "_")
-          in ("all_reduce", "allreduce")]
+    ar = [
+        r
+        for r in recs
+        if str(r.get("collective") or "all_reduce").replace("-", "_").replace(" ", "_") in ("all_reduce", "allreduce")
+    ]
     if not ar:
-        raise InputError(f"{name}: no all-reduce rows (collectives: {', '.join(sorted(colls))}); simcli draws "
-                         "all-reduce measurements")
+        raise InputError(
+            f"{name}: no all-reduce rows (collectives: {', '.join(sorted(colls))}); simcli draws "
+            "all-reduce measurements"
+        )
     measured = []
     for r in ar:
         k, n, t = r["world_size"], r["bytes"], r["time_s"]
@@ -147,10 +163,24 @@ def validation_series(recs: list[dict[str, Any]], name: str) -> dict[str, Any]:
     rs = [r for r in recs if str(r["metric"]) == metric]
     out: dict[str, Any] = {"metric": metric, "k_key": k_key}
     if rs and rs[0].get("bytes") is not None:
-        line = [{"devices": r[k_key], "bytes": r["bytes"], "time_s": r["predicted"],
-                 "busbw_GBps": busbw_GBps(r["bytes"], r[k_key], r["predicted"])} for r in rs]
-        meas = [{"devices": r[k_key], "bytes": r["bytes"], "time_s": r["measured"],
-                 "busbw_GBps": busbw_GBps(r["bytes"], r[k_key], r["measured"])} for r in rs]
+        line = [
+            {
+                "devices": r[k_key],
+                "bytes": r["bytes"],
+                "time_s": r["predicted"],
+                "busbw_GBps": busbw_GBps(r["bytes"], r[k_key], r["predicted"]),
+            }
+            for r in rs
+        ]
+        meas = [
+            {
+                "devices": r[k_key],
+                "bytes": r["bytes"],
+                "time_s": r["measured"],
+                "busbw_GBps": busbw_GBps(r["bytes"], r[k_key], r["measured"]),
+            }
+            for r in rs
+        ]
         return {**out, "kind": "comm", "line": line, "measured": meas}
     rs = sorted(rs, key=lambda r: r[k_key])
     if metric == "speedup":

@@ -62,8 +62,7 @@ def _table() -> dict[str, dict[str, float]]:
     t["bytes"]["bytes"] = 1.0
     for p, f in {"K": 2.0**10, "M": 2.0**20, "G": 2.0**30, "T": 2.0**40}.items():  # nccl-tests' -b/-e sizes
         t["bytes"][p] = t["bytes"][p.lower()] = f
-    t["time"].update({"s": 1.0, "ms": 1e-3, "us": 1e-6, "µs": 1e-6, "μs": 1e-6, "ns": 1e-9,
-                      "min": 60.0, "h": 3600.0})
+    t["time"].update({"s": 1.0, "ms": 1e-3, "us": 1e-6, "µs": 1e-6, "μs": 1e-6, "ns": 1e-9, "min": 60.0, "h": 3600.0})
     return t
 
 

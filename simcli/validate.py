@@ -35,8 +35,16 @@ from .calibrate import rel_error
 from .inputs import read_text
 from .model import InputError, Profile, Workload
 
-__all__ = ["Measured", "read_measurements", "filter_rows", "validate", "Validation", "summarise",
-           "PRIMARY_METRIC", "MAX_FILE_BYTES"]
+__all__ = [
+    "Measured",
+    "read_measurements",
+    "filter_rows",
+    "validate",
+    "Validation",
+    "summarise",
+    "PRIMARY_METRIC",
+    "MAX_FILE_BYTES",
+]
 
 #: measurement files larger than this are refused
 MAX_FILE_BYTES = 64 << 20
@@ -89,8 +97,14 @@ class Measured:
 
     def subset(self, keep: np.ndarray) -> "Measured":
         idx = np.flatnonzero(keep)
-        return Measured(self.path, self.kind, self.header, tuple(self.rows[i] for i in idx),
-                        tuple(self.lines[i] for i in idx), self.comments)
+        return Measured(
+            self.path,
+            self.kind,
+            self.header,
+            tuple(self.rows[i] for i in idx),
+            tuple(self.lines[i] for i in idx),
+            self.comments,
+        )
 
     # -- normalised columns -------------------------------------------------
     def devices(self) -> np.ndarray:
@@ -115,9 +129,11 @@ def _kind(header: Sequence[str], path: str) -> str:
         return "step"
     if has_k and "speedup" in h:
         return "scaling"
-    raise InputError(f"{path}: header {', '.join(header) or '(empty)'} is not a measurement file simcli knows; "
-                     "expected 'bench allreduce' columns (world_size, bytes, time_s), 'bench step' columns "
-                     "(world_size, t_step_s) or a scaling table (devices, speedup)")
+    raise InputError(
+        f"{path}: header {', '.join(header) or '(empty)'} is not a measurement file simcli knows; "
+        "expected 'bench allreduce' columns (world_size, bytes, time_s), 'bench step' columns "
+        "(world_size, t_step_s) or a scaling table (devices, speedup)"
+    )
 
 
 def read_measurements(path: str | Path) -> Measured:
@@ -153,15 +169,22 @@ def read_measurements(path: str | Path) -> Measured:
     if kind == "allreduce" and "collective" in header:
         keep = np.array([c.lower() in _ALLREDUCE_NAMES for c in m.text("collective")], dtype=bool)
         if len(m) and not keep.any():
-            raise InputError(f"{p}: collective: no all-reduce rows (found {', '.join(sorted(set(m.text('collective'))))})")
+            raise InputError(
+                f"{p}: collective: no all-reduce rows (found {', '.join(sorted(set(m.text('collective'))))})"
+            )
         m = m.subset(keep)
     if not len(m):
         raise InputError(f"{p}: a header but no measurement rows")
     return m
 
 
-def filter_rows(m: Measured, where: Sequence[str] = (), min_size: float = 0.0,
-                max_size: float | None = None, option: str = "--where") -> Measured:
+def filter_rows(
+    m: Measured,
+    where: Sequence[str] = (),
+    min_size: float = 0.0,
+    max_size: float | None = None,
+    option: str = "--where",
+) -> Measured:
     """Rows matching every ``COLUMN=VALUE`` of ``where`` and, for all-reduce files, within the size bounds."""
     keep = np.ones(len(m), dtype=bool)
     for cond in where:
@@ -205,16 +228,27 @@ class Validation:
 
 def _row(metric: str, k: int, n: float | None, pred: float, meas: float, line: int, **extra: Any) -> dict[str, Any]:
     err = float(rel_error(np.float64(pred), np.float64(meas)))
-    return {"metric": metric, "devices": int(k), "bytes": None if n is None else float(n), "measured": float(meas),
-            "predicted": float(pred), "error": err, "abs_error": abs(err), "line": int(line), **extra}
+    return {
+        "metric": metric,
+        "devices": int(k),
+        "bytes": None if n is None else float(n),
+        "measured": float(meas),
+        "predicted": float(pred),
+        "error": err,
+        "abs_error": abs(err),
+        "line": int(line),
+        **extra,
+    }
 
 
 def _validate_allreduce(m: Measured, profile: Profile, algorithm: str) -> list[dict[str, Any]]:
     k, n, t = m.devices(), m.number("bytes"), m.allreduce_time()
     if np.any(k < 2):
         i = int(np.argmax(k < 2))
-        raise InputError(f"{m.path}: line {m.lines[i]}: world size {int(k[i])}: an all-reduce on one device "
-                         "costs nothing to predict; drop the row")
+        raise InputError(
+            f"{m.path}: line {m.lines[i]}: world size {int(k[i])}: an all-reduce on one device "
+            "costs nothing to predict; drop the row"
+        )
     collectives.check_devices(profile.network, k)
     cost = collectives.collective(profile, algorithm, k, n, "all_reduce")
     f = collectives.busbw_factor(k)
@@ -222,17 +256,44 @@ def _validate_allreduce(m: Measured, profile: Profile, algorithm: str) -> list[d
     for i in range(len(m)):
         pred = float(cost.time[i])
         bus_m, bus_p = n[i] * f[i] / t[i] / 1e9, n[i] * f[i] / pred / 1e9
-        recs.append(_row("time_s", k[i], n[i], pred, t[i], m.lines[i], busbw_measured_GBps=bus_m,
-                         busbw_predicted_GBps=bus_p, busbw_error=bus_p / bus_m - 1.0))
+        recs.append(
+            _row(
+                "time_s",
+                k[i],
+                n[i],
+                pred,
+                t[i],
+                m.lines[i],
+                busbw_measured_GBps=bus_m,
+                busbw_predicted_GBps=bus_p,
+                busbw_error=bus_p / bus_m - 1.0,
+            )
+        )
     return recs
 
 
-def _scenario(profile: Profile, workload: Workload, batch: int, compute_time_s: float | None,
-              overlap: str, grad_dtype: str, algorithm: str, dtype: str | None):
+def _scenario(
+    profile: Profile,
+    workload: Workload,
+    batch: int,
+    compute_time_s: float | None,
+    overlap: str,
+    grad_dtype: str,
+    algorithm: str,
+    dtype: str | None,
+):
     from .engine import Scenario
 
-    return Scenario(profile=profile, workload=workload, batch_per_device=batch, compute_time_s=compute_time_s,
-                    grad_dtype=grad_dtype, algorithm=algorithm, dtype=dtype, overlap=overlap)
+    return Scenario(
+        profile=profile,
+        workload=workload,
+        batch_per_device=batch,
+        compute_time_s=compute_time_s,
+        grad_dtype=grad_dtype,
+        algorithm=algorithm,
+        dtype=dtype,
+        overlap=overlap,
+    )
 
 
 def _groups(m: Measured, columns: Sequence[str]) -> dict[tuple[str, ...], np.ndarray]:
@@ -243,9 +304,17 @@ def _groups(m: Measured, columns: Sequence[str]) -> dict[tuple[str, ...], np.nda
     return {key: np.array(v) for key, v in out.items()}
 
 
-def _validate_step(m: Measured, profile: Profile, workload: Workload | None, compute_time_s: float | None,
-                   overlap: str, grad_dtype: str, algorithm: str, dtype: str | None,
-                   notes: list[str]) -> list[dict[str, Any]]:
+def _validate_step(
+    m: Measured,
+    profile: Profile,
+    workload: Workload | None,
+    compute_time_s: float | None,
+    overlap: str,
+    grad_dtype: str,
+    algorithm: str,
+    dtype: str | None,
+    notes: list[str],
+) -> list[dict[str, Any]]:
     """bench step rows: predicted T_step and S(k) for the measured model (params from the file)."""
     from .engine import simulate
 
@@ -267,8 +336,10 @@ def _validate_step(m: Measured, profile: Profile, workload: Workload | None, com
             f = float(fps[idx[0]]) if fps is not None else 6.0 * p
             wl = Workload(name="measured", params=p, flops_per_sample=f, batch_per_device=int(b[idx[0]]))
             if fps is None and "6N" not in " ".join(notes):
-                notes.append("FLOPs per sample taken as 6N (dense layers: 2N forward + 4N backward); give --model "
-                             "or --compute-time for another model")
+                notes.append(
+                    "FLOPs per sample taken as 6N (dense layers: 2N forward + 4N backward); give --model "
+                    "or --compute-time for another model"
+                )
         else:
             raise InputError(f"{m.path}: no params column; give the model with --model or --params")
         mode = dict(zip(group_cols, key)).get("mode", "")
@@ -293,15 +364,25 @@ def _validate_step(m: Measured, profile: Profile, workload: Workload | None, com
     return recs
 
 
-def _validate_scaling(m: Measured, profile: Profile, workload: Workload | None, compute_time_s: float | None,
-                      overlap: str, grad_dtype: str, algorithm: str, dtype: str | None,
-                      batch: int | None) -> list[dict[str, Any]]:
+def _validate_scaling(
+    m: Measured,
+    profile: Profile,
+    workload: Workload | None,
+    compute_time_s: float | None,
+    overlap: str,
+    grad_dtype: str,
+    algorithm: str,
+    dtype: str | None,
+    batch: int | None,
+) -> list[dict[str, Any]]:
     """Published scaling tables: predicted S(k) (k > 1) and throughput for the named model."""
     from .engine import simulate
 
     if workload is None:
-        raise InputError(f"{m.path}: a scaling table (devices, speedup) does not say which model it measured; "
-                         "give --model (for example --model resnet50)")
+        raise InputError(
+            f"{m.path}: a scaling table (devices, speedup) does not say which model it measured; "
+            "give --model (for example --model resnet50)"
+        )
     k = m.devices()
     sp = m.number("speedup")
     tput_col = next((c for c in ("samples_per_s", "images_per_s") if c in m.header), None)
@@ -326,9 +407,18 @@ def _validate_scaling(m: Measured, profile: Profile, workload: Workload | None, 
     return recs
 
 
-def validate(m: Measured, profile: Profile, *, workload: Workload | None = None, compute_time_s: float | None = None,
-             overlap: str = "auto", grad_dtype: str = "fp32", algorithm: str | None = None, dtype: str | None = None,
-             batch: int | None = None) -> Validation:
+def validate(
+    m: Measured,
+    profile: Profile,
+    *,
+    workload: Workload | None = None,
+    compute_time_s: float | None = None,
+    overlap: str = "auto",
+    grad_dtype: str = "fp32",
+    algorithm: str | None = None,
+    dtype: str | None = None,
+    batch: int | None = None,
+) -> Validation:
     """Predict every measured row with ``profile`` and summarise the errors.
 
     ``overlap``: "none", "buckets" (PyTorch DDP's gradient buckets, see :mod:`simcli.engine`) or "auto":
@@ -344,8 +434,9 @@ def validate(m: Measured, profile: Profile, *, workload: Workload | None = None,
         notes.append("S(1) = 1 on both sides by definition: k = 1 rows are left out of the speedup errors")
     if not recs:
         raise InputError(f"{m.path}: no rows to compare (a scaling table needs rows with devices > 1)")
-    return Validation(kind=m.kind, path=m.path, profile=profile.name, records=recs, summary=summarise(recs),
-                      notes=tuple(notes))
+    return Validation(
+        kind=m.kind, path=m.path, profile=profile.name, records=recs, summary=summarise(recs), notes=tuple(notes)
+    )
 
 
 # --------------------------------------------------------------------------- summaries
@@ -354,8 +445,14 @@ def validate(m: Measured, profile: Profile, *, workload: Workload | None = None,
 def _stats(err: np.ndarray, bus: np.ndarray | None = None) -> dict[str, Any]:
     a = np.abs(err)
     worst = int(np.argmax(a))
-    out = {"n": int(err.size), "mdape": float(np.median(a)), "mean_ape": float(np.mean(a)),
-           "max_ape": float(a[worst]), "worst_error": float(err[worst]), "bias": float(np.median(err))}
+    out = {
+        "n": int(err.size),
+        "mdape": float(np.median(a)),
+        "mean_ape": float(np.mean(a)),
+        "max_ape": float(a[worst]),
+        "worst_error": float(err[worst]),
+        "bias": float(np.median(err)),
+    }
     if bus is not None:  # all-reduce rows: the same errors in nccl-tests' busbw (pred/meas - 1)
         out["busbw_mdape"] = float(np.median(np.abs(bus)))
         out["busbw_max_ape"] = float(np.max(np.abs(bus)))
@@ -385,6 +482,6 @@ def summarise(records: Sequence[dict[str, Any]]) -> dict[str, Any]:
             s["by_devices"][int(kv)] = stats(k == kv)
         if all(r["bytes"] is not None for r in rs):
             dec = np.array([int(math.floor(math.log10(r["bytes"]))) for r in rs])
-            s["by_size_decade"] = {size_decade(10.0 ** d): stats(dec == d) for d in np.unique(dec)}
+            s["by_size_decade"] = {size_decade(10.0**d): stats(dec == d) for d in np.unique(dec)}
         out[metric] = s
     return out

@@ -18,12 +18,33 @@ from typing import Any
 
 from .model import InputError, Workload
 
-__all__ = ["DEFAULT_MODEL", "ModelPreset", "presets", "get_model", "load_workload", "custom_workload",
-           "workload_from_dict", "build_workload", "check_seq_len"]
+__all__ = [
+    "DEFAULT_MODEL",
+    "ModelPreset",
+    "presets",
+    "get_model",
+    "load_workload",
+    "custom_workload",
+    "workload_from_dict",
+    "build_workload",
+    "check_seq_len",
+]
 
 DEFAULT_MODEL = "resnet50"
-_KEYS = {"name", "description", "kind", "params", "forward_macs", "forward_flops", "flops_per_sample",
-         "seq_len", "batch_per_device", "sources", "layers", "hidden"}
+_KEYS = {
+    "name",
+    "description",
+    "kind",
+    "params",
+    "forward_macs",
+    "forward_flops",
+    "flops_per_sample",
+    "seq_len",
+    "batch_per_device",
+    "sources",
+    "layers",
+    "hidden",
+}
 
 
 @dataclass(frozen=True)
@@ -52,20 +73,32 @@ class ModelPreset:
         if seq_len is not None and self.kind != "transformer":
             raise InputError(f"--seq-len: {self.name} is not a transformer; a sequence length does not apply")
         s = seq_len if seq_len is not None else self.seq_len
-        return Workload(name=self.name, params=self.params, flops_per_sample=self.flops_per_sample(s),
-                        batch_per_device=self.batch_per_device, source="; ".join(self.sources),
-                        seq_len=s if self.kind == "transformer" else None, layers=self.layers,
-                        hidden=self.hidden)
+        return Workload(
+            name=self.name,
+            params=self.params,
+            flops_per_sample=self.flops_per_sample(s),
+            batch_per_device=self.batch_per_device,
+            source="; ".join(self.sources),
+            seq_len=s if self.kind == "transformer" else None,
+            layers=self.layers,
+            hidden=self.hidden,
+        )
 
 
 def check_seq_len(seq_len: Any, option: str = "--seq-len") -> None:
     """Refuse a sequence length that is not a whole number of tokens >= 1 (0 and negatives included)."""
     if seq_len is None:
         return
-    if isinstance(seq_len, bool) or not isinstance(seq_len, (int, float)) or math.isnan(seq_len) \
-            or seq_len < 1 or int(seq_len) != seq_len:
-        raise InputError(f"{option}: {seq_len!r} must be a whole number of tokens per sample, at least 1 "
-                         "(for example 1024)")
+    if (
+        isinstance(seq_len, bool)
+        or not isinstance(seq_len, (int, float))
+        or math.isnan(seq_len)
+        or seq_len < 1
+        or int(seq_len) != seq_len
+    ):
+        raise InputError(
+            f"{option}: {seq_len!r} must be a whole number of tokens per sample, at least 1 (for example 1024)"
+        )
 
 
 def _number(v: Any, source: str, field: str, integer: bool = False) -> float:
@@ -113,8 +146,10 @@ def workload_from_dict(d: Any, source: str, name: str | None = None) -> ModelPre
     if kind == "transformer" and seq is None and fixed is None:
         raise InputError(f"{source}: {prefix}seq_len: required for a transformer (tokens per sample)")
     if kind != "transformer" and fwd is None and fixed is None:
-        raise InputError(f"{source}: {prefix}flops_per_sample: required (training FLOPs per sample), or give "
-                         "forward_flops / forward_macs")
+        raise InputError(
+            f"{source}: {prefix}flops_per_sample: required (training FLOPs per sample), or give "
+            "forward_flops / forward_macs"
+        )
     if kind == "custom" and fwd is not None and fixed is None:
         kind = "cnn"
     layers = _number(d["layers"], source, prefix + "layers", integer=True) if d.get("layers") is not None else None
@@ -123,10 +158,19 @@ def workload_from_dict(d: Any, source: str, name: str | None = None) -> ModelPre
     sources = d.get("sources") or []
     if isinstance(sources, str):
         sources = [sources]
-    return ModelPreset(name=name, description=str(d.get("description", "")), kind=kind, params=params,
-                       forward_flops=fwd, seq_len=seq, batch_per_device=batch,
-                       sources=tuple(str(s) for s in sources), flops_per_sample_fixed=fixed, layers=layers,
-                       hidden=hidden)
+    return ModelPreset(
+        name=name,
+        description=str(d.get("description", "")),
+        kind=kind,
+        params=params,
+        forward_flops=fwd,
+        seq_len=seq,
+        batch_per_device=batch,
+        sources=tuple(str(s) for s in sources),
+        flops_per_sample_fixed=fixed,
+        layers=layers,
+        hidden=hidden,
+    )
 
 
 _PRESETS: dict[str, ModelPreset] | None = None
@@ -169,13 +213,23 @@ def custom_workload(params: float, flops_per_sample: float | None, batch_per_dev
         raise InputError(f"--flops-per-sample: {flops_per_sample!r} must be a positive number of FLOPs")
     if isinstance(batch_per_device, bool) or not batch_per_device >= 1 or int(batch_per_device) != batch_per_device:
         raise InputError(f"--batch-per-device: {batch_per_device!r} must be a whole number of samples, at least 1")
-    return Workload(name=f"custom ({params:.4g} params)", params=float(params), flops_per_sample=flops_per_sample,
-                    batch_per_device=batch_per_device, source="command line")
+    return Workload(
+        name=f"custom ({params:.4g} params)",
+        params=float(params),
+        flops_per_sample=flops_per_sample,
+        batch_per_device=batch_per_device,
+        source="command line",
+    )
 
 
-def build_workload(model: str | None = None, params: float | None = None, flops_per_sample: float | None = None,
-                   workload_file: str | None = None, seq_len: int | None = None,
-                   compute_time: float | None = None) -> Workload:
+def build_workload(
+    model: str | None = None,
+    params: float | None = None,
+    flops_per_sample: float | None = None,
+    workload_file: str | None = None,
+    seq_len: int | None = None,
+    compute_time: float | None = None,
+) -> Workload:
     """One workload from the mutually exclusive ways of naming one (the CLI's --model/--params/--workload).
 
     Every length is checked here, whichever command asks: ``seq_len`` must be >= 1 (0 is not "the default").
@@ -185,13 +239,16 @@ def build_workload(model: str | None = None, params: float | None = None, flops_
     if len(given) > 1:
         raise InputError(f"{' and '.join(given)} exclude each other: name the workload one way")
     if flops_per_sample is not None and params is None:
-        raise InputError("--flops-per-sample goes with --params (a custom workload); a --model or --workload "
-                         "already has its FLOPs")
+        raise InputError(
+            "--flops-per-sample goes with --params (a custom workload); a --model or --workload already has its FLOPs"
+        )
     if workload_file is not None:
         return load_workload(workload_file, seq_len)
     if params is not None:
         if flops_per_sample is None and compute_time is None:
-            raise InputError("--params needs --flops-per-sample (FLOPs per sample, forward + backward) or "
-                             "--compute-time (measured seconds per step)")
+            raise InputError(
+                "--params needs --flops-per-sample (FLOPs per sample, forward + backward) or "
+                "--compute-time (measured seconds per step)"
+            )
         return custom_workload(params, flops_per_sample)
     return get_model(model or DEFAULT_MODEL).workload(seq_len)

@@ -22,17 +22,26 @@ def t(alg, profile, k, n, gamma=None):
 
 # ----------------------------------------------------------------------------- by hand, one tier
 
-@pytest.mark.parametrize("alg,k,lat_steps,bw_factor", [
-    ("ring", 8, 14, 1.75), ("ring", 6, 10, 10 / 6),
-    ("tree", 8, 6, 2.0), ("tree", 6, 6, 2.0),              # 2·ceil(lg k)·α + 2n/B
-    ("recursive-doubling", 8, 3, 3.0),                      # lg k·(α + n/B)
-    ("recursive-doubling", 6, 4, 4.0),                      # floor(lg 6) + 2 = 4 steps
-    ("rabenseifner", 8, 6, 1.75),                           # 2 lg k·α + 2(k-1)/k·n/B
-    ("rabenseifner", 6, 6, 1.5 + 2.0),                      # k' = 4: (2·2 + 2)α + (2·3/4 + 2)·n/B
-    ("hierarchical", 8, 14, 1.75), ("hierarchical", 6, 10, 10 / 6),  # one tier: the ring
-    ("ps", 8, 14, 14.0), ("ps", 6, 10, 10.0),               # 2(k-1)α + 2(k-1)·n/B
-    ("ps-sharded", 8, 14, 1.75), ("ps-sharded", 6, 10, 10 / 6),
-])
+
+@pytest.mark.parametrize(
+    "alg,k,lat_steps,bw_factor",
+    [
+        ("ring", 8, 14, 1.75),
+        ("ring", 6, 10, 10 / 6),
+        ("tree", 8, 6, 2.0),
+        ("tree", 6, 6, 2.0),  # 2·ceil(lg k)·α + 2n/B
+        ("recursive-doubling", 8, 3, 3.0),  # lg k·(α + n/B)
+        ("recursive-doubling", 6, 4, 4.0),  # floor(lg 6) + 2 = 4 steps
+        ("rabenseifner", 8, 6, 1.75),  # 2 lg k·α + 2(k-1)/k·n/B
+        ("rabenseifner", 6, 6, 1.5 + 2.0),  # k' = 4: (2·2 + 2)α + (2·3/4 + 2)·n/B
+        ("hierarchical", 8, 14, 1.75),
+        ("hierarchical", 6, 10, 10 / 6),  # one tier: the ring
+        ("ps", 8, 14, 14.0),
+        ("ps", 6, 10, 10.0),  # 2(k-1)α + 2(k-1)·n/B
+        ("ps-sharded", 8, 14, 1.75),
+        ("ps-sharded", 6, 10, 10 / 6),
+    ],
+)
 @pytest.mark.parametrize("n", [1e6, 4e9])
 def test_one_tier_by_hand(one_tier, alg, k, lat_steps, bw_factor, n):
     c = t(alg, one_tier, k, n)
@@ -42,8 +51,18 @@ def test_one_tier_by_hand(one_tier, alg, k, lat_steps, bw_factor, n):
     assert t(alg, one_tier, 1, n).time[0] == 0.0
 
 
-@pytest.mark.parametrize("alg,factor", [("ring", 7 / 8), ("recursive-doubling", 3), ("rabenseifner", 7 / 8),
-                                        ("ps", 7), ("ps-sharded", 7 / 8), ("tree", 1), ("hierarchical", 7 / 8)])
+@pytest.mark.parametrize(
+    "alg,factor",
+    [
+        ("ring", 7 / 8),
+        ("recursive-doubling", 3),
+        ("rabenseifner", 7 / 8),
+        ("ps", 7),
+        ("ps-sharded", 7 / 8),
+        ("tree", 1),
+        ("hierarchical", 7 / 8),
+    ],
+)
 def test_reduction_term_uses_gamma(one_tier, alg, factor):
     n, gamma = 1e8, 50e9
     c = t(alg, one_tier, 8, n, gamma)
@@ -55,8 +74,8 @@ def test_hierarchical_two_tiers_by_hand(two_tier):
     # nvlink 100 GB/s, 5 us, 8 per node; ib 25 GB/s per device, 10 us
     n = 1e9
     c = t("hierarchical", two_tier, 16, n)
-    intra = 14 * 5e-6 + 1.75 * n / 100e9          # reduce-scatter + all-gather among 8
-    inter = 2 * 10e-6 + 1.0 * n / (8 * 25e9)      # all-reduce across 2 nodes, 8 NICs per node
+    intra = 14 * 5e-6 + 1.75 * n / 100e9  # reduce-scatter + all-gather among 8
+    inter = 2 * 10e-6 + 1.0 * n / (8 * 25e9)  # all-reduce across 2 nodes, 8 NICs per node
     assert c.time[0] == pytest.approx(intra + inter)
     assert c.tier_latency[:, 0].tolist() == pytest.approx([14 * 5e-6, 2 * 10e-6])
     assert c.tier_bandwidth_s[:, 0].tolist() == pytest.approx([1.75 * n / 100e9, n / 200e9])
@@ -98,8 +117,7 @@ def test_dgx_h100_vs_one_shared_nic():
 
 
 def test_nvl72_never_touches_the_network_up_to_72():
-    p = make_profile(Tier("nvlink", 900e9, 3.4e-6, size=72, efficiency=0.8),
-                     Tier("ib", 50e9, 14e-6, per="device"))
+    p = make_profile(Tier("nvlink", 900e9, 3.4e-6, size=72, efficiency=0.8), Tier("ib", 50e9, 14e-6, per="device"))
     k = np.arange(2, 73)
     assert not C.tier_spanned(p.network, k)[1].any()
     for alg in C.TEXTBOOK_CHOICES:
@@ -110,11 +128,13 @@ def test_nvl72_never_touches_the_network_up_to_72():
 
 
 def test_three_tiers():
-    p = make_profile(Tier("nvlink", 300e9, 2e-6, size=8), Tier("leaf", 50e9, 5e-6, size=64, per="device"),
-                     Tier("spine", 100e9, 10e-6, per="node"))
+    p = make_profile(
+        Tier("nvlink", 300e9, 2e-6, size=8),
+        Tier("leaf", 50e9, 5e-6, size=64, per="device"),
+        Tier("spine", 100e9, 10e-6, per="node"),
+    )
     k = np.array([8, 64, 128])
-    assert C.tier_spanned(p.network, k).tolist() == [[True, True, True], [False, True, True],
-                                                     [False, False, True]]
+    assert C.tier_spanned(p.network, k).tolist() == [[True, True, True], [False, True, True], [False, False, True]]
     n = 1e9
     c = C.allreduce("hierarchical", p.network, np.array([128]), n)
     # level 0: 8 devices; level 1: 8 nodes in a 64-device leaf domain (8 x 50 GB/s per node);
@@ -149,8 +169,16 @@ def networks(draw, tiers=None):
     out, size = [], draw(st.sampled_from([2, 4, 8, 72]))
     for i in range(n_tiers):
         last = i == n_tiers - 1
-        out.append(Tier(f"t{i}", draw(bw), draw(lat), size=None if last else size, per=draw(pers),
-                        efficiency=draw(st.floats(0.3, 1.0))))
+        out.append(
+            Tier(
+                f"t{i}",
+                draw(bw),
+                draw(lat),
+                size=None if last else size,
+                per=draw(pers),
+                efficiency=draw(st.floats(0.3, 1.0)),
+            )
+        )
         size *= draw(st.sampled_from([2, 4]))
     return tuple(out)
 
@@ -169,7 +197,8 @@ def test_every_algorithm_meets_the_bandwidth_bound_on_one_tier(net, n, k, gamma)
     for alg in C.TEXTBOOK_CHOICES:
         assert C.allreduce(alg, net, ks, n, gamma).time[0] >= lb * (1 - 1e-12), alg
     assert C.allreduce("hierarchical", net, ks, n, gamma).time[0] == pytest.approx(
-        C.allreduce("ring", net, ks, n, gamma).time[0], rel=1e-12)
+        C.allreduce("ring", net, ks, n, gamma).time[0], rel=1e-12
+    )
 
 
 @settings(max_examples=40, deadline=None)
@@ -200,8 +229,7 @@ def test_bounds_on_any_network(net, n, k, gamma):
 def test_every_algorithm_grows_with_bytes(net, n1, n2, k):
     lo, hi = sorted([n1, n2])
     for alg in C.TEXTBOOK_CHOICES:
-        assert (C.allreduce(alg, net, np.array([k]), hi).time[0]
-                >= C.allreduce(alg, net, np.array([k]), lo).time[0]), alg
+        assert C.allreduce(alg, net, np.array([k]), hi).time[0] >= C.allreduce(alg, net, np.array([k]), lo).time[0], alg
 
 
 def test_auto_reports_its_choice_per_element(two_tier):
@@ -211,13 +239,13 @@ def test_auto_reports_its_choice_per_element(two_tier):
     for i in range(3):
         for j in range(2):
             name = c.algorithm[i, j]
-            assert c.time[i, j] == C.allreduce(name, two_tier.network, k[i:i + 1], n[j]).time[0]
+            assert c.time[i, j] == C.allreduce(name, two_tier.network, k[i : i + 1], n[j]).time[0]
 
 
 def test_crossovers_are_where_costs_are_equal():
     p = make_profile(Tier("nvlink", 369e9, 3.4e-6, size=8), Tier("ib", 46e9, 14e-6, per="device"))
     k = np.array([8, 16, 1024])
-    cross = C.crossovers(p.network, k, 1024.0, 4 * 2.0 ** 30)
+    cross = C.crossovers(p.network, k, 1024.0, 4 * 2.0**30)
     assert cross, "expected at least one crossover"
     for c in cross:
         ks = np.array([c["devices"]])
@@ -235,6 +263,7 @@ def test_unknown_algorithm_lists_the_choices(one_tier):
 
 
 # ----------------------------------------------------------------------------- CLI
+
 
 def test_cli_algorithms_json_and_table(runner, prof):
     r = runner.invoke(app, ["algorithms", "-p", prof, "-k", "2..64:x2", "-s", "1KiB..1GiB:x32", "-f", "json"])

@@ -122,13 +122,16 @@ def test_import_json_per_iteration_times(tmp_path):
     assert r["algbw_GBps"] == pytest.approx(32768 / 45e-6 / 1e9)
 
 
-@pytest.mark.parametrize("content, match", [
-    ("", "no nccl-tests result rows"),
-    ("# just a comment\nhello world\n", "no nccl-tests result rows"),
-    ("{not json", "not valid JSON"),
-    ('{"results": 3}', "no 'results' list"),
-    ('{"results": [{"size": 1}]}', "results\\[0\\]"),
-])
+@pytest.mark.parametrize(
+    "content, match",
+    [
+        ("", "no nccl-tests result rows"),
+        ("# just a comment\nhello world\n", "no nccl-tests result rows"),
+        ("{not json", "not valid JSON"),
+        ('{"results": 3}', "no 'results' list"),
+        ('{"results": [{"size": 1}]}', "results\\[0\\]"),
+    ],
+)
 def test_import_bad_files(tmp_path, content, match):
     f = tmp_path / "bad.txt"
     f.write_text(content)
@@ -156,15 +159,18 @@ def test_import_cli_csv_and_errors(runner, tmp_path):
 # ---------------------------------------------------------------- CLI input errors (no ranks started)
 
 
-@pytest.mark.parametrize("args, match", [
-    (["bench", "allreduce", "--world-sizes", "0"], "--world-sizes"),
-    (["bench", "allreduce", "--size", "2B"], "less than one fp32 element"),
-    (["bench", "allreduce", "--dtype", "fp7"], "--dtype"),
-    (["bench", "allreduce", "--world-sizes", "64"], "--oversubscribe"),
-    (["bench", "step", "--world-sizes", "1..2..3"], "--world-sizes"),
-    (["bench", "step", "--params", "0"], "--params"),
-    (["bench", "step", "--profile", "nosuchprofile"], "unknown profile"),
-])
+@pytest.mark.parametrize(
+    "args, match",
+    [
+        (["bench", "allreduce", "--world-sizes", "0"], "--world-sizes"),
+        (["bench", "allreduce", "--size", "2B"], "less than one fp32 element"),
+        (["bench", "allreduce", "--dtype", "fp7"], "--dtype"),
+        (["bench", "allreduce", "--world-sizes", "64"], "--oversubscribe"),
+        (["bench", "step", "--world-sizes", "1..2..3"], "--world-sizes"),
+        (["bench", "step", "--params", "0"], "--params"),
+        (["bench", "step", "--profile", "nosuchprofile"], "unknown profile"),
+    ],
+)
 def test_bad_input_exits_2_before_starting_ranks(runner, args, match):
     r = runner.invoke(app, args)
     assert r.exit_code == 2, r.output
@@ -205,8 +211,10 @@ def test_help_and_cli_do_not_import_torch():
     import subprocess
     import sys
 
-    code = ("import sys; from typer.testing import CliRunner; from simcli.cli import app; "
-            "r = CliRunner().invoke(app, ['bench', '--help']); assert r.exit_code == 0; "
-            "print('torch' in sys.modules)")
+    code = (
+        "import sys; from typer.testing import CliRunner; from simcli.cli import app; "
+        "r = CliRunner().invoke(app, ['bench', '--help']); assert r.exit_code == 0; "
+        "print('torch' in sys.modules)"
+    )
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
     assert out.stdout.strip() == "False"

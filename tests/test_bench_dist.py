@@ -51,8 +51,25 @@ def _no_leftovers(tag: str) -> None:
 
 def test_allreduce_world_sizes_2_and_3_csv_schema(runner, tmp_path, tag):
     out = tmp_path / "ar.csv"
-    r = runner.invoke(app, ["bench", "allreduce", "--world-sizes", "2,3", "--size", "1KiB,64KiB", "--iters", "3",
-                            "--warmup", "1", "-o", str(out), "-f", "csv"])
+    r = runner.invoke(
+        app,
+        [
+            "bench",
+            "allreduce",
+            "--world-sizes",
+            "2,3",
+            "--size",
+            "1KiB,64KiB",
+            "--iters",
+            "3",
+            "--warmup",
+            "1",
+            "-o",
+            str(out),
+            "-f",
+            "csv",
+        ],
+    )
     assert r.exit_code == 0, r.output
     assert r.stdout == ""  # with --output the data goes into the file only
     comments, rows = read_results(out)
@@ -69,8 +86,25 @@ def test_allreduce_world_sizes_2_and_3_csv_schema(runner, tmp_path, tag):
         assert float(x["busbw_GBps"]) == pytest.approx(float(x["algbw_GBps"]) * 2 * (k - 1) / k)
     # -f json -o F writes JSON into F (every iteration's time kept); stdout holds only the data without -o
     js = tmp_path / "ar.json"
-    r = runner.invoke(app, ["bench", "allreduce", "--world-sizes", "2", "--size", "1KiB,64KiB", "--iters", "3",
-                            "--warmup", "1", "-o", str(js), "-f", "json"])
+    r = runner.invoke(
+        app,
+        [
+            "bench",
+            "allreduce",
+            "--world-sizes",
+            "2",
+            "--size",
+            "1KiB,64KiB",
+            "--iters",
+            "3",
+            "--warmup",
+            "1",
+            "-o",
+            str(js),
+            "-f",
+            "json",
+        ],
+    )
     assert r.exit_code == 0, r.output
     recs = json.loads(js.read_text())
     assert [(x["world_size"], x["bytes"]) for x in recs] == [(2, 1024), (2, 65536)]
@@ -80,8 +114,29 @@ def test_allreduce_world_sizes_2_and_3_csv_schema(runner, tmp_path, tag):
 
 def test_step_gradient_identity_and_prediction(runner, tmp_path, tag):
     out = tmp_path / "steps.json"
-    r = runner.invoke(app, ["bench", "step", "--world-sizes", "2", "--model-width", "32", "--depth", "3",
-                            "--batch-per-device", "4", "--steps", "3", "--warmup", "1", "-o", str(out), "-f", "json"])
+    r = runner.invoke(
+        app,
+        [
+            "bench",
+            "step",
+            "--world-sizes",
+            "2",
+            "--model-width",
+            "32",
+            "--depth",
+            "3",
+            "--batch-per-device",
+            "4",
+            "--steps",
+            "3",
+            "--warmup",
+            "1",
+            "-o",
+            str(out),
+            "-f",
+            "json",
+        ],
+    )
     assert r.exit_code == 0, r.output
     assert "world size 1 is measured too" in r.stderr
     recs = json.loads(out.read_text())  # -f json -o F writes the JSON into F
@@ -101,9 +156,16 @@ def test_step_gradient_identity_and_prediction(runner, tmp_path, tag):
     from simcli.workloads import custom_workload
 
     for rec1, rec2, overlap in ((recs[0], recs[2], "none"), (recs[1], recs[3], "buckets")):
-        res = simulate(Scenario(profile=resolve_profile("cpu-loopback"),
-                                workload=custom_workload(rec1["params"], None), batch_per_device=4,
-                                compute_time_s=rec1["t_step_s"], overlap=overlap), [1, 2])
+        res = simulate(
+            Scenario(
+                profile=resolve_profile("cpu-loopback"),
+                workload=custom_workload(rec1["params"], None),
+                batch_per_device=4,
+                compute_time_s=rec1["t_step_s"],
+                overlap=overlap,
+            ),
+            [1, 2],
+        )
         assert rec2["predicted_t_step_s"] == pytest.approx(float(res.t_step_s[1]))
         assert rec2["predicted_speedup"] == pytest.approx(float(res.speedup[1]))
         assert rec1["predicted_speedup"] == pytest.approx(1.0)
@@ -119,8 +181,16 @@ def test_step_both_modes_many_times_in_a_row(tag):
     """
     from simcli.bench.launch import run_world
 
-    config = {"backend": "gloo", "width": 32, "depth": 3, "batch_per_device": 4, "steps": 2, "warmup": 1,
-              "modes": ["flat", "ddp"], "progress_unit": "timed iteration"}
+    config = {
+        "backend": "gloo",
+        "width": 32,
+        "depth": 3,
+        "batch_per_device": 4,
+        "steps": 2,
+        "warmup": 1,
+        "modes": ["flat", "ddp"],
+        "progress_unit": "timed iteration",
+    }
     for i in range(6):
         recs: list[dict] = []
         run_world(2, "step", config, timeout_s=120, on_record=recs.append, threads=1)  # BenchError if a rank fails
@@ -131,8 +201,27 @@ def test_step_both_modes_many_times_in_a_row(tag):
 def test_gradient_mismatch_is_an_error(runner, tmp_path, tag, monkeypatch):
     # rank 0 of a one-rank world perturbs its averaged gradient: it no longer equals the global-batch gradient
     monkeypatch.setenv(FAULT_ENV, "0:0:grad:1")
-    r = runner.invoke(app, ["bench", "step", "--world-sizes", "1", "--width", "16", "--depth", "2",
-                            "--batch-per-device", "2", "--steps", "2", "--warmup", "0", "--mode", "flat"])
+    r = runner.invoke(
+        app,
+        [
+            "bench",
+            "step",
+            "--world-sizes",
+            "1",
+            "--width",
+            "16",
+            "--depth",
+            "2",
+            "--batch-per-device",
+            "2",
+            "--steps",
+            "2",
+            "--warmup",
+            "0",
+            "--mode",
+            "flat",
+        ],
+    )
     assert r.exit_code == 1
     assert "world size 1: rank 0 failed the gradient identity check" in r.output
     assert "differs from the one-process global-batch gradient" in r.output
@@ -143,8 +232,25 @@ def test_killed_rank_keeps_rows_and_names_rank(runner, tmp_path, tag, monkeypatc
     monkeypatch.setenv(FAULT_ENV, "1:2:exit")
     out = tmp_path / "partial.csv"
     # --rounds 1: sizes in order, each row written when measured (interleaved rounds write rows at the end)
-    r = runner.invoke(app, ["bench", "allreduce", "--world-sizes", "2", "--size", "1KiB,2KiB,4KiB,8KiB",
-                            "--iters", "2", "--rounds", "1", "--warmup", "0", "-o", str(out)])
+    r = runner.invoke(
+        app,
+        [
+            "bench",
+            "allreduce",
+            "--world-sizes",
+            "2",
+            "--size",
+            "1KiB,2KiB,4KiB,8KiB",
+            "--iters",
+            "2",
+            "--rounds",
+            "1",
+            "--warmup",
+            "0",
+            "-o",
+            str(out),
+        ],
+    )
     assert r.exit_code == 1, r.output
     assert "world size 2: rank 1 exited with code 17 at size 2" in r.output
     _, rows = read_results(out)
@@ -156,8 +262,27 @@ def test_hung_rank_times_out(runner, tmp_path, tag, monkeypatch):
     monkeypatch.setenv(FAULT_ENV, "0:1:hang")
     out = tmp_path / "partial.csv"
     t0 = time.monotonic()
-    r = runner.invoke(app, ["bench", "allreduce", "--world-sizes", "2", "--size", "1KiB,2KiB", "--iters", "2",
-                            "--rounds", "1", "--warmup", "0", "--timeout", "1", "-o", str(out)])
+    r = runner.invoke(
+        app,
+        [
+            "bench",
+            "allreduce",
+            "--world-sizes",
+            "2",
+            "--size",
+            "1KiB,2KiB",
+            "--iters",
+            "2",
+            "--rounds",
+            "1",
+            "--warmup",
+            "0",
+            "--timeout",
+            "1",
+            "-o",
+            str(out),
+        ],
+    )
     assert r.exit_code == 1, r.output
     assert "world size 2: timed out: no progress for 1 s (--timeout)" in r.output
     assert "rank 0 stopped at size 1" in r.output
@@ -169,8 +294,26 @@ def test_hung_rank_times_out(runner, tmp_path, tag, monkeypatch):
 
 def test_torchrun_launch(tmp_path, tag):
     out = tmp_path / "torchrun.csv"
-    cmd = [sys.executable, "-m", "torch.distributed.run", "--standalone", "--nproc-per-node", "2", "-m", "simcli",
-           "bench", "allreduce", "--size", "1KiB,16KiB", "--iters", "3", "--warmup", "1", "-o", str(out)]
+    cmd = [
+        sys.executable,
+        "-m",
+        "torch.distributed.run",
+        "--standalone",
+        "--nproc-per-node",
+        "2",
+        "-m",
+        "simcli",
+        "bench",
+        "allreduce",
+        "--size",
+        "1KiB,16KiB",
+        "--iters",
+        "3",
+        "--warmup",
+        "1",
+        "-o",
+        str(out),
+    ]
     env = dict(os.environ, OMP_NUM_THREADS="1", GLOO_SOCKET_IFNAME="lo")
     p = subprocess.run(cmd, capture_output=True, text=True, timeout=120, env=env, cwd=tmp_path)
     assert p.returncode == 0, p.stderr[-2000:]
@@ -182,8 +325,23 @@ def test_torchrun_launch(tmp_path, tag):
 
 def test_ctrl_c_stops_every_rank(tmp_path, tag):
     out = tmp_path / "interrupted.csv"
-    cmd = [sys.executable, "-m", "simcli", "bench", "allreduce", "--world-sizes", "2", "--size", "1KiB..1MiB:x2",
-           "--iters", "50", "--warmup", "0", "-o", str(out)]
+    cmd = [
+        sys.executable,
+        "-m",
+        "simcli",
+        "bench",
+        "allreduce",
+        "--world-sizes",
+        "2",
+        "--size",
+        "1KiB..1MiB:x2",
+        "--iters",
+        "50",
+        "--warmup",
+        "0",
+        "-o",
+        str(out),
+    ]
     p = subprocess.Popen(cmd, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
     try:
         deadline = time.monotonic() + 60

@@ -26,7 +26,7 @@ def test_gpt2_shape_is_the_gpt2_preset():
     assert bm.params(GPT2) == pre.params == 124439808  # tied embeddings, learned positions, biases, LayerNorms
     assert bm.flops_per_sample(GPT2) == pre.flops_per_sample() == 6 * pre.params * 1024
     # the exact count adds attention's scores and weighted sum, 12·L·H·S² (15% of GPT-2's at seq 1024)
-    assert bm.flops_per_sample_exact(GPT2) - bm.flops_per_sample(GPT2) == 12 * 12 * 768 * 1024 ** 2
+    assert bm.flops_per_sample_exact(GPT2) - bm.flops_per_sample(GPT2) == 12 * 12 * 768 * 1024**2
 
 
 def test_resnet50_shape_is_the_resnet50_preset():
@@ -36,11 +36,16 @@ def test_resnet50_shape_is_the_resnet50_preset():
     assert bm.flops_per_sample(RESNET50) == pytest.approx(pre.flops_per_sample(), rel=1e-4)
 
 
-@pytest.mark.parametrize("spec", [ModelSpec(kind="gpt"), ModelSpec(kind="gpt", layers=3, hidden=96, heads=3,
-                                                                   seq_len=32, vocab=500),
-                                  ModelSpec(kind="resnet"), ModelSpec(kind="resnet", width=8, blocks=(2, 1),
-                                                                      image_size=64, classes=7),
-                                  ModelSpec(kind="mlp", width=64, depth=3)])
+@pytest.mark.parametrize(
+    "spec",
+    [
+        ModelSpec(kind="gpt"),
+        ModelSpec(kind="gpt", layers=3, hidden=96, heads=3, seq_len=32, vocab=500),
+        ModelSpec(kind="resnet"),
+        ModelSpec(kind="resnet", width=8, blocks=(2, 1), image_size=64, classes=7),
+        ModelSpec(kind="mlp", width=64, depth=3),
+    ],
+)
 def test_count_is_the_preset_formula_for_the_same_shape(spec):
     """What a workload file of the same shape would say: 6·N·seq (transformer), 3 x 2 x MACs (cnn), 6·N (dense)."""
     if spec.kind == "gpt":
@@ -84,8 +89,9 @@ def _counted(spec: ModelSpec, batch: int = 2) -> float:
 
 
 @pytest.mark.torch
-@pytest.mark.parametrize("spec", [ModelSpec(kind="gpt"), ModelSpec(kind="resnet"), ModelSpec(kind="mlp", width=64,
-                                                                                             depth=3)])
+@pytest.mark.parametrize(
+    "spec", [ModelSpec(kind="gpt"), ModelSpec(kind="resnet"), ModelSpec(kind="mlp", width=64, depth=3)]
+)
 def test_exact_count_matches_torch_flop_counter(spec):
     counted = _counted(spec)
     exact = bm.flops_per_sample_exact(spec)
@@ -108,15 +114,24 @@ def test_big_shapes_build_with_the_counted_parameters():
 
 
 @pytest.mark.torch
-@pytest.mark.parametrize("args, needle", [
-    (["--dtype", "fp16"], "--dtype: fp16 needs a CUDA device"),
-    (["--dtype", "tf32"], "--dtype: tf32 needs a CUDA device"),
-    (["--model", "gpt", "--hidden", "16384", "--layers", "96", "--vocab", "50257"], "--model gpt: a step needs about"),
-    (["--model", "gpt", "--hidden", "100", "--heads", "3"], "--heads: 3 does not divide --hidden 100"),
-    (["--model", "resnet", "--blocks", "3,x"], "--blocks:"),
-    (["--model", "resnet", "--image-size", "8", "--blocks", "1,1,1,1,1", "--batch-per-device", "1"], "--image-size"),
-    (["--model", "gpt", "--params", "1e6"], "--params: sizes the mlp only"),
-])
+@pytest.mark.parametrize(
+    "args, needle",
+    [
+        (["--dtype", "fp16"], "--dtype: fp16 needs a CUDA device"),
+        (["--dtype", "tf32"], "--dtype: tf32 needs a CUDA device"),
+        (
+            ["--model", "gpt", "--hidden", "16384", "--layers", "96", "--vocab", "50257"],
+            "--model gpt: a step needs about",
+        ),
+        (["--model", "gpt", "--hidden", "100", "--heads", "3"], "--heads: 3 does not divide --hidden 100"),
+        (["--model", "resnet", "--blocks", "3,x"], "--blocks:"),
+        (
+            ["--model", "resnet", "--image-size", "8", "--blocks", "1,1,1,1,1", "--batch-per-device", "1"],
+            "--image-size",
+        ),
+        (["--model", "gpt", "--params", "1e6"], "--params: sizes the mlp only"),
+    ],
+)
 def test_bench_step_refuses_with_one_line(runner, args, needle):
     pytest.importorskip("torch")
     r = runner.invoke(app, ["bench", "step", "--world-sizes", "1", *args])
@@ -142,11 +157,27 @@ def _steps_csv(path, mfu: dict[str, float], peak: float, bwd: float, noise: floa
             tc = fps * b / (peak * u) * (1 + noise * rng.standard_normal())
             for mode in ("flat", "ddp"):
                 tm = 0.0 if k == 1 else 0.01
-                rows.append({"world_size": k, "backend": "gloo", "mode": mode, "model": bm.describe(spec),
-                             "params": bm.params(spec), "batch_per_device": b, "steps": 5, "threads": 1,
-                             "t_compute_s": tc, "t_comm_s": tm, "t_step_s": tc + tm + 0.001, "dtype": dt,
-                             "flops_per_sample": fps, "flops_per_sample_exact": bm.flops_per_sample_exact(spec),
-                             "t_forward_s": (1 - bwd) * tc, "t_backward_s": bwd * tc, "profile": "x"})
+                rows.append(
+                    {
+                        "world_size": k,
+                        "backend": "gloo",
+                        "mode": mode,
+                        "model": bm.describe(spec),
+                        "params": bm.params(spec),
+                        "batch_per_device": b,
+                        "steps": 5,
+                        "threads": 1,
+                        "t_compute_s": tc,
+                        "t_comm_s": tm,
+                        "t_step_s": tc + tm + 0.001,
+                        "dtype": dt,
+                        "flops_per_sample": fps,
+                        "flops_per_sample_exact": bm.flops_per_sample_exact(spec),
+                        "t_forward_s": (1 - bwd) * tc,
+                        "t_backward_s": bwd * tc,
+                        "profile": "x",
+                    }
+                )
     with open(path, "w", newline="") as f:
         f.write("# simcli bench step\n# synthetic: known mfu\n")
         w = csv.DictWriter(f, fieldnames=list(STEP_COLUMNS), extrasaction="ignore")
@@ -173,9 +204,22 @@ def test_calibrate_recovers_a_known_mfu_per_dtype(tmp_path):
     base = load_profile(_cpu_profile(tmp_path))
     peak = base.device.peak("fp32")
     steps = _steps_csv(tmp_path / "steps.csv", {"fp32": 0.42, "bf16": 0.27}, peak, bwd=2 / 3, noise=0.01)
-    rep = calibrate_profile(base, None, read_measurements(steps), tier=None, holdout=0.25, seed=0, min_size=0,
-                            max_size=None, where=[], algorithm=None, loss="huber", name="cal",
-                            now=datetime.datetime(2026, 1, 1, tzinfo=datetime.timezone.utc), host="h")
+    rep = calibrate_profile(
+        base,
+        None,
+        read_measurements(steps),
+        tier=None,
+        holdout=0.25,
+        seed=0,
+        min_size=0,
+        max_size=None,
+        where=[],
+        algorithm=None,
+        loss="huber",
+        name="cal",
+        now=datetime.datetime(2026, 1, 1, tzinfo=datetime.timezone.utc),
+        host="h",
+    )
     dev = rep["profile"].device
     by = {r["dtype"]: r for r in rep["step"]["by_dtype"]}
     for dt, u in (("fp32", 0.42), ("bf16", 0.27)):
@@ -201,9 +245,22 @@ def test_without_a_peak_for_a_dtype_no_mfu_is_written(tmp_path):
 
     base = resolve_profile("cpu-loopback")  # fp32 peak only
     steps = _steps_csv(tmp_path / "steps.csv", {"fp32": 0.5, "bf16": 0.3}, base.device.peak("fp32"), bwd=0.6)
-    rep = calibrate_profile(base, None, read_measurements(steps), tier=None, holdout=0.25, seed=0, min_size=0,
-                            max_size=None, where=[], algorithm=None, loss="huber", name="cal",
-                            now=datetime.datetime(2026, 1, 1, tzinfo=datetime.timezone.utc), host="h")
+    rep = calibrate_profile(
+        base,
+        None,
+        read_measurements(steps),
+        tier=None,
+        holdout=0.25,
+        seed=0,
+        min_size=0,
+        max_size=None,
+        where=[],
+        algorithm=None,
+        loss="huber",
+        name="cal",
+        now=datetime.datetime(2026, 1, 1, tzinfo=datetime.timezone.utc),
+        host="h",
+    )
     assert rep["profile"].device.mfu_by_dtype == {"fp32": pytest.approx(0.5)}
     assert rep["profile"].device.mfu == pytest.approx(0.5)  # fitted from the fp32 rows only, not all rows
     assert any("no peak_flops.bf16" in w for w in rep["warnings"])
@@ -240,16 +297,38 @@ def test_one_row_per_dtype_gets_the_median_s_standard_error_and_where_filters_st
     from simcli.calibrate import fit_mfu_by_dtype
 
     # one row: the uncertainty is the standard error of that row's median, 1.2533·σ/√steps, σ = (p90 - p10)/2.563
-    f = fit_mfu_by_dtype(["fp32"], np.array([1]), np.array([4.0]), np.array([0.1]), np.array([1e9]),
-                         {"fp32": 100e9}, t_p10=np.array([0.09]), t_p90=np.array([0.11]), steps=np.array([25.0]))
+    f = fit_mfu_by_dtype(
+        ["fp32"],
+        np.array([1]),
+        np.array([4.0]),
+        np.array([0.1]),
+        np.array([1e9]),
+        {"fp32": 100e9},
+        t_p10=np.array([0.09]),
+        t_p90=np.array([0.11]),
+        steps=np.array([25.0]),
+    )
     u = 1e9 * 4 / 0.1 / 100e9
     assert f["fp32"].mfu == pytest.approx(u)
     assert f["fp32"].mfu_se == pytest.approx(u * 1.2533 * (0.02 / 2.563) / 5 / 0.1)
     # --where world_size=1 keeps only those step rows (k = 2 shares two cores and is slower per rank)
     base = _cpu_profile(tmp_path)
     steps = _steps_csv(tmp_path / "s.csv", {"fp32": 0.4}, 75e9, bwd=0.6)
-    r = runner.invoke(app, ["calibrate", str(steps), "--profile", str(base), "--where", "world_size=1",
-                            "-o", str(tmp_path / "c.yaml"), "-f", "json"])
+    r = runner.invoke(
+        app,
+        [
+            "calibrate",
+            str(steps),
+            "--profile",
+            str(base),
+            "--where",
+            "world_size=1",
+            "-o",
+            str(tmp_path / "c.yaml"),
+            "-f",
+            "json",
+        ],
+    )
     assert r.exit_code == 0, r.output
     rep = json.loads(r.stdout)
     assert rep["step"]["rows"] == 2 and [d["rows"] for d in rep["step"]["by_dtype"]] == [1]
@@ -277,17 +356,29 @@ def test_cpu_precision_is_bf16_autocast_and_fp32_is_none():
 
 @pytest.mark.slow
 @pytest.mark.torch
-@pytest.mark.parametrize("spec, dtype", [(ModelSpec(kind="gpt", layers=1, hidden=32, heads=2, seq_len=16, vocab=64),
-                                          "bf16"),
-                                         (ModelSpec(kind="resnet", width=4, blocks=(1, 1), image_size=16), "fp32")])
+@pytest.mark.parametrize(
+    "spec, dtype",
+    [
+        (ModelSpec(kind="gpt", layers=1, hidden=32, heads=2, seq_len=16, vocab=64), "bf16"),
+        (ModelSpec(kind="resnet", width=4, blocks=(1, 1), image_size=16), "fp32"),
+    ],
+)
 def test_two_ranks_train_the_model_and_pass_the_identity(spec, dtype):
     """A real world of 2 gloo ranks: both modes, the identity (BatchNorm: against the slices' mean), the columns."""
     pytest.importorskip("torch")
     from simcli.bench.launch import run_world
 
     recs: list[dict] = []
-    config = {"backend": "gloo", "model": spec.to_dict(), "dtype": dtype, "batch_per_device": 2, "steps": 2,
-              "warmup": 1, "modes": ["flat", "ddp"], "progress_unit": "timed iteration"}
+    config = {
+        "backend": "gloo",
+        "model": spec.to_dict(),
+        "dtype": dtype,
+        "batch_per_device": 2,
+        "steps": 2,
+        "warmup": 1,
+        "modes": ["flat", "ddp"],
+        "progress_unit": "timed iteration",
+    }
     run_world(2, "step", config, timeout_s=120, on_record=recs.append, threads=1)  # BenchError if a rank fails
     assert [r["mode"] for r in recs] == ["flat", "ddp"]
     for r in recs:

@@ -10,8 +10,16 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from simcli import collectives
-from simcli.calibrate import (fit_alpha_beta, fit_link, fit_step, holdout_mask, outer_tier, overlap_fraction,
-                              ring_coefficients, tier_scale)
+from simcli.calibrate import (
+    fit_alpha_beta,
+    fit_link,
+    fit_step,
+    holdout_mask,
+    outer_tier,
+    overlap_fraction,
+    ring_coefficients,
+    tier_scale,
+)
 from simcli.cli.app import app
 from simcli.model import InputError, Tier
 
@@ -26,8 +34,9 @@ def ring_time(k, n, alpha, B):
 def grid(alpha, B, ks=(2, 3, 4), decades=(-2, 3), per_decade=3):
     """Sizes spanning the crossover n* = alpha·B from latency- to bandwidth-dominated."""
     n_star = alpha * B
-    sizes = np.geomspace(n_star * 10.0 ** decades[0], n_star * 10.0 ** decades[1],
-                         (decades[1] - decades[0]) * per_decade + 1)
+    sizes = np.geomspace(
+        n_star * 10.0 ** decades[0], n_star * 10.0 ** decades[1], (decades[1] - decades[0]) * per_decade + 1
+    )
     k = np.repeat(np.array(ks), sizes.size)
     n = np.tile(sizes, len(ks))
     return k, n
@@ -38,8 +47,9 @@ def write_csv(path, k, n, t, extra_comment="synthetic"):
     for kk, nn, tt in zip(k, n, t):
         kk, nn, tt = int(kk), float(nn), float(tt)
         alg = nn / tt / 1e9
-        lines.append(f"allreduce,gloo,{int(kk)},{int(nn)},fp32,10,{tt!r},{tt!r},{tt!r},{alg!r},"
-                     f"{alg * 2 * (kk - 1) / kk!r}")
+        lines.append(
+            f"allreduce,gloo,{int(kk)},{int(nn)},fp32,10,{tt!r},{tt!r},{tt!r},{alg!r},{alg * 2 * (kk - 1) / kk!r}"
+        )
     path.write_text("\n".join(lines) + "\n")
     return path
 
@@ -102,15 +112,18 @@ def test_holdout_mask_is_seeded_and_sized():
         holdout_mask(10, 1.0, 0)
 
 
-@pytest.mark.parametrize("k,n,t,match", [
-    ([], [], [], "no measurements"),
-    ([1, 1, 1], [1e3, 1e4, 1e5], [1e-3, 2e-3, 3e-3], "world size 1"),
-    ([2, 2, 2], [1e3, 1e4, 1e5], [1e-3, -2e-3, 3e-3], "must be positive"),
-    ([2, 2, 2], [1e3, 1e4, 1e5], [1e-3, float("nan"), 3e-3], "must be positive"),
-    ([2, 2, 2, 2], [1e3, 1e4, 1e5, 1e6], [1e-3, 1e-3, 1e-3, 1e-3], "infinite bandwidth"),
-    ([2, 2, 2], [1e4, 1e4, 1e4], [1e-3, 1.1e-3, 0.9e-3], "cannot separate latency from bandwidth"),
-    ([2, 3], [1e4, 1e5], [1e-3, 2e-3], "point"),
-])
+@pytest.mark.parametrize(
+    "k,n,t,match",
+    [
+        ([], [], [], "no measurements"),
+        ([1, 1, 1], [1e3, 1e4, 1e5], [1e-3, 2e-3, 3e-3], "world size 1"),
+        ([2, 2, 2], [1e3, 1e4, 1e5], [1e-3, -2e-3, 3e-3], "must be positive"),
+        ([2, 2, 2], [1e3, 1e4, 1e5], [1e-3, float("nan"), 3e-3], "must be positive"),
+        ([2, 2, 2, 2], [1e3, 1e4, 1e5, 1e6], [1e-3, 1e-3, 1e-3, 1e-3], "infinite bandwidth"),
+        ([2, 2, 2], [1e4, 1e4, 1e4], [1e-3, 1.1e-3, 0.9e-3], "cannot separate latency from bandwidth"),
+        ([2, 3], [1e4, 1e5], [1e-3, 2e-3], "point"),
+    ],
+)
 def test_degenerate_inputs_are_refused_with_a_clear_message(k, n, t, match):
     with pytest.raises(InputError, match=match):
         fit_alpha_beta(np.array(k, dtype=int), np.array(n, dtype=float), np.array(t, dtype=float), what="run.csv")
@@ -199,15 +212,18 @@ def synthetic_csv(tmp_path):
 @pytest.fixture
 def base_profile(tmp_path):
     p = tmp_path / "base.yaml"
-    p.write_text("name: base\nsources: [test]\ndevice: {name: cpu, peak_flops: {fp32: 50 GFLOP/s}, mfu: 0.5}\n"
-                 "network:\n  - {name: loopback, bandwidth: 1 GB/s, per: node, latency: 10 us}\n")
+    p.write_text(
+        "name: base\nsources: [test]\ndevice: {name: cpu, peak_flops: {fp32: 50 GFLOP/s}, mfu: 0.5}\n"
+        "network:\n  - {name: loopback, bandwidth: 1 GB/s, per: node, latency: 10 us}\n"
+    )
     return p
 
 
 def test_calibrate_cli_writes_a_profile_that_validates_and_predicts(runner, tmp_path, synthetic_csv, base_profile):
     out = tmp_path / "cal.yaml"
-    r = runner.invoke(app, ["calibrate", str(synthetic_csv), "--profile", str(base_profile), "--output", str(out),
-                            "--format", "json"])
+    r = runner.invoke(
+        app, ["calibrate", str(synthetic_csv), "--profile", str(base_profile), "--output", str(out), "--format", "json"]
+    )
     assert r.exit_code == 0, r.output
     report = json.loads(r.stdout)
     (tier,) = report["tiers"]
@@ -223,8 +239,9 @@ def test_calibrate_cli_writes_a_profile_that_validates_and_predicts(runner, tmp_
     assert p.name == "cal" and p.calibration["data"]["file"] == str(synthetic_csv)
     assert p.network[0].effective_Bps == pytest.approx(tier["bandwidth"]["after_Bps"], rel=1e-5)
     # the calibrated profile predicts the measurements it came from
-    r3 = runner.invoke(app, ["validate", str(synthetic_csv), "--profile", str(out), "--format", "json",
-                             "--max-error", "5%"])
+    r3 = runner.invoke(
+        app, ["validate", str(synthetic_csv), "--profile", str(out), "--format", "json", "--max-error", "5%"]
+    )
     assert r3.exit_code == 0, r3.output
     assert json.loads(r3.stdout)["summary"]["time_s"]["overall"]["mdape"] < 0.05
 
@@ -235,8 +252,9 @@ def test_calibrate_table_output_and_no_clobber(runner, tmp_path, synthetic_csv, 
     r = runner.invoke(app, ["calibrate", str(synthetic_csv), "--profile", str(base_profile), "--output", str(out)])
     assert r.exit_code == 2 and "--force" in r.stderr
     assert out.read_text() == "keep me"
-    r = runner.invoke(app, ["calibrate", str(synthetic_csv), "--profile", str(base_profile), "--output", str(out),
-                            "--force"])
+    r = runner.invoke(
+        app, ["calibrate", str(synthetic_csv), "--profile", str(base_profile), "--output", str(out), "--force"]
+    )
     assert r.exit_code == 0, r.output
     assert "held-out median" in r.stdout and "latency α" in r.stdout
     assert out.read_text().startswith("# calibrated by simcli calibrate")
@@ -246,20 +264,34 @@ def test_calibrate_cli_refuses_degenerate_data(runner, tmp_path, base_profile):
     k = np.array([2, 2, 2])
     n = np.array([65536.0] * 3)
     csv = write_csv(tmp_path / "one.csv", k, n, np.array([1e-3, 1.1e-3, 0.9e-3]))
-    r = runner.invoke(app, ["calibrate", str(csv), "--profile", str(base_profile), "--output",
-                            str(tmp_path / "x.yaml"), "--holdout", "0"])
+    r = runner.invoke(
+        app,
+        ["calibrate", str(csv), "--profile", str(base_profile), "--output", str(tmp_path / "x.yaml"), "--holdout", "0"],
+    )
     # one size and one world size: the latency is kept and said so, not fitted
     assert r.exit_code == 0, r.output
     assert "warning" in r.stderr and "one message size and one world size" in r.stderr
     bad = tmp_path / "bad.csv"
     bad.write_text(HEADER + "\nallreduce,gloo,2,1024,fp32,10,abc,1,1,1,1\n")
-    r = runner.invoke(app, ["calibrate", str(bad), "--profile", str(base_profile), "--output",
-                            str(tmp_path / "y.yaml")])
+    r = runner.invoke(
+        app, ["calibrate", str(bad), "--profile", str(base_profile), "--output", str(tmp_path / "y.yaml")]
+    )
     assert r.exit_code == 2
     assert "bad.csv: line 2: time_s: 'abc' is not a number" in r.stderr
     assert "Traceback" not in r.output and not (tmp_path / "y.yaml").exists()
-    r = runner.invoke(app, ["calibrate", str(bad), "--profile", str(base_profile), "--output",
-                            str(tmp_path / "y.yaml"), "--tier", "nvlink"])
+    r = runner.invoke(
+        app,
+        [
+            "calibrate",
+            str(bad),
+            "--profile",
+            str(base_profile),
+            "--output",
+            str(tmp_path / "y.yaml"),
+            "--tier",
+            "nvlink",
+        ],
+    )
     assert r.exit_code == 2
 
 
@@ -273,10 +305,12 @@ def test_calibrate_per_tier_fits(runner, tmp_path):
     t = collectives.allreduce("ring", true, k, n).time
     csv = write_csv(tmp_path / "two.csv", k, n, t)
     base = tmp_path / "base2.yaml"
-    base.write_text("name: base2\nsources: [test]\nlibrary: textbook\n"
-                    "device: {name: gpu, peak_flops: {bf16: 100 TFLOP/s}, mfu: 0.4}\n"
-                    "network:\n  - {name: nvlink, size: 4, bandwidth: 50 GB/s, latency: 2 us}\n"
-                    "  - {name: ib, bandwidth: 5 GB/s, per: node, latency: 5 us}\n")
+    base.write_text(
+        "name: base2\nsources: [test]\nlibrary: textbook\n"
+        "device: {name: gpu, peak_flops: {bf16: 100 TFLOP/s}, mfu: 0.4}\n"
+        "network:\n  - {name: nvlink, size: 4, bandwidth: 50 GB/s, latency: 2 us}\n"
+        "  - {name: ib, bandwidth: 5 GB/s, per: node, latency: 5 us}\n"
+    )
     out = tmp_path / "cal2.yaml"
     r = runner.invoke(app, ["calibrate", str(csv), "--profile", str(base), "--output", str(out), "--holdout", "0"])
     assert r.exit_code == 0, r.output
@@ -300,8 +334,20 @@ def test_calibrate_with_a_step_file_fits_mfu_and_overlap(runner, tmp_path, synth
         rows.append(f"{k},gloo,allreduce,{params:.0f},{b},10,{tc},{tm},{ts},{k * tc / ts},{tc / ts}")
     steps.write_text("\n".join(rows) + "\n")
     out = tmp_path / "cal3.yaml"
-    r = runner.invoke(app, ["calibrate", str(synthetic_csv), str(steps), "--profile", str(base_profile),
-                            "--output", str(out), "--format", "json"])
+    r = runner.invoke(
+        app,
+        [
+            "calibrate",
+            str(synthetic_csv),
+            str(steps),
+            "--profile",
+            str(base_profile),
+            "--output",
+            str(out),
+            "--format",
+            "json",
+        ],
+    )
     assert r.exit_code == 0, r.output
     rep = json.loads(r.stdout)
     assert rep["step"]["mfu"]["after"] == pytest.approx(0.25)

@@ -94,12 +94,15 @@ def test_strong_scaling(runner, prof):
     assert recs[2]["speedup"] < 4
 
 
-@pytest.mark.parametrize("args", [
-    ["--model", "resnet50", "--compute-time", "0.35"],
-    ["--params", "5e8", "--compute-time", "0.46"],
-    ["--params", "5e8", "--flops-per-sample", "3e12"],
-    ["--model", "llama2-7b", "--seq-len", "2048", "--grad-dtype", "bf16", "--dtype", "bf16"],
-])
+@pytest.mark.parametrize(
+    "args",
+    [
+        ["--model", "resnet50", "--compute-time", "0.35"],
+        ["--params", "5e8", "--compute-time", "0.46"],
+        ["--params", "5e8", "--flops-per-sample", "3e12"],
+        ["--model", "llama2-7b", "--seq-len", "2048", "--grad-dtype", "bf16", "--dtype", "bf16"],
+    ],
+)
 def test_workload_options(runner, prof, args):
     r = run(runner, "speedup", "--profile", prof, "-k", "1,8", "-f", "json", *args)
     assert r.exit_code == 0, r.output
@@ -116,25 +119,28 @@ def test_workload_file(runner, prof, tmp_path):
     assert json.loads(r.stdout)[0]["t_compute_s"] == pytest.approx(6e12 * 4 / (989e12 * 0.4))
 
 
-@pytest.mark.parametrize("args,fragment", [
-    (["--devices", "0"], "--devices: '0'"),
-    (["--devices", "64..1"], "runs backwards"),
-    (["--devices", "1..64:x1"], "greater than 1"),
-    (["--devices", "abc"], "not a whole number"),
-    (["--devices", "1..1000000000000"], "add a step"),
-    (["--model", "resnet5"], "unknown model 'resnet5' (did you mean resnet50"),
-    (["--model", "gpt2", "--params", "1e9"], "exclude each other"),
-    (["--params", "1e9"], "--params needs --flops-per-sample"),
-    (["--params", "-5", "--compute-time", "1"], "--params"),
-    (["--compute-time", "-1"], "--compute-time"),
-    (["--compute-time", "fast"], "--compute-time"),
-    (["--mfu", "2"], "--mfu"),
-    (["--dtype", "fp64"], "--dtype"),
-    (["--grad-dtype", "int4"], "--grad-dtype"),
-    (["--batch-per-device", "8", "--global-batch", "64"], "exclude each other"),
-    (["--seq-len", "128", "--model", "resnet50"], "not a transformer"),
-    (["--workload", "/nonexistent/w.yaml"], "no such file"),
-])
+@pytest.mark.parametrize(
+    "args,fragment",
+    [
+        (["--devices", "0"], "--devices: '0'"),
+        (["--devices", "64..1"], "runs backwards"),
+        (["--devices", "1..64:x1"], "greater than 1"),
+        (["--devices", "abc"], "not a whole number"),
+        (["--devices", "1..1000000000000"], "add a step"),
+        (["--model", "resnet5"], "unknown model 'resnet5' (did you mean resnet50"),
+        (["--model", "gpt2", "--params", "1e9"], "exclude each other"),
+        (["--params", "1e9"], "--params needs --flops-per-sample"),
+        (["--params", "-5", "--compute-time", "1"], "--params"),
+        (["--compute-time", "-1"], "--compute-time"),
+        (["--compute-time", "fast"], "--compute-time"),
+        (["--mfu", "2"], "--mfu"),
+        (["--dtype", "fp64"], "--dtype"),
+        (["--grad-dtype", "int4"], "--grad-dtype"),
+        (["--batch-per-device", "8", "--global-batch", "64"], "exclude each other"),
+        (["--seq-len", "128", "--model", "resnet50"], "not a transformer"),
+        (["--workload", "/nonexistent/w.yaml"], "no such file"),
+    ],
+)
 def test_bad_options_exit_2(runner, prof, args, fragment):
     r = run(runner, "speedup", "--profile", prof, *args)
     assert r.exit_code == 2, r.output
@@ -169,8 +175,9 @@ def test_table_to_file(runner, prof, tmp_path):
 
 
 def test_comm_nccl_tests_columns(runner, prof):
-    r = run(runner, "comm", "--profile", prof, "--devices", "8", "--size", "32KiB..16GiB:x4", "-a", "ring",
-            "-f", "json")
+    r = run(
+        runner, "comm", "--profile", prof, "--devices", "8", "--size", "32KiB..16GiB:x4", "-a", "ring", "-f", "json"
+    )
     assert r.exit_code == 0, r.output
     recs = json.loads(r.stdout)
     assert [x["bytes"] for x in recs][:2] == [32768, 131072]
@@ -184,8 +191,9 @@ def test_comm_nccl_tests_columns(runner, prof):
     assert t.exit_code == 0 and "busbw" in t.stdout and "algbw" in t.stdout
 
 
-@pytest.mark.parametrize("size,fragment", [("1KiB..1GiB", "add a step"), ("12 parsecs", "--size"),
-                                           ("0B", "at least 1")])
+@pytest.mark.parametrize(
+    "size,fragment", [("1KiB..1GiB", "add a step"), ("12 parsecs", "--size"), ("0B", "at least 1")]
+)
 def test_comm_bad_sizes(runner, prof, size, fragment):
     r = run(runner, "comm", "--profile", prof, "--size", size)
     assert r.exit_code == 2 and fragment in r.stderr
@@ -195,8 +203,19 @@ def test_models_list(runner):
     r = run(runner, "models", "list", "--format", "json")
     assert r.exit_code == 0
     models = {m["name"]: m for m in json.loads(r.stdout)}
-    need = {"resnet50", "resnet101", "vgg16", "inception_v3", "bert-base", "bert-large", "gpt2", "gpt2-xl",
-            "llama2-7b", "llama2-13b", "llama2-70b"}
+    need = {
+        "resnet50",
+        "resnet101",
+        "vgg16",
+        "inception_v3",
+        "bert-base",
+        "bert-large",
+        "gpt2",
+        "gpt2-xl",
+        "llama2-7b",
+        "llama2-13b",
+        "llama2-70b",
+    }
     assert need <= set(models)
     # torchvision counts MACs: ResNet-50 forward 4.09 GMAC -> 8.18 GFLOP -> training 24.5 GFLOP
     assert models["resnet50"]["flops_per_sample"] == pytest.approx(3 * 2 * 4.089e9)
@@ -206,18 +225,24 @@ def test_models_list(runner):
 
 
 def test_python_m_simcli(prof):
-    r = subprocess.run([sys.executable, "-m", "simcli", "speedup", "--profile", prof, "-k", "1,2", "-f", "csv"],
-                       capture_output=True, text=True, timeout=60)
+    r = subprocess.run(
+        [sys.executable, "-m", "simcli", "speedup", "--profile", prof, "-k", "1,2", "-f", "csv"],
+        capture_output=True,
+        text=True,
+        timeout=60,
+    )
     assert r.returncode == 0, r.stderr
     assert r.stdout.splitlines()[0].startswith("devices,")
 
 
 def test_heavy_modules_not_imported_on_fast_paths(prof):
-    code = ("import sys; from simcli.cli import app\n"
-            "from typer.testing import CliRunner\n"
-            f"r = CliRunner().invoke(app, ['speedup', '--profile', {prof!r}, '-k', '1..64', '-f', 'json'])\n"
-            "assert r.exit_code == 0, r.output\n"
-            "print(','.join(m for m in ('torch', 'matplotlib', 'pandas', 'scipy') if m in sys.modules))")
+    code = (
+        "import sys; from simcli.cli import app\n"
+        "from typer.testing import CliRunner\n"
+        f"r = CliRunner().invoke(app, ['speedup', '--profile', {prof!r}, '-k', '1..64', '-f', 'json'])\n"
+        "assert r.exit_code == 0, r.output\n"
+        "print(','.join(m for m in ('torch', 'matplotlib', 'pandas', 'scipy') if m in sys.modules))"
+    )
     r = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=60)
     assert r.returncode == 0, r.stderr
     assert r.stdout.strip() == ""
@@ -244,8 +269,16 @@ def test_every_predicting_command_takes_every_scenario_option():
     from simcli.cli.options import ScenarioOptions
 
     root = typer.main.get_command(app)
-    paths = [["speedup"], ["explain"], ["compare"], ["plan", "max-devices"], ["plan", "solve"],
-             ["plan", "time-to-train"], ["plot", "speedup"], ["plot", "breakdown"]]
+    paths = [
+        ["speedup"],
+        ["explain"],
+        ["compare"],
+        ["plan", "max-devices"],
+        ["plan", "solve"],
+        ["plan", "time-to-train"],
+        ["plot", "speedup"],
+        ["plot", "breakdown"],
+    ]
     for path in paths:
         cmd = root
         for name in path:

@@ -29,8 +29,14 @@ network:
   - {name: nvlink, size: 8, bandwidth: 300 GB/s, latency: 3 us, efficiency: 0.8}
   - {name: infiniband, bandwidth: 200 Gb/s, latency: 8 us, efficiency: 0.8}
 """
-H100 = A100.replace("t-a100", "t-h100").replace("A100", "H100").replace("19.5", "67").replace("312", "989") \
-    .replace("300 GB/s", "450 GB/s").replace("200 Gb/s", "400 Gb/s")
+H100 = (
+    A100.replace("t-a100", "t-h100")
+    .replace("A100", "H100")
+    .replace("19.5", "67")
+    .replace("312", "989")
+    .replace("300 GB/s", "450 GB/s")
+    .replace("200 Gb/s", "400 Gb/s")
+)
 
 
 @pytest.fixture
@@ -48,13 +54,17 @@ def run(runner, *args):
 
 
 def base(profile) -> Scenario:
-    return Scenario(profile=profile, workload=Workload(name="w", params=3e8, flops_per_sample=6 * 3e8 * 128,
-                                                       batch_per_device=32, seq_len=128))
+    return Scenario(
+        profile=profile,
+        workload=Workload(name="w", params=3e8, flops_per_sample=6 * 3e8 * 128, batch_per_device=32, seq_len=128),
+    )
 
 
 def test_product_order_and_labels(two_tier, one_tier):
-    alts = alternatives(base(two_tier), {"profile": [two_tier, one_tier.replace(name="other")],
-                                          "grad_dtype": ["fp32", "bf16"], "algorithm": ["ring"]})
+    alts = alternatives(
+        base(two_tier),
+        {"profile": [two_tier, one_tier.replace(name="other")], "grad_dtype": ["fp32", "bf16"], "algorithm": ["ring"]},
+    )
     assert [a.label for a in alts] == ["test / fp32", "test / bf16", "other / fp32", "other / bf16"]
     assert all(list(a.choices) == ["profile", "grad_dtype"] for a in alts)  # one value: not an alternative
     assert alts[3].scenario.profile.name == "other" and alts[3].scenario.grad_dtype == "bf16"
@@ -77,8 +87,7 @@ def test_gain_is_throughput_over_the_first_at_the_same_k(two_tier):
         assert [r["efficiency"] for r in rows] == pytest.approx(res.efficiency.tolist())
     assert all(r["gain"] == 1.0 for r in recs if r["alternative"] == 0)
     # side by side: k-major, every alternative in order
-    assert [(r["devices"], r["alternative"]) for r in cmp.by_devices()[:5]] == [(1, 0), (1, 1), (1, 2), (1, 3),
-                                                                                 (8, 0)]
+    assert [(r["devices"], r["alternative"]) for r in cmp.by_devices()[:5]] == [(1, 0), (1, 1), (1, 2), (1, 3), (8, 0)]
 
 
 def test_fewer_gradient_bytes_never_slow_a_step(two_tier):
@@ -92,31 +101,64 @@ def test_fewer_gradient_bytes_never_slow_a_step(two_tier):
 def test_a_result_column_named_like_a_varied_field_is_kept(two_tier):
     cmp = compare(base(two_tier), {"algorithm": ["ring", "auto"]}, [8, 64])
     rec = cmp.records()[-1]
-    assert rec["algorithm"] == "auto" and rec["algorithm_used"] in ("ring", "tree", "recursive-doubling",
-                                                                    "rabenseifner", "hierarchical", "ps",
-                                                                    "ps-sharded")
+    assert rec["algorithm"] == "auto" and rec["algorithm_used"] in (
+        "ring",
+        "tree",
+        "recursive-doubling",
+        "rabenseifner",
+        "hierarchical",
+        "ps",
+        "ps-sharded",
+    )
 
 
 def test_cli_compare_json(runner, profs):
-    r = run(runner, "compare", "--profile", ",".join(profs), "--model", "bert-large", "--devices", "8..64:x2",
-            "--grad-dtype", "fp32,bf16", "-f", "json")
+    r = run(
+        runner,
+        "compare",
+        "--profile",
+        ",".join(profs),
+        "--model",
+        "bert-large",
+        "--devices",
+        "8..64:x2",
+        "--grad-dtype",
+        "fp32,bf16",
+        "-f",
+        "json",
+    )
     assert r.exit_code == 0, r.output
     recs = json.loads(r.stdout)
     assert len(recs) == 4 * 4
-    assert {(x["profile"], x["grad_dtype"]) for x in recs} == {(p, g) for p in ("t-a100", "t-h100")
-                                                                for g in ("fp32", "bf16")}
+    assert {(x["profile"], x["grad_dtype"]) for x in recs} == {
+        (p, g) for p in ("t-a100", "t-h100") for g in ("fp32", "bf16")
+    }
     for key in ("devices", "speedup", "efficiency", "t_step_s", "gain", "fits_memory"):
         assert key in recs[0]
     # the gain of a faster device over the first profile, read against `speedup` of each
-    one = json.loads(run(runner, "speedup", "--profile", profs[1], "--model", "bert-large", "--devices", "8..64:x2",
-                         "-f", "json").stdout)
+    one = json.loads(
+        run(
+            runner, "speedup", "--profile", profs[1], "--model", "bert-large", "--devices", "8..64:x2", "-f", "json"
+        ).stdout
+    )
     h100_fp32 = [x for x in recs if x["profile"] == "t-h100" and x["grad_dtype"] == "fp32"]
     assert [x["t_step_s"] for x in h100_fp32] == pytest.approx([x["t_step_s"] for x in one])
 
 
 def test_cli_compare_csv_table_and_plot(runner, profs, tmp_path):
-    args = ["compare", "--profile", profs[0], "--model", "bert-base,bert-large", "-k", "8,16", "--bucket-mb",
-            "25,100", "--algorithm", "ring,auto"]
+    args = [
+        "compare",
+        "--profile",
+        profs[0],
+        "--model",
+        "bert-base,bert-large",
+        "-k",
+        "8,16",
+        "--bucket-mb",
+        "25,100",
+        "--algorithm",
+        "ring,auto",
+    ]
     r = run(runner, *args, "-f", "csv")
     assert r.exit_code == 0, r.output
     rows = list(csv.DictReader(io.StringIO(r.stdout)))
@@ -128,16 +170,19 @@ def test_cli_compare_csv_table_and_plot(runner, profs, tmp_path):
     assert "gain" in r.stdout and "bert-large" in r.stdout and "auto" in r.stdout
 
 
-@pytest.mark.parametrize("args, fragment", [
-    (["--grad-dtype", "fp32,fp99"], "--grad-dtype: unknown dtype 'fp99'"),
-    (["--algorithm", "ring,,auto"], "--algorithm: empty item"),
-    (["--algorithm", "ring,telepathy"], "telepathy"),
-    (["--bucket-mb", "25,abc"], "--bucket-mb: 'abc' is not a number"),
-    (["--mfu", "0.4,1.5"], "--mfu: '1.5' must be in (0, 1]"),
-    (["--accum", "1,0"], "--accum: '0' must be at least 1"),
-    (["--overlap", "none,magic"], "--overlap"),
-    (["--model", "bert-base,bert-larg"], "did you mean bert-large"),
-])
+@pytest.mark.parametrize(
+    "args, fragment",
+    [
+        (["--grad-dtype", "fp32,fp99"], "--grad-dtype: unknown dtype 'fp99'"),
+        (["--algorithm", "ring,,auto"], "--algorithm: empty item"),
+        (["--algorithm", "ring,telepathy"], "telepathy"),
+        (["--bucket-mb", "25,abc"], "--bucket-mb: 'abc' is not a number"),
+        (["--mfu", "0.4,1.5"], "--mfu: '1.5' must be in (0, 1]"),
+        (["--accum", "1,0"], "--accum: '0' must be at least 1"),
+        (["--overlap", "none,magic"], "--overlap"),
+        (["--model", "bert-base,bert-larg"], "did you mean bert-large"),
+    ],
+)
 def test_cli_compare_bad_input_exits_2(runner, profs, args, fragment):
     r = run(runner, "compare", "--profile", profs[0], "-k", "8", *args)
     assert r.exit_code == 2, r.output

@@ -44,8 +44,22 @@ def test_this_machine_writes_a_profile_that_loads_and_validates(runner, tmp_path
     r = runner.invoke(app, ["profiles", "validate", str(out)])
     assert r.exit_code == 0 and "ok" in r.output
     # the profile predicts
-    r = runner.invoke(app, ["speedup", "--profile", str(out), "--devices", "1,2", "--params", "1e6",
-                            "--flops-per-sample", "6e6", "-f", "json"])
+    r = runner.invoke(
+        app,
+        [
+            "speedup",
+            "--profile",
+            str(out),
+            "--devices",
+            "1,2",
+            "--params",
+            "1e6",
+            "--flops-per-sample",
+            "6e6",
+            "-f",
+            "json",
+        ],
+    )
     assert r.exit_code == 0, r.output
 
 
@@ -86,9 +100,11 @@ def _sysfs(root: Path) -> Path:
 
 def test_nics_and_topology_parsing(tmp_path):
     found = nics(_sysfs(tmp_path))
-    assert [(n.name, n.kind, n.rate_bps) for n in found] == [("mlx5_0/1", "infiniband", 400e9),
-                                                             ("mlx5_1/1", "infiniband", 400e9),
-                                                             ("eth0", "ethernet", 25e9)]
+    assert [(n.name, n.kind, n.rate_bps) for n in found] == [
+        ("mlx5_0/1", "infiniband", 400e9),
+        ("mlx5_1/1", "infiniband", 400e9),
+        ("eth0", "ethernet", 25e9),
+    ]
     pairs = parse_topo(TOPO)
     assert len(pairs) == 12 and set(pairs.values()) == {"NV18"} and pairs[(0, 3)] == "NV18"
 

@@ -104,13 +104,16 @@ def test_grad_dtype_halves_bytes(one_tier):
     assert b.comm.bandwidth[0] == pytest.approx(a.comm.bandwidth[0] / 2)
 
 
-@pytest.mark.parametrize("kw,fragment", [
-    ({"batch_per_device": 8, "global_batch": 64}, "exclude each other"),
-    ({"dtype": "fp8"}, "no peak"),
-    ({"grad_dtype": "int3"}, "--grad-dtype"),
-    ({"mfu": 1.5}, "--mfu"),
-    ({"mfu": 0.0}, "--mfu"),
-])
+@pytest.mark.parametrize(
+    "kw,fragment",
+    [
+        ({"batch_per_device": 8, "global_batch": 64}, "exclude each other"),
+        ({"dtype": "fp8"}, "no peak"),
+        ({"grad_dtype": "int3"}, "--grad-dtype"),
+        ({"mfu": 1.5}, "--mfu"),
+        ({"mfu": 0.0}, "--mfu"),
+    ],
+)
 def test_scenario_refuses(one_tier, kw, fragment):
     with pytest.raises(InputError, match=fragment):
         _scenario(one_tier, **kw)

@@ -55,7 +55,7 @@ def examples(path: Path) -> list[Example]:
             j = i + 1
             while j < len(lines) and not FENCE.match(lines[j]):
                 j += 1
-            body = lines[i + 1:j]
+            body = lines[i + 1 : j]
             if body and body[0].startswith("$ simcli "):
                 out.append(Example(path, i + 2, j, body[0][2:], "\n".join(body[1:])))
             i = j + 1
@@ -98,8 +98,9 @@ def _run(command: str, where: Path) -> tuple[str, int]:
 
         cmd = re.sub(r"(^|\|\s*)simcli ", lambda m: f"{m.group(1)}{shlex.quote(sys.executable)} -m simcli ", command)
         env = dict(os.environ, COLUMNS="140")
-        p = subprocess.run(["bash", "-o", "pipefail", "-c", cmd], cwd=where, env=env, capture_output=True,
-                           text=True, timeout=120)
+        p = subprocess.run(
+            ["bash", "-o", "pipefail", "-c", cmd], cwd=where, env=env, capture_output=True, text=True, timeout=120
+        )
         return p.stdout + p.stderr, p.returncode
     from typer.testing import CliRunner
 
@@ -139,7 +140,7 @@ def update(paths: list[Path]) -> int:
             out, code = run(e.command)
             fresh = render(out, code, split_exit(e.shown)[1] is not None)
             if fresh != normal(e.shown):
-                lines[e.line:e.end] = fresh.splitlines()
+                lines[e.line : e.end] = fresh.splitlines()
                 changed += 1
         path.write_text("\n".join(lines) + "\n", encoding="utf-8")
     return changed
@@ -162,8 +163,10 @@ def test_example_output_is_what_the_docs_show(example):
         pytest.skip("updated")
     shown, code = split_exit(example.shown)
     out, got_code = run(example.command)
-    assert normal(out) == normal(shown), (f"{example.id}: `{example.command}` prints something else now; "
-                                          "if that is intended: python tests/test_examples.py --update")
+    assert normal(out) == normal(shown), (
+        f"{example.id}: `{example.command}` prints something else now; "
+        "if that is intended: python tests/test_examples.py --update"
+    )
     if code is not None:
         assert got_code == code, f"{example.id}: exit status {got_code}, the docs show {code}"
 
@@ -179,6 +182,7 @@ def test_formula_table_names_every_algorithm():
 
 def test_links_between_pages_resolve():
     """Every relative link of README.md and docs/*.md names a file that exists, and an #anchor a heading there."""
+
     def slug(heading: str) -> str:
         s = re.sub(r"[^\w\- ]", "", heading.strip().lower())
         return s.replace(" ", "-")

@@ -65,8 +65,18 @@ def test_cli_explain(runner, prof):
     r = runner.invoke(app, ["explain", "-p", prof, "-k", "16", "-a", "auto", "-f", "json"])
     assert r.exit_code == 0, r.output
     d = json.loads(r.stdout)
-    for key in ("t_forward_s", "t_backward_s", "tiers", "t_reduction_s", "t_comm_s", "t_comm_hidden_s",
-                "t_comm_exposed_s", "bottleneck", "n_star_bytes", "algorithm"):
+    for key in (
+        "t_forward_s",
+        "t_backward_s",
+        "tiers",
+        "t_reduction_s",
+        "t_comm_s",
+        "t_comm_hidden_s",
+        "t_comm_exposed_s",
+        "bottleneck",
+        "n_star_bytes",
+        "algorithm",
+    ):
         assert key in d
     assert d["devices"] == 16 and len(d["tiers"]) == 2
     t = runner.invoke(app, ["explain", "-p", prof, "-k", "16"])

@@ -10,12 +10,13 @@ import pytest
 
 from simcli.model import InputError
 
-
 # --------------------------------------------------------------------------- numbers beyond int64
 
 
-@pytest.mark.parametrize("text", ["99999999999999999999999", "1..99999999999999999999999",
-                                  "1..99999999999999999999999:x2", "9007199254740993"])
+@pytest.mark.parametrize(
+    "text",
+    ["99999999999999999999999", "1..99999999999999999999999", "1..99999999999999999999999:x2", "9007199254740993"],
+)
 def test_device_counts_beyond_the_model_are_input_errors(text):
     from simcli.ranges import parse_devices
 
@@ -41,8 +42,10 @@ def test_largest_geometric_ranges_stay_exact():
 # --------------------------------------------------------------------------- nccl-tests' size syntax
 
 
-@pytest.mark.parametrize("text,expected", [("1G", 2**30), ("16g", 16 * 2**30), ("512M", 512 * 2**20),
-                                           ("8", 8), ("4k", 4096), ("1K", 1024), ("1GB", 1e9)])
+@pytest.mark.parametrize(
+    "text,expected",
+    [("1G", 2**30), ("16g", 16 * 2**30), ("512M", 512 * 2**20), ("8", 8), ("4k", 4096), ("1K", 1024), ("1GB", 1e9)],
+)
 def test_nccl_tests_size_syntax_is_binary(text, expected):
     from simcli.units import parse
 
@@ -149,12 +152,15 @@ def test_profiles_validate_dev_zero_exits_2(runner):
 # --------------------------------------------------------------------------- duplicated YAML keys
 
 
-@pytest.mark.parametrize("text,line,first", [
-    ("name: x\ndevice:\n  mfu: 0.4\n  mfu: 0.5\n", 4, 3),
-    ("a: {b: 1, b: 2}\n", 1, 1),
-    ("name: x\nname: y\n", 2, 1),
-    ("net:\n  - {name: a, size: 8}\n  - name: b\n    size: 2\n    size: 3\n", 5, 4),
-])
+@pytest.mark.parametrize(
+    "text,line,first",
+    [
+        ("name: x\ndevice:\n  mfu: 0.4\n  mfu: 0.5\n", 4, 3),
+        ("a: {b: 1, b: 2}\n", 1, 1),
+        ("name: x\nname: y\n", 2, 1),
+        ("net:\n  - {name: a, size: 8}\n  - name: b\n    size: 2\n    size: 3\n", 5, 4),
+    ],
+)
 def test_duplicated_yaml_keys_are_refused_naming_the_line(tmp_path, text, line, first):
     from simcli.profiles import read_yaml
 
@@ -261,7 +267,9 @@ def test_refused_writes_are_environment_failures_and_leave_nothing(tmp_path, mon
         raise OSError(getattr(errno, err), os.strerror(getattr(errno, err)))
 
     monkeypatch.setattr(os if where == "fsync" else tempfile, where, fail)
-    with pytest.raises(EnvironmentFailure, match=rf"--output: .*out.csv: cannot write it \({os.strerror(getattr(errno, err))}\)") as e:
+    with pytest.raises(
+        EnvironmentFailure, match=rf"--output: .*out.csv: cannot write it \({os.strerror(getattr(errno, err))}\)"
+    ) as e:
         write_atomic(tmp_path / "out.csv", "data\n" * 100)
     assert e.value.exit_code == 1
     assert os.listdir(tmp_path) == []
@@ -372,14 +380,17 @@ def _txt_case(name):
     }[name]
 
 
-@pytest.mark.parametrize("case,placement,match", [
-    ("cut_after_a_row", "out", r"cut before its end .*size 1048576"),
-    ("cut_mid_row", "out", r":20: the row is cut short .*out-of-place columns"),
-    ("negative_time", "out", r":18: time -43.83 us is not a positive time"),
-    ("zero_time", "out", r":18: time 0 us is not a positive time"),
-    ("wrong", "out", r":19: size 262144: nccl-tests counted 3 wrong results"),
-    ("no_in_place", "in", r":18: the row is cut short .*in-place columns"),
-])
+@pytest.mark.parametrize(
+    "case,placement,match",
+    [
+        ("cut_after_a_row", "out", r"cut before its end .*size 1048576"),
+        ("cut_mid_row", "out", r":20: the row is cut short .*out-of-place columns"),
+        ("negative_time", "out", r":18: time -43.83 us is not a positive time"),
+        ("zero_time", "out", r":18: time 0 us is not a positive time"),
+        ("wrong", "out", r":19: size 262144: nccl-tests counted 3 wrong results"),
+        ("no_in_place", "in", r":18: the row is cut short .*in-place columns"),
+    ],
+)
 def test_nccl_tests_text_is_checked(tmp_path, case, placement, match):
     from simcli.bench.nccltests import parse_nccl_tests
 
@@ -421,20 +432,23 @@ def _json_case(name):
     return json.dumps(d)
 
 
-@pytest.mark.parametrize("case,match", [
-    ("result_is_a_list", r"results\[0\]: expected a mapping .*got \[1, 2\]"),
-    ("devices_an_int", r"config.devices: expected a list of devices, got 8"),
-    ("config_a_list", r"config: expected a mapping"),
-    ("none_time", r"results\[2\].out_of_place.time: null is not a number"),
-    ("none_size", r"results\[2\].size: null is not a number"),
-    ("negative_time", r"results\[2\].out_of_place: time -1 us is not a positive time"),
-    ("zero_time", r"results\[2\].out_of_place: time 0 us"),
-    ("wrong", r"results\[2\].*counted 2 wrong results"),
-    ("no_out_of_place", r"results\[2\]: no out_of_place \(out-of-place\) timings; .*--placement in"),
-    ("placement_a_string", r"results\[2\].out_of_place: expected a mapping"),
-    ("no_bus_bw", r"results\[2\].out_of_place: missing field 'bus_bw'"),
-    ("per_iter_none", r"times_us\[1\]: null is not a number"),
-])
+@pytest.mark.parametrize(
+    "case,match",
+    [
+        ("result_is_a_list", r"results\[0\]: expected a mapping .*got \[1, 2\]"),
+        ("devices_an_int", r"config.devices: expected a list of devices, got 8"),
+        ("config_a_list", r"config: expected a mapping"),
+        ("none_time", r"results\[2\].out_of_place.time: null is not a number"),
+        ("none_size", r"results\[2\].size: null is not a number"),
+        ("negative_time", r"results\[2\].out_of_place: time -1 us is not a positive time"),
+        ("zero_time", r"results\[2\].out_of_place: time 0 us"),
+        ("wrong", r"results\[2\].*counted 2 wrong results"),
+        ("no_out_of_place", r"results\[2\]: no out_of_place \(out-of-place\) timings; .*--placement in"),
+        ("placement_a_string", r"results\[2\].out_of_place: expected a mapping"),
+        ("no_bus_bw", r"results\[2\].out_of_place: missing field 'bus_bw'"),
+        ("per_iter_none", r"times_us\[1\]: null is not a number"),
+    ],
+)
 def test_nccl_tests_json_shapes_are_checked(tmp_path, case, match):
     from simcli.bench.nccltests import parse_nccl_tests
 
@@ -457,20 +471,23 @@ def test_nccl_tests_json_cut_mid_run(tmp_path):
 # --------------------------------------------------------------------------- typer's own errors, one line
 
 
-@pytest.mark.parametrize("args,line", [
-    (["bench", "allreduce", "--iters", "0"], "simcli: error: --iters: 0 is below the minimum 1"),
-    (["bench", "allreduce", "--iters=-3"], "simcli: error: --iters: -3 is below the minimum 1"),
-    (["bench", "allreduce", "-n0"], "simcli: error: --iters: 0 is below the minimum 1"),
-    (["bench", "step", "--mode", "weird"], "simcli: error: --mode: 'weird' is not one of 'flat', 'ddp', 'both'"),
-    (["explain", "-k", "1..8"], "simcli: error: --devices: '1..8' is not a whole number"),
-    (["speedup", "-f", "yaml"], "simcli: error: --format: 'yaml' is not one of 'table', 'csv', 'json'"),
-    (["speedup", "--mfu", "abc"], "simcli: error: --mfu: 'abc' is not a number"),
-    (["speedup", "--foo"], "simcli: error: --foo: no such option"),
-    (["nosuch"], "simcli: error: nosuch: no such command; see 'simcli -h'"),
-    (["calibrate"], "simcli: error: files: required; see 'simcli calibrate -h'"),
-    (["speedup", "extra"], "simcli: error: extra: unexpected argument"),
-    (["speedup", "-k"], "simcli: error: -k: needs a value"),
-])
+@pytest.mark.parametrize(
+    "args,line",
+    [
+        (["bench", "allreduce", "--iters", "0"], "simcli: error: --iters: 0 is below the minimum 1"),
+        (["bench", "allreduce", "--iters=-3"], "simcli: error: --iters: -3 is below the minimum 1"),
+        (["bench", "allreduce", "-n0"], "simcli: error: --iters: 0 is below the minimum 1"),
+        (["bench", "step", "--mode", "weird"], "simcli: error: --mode: 'weird' is not one of 'flat', 'ddp', 'both'"),
+        (["explain", "-k", "1..8"], "simcli: error: --devices: '1..8' is not a whole number"),
+        (["speedup", "-f", "yaml"], "simcli: error: --format: 'yaml' is not one of 'table', 'csv', 'json'"),
+        (["speedup", "--mfu", "abc"], "simcli: error: --mfu: 'abc' is not a number"),
+        (["speedup", "--foo"], "simcli: error: --foo: no such option"),
+        (["nosuch"], "simcli: error: nosuch: no such command; see 'simcli -h'"),
+        (["calibrate"], "simcli: error: files: required; see 'simcli calibrate -h'"),
+        (["speedup", "extra"], "simcli: error: extra: unexpected argument"),
+        (["speedup", "-k"], "simcli: error: -k: needs a value"),
+    ],
+)
 def test_usage_errors_are_one_line_exit_2(runner, args, line):
     from simcli.cli import app
 
@@ -494,11 +511,20 @@ def test_closed_stdout_is_one_line_exit_1():
     import subprocess
     import sys
 
-    p = subprocess.run([sys.executable, "-c", "import os, sys; os.close(1); sys.argv=['simcli','speedup','-k','8'];"
-                        "from simcli.cli import main; main()"], capture_output=False, stderr=subprocess.PIPE,
-                       text=True, timeout=120)
-    assert p.returncode == 1 and p.stderr.strip() == ("simcli: error: standard output is closed; nothing can "
-                                                      "be printed (use --output FILE)")
+    p = subprocess.run(
+        [
+            sys.executable,
+            "-c",
+            "import os, sys; os.close(1); sys.argv=['simcli','speedup','-k','8'];from simcli.cli import main; main()",
+        ],
+        capture_output=False,
+        stderr=subprocess.PIPE,
+        text=True,
+        timeout=120,
+    )
+    assert p.returncode == 1 and p.stderr.strip() == (
+        "simcli: error: standard output is closed; nothing can be printed (use --output FILE)"
+    )
 
 
 def test_stdout_on_a_full_device_is_one_line_exit_1():
@@ -508,19 +534,28 @@ def test_stdout_on_a_full_device_is_one_line_exit_1():
     if not os.path.exists("/dev/full"):
         pytest.skip("no /dev/full")
     with open("/dev/full", "w") as full:  # a redirect (> /dev/full): simcli writes into it, never replaces it
-        p = subprocess.run([sys.executable, "-m", "simcli", "speedup", "-k", "1..64", "-f", "csv"], stdout=full,
-                           stderr=subprocess.PIPE, text=True, timeout=120)
+        p = subprocess.run(
+            [sys.executable, "-m", "simcli", "speedup", "-k", "1..64", "-f", "csv"],
+            stdout=full,
+            stderr=subprocess.PIPE,
+            text=True,
+            timeout=120,
+        )
     assert p.returncode == 1
-    assert p.stderr.strip() == ("simcli: error: standard output: cannot write it (No space left on device); "
-                                "free some space or write elsewhere")
+    assert p.stderr.strip() == (
+        "simcli: error: standard output: cannot write it (No space left on device); free some space or write elsewhere"
+    )
 
 
 def test_broken_pipe_is_quiet():
     import subprocess
     import sys
 
-    p = subprocess.Popen([sys.executable, "-m", "simcli", "speedup", "-k", "1..200000", "-f", "csv"],
-                         stdout=subprocess.PIPE, stderr=subprocess.PIPE)
+    p = subprocess.Popen(
+        [sys.executable, "-m", "simcli", "speedup", "-k", "1..200000", "-f", "csv"],
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+    )
     p.stdout.read(100)
     p.stdout.close()
     err = p.stderr.read().decode()
@@ -528,14 +563,19 @@ def test_broken_pipe_is_quiet():
     assert err == ""
 
 
-@pytest.mark.parametrize("env", [{"PYTHONIOENCODING": "ascii"}, {"LC_ALL": "C", "PYTHONUTF8": "0",
-                                                                  "PYTHONIOENCODING": ""}])
+@pytest.mark.parametrize(
+    "env", [{"PYTHONIOENCODING": "ascii"}, {"LC_ALL": "C", "PYTHONUTF8": "0", "PYTHONIOENCODING": ""}]
+)
 def test_stdout_that_is_not_utf8_gets_ascii_spellings(env):
     import subprocess
     import sys
 
-    p = subprocess.run([sys.executable, "-m", "simcli", "explain", "-k", "8"], capture_output=True,
-                       env={**os.environ, **env}, timeout=120)
+    p = subprocess.run(
+        [sys.executable, "-m", "simcli", "explain", "-k", "8"],
+        capture_output=True,
+        env={**os.environ, **env},
+        timeout=120,
+    )
     assert p.returncode == 0, p.stderr
     out = p.stdout.decode("ascii")  # every byte is ASCII
     assert "alpha" in out and "Traceback" not in p.stderr.decode()
@@ -584,21 +624,33 @@ def test_bench_allreduce_refuses_a_closed_stdout_before_measuring():
     import subprocess
     import sys
 
-    p = subprocess.run([sys.executable, "-c", "import os, sys; os.close(1); sys.argv=['simcli','bench','allreduce',"
-                        "'-k','2','-s','1KiB','--iters','1','-f','json']; from simcli.cli import main; main()"],
-                       stderr=subprocess.PIPE, text=True, timeout=120)
+    p = subprocess.run(
+        [
+            sys.executable,
+            "-c",
+            "import os, sys; os.close(1); sys.argv=['simcli','bench','allreduce',"
+            "'-k','2','-s','1KiB','--iters','1','-f','json']; from simcli.cli import main; main()",
+        ],
+        stderr=subprocess.PIPE,
+        text=True,
+        timeout=120,
+    )
     assert p.returncode == 1 and "measurements would be lost; give --output FILE" in p.stderr
     assert "world size" not in p.stderr  # refused before any world was started
 
 
-# --------------------------------------------------------------------------- CLI: whole numbers past 2**53, outputs over inputs
+# ----------------------------------------------------------------- CLI: whole numbers past 2**53, outputs over inputs
 
 
-@pytest.mark.parametrize("args,option", [(["explain", "-k", "100000000000000000000"], "--devices"),
-                                         (["speedup", "--batch-per-device", "99999999999999999999999"],
-                                          "--batch-per-device"),
-                                         (["speedup", "--accum", "99999999999999999999999"], "--accum"),
-                                         (["bench", "allreduce", "--iters", "99999999999999999999999"], "--iters")])
+@pytest.mark.parametrize(
+    "args,option",
+    [
+        (["explain", "-k", "100000000000000000000"], "--devices"),
+        (["speedup", "--batch-per-device", "99999999999999999999999"], "--batch-per-device"),
+        (["speedup", "--accum", "99999999999999999999999"], "--accum"),
+        (["bench", "allreduce", "--iters", "99999999999999999999999"], "--iters"),
+    ],
+)
 def test_whole_number_options_past_2_53_are_one_line(runner, args, option):
     from simcli.cli import app
 
@@ -626,8 +678,9 @@ def test_any_command_refuses_to_write_over_a_file_it_read(runner, prof, tmp_path
     from simcli.cli import app
 
     before = Path(prof).read_text()
-    r = runner.invoke(app, ["speedup", "-k", "8", "--profile", prof, "-o", str(tmp_path / "." / "t2.yaml"),
-                            "--force", "-f", "csv"])
+    r = runner.invoke(
+        app, ["speedup", "-k", "8", "--profile", prof, "-o", str(tmp_path / "." / "t2.yaml"), "--force", "-f", "csv"]
+    )
     assert r.exit_code == 2 and "is also an input" in r.stderr
     assert Path(prof).read_text() == before
 
@@ -668,11 +721,14 @@ def test_streamed_csv_and_json_equal_the_whole(runner, monkeypatch, fmt, extra):
 # --------------------------------------------------------------------------- one name per meaning
 
 
-@pytest.mark.parametrize("args,line", [
-    (["--bucket-mb", "1e-9"], "simcli: error: --bucket-mb: 1e-09 MiB must be at least 1 KiB"),
-    (["--bucket-cap-mb", "0"], "simcli: error: --bucket-mb: 0 MiB must be at least 1 KiB"),  # the old spelling
-    (["--width", "3", "--model-width", "4"], "simcli: error: --width and --model-width are the same option"),
-])
+@pytest.mark.parametrize(
+    "args,line",
+    [
+        (["--bucket-mb", "1e-9"], "simcli: error: --bucket-mb: 1e-09 MiB must be at least 1 KiB"),
+        (["--bucket-cap-mb", "0"], "simcli: error: --bucket-mb: 0 MiB must be at least 1 KiB"),  # the old spelling
+        (["--width", "3", "--model-width", "4"], "simcli: error: --width and --model-width are the same option"),
+    ],
+)
 def test_bench_step_bucket_and_width_names(runner, args, line):
     from simcli.cli import app
 
@@ -698,7 +754,7 @@ def test_speedup_records_name_the_bottleneck_bandwidth(runner):
     assert "bottleneck GB/s" in runner.invoke(app, ["speedup", "-k", "8"]).stdout
 
 
-# --------------------------------------------------------------------------- calibrate and validate: which profile, which file
+# ----------------------------------------------------------------- calibrate and validate: which profile, which file
 
 
 def _fixture_path(ext):
@@ -775,8 +831,13 @@ def test_profiles_validate_reports_every_error(runner, tmp_path):
     r = runner.invoke(app, ["profiles", "validate", str(f)])
     assert r.exit_code == 2
     lines = r.stderr.splitlines()
-    assert [ln.split(": ")[3] for ln in lines] == ["device.colour", "device.mfu", "network[0].bandwidth",
-                                                  "network[1].latency", "calibration"]
+    assert [ln.split(": ")[3] for ln in lines] == [
+        "device.colour",
+        "device.mfu",
+        "network[0].bandwidth",
+        "network[1].latency",
+        "calibration",
+    ]
     assert all(ln.startswith(f"simcli: error: {f}: ") for ln in lines)
     r = runner.invoke(app, ["speedup", "--profile", str(f)])  # other commands: the first error, one line
     assert r.exit_code == 2 and r.stderr.count("\n") == 1 and "device.colour" in r.stderr
@@ -801,8 +862,14 @@ def test_profile_on_the_search_path_by_file_name_or_yaml_name(runner, tmp_path, 
     assert r.exit_code == 2 and "is the name of 2 profiles" in r.stderr
 
 
-@pytest.mark.parametrize("args", [["-k", "2..64:x2", "-s", "1KiB..1GiB:x4"], ["-k", "1..300", "-s", "1MiB,8MiB"],
-                                  ["-k", "8", "-s", "1KiB..1GiB:x2"]])
+@pytest.mark.parametrize(
+    "args",
+    [
+        ["-k", "2..64:x2", "-s", "1KiB..1GiB:x4"],
+        ["-k", "1..300", "-s", "1MiB,8MiB"],
+        ["-k", "8", "-s", "1KiB..1GiB:x2"],
+    ],
+)
 def test_a_huge_comm_table_computes_only_the_rows_shown(runner, args, tmp_path):
     from simcli.cli import app
     from simcli.cli.views import comm_table
@@ -822,9 +889,14 @@ def test_a_huge_comm_table_computes_only_the_rows_shown(runner, args, tmp_path):
     assert out.read_text() == render_text(comm_table(prof, full, alg, 6))  # the same table as computing it all
 
 
-@pytest.mark.parametrize("args,rows", [(["-k", "1..300", "--profile", "dgx-h100,dgx-a100"], 10),
-                                       (["-k", "1..64:x2", "--grad-dtype", "fp32,bf16", "--algorithm", "ring,tree"], 7),
-                                       (["-k", "1..64"], 9)])
+@pytest.mark.parametrize(
+    "args,rows",
+    [
+        (["-k", "1..300", "--profile", "dgx-h100,dgx-a100"], 10),
+        (["-k", "1..64:x2", "--grad-dtype", "fp32,bf16", "--algorithm", "ring,tree"], 7),
+        (["-k", "1..64"], 9),
+    ],
+)
 def test_a_huge_compare_table_computes_only_the_rows_shown(runner, monkeypatch, args, rows, tmp_path):
     import simcli.compare as C
     from simcli.cli import app

@@ -21,11 +21,15 @@ US = 1e-6
 
 def h100_like(**spec):
     """Two tiers as dgx-h100: 8 GPUs on NVLink (369 GB/s effective, 3.4 us), a 46 GB/s NIC per GPU (14 us)."""
-    p = make_profile(Tier("nvlink", 450e9, 3.4e-6, size=8, efficiency=0.82),
-                     Tier("infiniband", 50e9, 14e-6, per="device", efficiency=0.92), name="h")
+    p = make_profile(
+        Tier("nvlink", 450e9, 3.4e-6, size=8, efficiency=0.82),
+        Tier("infiniband", 50e9, 14e-6, per="device", efficiency=0.92),
+        name="h",
+    )
     s = NcclSpec(generation="hopper", channels=24, nvls=True, nvls_channels=16, ll128=True, cpu="intel")
-    return dataclasses.replace(p, library="nccl", nccl=dataclasses.replace(s, **spec),
-                               device=dataclasses.replace(p.device, name="H100"))
+    return dataclasses.replace(
+        p, library="nccl", nccl=dataclasses.replace(s, **spec), device=dataclasses.replace(p.device, name="H100")
+    )
 
 
 def pair(p, k, algorithm, protocol, collective="all_reduce"):
@@ -157,9 +161,15 @@ def test_builtin_profiles_model_nccl_and_cpu_loopback_gloo():
     assert C.default_algorithm(resolve_profile("cpu-loopback")) == "ring"
 
 
-BASE = {"name": "u", "sources": ["me"], "device": {"name": "H100", "peak_flops": {"bf16": "989 TFLOP/s"}, "mfu": 0.4},
-        "network": [{"name": "nvlink", "size": 8, "bandwidth": "450 GB/s", "latency": "3.4 us"},
-                    {"name": "ib", "bandwidth": "400 Gb/s", "latency": "14 us"}]}
+BASE = {
+    "name": "u",
+    "sources": ["me"],
+    "device": {"name": "H100", "peak_flops": {"bf16": "989 TFLOP/s"}, "mfu": 0.4},
+    "network": [
+        {"name": "nvlink", "size": 8, "bandwidth": "450 GB/s", "latency": "3.4 us"},
+        {"name": "ib", "bandwidth": "400 Gb/s", "latency": "14 us"},
+    ],
+}
 
 
 def test_a_datasheet_profile_gets_nccl_defaults_and_says_so():
@@ -167,16 +177,28 @@ def test_a_datasheet_profile_gets_nccl_defaults_and_says_so():
     assert p.library == "nccl" and p.nccl.generation == "hopper" and "channels" in p.nccl.defaulted
     q = profile_from_dict({**BASE, "nccl": {"channels": 32}}, "u.yaml")
     assert q.nccl.channels == 32 and "channels" not in q.nccl.defaulted
-    cpu = profile_from_dict({**BASE, "device": {**BASE["device"], "name": "cpu"},
-                             "network": [{"name": "loopback", "bandwidth": "1 GB/s", "latency": "10 us"}]}, "c.yaml")
+    cpu = profile_from_dict(
+        {
+            **BASE,
+            "device": {**BASE["device"], "name": "cpu"},
+            "network": [{"name": "loopback", "bandwidth": "1 GB/s", "latency": "10 us"}],
+        },
+        "c.yaml",
+    )
     assert cpu.library == "textbook"
 
 
-@pytest.mark.parametrize("patch,fragment", [
-    ({"library": "mpi"}, "library"), ({"nccl": {"generation": "kepler"}}, "nccl.generation"),
-    ({"nccl": {"channels": 0}}, "nccl.channels"), ({"nccl": {"nvls": "yes"}}, "nccl.nvls"),
-    ({"nccl": {"chanels": 8}}, "chanels"), ({"library": "textbook", "nccl": {"channels": 8}}, "nccl"),
-])
+@pytest.mark.parametrize(
+    "patch,fragment",
+    [
+        ({"library": "mpi"}, "library"),
+        ({"nccl": {"generation": "kepler"}}, "nccl.generation"),
+        ({"nccl": {"channels": 0}}, "nccl.channels"),
+        ({"nccl": {"nvls": "yes"}}, "nccl.nvls"),
+        ({"nccl": {"chanels": 8}}, "chanels"),
+        ({"library": "textbook", "nccl": {"channels": 8}}, "nccl"),
+    ],
+)
 def test_bad_nccl_blocks_name_the_field(patch, fragment):
     with pytest.raises(InputError, match=fragment):
         profile_from_dict({**BASE, **patch}, "u.yaml")
@@ -184,8 +206,10 @@ def test_bad_nccl_blocks_name_the_field(patch, fragment):
 
 def test_llama2_7b_buckets_never_cost_more_than_one_allreduce_after_backward(runner):
     def steps(overlap):
-        r = runner.invoke(app, ["speedup", "-m", "llama2-7b", "-p", "dgx-h100", "-k", "1..1024:x2", "--overlap",
-                                overlap, "-f", "json"])
+        r = runner.invoke(
+            app,
+            ["speedup", "-m", "llama2-7b", "-p", "dgx-h100", "-k", "1..1024:x2", "--overlap", overlap, "-f", "json"],
+        )
         assert r.exit_code == 0, r.output
         return np.array([x["t_step_s"] for x in json.loads(r.stdout)]), json.loads(r.stdout)
 
@@ -197,13 +221,15 @@ def test_llama2_7b_buckets_never_cost_more_than_one_allreduce_after_backward(run
 
 
 def test_comm_cli_collective_and_protocol(runner):
-    r = runner.invoke(app, ["comm", "-p", "dgx-h100", "-k", "8", "-s", "1GiB", "--collective", "all_gather", "-f",
-                            "json"])
+    r = runner.invoke(
+        app, ["comm", "-p", "dgx-h100", "-k", "8", "-s", "1GiB", "--collective", "all_gather", "-f", "json"]
+    )
     assert r.exit_code == 0, r.output
     (x,) = json.loads(r.stdout)
     assert x["collective"] == "all_gather" and x["busbw_GBps"] == pytest.approx(x["algbw_GBps"] * 7 / 8)
-    r = runner.invoke(app, ["comm", "-p", "dgx-h100", "-k", "16", "-s", "64KiB", "-a", "ring", "--protocol",
-                            "simple", "-f", "json"])
+    r = runner.invoke(
+        app, ["comm", "-p", "dgx-h100", "-k", "16", "-s", "64KiB", "-a", "ring", "--protocol", "simple", "-f", "json"]
+    )
     assert r.exit_code == 0 and json.loads(r.stdout)[0]["protocol"] == "simple"
     r = runner.invoke(app, ["comm", "-p", "cpu-loopback", "-k", "2", "-s", "64KiB", "--protocol", "ll"])
     assert r.exit_code == 2 and "--protocol" in r.stderr
@@ -221,8 +247,13 @@ def test_calibrate_fits_nccls_constants_from_two_or_more_k(tmp_path, runner):
     from simcli.calibrate import fit_nccl
 
     p = resolve_profile("dgx-h100")
-    truth = dataclasses.replace(p, network=(dataclasses.replace(p.network[0], latency_s=4e-6, efficiency=0.75),
-                                            dataclasses.replace(p.network[1], latency_s=10e-6, efficiency=0.85)))
+    truth = dataclasses.replace(
+        p,
+        network=(
+            dataclasses.replace(p.network[0], latency_s=4e-6, efficiency=0.75),
+            dataclasses.replace(p.network[1], latency_s=10e-6, efficiency=0.85),
+        ),
+    )
     k, n, t = _synthetic(truth, 7)
     f = fit_nccl(p, k, n, t, holdout=0.2, seed=1)
     assert f.latency_identified[0] and f.latency_identified[1] and f.bandwidth_identified[0]
@@ -233,8 +264,9 @@ def test_calibrate_fits_nccls_constants_from_two_or_more_k(tmp_path, runner):
     # through the CLI: calibrate on one run, validate on another; the profile still models NCCL
     for name, seed in (("a", 7), ("b", 8)):
         k, n, t = _synthetic(truth, seed)
-        (tmp_path / f"{name}.csv").write_text("devices,bytes,time_us\n" + "".join(
-            f"{a},{int(b)},{c * 1e6:.4f}\n" for a, b, c in zip(k, n, t)))
+        (tmp_path / f"{name}.csv").write_text(
+            "devices,bytes,time_us\n" + "".join(f"{a},{int(b)},{c * 1e6:.4f}\n" for a, b, c in zip(k, n, t))
+        )
     out = tmp_path / "cal.yaml"
     r = runner.invoke(app, ["calibrate", str(tmp_path / "a.csv"), "-p", "dgx-h100", "-o", str(out), "-f", "json"])
     assert r.exit_code == 0, r.output

@@ -63,8 +63,14 @@ algs = st.sampled_from(["ring", "tree", "hierarchical", "auto"])
 
 
 @settings(max_examples=40, deadline=None)
-@given(st.integers(0, 30), st.floats(1e3, 1e8), st.floats(0, 1e8), st.floats(1e-5, 1.0), st.floats(0, 0.1),
-       st.floats(0, 0.1))
+@given(
+    st.integers(0, 30),
+    st.floats(1e3, 1e8),
+    st.floats(0, 1e8),
+    st.floats(1e-5, 1.0),
+    st.floats(0, 0.1),
+    st.floats(0, 0.1),
+)
 def test_closed_form_equals_the_timeline(full, size, last, t_b, c_full, c_last):
     from simcli.engine import BucketPlan, _exposed
 
@@ -135,10 +141,17 @@ def test_buckets_are_vectorised(two_tier):
     assert r.plan.count == int(np.ceil(7e9 * 4 / (25 * 2**20))) == 1069 and np.all(np.isfinite(r.t_step_s))
 
 
-@pytest.mark.parametrize("kw,fragment", [({"overlap": "always"}, "--overlap"), ({"bucket_mb": 0}, "--bucket-mb"),
-                                         ({"accum": 0}, "--accum"), ({"accum": 1.5}, "--accum"),
-                                         ({"backward_fraction": 1.5}, "backward_fraction"),
-                                         ({"algorithm": "rng"}, "--algorithm")])
+@pytest.mark.parametrize(
+    "kw,fragment",
+    [
+        ({"overlap": "always"}, "--overlap"),
+        ({"bucket_mb": 0}, "--bucket-mb"),
+        ({"accum": 0}, "--accum"),
+        ({"accum": 1.5}, "--accum"),
+        ({"backward_fraction": 1.5}, "backward_fraction"),
+        ({"algorithm": "rng"}, "--algorithm"),
+    ],
+)
 def test_scenario_refuses(one_tier, kw, fragment):
     with pytest.raises(InputError, match=fragment):
         _sc(one_tier, **kw)
@@ -155,7 +168,10 @@ def test_cli_overlap_options(runner, prof):
     for x, y in zip(json.loads(r.stdout), none):
         assert x["t_step_s"] == pytest.approx(x["t_compute_s"] + x["t_comm_exposed_s"])
         assert x["efficiency"] >= y["efficiency"]
-    for bad, fragment in ([("--overlap", "half"), "--overlap"], [("--accum", "0"), "--accum"],
-                          [("--bucket-mb", "-1"), "--bucket-mb"]):
+    for bad, fragment in (
+        [("--overlap", "half"), "--overlap"],
+        [("--accum", "0"), "--accum"],
+        [("--bucket-mb", "-1"), "--bucket-mb"],
+    ):
         r = runner.invoke(app, ["speedup", "-p", prof, *bad])
         assert r.exit_code == 2 and fragment in r.stderr and "Traceback" not in r.output

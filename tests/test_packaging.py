@@ -21,8 +21,12 @@ ROOT = Path(__file__).resolve().parents[1]
 @pytest.mark.slow
 def test_wheel_installs_and_runs(tmp_path):
     wheels = tmp_path / "wheels"
-    r = subprocess.run([sys.executable, "-m", "pip", "wheel", "--no-deps", "--no-build-isolation", "-q",
-                        "-w", str(wheels), str(ROOT)], capture_output=True, text=True, timeout=300)
+    r = subprocess.run(
+        [sys.executable, "-m", "pip", "wheel", "--no-deps", "--no-build-isolation", "-q", "-w", str(wheels), str(ROOT)],
+        capture_output=True,
+        text=True,
+        timeout=300,
+    )
     assert r.returncode == 0, r.stderr
     (wheel,) = wheels.glob("simcli-*.whl")
     import zipfile
@@ -34,23 +38,43 @@ def test_wheel_installs_and_runs(tmp_path):
     env_dir = tmp_path / "venv"
     venv.EnvBuilder(with_pip=False).create(env_dir)
     py = env_dir / "bin" / "python"
-    purelib = subprocess.run([str(py), "-c", "import sysconfig; print(sysconfig.get_paths()['purelib'])"],
-                             capture_output=True, text=True, check=True).stdout.strip()
+    purelib = subprocess.run(
+        [str(py), "-c", "import sysconfig; print(sysconfig.get_paths()['purelib'])"],
+        capture_output=True,
+        text=True,
+        check=True,
+    ).stdout.strip()
     (Path(purelib) / "_system_site.pth").write_text("\n".join(site.getsitepackages()) + "\n")
-    r = subprocess.run([sys.executable, "-m", "pip", "--python", str(py), "install", "--no-deps", "-q", str(wheel)],
-                       capture_output=True, text=True, timeout=300)
+    r = subprocess.run(
+        [sys.executable, "-m", "pip", "--python", str(py), "install", "--no-deps", "-q", str(wheel)],
+        capture_output=True,
+        text=True,
+        timeout=300,
+    )
     assert r.returncode == 0, r.stderr
 
     work = tmp_path / "elsewhere"
     work.mkdir()
     env = {k: v for k, v in os.environ.items() if k not in ("PYTHONPATH", "SIMCLI_PROFILE_PATH")}
     env["XDG_CONFIG_HOME"] = str(tmp_path / "config")  # no user profiles
-    where = subprocess.run([str(py), "-c", "import simcli; print(simcli.__file__)"], cwd=work, env=env,
-                           capture_output=True, text=True, check=True).stdout.strip()
+    where = subprocess.run(
+        [str(py), "-c", "import simcli; print(simcli.__file__)"],
+        cwd=work,
+        env=env,
+        capture_output=True,
+        text=True,
+        check=True,
+    ).stdout.strip()
     assert where.startswith(str(env_dir)), f"simcli imported from {where}, not from the venv"
     exe = env_dir / "bin" / "simcli"
-    r = subprocess.run([str(exe), "speedup", "--devices", "1..64", "--format", "json"], cwd=work, env=env,
-                       capture_output=True, text=True, timeout=120)
+    r = subprocess.run(
+        [str(exe), "speedup", "--devices", "1..64", "--format", "json"],
+        cwd=work,
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=120,
+    )
     assert r.returncode == 0, r.stderr
     recs = json.loads(r.stdout)
     assert len(recs) == 64 and recs[0]["speedup"] == 1.0

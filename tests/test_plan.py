@@ -55,10 +55,16 @@ def run(runner, *args):
 
 
 profiles = st.builds(
-    lambda node, bw0, bw1, lat0, lat1, per: make_profile(Tier("nvlink", bw0, lat0, size=node),
-                                                         Tier("net", bw1, lat1, per=per)),
-    st.sampled_from([2, 4, 8]), st.floats(50e9, 900e9), st.floats(1e9, 100e9), st.floats(1e-6, 1e-5),
-    st.floats(2e-6, 1e-4), st.sampled_from(["device", "node"]))
+    lambda node, bw0, bw1, lat0, lat1, per: make_profile(
+        Tier("nvlink", bw0, lat0, size=node), Tier("net", bw1, lat1, per=per)
+    ),
+    st.sampled_from([2, 4, 8]),
+    st.floats(50e9, 900e9),
+    st.floats(1e9, 100e9),
+    st.floats(1e-6, 1e-5),
+    st.floats(2e-6, 1e-4),
+    st.sampled_from(["device", "node"]),
+)
 
 
 # --------------------------------------------------------------------------- --max-devices
@@ -76,7 +82,7 @@ def test_max_devices_agrees_with_brute_force_scan(p, target, batch, strong):
     # the largest k before E first falls below the target (issue 12), not the last k that meets it
     last = first + (int(np.flatnonzero(~meets[first:])[0]) - 1 if (~meets[first:]).any() else len(k) - 1 - first)
     assert ans.answer == int(k[last])
-    later = [int(x) for x in k[last + 1:][meets[last + 1:]]]
+    later = [int(x) for x in k[last + 1 :][meets[last + 1 :]]]
     assert sorted({x for a, z in ans.recoveries for x in range(a, z + 1)}) == later
     # every crossing is a change of side in the brute-force scan, and every change is reported
     changes = [int(k[i]) for i in range(1, len(k)) if (eff[i] >= target) != (eff[i - 1] >= target)]
@@ -116,9 +122,14 @@ def eff_at(sc: Scenario, ref: P.FieldRef, value: float, k: int) -> float:
 
 
 @FAST
-@given(p=profiles, target=st.floats(0.5, 0.97), k=st.sampled_from([16, 24, 64, 256]),
-       path=st.sampled_from(["network[1].bandwidth", "inter_node.bandwidth", "net.bandwidth",
-                             "network[1].efficiency", "inter_node.latency"]))
+@given(
+    p=profiles,
+    target=st.floats(0.5, 0.97),
+    k=st.sampled_from([16, 24, 64, 256]),
+    path=st.sampled_from(
+        ["network[1].bandwidth", "inter_node.bandwidth", "net.bandwidth", "network[1].efficiency", "inter_node.latency"]
+    ),
+)
 def test_solved_value_put_back_gives_the_target(p, target, k, path):
     sc = scenario(p, batch_per_device=4)
     try:
@@ -159,15 +170,18 @@ def test_solve_infeasible_questions_say_why(two_tier):
     assert s.bound == "any" and s.answer is None
 
 
-@pytest.mark.parametrize("path, fragment", [
-    ("network[5].bandwidth", "has 2 tier(s)"),
-    ("network[0].size", "not a quantity to solve for"),
-    ("network[1].speed", "numeric fields are bandwidth, latency, efficiency"),
-    ("device.reduce_bandwidth", "gives no device.reduce_bandwidth"),
-    ("device.peak_flops.fp8", "gives no peak for 'fp8'"),
-    ("warp.bandwidth", "no such tier or field"),
-    ("", "not a numeric profile field"),
-])
+@pytest.mark.parametrize(
+    "path, fragment",
+    [
+        ("network[5].bandwidth", "has 2 tier(s)"),
+        ("network[0].size", "not a quantity to solve for"),
+        ("network[1].speed", "numeric fields are bandwidth, latency, efficiency"),
+        ("device.reduce_bandwidth", "gives no device.reduce_bandwidth"),
+        ("device.peak_flops.fp8", "gives no peak for 'fp8'"),
+        ("warp.bandwidth", "no such tier or field"),
+        ("", "not a numeric profile field"),
+    ],
+)
 def test_field_paths_refused(two_tier, path, fragment):
     with pytest.raises(InputError, match=None) as e:
         P.field_ref(scenario(two_tier), path)
@@ -257,8 +271,21 @@ def test_cli_max_devices_json_matches_speedup_scan(runner, prof, extra):
 
 
 def test_cli_solve_json_and_table(runner, prof):
-    args = ["plan", "--solve", "inter_node.bandwidth", "--devices", "16", "-e", "0.9", "--profile", prof,
-            "--model", "bert-large", "--grad-dtype", "bf16"]
+    args = [
+        "plan",
+        "--solve",
+        "inter_node.bandwidth",
+        "--devices",
+        "16",
+        "-e",
+        "0.9",
+        "--profile",
+        prof,
+        "--model",
+        "bert-large",
+        "--grad-dtype",
+        "bf16",
+    ]
     r = run(runner, *args, "-f", "json")
     assert r.exit_code == 0, r.output
     out = json.loads(r.stdout)
@@ -269,32 +296,51 @@ def test_cli_solve_json_and_table(runner, prof):
 
 
 def test_cli_time_to_train_tokens_and_memory_flag(runner, prof):
-    r = run(runner, "plan", "--time-to-train", "--tokens", "2e12", "--devices", "256,1024", "--profile", prof,
-            "--model", "llama2-70b", "--price-per-device-hour", "2.5", "-f", "json")
+    r = run(
+        runner,
+        "plan",
+        "--time-to-train",
+        "--tokens",
+        "2e12",
+        "--devices",
+        "256,1024",
+        "--profile",
+        prof,
+        "--model",
+        "llama2-70b",
+        "--price-per-device-hour",
+        "2.5",
+        "-f",
+        "json",
+    )
     assert r.exit_code == 0, r.output
     out = json.loads(r.stdout)
     assert set(out["answer"]) == {"cheapest", "fastest"} and len(out["rows"]) == 2
     assert out["samples"] == pytest.approx(2e12 / 4096)
     assert out["memory"]["fits"] is False and out["warnings"]  # flagged, not silently returned
     assert "DOES NOT FIT" in r.stderr
-    r = run(runner, "plan", "--time-to-train", "--samples", "1e6", "--devices", "8..64:x2", "--profile", prof,
-            "-f", "csv")
+    r = run(
+        runner, "plan", "--time-to-train", "--samples", "1e6", "--devices", "8..64:x2", "--profile", prof, "-f", "csv"
+    )
     assert r.exit_code == 0 and r.stdout.splitlines()[0].startswith("devices,")
 
 
-@pytest.mark.parametrize("args, code, fragment", [
-    ([], 2, "give one question"),
-    (["--max-devices", "--time-to-train"], 2, "exclude each other"),
-    (["--max-devices"], 2, "--min-efficiency: required"),
-    (["--solve", "device.mfu", "-e", "0.9"], 2, "--solve needs the device count"),
-    (["--solve", "device.mfu", "-e", "0.9", "-k", "8,16"], 2, "answers for one"),
-    (["--time-to-train", "--devices", "8"], 2, "--samples N or --tokens N"),
-    (["--time-to-train", "--devices", "8", "--tokens", "1e9", "--model", "resnet50"], 2, "no sequence length"),
-    (["--max-devices", "-e", "0.9", "--samples", "5"], 2, "--samples goes with --time-to-train"),
-    (["--max-devices", "-e", "0.999", "-k", "2..64"], 1, "no k from 2 to 64 reaches"),
-    (["--solve", "inter_node.bandwidth", "-k", "8", "-e", "0.999", "--model", "gpt2"], 1, "does not depend on it"),
-    (["--time-to-train", "-k", "8", "--samples", "1e12", "--max-hours", "1"], 1, "within budget"),
-])
+@pytest.mark.parametrize(
+    "args, code, fragment",
+    [
+        ([], 2, "give one question"),
+        (["--max-devices", "--time-to-train"], 2, "exclude each other"),
+        (["--max-devices"], 2, "--min-efficiency: required"),
+        (["--solve", "device.mfu", "-e", "0.9"], 2, "--solve needs the device count"),
+        (["--solve", "device.mfu", "-e", "0.9", "-k", "8,16"], 2, "answers for one"),
+        (["--time-to-train", "--devices", "8"], 2, "--samples N or --tokens N"),
+        (["--time-to-train", "--devices", "8", "--tokens", "1e9", "--model", "resnet50"], 2, "no sequence length"),
+        (["--max-devices", "-e", "0.9", "--samples", "5"], 2, "--samples goes with --time-to-train"),
+        (["--max-devices", "-e", "0.999", "-k", "2..64"], 1, "no k from 2 to 64 reaches"),
+        (["--solve", "inter_node.bandwidth", "-k", "8", "-e", "0.999", "--model", "gpt2"], 1, "does not depend on it"),
+        (["--time-to-train", "-k", "8", "--samples", "1e12", "--max-hours", "1"], 1, "within budget"),
+    ],
+)
 def test_cli_errors_are_one_line(runner, prof, args, code, fragment):
     r = run(runner, "plan", "--profile", prof, *args)
     assert r.exit_code == code, r.output
@@ -302,12 +348,15 @@ def test_cli_errors_are_one_line(runner, prof, args, code, fragment):
     assert len(r.stderr.strip().splitlines()) == 1
 
 
-@pytest.mark.parametrize("new, old", [
-    (["max-devices", "-e", "0.9"], ["--max-devices", "-e", "0.9"]),
-    (["solve", "device.mfu", "-k", "64", "-e", "0.8"], ["-k", "64", "--solve", "device.mfu", "-e", "0.8"]),
-    (["solve", "device.mfu", "-k", "64", "-e", "0.8"], ["--solve=device.mfu", "-k", "64", "-e", "0.8"]),
-    (["time-to-train", "--samples", "1e6", "-k", "8,16"], ["-k", "8,16", "--time-to-train", "--samples", "1e6"]),
-])
+@pytest.mark.parametrize(
+    "new, old",
+    [
+        (["max-devices", "-e", "0.9"], ["--max-devices", "-e", "0.9"]),
+        (["solve", "device.mfu", "-k", "64", "-e", "0.8"], ["-k", "64", "--solve", "device.mfu", "-e", "0.8"]),
+        (["solve", "device.mfu", "-k", "64", "-e", "0.8"], ["--solve=device.mfu", "-k", "64", "-e", "0.8"]),
+        (["time-to-train", "--samples", "1e6", "-k", "8,16"], ["-k", "8,16", "--time-to-train", "--samples", "1e6"]),
+    ],
+)
 def test_subcommands_and_older_spellings_agree(runner, prof, new, old):
     a = run(runner, "plan", *new, "--profile", prof, "-f", "json")
     b = run(runner, "plan", "--profile", prof, *old, "-f", "json")

@@ -36,8 +36,12 @@ network:
   - {name: nvlink, size: 8, bandwidth: 300 GB/s, latency: 3 us, efficiency: 0.8}
   - {name: ib, bandwidth: 200 Gb/s, latency: 8 us, efficiency: 0.8}
 """
-B = A.replace("t-a", "t-b").replace("devA", "devB").replace("312 TFLOP/s", "989 TFLOP/s").replace(
-    "200 Gb/s", "400 Gb/s")
+B = (
+    A.replace("t-a", "t-b")
+    .replace("devA", "devB")
+    .replace("312 TFLOP/s", "989 TFLOP/s")
+    .replace("200 Gb/s", "400 Gb/s")
+)
 
 
 @pytest.fixture
@@ -104,8 +108,26 @@ def test_speedup_lines_equal_json_for_two_profiles(runner, figs, profs, tmp_path
 
 
 def test_threshold_crossing_is_marked_where_json_says(runner, figs, profs, tmp_path):
-    recs = json.loads(ok(run(runner, "speedup", "-k", "1..64", "-p", profs[0], "-m", "gpt2", "-f", "json",
-                             "--plot", tmp_path / "s.svg", "--threshold", "0.9")).stdout)
+    recs = json.loads(
+        ok(
+            run(
+                runner,
+                "speedup",
+                "-k",
+                "1..64",
+                "-p",
+                profs[0],
+                "-m",
+                "gpt2",
+                "-f",
+                "json",
+                "--plot",
+                tmp_path / "s.svg",
+                "--threshold",
+                "0.9",
+            )
+        ).stdout
+    )
     first = next(r["devices"] for r in recs if r["efficiency"] < 0.9)
     (fig,) = figs
     ax_s, ax_e = fig.axes
@@ -113,14 +135,31 @@ def test_threshold_crossing_is_marked_where_json_says(runner, figs, profs, tmp_p
     assert label.endswith(f"E < 0.9 from k = {first})")
     marks = [ln for ln in ax_e.get_lines() if ln.get_label() == "_crossing" and ln.get_marker() == "o"]
     assert [(m.get_xdata()[0], m.get_ydata()[0]) for m in marks] == [
-        (first, next(r["efficiency"] for r in recs if r["devices"] == first))]
+        (first, next(r["efficiency"] for r in recs if r["devices"] == first))
+    ]
     assert ax_s.get_xscale() == "linear"  # 1..64 is evenly spaced
     assert lines_by_label(ax_e)["threshold E = 0.9"].get_ydata()[0] == 0.9
 
 
 def test_comm_lines_equal_json(runner, figs, profs, tmp_path):
-    recs = json.loads(ok(run(runner, "comm", "-p", profs[0], "-k", "2..16:x2", "-s", "1KiB..1GiB:x4", "-f", "json",
-                             "--plot", tmp_path / "c.pdf")).stdout)
+    recs = json.loads(
+        ok(
+            run(
+                runner,
+                "comm",
+                "-p",
+                profs[0],
+                "-k",
+                "2..16:x2",
+                "-s",
+                "1KiB..1GiB:x4",
+                "-f",
+                "json",
+                "--plot",
+                tmp_path / "c.pdf",
+            )
+        ).stdout
+    )
     (fig,) = figs
     ax_t, ax_b = fig.axes
     for k in (2, 4, 8, 16):
@@ -147,15 +186,19 @@ def test_breakdown_bars_add_up_to_the_step_time(runner, figs, profs, tmp_path):
         np.testing.assert_allclose(bars["communication"], [r["t_comm_s"] for r in recs], rtol=1e-12)
     else:
         assert list(bars) == ["compute", "compute ‖ hidden communication", "exposed communication"]
-        np.testing.assert_allclose(bars["exposed communication"], [r["t_comm_exposed_s"] for r in recs],
-                                   rtol=1e-12, atol=1e-15)
-        np.testing.assert_allclose(bars["compute"] + bars["compute ‖ hidden communication"],
-                                   [r["t_compute_s"] for r in recs], rtol=1e-12)
+        np.testing.assert_allclose(
+            bars["exposed communication"], [r["t_comm_exposed_s"] for r in recs], rtol=1e-12, atol=1e-15
+        )
+        np.testing.assert_allclose(
+            bars["compute"] + bars["compute ‖ hidden communication"], [r["t_compute_s"] for r in recs], rtol=1e-12
+        )
 
 
 def test_breakdown_with_overlap_splits_hidden_and_exposed():
-    recs = [{"devices": k, "t_compute_s": 0.1, "t_comm_s": c, "t_comm_exposed_s": e, "t_step_s": 0.1 + e}
-            for k, c, e in ((1, 0.0, 0.0), (8, 0.05, 0.01), (64, 0.2, 0.12))]
+    recs = [
+        {"devices": k, "t_compute_s": 0.1, "t_comm_s": c, "t_comm_exposed_s": e, "t_step_s": 0.1 + e}
+        for k, c, e in ((1, 0.0, 0.0), (8, 0.05, 0.01), (64, 0.2, 0.12))
+    ]
     parts = P.breakdown_parts(recs)
     assert list(parts) == ["compute", "compute ‖ hidden communication", "exposed communication"]
     np.testing.assert_allclose(sum(parts.values()), [r["t_step_s"] for r in recs])
@@ -165,8 +208,21 @@ def test_breakdown_with_overlap_splits_hidden_and_exposed():
 
 
 def test_algorithm_map_is_the_argmin(runner, figs, profs, tmp_path):
-    ok(run(runner, "plot", "algorithms", "-p", profs[0], "-k", "2..64:x2", "-s", "1KiB..1GiB:x8",
-           "-o", tmp_path / "a.png"))
+    ok(
+        run(
+            runner,
+            "plot",
+            "algorithms",
+            "-p",
+            profs[0],
+            "-k",
+            "2..64:x2",
+            "-s",
+            "1KiB..1GiB:x8",
+            "-o",
+            tmp_path / "a.png",
+        )
+    )
     (fig,) = figs
     from simcli import collectives
 
@@ -179,8 +235,24 @@ def test_algorithm_map_is_the_argmin(runner, figs, profs, tmp_path):
 
 def test_algorithms_plot_matches_its_json_and_redraws(runner, figs, profs, tmp_path):
     table = tmp_path / "a.json"
-    ok(run(runner, "algorithms", "-p", profs[1], "-k", "2..256:x2", "-s", "1KiB..1GiB:x4", "-f", "json",
-           "-o", table, "--plot", tmp_path / "a.png"))
+    ok(
+        run(
+            runner,
+            "algorithms",
+            "-p",
+            profs[1],
+            "-k",
+            "2..256:x2",
+            "-s",
+            "1KiB..1GiB:x4",
+            "-f",
+            "json",
+            "-o",
+            table,
+            "--plot",
+            tmp_path / "a.png",
+        )
+    )
     ok(run(runner, "plot", table, "-o", tmp_path / "again.png"))
     grid = json.loads(table.read_text())["grid"]
     ks, ns = sorted({r["devices"] for r in grid}), sorted({r["bytes"] for r in grid})
@@ -198,8 +270,8 @@ def test_algorithms_plot_matches_its_json_and_redraws(runner, figs, profs, tmp_p
 def test_redraw_speedup_table(runner, figs, profs, tmp_path, fmt):
     table = tmp_path / f"s.{fmt}"
     ok(run(runner, "speedup", "-k", "1..16", "-p", ",".join(profs), "-f", fmt, "-o", table))
-    ok(run(runner, "plot", table, "-o", tmp_path / "r.svg"))          # the shorthand
-    ok(run(runner, "plot", "file", table, "--kind", "breakdown"))      # default name: s.png next to it
+    ok(run(runner, "plot", table, "-o", tmp_path / "r.svg"))  # the shorthand
+    ok(run(runner, "plot", "file", table, "--kind", "breakdown"))  # default name: s.png next to it
     assert (tmp_path / "s.png").exists()
     recs = json.loads(ok(run(runner, "speedup", "-k", "1..16", "-p", ",".join(profs), "-f", "json")).stdout)
     speed, breakdown = figs
@@ -218,8 +290,9 @@ def test_redraw_bench_allreduce_with_model_overlay(runner, figs, profs, tmp_path
         for n in (1024, 1 << 20):
             t = 1e-5 * k + n / 5e9
             measured[(k, n)] = t
-            rows.append(f"all_reduce,gloo,{k},{n},fp32,20,{t!r},{t!r},{t!r},{n / t / 1e9!r},"
-                        f"{n / t / 1e9 * 2 * (k - 1) / k!r}")
+            rows.append(
+                f"all_reduce,gloo,{k},{n},fp32,20,{t!r},{t!r},{t!r},{n / t / 1e9!r},{n / t / 1e9 * 2 * (k - 1) / k!r}"
+            )
     f = tmp_path / "bench.csv"
     f.write_text("# simcli bench allreduce\n# backend: gloo\n" + "\n".join(rows) + "\n")
     ok(run(runner, "plot", f, "-p", profs[0], "-o", tmp_path / "b.svg"))
@@ -235,13 +308,15 @@ def test_redraw_bench_allreduce_with_model_overlay(runner, figs, profs, tmp_path
 
 def test_redraw_bench_step_draws_measured_over_predicted(runner, figs, tmp_path):
     f = tmp_path / "step.csv"
-    f.write_text(textwrap.dedent("""\
+    f.write_text(
+        textwrap.dedent("""\
         # simcli bench step
         world_size,backend,mode,t_step_s,speedup,efficiency,predicted_speedup,predicted_efficiency
         1,gloo,ddp,0.10,1.0,1.0,1.0,1.0
         2,gloo,ddp,0.11,1.8,0.9,1.9,0.95
         4,gloo,ddp,0.14,2.9,0.725,3.2,0.8
-        """))
+        """)
+    )
     ok(run(runner, "plot", f, "-o", tmp_path / "step.png"))
     (fig,) = figs
     lines = lines_by_label(fig.axes[0])
@@ -294,8 +369,13 @@ def test_no_clobber_missing_directory_and_bad_values_exit_2(runner, profs, tmp_p
 
 
 def test_unreadable_tables_exit_2(runner, tmp_path):
-    cases = {"bad.json": "{not json", "obj.json": '{"a": 1}', "cols.csv": "a,b\n1,2\n", "x.txt": "devices\n1\n",
-             "empty.json": "[]"}
+    cases = {
+        "bad.json": "{not json",
+        "obj.json": '{"a": 1}',
+        "cols.csv": "a,b\n1,2\n",
+        "x.txt": "devices\n1\n",
+        "empty.json": "[]",
+    }
     for name, text in cases.items():
         (tmp_path / name).write_text(text)
         r = run(runner, "plot", tmp_path / name, "-o", tmp_path / "o.png")
@@ -307,7 +387,7 @@ def test_unreadable_tables_exit_2(runner, tmp_path):
 
 def _overlaps(labels) -> bool:
     boxes = [lab.get_window_extent() for lab in labels if lab.get_visible() and lab.get_text()]
-    return any(a.overlaps(b) for i, a in enumerate(boxes) for b in boxes[i + 1:])
+    return any(a.overlaps(b) for i, a in enumerate(boxes) for b in boxes[i + 1 :])
 
 
 @pytest.mark.parametrize("devices", ["1..64", "1..1024", "1..1024:x2"])
@@ -339,10 +419,12 @@ def test_geometric_ranges_get_a_log_axis():
 
 
 def test_help_and_speedup_do_not_import_matplotlib():
-    code = ("import sys\nfrom typer.testing import CliRunner\nfrom simcli.cli import app\n"
-            "r = CliRunner()\nassert r.invoke(app, ['--help']).exit_code == 0\n"
-            "assert r.invoke(app, ['plot', '--help']).exit_code == 0\n"
-            "assert r.invoke(app, ['speedup', '-k', '1..8', '-f', 'json']).exit_code == 0\n"
-            "print(sorted(m for m in sys.modules if m.split('.')[0] in ('matplotlib', 'pandas')))\n")
+    code = (
+        "import sys\nfrom typer.testing import CliRunner\nfrom simcli.cli import app\n"
+        "r = CliRunner()\nassert r.invoke(app, ['--help']).exit_code == 0\n"
+        "assert r.invoke(app, ['plot', '--help']).exit_code == 0\n"
+        "assert r.invoke(app, ['speedup', '-k', '1..8', '-f', 'json']).exit_code == 0\n"
+        "print(sorted(m for m in sys.modules if m.split('.')[0] in ('matplotlib', 'pandas')))\n"
+    )
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
     assert out.stdout.strip() == "[]"

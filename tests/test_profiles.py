@@ -28,8 +28,17 @@ GOOD = textwrap.dedent("""\
         latency: 6 us
     """)
 
-BUILTINS = {"dgx-v100", "dgx-a100", "dgx-h100", "hgx-h200", "dgx-b200", "gb200-nvl72", "mi300x", "l40s-pcie",
-            "cpu-loopback"}
+BUILTINS = {
+    "dgx-v100",
+    "dgx-a100",
+    "dgx-h100",
+    "hgx-h200",
+    "dgx-b200",
+    "gb200-nvl72",
+    "mi300x",
+    "l40s-pcie",
+    "cpu-loopback",
+}
 
 
 def test_good_profile_in_si(tmp_path):
@@ -95,13 +104,20 @@ CORPUS = {
     "malformed": ("name: [unclosed\n", "not valid YAML"),
     "empty": ("", "the file is empty"),
     "not-a-mapping": ("- just\n- a list\n", "expected a mapping"),
-    "unknown-key": (GOOD.replace("bandwidth: 100 GB/s", "bandwith: 100 GB/s"),
-                    "network[0].bandwith: unknown key (did you mean 'bandwidth'?)"),
+    "unknown-key": (
+        GOOD.replace("bandwidth: 100 GB/s", "bandwith: 100 GB/s"),
+        "network[0].bandwith: unknown key (did you mean 'bandwidth'?)",
+    ),
     "unknown-top": (GOOD + "colour: red\n", "colour: unknown key"),
-    "wrong-unit": (GOOD.replace("200 Gb/s", "400 Gbps/s"),
-                   "network[1].bandwidth: '400 Gbps/s' is not a bandwidth (try '400 Gb/s' or '50 GB/s')"),
+    "wrong-unit": (
+        GOOD.replace("200 Gb/s", "400 Gbps/s"),
+        "network[1].bandwidth: '400 Gbps/s' is not a bandwidth (try '400 Gb/s' or '50 GB/s')",
+    ),
     "bits-for-bytes": (GOOD.replace("memory: 16 GB", "memory: 16 Gb/s"), "device.memory: '16 Gb/s' is not a size"),
-    "negative": (GOOD.replace("latency: 2 us", "latency: -2 us"), "network[0].latency: '-2 us' must be greater than zero"),
+    "negative": (
+        GOOD.replace("latency: 2 us", "latency: -2 us"),
+        "network[0].latency: '-2 us' must be greater than zero",
+    ),
     "zero-bw": (GOOD.replace("bandwidth: 100 GB/s", "bandwidth: 0 GB/s"), "must be greater than zero"),
     "nan": (GOOD.replace("mfu: 0.5", "mfu: .nan"), "device.mfu: nan is not a number"),
     "mfu-above-1": (GOOD.replace("mfu: 0.5", "mfu: 40"), "device.mfu: 40 is not in (0, 1]"),
@@ -110,8 +126,11 @@ CORPUS = {
     "bad-per": (GOOD.replace("per: node", "per: rack"), "network[1].per: 'rack' is neither"),
     "size-missing": (GOOD.replace("    size: 4\n", ""), "network[0].size: required"),
     "bad-dtype": (GOOD.replace("fp32: 10 TFLOP/s", "fp23: 10 TFLOP/s"), "device.peak_flops.fp23: unknown dtype"),
-    "alias-bomb": ("a: &a [x, x, x, x, x, x, x, x, x]\nb: &b [*a, *a, *a, *a, *a, *a, *a, *a, *a]\n"
-                   "c: &c [*b, *b, *b, *b, *b, *b, *b, *b, *b]\n", "aliases"),
+    "alias-bomb": (
+        "a: &a [x, x, x, x, x, x, x, x, x]\nb: &b [*a, *a, *a, *a, *a, *a, *a, *a, *a]\n"
+        "c: &c [*b, *b, *b, *b, *b, *b, *b, *b, *b]\n",
+        "aliases",
+    ),
     "python-tag": ("name: !!python/object/apply:os.system ['echo pwned']\n", "not valid YAML"),
     "string-size": (GOOD.replace("size: 4", "size: four"), "network[0].size: 'four' is not a whole number"),
 }

@@ -5,32 +5,38 @@ from simcli.model import InputError
 from simcli.ranges import parse_devices, parse_sizes
 
 
-@pytest.mark.parametrize("text,expected", [
-    ("1..8", list(range(1, 9))),
-    ("1..64:x2", [1, 2, 4, 8, 16, 32, 64]),
-    ("1,2,8,32", [1, 2, 8, 32]),
-    ("1..8,16..64:x2", [1, 2, 3, 4, 5, 6, 7, 8, 16, 32, 64]),
-    ("8,1,8,2", [1, 2, 8]),  # sorted and de-duplicated
-    ("8..64:+8", [8, 16, 24, 32, 40, 48, 56, 64]),
-    ("3..100:x3", [3, 9, 27, 81]),
-    ("5", [5]),
-])
+@pytest.mark.parametrize(
+    "text,expected",
+    [
+        ("1..8", list(range(1, 9))),
+        ("1..64:x2", [1, 2, 4, 8, 16, 32, 64]),
+        ("1,2,8,32", [1, 2, 8, 32]),
+        ("1..8,16..64:x2", [1, 2, 3, 4, 5, 6, 7, 8, 16, 32, 64]),
+        ("8,1,8,2", [1, 2, 8]),  # sorted and de-duplicated
+        ("8..64:+8", [8, 16, 24, 32, 40, 48, 56, 64]),
+        ("3..100:x3", [3, 9, 27, 81]),
+        ("5", [5]),
+    ],
+)
 def test_devices(text, expected):
     assert parse_devices(text).tolist() == expected
 
 
-@pytest.mark.parametrize("text,fragment", [
-    ("0", "at least 1"),
-    ("-4", "at least 1"),
-    ("64..1", "runs backwards; write it as 1..64"),
-    ("1..", "no upper end"),
-    ("abc", "not a whole number"),
-    ("1..64:x1", "greater than 1"),
-    ("", "empty"),
-    ("1,,2", "empty item"),
-    ("1..100000000000", "add a step"),
-    ("2.5", "not a whole number"),
-])
+@pytest.mark.parametrize(
+    "text,fragment",
+    [
+        ("0", "at least 1"),
+        ("-4", "at least 1"),
+        ("64..1", "runs backwards; write it as 1..64"),
+        ("1..", "no upper end"),
+        ("abc", "not a whole number"),
+        ("1..64:x1", "greater than 1"),
+        ("", "empty"),
+        ("1,,2", "empty item"),
+        ("1..100000000000", "add a step"),
+        ("2.5", "not a whole number"),
+    ],
+)
 def test_devices_refused(text, fragment):
     with pytest.raises(InputError, match="--devices") as e:
         parse_devices(text)

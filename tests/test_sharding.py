@@ -24,8 +24,15 @@ K8 = np.array([8])
 
 
 def small(layers: int | None = 12, params: float = P, hidden: int | None = 768) -> Workload:
-    return Workload(name="small", params=params, flops_per_sample=6.0 * params * 1024, batch_per_device=8,
-                    seq_len=1024, layers=layers, hidden=hidden)
+    return Workload(
+        name="small",
+        params=params,
+        flops_per_sample=6.0 * params * 1024,
+        batch_per_device=8,
+        seq_len=1024,
+        layers=layers,
+        hidden=hidden,
+    )
 
 
 def run(strategy: str, k, profile="dgx-h100", **kw):
@@ -73,8 +80,9 @@ def test_each_collective_priced_in_its_dtype():
     assert full == 2
     ag = c(1.3e9 * 2.0, "all_gather")
     r = run("zero2", K8, workload=w)
-    assert r.t_comm_s[0] == pytest.approx(full * c(bucket, "reduce_scatter") + c(n - full * bucket, "reduce_scatter")
-                                          + ag)
+    assert r.t_comm_s[0] == pytest.approx(
+        full * c(bucket, "reduce_scatter") + c(n - full * bucket, "reduce_scatter") + ag
+    )
     assert r.t_comm_exposed_s[0] >= ag
     r = run("zero2", K8, overlap="none", workload=w)
     assert r.t_comm_s[0] == pytest.approx(c(n, "reduce_scatter") + ag)
@@ -107,8 +115,14 @@ def test_activations_by_hand():
 
 
 @settings(max_examples=60, deadline=None)
-@given(k=st.integers(2, 4096), params=st.floats(1e6, 1e12), units=st.integers(5, 200),
-       pdt=st.sampled_from([1, 2, 4]), gdt=st.sampled_from([1, 2, 4]), act=st.floats(0, 1e11))
+@given(
+    k=st.integers(2, 4096),
+    params=st.floats(1e6, 1e12),
+    units=st.integers(5, 200),
+    pdt=st.sampled_from([1, 2, 4]),
+    gdt=st.sampled_from([1, 2, 4]),
+    act=st.floats(0, 1e11),
+)
 def test_memory_ordered_ddp_zero1_zero2_fsdp(k, params, units, pdt, gdt, act):
     """k >= 2 and at least 5 units (fewer: two gathered units can outweigh zero2's unsharded parameters)."""
     kw = dict(params=params, units=units, param_bytes=pdt, grad_bytes=gdt, activations=act)
@@ -122,7 +136,8 @@ def test_hsdp_shards_within_its_group():
     f8 = sharding.memory("fsdp", np.array([8]), **kw).total[0]
     assert np.allclose(h, f8)
     assert sharding.memory("hsdp", np.array([64]), **{**kw, "group": 16}).total[0] == pytest.approx(
-        sharding.memory("fsdp", np.array([16]), **kw).total[0])
+        sharding.memory("fsdp", np.array([16]), **kw).total[0]
+    )
 
 
 # --------------------------------------------------------------------------- the FSDP timeline
@@ -188,11 +203,23 @@ def event_loop(f: float, b: float, A: float, Ab: float | None, R: float, L: int)
 
 
 @settings(max_examples=200, deadline=None)
-@given(f=st.floats(0, 1), b=st.floats(0, 2), A=st.floats(0, 1), R=st.floats(0, 1), L=st.integers(1, 40),
-       reshard=st.booleans())
+@given(
+    f=st.floats(0, 1),
+    b=st.floats(0, 2),
+    A=st.floats(0, 1),
+    R=st.floats(0, 1),
+    L=st.integers(1, 40),
+    reshard=st.booleans(),
+)
 def test_fsdp_recursion_equals_event_loop(f, b, A, R, L, reshard):
-    F, B = sharding.fsdp_times(f=np.array([f]), b=np.array([b]), ag_fwd=np.array([A]),
-                               ag_bwd=np.array([A]) if reshard else None, rs=np.array([R]), units=L)
+    F, B = sharding.fsdp_times(
+        f=np.array([f]),
+        b=np.array([b]),
+        ag_fwd=np.array([A]),
+        ag_bwd=np.array([A]) if reshard else None,
+        rs=np.array([R]),
+        units=L,
+    )
     F0, B0 = event_loop(f, b, A, A if reshard else None, R, L)
     assert F[0] == pytest.approx(F0, rel=1e-9, abs=1e-12)
     assert B[0] == pytest.approx(B0, rel=1e-9, abs=1e-12)
@@ -210,9 +237,16 @@ PROFILES = ["dgx-h100", "dgx-a100", "l40s-pcie", "dgx-v100"]
 
 
 @settings(max_examples=40, deadline=None)
-@given(prof=st.sampled_from(PROFILES), strategy=st.sampled_from(sharding.STRATEGIES),
-       params=st.floats(1e7, 2e10), layers=st.integers(1, 96), batch=st.integers(1, 64),
-       accum=st.integers(1, 4), pdt=st.sampled_from(["bf16", "fp32"]), overlap=st.sampled_from(["buckets", "none"]))
+@given(
+    prof=st.sampled_from(PROFILES),
+    strategy=st.sampled_from(sharding.STRATEGIES),
+    params=st.floats(1e7, 2e10),
+    layers=st.integers(1, 96),
+    batch=st.integers(1, 64),
+    accum=st.integers(1, 4),
+    pdt=st.sampled_from(["bf16", "fp32"]),
+    overlap=st.sampled_from(["buckets", "none"]),
+)
 def test_every_strategy_equals_ddp_at_one_device(prof, strategy, params, layers, batch, accum, pdt, overlap):
     w = small(layers=layers, params=params)
     kw = dict(batch_per_device=batch, accum=accum, param_dtype=pdt, overlap=overlap)
@@ -223,9 +257,15 @@ def test_every_strategy_equals_ddp_at_one_device(prof, strategy, params, layers,
 
 
 @settings(max_examples=40, deadline=None)
-@given(prof=st.sampled_from(PROFILES), strategy=st.sampled_from(sharding.SHARDED), params=st.floats(1e7, 2e10),
-       layers=st.integers(1, 96), batch=st.integers(1, 64), k=st.sampled_from([2, 4, 8, 16, 64, 256]),
-       reshard=st.booleans())
+@given(
+    prof=st.sampled_from(PROFILES),
+    strategy=st.sampled_from(sharding.SHARDED),
+    params=st.floats(1e7, 2e10),
+    layers=st.integers(1, 96),
+    batch=st.integers(1, 64),
+    k=st.sampled_from([2, 4, 8, 16, 64, 256]),
+    reshard=st.booleans(),
+)
 def test_step_at_least_compute_and_first_all_gather(prof, strategy, params, layers, batch, k, reshard):
     w = small(layers=layers, params=params)
     r = run(strategy, [k], prof, workload=w, batch_per_device=batch, reshard_after_forward=reshard)
@@ -255,8 +295,13 @@ def test_replica_profile_counts_domains_in_groups():
     sub = sharding.replica_profile(prof, 8)
     assert [t.size for t in sub.network] == [1, None]
     assert [t.kind for t in sub.network] == ["nvlink", "net"]
-    three = prof.replace(network=(prof.network[0], dataclasses.replace(prof.network[1], size=64),
-                                  dataclasses.replace(prof.network[1], name="spine")))
+    three = prof.replace(
+        network=(
+            prof.network[0],
+            dataclasses.replace(prof.network[1], size=64),
+            dataclasses.replace(prof.network[1], name="spine"),
+        )
+    )
     assert [t.size for t in sharding.replica_profile(three, 16).network] == [1, 4, None]
     with pytest.raises(InputError, match="--shard-group"):
         sharding.replica_profile(three, 24)
@@ -289,8 +334,9 @@ def test_speedup_says_ddp_does_not_fit_and_fsdp_does(runner):
     assert len(lines) == 1 and "ddp" in lines[0] and "does not fit" in lines[0] and "--strategy fsdp fits" in lines[0]
     rec = json.loads(r.stdout)[0]
     assert rec["strategy"] == "ddp" and rec["memory_bytes"] > 80e9
-    r = runner.invoke(app, ["speedup", "-m", "llama2-70b", "-p", "dgx-h100", "-k", "64", "--strategy", "fsdp",
-                            "-f", "json"])
+    r = runner.invoke(
+        app, ["speedup", "-m", "llama2-70b", "-p", "dgx-h100", "-k", "64", "--strategy", "fsdp", "-f", "json"]
+    )
     assert r.exit_code == 0 and r.stderr == ""
     rec = json.loads(r.stdout)[0]
     assert rec["strategy"] == "fsdp" and rec["memory_bytes"] <= 80e9
@@ -299,8 +345,9 @@ def test_speedup_says_ddp_does_not_fit_and_fsdp_does(runner):
 
 
 def test_speedup_one_result_per_strategy(runner):
-    r = runner.invoke(app, ["speedup", "-m", "gpt2", "-p", "dgx-h100", "-k", "8,16", "--strategy", "ddp,fsdp,hsdp",
-                            "-f", "json"])
+    r = runner.invoke(
+        app, ["speedup", "-m", "gpt2", "-p", "dgx-h100", "-k", "8,16", "--strategy", "ddp,fsdp,hsdp", "-f", "json"]
+    )
     assert r.exit_code == 0, r.output
     recs = json.loads(r.stdout)
     assert [x["strategy"] for x in recs] == ["ddp", "ddp", "fsdp", "fsdp", "hsdp", "hsdp"]
@@ -308,9 +355,27 @@ def test_speedup_one_result_per_strategy(runner):
 
 
 def test_speedup_strategy_options(runner):
-    r = runner.invoke(app, ["speedup", "-m", "gpt2", "-p", "dgx-h100", "-k", "16", "--strategy", "hsdp",
-                            "--shard-group", "4", "--units", "6", "--param-dtype", "fp32",
-                            "--no-reshard-after-forward"])
+    r = runner.invoke(
+        app,
+        [
+            "speedup",
+            "-m",
+            "gpt2",
+            "-p",
+            "dgx-h100",
+            "-k",
+            "16",
+            "--strategy",
+            "hsdp",
+            "--shard-group",
+            "4",
+            "--units",
+            "6",
+            "--param-dtype",
+            "fp32",
+            "--no-reshard-after-forward",
+        ],
+    )
     assert r.exit_code == 0, r.output
     assert "hsdp" in r.stdout and "mem GB" in r.stdout
     r = runner.invoke(app, ["speedup", "--strategy", "zero3"])
@@ -335,9 +400,9 @@ def test_explain_sharded_terms_add_up():
         assert d["t_step_s"] == pytest.approx(d["t_compute_s"] + d["t_comm_exposed_s"])
         per_collective = sum(m["count"] * m["time_s"] for m in d["messages"])
         assert per_collective == pytest.approx(d["t_comm_s"])
-        assert d["memory"]["total_bytes"] == pytest.approx(sum(d["memory"][p] for p in
-                                                               ("params_bytes", "grads_bytes", "optimizer_bytes",
-                                                                "activations_bytes")))
+        assert d["memory"]["total_bytes"] == pytest.approx(
+            sum(d["memory"][p] for p in ("params_bytes", "grads_bytes", "optimizer_bytes", "activations_bytes"))
+        )
     d = explain(Scenario(profile=prof, workload=small(), strategy="fsdp"), 16)
     assert len(d["units_timeline"]) == 8  # 12 units: the first and last two of each phase
 
@@ -345,8 +410,14 @@ def test_explain_sharded_terms_add_up():
 def test_unit_timeline_ends_where_fsdp_times_ends():
     for reshard in (True, False):
         tl = sharding.unit_timeline(f=0.3, b=0.5, ag_fwd=0.4, ag_bwd=0.4 if reshard else None, rs=0.7, units=6)
-        F, B = sharding.fsdp_times(f=np.array([0.3]), b=np.array([0.5]), ag_fwd=np.array([0.4]),
-                                   ag_bwd=np.array([0.4]) if reshard else None, rs=np.array([0.7]), units=6)
+        F, B = sharding.fsdp_times(
+            f=np.array([0.3]),
+            b=np.array([0.5]),
+            ag_fwd=np.array([0.4]),
+            ag_bwd=np.array([0.4]) if reshard else None,
+            rs=np.array([0.7]),
+            units=6,
+        )
         fwd = [r for r in tl if r["phase"] == "forward"]
         bwd = [r for r in tl if r["phase"] == "backward"]
         assert fwd[-1]["end_s"] == pytest.approx(F[0]) and bwd[-1]["reduce_end_s"] == pytest.approx(B[0])
@@ -356,25 +427,59 @@ def test_explain_and_plan_take_a_strategy(runner):
     r = runner.invoke(app, ["explain", "-m", "gpt2", "-p", "dgx-h100", "-k", "16", "--strategy", "fsdp"])
     assert r.exit_code == 0, r.output
     assert "all-gather" in r.stdout and "reduce-scatter" in r.stdout and "stall" in r.stdout
-    r = runner.invoke(app, ["speedup", "-m", "gpt2", "-p", "dgx-h100", "-k", "8,16", "--strategy", "zero2",
-                            "--explain", "-f", "json"])
+    r = runner.invoke(
+        app, ["speedup", "-m", "gpt2", "-p", "dgx-h100", "-k", "8,16", "--strategy", "zero2", "--explain", "-f", "json"]
+    )
     assert r.exit_code == 0, r.output
     assert json.loads(r.stdout)["explain"][0]["memory"]["fits"] is True
-    r = runner.invoke(app, ["plan", "max-devices", "-m", "gpt2", "-p", "dgx-h100", "-k", "8..256:x2",
-                            "--min-efficiency", "0.9", "--strategy", "fsdp"])
+    r = runner.invoke(
+        app,
+        [
+            "plan",
+            "max-devices",
+            "-m",
+            "gpt2",
+            "-p",
+            "dgx-h100",
+            "-k",
+            "8..256:x2",
+            "--min-efficiency",
+            "0.9",
+            "--strategy",
+            "fsdp",
+        ],
+    )
     assert r.exit_code == 0, r.output
 
 
 def test_compare_and_plan_check_a_sharded_strategy_s_memory(runner):
-    r = runner.invoke(app, ["compare", "-m", "llama2-7b", "-p", "dgx-h100", "-k", "8,64", "--strategy",
-                            "ddp,fsdp", "-f", "json"])
+    r = runner.invoke(
+        app, ["compare", "-m", "llama2-7b", "-p", "dgx-h100", "-k", "8,64", "--strategy", "ddp,fsdp", "-f", "json"]
+    )
     assert r.exit_code == 0, r.output
     recs = json.loads(r.stdout)
     fits = {(x["strategy"], x["devices"]): x["fits_memory"] for x in recs}
     assert fits == {("ddp", 8): False, ("ddp", 64): False, ("fsdp", 8): True, ("fsdp", 64): True}
     assert "ddp" in r.stderr and "fsdp" not in r.stderr
-    r = runner.invoke(app, ["plan", "max-devices", "-m", "llama2-7b", "-p", "dgx-h100", "-k", "8..64:x2",
-                            "--min-efficiency", "0.9", "--strategy", "fsdp", "-f", "json"])
+    r = runner.invoke(
+        app,
+        [
+            "plan",
+            "max-devices",
+            "-m",
+            "llama2-7b",
+            "-p",
+            "dgx-h100",
+            "-k",
+            "8..64:x2",
+            "--min-efficiency",
+            "0.9",
+            "--strategy",
+            "fsdp",
+            "-f",
+            "json",
+        ],
+    )
     assert r.exit_code == 0, r.output
     out = json.loads(r.stdout)
     assert out["memory"]["strategy"] == "fsdp" and out["memory"]["fits"] is True and r.stderr == ""

@@ -15,14 +15,17 @@ from simcli.profiles import load_profile
 from simcli.validate import read_measurements
 
 
-@pytest.mark.parametrize("cols, kind", [
-    ({"devices", "speedup"}, "speedup"),
-    ({"devices", "bytes", "fastest"}, "algorithms"),
-    ({"devices", "bytes", "time_s"}, "comm"),
-    ({"world_size", "bytes", "time_s"}, "bench"),
-    ({"world_size", "t_step_s"}, "step"),
-    ({"metric", "measured", "predicted", "devices"}, "validation"),
-])
+@pytest.mark.parametrize(
+    "cols, kind",
+    [
+        ({"devices", "speedup"}, "speedup"),
+        ({"devices", "bytes", "fastest"}, "algorithms"),
+        ({"devices", "bytes", "time_s"}, "comm"),
+        ({"world_size", "bytes", "time_s"}, "bench"),
+        ({"world_size", "t_step_s"}, "step"),
+        ({"metric", "measured", "predicted", "devices"}, "validation"),
+    ],
+)
 def test_detect_kind_by_columns(cols, kind):
     assert tables.detect_kind([dict.fromkeys(cols, 1)], "t.csv") == kind
 
@@ -55,21 +58,40 @@ def test_calibration_is_a_pure_function_of_its_inputs(tmp_path):
     k = np.repeat([2, 4], 6)
     n = np.tile(np.geomspace(1e3, 1e8, 6), 2)
     t = collectives.allreduce("ring", net, k, n).time
-    lines = ["# synthetic", "collective,backend,world_size,bytes,dtype,iters,time_s,time_p10_s,time_p90_s,"
-             "algbw_GBps,busbw_GBps"]
-    lines += [f"allreduce,gloo,{kk},{int(nn)},fp32,10,{tt!r},{tt!r},{tt!r},1,1"
-              for kk, nn, tt in zip(k.tolist(), n.tolist(), t.tolist())]
+    lines = [
+        "# synthetic",
+        "collective,backend,world_size,bytes,dtype,iters,time_s,time_p10_s,time_p90_s,algbw_GBps,busbw_GBps",
+    ]
+    lines += [
+        f"allreduce,gloo,{kk},{int(nn)},fp32,10,{tt!r},{tt!r},{tt!r},1,1"
+        for kk, nn, tt in zip(k.tolist(), n.tolist(), t.tolist())
+    ]
     csv = tmp_path / "run.csv"
     csv.write_text("\n".join(lines) + "\n")
     base = tmp_path / "base.yaml"
-    base.write_text("name: base\nsources: [test]\ndevice: {name: cpu, peak_flops: {fp32: 50 GFLOP/s}, mfu: 0.5}\n"
-                    "network:\n  - {name: loopback, bandwidth: 1 GB/s, per: node, latency: 10 us}\n")
+    base.write_text(
+        "name: base\nsources: [test]\ndevice: {name: cpu, peak_flops: {fp32: 50 GFLOP/s}, mfu: 0.5}\n"
+        "network:\n  - {name: loopback, bandwidth: 1 GB/s, per: node, latency: 10 us}\n"
+    )
     now = datetime.datetime(2026, 1, 2, 3, 4, 5, tzinfo=datetime.timezone.utc)
 
     def run():
-        return calibrate_profile(load_profile(base), read_measurements(csv), None, tier=None, holdout=0.0, seed=0,
-                                 min_size=0.0, max_size=None, where=[], algorithm="ring", loss="linear",
-                                 name="cal", now=now, host="testhost")
+        return calibrate_profile(
+            load_profile(base),
+            read_measurements(csv),
+            None,
+            tier=None,
+            holdout=0.0,
+            seed=0,
+            min_size=0.0,
+            max_size=None,
+            where=[],
+            algorithm="ring",
+            loss="linear",
+            name="cal",
+            now=now,
+            host="testhost",
+        )
 
     a, b = run(), run()
     assert a["yaml"] == b["yaml"]

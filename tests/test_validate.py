@@ -70,15 +70,18 @@ def test_errors_are_relative_to_the_measurement_and_summaries_group_them():
     assert summarise(v.records) == v.summary
 
 
-@pytest.mark.parametrize("content,match", [
-    ("", "no header"),
-    ("# only a comment\n", "no header"),
-    ("a,b,c\n1,2,3\n", "not a measurement file"),
-    ("world_size,bytes,time_s\n", "no measurement rows"),
-    ("world_size,bytes,time_s\n2,1024\n", "2 values for 3 columns"),
-    ("world_size,bytes,time_s\n2,1024,-1\n", "must be a positive number"),
-    ("collective,world_size,bytes,time_s\nbroadcast,2,1024,1\n", "no all-reduce rows"),
-])
+@pytest.mark.parametrize(
+    "content,match",
+    [
+        ("", "no header"),
+        ("# only a comment\n", "no header"),
+        ("a,b,c\n1,2,3\n", "not a measurement file"),
+        ("world_size,bytes,time_s\n", "no measurement rows"),
+        ("world_size,bytes,time_s\n2,1024\n", "2 values for 3 columns"),
+        ("world_size,bytes,time_s\n2,1024,-1\n", "must be a positive number"),
+        ("collective,world_size,bytes,time_s\nbroadcast,2,1024,1\n", "no all-reduce rows"),
+    ],
+)
 def test_bad_measurement_files_are_refused(tmp_path, content, match):
     p = tmp_path / "bad.csv"
     p.write_text(content)
@@ -138,8 +141,21 @@ def test_validate_max_error_gates_the_exit_code(runner):
 def test_validate_scaling_table_needs_a_model_and_skips_k1(runner):
     r = runner.invoke(app, ["validate", str(DLPERF), "--profile", "dgx-v100"])
     assert r.exit_code == 2 and "--model" in r.stderr
-    r = runner.invoke(app, ["validate", str(DLPERF), "--profile", "dgx-v100", "--model", "resnet50", "--dtype",
-                            "fp32", "--format", "json"])
+    r = runner.invoke(
+        app,
+        [
+            "validate",
+            str(DLPERF),
+            "--profile",
+            "dgx-v100",
+            "--model",
+            "resnet50",
+            "--dtype",
+            "fp32",
+            "--format",
+            "json",
+        ],
+    )
     assert r.exit_code == 0, r.output
     out = json.loads(r.stdout)
     sp = [x for x in out["rows"] if x["metric"] == "speedup"]
@@ -149,8 +165,9 @@ def test_validate_scaling_table_needs_a_model_and_skips_k1(runner):
 
 def test_validate_table_output_and_plot(runner, tmp_path):
     png = tmp_path / "v.png"
-    r = runner.invoke(app, ["validate", str(AZURE), "--profile", "dgx-h100", "--where", "system=nd-h100-v5",
-                            "--plot", str(png)])
+    r = runner.invoke(
+        app, ["validate", str(AZURE), "--profile", "dgx-h100", "--where", "system=nd-h100-v5", "--plot", str(png)]
+    )
     assert r.exit_code == 0, r.output
     assert "median |err|" in r.stdout and "1e9..1e10 B" in r.stdout
     assert png.read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
@@ -160,8 +177,10 @@ def test_validate_table_output_and_plot(runner, tmp_path):
 
 def test_validate_step_file(runner, tmp_path):
     steps = tmp_path / "steps.csv"
-    rows = ["# bench step", "world_size,backend,mode,params,batch_per_device,steps,t_compute_s,t_comm_s,t_step_s,"
-            "speedup,efficiency"]
+    rows = [
+        "# bench step",
+        "world_size,backend,mode,params,batch_per_device,steps,t_compute_s,t_comm_s,t_step_s,speedup,efficiency",
+    ]
     for k, ts in ((1, 0.10), (2, 0.12), (4, 0.13)):
         rows.append(f"{k},gloo,allreduce,1000000,32,10,0.1,{ts - 0.1},{ts},{k * 0.1 / ts},{0.1 / ts}")
     steps.write_text("\n".join(rows) + "\n")

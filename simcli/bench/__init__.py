@@ -21,8 +21,10 @@ from ..model import InputError
 
 __all__ = ["require_torch", "INSTALL_HINT"]
 
-INSTALL_HINT = ("simcli bench needs torch: pip install 'simcli[bench]' (on a CPU-only machine first "
-                "`pip install torch==2.13.0` for the CPU build)")
+INSTALL_HINT = (
+    "simcli bench needs torch: pip install 'simcli[bench]' (on a CPU-only machine first "
+    "`pip install torch==2.13.0` for the CPU build)"
+)
 
 
 def require_torch() -> str:

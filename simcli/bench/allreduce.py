@@ -38,8 +38,17 @@ from .stats import DEFAULT_STAT, STATS, algbw_GBps, allreduce_busbw_factor, summ
 __all__ = ["TORCH_DTYPES", "measure_allreduce", "auto_rounds", "round_plan"]
 
 #: simcli dtype name -> (torch dtype attribute, bytes per element)
-TORCH_DTYPES = {"fp32": ("float32", 4), "fp64": ("float64", 8), "fp16": ("float16", 2), "bf16": ("bfloat16", 2),
-                "int32": ("int32", 4), "int64": ("int64", 8), "int8": ("int8", 1), "uint8": ("uint8", 1)}
+TORCH_DTYPES = {
+    "fp32": ("float32", 4),
+    "fp64": ("float64", 8),
+    "fp16": ("float16", 2),
+    "bf16": ("bfloat16", 2),
+    "int32": ("int32", 4),
+    "int64": ("int64", 8),
+    "int8": ("int8", 1),
+    "uint8": ("uint8", 1),
+}
+
 
 def auto_rounds(iters: int) -> int:
     """The default number of rounds: ``iters``, one timed iteration of every size per round.
@@ -69,8 +78,16 @@ def round_plan(n_sizes: int, iters: int, rounds: int, seed: int = 0) -> list[lis
     return plan
 
 
-def measure_allreduce(d, sizes: Sequence[int], dtype: str = "fp32", warmup: int = 5, iters: int = 20,
-                      rounds: int | None = None, stat: str = DEFAULT_STAT, seed: int = 0) -> None:
+def measure_allreduce(
+    d,
+    sizes: Sequence[int],
+    dtype: str = "fp32",
+    warmup: int = 5,
+    iters: int = 20,
+    rounds: int | None = None,
+    stat: str = DEFAULT_STAT,
+    seed: int = 0,
+) -> None:
     import torch
     import torch.distributed as dist
 
@@ -96,12 +113,33 @@ def measure_allreduce(d, sizes: Sequence[int], dtype: str = "fp32", warmup: int 
             nbytes = counts[i] * esize
             t = s.stat(stat)
             alg = algbw_GBps(nbytes, t)
-            d.emit({"collective": "all_reduce", "backend": d.backend, "world_size": k, "bytes": nbytes,
-                    "count": counts[i], "dtype": dtype, "iters": iters, "warmup": warmup, "time_s": t,
-                    "time_p10_s": s.p10, "time_p90_s": s.p90, "time_min_s": s.min, "time_max_s": s.max,
-                    "algbw_GBps": alg, "busbw_GBps": alg * allreduce_busbw_factor(k), "spread": s.spread,
-                    "source": "simcli bench allreduce", "stat": stat, "rounds": len(plan),
-                    "time_median_s": s.median, "time_mean_s": s.mean, "noise": s.noise, "times_s": per_iter})
+            d.emit(
+                {
+                    "collective": "all_reduce",
+                    "backend": d.backend,
+                    "world_size": k,
+                    "bytes": nbytes,
+                    "count": counts[i],
+                    "dtype": dtype,
+                    "iters": iters,
+                    "warmup": warmup,
+                    "time_s": t,
+                    "time_p10_s": s.p10,
+                    "time_p90_s": s.p90,
+                    "time_min_s": s.min,
+                    "time_max_s": s.max,
+                    "algbw_GBps": alg,
+                    "busbw_GBps": alg * allreduce_busbw_factor(k),
+                    "spread": s.spread,
+                    "source": "simcli bench allreduce",
+                    "stat": stat,
+                    "rounds": len(plan),
+                    "time_median_s": s.median,
+                    "time_mean_s": s.mean,
+                    "noise": s.noise,
+                    "times_s": per_iter,
+                }
+            )
 
     for r, visits in enumerate(plan):
         for i, n_iter in visits:
@@ -109,7 +147,7 @@ def measure_allreduce(d, sizes: Sequence[int], dtype: str = "fp32", warmup: int 
                 continue
             if not visited[i]:
                 d.checkpoint(i)
-            t = buf[:counts[i]]
+            t = buf[: counts[i]]
             if not visited[i]:  # warm up per size, at its first visit
                 for _ in range(warmup):
                     dist.all_reduce(t)

@@ -39,8 +39,16 @@ from typing import Any, Callable, Mapping
 
 from ..model import InputError, SimcliError
 
-__all__ = ["BenchError", "torchrun_env", "free_port", "check_port", "check_world_size", "run_world",
-           "FAULT_ENV", "GRACE_S"]
+__all__ = [
+    "BenchError",
+    "torchrun_env",
+    "free_port",
+    "check_port",
+    "check_world_size",
+    "run_world",
+    "FAULT_ENV",
+    "GRACE_S",
+]
 
 #: test hook: "RANK:INDEX:MODE[:WORLD]" makes rank RANK exit (MODE=exit) or hang (MODE=hang) when it
 #: reaches fault point INDEX (the INDEX-th message size, or timed step) in a world of WORLD ranks;
@@ -77,12 +85,20 @@ def torchrun_env(env: Mapping[str, str] | None = None) -> dict[str, int | str] |
         local_rank = int(env.get("LOCAL_RANK", rank))
         local_world = int(env.get("LOCAL_WORLD_SIZE", world))
     except ValueError:
-        raise InputError(f"RANK={env['RANK']!r} / WORLD_SIZE={env['WORLD_SIZE']!r} in the environment are not "
-                         "whole numbers; unset them or launch with torchrun") from None
+        raise InputError(
+            f"RANK={env['RANK']!r} / WORLD_SIZE={env['WORLD_SIZE']!r} in the environment are not "
+            "whole numbers; unset them or launch with torchrun"
+        ) from None
     if not (0 <= rank < world):
         raise InputError(f"RANK={rank} is not in 0..WORLD_SIZE-1={world - 1}; check the launcher's environment")
-    return {"rank": rank, "world_size": world, "local_rank": local_rank, "local_world_size": local_world,
-            "master_addr": env["MASTER_ADDR"], "master_port": env.get("MASTER_PORT", "29500")}
+    return {
+        "rank": rank,
+        "world_size": world,
+        "local_rank": local_rank,
+        "local_world_size": local_world,
+        "master_addr": env["MASTER_ADDR"],
+        "master_port": env.get("MASTER_PORT", "29500"),
+    }
 
 
 def free_port(host: str = "127.0.0.1") -> int:
@@ -100,22 +116,28 @@ def check_port(port: int, host: str = "127.0.0.1") -> None:
         try:
             s.bind((host, port))
         except OSError as e:
-            raise InputError(f"--port: {host}:{port} is busy ({e.strerror}); choose another port or leave "
-                             "--port out to pick a free one") from None
+            raise InputError(
+                f"--port: {host}:{port} is busy ({e.strerror}); choose another port or leave "
+                "--port out to pick a free one"
+            ) from None
 
 
 def check_world_size(k: int, backend: str, oversubscribe: bool, devices: int | None) -> None:
     """Refuse a world this host cannot sensibly run: more ranks than GPUs, or far more than CPU cores."""
     if backend == "nccl":
         if devices is not None and k > devices:
-            raise InputError(f"--world-sizes: {k} ranks need {k} GPUs for nccl but this host has {devices}; "
-                             "ask for at most that many, or use --backend gloo")
+            raise InputError(
+                f"--world-sizes: {k} ranks need {k} GPUs for nccl but this host has {devices}; "
+                "ask for at most that many, or use --backend gloo"
+            )
         return
     cores = os.cpu_count() or 1
     cap = max(4, 2 * cores)
     if k > cap and not oversubscribe:
-        raise InputError(f"--world-sizes: {k} ranks on {cores} CPU core(s) would measure the scheduler, not "
-                         f"the network (at most {cap} here); ask for fewer, or pass --oversubscribe")
+        raise InputError(
+            f"--world-sizes: {k} ranks on {cores} CPU core(s) would measure the scheduler, not "
+            f"the network (at most {cap} here); ask for fewer, or pass --oversubscribe"
+        )
 
 
 @dataclass
@@ -169,9 +191,17 @@ def _stop(ranks: list[_Rank], grace: float = GRACE_S) -> None:
         r.proc.wait()
 
 
-def run_world(k: int, task: str, config: Mapping[str, Any], *, timeout_s: float,
-              on_record: Callable[[dict[str, Any]], None], port: int = 0, threads: int | None = None,
-              extra_env: Mapping[str, str] | None = None) -> WorldResult:
+def run_world(
+    k: int,
+    task: str,
+    config: Mapping[str, Any],
+    *,
+    timeout_s: float,
+    on_record: Callable[[dict[str, Any]], None],
+    port: int = 0,
+    threads: int | None = None,
+    extra_env: Mapping[str, str] | None = None,
+) -> WorldResult:
     """Spawn k ranks running ``task`` with ``config``; stream rank 0's records to ``on_record``.
 
     Raises :class:`BenchError` naming the rank and the world size when a rank
@@ -182,12 +212,15 @@ def run_world(k: int, task: str, config: Mapping[str, Any], *, timeout_s: float,
     for attempt in range(attempts):
         p = port or free_port()
         try:
-            return _run_world_once(k, task, config, timeout_s=timeout_s, on_record=on_record, port=p,
-                                   threads=threads, extra_env=extra_env)
+            return _run_world_once(
+                k, task, config, timeout_s=timeout_s, on_record=on_record, port=p, threads=threads, extra_env=extra_env
+            )
         except _PortTaken:
             if attempt == attempts - 1:
-                raise BenchError(f"world size {k}: port {p} on 127.0.0.1 was taken by another process "
-                                 f"{attempts} times; free some ports or pass --port") from None
+                raise BenchError(
+                    f"world size {k}: port {p} on 127.0.0.1 was taken by another process "
+                    f"{attempts} times; free some ports or pass --port"
+                ) from None
     raise AssertionError("unreachable")  # pragma: no cover
 
 
@@ -195,9 +228,17 @@ class _PortTaken(Exception):
     pass
 
 
-def _run_world_once(k: int, task: str, config: Mapping[str, Any], *, timeout_s: float,
-                    on_record: Callable[[dict[str, Any]], None], port: int, threads: int | None,
-                    extra_env: Mapping[str, str] | None) -> WorldResult:
+def _run_world_once(
+    k: int,
+    task: str,
+    config: Mapping[str, Any],
+    *,
+    timeout_s: float,
+    on_record: Callable[[dict[str, Any]], None],
+    port: int,
+    threads: int | None,
+    extra_env: Mapping[str, str] | None,
+) -> WorldResult:
     result = WorldResult()
     tmp = tempfile.TemporaryDirectory(prefix=f"simcli-bench-k{k}-")
     tmpdir = Path(tmp.name)
@@ -206,15 +247,32 @@ def _run_world_once(k: int, task: str, config: Mapping[str, Any], *, timeout_s: 
     rfd, wfd = os.pipe()
     ranks: list[_Rank] = []
     base_env = dict(os.environ)
-    for key in ("RANK", "WORLD_SIZE", "LOCAL_RANK", "LOCAL_WORLD_SIZE", "MASTER_ADDR", "MASTER_PORT",
-                "GROUP_RANK", "ROLE_RANK", "TORCHELASTIC_RUN_ID"):
+    for key in (
+        "RANK",
+        "WORLD_SIZE",
+        "LOCAL_RANK",
+        "LOCAL_WORLD_SIZE",
+        "MASTER_ADDR",
+        "MASTER_PORT",
+        "GROUP_RANK",
+        "ROLE_RANK",
+        "TORCHELASTIC_RUN_ID",
+    ):
         base_env.pop(key, None)
-    base_env.update({
-        "WORLD_SIZE": str(k), "LOCAL_WORLD_SIZE": str(k), "MASTER_ADDR": "127.0.0.1", "MASTER_PORT": str(port),
-        "SIMCLI_BENCH_TASK": task, "SIMCLI_BENCH_CONFIG": json.dumps(dict(config)),
-        "SIMCLI_BENCH_PROGRESS": str(progress_path), "SIMCLI_BENCH_PARENT": str(os.getpid()),
-        "SIMCLI_BENCH_TIMEOUT": str(timeout_s), "PYTHONUNBUFFERED": "1",
-    })
+    base_env.update(
+        {
+            "WORLD_SIZE": str(k),
+            "LOCAL_WORLD_SIZE": str(k),
+            "MASTER_ADDR": "127.0.0.1",
+            "MASTER_PORT": str(port),
+            "SIMCLI_BENCH_TASK": task,
+            "SIMCLI_BENCH_CONFIG": json.dumps(dict(config)),
+            "SIMCLI_BENCH_PROGRESS": str(progress_path),
+            "SIMCLI_BENCH_PARENT": str(os.getpid()),
+            "SIMCLI_BENCH_TIMEOUT": str(timeout_s),
+            "PYTHONUNBUFFERED": "1",
+        }
+    )
     if sys.platform.startswith("linux"):  # every rank is on this host: keep gloo on the loopback interface
         base_env.setdefault("GLOO_SOCKET_IFNAME", "lo")
     if threads:
@@ -229,10 +287,15 @@ def _run_world_once(k: int, task: str, config: Mapping[str, Any], *, timeout_s: 
                 env["SIMCLI_BENCH_RESULT_FD"] = str(wfd)
             log = tmpdir / f"rank{r}.log"
             with open(log, "wb") as lf:
-                proc = subprocess.Popen([sys.executable, "-m", "simcli.bench.worker"], env=env,
-                                        stdin=subprocess.DEVNULL, stdout=lf, stderr=subprocess.STDOUT,
-                                        start_new_session=True,
-                                        pass_fds=(wfd,) if r == 0 else ())
+                proc = subprocess.Popen(
+                    [sys.executable, "-m", "simcli.bench.worker"],
+                    env=env,
+                    stdin=subprocess.DEVNULL,
+                    stdout=lf,
+                    stderr=subprocess.STDOUT,
+                    start_new_session=True,
+                    pass_fds=(wfd,) if r == 0 else (),
+                )
             ranks.append(_Rank(r, proc, log))
         os.close(wfd)
         wfd = -1
@@ -292,8 +355,9 @@ def _run_world_once(k: int, task: str, config: Mapping[str, Any], *, timeout_s: 
         logs = {r.rank: _last_line(r.log) for r in ranks}
         tmp.cleanup()
     if failure is not None:
-        if not result.records and any("address already in use" in v.lower() or "eaddrinuse" in v.lower()
-                                      for v in logs.values()):
+        if not result.records and any(
+            "address already in use" in v.lower() or "eaddrinuse" in v.lower() for v in logs.values()
+        ):
             raise _PortTaken()
         raise BenchError(failure)
     return result
@@ -320,7 +384,7 @@ def _dispatch(buf: bytes, result: WorldResult, on_record: Callable[[dict[str, An
 def _progress(path: Path, k: int) -> list[int]:
     try:
         with open(path, "rb") as f, mmap.mmap(f.fileno(), 8 * k, access=mmap.ACCESS_READ) as m:
-            return [int.from_bytes(m[8 * i:8 * i + 8], "little") for i in range(k)]
+            return [int.from_bytes(m[8 * i : 8 * i + 8], "little") for i in range(k)]
     except (OSError, ValueError):
         return [0] * k
 
@@ -329,21 +393,26 @@ def _unit(config: Mapping[str, Any]) -> str:
     return str(config.get("progress_unit", "step"))
 
 
-def _describe_failure(k: int, failed: list[_Rank], ranks: list[_Rank], progress_path: Path,
-                      config: Mapping[str, Any]) -> str:
+def _describe_failure(
+    k: int, failed: list[_Rank], ranks: list[_Rank], progress_path: Path, config: Mapping[str, Any]
+) -> str:
     prog = _progress(progress_path, k)
     # the first to fail is the cause; the others lost their peer. Among ranks that ended in the same
     # poll, the one that got least far is the cause.
     first = min(failed, key=lambda r: (r.ended_at or 0.0, prog[r.rank]))
     msg = _last_line(first.log)
     code = first.returncode
-    what = (f"exited with code {code}" if code is not None and code >= 0
-            else f"was killed by signal {-code if code is not None else '?'}")
+    what = (
+        f"exited with code {code}"
+        if code is not None and code >= 0
+        else f"was killed by signal {-code if code is not None else '?'}"
+    )
     if code == EXIT_IDENTITY:
         what = "failed the gradient identity check"
     where = _where(prog[first.rank], config)
-    return (f"world size {k}: rank {first.rank} {what}{where}" + (f": {msg}" if msg else "")
-            + "; stopped the other ranks")
+    return (
+        f"world size {k}: rank {first.rank} {what}{where}" + (f": {msg}" if msg else "") + "; stopped the other ranks"
+    )
 
 
 def _where(progress: int, config: Mapping[str, Any]) -> str:
@@ -355,14 +424,21 @@ def _where(progress: int, config: Mapping[str, Any]) -> str:
     return f" at {_unit(config)} {progress}"
 
 
-def _describe_timeout(k: int, ranks: list[_Rank], progress_path: Path, timeout_s: float,
-                      config: Mapping[str, Any], started: bool = True) -> str:
+def _describe_timeout(
+    k: int, ranks: list[_Rank], progress_path: Path, timeout_s: float, config: Mapping[str, Any], started: bool = True
+) -> str:
     prog = _progress(progress_path, k)
     live = [r.rank for r in ranks if r.returncode is None]
     lo = min(prog[r] for r in live) if live else 0
     stuck = [r for r in live if prog[r] == lo]
-    who = (f"rank {stuck[0]} stopped{_where(lo, config)}" if len(stuck) == 1 and len(live) > 1
-           else f"rank(s) {', '.join(map(str, stuck))} did not finish")
-    what = (f"no progress for {timeout_s:g} s (--timeout)" if started
-            else f"the ranks did not all start within {timeout_s:g} s")
+    who = (
+        f"rank {stuck[0]} stopped{_where(lo, config)}"
+        if len(stuck) == 1 and len(live) > 1
+        else f"rank(s) {', '.join(map(str, stuck))} did not finish"
+    )
+    what = (
+        f"no progress for {timeout_s:g} s (--timeout)"
+        if started
+        else f"the ranks did not all start within {timeout_s:g} s"
+    )
     return f"world size {k}: timed out: {what}; {who} (it hangs or is far too slow); stopped every rank"

@@ -38,10 +38,28 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Any
 
-__all__ = ["KINDS", "DTYPES", "CPU_DTYPES", "ModelSpec", "params", "forward_macs", "flops_per_sample",
-           "flops_per_sample_exact", "attention_flops_per_sample", "memory_estimate", "describe", "build",
-           "make_batches", "loss", "batch_dependent", "resnet_final_size", "activation_bytes", "FLOP_COUNTER_RTOL",
-           "autocast_settings", "grad_rtol"]
+__all__ = [
+    "KINDS",
+    "DTYPES",
+    "CPU_DTYPES",
+    "ModelSpec",
+    "params",
+    "forward_macs",
+    "flops_per_sample",
+    "flops_per_sample_exact",
+    "attention_flops_per_sample",
+    "memory_estimate",
+    "describe",
+    "build",
+    "make_batches",
+    "loss",
+    "batch_dependent",
+    "resnet_final_size",
+    "activation_bytes",
+    "FLOP_COUNTER_RTOL",
+    "autocast_settings",
+    "grad_rtol",
+]
 
 KINDS = ("mlp", "gpt", "resnet")
 #: compute dtypes of a step (CUDA: all four; CPU: fp32 and bf16 autocast)
@@ -73,9 +91,19 @@ class ModelSpec:
             object.__setattr__(self, "width", 16 if self.kind == "resnet" else 1024)
 
     def to_dict(self) -> dict[str, Any]:
-        return {"kind": self.kind, "width": self.width, "depth": self.depth, "layers": self.layers,
-                "hidden": self.hidden, "heads": self.heads, "seq_len": self.seq_len, "vocab": self.vocab,
-                "blocks": list(self.blocks), "image_size": self.image_size, "classes": self.classes}
+        return {
+            "kind": self.kind,
+            "width": self.width,
+            "depth": self.depth,
+            "layers": self.layers,
+            "hidden": self.hidden,
+            "heads": self.heads,
+            "seq_len": self.seq_len,
+            "vocab": self.vocab,
+            "blocks": list(self.blocks),
+            "image_size": self.image_size,
+            "classes": self.classes,
+        }
 
     @classmethod
     def from_dict(cls, d: dict[str, Any]) -> "ModelSpec":
@@ -102,7 +130,7 @@ def _resnet_layers(s: ModelSpec) -> list[tuple[str, int, int, int, int, int]]:
         out.append(("conv", 3, s.width, 3, size, 1))
     cin = s.width
     for i, n in enumerate(s.blocks):
-        mid = s.width * 2 ** i
+        mid = s.width * 2**i
         for j in range(n):
             stride = 2 if (i > 0 and j == 0) else 1
             cout = 4 * mid
@@ -152,7 +180,7 @@ def forward_macs(s: ModelSpec) -> float:
 
 def attention_flops_per_sample(s: ModelSpec) -> float:
     """Training FLOPs of attention's QKᵀ and AV per sample: 3 x (2 x 2·S²·H) per layer = 12·L·H·S²."""
-    return 12.0 * s.layers * s.hidden * s.seq_len ** 2 if s.kind == "gpt" else 0.0
+    return 12.0 * s.layers * s.hidden * s.seq_len**2 if s.kind == "gpt" else 0.0
 
 
 def flops_per_sample(s: ModelSpec) -> float:
@@ -198,8 +226,10 @@ def describe(s: ModelSpec) -> str:
         return f"mlp {s.depth}x{s.width}"
     if s.kind == "gpt":
         return f"gpt {s.layers}x{s.hidden} ({s.heads} heads, seq {s.seq_len}, vocab {s.vocab}, tied)"
-    return (f"resnet w{s.width} blocks {','.join(str(b) for b in s.blocks)} ({s.image_size}x{s.image_size}, "
-            f"{s.classes} classes)")
+    return (
+        f"resnet w{s.width} blocks {','.join(str(b) for b in s.blocks)} ({s.image_size}x{s.image_size}, "
+        f"{s.classes} classes)"
+    )
 
 
 def batch_dependent(s: ModelSpec) -> bool:
@@ -228,8 +258,11 @@ def autocast_settings(dtype: str, device_type: str) -> dict[str, Any]:
         raise ValueError(f"unknown dtype {dtype!r}")
     if device_type != "cuda" and dtype not in CPU_DTYPES:
         raise ValueError(f"{dtype} needs a CUDA device")
-    return {"autocast": dtype in ("bf16", "fp16"), "autocast_dtype": {"bf16": "bfloat16", "fp16": "float16"}.get(dtype),
-            "allow_tf32": dtype == "tf32"}
+    return {
+        "autocast": dtype in ("bf16", "fp16"),
+        "autocast_dtype": {"bf16": "bfloat16", "fp16": "float16"}.get(dtype),
+        "allow_tf32": dtype == "tf32",
+    }
 
 
 # --------------------------------------------------------------------------- torch
@@ -301,25 +334,38 @@ def _resnet(s: ModelSpec) -> Any:
             super().__init__()
             cout = 4 * mid
             self.body = nn.Sequential(
-                nn.Conv2d(cin, mid, 1, bias=False), nn.BatchNorm2d(mid), nn.ReLU(inplace=True),
-                nn.Conv2d(mid, mid, 3, stride, 1, bias=False), nn.BatchNorm2d(mid), nn.ReLU(inplace=True),
-                nn.Conv2d(mid, cout, 1, bias=False), nn.BatchNorm2d(cout))
-            self.down = (nn.Sequential(nn.Conv2d(cin, cout, 1, stride, bias=False), nn.BatchNorm2d(cout))
-                         if stride != 1 or cin != cout else None)
+                nn.Conv2d(cin, mid, 1, bias=False),
+                nn.BatchNorm2d(mid),
+                nn.ReLU(inplace=True),
+                nn.Conv2d(mid, mid, 3, stride, 1, bias=False),
+                nn.BatchNorm2d(mid),
+                nn.ReLU(inplace=True),
+                nn.Conv2d(mid, cout, 1, bias=False),
+                nn.BatchNorm2d(cout),
+            )
+            self.down = (
+                nn.Sequential(nn.Conv2d(cin, cout, 1, stride, bias=False), nn.BatchNorm2d(cout))
+                if stride != 1 or cin != cout
+                else None
+            )
             self.relu = nn.ReLU(inplace=True)
 
         def forward(self, x):
             return self.relu(self.body(x) + (x if self.down is None else self.down(x)))
 
     if s.image_size >= 64:
-        stem = [nn.Conv2d(3, s.width, 7, 2, 3, bias=False), nn.BatchNorm2d(s.width), nn.ReLU(inplace=True),
-                nn.MaxPool2d(3, 2, 1)]
+        stem = [
+            nn.Conv2d(3, s.width, 7, 2, 3, bias=False),
+            nn.BatchNorm2d(s.width),
+            nn.ReLU(inplace=True),
+            nn.MaxPool2d(3, 2, 1),
+        ]
     else:
         stem = [nn.Conv2d(3, s.width, 3, 1, 1, bias=False), nn.BatchNorm2d(s.width), nn.ReLU(inplace=True)]
     mods: list[Any] = list(stem)
     cin = s.width
     for i, n in enumerate(s.blocks):
-        mid = s.width * 2 ** i
+        mid = s.width * 2**i
         for j in range(n):
             mods.append(Bottleneck(cin, mid, 2 if (i > 0 and j == 0) else 1))
             cin = 4 * mid

@@ -39,15 +39,28 @@ from .stats import summarize
 __all__ = ["NCCL_TYPES", "parse_nccl_tests", "parse_text", "parse_json", "looks_like_nccl_tests", "measurement_rows"]
 
 #: nccl-tests type names -> simcli dtype names
-NCCL_TYPES = {"float": "fp32", "half": "fp16", "bfloat16": "bf16", "double": "fp64", "int8": "int8",
-              "uint8": "uint8", "int32": "int32", "int": "int32", "uint32": "uint32", "int64": "int64",
-              "uint64": "uint64", "f8e4m3": "fp8", "f8e5m2": "fp8"}
+NCCL_TYPES = {
+    "float": "fp32",
+    "half": "fp16",
+    "bfloat16": "bf16",
+    "double": "fp64",
+    "int8": "int8",
+    "uint8": "uint8",
+    "int32": "int32",
+    "int": "int32",
+    "uint32": "uint32",
+    "int64": "int64",
+    "uint64": "uint64",
+    "f8e4m3": "fp8",
+    "f8e5m2": "fp8",
+}
 _PREFIX = re.compile(r"^\s*(?:\d+:\s+|\S+Z\s+)")  # "0: " (srun -l) or a k8s timestamp
 _NUM = re.compile(r"^[-+]?(?:\d+\.?\d*|\.\d+)(?:[eE][-+]?\d+)?$")
 
 
-def parse_nccl_tests(path: str | Path, world_size: int | None = None, placement: str = "out",
-                     collective: str | None = None) -> list[dict[str, Any]]:
+def parse_nccl_tests(
+    path: str | Path, world_size: int | None = None, placement: str = "out", collective: str | None = None
+) -> list[dict[str, Any]]:
     """Records (simcli's all-reduce CSV columns) from an nccl-tests text or -J JSON output file."""
     p = Path(path)
     text = read_text(p, "the output file of all_reduce_perf (text or -J JSON)")
@@ -65,8 +78,9 @@ def looks_like_nccl_tests(text: str) -> bool:
         return '"results"' in text
     for line in head.splitlines():
         body = line.strip().lstrip("#").strip()
-        if line.lstrip().startswith("#") and (body.startswith("nThread") or body.startswith("Collective test")
-                                              or body.split()[:2] == ["size", "count"]):
+        if line.lstrip().startswith("#") and (
+            body.startswith("nThread") or body.startswith("Collective test") or body.split()[:2] == ["size", "count"]
+        ):
             return True
     return False
 
@@ -79,8 +93,11 @@ def measurement_rows(text: str, source: str) -> tuple[tuple[str, ...], list[dict
 
     recs = parse_json(text, source) if text.lstrip().startswith("{") else parse_text(text, source)
     rows = [{c: "" if r.get(c) is None else str(_csv_value(r[c])) for c in ALLREDUCE_COLUMNS} for r in recs]
-    return tuple(ALLREDUCE_COLUMNS), rows, ["backend: nccl", f"source: nccl-tests output {Path(source).name}, "
-                                            "read as 'simcli bench import' would"]
+    return (
+        tuple(ALLREDUCE_COLUMNS),
+        rows,
+        ["backend: nccl", f"source: nccl-tests output {Path(source).name}, read as 'simcli bench import' would"],
+    )
 
 
 def _collective(name: str | None, fallback: str) -> str:
@@ -98,8 +115,9 @@ def _world(source: str, ranks: int, world_size: int | None, rows: list[dict[str,
     if ranks:
         return ranks
     if coll == "all_reduce":
-        best = max((r for r in rows if r["algbw_GBps"] and r["busbw_GBps"]), key=lambda r: r["algbw_GBps"],
-                   default=None)
+        best = max(
+            (r for r in rows if r["algbw_GBps"] and r["busbw_GBps"]), key=lambda r: r["algbw_GBps"], default=None
+        )
         if best is not None:
             ratio = best["busbw_GBps"] / best["algbw_GBps"]  # 2(k-1)/k
             if 0 < ratio < 2:
@@ -107,11 +125,13 @@ def _world(source: str, ranks: int, world_size: int | None, rows: list[dict[str,
     raise InputError(f"{source}: no '#  Rank' device lines to count the world size from; give --world-size")
 
 
-def _finish(rows: list[dict[str, Any]], k: int, coll: str, iters: int | None, warmup: int | None,
-            source: str) -> list[dict[str, Any]]:
+def _finish(
+    rows: list[dict[str, Any]], k: int, coll: str, iters: int | None, warmup: int | None, source: str
+) -> list[dict[str, Any]]:
     for r in rows:
-        r.update({"collective": coll, "backend": "nccl", "world_size": k, "iters": iters, "warmup": warmup,
-                  "source": source})
+        r.update(
+            {"collective": coll, "backend": "nccl", "world_size": k, "iters": iters, "warmup": warmup, "source": source}
+        )
     return rows
 
 
@@ -120,8 +140,10 @@ _PLACEMENT = {"out": "out-of-place", "in": "in-place"}
 
 def _positive_time(t: float, where: str) -> float:
     if not (t > 0 and math.isfinite(t)):
-        raise InputError(f"{where}: time {t:g} us is not a positive time; nccl-tests never writes one, so the "
-                         "file is damaged or edited")
+        raise InputError(
+            f"{where}: time {t:g} us is not a positive time; nccl-tests never writes one, so the "
+            "file is damaged or edited"
+        )
     return t
 
 
@@ -140,12 +162,15 @@ def _wrong(v: Any, where: str, label: str) -> None:
     except (TypeError, ValueError):
         raise InputError(f"{where}: #wrong {v!r} is not a count") from None
     if n != 0:
-        raise InputError(f"{where}: nccl-tests counted {n:g} wrong results ({label}): that run failed its data "
-                         "check, so its times are not a measurement; fix the setup and rerun nccl-tests")
+        raise InputError(
+            f"{where}: nccl-tests counted {n:g} wrong results ({label}): that run failed its data "
+            "check, so its times are not a measurement; fix the setup and rerun nccl-tests"
+        )
 
 
-def parse_text(text: str, source: str, world_size: int | None = None, placement: str = "out",
-               collective: str | None = None) -> list[dict[str, Any]]:
+def parse_text(
+    text: str, source: str, world_size: int | None = None, placement: str = "out", collective: str | None = None
+) -> list[dict[str, Any]]:
     """Rows of nccl-tests' text table. Refused (one line naming the line): a row cut short, a column the
     placement needs that is missing, a time <= 0, a #wrong > 0, and a run cut before its footer."""
     iters = warmup = None
@@ -164,8 +189,11 @@ def parse_text(text: str, source: str, world_size: int | None = None, placement:
                 warmup, iters = int(m.group(1)), int(m.group(2))
             if body.startswith("nThread") or body.startswith("Collective test starting"):
                 started = True
-            if body.startswith("Avg bus bandwidth") or body.startswith("Out of bounds values") \
-                    or body.startswith("Collective test concluded"):
+            if (
+                body.startswith("Avg bus bandwidth")
+                or body.startswith("Out of bounds values")
+                or body.startswith("Collective test concluded")
+            ):
                 finished = True
             if re.match(r"Rank\s+\d+\s+Group", body):
                 ranks += 1
@@ -180,26 +208,44 @@ def parse_text(text: str, source: str, world_size: int | None = None, placement:
         if len(toks) < 2 or not _NUM.match(toks[0]) or not _NUM.match(toks[1]):
             continue
         where = f"{source}:{lineno}"
-        names = cols or ["size", "count", "type", "redop", "root", "time", "algbw", "busbw", "#wrong",
-                         "time", "algbw", "busbw", "#wrong"]
+        names = cols or [
+            "size",
+            "count",
+            "type",
+            "redop",
+            "root",
+            "time",
+            "algbw",
+            "busbw",
+            "#wrong",
+            "time",
+            "algbw",
+            "busbw",
+            "#wrong",
+        ]
         # out-of-place columns start at the first "time"; in-place at the second
         t_idx = [i for i, c in enumerate(names) if c in ("time", "cputime")]
         if not t_idx:
             raise InputError(f"{source}: the column header has no 'time' column: {' '.join(names)}")
         if placement == "in" and len(t_idx) < 2:
-            raise InputError(f"{source}: the column header has no in-place columns (one 'time' only); "
-                             "pass --placement out")
+            raise InputError(
+                f"{source}: the column header has no in-place columns (one 'time' only); pass --placement out"
+            )
         start = t_idx[1] if placement == "in" else t_idx[0]
         need = start + 3
         if len(toks) < need:
-            raise InputError(f"{where}: the row is cut short ({len(toks)} of {len(names)} columns): the {label} "
-                             f"columns time, algbw and busbw are missing: {raw.strip()[:80]!r}")
+            raise InputError(
+                f"{where}: the row is cut short ({len(toks)} of {len(names)} columns): the {label} "
+                f"columns time, algbw and busbw are missing: {raw.strip()[:80]!r}"
+            )
         try:
             t_us, alg, bus = (float(toks[start]), float(toks[start + 1]), float(toks[start + 2]))
             size, count = int(toks[0]), int(toks[1])
         except ValueError:
-            raise InputError(f"{where}: not an nccl-tests result row ({label} time, algbw, busbw are not "
-                             f"numbers): {raw.strip()[:80]!r}") from None
+            raise InputError(
+                f"{where}: not an nccl-tests result row ({label} time, algbw, busbw are not "
+                f"numbers): {raw.strip()[:80]!r}"
+            ) from None
         if size < 0 or count < 0:
             raise InputError(f"{where}: size {size} and count {count} must be >= 0")
         _positive_time(t_us, where)
@@ -209,15 +255,29 @@ def parse_text(text: str, source: str, world_size: int | None = None, placement:
         if wrong_i < len(names) and names[wrong_i] == "#wrong" and wrong_i < len(toks):
             _wrong(toks[wrong_i], f"{where}: size {size}", label)
         ntype = toks[2] if len(toks) > 2 else "float"
-        rows.append({"bytes": size, "count": count, "dtype": NCCL_TYPES.get(ntype, ntype), "time_s": t_us * 1e-6,
-                     "time_p10_s": None, "time_p90_s": None, "algbw_GBps": alg, "busbw_GBps": bus})
+        rows.append(
+            {
+                "bytes": size,
+                "count": count,
+                "dtype": NCCL_TYPES.get(ntype, ntype),
+                "time_s": t_us * 1e-6,
+                "time_p10_s": None,
+                "time_p90_s": None,
+                "algbw_GBps": alg,
+                "busbw_GBps": bus,
+            }
+        )
     if not rows:
-        raise InputError(f"{source}: no nccl-tests result rows found (expected lines like "
-                         "'  1048576  262144  float  sum  -1  101.9  10.29  18.00  0 ...' from all_reduce_perf)")
+        raise InputError(
+            f"{source}: no nccl-tests result rows found (expected lines like "
+            "'  1048576  262144  float  sum  -1  101.9  10.29  18.00  0 ...' from all_reduce_perf)"
+        )
     if started and not finished:
-        raise InputError(f"{source}: the run was cut before its end (no '# Avg bus bandwidth' line after the "
-                         f"last row, size {rows[-1]['bytes']}); rerun nccl-tests, or delete the header lines to "
-                         "import the rows it has")
+        raise InputError(
+            f"{source}: the run was cut before its end (no '# Avg bus bandwidth' line after the "
+            f"last row, size {rows[-1]['bytes']}); rerun nccl-tests, or delete the header lines to "
+            "import the rows it has"
+        )
     coll = coll or "all_reduce"
     k = _world(source, ranks, world_size, rows, coll)
     return _finish(rows, k, coll, iters, warmup, f"nccl-tests {Path(source).name}")
@@ -248,19 +308,23 @@ def _obj(v: Any, where: str, kind: type, what: str) -> Any:
     return v
 
 
-def parse_json(text: str, source: str, world_size: int | None = None, placement: str = "out",
-               collective: str | None = None) -> list[dict[str, Any]]:
+def parse_json(
+    text: str, source: str, world_size: int | None = None, placement: str = "out", collective: str | None = None
+) -> list[dict[str, Any]]:
     """Rows of an nccl-tests -J report; every field is checked for its shape and named when it is wrong."""
     try:
         doc = json.loads(text)
     except ValueError as e:
-        raise InputError(f"{source}: not valid JSON ({e}); give the file nccl-tests wrote with -J (a file cut "
-                         "mid-run is not valid JSON either: rerun)") from None
+        raise InputError(
+            f"{source}: not valid JSON ({e}); give the file nccl-tests wrote with -J (a file cut "
+            "mid-run is not valid JSON either: rerun)"
+        ) from None
     if not isinstance(doc, dict) or not isinstance(doc.get("results"), list):
         raise InputError(f"{source}: no 'results' list; is this an nccl-tests -J report?")
     cfg = _obj(doc.get("config") or {}, f"{source}: config", dict, "a mapping")
-    devices = _obj(cfg.get("devices") or doc.get("devices") or [], f"{source}: config.devices", list,
-                   "a list of devices")
+    devices = _obj(
+        cfg.get("devices") or doc.get("devices") or [], f"{source}: config.devices", list, "a list of devices"
+    )
     args = _obj(doc.get("args") or [], f"{source}: args", list, "a list of the command's arguments")
     coll = collective or _collective(str(args[0]) if args else None, "all_reduce")
     key = "out_of_place" if placement == "out" else "in_place"
@@ -276,8 +340,11 @@ def parse_json(text: str, source: str, world_size: int | None = None, placement:
         _obj(r, where, dict, "a mapping with size, count, type and the timings")
         res = r.get(key)
         if res is None:
-            hint = f"; it has {other} timings: pass --placement {'in' if placement == 'out' else 'out'}" \
-                if isinstance(r.get(other), dict) else ""
+            hint = (
+                f"; it has {other} timings: pass --placement {'in' if placement == 'out' else 'out'}"
+                if isinstance(r.get(other), dict)
+                else ""
+            )
             raise InputError(f"{where}: no {key} ({label}) timings{hint}")
         _obj(res, f"{where}.{key}", dict, "a mapping with time, alg_bw and bus_bw")
         for f in ("size", "count"):
@@ -291,11 +358,16 @@ def parse_json(text: str, source: str, world_size: int | None = None, placement:
         tf = "time" if "time" in res else "cpu_time"
         t_us = _positive_time(_num(res[tf], f"{where}.{key}.{tf}"), f"{where}.{key}")
         size = _num(r["size"], f"{where}.size", integer=True)
-        rec = {"bytes": size, "count": _num(r["count"], f"{where}.count", integer=True),
-               "dtype": NCCL_TYPES.get(str(r.get("type", "float")), str(r.get("type"))),
-               "time_s": t_us * 1e-6, "time_p10_s": None, "time_p90_s": None,
-               "algbw_GBps": _bandwidth(_num(res["alg_bw"], f"{where}.{key}.alg_bw"), where, "algbw"),
-               "busbw_GBps": _bandwidth(_num(res["bus_bw"], f"{where}.{key}.bus_bw"), where, "busbw")}
+        rec = {
+            "bytes": size,
+            "count": _num(r["count"], f"{where}.count", integer=True),
+            "dtype": NCCL_TYPES.get(str(r.get("type", "float")), str(r.get("type"))),
+            "time_s": t_us * 1e-6,
+            "time_p10_s": None,
+            "time_p90_s": None,
+            "algbw_GBps": _bandwidth(_num(res["alg_bw"], f"{where}.{key}.alg_bw"), where, "algbw"),
+            "busbw_GBps": _bandwidth(_num(res["bus_bw"], f"{where}.{key}.bus_bw"), where, "busbw"),
+        }
         for wf in ("nwrong", "wrong", "#wrong"):
             if wf in res:
                 _wrong(res[wf], f"{where}.{key}: size {size}", label)
@@ -304,14 +376,28 @@ def parse_json(text: str, source: str, world_size: int | None = None, placement:
             pi = _obj(per_iter, f"{where}.{key}_per_iter", dict, "a mapping with times_us")
             times = _obj(pi.get("times_us") or [], f"{where}.{key}_per_iter.times_us", list, "a list of times")
             if times:
-                ts = [_positive_time(_num(x, f"{where}.{key}_per_iter.times_us[{j}]"),
-                                     f"{where}.{key}_per_iter.times_us[{j}]") * 1e-6 for j, x in enumerate(times)]
+                ts = [
+                    _positive_time(
+                        _num(x, f"{where}.{key}_per_iter.times_us[{j}]"), f"{where}.{key}_per_iter.times_us[{j}]"
+                    )
+                    * 1e-6
+                    for j, x in enumerate(times)
+                ]
                 s = summarize(ts)
                 ratio = rec["busbw_GBps"] / rec["algbw_GBps"] if rec["algbw_GBps"] else 0.0
                 alg = rec["bytes"] / s.median / 1e9
-                rec.update({"time_s": s.median, "time_p10_s": s.p10, "time_p90_s": s.p90, "time_min_s": s.min,
-                            "time_max_s": s.max, "spread": s.spread, "algbw_GBps": alg,
-                            "busbw_GBps": alg * ratio})
+                rec.update(
+                    {
+                        "time_s": s.median,
+                        "time_p10_s": s.p10,
+                        "time_p90_s": s.p90,
+                        "time_min_s": s.min,
+                        "time_max_s": s.max,
+                        "spread": s.spread,
+                        "algbw_GBps": alg,
+                        "busbw_GBps": alg * ratio,
+                    }
+                )
         rows.append(rec)
     if not rows:
         raise InputError(f"{source}: the results list is empty")

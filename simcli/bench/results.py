@@ -30,20 +30,74 @@ __all__ = ["ALLREDUCE_COLUMNS", "STEP_COLUMNS", "ResultWriter", "metadata", "cpu
 
 #: one row per (world_size, bytes); time_s is the ``stat`` (p10 by default, see simcli.bench.allreduce) of the
 #: per-iteration max-over-ranks times; noise = p90/p10; times_s (JSON only) every iteration's time
-ALLREDUCE_COLUMNS = ("collective", "backend", "world_size", "bytes", "count", "dtype", "iters", "warmup",
-                     "time_s", "time_p10_s", "time_p90_s", "time_min_s", "time_max_s", "algbw_GBps",
-                     "busbw_GBps", "spread", "source", "stat", "rounds", "time_median_s", "time_mean_s", "noise")
+ALLREDUCE_COLUMNS = (
+    "collective",
+    "backend",
+    "world_size",
+    "bytes",
+    "count",
+    "dtype",
+    "iters",
+    "warmup",
+    "time_s",
+    "time_p10_s",
+    "time_p90_s",
+    "time_min_s",
+    "time_max_s",
+    "algbw_GBps",
+    "busbw_GBps",
+    "spread",
+    "source",
+    "stat",
+    "rounds",
+    "time_median_s",
+    "time_mean_s",
+    "noise",
+)
 #: one row per (world_size, mode)
-STEP_COLUMNS = ("world_size", "backend", "mode", "model", "params", "batch_per_device", "steps", "threads",
-                "t_compute_s", "t_compute_p10_s", "t_compute_p90_s", "t_comm_s", "t_comm_p10_s", "t_comm_p90_s",
-                "t_step_s", "t_step_p10_s", "t_step_p90_s", "t_step_ref_s", "speedup", "efficiency",
-                "predicted_t_comm_s", "predicted_t_step_s", "predicted_speedup", "predicted_efficiency",
-                "achieved_flops", "grad_max_abs_err", "grad_tolerance", "grad_rank_max_diff",
-                "param_rank_max_diff", "profile",
-                # bench step --model/--dtype (simcli.bench.models): what calibrate fits mfu_by_dtype and the
-                # backward fraction from; flops_per_sample as the presets count it, _exact with attention's S²
-                "dtype", "flops_per_sample", "flops_per_sample_exact", "t_forward_s", "t_backward_s",
-                "backward_fraction", "peak_flops", "mfu", "device")
+STEP_COLUMNS = (
+    "world_size",
+    "backend",
+    "mode",
+    "model",
+    "params",
+    "batch_per_device",
+    "steps",
+    "threads",
+    "t_compute_s",
+    "t_compute_p10_s",
+    "t_compute_p90_s",
+    "t_comm_s",
+    "t_comm_p10_s",
+    "t_comm_p90_s",
+    "t_step_s",
+    "t_step_p10_s",
+    "t_step_p90_s",
+    "t_step_ref_s",
+    "speedup",
+    "efficiency",
+    "predicted_t_comm_s",
+    "predicted_t_step_s",
+    "predicted_speedup",
+    "predicted_efficiency",
+    "achieved_flops",
+    "grad_max_abs_err",
+    "grad_tolerance",
+    "grad_rank_max_diff",
+    "param_rank_max_diff",
+    "profile",
+    # bench step --model/--dtype (simcli.bench.models): what calibrate fits mfu_by_dtype and the
+    # backward fraction from; flops_per_sample as the presets count it, _exact with attention's S²
+    "dtype",
+    "flops_per_sample",
+    "flops_per_sample_exact",
+    "t_forward_s",
+    "t_backward_s",
+    "backward_fraction",
+    "peak_flops",
+    "mfu",
+    "device",
+)
 
 
 def cpu_model() -> str:
@@ -80,8 +134,15 @@ class ResultWriter:
     (``rows``), for a caller whose other output fails.
     """
 
-    def __init__(self, path: str | os.PathLike[str] | None, columns: Sequence[str], comments: Iterable[str],
-                 force: bool = False, inputs: Iterable[str | os.PathLike[str] | None] = (), fmt: str = "csv"):
+    def __init__(
+        self,
+        path: str | os.PathLike[str] | None,
+        columns: Sequence[str],
+        comments: Iterable[str],
+        force: bool = False,
+        inputs: Iterable[str | os.PathLike[str] | None] = (),
+        fmt: str = "csv",
+    ):
         if fmt not in ("csv", "json"):
             raise ValueError(f"fmt must be csv or json, not {fmt!r}")
         self.fmt = fmt

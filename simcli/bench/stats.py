@@ -13,8 +13,7 @@ import numpy as np
 
 from ..collectives import busbw_factor
 
-__all__ = ["Summary", "summarize", "NOISY_SPREAD", "STATS", "DEFAULT_STAT", "algbw_GBps",
-           "allreduce_busbw_factor"]
+__all__ = ["Summary", "summarize", "NOISY_SPREAD", "STATS", "DEFAULT_STAT", "algbw_GBps", "allreduce_busbw_factor"]
 
 #: (p90 - p10) / median above this marks a measurement as noisy (torch.utils.benchmark warns at an
 #: IQR of 10% of the median; p10..p90 spans 80% of the samples, so the bar is wider)
@@ -69,8 +68,7 @@ def summarize(times: Sequence[float] | np.ndarray) -> Summary:
     if t.size == 0:
         raise ValueError("no times to summarize")
     p10, med, p90 = np.percentile(t, [10, 50, 90])
-    return Summary(float(med), float(p10), float(p90), float(t.min()), float(t.max()), int(t.size),
-                   float(t.mean()))
+    return Summary(float(med), float(p10), float(p90), float(t.min()), float(t.max()), int(t.size), float(t.mean()))
 
 
 def allreduce_busbw_factor(k: int | np.ndarray) -> np.ndarray | float:

@@ -29,11 +29,13 @@ from __future__ import annotations
 
 import math
 import time
-from typing import Any, Sequence
+from typing import TYPE_CHECKING, Any, Sequence
 
-from .stats import summarize
 from .launch import IdentityError
-from .worker import Dist
+from .stats import summarize
+
+if TYPE_CHECKING:  # the worker runs this module's measure_step; a type-only import keeps them out of a circle
+    from .worker import Dist
 
 __all__ = ["GRAD_RTOL", "mlp_width_for_params", "mlp_params", "measure_step"]
 
@@ -78,7 +80,7 @@ def _set_grads(model, flat) -> None:
     off = 0
     for p in model.parameters():
         n = p.numel()
-        p.grad.copy_(flat[off:off + n].view_as(p))
+        p.grad.copy_(flat[off : off + n].view_as(p))
         off += n
 
 
@@ -136,10 +138,22 @@ def _precision(dtype: str, device):
     return contextlib.nullcontext
 
 
-def measure_step(d: Dist, width: int = 1024, depth: int = 8, batch_per_device: int = 32, steps: int = 20,
-                 warmup: int = 3, modes: Sequence[str] = ("flat", "ddp"), lr: float = 0.01, seed: int = 0,
-                 bucket_cap_mb: float = DDP_BUCKET_MB, solo_reference: bool = False, n_batches: int = 4,
-                 model: dict[str, Any] | None = None, dtype: str = "fp32") -> None:
+def measure_step(
+    d: Dist,
+    width: int = 1024,
+    depth: int = 8,
+    batch_per_device: int = 32,
+    steps: int = 20,
+    warmup: int = 3,
+    modes: Sequence[str] = ("flat", "ddp"),
+    lr: float = 0.01,
+    seed: int = 0,
+    bucket_cap_mb: float = DDP_BUCKET_MB,
+    solo_reference: bool = False,
+    n_batches: int = 4,
+    model: dict[str, Any] | None = None,
+    dtype: str = "fp32",
+) -> None:
     """Measure T_compute (forward and backward apart), T_comm and T_step of ``model`` in every mode; emit rows.
 
     ``model`` is a :class:`simcli.bench.models.ModelSpec` as a dict (None: the MLP of ``depth`` x ``width``);
@@ -160,8 +174,10 @@ def measure_step(d: Dist, width: int = 1024, depth: int = 8, batch_per_device: i
 
     k, r, b = d.world_size, d.rank, batch_per_device
     gen = torch.Generator().manual_seed(seed + 1)
-    batches = [(xg, yg, xg[r * b:(r + 1) * b], yg[r * b:(r + 1) * b])
-               for xg, yg in make_batches(spec, k * b, n_batches, gen, d.device)]
+    batches = [
+        (xg, yg, xg[r * b : (r + 1) * b], yg[r * b : (r + 1) * b])
+        for xg, yg in make_batches(spec, k * b, n_batches, gen, d.device)
+    ]
     counter = [0]
 
     def reduce_max(series: list[list[float]]):
@@ -266,6 +282,7 @@ def measure_step(d: Dist, width: int = 1024, depth: int = 8, batch_per_device: i
 
         # ---- T_comm and T_step
         if mode == "flat":
+
             def comm(i: int) -> None:
                 dist.all_reduce(flat)
         else:
@@ -274,6 +291,7 @@ def measure_step(d: Dist, width: int = 1024, depth: int = 8, batch_per_device: i
             def comm(i: int) -> None:
                 for c in chunks:
                     dist.all_reduce(c)
+
         t_comm = timed(comm, steps, warmup)
 
         step_model = build(spec, seed, d.device)
@@ -287,6 +305,7 @@ def measure_step(d: Dist, width: int = 1024, depth: int = 8, batch_per_device: i
                 fwd_loss(net, x, y).backward()
                 opt.step()
         else:
+
             def step(i: int) -> None:
                 opt.zero_grad(set_to_none=False)
                 _, _, x, y = batches[i % n_batches]
@@ -296,23 +315,44 @@ def measure_step(d: Dist, width: int = 1024, depth: int = 8, batch_per_device: i
                 g.div_(k)
                 _set_grads(step_model, g)
                 opt.step()
+
         t_step = timed(step, steps, warmup)
         if mode == "ddp":
             del net
 
         fps, fpx = flops_per_sample(spec), flops_per_sample_exact(spec)
-        d.emit({"world_size": k, "backend": d.backend, "mode": mode, "model": describe(spec),
-                "params": nparams, "batch_per_device": b, "steps": steps, "threads": torch.get_num_threads(),
-                "t_compute_s": t_compute.median, "t_compute_p10_s": t_compute.p10,
-                "t_compute_p90_s": t_compute.p90, "t_comm_s": t_comm.median, "t_comm_p10_s": t_comm.p10,
-                "t_comm_p90_s": t_comm.p90, "t_step_s": t_step.median, "t_step_p10_s": t_step.p10,
-                "t_step_p90_s": t_step.p90, "t_solo_step_s": solo,
+        d.emit(
+            {
+                "world_size": k,
+                "backend": d.backend,
+                "mode": mode,
+                "model": describe(spec),
+                "params": nparams,
+                "batch_per_device": b,
+                "steps": steps,
+                "threads": torch.get_num_threads(),
+                "t_compute_s": t_compute.median,
+                "t_compute_p10_s": t_compute.p10,
+                "t_compute_p90_s": t_compute.p90,
+                "t_comm_s": t_comm.median,
+                "t_comm_p10_s": t_comm.p10,
+                "t_comm_p90_s": t_comm.p90,
+                "t_step_s": t_step.median,
+                "t_step_p10_s": t_step.p10,
+                "t_step_p90_s": t_step.p90,
+                "t_solo_step_s": solo,
                 "achieved_flops": fpx * b / t_compute.median,
-                "dtype": dtype, "flops_per_sample": fps, "flops_per_sample_exact": fpx,
-                "t_forward_s": t_fwd.median, "t_backward_s": t_bwd.median,
+                "dtype": dtype,
+                "flops_per_sample": fps,
+                "flops_per_sample_exact": fpx,
+                "t_forward_s": t_fwd.median,
+                "t_backward_s": t_bwd.median,
                 "backward_fraction": t_bwd.median / (t_fwd.median + t_bwd.median),
                 "device": _device_name(d.device),
-                "spread": max(t_compute.spread, t_comm.spread if k > 1 else 0.0, t_step.spread), **ident})
+                "spread": max(t_compute.spread, t_comm.spread if k > 1 else 0.0, t_step.spread),
+                **ident,
+            }
+        )
 
 
 def _device_name(device) -> str:
@@ -323,8 +363,9 @@ def _device_name(device) -> str:
     return "cpu"
 
 
-def _check_identity(d: Dist, g_avg, params_after, xg, yg, spec, seed: int, lr: float, fwd_loss, dtype: str,
-                    b: int) -> dict[str, float]:
+def _check_identity(
+    d: Dist, g_avg, params_after, xg, yg, spec, seed: int, lr: float, fwd_loss, dtype: str, b: int
+) -> dict[str, float]:
     """Ranks agree on g and θ; g equals one process's gradient on the global batch. Raises IdentityError.
 
     The MLP's reference is one backward pass over all k·b samples. The gpt's and resnet's is accumulated
@@ -352,7 +393,7 @@ def _check_identity(d: Dist, g_avg, params_after, xg, yg, spec, seed: int, lr: f
         if batch_dependent(spec) or spec.kind != "mlp":
             k = d.world_size
             for r in range(k):
-                (fwd_loss(ref_model, xg[r * b:(r + 1) * b], yg[r * b:(r + 1) * b]) / k).backward()
+                (fwd_loss(ref_model, xg[r * b : (r + 1) * b], yg[r * b : (r + 1) * b]) / k).backward()
         else:
             fwd_loss(ref_model, xg, yg).backward()
         g_ref = _flat_grad(ref_model)
@@ -366,9 +407,12 @@ def _check_identity(d: Dist, g_avg, params_after, xg, yg, spec, seed: int, lr: f
     dist.all_reduce(stats, op=dist.ReduceOp.MAX)
     dg, dp, err, tol = (float(v) for v in stats.tolist())
     if dg > 0 or dp > 0:
-        raise IdentityError(f"ranks disagree after the all-reduce: max |g_r - g_0| = {dg:.3g}, "
-                            f"max |θ_r - θ_0| = {dp:.3g} (must be 0)")
+        raise IdentityError(
+            f"ranks disagree after the all-reduce: max |g_r - g_0| = {dg:.3g}, max |θ_r - θ_0| = {dp:.3g} (must be 0)"
+        )
     if not err <= tol:
-        raise IdentityError(f"the averaged gradient differs from the one-process global-batch gradient: "
-                            f"max abs error {err:.3g} > tolerance {tol:.3g}")
+        raise IdentityError(
+            f"the averaged gradient differs from the one-process global-batch gradient: "
+            f"max abs error {err:.3g} > tolerance {tol:.3g}"
+        )
     return {"grad_max_abs_err": err, "grad_tolerance": tol, "grad_rank_max_diff": dg, "param_rank_max_diff": dp}

@@ -47,8 +47,12 @@ class Dist:
 
     def checkpoint(self, index: int) -> None:
         """Mark that this rank starts unit ``index`` (a message size or a step); the fault hook acts here."""
-        if (self._fault is not None and self._fault[0] == self.rank and self._fault[1] == index
-                and self._fault[2] in ("exit", "hang")):
+        if (
+            self._fault is not None
+            and self._fault[0] == self.rank
+            and self._fault[1] == index
+            and self._fault[2] in ("exit", "hang")
+        ):
             if self._fault[2] == "hang":
                 while True:
                     time.sleep(3600)
@@ -63,7 +67,7 @@ class Dist:
 
     def _mark(self, value: int) -> None:
         if self._progress is not None:
-            self._progress[8 * self.rank:8 * self.rank + 8] = value.to_bytes(8, "little")
+            self._progress[8 * self.rank : 8 * self.rank + 8] = value.to_bytes(8, "little")
 
     def sync(self) -> None:
         """Wait for the device (GPU kernels are asynchronous); nothing to do on CPU."""
@@ -94,9 +98,18 @@ def pick_backend(backend: str) -> str:
     return backend
 
 
-def init(backend: str, rank: int, world_size: int, local_rank: int, local_world_size: int,
-         timeout_s: float, progress_path: str | None = None, fault: str | None = None,
-         emit_fn: Callable[[dict], None] | None = None, init_method: str = "env://") -> Dist:
+def init(
+    backend: str,
+    rank: int,
+    world_size: int,
+    local_rank: int,
+    local_world_size: int,
+    timeout_s: float,
+    progress_path: str | None = None,
+    fault: str | None = None,
+    emit_fn: Callable[[dict], None] | None = None,
+    init_method: str = "env://",
+) -> Dist:
     """Join the process group; pick this rank's device (cuda:LOCAL_RANK under nccl)."""
     import torch
     import torch.distributed as dist
@@ -115,8 +128,17 @@ def init(backend: str, rank: int, world_size: int, local_rank: int, local_world_
     if progress_path:
         f = open(progress_path, "r+b")
         prog = mmap.mmap(f.fileno(), 8 * world_size)
-    return Dist(rank, world_size, local_rank, local_world_size, backend, device, emit_fn, prog,
-                _parse_fault(fault, rank, world_size))
+    return Dist(
+        rank,
+        world_size,
+        local_rank,
+        local_world_size,
+        backend,
+        device,
+        emit_fn,
+        prog,
+        _parse_fault(fault, rank, world_size),
+    )
 
 
 def run_task(task: str, d: Dist, config: dict[str, Any]) -> None:
@@ -168,6 +190,7 @@ def _exit(code: int) -> None:
 
 def _watch_parent(parent: int) -> None:
     """Exit when the process that spawned this rank is gone (no orphans if it is SIGKILLed)."""
+
     def loop() -> None:
         while True:
             time.sleep(0.5)
@@ -200,9 +223,17 @@ def main() -> int:
     if env.get("SIMCLI_BENCH_THREADS"):
         torch.set_num_threads(int(env["SIMCLI_BENCH_THREADS"]))
     try:
-        d = init(config.pop("backend"), rank, world, int(env.get("LOCAL_RANK", rank)),
-                 int(env.get("LOCAL_WORLD_SIZE", world)), float(env.get("SIMCLI_BENCH_TIMEOUT", "300")),
-                 env.get("SIMCLI_BENCH_PROGRESS"), env.get(FAULT_ENV), emit)
+        d = init(
+            config.pop("backend"),
+            rank,
+            world,
+            int(env.get("LOCAL_RANK", rank)),
+            int(env.get("LOCAL_WORLD_SIZE", world)),
+            float(env.get("SIMCLI_BENCH_TIMEOUT", "300")),
+            env.get("SIMCLI_BENCH_PROGRESS"),
+            env.get(FAULT_ENV),
+            emit,
+        )
         run_task(task, d, config)
         d.finished()
         shutdown()

@@ -22,8 +22,9 @@ SHORT = {a.name: a.label for a in collectives.REGISTRY}
 @handle_errors
 def algorithms(
     devices: o.Devices = "2..1024:x2",
-    size: Annotated[str, typer.Option("--size", "-s", help="Message sizes with units: '1KiB..4GiB:x4', "
-                                      "'32MiB,1GiB'.")] = "1KiB..4GiB:x4",
+    size: Annotated[
+        str, typer.Option("--size", "-s", help="Message sizes with units: '1KiB..4GiB:x4', '32MiB,1GiB'.")
+    ] = "1KiB..4GiB:x4",
     profile: o.Profile = None,
     out: Annotated[o.OutputOptions, o.tweak(omit=["rows"])] = o.OutputOptions(),
     pic: Annotated[o.PictureOptions, o.tweak(omit=["threshold"])] = o.PictureOptions(),
@@ -51,17 +52,27 @@ def algorithms(
         from .plot import draw_algorithm_map
 
         draw_algorithm_map(prof, k, n, names, win, pic.plot, out.force, fig_size)
-    cross = (collectives.crossovers_numeric(prof, names, k, float(n.min()), float(n.max())) if nccl
-             else collectives.crossovers(net, k, float(n.min()), float(n.max()), gamma))
+    cross = (
+        collectives.crossovers_numeric(prof, names, k, float(n.min()), float(n.max()))
+        if nccl
+        else collectives.crossovers(net, k, float(n.min()), float(n.max()), gamma)
+    )
     grid = []
     for i, kk in enumerate(k.tolist()):
         for j, nn in enumerate(n.tolist()):
-            rec = {"devices": kk, "bytes": int(nn), "fastest": names[int(win[i, j])],
-                   "time_s": float(times[win[i, j], i, j])}
+            rec = {
+                "devices": kk,
+                "bytes": int(nn),
+                "fastest": names[int(win[i, j])],
+                "time_s": float(times[win[i, j], i, j]),
+            }
             rec.update({f"{a}_s": _finite(times[x, i, j]) for x, a in enumerate(names)})
             if choice is not None:  # what NCCL itself would run there
-                rec.update(nccl_algorithm=str(choice.algorithm[i, j]), nccl_protocol=choice.protocol[i, j],
-                           nccl_s=float(choice.time[i, j]))
+                rec.update(
+                    nccl_algorithm=str(choice.algorithm[i, j]),
+                    nccl_protocol=choice.protocol[i, j],
+                    nccl_s=float(choice.time[i, j]),
+                )
             grid.append(rec)
     if out.format is o.Format.json:
         from ..output import to_json
@@ -79,22 +90,53 @@ def algorithms(
     from ..render import Column, table
     from ..units import fmt_bytes
 
-    rows = [{"size": fmt_bytes(nn), **{str(kk): SHORT[names[int(win[i, j])]] for i, kk in enumerate(k.tolist())}}
-            for j, nn in enumerate(n.tolist())]
+    rows = [
+        {"size": fmt_bytes(nn), **{str(kk): SHORT[names[int(win[i, j])]] for i, kk in enumerate(k.tolist())}}
+        for j, nn in enumerate(n.tolist())
+    ]
     cols = [Column("size \\ k", "size")] + [Column(str(kk), str(kk), justify="left") for kk in k.tolist()]
     legend = ", ".join(f"{SHORT[a]} = {a}" for a in names)
     crows = [{"devices": c["devices"], "bytes": c["bytes"], "change": f"{c['from']} -> {c['to']}"} for c in cross]
-    ctab = table(crows, [Column("k", "devices"), Column("crossover size", "bytes", lambda v: fmt_bytes(v)),
-                         Column("fastest changes", "change", justify="left")],
-)
-    ctab = Group(ctab, Text("Crossover: where two algorithms' costs are equal ("
-                            + ("found by bisection: NCCL's costs are piecewise, not affine in the size)." if nccl
-                               else "each is L + s·n, so it is exact).")))
-    head = Text(f"fastest all-reduce per (k, size), profile {prof.name} ({prof.device.name})"
-                + ("; ring, tree, nvls, nvlst are NCCL's (best protocol each); 'simcli comm -a nccl' shows what "
-                   "NCCL itself picks" if nccl else ""))
-    show(Group(head, Text(""), table(rows, cols), Text(legend), Text(""),
-               ctab if crows else Text("no crossovers in this size range")), out.output, out.force)
+    ctab = table(
+        crows,
+        [
+            Column("k", "devices"),
+            Column("crossover size", "bytes", lambda v: fmt_bytes(v)),
+            Column("fastest changes", "change", justify="left"),
+        ],
+    )
+    ctab = Group(
+        ctab,
+        Text(
+            "Crossover: where two algorithms' costs are equal ("
+            + (
+                "found by bisection: NCCL's costs are piecewise, not affine in the size)."
+                if nccl
+                else "each is L + s·n, so it is exact)."
+            )
+        ),
+    )
+    head = Text(
+        f"fastest all-reduce per (k, size), profile {prof.name} ({prof.device.name})"
+        + (
+            "; ring, tree, nvls, nvlst are NCCL's (best protocol each); 'simcli comm -a nccl' shows what "
+            "NCCL itself picks"
+            if nccl
+            else ""
+        )
+    )
+    show(
+        Group(
+            head,
+            Text(""),
+            table(rows, cols),
+            Text(legend),
+            Text(""),
+            ctab if crows else Text("no crossovers in this size range"),
+        ),
+        out.output,
+        out.force,
+    )
 
 
 def _finite(x: float) -> float | None:

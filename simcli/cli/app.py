@@ -37,8 +37,9 @@ def _version(value: bool) -> None:
 
 @app.callback()
 def root(
-    version: Annotated[Optional[bool], typer.Option("--version", callback=_version, is_eager=True,
-                                                    help="Print the version and exit.")] = None,
+    version: Annotated[
+        Optional[bool], typer.Option("--version", callback=_version, is_eager=True, help="Print the version and exit.")
+    ] = None,
     debug: Annotated[bool, typer.Option("--debug", help="Show a traceback on errors.")] = False,
 ) -> None:
     State.debug = debug

@@ -18,8 +18,9 @@ from ..units import sig4
 from . import options as o
 from .common import emit, handle_errors, new_app
 
-app = new_app(help="Measure all-reduce and training steps with torch.distributed; import nccl-tests output.",
-              no_args_is_help=True)
+app = new_app(
+    help="Measure all-reduce and training steps with torch.distributed; import nccl-tests output.", no_args_is_help=True
+)
 
 
 class Backend(str, enum.Enum):
@@ -52,22 +53,47 @@ class Placement(str, enum.Enum):
     inplace = "in"
 
 
-WorldSizes = Annotated[Optional[str], typer.Option(
-    "--world-sizes", "-k", help="Ranks per world, one fresh world each: '2,4', '1..4'. Under torchrun: the "
-    "launcher's WORLD_SIZE.")]
-BackendOpt = Annotated[Backend, typer.Option("--backend", help="torch.distributed backend; auto: nccl with CUDA "
-                                             "devices, gloo otherwise.")]
+WorldSizes = Annotated[
+    Optional[str],
+    typer.Option(
+        "--world-sizes",
+        "-k",
+        help="Ranks per world, one fresh world each: '2,4', '1..4'. Under torchrun: the launcher's WORLD_SIZE.",
+    ),
+]
+BackendOpt = Annotated[
+    Backend, typer.Option("--backend", help="torch.distributed backend; auto: nccl with CUDA devices, gloo otherwise.")
+]
 Warmup = Annotated[int, typer.Option("--warmup", min=0, help="Untimed iterations before timing.")]
-Timeout = Annotated[float, typer.Option("--timeout", min=1, help="Seconds a world may go without any rank "
-                                        "starting a new size or step (start-up gets at least 120 s); then every "
-                                        "rank is stopped and the command exits 1.")]
-Port = Annotated[int, typer.Option("--port", help="TCP port of the rendezvous on 127.0.0.1 [default: a free "
-                                   "one per world size].")]
-Threads = Annotated[Optional[int], typer.Option("--threads", min=1, help="torch threads per rank on CPU, the "
-                                                "same in every world [default: cores // largest world size, "
-                                                "at least 1].")]
-Oversubscribe = Annotated[bool, typer.Option("--oversubscribe", help="Allow more CPU ranks than max(4, 2 x cores) "
-                                             "(the times then measure the scheduler).")]
+Timeout = Annotated[
+    float,
+    typer.Option(
+        "--timeout",
+        min=1,
+        help="Seconds a world may go without any rank "
+        "starting a new size or step (start-up gets at least 120 s); then every "
+        "rank is stopped and the command exits 1.",
+    ),
+]
+Port = Annotated[
+    int, typer.Option("--port", help="TCP port of the rendezvous on 127.0.0.1 [default: a free one per world size].")
+]
+Threads = Annotated[
+    Optional[int],
+    typer.Option(
+        "--threads",
+        min=1,
+        help="torch threads per rank on CPU, the "
+        "same in every world [default: cores // largest world size, "
+        "at least 1].",
+    ),
+]
+Oversubscribe = Annotated[
+    bool,
+    typer.Option(
+        "--oversubscribe", help="Allow more CPU ranks than max(4, 2 x cores) (the times then measure the scheduler)."
+    ),
+]
 
 
 # --------------------------------------------------------------------------- shared plumbing
@@ -80,8 +106,10 @@ def _world_sizes(text: str | None, default: str) -> tuple[list[int], dict[str, A
     tr = torchrun_env()
     if tr is not None:
         if text is not None and [int(x) for x in parse_devices(text, "--world-sizes")] != [tr["world_size"]]:
-            raise InputError(f"--world-sizes: {text!r} differs from the launcher's WORLD_SIZE={tr['world_size']}; "
-                             "under torchrun leave --world-sizes out (the launcher sets the world)")
+            raise InputError(
+                f"--world-sizes: {text!r} differs from the launcher's WORLD_SIZE={tr['world_size']}; "
+                "under torchrun leave --world-sizes out (the launcher sets the world)"
+            )
         return [int(tr["world_size"])], tr
     return [int(x) for x in parse_devices(text or default, "--world-sizes")], None
 
@@ -106,15 +134,32 @@ def _threads(threads: int | None, k_max: int, backend: str) -> int | None:
     return max(1, (os.cpu_count() or 1) // k_max)
 
 
-def _run_worlds(task: str, sizes_k: list[int], tr: dict[str, Any] | None, backend: str, config: dict[str, Any],
-                *, timeout: float, port: int, threads: int | None, on_record: Callable[[dict], None],
-                on_world_done: Callable[[int], None]) -> None:
+def _run_worlds(
+    task: str,
+    sizes_k: list[int],
+    tr: dict[str, Any] | None,
+    backend: str,
+    config: dict[str, Any],
+    *,
+    timeout: float,
+    port: int,
+    threads: int | None,
+    on_record: Callable[[dict], None],
+    on_world_done: Callable[[int], None],
+) -> None:
     """Spawn each world in turn (or, under torchrun, be one rank of the given world)."""
     if tr is not None:
         from ..bench import worker
 
-        d = worker.init(backend, int(tr["rank"]), int(tr["world_size"]), int(tr["local_rank"]),
-                        int(tr["local_world_size"]), timeout, emit_fn=on_record)
+        d = worker.init(
+            backend,
+            int(tr["rank"]),
+            int(tr["world_size"]),
+            int(tr["local_rank"]),
+            int(tr["local_world_size"]),
+            timeout,
+            emit_fn=on_record,
+        )
         cfg = {k: v for k, v in config.items() if k not in ("backend", "progress_unit")}
         try:
             worker.run_task(task, d, cfg)
@@ -134,8 +179,15 @@ def _run_worlds(task: str, sizes_k: list[int], tr: dict[str, Any] | None, backen
 
     for k in sizes_k:
         typer.echo(f"simcli: world size {k}: {k} rank(s), {backend} on 127.0.0.1 ...", err=True)
-        run_world(k, task, dict(config, backend=backend), timeout_s=timeout, on_record=on_record, port=port,
-                  threads=_threads(threads, max(sizes_k), backend))
+        run_world(
+            k,
+            task,
+            dict(config, backend=backend),
+            timeout_s=timeout,
+            on_record=on_record,
+            port=port,
+            threads=_threads(threads, max(sizes_k), backend),
+        )
         on_world_done(k)
 
 
@@ -157,8 +209,9 @@ def _stdout_needed(output: str | None, tr: dict[str, Any] | None) -> None:
     from ..output import StdoutClosed, stdout_usable
 
     if output is None and _is_writer(tr) and not stdout_usable():
-        raise StdoutClosed("standard output is closed and no --output is given: the measurements would be lost; "
-                           "give --output FILE")
+        raise StdoutClosed(
+            "standard output is closed and no --output is given: the measurements would be lost; give --output FILE"
+        )
 
 
 def _is_writer(tr: dict[str, Any] | None) -> bool:
@@ -172,8 +225,11 @@ def _finish(rows: list[dict[str, Any]], columns, format: o.Format, writer, noun:
         typer.echo(f"wrote {writer.path} ({len(rows)} rows)", err=True)
     noisy = [r for r in rows if (r.get("spread") or 0) > NOISY_SPREAD]
     if noisy:
-        typer.echo(f"simcli: warning: {len(noisy)} of {len(rows)} {noun} are noisy (p10..p90 spread over "
-                   f"{NOISY_SPREAD:.0%} of the median); use more {more} on a quieter machine", err=True)
+        typer.echo(
+            f"simcli: warning: {len(noisy)} of {len(rows)} {noun} are noisy (p10..p90 spread over "
+            f"{NOISY_SPREAD:.0%} of the median); use more {more} on a quieter machine",
+            err=True,
+        )
     if format is not o.Format.table and writer.path is None:  # with --output the data went into that file
         from ..output import to_csv, to_json
 
@@ -187,31 +243,51 @@ def _finish(rows: list[dict[str, Any]], columns, format: o.Format, writer, noun:
 @handle_errors
 def bench_allreduce(
     world_sizes: WorldSizes = None,
-    size: Annotated[str, typer.Option("--size", "-s", help="Message sizes: '1KiB..64MiB:x4', '1MiB,1GiB'.")]
-    = "1KiB..16MiB:x4",
+    size: Annotated[
+        str, typer.Option("--size", "-s", help="Message sizes: '1KiB..64MiB:x4', '1MiB,1GiB'.")
+    ] = "1KiB..16MiB:x4",
     backend: BackendOpt = Backend.auto,
-    dtype: Annotated[str, typer.Option("--dtype", help="Element type: fp32, fp16, bf16, fp64, int32, int64, "
-                                       "int8, uint8.")] = "fp32",
+    dtype: Annotated[
+        str, typer.Option("--dtype", help="Element type: fp32, fp16, bf16, fp64, int32, int64, int8, uint8.")
+    ] = "fp32",
     warmup: Warmup = 5,
     iters: Annotated[int, typer.Option("--iters", "-n", min=1, help="Timed iterations per size.")] = 20,
     timeout: Timeout = 300.0,
     port: Port = 0,
     threads: Threads = None,
     oversubscribe: Oversubscribe = False,
-    stat: Annotated[Stat, typer.Option("--stat", help="The statistic of the per-iteration times reported as "
-                                       "time_s (and used by calibrate and validate): min, p10, median, or mean "
-                                       "(nccl-tests' choice). A busy machine only adds time, so a low quantile "
-                                       "estimates the uncontended cost; all four are kept in the CSV.")]
-    = Stat.p10,
-    rounds: Annotated[Optional[int], typer.Option("--rounds", min=1, help="Split the --iters of each size over "
-                                                  "this many rounds, sizes in a new shuffled order each round "
-                                                  "[default: --iters, one iteration per size per round].")]
-    = None,
+    stat: Annotated[
+        Stat,
+        typer.Option(
+            "--stat",
+            help="The statistic of the per-iteration times reported as "
+            "time_s (and used by calibrate and validate): min, p10, median, or mean "
+            "(nccl-tests' choice). A busy machine only adds time, so a low quantile "
+            "estimates the uncontended cost; all four are kept in the CSV.",
+        ),
+    ] = Stat.p10,
+    rounds: Annotated[
+        Optional[int],
+        typer.Option(
+            "--rounds",
+            min=1,
+            help="Split the --iters of each size over "
+            "this many rounds, sizes in a new shuffled order each round "
+            "[default: --iters, one iteration per size per round].",
+        ),
+    ] = None,
     seed: Annotated[int, typer.Option("--seed", help="Seed of the shuffled size order.")] = 0,
     format: o.FormatOpt = o.Format.table,
-    output: Annotated[Optional[str], typer.Option("--output", "-o", help="Write the measurements here in the "
-                                                  "--format (csv for table); rows are added as they are "
-                                                  "measured, and the file is valid after each.")] = None,
+    output: Annotated[
+        Optional[str],
+        typer.Option(
+            "--output",
+            "-o",
+            help="Write the measurements here in the "
+            "--format (csv for table); rows are added as they are "
+            "measured, and the file is valid after each.",
+        ),
+    ] = None,
     force: o.Force = False,
 ) -> None:
     """Time torch.distributed.all_reduce for each world size and message size (nccl-tests' columns)."""
@@ -228,8 +304,9 @@ def bench_allreduce(
     sizes = [int(n) for n in parse_sizes(size)]
     small = [n for n in sizes if n < esize]
     if small:
-        raise InputError(f"--size: {small[0]} B is less than one {dtype} element ({esize} B); start at {esize}B "
-                         "or more")
+        raise InputError(
+            f"--size: {small[0]} B is less than one {dtype} element ({esize} B); start at {esize}B or more"
+        )
     _stdout_needed(output, tr)
     torch_version = require_torch()
     be, cuda = _backend(backend)
@@ -242,14 +319,25 @@ def bench_allreduce(
     rows: list[dict[str, Any]] = []
     by_world: dict[int, list[dict[str, Any]]] = {}
     n_rounds = rounds if rounds is not None else iters
-    with ResultWriter(writer_path, ALLREDUCE_COLUMNS, metadata(
-            "bench allreduce", be, torch_version,
-            {"command": " ".join(["simcli"] + sys.argv[1:]) if sys.argv else "simcli bench allreduce",
-             "time_s": f"{stat.value} over iterations of the slowest rank's time (--stat); p10/p90/min/max/"
-                       "median/mean likewise; noise = p90/p10",
-             "rounds": f"{min(n_rounds, iters)} rounds of shuffled sizes (--rounds, --seed {seed}), warm-up per size",
-             "units": "bytes B, times s, algbw/busbw GB/s = 1e9 B/s, busbw = algbw*2(k-1)/k"}),
-            force=force, fmt="json" if format is o.Format.json else "csv") as writer:
+    with ResultWriter(
+        writer_path,
+        ALLREDUCE_COLUMNS,
+        metadata(
+            "bench allreduce",
+            be,
+            torch_version,
+            {
+                "command": " ".join(["simcli"] + sys.argv[1:]) if sys.argv else "simcli bench allreduce",
+                "time_s": f"{stat.value} over iterations of the slowest rank's time (--stat); p10/p90/min/max/"
+                "median/mean likewise; noise = p90/p10",
+                "rounds": f"{min(n_rounds, iters)} rounds of shuffled sizes (--rounds, --seed {seed}), "
+                "warm-up per size",
+                "units": "bytes B, times s, algbw/busbw GB/s = 1e9 B/s, busbw = algbw*2(k-1)/k",
+            },
+        ),
+        force=force,
+        fmt="json" if format is o.Format.json else "csv",
+    ) as writer:
 
         def on_record(rec: dict[str, Any]) -> None:
             writer.append(rec)
@@ -264,10 +352,27 @@ def bench_allreduce(
 
                 console.print(_allreduce_table(k, be, by_world[k]))
 
-        _run_worlds("allreduce", ks, tr, be,
-                    {"sizes": sizes, "dtype": dtype, "warmup": warmup, "iters": iters, "progress_unit": "size",
-                     "rounds": n_rounds, "stat": stat.value, "seed": seed},
-                    timeout=timeout, port=port, threads=threads, on_record=on_record, on_world_done=on_world_done)
+        _run_worlds(
+            "allreduce",
+            ks,
+            tr,
+            be,
+            {
+                "sizes": sizes,
+                "dtype": dtype,
+                "warmup": warmup,
+                "iters": iters,
+                "progress_unit": "size",
+                "rounds": n_rounds,
+                "stat": stat.value,
+                "seed": seed,
+            },
+            timeout=timeout,
+            port=port,
+            threads=threads,
+            on_record=on_record,
+            on_world_done=on_world_done,
+        )
     if _is_writer(tr):
         _finish(rows, ALLREDUCE_COLUMNS, format, writer, "measurements")
 
@@ -288,15 +393,28 @@ def _allreduce_table(k: int, backend: str, recs: list[dict[str, Any]], title: st
     for r in recs:  # how noisy each point was: p90/p10 (1 = every iteration took the same time)
         if r.get("noise") is None and r.get("time_p10_s") and r.get("time_p90_s"):
             r["noise"] = r["time_p90_s"] / r["time_p10_s"]
-    cols = [Column("size", "bytes", fmt_bytes), Column("count", "count"), Column("type", "dtype", justify="left"),
-            Column(f"time {unit}", "time_s", t("time_s")), Column(f"p10 {unit}", "time_p10_s", t("p10")),
-            Column(f"p90 {unit}", "time_p90_s", t("p90")),
-            Column("noise p90/p10", "noise", lambda v: f"{v:.3g}"),
-            Column("algbw GB/s", "algbw_GBps", lambda v: f"{v:.4g}"),
-            Column("busbw GB/s", "busbw_GBps", lambda v: f"{v:.4g}")]
+    cols = [
+        Column("size", "bytes", fmt_bytes),
+        Column("count", "count"),
+        Column("type", "dtype", justify="left"),
+        Column(f"time {unit}", "time_s", t("time_s")),
+        Column(f"p10 {unit}", "time_p10_s", t("p10")),
+        Column(f"p90 {unit}", "time_p90_s", t("p90")),
+        Column("noise p90/p10", "noise", lambda v: f"{v:.3g}"),
+        Column("algbw GB/s", "algbw_GBps", lambda v: f"{v:.4g}"),
+        Column("busbw GB/s", "busbw_GBps", lambda v: f"{v:.4g}"),
+    ]
     head = Text(title or f"all_reduce, world size {k}, {backend}: {stat} of the slowest rank's time per iteration")
-    return Group(head, table(recs, cols, caption=f"Times in {unit}; time = {stat} (--stat); noise = p90/p10 of the "
-                             "iterations; busbw = algbw·2(k-1)/k; GB/s = 1e9 B/s."), Text(""))
+    return Group(
+        head,
+        table(
+            recs,
+            cols,
+            caption=f"Times in {unit}; time = {stat} (--stat); noise = p90/p10 of the "
+            "iterations; busbw = algbw·2(k-1)/k; GB/s = 1e9 B/s.",
+        ),
+        Text(""),
+    )
 
 
 # --------------------------------------------------------------------------- step
@@ -306,58 +424,100 @@ def _allreduce_table(k: int, backend: str, recs: list[dict[str, Any]], title: st
 @handle_errors
 def bench_step(
     world_sizes: WorldSizes = None,
-    model: Annotated[ModelKind, typer.Option("--model", "-m", help="Model to train: mlp (--depth "
-                                             "Linear(width, width) layers), gpt (a GPT-style decoder stack: "
-                                             "--layers, --hidden, --heads, --seq-len, --vocab), resnet "
-                                             "(bottleneck blocks: --model-width, --blocks, --image-size, --classes).")]
-    = ModelKind.mlp,
-    width: Annotated[Optional[int], typer.Option("--model-width", min=1, help="mlp: layer width [default: "
-                                                 "1024]; resnet: the first stage's bottleneck width [default: "
-                                                 "16]. (Not --width, which is a picture's width elsewhere.)")]
-    = None,
-    old_width: Annotated[Optional[int], typer.Option("--width", min=1, hidden=True,
-                                                     help="Old spelling of --model-width.")] = None,
+    model: Annotated[
+        ModelKind,
+        typer.Option(
+            "--model",
+            "-m",
+            help="Model to train: mlp (--depth "
+            "Linear(width, width) layers), gpt (a GPT-style decoder stack: "
+            "--layers, --hidden, --heads, --seq-len, --vocab), resnet "
+            "(bottleneck blocks: --model-width, --blocks, --image-size, --classes).",
+        ),
+    ] = ModelKind.mlp,
+    width: Annotated[
+        Optional[int],
+        typer.Option(
+            "--model-width",
+            min=1,
+            help="mlp: layer width [default: "
+            "1024]; resnet: the first stage's bottleneck width [default: "
+            "16]. (Not --width, which is a picture's width elsewhere.)",
+        ),
+    ] = None,
+    old_width: Annotated[
+        Optional[int], typer.Option("--width", min=1, hidden=True, help="Old spelling of --model-width.")
+    ] = None,
     depth: Annotated[int, typer.Option("--depth", min=1, help="MLP layers.")] = 8,
-    params: Annotated[Optional[float], typer.Option("--params", help="Size the MLP to about this many "
-                                                    "parameters (sets the width for --depth).")] = None,
+    params: Annotated[
+        Optional[float],
+        typer.Option("--params", help="Size the MLP to about this many parameters (sets the width for --depth)."),
+    ] = None,
     layers: Annotated[int, typer.Option("--layers", min=1, help="gpt: decoder blocks.")] = 2,
     hidden: Annotated[int, typer.Option("--hidden", min=1, help="gpt: hidden size.")] = 128,
-    heads: Annotated[int, typer.Option("--heads", min=1, help="gpt: attention heads (must divide --hidden).")]
-    = 4,
+    heads: Annotated[int, typer.Option("--heads", min=1, help="gpt: attention heads (must divide --hidden).")] = 4,
     seq_len: Annotated[int, typer.Option("--seq-len", min=1, help="gpt: tokens per sample.")] = 128,
-    vocab: Annotated[int, typer.Option("--vocab", min=2, help="gpt: vocabulary (the tied embedding and head; "
-                                       "GPT-2: 50257).")] = 1024,
-    blocks: Annotated[str, typer.Option("--blocks", help="resnet: bottleneck blocks per stage, the width "
-                                        "doubling per stage (ResNet-50: 3,4,6,3).")] = "1,1,1,1",
-    image_size: Annotated[int, typer.Option("--image-size", min=8, help="resnet: image side in pixels (64 or "
-                                            "more: ResNet-50's 7x7/2 stem and max pool; less: a 3x3/1 stem).")]
-    = 32,
+    vocab: Annotated[
+        int, typer.Option("--vocab", min=2, help="gpt: vocabulary (the tied embedding and head; GPT-2: 50257).")
+    ] = 1024,
+    blocks: Annotated[
+        str,
+        typer.Option(
+            "--blocks", help="resnet: bottleneck blocks per stage, the width doubling per stage (ResNet-50: 3,4,6,3)."
+        ),
+    ] = "1,1,1,1",
+    image_size: Annotated[
+        int,
+        typer.Option(
+            "--image-size",
+            min=8,
+            help="resnet: image side in pixels (64 or more: ResNet-50's 7x7/2 stem and max pool; less: a 3x3/1 stem).",
+        ),
+    ] = 32,
     classes: Annotated[int, typer.Option("--classes", min=2, help="resnet: classifier outputs.")] = 10,
-    dtype: Annotated[StepDtype, typer.Option("--dtype", help="Compute dtype: fp32, tf32 (TF32 matmuls), bf16 or "
-                                             "fp16 (torch.autocast). CPU: fp32 and bf16; tf32 and fp16 need "
-                                             "CUDA.")] = StepDtype.fp32,
+    dtype: Annotated[
+        StepDtype,
+        typer.Option(
+            "--dtype",
+            help="Compute dtype: fp32, tf32 (TF32 matmuls), bf16 or "
+            "fp16 (torch.autocast). CPU: fp32 and bf16; tf32 and fp16 need "
+            "CUDA.",
+        ),
+    ] = StepDtype.fp32,
     batch_per_device: o.BatchPerDevice = None,
-    mode: Annotated[Mode, typer.Option("--mode", help="Gradient all-reduce: flat (one all_reduce of the "
-                                       "flattened gradient), ddp (DistributedDataParallel buckets), both.")]
-    = Mode.both,
+    mode: Annotated[
+        Mode,
+        typer.Option(
+            "--mode",
+            help="Gradient all-reduce: flat (one all_reduce of the "
+            "flattened gradient), ddp (DistributedDataParallel buckets), both.",
+        ),
+    ] = Mode.both,
     steps: Annotated[int, typer.Option("--steps", min=1, help="Timed steps per measurement.")] = 20,
     warmup: Warmup = 3,
     lr: Annotated[float, typer.Option("--lr", help="SGD learning rate η in θ ← θ − η·g.")] = 0.01,
-    bucket_cap_mb: Annotated[float, typer.Option("--bucket-mb", help="DDP bucket size in MiB (DDP's "
-                                                 "bucket_cap_mb), as speedup's --bucket-mb.")] = 25.0,
-    old_bucket: Annotated[Optional[float], typer.Option("--bucket-cap-mb", hidden=True,
-                                                        help="Old spelling of --bucket-mb.")] = None,
-    profile: Annotated[Optional[str], typer.Option("--profile", "-p", help="Profile for the prediction "
-                                                   "[default: cpu-loopback with gloo, dgx-h100 with nccl].")]
-    = None,
+    bucket_cap_mb: Annotated[
+        float,
+        typer.Option("--bucket-mb", help="DDP bucket size in MiB (DDP's bucket_cap_mb), as speedup's --bucket-mb."),
+    ] = 25.0,
+    old_bucket: Annotated[
+        Optional[float], typer.Option("--bucket-cap-mb", hidden=True, help="Old spelling of --bucket-mb.")
+    ] = None,
+    profile: Annotated[
+        Optional[str],
+        typer.Option(
+            "--profile", "-p", help="Profile for the prediction [default: cpu-loopback with gloo, dgx-h100 with nccl]."
+        ),
+    ] = None,
     backend: BackendOpt = Backend.auto,
     timeout: Timeout = 300.0,
     port: Port = 0,
     threads: Threads = None,
     oversubscribe: Oversubscribe = False,
     format: o.FormatOpt = o.Format.table,
-    output: Annotated[Optional[str], typer.Option("--output", "-o", help="CSV file; rows are appended as they "
-                                                  "are measured.")] = None,
+    output: Annotated[
+        Optional[str], typer.Option("--output", "-o", help="CSV file; rows are appended as they are measured.")
+    ] = None,
     force: o.Force = False,
 ) -> None:
     """Time real data-parallel training steps; check the averaged gradient; compare S(k) with the prediction."""
@@ -387,15 +547,15 @@ def bench_step(
         if not params >= 1:
             raise InputError(f"--params: {params!r} must be at least 1")
         width = mlp_width_for_params(params, depth)
-    spec = _step_spec(model.value, width, depth, layers, hidden, heads, seq_len, vocab, blocks, image_size,
-                      classes, b)
+    spec = _step_spec(model.value, width, depth, layers, hidden, heads, seq_len, vocab, blocks, image_size, classes, b)
     if not lr > 0:
         raise InputError(f"--lr: {lr} must be positive")
     from ..engine import MIN_BUCKET_MB
 
     if not (bucket_cap_mb >= MIN_BUCKET_MB and bucket_cap_mb < float("inf")):  # checked before any rank starts
-        raise InputError(f"--bucket-mb: {bucket_cap_mb:g} MiB must be at least 1 KiB ({MIN_BUCKET_MB:g} MiB); "
-                         "DDP's default is 25")
+        raise InputError(
+            f"--bucket-mb: {bucket_cap_mb:g} MiB must be at least 1 KiB ({MIN_BUCKET_MB:g} MiB); DDP's default is 25"
+        )
     nparams = bm.params(spec)
     torch_version = require_torch()
     be, cuda = _backend(backend)
@@ -412,34 +572,66 @@ def bench_step(
     modes = ["flat", "ddp"] if mode is Mode.both else [mode.value]
     ref: dict[str, float] = {}
     rows: list[dict[str, Any]] = []
-    with ResultWriter(output if _is_writer(tr) else None, STEP_COLUMNS, metadata(
-            "bench step", be, torch_version,
-            {"command": " ".join(["simcli"] + sys.argv[1:]) if sys.argv else "simcli bench step",
-             "model": f"{bm.describe(spec)} ({nparams} params), {'MSE' if spec.kind == 'mlp' else 'cross-entropy'} "
-                      f"loss, SGD lr {lr}, synthetic data, dtype {dtype.value}",
-             "flops": f"flops_per_sample {bm.flops_per_sample(spec):.6g} (as simcli's presets count it; mfu uses it),"
-                      f" flops_per_sample_exact {bm.flops_per_sample_exact(spec):.6g} (achieved_flops uses it)",
-             "times": "median over steps of the slowest rank's time; t_step_ref_s = T_step(1) of the same mode",
-             "prediction": f"simcli.engine.simulate, profile {prof.name}, --params {nparams}, --compute-time = "
-                           "measured T_step(1) of the same mode (all the work but communication), "
-                           "--overlap none for flat, buckets for ddp"}), force=force,
-            fmt="json" if format is o.Format.json else "csv") as writer:
+    with ResultWriter(
+        output if _is_writer(tr) else None,
+        STEP_COLUMNS,
+        metadata(
+            "bench step",
+            be,
+            torch_version,
+            {
+                "command": " ".join(["simcli"] + sys.argv[1:]) if sys.argv else "simcli bench step",
+                "model": f"{bm.describe(spec)} ({nparams} params), {'MSE' if spec.kind == 'mlp' else 'cross-entropy'} "
+                f"loss, SGD lr {lr}, synthetic data, dtype {dtype.value}",
+                "flops": f"flops_per_sample {bm.flops_per_sample(spec):.6g} (as simcli's presets count it; mfu "
+                f"uses it), flops_per_sample_exact {bm.flops_per_sample_exact(spec):.6g} (achieved_flops uses it)",
+                "times": "median over steps of the slowest rank's time; t_step_ref_s = T_step(1) of the same mode",
+                "prediction": f"simcli.engine.simulate, profile {prof.name}, --params {nparams}, --compute-time = "
+                "measured T_step(1) of the same mode (all the work but communication), "
+                "--overlap none for flat, buckets for ddp",
+            },
+        ),
+        force=force,
+        fmt="json" if format is o.Format.json else "csv",
+    ) as writer:
 
         def on_record(rec: dict[str, Any]) -> None:
             _add_prediction(rec, ref, prof, tr, bucket_cap_mb)
             peak = prof.device.peak_flops.get(rec.get("dtype") or "fp32")
             rec["peak_flops"] = peak
-            rec["mfu"] = (rec["flops_per_sample"] * rec["batch_per_device"] / rec["t_compute_s"] / peak
-                          if peak and rec.get("flops_per_sample") else None)
+            rec["mfu"] = (
+                rec["flops_per_sample"] * rec["batch_per_device"] / rec["t_compute_s"] / peak
+                if peak and rec.get("flops_per_sample")
+                else None
+            )
             writer.append(rec)
             rows.append(rec)
 
-        _run_worlds("step", ks, tr, be,
-                    {"model": spec.to_dict(), "dtype": dtype.value,
-                     "width": spec.width, "depth": depth, "batch_per_device": b, "steps": steps, "warmup": warmup,
-                     "modes": modes, "lr": lr, "bucket_cap_mb": bucket_cap_mb, "solo_reference": tr is not None,
-                     "progress_unit": "timed iteration"},
-                    timeout=timeout, port=port, threads=threads, on_record=on_record, on_world_done=lambda k: None)
+        _run_worlds(
+            "step",
+            ks,
+            tr,
+            be,
+            {
+                "model": spec.to_dict(),
+                "dtype": dtype.value,
+                "width": spec.width,
+                "depth": depth,
+                "batch_per_device": b,
+                "steps": steps,
+                "warmup": warmup,
+                "modes": modes,
+                "lr": lr,
+                "bucket_cap_mb": bucket_cap_mb,
+                "solo_reference": tr is not None,
+                "progress_unit": "timed iteration",
+            },
+            timeout=timeout,
+            port=port,
+            threads=threads,
+            on_record=on_record,
+            on_world_done=lambda k: None,
+        )
     if not _is_writer(tr):
         return
     if format is o.Format.table:
@@ -449,8 +641,20 @@ def bench_step(
     _finish(rows, STEP_COLUMNS, format, writer, "step measurements", more="--steps")
 
 
-def _step_spec(kind: str, width: int | None, depth: int, layers: int, hidden: int, heads: int, seq_len: int,
-               vocab: int, blocks: str, image_size: int, classes: int, batch: int):
+def _step_spec(
+    kind: str,
+    width: int | None,
+    depth: int,
+    layers: int,
+    hidden: int,
+    heads: int,
+    seq_len: int,
+    vocab: int,
+    blocks: str,
+    image_size: int,
+    classes: int,
+    batch: int,
+):
     """The bench model's shape from the options, every value checked (one line per bad option)."""
     from ..bench.models import ModelSpec, resnet_final_size
 
@@ -462,14 +666,27 @@ def _step_spec(kind: str, width: int | None, depth: int, layers: int, hidden: in
         bl = ()
     if not bl or any(x < 1 for x in bl) or len(bl) > 6:
         raise InputError(f"--blocks: {blocks!r} is not 1 to 6 whole numbers >= 1 separated by commas (e.g. 3,4,6,3)")
-    spec = ModelSpec(kind=kind, width=width or 0, depth=depth, layers=layers, hidden=hidden, heads=heads,
-                     seq_len=seq_len, vocab=vocab, blocks=bl, image_size=image_size, classes=classes)
+    spec = ModelSpec(
+        kind=kind,
+        width=width or 0,
+        depth=depth,
+        layers=layers,
+        hidden=hidden,
+        heads=heads,
+        seq_len=seq_len,
+        vocab=vocab,
+        blocks=bl,
+        image_size=image_size,
+        classes=classes,
+    )
     if kind == "resnet":
         side = resnet_final_size(spec)
         if side < 1 or batch * side * side < 2:
-            raise InputError(f"--image-size: {image_size} px leaves {max(side, 0)}x{max(side, 0)} pixels after "
-                             f"{len(bl)} stages, too few for BatchNorm with batch {batch}; give a larger --image-size "
-                             "or fewer --blocks stages")
+            raise InputError(
+                f"--image-size: {image_size} px leaves {max(side, 0)}x{max(side, 0)} pixels after "
+                f"{len(bl)} stages, too few for BatchNorm with batch {batch}; give a larger --image-size "
+                "or fewer --blocks stages"
+            )
     return spec
 
 
@@ -489,8 +706,10 @@ def _check_memory(spec, batch: int, backend: str, ranks_here: int, kind: str) ->
         per = f"{fmt_bytes(need, binary=False)} per rank: parameters x 4 B x 4 + activations"
         if total != need:
             per += f", x {ranks_here} ranks"
-        raise InputError(f"--model {kind}: a step needs about {fmt_bytes(total, binary=False)} ({per}) but {where} "
-                         f"{fmt_bytes(have, binary=False)}; use a smaller model or --batch-per-device")
+        raise InputError(
+            f"--model {kind}: a step needs about {fmt_bytes(total, binary=False)} ({per}) but {where} "
+            f"{fmt_bytes(have, binary=False)}; use a smaller model or --batch-per-device"
+        )
 
 
 def _available_memory() -> float:
@@ -508,8 +727,9 @@ def _available_memory() -> float:
         return 0.0
 
 
-def _add_prediction(rec: dict[str, Any], ref: dict[str, float], prof, tr: dict[str, Any] | None,
-                    bucket_cap_mb: float = 25.0) -> None:
+def _add_prediction(
+    rec: dict[str, Any], ref: dict[str, float], prof, tr: dict[str, Any] | None, bucket_cap_mb: float = 25.0
+) -> None:
     """Measured S(k), E(k) and the engine's prediction for the same profile and params.
 
     The prediction's compute time is the measured T_step(1) of the same mode: at k = 1 there is no
@@ -530,12 +750,24 @@ def _add_prediction(rec: dict[str, Any], ref: dict[str, float], prof, tr: dict[s
         rec["speedup"] = k * t_ref / rec["t_step_s"]
         rec["efficiency"] = rec["speedup"] / k
     wl = custom_workload(float(rec["params"]), None, int(rec["batch_per_device"]))
-    sc = Scenario(profile=prof, workload=wl, batch_per_device=int(rec["batch_per_device"]),
-                  compute_time_s=float(t_ref or rec["t_compute_s"]), grad_dtype="fp32",
-                  overlap="buckets" if mode == "ddp" else "none", bucket_mb=bucket_cap_mb)
+    sc = Scenario(
+        profile=prof,
+        workload=wl,
+        batch_per_device=int(rec["batch_per_device"]),
+        compute_time_s=float(t_ref or rec["t_compute_s"]),
+        grad_dtype="fp32",
+        overlap="buckets" if mode == "ddp" else "none",
+        bucket_mb=bucket_cap_mb,
+    )
     res = simulate(sc, [k])
-    rec.update({"predicted_t_comm_s": float(res.t_comm_s[0]), "predicted_t_step_s": float(res.t_step_s[0]),
-                "predicted_speedup": float(res.speedup[0]), "predicted_efficiency": float(res.efficiency[0])})
+    rec.update(
+        {
+            "predicted_t_comm_s": float(res.t_comm_s[0]),
+            "predicted_t_step_s": float(res.t_step_s[0]),
+            "predicted_speedup": float(res.speedup[0]),
+            "predicted_efficiency": float(res.efficiency[0]),
+        }
+    )
 
 
 def _step_table(rows: list[dict[str, Any]], profile: str, backend: str):
@@ -556,29 +788,44 @@ def _step_table(rows: list[dict[str, Any]], profile: str, backend: str):
     def rest(r: dict[str, Any]) -> float | None:  # step - compute: exposed communication + optimizer and copies
         return r["t_step_s"] - r["t_compute_s"] if r.get("t_step_s") is not None and r.get("t_compute_s") else None
 
-    cols = [Column("k", "world_size"), Column("mode", "mode"),
-            Column(f"compute {unit}", "t_compute_s", t), Column(f"+ rest {unit}", rest, t),
-            Column(f"= step {unit}", "t_step_s", t), Column(f"comm alone {unit}", "t_comm_s", t),
-            Column(f"pred comm {unit}", "predicted_t_comm_s", t),
-            Column(f"pred step {unit}", "predicted_t_step_s", t),
-            Column("S meas", "speedup", num(".2f")), Column("S pred", "predicted_speedup", num(".2f")),
-            Column("E meas", "efficiency", num(".3f")), Column("E pred", "predicted_efficiency", num(".3f")),
-            Column("max|Δg|", "grad_max_abs_err", num(".1e"))]
+    cols = [
+        Column("k", "world_size"),
+        Column("mode", "mode"),
+        Column(f"compute {unit}", "t_compute_s", t),
+        Column(f"+ rest {unit}", rest, t),
+        Column(f"= step {unit}", "t_step_s", t),
+        Column(f"comm alone {unit}", "t_comm_s", t),
+        Column(f"pred comm {unit}", "predicted_t_comm_s", t),
+        Column(f"pred step {unit}", "predicted_t_step_s", t),
+        Column("S meas", "speedup", num(".2f")),
+        Column("S pred", "predicted_speedup", num(".2f")),
+        Column("E meas", "efficiency", num(".3f")),
+        Column("E pred", "predicted_efficiency", num(".3f")),
+        Column("max|Δg|", "grad_max_abs_err", num(".1e")),
+    ]
     r0 = rows[0] if rows else {}
     mfu = f" = {r0['mfu']:.3g} of {profile}'s {r0.get('dtype')} peak (preset FLOP count)" if r0.get("mfu") else ""
-    split = (f"; forward {sig4(r0['t_forward_s'] / f)} + backward {sig4(r0['t_backward_s'] / f)} {unit} (backward "
-             f"fraction {r0['backward_fraction']:.3f})" if r0.get("t_forward_s") else "")
-    head = Text(f"data-parallel step, {backend}: {r0.get('model', '')} ({fmt_count(r0.get('params', 0))} params), "
-                f"{r0.get('dtype', 'fp32')}, batch {r0.get('batch_per_device', '')} per rank, "
-                f"{r0.get('threads', '')} thread(s) per rank, "
-                f"{fmt_flops(r0.get('achieved_flops', 0))} achieved at k={r0.get('world_size', '')}{mfu}{split}\n"
-                f"predicted: simcli speedup --profile {profile} --params {r0.get('params', '')} "
-                f"--compute-time <measured T_step(1) of the mode> --overlap none (flat) | buckets (ddp)")
-    cap = (f"Times in {unit}: medians of the slowest rank per step. compute + rest = step: rest is the step's "
-           "exposed communication plus the optimizer and gradient copies; comm alone: the same all-reduces timed "
-           "without the model (DDP hides part of it behind backward, so it may exceed rest). "
-           "S = k·T_step(1)/T_step(k), E = S/k. max|Δg|: averaged gradient vs one process on the global batch "
-           "(ranks agree exactly).")
+    split = (
+        f"; forward {sig4(r0['t_forward_s'] / f)} + backward {sig4(r0['t_backward_s'] / f)} {unit} (backward "
+        f"fraction {r0['backward_fraction']:.3f})"
+        if r0.get("t_forward_s")
+        else ""
+    )
+    head = Text(
+        f"data-parallel step, {backend}: {r0.get('model', '')} ({fmt_count(r0.get('params', 0))} params), "
+        f"{r0.get('dtype', 'fp32')}, batch {r0.get('batch_per_device', '')} per rank, "
+        f"{r0.get('threads', '')} thread(s) per rank, "
+        f"{fmt_flops(r0.get('achieved_flops', 0))} achieved at k={r0.get('world_size', '')}{mfu}{split}\n"
+        f"predicted: simcli speedup --profile {profile} --params {r0.get('params', '')} "
+        f"--compute-time <measured T_step(1) of the mode> --overlap none (flat) | buckets (ddp)"
+    )
+    cap = (
+        f"Times in {unit}: medians of the slowest rank per step. compute + rest = step: rest is the step's "
+        "exposed communication plus the optimizer and gradient copies; comm alone: the same all-reduces timed "
+        "without the model (DDP hides part of it behind backward, so it may exceed rest). "
+        "S = k·T_step(1)/T_step(k), E = S/k. max|Δg|: averaged gradient vs one process on the global batch "
+        "(ranks agree exactly)."
+    )
     return Group(head, table(rows, cols, caption=cap))
 
 
@@ -589,12 +836,16 @@ def _step_table(rows: list[dict[str, Any]], profile: str, backend: str):
 @handle_errors
 def bench_import(
     file: Annotated[str, typer.Argument(help="nccl-tests output: the text all_reduce_perf prints, or its -J JSON.")],
-    world_size: Annotated[Optional[int], typer.Option("--world-size", help="Ranks of that run [default: counted "
-                                                      "from its '#  Rank' lines].")] = None,
-    placement: Annotated[Placement, typer.Option("--placement", help="Which timings: out (out-of-place) or in "
-                                                 "(in-place).")] = Placement.out,
-    collective: Annotated[Optional[str], typer.Option("--collective", help="Collective name [default: from the "
-                                                      "file, else all_reduce].")] = None,
+    world_size: Annotated[
+        Optional[int],
+        typer.Option("--world-size", help="Ranks of that run [default: counted from its '#  Rank' lines]."),
+    ] = None,
+    placement: Annotated[
+        Placement, typer.Option("--placement", help="Which timings: out (out-of-place) or in (in-place).")
+    ] = Placement.out,
+    collective: Annotated[
+        Optional[str], typer.Option("--collective", help="Collective name [default: from the file, else all_reduce].")
+    ] = None,
     format: o.FormatOpt = o.Format.table,
     output: o.Output = None,
     force: o.Force = False,
@@ -610,17 +861,27 @@ def bench_import(
     if format is o.Format.table and not output:
         from ..render import console
 
-        console.print(_allreduce_table(recs[0]["world_size"], "nccl", recs,
-                                       title=f"{recs[0]['collective']} from {file}, world size "
-                                             f"{recs[0]['world_size']}, nccl ({placement.value}-of-place)"))
+        console.print(
+            _allreduce_table(
+                recs[0]["world_size"],
+                "nccl",
+                recs,
+                title=f"{recs[0]['collective']} from {file}, world size "
+                f"{recs[0]['world_size']}, nccl ({placement.value}-of-place)",
+            )
+        )
         return
     if format is o.Format.json:
         emit(to_json(recs), output, force)
         return
     import datetime
 
-    comments = ["simcli bench import", f"imported from: {file} (nccl-tests output; host and date of that run "
-                "are in its own header)", "backend: nccl", f"placement: {placement.value}-of-place",
-                f"imported: {datetime.datetime.now(datetime.timezone.utc).isoformat(timespec='seconds')}",
-                "units: bytes B, times s, algbw/busbw GB/s = 1e9 B/s"]
+    comments = [
+        "simcli bench import",
+        f"imported from: {file} (nccl-tests output; host and date of that run are in its own header)",
+        "backend: nccl",
+        f"placement: {placement.value}-of-place",
+        f"imported: {datetime.datetime.now(datetime.timezone.utc).isoformat(timespec='seconds')}",
+        "units: bytes B, times s, algbw/busbw GB/s = 1e9 B/s",
+    ]
     emit(to_csv(recs, ALLREDUCE_COLUMNS, comments), output, force)

@@ -32,12 +32,19 @@ class CalFormat(str, enum.Enum):
     json = "json"
 
 
-Where = Annotated[Optional[list[str]], typer.Option("--where", help="Keep only rows whose COLUMN equals VALUE "
-                                                    "(COLUMN=VALUE, repeatable), e.g. --where system=nd-h100-v5.")]
-MinSize = Annotated[str, typer.Option("--min-size", help="Leave out all-reduce rows smaller than this "
-                                      "(bytes, units allowed: '64MiB').")]
-MaxSize = Annotated[Optional[str], typer.Option("--max-size", help="Leave out all-reduce rows larger than this "
-                                                "(bytes, units allowed).")]
+Where = Annotated[
+    Optional[list[str]],
+    typer.Option(
+        "--where",
+        help="Keep only rows whose COLUMN equals VALUE (COLUMN=VALUE, repeatable), e.g. --where system=nd-h100-v5.",
+    ),
+]
+MinSize = Annotated[
+    str, typer.Option("--min-size", help="Leave out all-reduce rows smaller than this (bytes, units allowed: '64MiB').")
+]
+MaxSize = Annotated[
+    Optional[str], typer.Option("--max-size", help="Leave out all-reduce rows larger than this (bytes, units allowed).")
+]
 
 
 def _size(value: str | None, option: str) -> float | None:
@@ -64,10 +71,17 @@ def _pct(v: float | None) -> str:
 #: on this host's CPU cores (cpu-loopback); nccl could be any GPU system, so it needs --profile
 BACKEND_PROFILES = {"gloo": "cpu-loopback"}
 
-MeasuredProfile = Annotated[Optional[str], typer.Option("--profile", "-p", help="Built-in profile name or path "
-                                                        "to a YAML profile [default: from the file's backend: "
-                                                        "cpu-loopback for gloo; nccl and unknown backends need "
-                                                        "--profile].")]
+MeasuredProfile = Annotated[
+    Optional[str],
+    typer.Option(
+        "--profile",
+        "-p",
+        help="Built-in profile name or path "
+        "to a YAML profile [default: from the file's backend: "
+        "cpu-loopback for gloo; nccl and unknown backends need "
+        "--profile].",
+    ),
+]
 
 
 def _backend_of(m) -> str | None:
@@ -95,10 +109,14 @@ def profile_for_measurements(profile: str | None, measured: list) -> Any:
             name = BACKEND_PROFILES[backend]
             typer.echo(f"simcli: --profile {name} (the measurements' backend is {backend})", err=True)
             return resolve_profile(name)
-        raise InputError(f"--profile: {paths} was measured with {backend}, on hardware simcli cannot tell from the "
-                         "file; give --profile (for example dgx-a100, dgx-h100; see 'simcli profiles list')")
-    raise InputError(f"--profile: {paths} does not say which backend measured it; give --profile (the hardware "
-                     "the measurements were taken on; see 'simcli profiles list')")
+        raise InputError(
+            f"--profile: {paths} was measured with {backend}, on hardware simcli cannot tell from the "
+            "file; give --profile (for example dgx-a100, dgx-h100; see 'simcli profiles list')"
+        )
+    raise InputError(
+        f"--profile: {paths} does not say which backend measured it; give --profile (the hardware "
+        "the measurements were taken on; see 'simcli profiles list')"
+    )
 
 
 # --------------------------------------------------------------------------- calibrate
@@ -107,26 +125,53 @@ def profile_for_measurements(profile: str | None, measured: list) -> Any:
 @app.command()
 @handle_errors
 def calibrate(
-    files: Annotated[list[str], typer.Argument(help="Measurement CSVs: a 'bench allreduce' (or 'bench import') "
-                                               "file, and optionally a 'bench step' file; told apart by header.")],
-    output: Annotated[str, typer.Option("--output", "-o", help="Write the calibrated profile (YAML) here, "
-                                        "atomically; refuses to overwrite without --force.")],
+    files: Annotated[
+        list[str],
+        typer.Argument(
+            help="Measurement CSVs: a 'bench allreduce' (or 'bench import') "
+            "file, and optionally a 'bench step' file; told apart by header."
+        ),
+    ],
+    output: Annotated[
+        str,
+        typer.Option(
+            "--output",
+            "-o",
+            help="Write the calibrated profile (YAML) here, atomically; refuses to overwrite without --force.",
+        ),
+    ],
     profile: MeasuredProfile = None,
-    tier: Annotated[Optional[str], typer.Option("--tier", help="Fit every all-reduce row to this network tier "
-                                                "[default: each row to the outermost tier its ring spans].")] = None,
-    holdout: Annotated[float, typer.Option("--holdout", help="Fraction of the points held out of the fit and "
-                                           "reported separately (0 <= x < 1).")] = 0.25,
+    tier: Annotated[
+        Optional[str],
+        typer.Option(
+            "--tier",
+            help="Fit every all-reduce row to this network tier "
+            "[default: each row to the outermost tier its ring spans].",
+        ),
+    ] = None,
+    holdout: Annotated[
+        float,
+        typer.Option(
+            "--holdout", help="Fraction of the points held out of the fit and reported separately (0 <= x < 1)."
+        ),
+    ] = 0.25,
     seed: Annotated[int, typer.Option("--seed", help="Seed of the random hold-out split.")] = 0,
     min_size: MinSize = "0",
     max_size: MaxSize = None,
     where: Where = None,
     algorithm: o.Algorithm = None,
-    loss: Annotated[Loss, typer.Option("--loss", help="huber: robust (outliers down-weighted, IRLS); "
-                                       "linear: plain weighted least squares.")] = Loss.huber,
-    name: Annotated[Optional[str], typer.Option("--name", help="Name of the new profile [default: the output "
-                                                "file's stem].")] = None,
-    format: Annotated[CalFormat, typer.Option("--format", "-f", help="table, or json (the fit report only, to "
-                                              "stdout).")] = CalFormat.table,
+    loss: Annotated[
+        Loss,
+        typer.Option(
+            "--loss", help="huber: robust (outliers down-weighted, IRLS); linear: plain weighted least squares."
+        ),
+    ] = Loss.huber,
+    name: Annotated[
+        Optional[str], typer.Option("--name", help="Name of the new profile [default: the output file's stem].")
+    ] = None,
+    format: Annotated[
+        CalFormat, typer.Option("--format", "-f", help="table, or json (the fit report only, to stdout).")
+    ] = CalFormat.table,
     force: o.Force = False,
 ) -> None:
     """Fit a profile's latency and bandwidth (and compute rate) to measurements; write a calibrated profile.
@@ -156,14 +201,27 @@ def calibrate(
                 raise InputError(f"{f}: a second step file; give one 'bench step' CSV")
             step_m = m
         else:
-            raise InputError(f"{f}: a scaling table (devices, speedup) has no times to fit; give 'bench allreduce' "
-                             "or 'bench step' results")
+            raise InputError(
+                f"{f}: a scaling table (devices, speedup) has no times to fit; give 'bench allreduce' "
+                "or 'bench step' results"
+            )
     base = profile_for_measurements(profile, [m for m in (comm_m, step_m) if m is not None])
-    report = calibrate_profile(base, comm_m, step_m, tier=tier, holdout=holdout, seed=seed,
-                               min_size=_size(min_size, "--min-size") or 0.0, max_size=_size(max_size, "--max-size"),
-                               where=where or [], algorithm=algorithm, loss=loss.value,
-                               name=name or Path(output).stem, now=datetime.datetime.now(datetime.timezone.utc),
-                               host=platform.node() or "unknown")
+    report = calibrate_profile(
+        base,
+        comm_m,
+        step_m,
+        tier=tier,
+        holdout=holdout,
+        seed=seed,
+        min_size=_size(min_size, "--min-size") or 0.0,
+        max_size=_size(max_size, "--max-size"),
+        where=where or [],
+        algorithm=algorithm,
+        loss=loss.value,
+        name=name or Path(output).stem,
+        now=datetime.datetime.now(datetime.timezone.utc),
+        host=platform.node() or "unknown",
+    )
     text = report["yaml"]
     from ..output import write_atomic
     from ..profiles import load_profile
@@ -194,55 +252,131 @@ def _calibrate_view(report: dict[str, Any]):
     rows = []
     for r in report["tiers"]:
         lat, bw = r["latency"], r["bandwidth"]
-        rows.append({"tier": r["tier"], "param": "latency α",
-                     "before": fmt_time(lat["before_s"]), "after": fmt_time(lat["after_s"]),
-                     "se": ("± " + fmt_time(lat["se_s"])) if lat["identified"] and lat["se_s"] is not None
-                     else ("kept: not identified" if not lat["identified"] else "-")})
-        rows.append({"tier": r["tier"], "param": "bandwidth B·eff",
-                     "before": fmt_rate(bw["before_Bps"]), "after": fmt_rate(bw["after_Bps"]),
-                     "se": ("± " + fmt_rate(bw["se_Bps"])) if bw["identified"] and bw["se_Bps"] is not None
-                     else ("kept: not identified" if not bw["identified"] else "-")})
+        rows.append(
+            {
+                "tier": r["tier"],
+                "param": "latency α",
+                "before": fmt_time(lat["before_s"]),
+                "after": fmt_time(lat["after_s"]),
+                "se": ("± " + fmt_time(lat["se_s"]))
+                if lat["identified"] and lat["se_s"] is not None
+                else ("kept: not identified" if not lat["identified"] else "-"),
+            }
+        )
+        rows.append(
+            {
+                "tier": r["tier"],
+                "param": "bandwidth B·eff",
+                "before": fmt_rate(bw["before_Bps"]),
+                "after": fmt_rate(bw["after_Bps"]),
+                "se": ("± " + fmt_rate(bw["se_Bps"]))
+                if bw["identified"] and bw["se_Bps"] is not None
+                else ("kept: not identified" if not bw["identified"] else "-"),
+            }
+        )
     st = report["step"]
     if st is not None:
-        rows.append({"tier": "device", "param": "seconds/sample", "before": "-",
-                     "after": f"{st['seconds_per_sample']:.4g} s",
-                     "se": f"± {st['seconds_per_sample_se']:.2g} s" if st["seconds_per_sample_se"] else "-"})
+        rows.append(
+            {
+                "tier": "device",
+                "param": "seconds/sample",
+                "before": "-",
+                "after": f"{st['seconds_per_sample']:.4g} s",
+                "se": f"± {st['seconds_per_sample_se']:.2g} s" if st["seconds_per_sample_se"] else "-",
+            }
+        )
         mfu = st["mfu"]
-        rows.append({"tier": "device", "param": f"mfu ({st['peak_dtype']})", "before": f"{mfu['before']:.4g}",
-                     "after": f"{mfu['after']:.4g}" + ("" if mfu["fitted"] is not None and mfu["after"] == mfu["fitted"]
-                                                        else " (kept)"),
-                     "se": f"± {mfu['se']:.2g}" if mfu["se"] else "-"})
+        rows.append(
+            {
+                "tier": "device",
+                "param": f"mfu ({st['peak_dtype']})",
+                "before": f"{mfu['before']:.4g}",
+                "after": f"{mfu['after']:.4g}"
+                + ("" if mfu["fitted"] is not None and mfu["after"] == mfu["fitted"] else " (kept)"),
+                "se": f"± {mfu['se']:.2g}" if mfu["se"] else "-",
+            }
+        )
         for d in st.get("by_dtype") or []:  # bench step --dtype files: mfu_by_dtype and the backward fraction
-            rows.append({"tier": "device", "param": f"mfu_by_dtype.{d['dtype']}",
-                         "before": "-" if d["mfu_before"] is None else f"{d['mfu_before']:.4g}",
-                         "after": "-" if d["mfu"] is None else f"{d['mfu']:.4g}" + ("" if d["written"] else " (kept)"),
-                         "se": f"± {d['mfu_se']:.2g}" if d["mfu_se"] else "-"})
+            rows.append(
+                {
+                    "tier": "device",
+                    "param": f"mfu_by_dtype.{d['dtype']}",
+                    "before": "-" if d["mfu_before"] is None else f"{d['mfu_before']:.4g}",
+                    "after": "-" if d["mfu"] is None else f"{d['mfu']:.4g}" + ("" if d["written"] else " (kept)"),
+                    "se": f"± {d['mfu_se']:.2g}" if d["mfu_se"] else "-",
+                }
+            )
             if d["backward_fraction"] is not None:
-                rows.append({"tier": "device", "param": f"backward fraction ({d['dtype']})", "before": "-",
-                             "after": f"{d['backward_fraction']:.3f}",
-                             "se": f"± {d['backward_fraction_se']:.2g}" if d["backward_fraction_se"] else "-"})
-        rows.append({"tier": "step", "param": "overlap fraction", "before": "-",
-                     "after": "-" if st["overlap"] is None else f"{st['overlap']:.3f}",
-                     "se": f"± {st['overlap_se']:.2g}" if st["overlap_se"] else "-"})
-    parts.append(table(rows, [Column("tier", "tier", justify="left"), Column("parameter", "param", justify="left"),
-                              Column("before", "before"), Column("after", "after"),
-                              Column("uncertainty (1 s.e.)", "se")], title="parameters"))
+                rows.append(
+                    {
+                        "tier": "device",
+                        "param": f"backward fraction ({d['dtype']})",
+                        "before": "-",
+                        "after": f"{d['backward_fraction']:.3f}",
+                        "se": f"± {d['backward_fraction_se']:.2g}" if d["backward_fraction_se"] else "-",
+                    }
+                )
+        rows.append(
+            {
+                "tier": "step",
+                "param": "overlap fraction",
+                "before": "-",
+                "after": "-" if st["overlap"] is None else f"{st['overlap']:.3f}",
+                "se": f"± {st['overlap_se']:.2g}" if st["overlap_se"] else "-",
+            }
+        )
+    parts.append(
+        table(
+            rows,
+            [
+                Column("tier", "tier", justify="left"),
+                Column("parameter", "param", justify="left"),
+                Column("before", "before"),
+                Column("after", "after"),
+                Column("uncertainty (1 s.e.)", "se"),
+            ],
+            title="parameters",
+        )
+    )
     if report["tiers"]:
         q = []
         for r in report["tiers"]:
             qq = r["quality"]
-            q.append({"tier": r["tier"], "k": ",".join(str(x) for x in r["world_sizes"]), "sizes": r["size_range"],
-                      "n": r["points"], "held": r["holdout_points"], "r2": f"{qq['r2_log_time']:.4f}",
-                      "fmed": _pct(qq["median_rel_error_fit"]), "fmax": _pct(qq["max_rel_error_fit"]),
-                      "hmed": _pct(qq["median_rel_error_holdout"]), "hmax": _pct(qq["max_rel_error_holdout"])})
-        parts.append(table(q, [Column("tier", "tier", justify="left"), Column("k", "k"),
-                               Column("sizes", "sizes", justify="left"), Column("points", "n"),
-                               Column("held out", "held"), Column("R² (log t)", "r2"),
-                               Column("fit median", "fmed"), Column("fit max", "fmax"),
-                               Column("held-out median", "hmed"), Column("held-out max", "hmax")],
-                       title="fit quality (relative error of the all-reduce time)",
-                       caption=(report.get("method") or
-                                "t = 2(k-1)·α + 2(k-1)/k · n/B, weighted least squares on relative error")))
+            q.append(
+                {
+                    "tier": r["tier"],
+                    "k": ",".join(str(x) for x in r["world_sizes"]),
+                    "sizes": r["size_range"],
+                    "n": r["points"],
+                    "held": r["holdout_points"],
+                    "r2": f"{qq['r2_log_time']:.4f}",
+                    "fmed": _pct(qq["median_rel_error_fit"]),
+                    "fmax": _pct(qq["max_rel_error_fit"]),
+                    "hmed": _pct(qq["median_rel_error_holdout"]),
+                    "hmax": _pct(qq["max_rel_error_holdout"]),
+                }
+            )
+        parts.append(
+            table(
+                q,
+                [
+                    Column("tier", "tier", justify="left"),
+                    Column("k", "k"),
+                    Column("sizes", "sizes", justify="left"),
+                    Column("points", "n"),
+                    Column("held out", "held"),
+                    Column("R² (log t)", "r2"),
+                    Column("fit median", "fmed"),
+                    Column("fit max", "fmax"),
+                    Column("held-out median", "hmed"),
+                    Column("held-out max", "hmax"),
+                ],
+                title="fit quality (relative error of the all-reduce time)",
+                caption=(
+                    report.get("method") or "t = 2(k-1)·α + 2(k-1)/k · n/B, weighted least squares on relative error"
+                ),
+            )
+        )
     return Group(*parts)
 
 
@@ -252,8 +386,13 @@ def _calibrate_view(report: dict[str, Any]):
 @app.command()
 @handle_errors
 def validate(
-    results: Annotated[str, typer.Argument(help="Measurements: a 'bench allreduce', 'bench import' or "
-                                           "'bench step' CSV, or a published table (see validation/published).")],
+    results: Annotated[
+        str,
+        typer.Argument(
+            help="Measurements: a 'bench allreduce', 'bench import' or "
+            "'bench step' CSV, or a published table (see validation/published)."
+        ),
+    ],
     profile: MeasuredProfile = None,
     model: o.Model = None,
     params: o.Params = None,
@@ -262,18 +401,34 @@ def validate(
     dtype: o.Dtype = None,
     grad_dtype: o.GradDtype = "fp32",
     algorithm: o.Algorithm = None,
-    overlap: Annotated[Overlap, typer.Option("--overlap", help="Step and scaling files: how communication hides "
-                                             "behind backward; auto: buckets (DDP) for scaling tables and for "
-                                             "step rows whose mode is ddp, none for other step rows.")]
-    = Overlap.auto,
+    overlap: Annotated[
+        Overlap,
+        typer.Option(
+            "--overlap",
+            help="Step and scaling files: how communication hides "
+            "behind backward; auto: buckets (DDP) for scaling tables and for "
+            "step rows whose mode is ddp, none for other step rows.",
+        ),
+    ] = Overlap.auto,
     where: Where = None,
     min_size: MinSize = "0",
     max_size: MaxSize = None,
-    max_error: Annotated[Optional[str], typer.Option("--max-error", help="Exit 1 when the median absolute error "
-                                                     "of the main metric is above this ('15%' or 0.15).")] = None,
-    plot: Annotated[Optional[str], typer.Option("--plot", help="Draw measured markers over predicted lines "
-                                                "into this file (.png, .svg, .pdf; as 'simcli plot' draws a "
-                                                "saved validate table).")] = None,
+    max_error: Annotated[
+        Optional[str],
+        typer.Option(
+            "--max-error",
+            help="Exit 1 when the median absolute error of the main metric is above this ('15%' or 0.15).",
+        ),
+    ] = None,
+    plot: Annotated[
+        Optional[str],
+        typer.Option(
+            "--plot",
+            help="Draw measured markers over predicted lines "
+            "into this file (.png, .svg, .pdf; as 'simcli plot' draws a "
+            "saved validate table).",
+        ),
+    ] = None,
     out: o.OutputOptions = o.OutputOptions(),
 ) -> None:
     """Compare a profile's predictions with measurements: error per row, median and max error per k and size.
@@ -302,8 +457,17 @@ def validate(
             wl = build_workload(params=params, flops_per_sample=6.0 * params)
         else:
             wl = build_workload(model=model, params=params, compute_time=ct)
-    v = run_validation(m, prof, workload=wl, compute_time_s=ct, overlap=overlap.value, grad_dtype=grad_dtype,
-                       algorithm=algorithm, dtype=dtype, batch=batch_per_device)
+    v = run_validation(
+        m,
+        prof,
+        workload=wl,
+        compute_time_s=ct,
+        overlap=overlap.value,
+        grad_dtype=grad_dtype,
+        algorithm=algorithm,
+        dtype=dtype,
+        batch=batch_per_device,
+    )
     for note in v.notes:
         typer.echo(f"simcli: note: {note}", err=True)
     if out.table:
@@ -318,8 +482,17 @@ def validate(
         from ..output import to_csv, to_json
 
         if out.format is o.Format.json:
-            text = to_json({"file": v.path, "kind": v.kind, "profile": v.profile, "primary_metric": v.primary,
-                            "rows": v.records, "summary": v.summary, "notes": list(v.notes)})
+            text = to_json(
+                {
+                    "file": v.path,
+                    "kind": v.kind,
+                    "profile": v.profile,
+                    "primary_metric": v.primary,
+                    "rows": v.records,
+                    "summary": v.summary,
+                    "notes": list(v.notes),
+                }
+            )
         else:
             text = to_csv(v.records, comments=[f"simcli validate {v.path} --profile {v.profile}"])
         emit(text, out.output, out.force)
@@ -332,8 +505,10 @@ def validate(
         typer.echo(f"wrote {P.save_figure(fig, plot, out.force, option='--plot')}", err=True)
     med = v.median_error()
     if limit is not None and med is not None and med > limit:
-        typer.echo(f"simcli: error: median error of {v.primary} is {100 * med:.1f}%, above --max-error "
-                   f"{100 * limit:g}%", err=True)
+        typer.echo(
+            f"simcli: error: median error of {v.primary} is {100 * med:.1f}%, above --max-error {100 * limit:g}%",
+            err=True,
+        )
         raise typer.Exit(1)
 
 
@@ -357,8 +532,9 @@ def _validate_view(v, max_rows: int):
     from ..render import Column, table, time_unit
     from ..units import fmt_bytes
 
-    parts: list[Any] = [Text(f"{v.path} ({v.kind}) against profile {v.profile}; error = (predicted - measured) / "
-                             "measured")]
+    parts: list[Any] = [
+        Text(f"{v.path} ({v.kind}) against profile {v.profile}; error = (predicted - measured) / measured")
+    ]
     for metric in sorted(v.summary, key=lambda x: x != v.primary):  # the main metric first
         s = v.summary[metric]
         rs = [r for r in v.records if r["metric"] == metric]
@@ -380,22 +556,36 @@ def _validate_view(v, max_rows: int):
             cols.append(Column("mode", "mode", justify="left"))
         if any("dtype" in r for r in rs):
             cols.append(Column("dtype", "dtype", justify="left"))
-        cols += [Column(f"measured {label}", "measured", fmt), Column(f"predicted {label}", "predicted", fmt),
-                 Column("error", "error", lambda e: f"{100 * e:+.1f}%")]
+        cols += [
+            Column(f"measured {label}", "measured", fmt),
+            Column(f"predicted {label}", "predicted", fmt),
+            Column("error", "error", lambda e: f"{100 * e:+.1f}%"),
+        ]
         if metric == "time_s":
-            cols += [Column("busbw meas GB/s", "busbw_measured_GBps", lambda x: f"{x:.4g}"),
-                     Column("busbw pred GB/s", "busbw_predicted_GBps", lambda x: f"{x:.4g}")]
+            cols += [
+                Column("busbw meas GB/s", "busbw_measured_GBps", lambda x: f"{x:.4g}"),
+                Column("busbw pred GB/s", "busbw_predicted_GBps", lambda x: f"{x:.4g}"),
+            ]
         parts.append(table(rs, cols, title=f"{metric}: per row", max_rows=max_rows))
         summ = [{"group": "all", **s["overall"]}]
         summ += [{"group": f"k = {k}", **st} for k, st in s["by_devices"].items()]
         summ += [{"group": dec, **st} for dec, st in s.get("by_size_decade", {}).items()]
-        scols = [Column("group", "group", justify="left"), Column("rows", "n"),
-                 Column("median |err|", "mdape", _pct), Column("mean |err|", "mean_ape", _pct),
-                 Column("max |err|", "max_ape", _pct),
-                 Column("median err (bias)", "bias", lambda e: f"{100 * e:+.1f}%")]
+        scols = [
+            Column("group", "group", justify="left"),
+            Column("rows", "n"),
+            Column("median |err|", "mdape", _pct),
+            Column("mean |err|", "mean_ape", _pct),
+            Column("max |err|", "max_ape", _pct),
+            Column("median err (bias)", "bias", lambda e: f"{100 * e:+.1f}%"),
+        ]
         if "busbw_mdape" in s["overall"]:
-            scols += [Column("busbw median |err|", "busbw_mdape", _pct),
-                      Column("busbw max |err|", "busbw_max_ape", _pct)]
-        parts.append(table(summ, scols,
-                           title=f"{metric}: summary" + (" (main metric, --max-error)" if metric == v.primary else "")))
+            scols += [
+                Column("busbw median |err|", "busbw_mdape", _pct),
+                Column("busbw max |err|", "busbw_max_ape", _pct),
+            ]
+        parts.append(
+            table(
+                summ, scols, title=f"{metric}: summary" + (" (main metric, --max-error)" if metric == v.primary else "")
+            )
+        )
     return Group(*parts)

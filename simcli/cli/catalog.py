@@ -25,11 +25,29 @@ def profiles_list(format: o.FormatOpt = o.Format.table) -> None:
     for e in list_profiles():
         try:
             p = load_profile(e.path, origin=e.origin)
-            recs.append({"name": e.name, "device": p.device.name, "devices_per_node": p.node_size,
-                         "tiers": len(p.network), "origin": e.origin, "path": e.path, "error": None})
+            recs.append(
+                {
+                    "name": e.name,
+                    "device": p.device.name,
+                    "devices_per_node": p.node_size,
+                    "tiers": len(p.network),
+                    "origin": e.origin,
+                    "path": e.path,
+                    "error": None,
+                }
+            )
         except InputError as err:
-            recs.append({"name": e.name, "device": None, "devices_per_node": None, "tiers": None,
-                         "origin": e.origin, "path": e.path, "error": str(err)})
+            recs.append(
+                {
+                    "name": e.name,
+                    "device": None,
+                    "devices_per_node": None,
+                    "tiers": None,
+                    "origin": e.origin,
+                    "path": e.path,
+                    "error": str(err),
+                }
+            )
     if format is not o.Format.table:
         from ..output import to_csv, to_json
 
@@ -37,12 +55,18 @@ def profiles_list(format: o.FormatOpt = o.Format.table) -> None:
         return
     from ..render import Column, print_table, table
 
-    print_table(table(recs, [Column("name", "name", justify="left"),
-                             Column("device", lambda r: r["device"] or f"invalid: {r['error']}", justify="left"),
-                             Column("devices/node", "devices_per_node"),
-                             Column("tiers", "tiers"),
-                             Column("source", lambda r: "built-in" if r["origin"] == "built-in" else r["path"],
-                                    justify="left")]))
+    print_table(
+        table(
+            recs,
+            [
+                Column("name", "name", justify="left"),
+                Column("device", lambda r: r["device"] or f"invalid: {r['error']}", justify="left"),
+                Column("devices/node", "devices_per_node"),
+                Column("tiers", "tiers"),
+                Column("source", lambda r: "built-in" if r["origin"] == "built-in" else r["path"], justify="left"),
+            ],
+        )
+    )
 
 
 @profiles_app.command("show")
@@ -106,11 +130,15 @@ def profiles_schema(output: o.Output = None, force: o.Force = False) -> None:
 @profiles_app.command("detect")
 @handle_errors
 def profiles_detect(
-    output: Annotated[Optional[str], typer.Option("--output", "-o", help="Write the profile (YAML) here, "
-                                                  "atomically [default: stdout].")] = None,
+    output: Annotated[
+        Optional[str],
+        typer.Option("--output", "-o", help="Write the profile (YAML) here, atomically [default: stdout]."),
+    ] = None,
     force: o.Force = False,
-    name: Annotated[Optional[str], typer.Option("--name", help="Name of the profile [default: the output file's "
-                                                "stem, else 'detected'].")] = None,
+    name: Annotated[
+        Optional[str],
+        typer.Option("--name", help="Name of the profile [default: the output file's stem, else 'detected']."),
+    ] = None,
 ) -> None:
     """Write a profile of this machine: what is detected (GPUs, links, NICs, cores) and what is assumed, marked."""
     import datetime
@@ -126,16 +154,17 @@ def profiles_detect(
         check_output_path(output, force)
     pname = name or (Path(output).stem if output else "detected")
     data = detect(pname, date=datetime.datetime.now(datetime.timezone.utc).strftime("%Y-%m-%dT%H:%M:%SZ"))
-    text = ("# written by simcli profiles detect: DETECTED values were read off this machine, ASSUMED ones are "
-            "to be measured\n" + yaml.safe_dump(data, sort_keys=False, allow_unicode=True, width=110))
+    text = (
+        "# written by simcli profiles detect: DETECTED values were read off this machine, ASSUMED ones are "
+        "to be measured\n" + yaml.safe_dump(data, sort_keys=False, allow_unicode=True, width=110)
+    )
     profile_from_dict(yaml.safe_load(text), pname)  # check before writing
     if not output:
         sys.stdout.write(text)
         return
     p = write_atomic(output, text, force=force)
     prof = load_profile(p)
-    typer.echo(f"wrote {p} ({prof.name}: {prof.device.name}, {len(prof.network)} tier(s); checked: it loads)",
-               err=True)
+    typer.echo(f"wrote {p} ({prof.name}: {prof.device.name}, {len(prof.network)} tier(s); checked: it loads)", err=True)
 
 
 @models_app.command("list")
@@ -146,9 +175,18 @@ def models_list(format: o.FormatOpt = o.Format.table) -> None:
 
     recs = []
     for m in presets().values():
-        recs.append({"name": m.name, "kind": m.kind, "params": m.params, "seq_len": m.seq_len,
-                     "flops_per_sample": m.flops_per_sample(), "batch_per_device": m.batch_per_device,
-                     "description": m.description, "source": "; ".join(m.sources)})
+        recs.append(
+            {
+                "name": m.name,
+                "kind": m.kind,
+                "params": m.params,
+                "seq_len": m.seq_len,
+                "flops_per_sample": m.flops_per_sample(),
+                "batch_per_device": m.batch_per_device,
+                "description": m.description,
+                "source": "; ".join(m.sources),
+            }
+        )
     if format is not o.Format.table:
         from ..output import to_csv, to_json
 
@@ -157,9 +195,18 @@ def models_list(format: o.FormatOpt = o.Format.table) -> None:
     from ..render import Column, print_table, table
     from ..units import fmt_count
 
-    print_table(table(recs, [Column("name", "name", justify="left"), Column("kind", "kind", justify="left"),
-                             Column("params", "params", fmt_count), Column("seq", "seq_len"),
-                             Column("train FLOP/sample", "flops_per_sample", lambda v: fmt_count(v) + "FLOP"),
-                             Column("batch/device", "batch_per_device"),
-                             Column("description", "description", justify="left")],
-                      caption="Training FLOPs = 3 x forward (CNNs: forward = 2 x MACs); transformers 6·N·seq_len."))
+    print_table(
+        table(
+            recs,
+            [
+                Column("name", "name", justify="left"),
+                Column("kind", "kind", justify="left"),
+                Column("params", "params", fmt_count),
+                Column("seq", "seq_len"),
+                Column("train FLOP/sample", "flops_per_sample", lambda v: fmt_count(v) + "FLOP"),
+                Column("batch/device", "batch_per_device"),
+                Column("description", "description", justify="left"),
+            ],
+            caption="Training FLOPs = 3 x forward (CNNs: forward = 2 x MACs); transformers 6·N·seq_len.",
+        )
+    )

@@ -65,9 +65,9 @@ def _raw_value(args: list[str], opts: list[str]) -> str | None:
             if a == opt and i + 1 < len(args):
                 return args[i + 1]
             if a.startswith(opt + "=") and opt.startswith("--"):
-                return a[len(opt) + 1:]
+                return a[len(opt) + 1 :]
             if not opt.startswith("--") and a.startswith(opt) and len(a) > len(opt):
-                return a[len(opt):]
+                return a[len(opt) :]
     return None
 
 
@@ -101,15 +101,17 @@ def usage_line(e: Any, args: list[str]) -> str:
         value = _raw_value(args, list(getattr(param, "opts", [])))
         shown = value if value is not None else "the value"
         msg = re.sub(r"^Value error, ", "", msg).rstrip(".")
-        for pattern, text in ((r"Input should be greater than or equal to (\S+)", "{v} is below the minimum {n}"),
-                              (r"Input should be less than or equal to (\S+)", "{v} is above the maximum {n}"),
-                              (r"Input should be greater than (\S+)", "{v} must be greater than {n}"),
-                              (r"Input should be less than (\S+)", "{v} must be less than {n}"),
-                              (r"Input should be a valid integer", "{q} is not a whole number"),
-                              (r"Input should be a valid number", "{q} is not a number"),
-                              (r".* is not in the range (.*)", "{v} is not in the range {n}"),
-                              (r".* is not a valid integer", "{q} is not a whole number"),
-                              (r".* is not a valid float", "{q} is not a number")):
+        for pattern, text in (
+            (r"Input should be greater than or equal to (\S+)", "{v} is below the minimum {n}"),
+            (r"Input should be less than or equal to (\S+)", "{v} is above the maximum {n}"),
+            (r"Input should be greater than (\S+)", "{v} must be greater than {n}"),
+            (r"Input should be less than (\S+)", "{v} must be less than {n}"),
+            (r"Input should be a valid integer", "{q} is not a whole number"),
+            (r"Input should be a valid number", "{q} is not a number"),
+            (r".* is not in the range (.*)", "{v} is not in the range {n}"),
+            (r".* is not a valid integer", "{q} is not a whole number"),
+            (r".* is not a valid float", "{q} is not a number"),
+        ):
             m = re.match(pattern, msg)
             if m:
                 n = m.group(1) if m.groups() else ""
@@ -128,8 +130,14 @@ class SimcliGroup(TyperGroup):
     * a reader that went away (``| head -1``, BrokenPipeError): quiet, exit 1 (as typer does).
     """
 
-    def main(self, args: Any = None, prog_name: Any = None, complete_var: Any = None,
-             standalone_mode: bool = True, **extra: Any) -> Any:
+    def main(
+        self,
+        args: Any = None,
+        prog_name: Any = None,
+        complete_var: Any = None,
+        standalone_mode: bool = True,
+        **extra: Any,
+    ) -> Any:
         from ..inputs import tracking
         from ..model import SimcliError
         from ..output import guard_stdio
@@ -141,8 +149,9 @@ class SimcliGroup(TyperGroup):
         try:
             try:
                 with tracking():  # the files this command reads are never its output
-                    rv = super().main(args=argv, prog_name=prog_name, complete_var=complete_var,
-                                      standalone_mode=False, **extra)
+                    rv = super().main(
+                        args=argv, prog_name=prog_name, complete_var=complete_var, standalone_mode=False, **extra
+                    )
                 code = rv if isinstance(rv, int) else 0
                 sys.stdout.flush()
             except click.exceptions.NoArgsIsHelpError as e:  # a group named alone: its help, as before
@@ -207,8 +216,7 @@ def _check_integers(kwargs: dict[str, Any]) -> None:
         vals = v if isinstance(v, (list, tuple)) else [v]
         for x in vals:
             if isinstance(x, int) and not isinstance(x, bool) and abs(x) > MAX_INT:
-                raise InputError(f"{_option_name(name)}: {x} is more than simcli models (at most 2**53 = "
-                                 f"{MAX_INT:,})")
+                raise InputError(f"{_option_name(name)}: {x} is more than simcli models (at most 2**53 = {MAX_INT:,})")
 
 
 def new_app(**kw: Any) -> typer.Typer:

@@ -46,86 +46,181 @@ class Format(str, enum.Enum):
 
 # --------------------------------------------------------------------------- one alias per option
 
-Devices = Annotated[str, typer.Option("--devices", "-k", help="Device counts: '1..64', '1..64:x2', '1,2,8,32', "
-                                      "'1..8,16..64:x2'.")]
-Profile = Annotated[Optional[str], typer.Option("--profile", "-p", help=f"Built-in profile name or path to a "
-                                                f"YAML profile [default: {DEFAULT_PROFILE}].")]
-Model = Annotated[Optional[str], typer.Option("--model", "-m", help=f"Built-in model (see 'simcli models list') "
-                                              f"[default: {DEFAULT_MODEL}].")]
-Params = Annotated[Optional[float], typer.Option("--params", help="Custom workload: number of parameters "
-                                                 "(sets the gradient size).")]
-FlopsPerSample = Annotated[Optional[float], typer.Option("--flops-per-sample", help="Custom workload: training "
-                                                         "FLOPs per sample (forward + backward).")]
-ComputeTime = Annotated[Optional[str], typer.Option("--compute-time", help="Measured single-device compute time "
-                                                    "per step (seconds, or '350 ms'); replaces the FLOP model.")]
-WorkloadFile = Annotated[Optional[str], typer.Option("--workload", help="Workload YAML file (name, params, "
-                                                     "flops_per_sample or forward_flops or seq_len).")]
-SeqLen = Annotated[Optional[int], typer.Option("--seq-len", help="Tokens per sample for a transformer "
-                                               "[default: the model's].")]
-BatchPerDevice = Annotated[Optional[int], typer.Option("--batch-per-device", "-b", help="Weak scaling: samples "
-                                                       "per device per step [default: the model's].")]
-GlobalBatch = Annotated[Optional[int], typer.Option("--global-batch", "-B", help="Strong scaling: samples per "
-                                                    "step over all devices, split over k.")]
-Dtype = Annotated[Optional[str], typer.Option("--dtype", help="Compute dtype, picks the peak FLOP/s "
-                                              "[default: bf16, else fp16, tf32, fp32].")]
+Devices = Annotated[
+    str, typer.Option("--devices", "-k", help="Device counts: '1..64', '1..64:x2', '1,2,8,32', '1..8,16..64:x2'.")
+]
+Profile = Annotated[
+    Optional[str],
+    typer.Option(
+        "--profile", "-p", help=f"Built-in profile name or path to a YAML profile [default: {DEFAULT_PROFILE}]."
+    ),
+]
+Model = Annotated[
+    Optional[str],
+    typer.Option("--model", "-m", help=f"Built-in model (see 'simcli models list') [default: {DEFAULT_MODEL}]."),
+]
+Params = Annotated[
+    Optional[float], typer.Option("--params", help="Custom workload: number of parameters (sets the gradient size).")
+]
+FlopsPerSample = Annotated[
+    Optional[float],
+    typer.Option("--flops-per-sample", help="Custom workload: training FLOPs per sample (forward + backward)."),
+]
+ComputeTime = Annotated[
+    Optional[str],
+    typer.Option(
+        "--compute-time",
+        help="Measured single-device compute time per step (seconds, or '350 ms'); replaces the FLOP model.",
+    ),
+]
+WorkloadFile = Annotated[
+    Optional[str],
+    typer.Option("--workload", help="Workload YAML file (name, params, flops_per_sample or forward_flops or seq_len)."),
+]
+SeqLen = Annotated[
+    Optional[int], typer.Option("--seq-len", help="Tokens per sample for a transformer [default: the model's].")
+]
+BatchPerDevice = Annotated[
+    Optional[int],
+    typer.Option("--batch-per-device", "-b", help="Weak scaling: samples per device per step [default: the model's]."),
+]
+GlobalBatch = Annotated[
+    Optional[int],
+    typer.Option("--global-batch", "-B", help="Strong scaling: samples per step over all devices, split over k."),
+]
+Dtype = Annotated[
+    Optional[str],
+    typer.Option("--dtype", help="Compute dtype, picks the peak FLOP/s [default: bf16, else fp16, tf32, fp32]."),
+]
 GradDtype = Annotated[str, typer.Option("--grad-dtype", help="Gradient dtype on the wire: fp32, bf16, fp16, fp8.")]
-Mfu = Annotated[Optional[float], typer.Option("--mfu", help="Achieved fraction of peak, 0 < mfu <= 1 "
-                                              "[default: the profile's].")]
+Mfu = Annotated[
+    Optional[float], typer.Option("--mfu", help="Achieved fraction of peak, 0 < mfu <= 1 [default: the profile's].")
+]
 #: the algorithms' names, from the one registry in simcli.collectives
 ALGORITHM_NAMES = [a.name for a in collectives.REGISTRY]
 #: the textbook all-reduce algorithms (affine in the size, so 'simcli algorithms' finds exact crossovers)
 TEXTBOOK_NAMES = list(collectives.ALGORITHMS)
-Algorithm = Annotated[Optional[str], typer.Option("--algorithm", "-a", help=f"Collective algorithm: "
-                                                  f"{', '.join(ALGORITHM_NAMES)}, or auto (the fastest of "
-                                                  "everything simcli models, which no single library reaches). On a "
-                                                  "profile that models NCCL, nccl is NCCL's own choice and ring, "
-                                                  "tree, nvls, nvls-tree force one of NCCL's algorithms "
-                                                  "(NCCL_ALGO) [default: nccl on NCCL profiles, else ring].")]
-Protocol = Annotated[Optional[str], typer.Option("--protocol", help="NCCL protocol to force: ll, ll128, simple "
-                                                 "(NCCL_PROTO) [default: the one NCCL picks per size].")]
-Collective = Annotated[str, typer.Option("--collective", help="Collective: all_reduce, reduce_scatter, all_gather, "
-                                         "broadcast (sizes as nccl-tests counts them: all_gather's is the gathered "
-                                         "output).")]
-Overlap = Annotated[str, typer.Option("--overlap", help="How the all-reduce hides behind backward: 'buckets' "
-                                      "(PyTorch DDP's gradient buckets, reduced as backward produces them) or "
-                                      "'none' (one all-reduce after backward).")]
-BucketMb = Annotated[float, typer.Option("--bucket-mb", help="DDP bucket size in MiB, as DDP's "
-                                         "bucket_cap_mb; used with --overlap buckets.")]
-Strategy = Annotated[str, typer.Option("--strategy", help="Data parallelism: ddp (all-reduce), zero1, zero2 "
-                                      "(reduce-scatter + all-gather after the step), fsdp (ZeRO-3: all-gathers per "
-                                      "unit), hsdp (fsdp in a shard group, all-reduce across); comma-separated for "
-                                      "one result each (see docs/sharding.md).")]
-ParamDtype = Annotated[str, typer.Option("--param-dtype", help="Parameter dtype of the all-gathers and of the "
-                                         "parameters in memory (sharded strategies): bf16, fp16, fp32.")]
-ShardGroup = Annotated[Optional[int], typer.Option("--shard-group", help="hsdp: devices per shard group "
-                                                   "[default: one node].")]
-Units = Annotated[Optional[int], typer.Option("--units", help="FSDP units (wrapped modules) [default: the "
-                                              "model's layers, else 1].")]
-NoReshard = Annotated[bool, typer.Option("--no-reshard-after-forward", help="fsdp/hsdp: keep the gathered "
-                                         "parameters from forward to backward (no second all-gather; more memory).")]
-NoCheckpointing = Annotated[bool, typer.Option("--no-activation-checkpointing", help="Count activations without "
-                                               "activation checkpointing in the memory per device.")]
-Accum = Annotated[int, typer.Option("--accum", help="Gradient accumulation: micro-steps of compute per "
-                                    "all-reduce (DDP's no_sync); speedup stays per sample.")]
-Explain = Annotated[bool, typer.Option("--explain", help="Also print every term of the step for the largest k: "
-                                       "forward, backward, each tier's latency and bandwidth terms, T_comm, the "
-                                       "hidden and exposed parts, the bottleneck and the crossover size n*.")]
-FormatOpt = Annotated[Format, typer.Option("--format", "-f", help="Output format; csv and json print only data "
-                                           "to stdout.")]
-Output = Annotated[Optional[str], typer.Option("--output", "-o", help="Write the output to this file "
-                                               "(atomically) instead of stdout.")]
+Algorithm = Annotated[
+    Optional[str],
+    typer.Option(
+        "--algorithm",
+        "-a",
+        help=f"Collective algorithm: "
+        f"{', '.join(ALGORITHM_NAMES)}, or auto (the fastest of "
+        "everything simcli models, which no single library reaches). On a "
+        "profile that models NCCL, nccl is NCCL's own choice and ring, "
+        "tree, nvls, nvls-tree force one of NCCL's algorithms "
+        "(NCCL_ALGO) [default: nccl on NCCL profiles, else ring].",
+    ),
+]
+Protocol = Annotated[
+    Optional[str],
+    typer.Option(
+        "--protocol",
+        help="NCCL protocol to force: ll, ll128, simple (NCCL_PROTO) [default: the one NCCL picks per size].",
+    ),
+]
+Collective = Annotated[
+    str,
+    typer.Option(
+        "--collective",
+        help="Collective: all_reduce, reduce_scatter, all_gather, "
+        "broadcast (sizes as nccl-tests counts them: all_gather's is the gathered "
+        "output).",
+    ),
+]
+Overlap = Annotated[
+    str,
+    typer.Option(
+        "--overlap",
+        help="How the all-reduce hides behind backward: 'buckets' "
+        "(PyTorch DDP's gradient buckets, reduced as backward produces them) or "
+        "'none' (one all-reduce after backward).",
+    ),
+]
+BucketMb = Annotated[
+    float,
+    typer.Option("--bucket-mb", help="DDP bucket size in MiB, as DDP's bucket_cap_mb; used with --overlap buckets."),
+]
+Strategy = Annotated[
+    str,
+    typer.Option(
+        "--strategy",
+        help="Data parallelism: ddp (all-reduce), zero1, zero2 "
+        "(reduce-scatter + all-gather after the step), fsdp (ZeRO-3: all-gathers per "
+        "unit), hsdp (fsdp in a shard group, all-reduce across); comma-separated for "
+        "one result each (see docs/sharding.md).",
+    ),
+]
+ParamDtype = Annotated[
+    str,
+    typer.Option(
+        "--param-dtype",
+        help="Parameter dtype of the all-gathers and of the "
+        "parameters in memory (sharded strategies): bf16, fp16, fp32.",
+    ),
+]
+ShardGroup = Annotated[
+    Optional[int], typer.Option("--shard-group", help="hsdp: devices per shard group [default: one node].")
+]
+Units = Annotated[
+    Optional[int], typer.Option("--units", help="FSDP units (wrapped modules) [default: the model's layers, else 1].")
+]
+NoReshard = Annotated[
+    bool,
+    typer.Option(
+        "--no-reshard-after-forward",
+        help="fsdp/hsdp: keep the gathered parameters from forward to backward (no second all-gather; more memory).",
+    ),
+]
+NoCheckpointing = Annotated[
+    bool,
+    typer.Option(
+        "--no-activation-checkpointing",
+        help="Count activations without activation checkpointing in the memory per device.",
+    ),
+]
+Accum = Annotated[
+    int,
+    typer.Option(
+        "--accum",
+        help="Gradient accumulation: micro-steps of compute per all-reduce (DDP's no_sync); speedup stays per sample.",
+    ),
+]
+Explain = Annotated[
+    bool,
+    typer.Option(
+        "--explain",
+        help="Also print every term of the step for the largest k: "
+        "forward, backward, each tier's latency and bandwidth terms, T_comm, the "
+        "hidden and exposed parts, the bottleneck and the crossover size n*.",
+    ),
+]
+FormatOpt = Annotated[
+    Format, typer.Option("--format", "-f", help="Output format; csv and json print only data to stdout.")
+]
+Output = Annotated[
+    Optional[str], typer.Option("--output", "-o", help="Write the output to this file (atomically) instead of stdout.")
+]
 Force = Annotated[bool, typer.Option("--force", help="Overwrite an existing --output (or --plot) file.")]
 Rows = Annotated[int, typer.Option("--rows", help="Table rows shown before the middle is elided (0: all).")]
-PlotFile = Annotated[Optional[str], typer.Option("--plot", help="Also draw a picture into this file: PNG, SVG or "
-                                                 "PDF by its suffix (written atomically; --force overwrites).")]
+PlotFile = Annotated[
+    Optional[str],
+    typer.Option(
+        "--plot",
+        help="Also draw a picture into this file: PNG, SVG or "
+        "PDF by its suffix (written atomically; --force overwrites).",
+    ),
+]
 Dpi = Annotated[int, typer.Option("--dpi", help="Picture resolution in dots per inch (PNG pixels = inches x dpi).")]
 Width = Annotated[float, typer.Option("--width", help="Picture width in inches.")]
-Height = Annotated[Optional[float], typer.Option("--height", help="Picture height in inches [default: fits the "
-                                                 "figure's panels].")]
-Threshold = Annotated[float, typer.Option("--threshold", help="Mark the first k whose efficiency E(k) falls below "
-                                          "this (0 < x <= 1).")]
-Size = Annotated[str, typer.Option("--size", "-s", help="Message sizes with units: '1KiB..1GiB:x4', "
-                                   "'32MiB,1GiB'.")]
+Height = Annotated[
+    Optional[float], typer.Option("--height", help="Picture height in inches [default: fits the figure's panels].")
+]
+Threshold = Annotated[
+    float, typer.Option("--threshold", help="Mark the first k whose efficiency E(k) falls below this (0 < x <= 1).")
+]
+Size = Annotated[str, typer.Option("--size", "-s", help="Message sizes with units: '1KiB..1GiB:x4', '32MiB,1GiB'.")]
 CommDtype = Annotated[str, typer.Option("--dtype", help="Element type (sets nccl-tests' count column).")]
 #: defaults of the picture options
 DPI, WIDTH, THRESHOLD = 150, 10.0, 0.8
@@ -193,8 +288,9 @@ def command(fn: F) -> F:
                 annotation, default = new if isinstance(new, tuple) else (new, default)
             default = tw.defaults.get(f.name, default)
             names.append(f.name)
-            params.append(inspect.Parameter(f.name, inspect.Parameter.KEYWORD_ONLY, annotation=annotation,
-                                            default=default))
+            params.append(
+                inspect.Parameter(f.name, inspect.Parameter.KEYWORD_ONLY, annotation=annotation, default=default)
+            )
         unknown = set(tw.omit) | set(tw.fields) | set(tw.defaults)
         unknown -= {f.name for f in dataclasses.fields(cls)}
         if unknown:
@@ -280,15 +376,35 @@ class ScenarioOptions(OptionGroup):
         """The one place where command-line options become a :class:`Scenario`."""
         ct = parse_time(self.compute_time, "--compute-time")
         prof = resolve_profile(self.profile)
-        wl = build_workload(model=self.model, params=self.params, flops_per_sample=self.flops_per_sample,
-                            workload_file=self.workload, seq_len=self.seq_len, compute_time=ct)
-        return Scenario(profile=prof, workload=wl, dtype=self.dtype, grad_dtype=self.grad_dtype, mfu=self.mfu,
-                        batch_per_device=self.batch_per_device, global_batch=self.global_batch, compute_time_s=ct,
-                        algorithm=self.algorithm, protocol=self.protocol, overlap=self.overlap,
-                        bucket_mb=self.bucket_mb, accum=self.accum, strategy=self.strategy,
-                        param_dtype=self.param_dtype, shard_group=self.shard_group, units=self.units,
-                        reshard_after_forward=not self.no_reshard_after_forward,
-                        activation_checkpointing=not self.no_activation_checkpointing)
+        wl = build_workload(
+            model=self.model,
+            params=self.params,
+            flops_per_sample=self.flops_per_sample,
+            workload_file=self.workload,
+            seq_len=self.seq_len,
+            compute_time=ct,
+        )
+        return Scenario(
+            profile=prof,
+            workload=wl,
+            dtype=self.dtype,
+            grad_dtype=self.grad_dtype,
+            mfu=self.mfu,
+            batch_per_device=self.batch_per_device,
+            global_batch=self.global_batch,
+            compute_time_s=ct,
+            algorithm=self.algorithm,
+            protocol=self.protocol,
+            overlap=self.overlap,
+            bucket_mb=self.bucket_mb,
+            accum=self.accum,
+            strategy=self.strategy,
+            param_dtype=self.param_dtype,
+            shard_group=self.shard_group,
+            units=self.units,
+            reshard_after_forward=not self.no_reshard_after_forward,
+            activation_checkpointing=not self.no_activation_checkpointing,
+        )
 
     def build_all(self) -> list[Scenario]:
         """One :class:`Scenario` per combination of comma-separated --profile, --model, --algorithm and --strategy
@@ -297,18 +413,25 @@ class ScenarioOptions(OptionGroup):
         Order: profile-major, then model, then algorithm, then strategy, as given on the command line.
         """
         lists = [split_list(getattr(self, name), f"--{name}") for name in MULTI]
-        return [dataclasses.replace(self, profile=prof, model=model, algorithm=alg or self.algorithm,
-                                    strategy=strat or self.strategy).build()
-                for prof, model, alg, strat in itertools.product(*lists)]
+        return [
+            dataclasses.replace(
+                self, profile=prof, model=model, algorithm=alg or self.algorithm, strategy=strat or self.strategy
+            ).build()
+            for prof, model, alg, strat in itertools.product(*lists)
+        ]
 
     def replace(self, **changes: Any) -> "ScenarioOptions":
         return dataclasses.replace(self, **changes)
 
     def given(self) -> dict[str, Any]:
         """The options that differ from their defaults, in declaration order (for a command line)."""
-        return {f.name: getattr(self, f.name) for f in dataclasses.fields(self)
-                if getattr(self, f.name) is not None and getattr(self, f.name) is not False
-                and getattr(self, f.name) != f.default}
+        return {
+            f.name: getattr(self, f.name)
+            for f in dataclasses.fields(self)
+            if getattr(self, f.name) is not None
+            and getattr(self, f.name) is not False
+            and getattr(self, f.name) != f.default
+        }
 
 
 @dataclasses.dataclass(frozen=True)
@@ -337,12 +460,20 @@ class PictureOptions(OptionGroup):
 
     def size(self, path: str, force: bool, option: str = "--plot", threshold: bool = True) -> "FigSize":
         """Check a picture request before any work: suffix, directory, clobbering, size and threshold."""
-        return picture_size(path, force, self.dpi, self.width, self.height,
-                            self.threshold if threshold else None, option=option)
+        return picture_size(
+            path, force, self.dpi, self.width, self.height, self.threshold if threshold else None, option=option
+        )
 
 
-def picture_size(path: str, force: bool, dpi: int, width: float, height: float | None,
-                 threshold: float | None = None, option: str = "--plot") -> "FigSize":
+def picture_size(
+    path: str,
+    force: bool,
+    dpi: int,
+    width: float,
+    height: float | None,
+    threshold: float | None = None,
+    option: str = "--plot",
+) -> "FigSize":
     """Check a picture request before any work: suffix, directory, clobbering, size and threshold."""
     from ..output import check_output_path
     from ..plot import FigSize, check_figsize, picture_format
@@ -367,8 +498,7 @@ def check_outputs(out: OutputOptions, pic: PictureOptions | None = None, thresho
 
 def scenario_tags(sc: Scenario) -> dict[str, str]:
     """The values that name one combination (the keys of MULTI)."""
-    return {"profile": sc.profile.name, "model": sc.workload.name, "algorithm": sc.algorithm,
-            "strategy": sc.strategy}
+    return {"profile": sc.profile.name, "model": sc.workload.name, "algorithm": sc.algorithm, "strategy": sc.strategy}
 
 
 def varying(scenarios: list[Scenario]) -> list[str]:

@@ -36,54 +36,116 @@ class Optimizer(str, enum.Enum):
 MAX_SCAN = 100_000
 
 # plan's own options (their meaning is particular to plan)
-SolveField = Annotated[str, typer.Argument(help="The profile field to solve for, the value that "
-                                           "gives --min-efficiency at --devices K: network[1].bandwidth, "
-                                           "inter_node.bandwidth, network[0].latency, <tier>.efficiency, "
-                                           "device.mfu, device.peak_flops[.bf16], device.reduce_bandwidth.")]
-MinEfficiency = Annotated[Optional[float], typer.Option("--min-efficiency", "-e", help="Target efficiency "
-                                                        "E(k) = S(k)/k, 0 < x <= 1 (for --max-devices and "
-                                                        "--solve).")]
-PlanDevices = Annotated[Optional[str], typer.Option("--devices", "-k", help="--max-devices: the k to scan "
-                                                    "[default: 1..the profile's limit, or 1..100000]; --solve: "
-                                                    "one k; --time-to-train: the k to cost ('8..1024:x2').")]
-Tolerance = Annotated[float, typer.Option("--tolerance", help="--solve: relative tolerance on the solved "
-                                          "value (bisection in log space stops when the bracket is this "
-                                          "narrow).")]
-Samples = Annotated[Optional[float], typer.Option("--samples", help="--time-to-train: samples in the whole run "
-                                                  "(e.g. 1.2e9 images).")]
-Tokens = Annotated[Optional[float], typer.Option("--tokens", help="--time-to-train: tokens in the whole run for "
-                                                 "a transformer (samples = tokens / seq_len), e.g. 2e12.")]
-Price = Annotated[Optional[float], typer.Option("--price-per-device-hour", help="Price of one device for one hour "
-                                                "(any currency); gives cost = device-hours x price.")]
-MaxHours = Annotated[Optional[float], typer.Option("--max-hours", help="--time-to-train: only plans that finish "
-                                                   "within this many hours.")]
-MaxCost = Annotated[Optional[float], typer.Option("--max-cost", help="--time-to-train: only plans that cost at "
-                                                  "most this (needs --price-per-device-hour).")]
-OptimizerOpt = Annotated[Optimizer, typer.Option("--optimizer", help="Optimizer whose state the memory check "
-                                                 "counts: adam (16 B/param with weights and gradients), "
-                                                 "sgd-momentum (12), sgd (8).")]
+SolveField = Annotated[
+    str,
+    typer.Argument(
+        help="The profile field to solve for, the value that "
+        "gives --min-efficiency at --devices K: network[1].bandwidth, "
+        "inter_node.bandwidth, network[0].latency, <tier>.efficiency, "
+        "device.mfu, device.peak_flops[.bf16], device.reduce_bandwidth."
+    ),
+]
+MinEfficiency = Annotated[
+    Optional[float],
+    typer.Option(
+        "--min-efficiency", "-e", help="Target efficiency E(k) = S(k)/k, 0 < x <= 1 (for --max-devices and --solve)."
+    ),
+]
+PlanDevices = Annotated[
+    Optional[str],
+    typer.Option(
+        "--devices",
+        "-k",
+        help="--max-devices: the k to scan "
+        "[default: 1..the profile's limit, or 1..100000]; --solve: "
+        "one k; --time-to-train: the k to cost ('8..1024:x2').",
+    ),
+]
+Tolerance = Annotated[
+    float,
+    typer.Option(
+        "--tolerance",
+        help="--solve: relative tolerance on the solved "
+        "value (bisection in log space stops when the bracket is this "
+        "narrow).",
+    ),
+]
+Samples = Annotated[
+    Optional[float], typer.Option("--samples", help="--time-to-train: samples in the whole run (e.g. 1.2e9 images).")
+]
+Tokens = Annotated[
+    Optional[float],
+    typer.Option(
+        "--tokens",
+        help="--time-to-train: tokens in the whole run for a transformer (samples = tokens / seq_len), e.g. 2e12.",
+    ),
+]
+Price = Annotated[
+    Optional[float],
+    typer.Option(
+        "--price-per-device-hour",
+        help="Price of one device for one hour (any currency); gives cost = device-hours x price.",
+    ),
+]
+MaxHours = Annotated[
+    Optional[float], typer.Option("--max-hours", help="--time-to-train: only plans that finish within this many hours.")
+]
+MaxCost = Annotated[
+    Optional[float],
+    typer.Option(
+        "--max-cost", help="--time-to-train: only plans that cost at most this (needs --price-per-device-hour)."
+    ),
+]
+OptimizerOpt = Annotated[
+    Optimizer,
+    typer.Option(
+        "--optimizer",
+        help="Optimizer whose state the memory check "
+        "counts: adam (16 B/param with weights and gradients), "
+        "sgd-momentum (12), sgd (8).",
+    ),
+]
 
 # compare's options take comma-separated alternatives
-ProfileList = Annotated[Optional[str], typer.Option("--profile", "-p", help="Profiles to compare, comma-separated "
-                                                    "names or paths: 'dgx-a100,dgx-h100'.")]
-ModelList = Annotated[Optional[str], typer.Option("--model", "-m", help="Built-in models to compare, "
-                                                  "comma-separated.")]
-DtypeList = Annotated[Optional[str], typer.Option("--dtype", help="Compute dtypes to compare, comma-separated "
-                                                  "[default: the device's].")]
-GradDtypeList = Annotated[str, typer.Option("--grad-dtype", help="Gradient dtypes to compare, comma-separated: "
-                                            "'fp32,bf16'.")]
-MfuList = Annotated[Optional[str], typer.Option("--mfu", help="Achieved fractions of peak to compare, "
-                                                "comma-separated [default: the profile's].")]
-BatchList = Annotated[Optional[str], typer.Option("--batch-per-device", "-b", help="Per-device batches to compare, "
-                                                  "comma-separated [default: the model's].")]
-AlgorithmList = Annotated[str, typer.Option("--algorithm", "-a", help="All-reduce algorithms to compare, "
-                                            "comma-separated: 'ring,auto'.")]
-OverlapList = Annotated[Optional[str], typer.Option("--overlap", help="Overlap modes to compare, comma-separated: "
-                                                    "'none,buckets' [default: the engine's].")]
-BucketList = Annotated[Optional[str], typer.Option("--bucket-mb", help="DDP bucket sizes in MiB to compare, "
-                                                   "comma-separated: '25,100' [default: the engine's].")]
-AccumList = Annotated[Optional[str], typer.Option("--accum", help="Gradient accumulation steps to compare, "
-                                                  "comma-separated: '1,4'.")]
+ProfileList = Annotated[
+    Optional[str],
+    typer.Option("--profile", "-p", help="Profiles to compare, comma-separated names or paths: 'dgx-a100,dgx-h100'."),
+]
+ModelList = Annotated[Optional[str], typer.Option("--model", "-m", help="Built-in models to compare, comma-separated.")]
+DtypeList = Annotated[
+    Optional[str], typer.Option("--dtype", help="Compute dtypes to compare, comma-separated [default: the device's].")
+]
+GradDtypeList = Annotated[
+    str, typer.Option("--grad-dtype", help="Gradient dtypes to compare, comma-separated: 'fp32,bf16'.")
+]
+MfuList = Annotated[
+    Optional[str],
+    typer.Option("--mfu", help="Achieved fractions of peak to compare, comma-separated [default: the profile's]."),
+]
+BatchList = Annotated[
+    Optional[str],
+    typer.Option(
+        "--batch-per-device", "-b", help="Per-device batches to compare, comma-separated [default: the model's]."
+    ),
+]
+AlgorithmList = Annotated[
+    str, typer.Option("--algorithm", "-a", help="All-reduce algorithms to compare, comma-separated: 'ring,auto'.")
+]
+OverlapList = Annotated[
+    Optional[str],
+    typer.Option(
+        "--overlap", help="Overlap modes to compare, comma-separated: 'none,buckets' [default: the engine's]."
+    ),
+]
+BucketList = Annotated[
+    Optional[str],
+    typer.Option(
+        "--bucket-mb", help="DDP bucket sizes in MiB to compare, comma-separated: '25,100' [default: the engine's]."
+    ),
+]
+AccumList = Annotated[
+    Optional[str], typer.Option("--accum", help="Gradient accumulation steps to compare, comma-separated: '1,4'.")
+]
 
 
 # --------------------------------------------------------------------------- helpers
@@ -136,12 +198,18 @@ def _header_lines(sc: "Scenario") -> list[str]:
     from ..units import fmt_bytes, fmt_count, fmt_flops
 
     p, w = sc.profile, sc.workload
-    batch = (f"global batch {sc.batch} split over k (strong scaling)" if sc.strong
-             else f"batch {sc.batch} per device (weak scaling)")
-    lines = [f"profile   {p.name}: {p.device.name} ({p.origin})",
-             f"model     {w.name}: {fmt_count(w.params)} params" + (f", seq_len {w.seq_len}" if w.seq_len else "")
-             + f"; {batch}",
-             f"gradient  {fmt_bytes(sc.grad_bytes, binary=False)} ({sc.grad_dtype}) all-reduced with {sc.algorithm}"]
+    batch = (
+        f"global batch {sc.batch} split over k (strong scaling)"
+        if sc.strong
+        else f"batch {sc.batch} per device (weak scaling)"
+    )
+    lines = [
+        f"profile   {p.name}: {p.device.name} ({p.origin})",
+        f"model     {w.name}: {fmt_count(w.params)} params"
+        + (f", seq_len {w.seq_len}" if w.seq_len else "")
+        + f"; {batch}",
+        f"gradient  {fmt_bytes(sc.grad_bytes, binary=False)} ({sc.grad_dtype}) all-reduced with {sc.algorithm}",
+    ]
     extra = []
     if sc.overlap != "none":
         extra.append(f"overlap {sc.overlap} ({sc.bucket_mb:g} MiB buckets)")
@@ -150,8 +218,10 @@ def _header_lines(sc: "Scenario") -> list[str]:
     if extra:
         lines[-1] += "; " + ", ".join(extra)
     if sc.compute_time_s is None:
-        lines.append(f"compute   {sc.compute_dtype} at {fmt_flops(sc.achieved_flops)} per device "
-                     f"(peak x mfu {sc.achieved_mfu:g})")
+        lines.append(
+            f"compute   {sc.compute_dtype} at {fmt_flops(sc.achieved_flops)} per device "
+            f"(peak x mfu {sc.achieved_mfu:g})"
+        )
     return lines
 
 
@@ -212,13 +282,13 @@ _QUESTIONS = "--max-devices, --solve FIELD or --time-to-train (or: plan max-devi
 plan_app = new_app(
     cls=_PlanGroup,
     help="Answer a sizing question: the most devices at an efficiency, the profile value that reaches one, or the "
-         "time and cost of a whole run; each with the reason (the dominant term), a memory check and the command "
-         "that shows the curve. JSON: one object whose key 'answer' holds the answer.",
+    "time and cost of a whole run; each with the reason (the dominant term), a memory check and the command "
+    "that shows the curve. JSON: one object whose key 'answer' holds the answer.",
     epilog="Examples: simcli plan max-devices --min-efficiency 0.9 --profile dgx-h100 --model llama2-7b; "
-           "simcli plan solve inter_node.bandwidth --devices 512 --min-efficiency 0.85 --profile dgx-a100 "
-           "--model bert-large; simcli plan time-to-train --tokens 2e12 --devices 1024 --model llama2-70b "
-           "--price-per-device-hour 2.5 (the older spellings --max-devices, --solve FIELD and --time-to-train "
-           "work too)",
+    "simcli plan solve inter_node.bandwidth --devices 512 --min-efficiency 0.85 --profile dgx-a100 "
+    "--model bert-large; simcli plan time-to-train --tokens 2e12 --devices 1024 --model llama2-70b "
+    "--price-per-device-hour 2.5 (the older spellings --max-devices, --solve FIELD and --time-to-train "
+    "work too)",
     no_args_is_help=True,
 )
 
@@ -274,8 +344,9 @@ def plan_solve(
         raise InputError("--devices: --solve needs the device count to solve at, for example --devices 256")
     k = parse_devices(devices)
     if len(k) != 1:
-        raise InputError(f"--devices: {devices!r} gives {len(k)} device counts; --solve answers for one, "
-                         "for example --devices 256")
+        raise InputError(
+            f"--devices: {devices!r} gives {len(k)} device counts; --solve answers for one, for example --devices 256"
+        )
     kk = int(k[0])
     ans = P.solve_field(sc, devices=kk, target=min_efficiency, path=field, rtol=tolerance)  # type: ignore[arg-type]
     res = ans.to_dict()
@@ -304,8 +375,7 @@ def plan_time_to_train(
     if (samples is None) == (tokens is None):
         raise InputError("--time-to-train needs the size of the run: give --samples N or --tokens N (one)")
     if devices is None:
-        raise InputError("--devices: --time-to-train needs the device counts to cost, for example "
-                         "--devices 8..1024:x2")
+        raise InputError("--devices: --time-to-train needs the device counts to cost, for example --devices 8..1024:x2")
     k = parse_devices(devices)
     n = samples if samples is not None else P.samples_from_tokens(sc.workload, tokens)  # type: ignore[arg-type]
     ans = P.time_to_train(sc, k, samples=n, price=price_per_device_hour, max_hours=max_hours, max_cost=max_cost)
@@ -316,8 +386,9 @@ def plan_time_to_train(
     _plan_finish(sc, ans, res, mem, out, k)
 
 
-def _plan_finish(sc: "Scenario", ans: Any, res: dict[str, Any], mem: Any, out: o.OutputOptions,
-                 devices: Any = None) -> None:
+def _plan_finish(
+    sc: "Scenario", ans: Any, res: dict[str, Any], mem: Any, out: o.OutputOptions, devices: Any = None
+) -> None:
     if sc.strategy != "ddp" and devices is not None:  # a sharded strategy's memory depends on k
         from ..plan import sharded_memory
 
@@ -343,15 +414,31 @@ def _plan_rows(out: dict[str, Any]) -> list[dict[str, Any]]:
     q = out["question"]
     if q == "time-to-train":
         ch, fa = out["answer"]["cheapest"]["devices"], out["answer"]["fastest"]["devices"]
-        return [{**r, "cheapest": r["devices"] == ch, "fastest": r["devices"] == fa,
-                 "fits_memory": out["memory"]["fits"]} for r in out["rows"]]
+        return [
+            {**r, "cheapest": r["devices"] == ch, "fastest": r["devices"] == fa, "fits_memory": out["memory"]["fits"]}
+            for r in out["rows"]
+        ]
     if q == "max-devices":
-        base = {"answer": out["answer"], "target_efficiency": out["target_efficiency"],
-                "limited_by": out["limited_by"], "fits_memory": out["memory"]["fits"]}
+        base = {
+            "answer": out["answer"],
+            "target_efficiency": out["target_efficiency"],
+            "limited_by": out["limited_by"],
+            "fits_memory": out["memory"]["fits"],
+        }
         cr = out["crossings"] or [{"previous": None, "devices": None, "direction": None, "efficiency": None}]
         return [{**base, **c} for c in cr]
-    keys = ("field", "devices", "target_efficiency", "bound", "answer", "efficiency_at_answer", "current",
-            "current_efficiency", "rtol", "at_limit")
+    keys = (
+        "field",
+        "devices",
+        "target_efficiency",
+        "bound",
+        "answer",
+        "efficiency_at_answer",
+        "current",
+        "current_efficiency",
+        "rtol",
+        "at_limit",
+    )
     return [{**{key: out[key] for key in keys}, "fits_memory": out["memory"]["fits"]}]
 
 
@@ -366,27 +453,41 @@ def _plan_view(sc: "Scenario", ans: Any, out: dict[str, Any], rows: int) -> Any:
     q = out["question"]
     if q == "max-devices":
         lo, hi, n = ans.scanned
-        headline = (f"answer    k = {ans.answer}: the largest k in {lo}..{hi} ({n:,} counts scanned) before "
-                    f"E(k) first falls below {ans.target:g} (E({ans.answer}) = {ans.efficiency:.4f})")
+        headline = (
+            f"answer    k = {ans.answer}: the largest k in {lo}..{hi} ({n:,} counts scanned) before "
+            f"E(k) first falls below {ans.target:g} (E({ans.answer}) = {ans.efficiency:.4f})"
+        )
     elif q == "solve":
         headline = f"answer    {ans.statement()}"
         if ans.answer is not None:
-            headline += (f"\n          solved to a relative tolerance of {ans.rtol:g} ({ans.evaluations} evaluations); "
-                         f"E({ans.devices}) = {ans.efficiency:.6f} there")
+            headline += (
+                f"\n          solved to a relative tolerance of {ans.rtol:g} ({ans.evaluations} evaluations); "
+                f"E({ans.devices}) = {ans.efficiency:.6f} there"
+            )
     else:
         c, f = ans.cheapest, ans.fastest
         what = "cost" if ans.price is not None else "device-hours"
-        budget = [s for s in ((f"--max-hours {ans.max_hours:g}" if ans.max_hours else ""),
-                              (f"--max-cost {ans.max_cost:g}" if ans.max_cost else "")) if s]
-        lines = [f"run       {fmt_count(ans.samples)} samples" + (f" ({fmt_count(out['tokens'])} tokens)"
-                                                                    if out.get("tokens") else "")
-                 + (f"; price {ans.price:g} per device-hour" if ans.price is not None else "")
-                 + (f"; within {' and '.join(budget)}" if budget else "")]
+        budget = [
+            s
+            for s in (
+                (f"--max-hours {ans.max_hours:g}" if ans.max_hours else ""),
+                (f"--max-cost {ans.max_cost:g}" if ans.max_cost else ""),
+            )
+            if s
+        ]
+        lines = [
+            f"run       {fmt_count(ans.samples)} samples"
+            + (f" ({fmt_count(out['tokens'])} tokens)" if out.get("tokens") else "")
+            + (f"; price {ans.price:g} per device-hour" if ans.price is not None else "")
+            + (f"; within {' and '.join(budget)}" if budget else "")
+        ]
         for name, r in (("cheapest", c), ("fastest", f)):
-            lines.append(f"{name:<9} k = {r['devices']}: {fmt_time(r['time_s'])} ({sig4(r['hours'])} h), "
-                         f"{fmt_count(r['device_hours'])} device-hours"
-                         + (f", cost {fmt_count(r['cost'])}" if r["cost"] is not None else "")
-                         + (f" (least {what})" if name == "cheapest" else ""))
+            lines.append(
+                f"{name:<9} k = {r['devices']}: {fmt_time(r['time_s'])} ({sig4(r['hours'])} h), "
+                f"{fmt_count(r['device_hours'])} device-hours"
+                + (f", cost {fmt_count(r['cost'])}" if r["cost"] is not None else "")
+                + (f" (least {what})" if name == "cheapest" else "")
+            )
         headline = "\n".join(lines)
     parts.append(Text(headline, style="bold"))
     parts.append(Text(f"why       {ans.reason()}"))
@@ -395,11 +496,19 @@ def _plan_view(sc: "Scenario", ans: Any, out: dict[str, Any], rows: int) -> Any:
     parts.append(Text(f"curve     {out['command']}"))
     if q == "max-devices" and out["crossings"]:
         parts.append(Text(""))
-        parts.append(table(out["crossings"], [Column("from k", "previous"), Column("to k", "devices"),
-                                               Column("E crosses", "direction", justify="left"),
-                                               Column("E(to k)", "efficiency", lambda v: f"{v:.4f}")],
-                           title=f"every k where E(k) crosses {ans.target:g} ({len(out['crossings'])})",
-                           max_rows=rows))
+        parts.append(
+            table(
+                out["crossings"],
+                [
+                    Column("from k", "previous"),
+                    Column("to k", "devices"),
+                    Column("E crosses", "direction", justify="left"),
+                    Column("E(to k)", "efficiency", lambda v: f"{v:.4f}"),
+                ],
+                title=f"every k where E(k) crosses {ans.target:g} ({len(out['crossings'])})",
+                max_rows=rows,
+            )
+        )
     if q == "time-to-train":
         from ..render import time_unit
 
@@ -407,21 +516,38 @@ def _plan_view(sc: "Scenario", ans: Any, out: dict[str, Any], rows: int) -> Any:
         ch, fa = ans.cheapest["devices"], ans.fastest["devices"]
 
         def mark(r: dict[str, Any]) -> str:
-            tags = [t for t, on in (("cheapest", r["devices"] == ch), ("fastest", r["devices"] == fa),
-                                    ("over budget", not r["within_budget"])) if on]
+            tags = [
+                t
+                for t, on in (
+                    ("cheapest", r["devices"] == ch),
+                    ("fastest", r["devices"] == fa),
+                    ("over budget", not r["within_budget"]),
+                )
+                if on
+            ]
             return ", ".join(tags)
 
-        cols = [Column("k", "devices"), Column("E(k)", "efficiency", lambda v: f"{v:.3f}"),
-                Column(f"step {unit}", "t_step_s", lambda v: sig4(v / f_)),
-                Column("samples/s", "samples_per_s", lambda v: f"{v:.4g}"),
-                Column("time", "time_s", fmt_time), Column("device-h", "device_hours", fmt_count)]
+        cols = [
+            Column("k", "devices"),
+            Column("E(k)", "efficiency", lambda v: f"{v:.3f}"),
+            Column(f"step {unit}", "t_step_s", lambda v: sig4(v / f_)),
+            Column("samples/s", "samples_per_s", lambda v: f"{v:.4g}"),
+            Column("time", "time_s", fmt_time),
+            Column("device-h", "device_hours", fmt_count),
+        ]
         if ans.price is not None:
             cols.append(Column("cost", "cost", fmt_count))
         cols.append(Column("", mark, justify="left"))
         parts.append(Text(""))
-        parts.append(table(out["rows"], cols, max_rows=rows,
-                           caption="time = ceil(samples / samples per step) x T_step; device-hours = k x time; "
-                                   "cost = device-hours x price."))
+        parts.append(
+            table(
+                out["rows"],
+                cols,
+                max_rows=rows,
+                caption="time = ceil(samples / samples per step) x T_step; device-hours = k x time; "
+                "cost = device-hours x price.",
+            )
+        )
     return Group(*parts)
 
 
@@ -429,9 +555,18 @@ def _plan_view(sc: "Scenario", ans: Any, out: dict[str, Any], rows: int) -> Any:
 
 
 #: compare takes comma-separated alternatives for these scenario options
-_COMPARE = o.tweak(profile=ProfileList, model=ModelList, batch_per_device=BatchList, dtype=DtypeList,
-                   grad_dtype=GradDtypeList, mfu=MfuList, algorithm=AlgorithmList, overlap=(OverlapList, None),
-                   bucket_mb=(BucketList, None), accum=(AccumList, None))
+_COMPARE = o.tweak(
+    profile=ProfileList,
+    model=ModelList,
+    batch_per_device=BatchList,
+    dtype=DtypeList,
+    grad_dtype=GradDtypeList,
+    mfu=MfuList,
+    algorithm=AlgorithmList,
+    overlap=(OverlapList, None),
+    bucket_mb=(BucketList, None),
+    accum=(AccumList, None),
+)
 
 
 @app.command()
@@ -466,10 +601,19 @@ def compare(
         raise InputError("--mfu: 0 is not in (0, 1]")
     batches = _numbers(scn.batch_per_device, "--batch-per-device", int, 1) or [None]
     first = o.ScenarioOptions()  # the engine's overlap, bucket and accumulation unless compared
-    sc = scn.replace(profile=profiles[0], model=models[0], batch_per_device=batches[0], dtype=dtypes[0],
-                     grad_dtype=grads[0], mfu=mfus[0], algorithm=algs[0], strategy=strategies[0],
-                     overlap=first.overlap,
-                     bucket_mb=first.bucket_mb, accum=first.accum).build()
+    sc = scn.replace(
+        profile=profiles[0],
+        model=models[0],
+        batch_per_device=batches[0],
+        dtype=dtypes[0],
+        grad_dtype=grads[0],
+        mfu=mfus[0],
+        algorithm=algs[0],
+        strategy=strategies[0],
+        overlap=first.overlap,
+        bucket_mb=first.bucket_mb,
+        accum=first.accum,
+    ).build()
     choices: dict[str, list[Any]] = {}
     if len(profiles) > 1:
         choices["profile"] = [resolve_profile(p) for p in profiles]
@@ -478,8 +622,14 @@ def compare(
             raise InputError("--model with several names excludes --params and --workload")
         ct = sc.compute_time_s
         choices["workload"] = [build_workload(model=m, seq_len=scn.seq_len, compute_time=ct) for m in models]
-    for name, vals in (("dtype", dtypes), ("grad_dtype", grads), ("mfu", mfus), ("batch_per_device", batches),
-                       ("algorithm", algs), ("strategy", strategies)):
+    for name, vals in (
+        ("dtype", dtypes),
+        ("grad_dtype", grads),
+        ("mfu", mfus),
+        ("batch_per_device", batches),
+        ("algorithm", algs),
+        ("strategy", strategies),
+    ):
         if len(vals) > 1:
             choices[name] = vals
     if scn.overlap is not None:
@@ -498,14 +648,17 @@ def compare(
         # a table shows its first and last rows only (k-major, every alternative per k): compute those k
         head = out.rows // 2
         nh, nt = -(-head // n_alt), -(-(out.rows - head) // n_alt)
-        k = np.concatenate([k[:nh], k[k.size - nt:]]) if nh + nt < k.size else k
+        k = np.concatenate([k[:nh], k[k.size - nt :]]) if nh + nt < k.size else k
     cmp = run_compare(sc, choices, k, optimizer=optimizer.value)
     from ..plan import sharded_memory, training_memory
 
     misfits: dict[str, list[str]] = {}
     for alt in cmp.alternatives:
-        mem = (training_memory(alt.scenario, optimizer.value) if alt.scenario.strategy == "ddp"
-               else sharded_memory(alt.scenario, k))
+        mem = (
+            training_memory(alt.scenario, optimizer.value)
+            if alt.scenario.strategy == "ddp"
+            else sharded_memory(alt.scenario, k)
+        )
         if mem.fits is False:
             misfits.setdefault(mem.message(), []).append(alt.label)
     for msg, labels in misfits.items():
@@ -524,8 +677,9 @@ def compare(
 def _compare_title(cmp: Any) -> str:
     sc = cmp.alternatives[0].scenario
     varied = cmp.varied or ["nothing"]
-    return (f"Compare {', '.join(varied)}: speedup S(k) and efficiency E(k)\n"
-            f"{sc.workload.name} on {sc.profile.name}" + (" (first alternative)" if cmp.varied else ""))
+    return f"Compare {', '.join(varied)}: speedup S(k) and efficiency E(k)\n{sc.workload.name} on {sc.profile.name}" + (
+        " (first alternative)" if cmp.varied else ""
+    )
 
 
 def _draw_compare(cmp: Any, path: str, force: bool, size: Any, threshold: float) -> None:
@@ -548,30 +702,52 @@ def _compare_view(cmp: Any, rows: int, n_devices: int | None = None) -> Any:
     first = cmp.alternatives[0]
     f, unit = time_unit([r["t_step_s"] for r in recs])
     keys = cmp.varied
-    label_cols = [Column(key, key, lambda v: f"{v:g}" if isinstance(v, float) else str(v), justify="left")
-                  for key in keys]
-    cols = [Column("k", "devices"), *label_cols,
-            Column(f"compute {unit}", "t_compute_s", lambda v: sig4(v / f)),
-            Column(f"comm {unit}", "t_comm_s", lambda v: sig4(v / f)),
-            *([Column(f"exposed {unit}", "t_comm_exposed_s", lambda v: sig4(v / f))]
-              if any(r.get("t_comm_exposed_s") is not None and r["t_comm_exposed_s"] != r["t_comm_s"] for r in recs)
-              else []),
-            Column(f"step {unit}", "t_step_s", lambda v: sig4(v / f)),
-            Column("S(k)", "speedup", lambda v: f"{v:.2f}"),
-            Column("E(k)", "efficiency", lambda v: f"{v:.3f}"),
-            Column("samples/s", "samples_per_s", lambda v: f"{v:.4g}"),
-            Column("gain", "gain", lambda v: f"x{v:.3f}")]
+    label_cols = [
+        Column(key, key, lambda v: f"{v:g}" if isinstance(v, float) else str(v), justify="left") for key in keys
+    ]
+    cols = [
+        Column("k", "devices"),
+        *label_cols,
+        Column(f"compute {unit}", "t_compute_s", lambda v: sig4(v / f)),
+        Column(f"comm {unit}", "t_comm_s", lambda v: sig4(v / f)),
+        *(
+            [Column(f"exposed {unit}", "t_comm_exposed_s", lambda v: sig4(v / f))]
+            if any(r.get("t_comm_exposed_s") is not None and r["t_comm_exposed_s"] != r["t_comm_s"] for r in recs)
+            else []
+        ),
+        Column(f"step {unit}", "t_step_s", lambda v: sig4(v / f)),
+        Column("S(k)", "speedup", lambda v: f"{v:.2f}"),
+        Column("E(k)", "efficiency", lambda v: f"{v:.3f}"),
+        Column("samples/s", "samples_per_s", lambda v: f"{v:.4g}"),
+        Column("gain", "gain", lambda v: f"x{v:.3f}"),
+    ]
     if any(r["fits_memory"] is False for r in recs):
-        cols.append(Column("memory", lambda r: None if r["fits_memory"] is None else
-                           ("fits" if r["fits_memory"] else f"NO ({fmt_bytes(r['memory_bytes'], binary=False)})"),
-                           justify="left"))
+        cols.append(
+            Column(
+                "memory",
+                lambda r: (
+                    None
+                    if r["fits_memory"] is None
+                    else ("fits" if r["fits_memory"] else f"NO ({fmt_bytes(r['memory_bytes'], binary=False)})")
+                ),
+                justify="left",
+            )
+        )
     n_k = n_devices or len(cmp.results[0].devices)
     total = len(cmp.alternatives) * n_k
-    t = table(recs, cols, max_rows=rows, total=total,
-              caption=f"Times in {unit}. gain = samples/s over the first alternative ({first.label}) at the same k. "
-                      f"{len(cmp.alternatives)} alternatives x {n_k} device counts."
-                      + (" --format csv or json holds every row." if rows and total > rows else ""))
-    head = Text("\n".join(_header_lines(first.scenario)) + "\n(first alternative; the table's columns "
-                + ", ".join(keys or ["none"]) + " vary)")
+    t = table(
+        recs,
+        cols,
+        max_rows=rows,
+        total=total,
+        caption=f"Times in {unit}. gain = samples/s over the first alternative ({first.label}) at the same k. "
+        f"{len(cmp.alternatives)} alternatives x {n_k} device counts."
+        + (" --format csv or json holds every row." if rows and total > rows else ""),
+    )
+    head = Text(
+        "\n".join(_header_lines(first.scenario))
+        + "\n(first alternative; the table's columns "
+        + ", ".join(keys or ["none"])
+        + " vary)"
+    )
     return Group(head, Text(""), t)
-

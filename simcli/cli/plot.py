@@ -38,24 +38,44 @@ class _PlotGroup(TyperGroup):
 app = new_app(
     cls=_PlotGroup,
     help="Draw pictures (PNG, SVG or PDF by the file's suffix): speedup curves, time breakdowns, all-reduce "
-         "time and busbw, the fastest algorithm per (k, size). 'simcli plot FILE.csv|FILE.json' redraws a table "
-         "that simcli wrote with --format csv|json.",
+    "time and busbw, the fastest algorithm per (k, size). 'simcli plot FILE.csv|FILE.json' redraws a table "
+    "that simcli wrote with --format csv|json.",
     epilog="Example: simcli plot speedup --devices 1..64:x2 --profile dgx-a100,dgx-h100 -o speedup.png",
     no_args_is_help=True,
 )
 
-PictureOut = Annotated[str, typer.Option("--output", "-o", help="Picture file to write: .png, .svg or .pdf "
-                                         "(atomically; refuses to overwrite without --force).")]
+PictureOut = Annotated[
+    str,
+    typer.Option(
+        "--output",
+        "-o",
+        help="Picture file to write: .png, .svg or .pdf (atomically; refuses to overwrite without --force).",
+    ),
+]
+
 
 def _scenario_tweak(noun: str) -> o.Tweak:
     """plot speedup/breakdown: --profile, --model and --algorithm draw one line (or panel) per value."""
     return o.tweak(
-        profile=Annotated[Optional[str], typer.Option("--profile", "-p", help="Built-in profile name or path; "
-                                                      f"several comma-separated draw one {noun} each.")],
-        model=Annotated[Optional[str], typer.Option("--model", "-m", help="Built-in model; several "
-                                                    f"comma-separated draw one {noun} each.")],
-        algorithm=Annotated[str, typer.Option("--algorithm", "-a", help="All-reduce algorithm (ring, tree, ..., "
-                                              f"auto); several comma-separated draw one {noun} each.")])
+        profile=Annotated[
+            Optional[str],
+            typer.Option(
+                "--profile", "-p", help=f"Built-in profile name or path; several comma-separated draw one {noun} each."
+            ),
+        ],
+        model=Annotated[
+            Optional[str],
+            typer.Option("--model", "-m", help=f"Built-in model; several comma-separated draw one {noun} each."),
+        ],
+        algorithm=Annotated[
+            str,
+            typer.Option(
+                "--algorithm",
+                "-a",
+                help=f"All-reduce algorithm (ring, tree, ..., auto); several comma-separated draw one {noun} each.",
+            ),
+        ],
+    )
 
 
 class Kind(str, enum.Enum):
@@ -70,8 +90,11 @@ class Kind(str, enum.Enum):
 
 
 def _batch_text(sc: "Scenario") -> str:
-    return (f"global batch {sc.batch} split over k (strong scaling)" if sc.strong
-            else f"batch {sc.batch}/device (weak scaling)")
+    return (
+        f"global batch {sc.batch} split over k (strong scaling)"
+        if sc.strong
+        else f"batch {sc.batch}/device (weak scaling)"
+    )
 
 
 def _extras(sc: "Scenario") -> list[str]:
@@ -79,8 +102,11 @@ def _extras(sc: "Scenario") -> list[str]:
     out = []
     overlap = sc.overlap
     if overlap and overlap != "none":
-        out.append(f"overlapped with backward in {sc.bucket_mb:g} MiB buckets" if overlap == "buckets"
-                   else f"overlap {overlap}")
+        out.append(
+            f"overlapped with backward in {sc.bucket_mb:g} MiB buckets"
+            if overlap == "buckets"
+            else f"overlap {overlap}"
+        )
     elif overlap == "none":
         out.append("no overlap")
     if sc.accum != 1:
@@ -107,10 +133,13 @@ def scenario_title(scenarios: Sequence["Scenario"], what: str) -> str:
     sc = scenarios[0]
     models = list(dict.fromkeys(s.workload.name for s in scenarios))
     profiles = list(dict.fromkeys(s.profile.name for s in scenarios))
-    head = [what, " vs ".join(models) + (f" (seq {sc.workload.seq_len})" if len(models) == 1 and sc.workload.seq_len
-                                          else "")]
-    head.append("on " + (" vs ".join(profiles) if len(profiles) > 1
-                         else f"{sc.profile.name} ({sc.profile.device.name})"))
+    head = [
+        what,
+        " vs ".join(models) + (f" (seq {sc.workload.seq_len})" if len(models) == 1 and sc.workload.seq_len else ""),
+    ]
+    head.append(
+        "on " + (" vs ".join(profiles) if len(profiles) > 1 else f"{sc.profile.name} ({sc.profile.device.name})")
+    )
     second = []
     if len({_batch_text(s) for s in scenarios}) == 1:
         second.append(_batch_text(sc))
@@ -135,8 +164,9 @@ def speedup_records(results: Sequence["Result"]) -> list[dict[str, Any]]:
     return out
 
 
-def draw_speedup(results: Sequence["Result"], path: str, force: bool, size: "FigSize",
-                 threshold: float, kind: str = "speedup") -> None:
+def draw_speedup(
+    results: Sequence["Result"], path: str, force: bool, size: "FigSize", threshold: float, kind: str = "speedup"
+) -> None:
     """Draw speedup+efficiency (``kind='speedup'``) or the time breakdown of ``results`` into ``path``."""
     from .. import plot as P
 
@@ -150,32 +180,45 @@ def draw_speedup(results: Sequence["Result"], path: str, force: bool, size: "Fig
 
 
 def comm_title(profile: Any, algorithm: str, dtype: str) -> str:
-    return (f"All-reduce ({algorithm}, {dtype}) on {profile.name} ({profile.device.name}): time and busbw\n"
-            "busbw = size/time · 2(k-1)/k (nccl-tests); GB/s = 1e9 B/s")
+    return (
+        f"All-reduce ({algorithm}, {dtype}) on {profile.name} ({profile.device.name}): time and busbw\n"
+        "busbw = size/time · 2(k-1)/k (nccl-tests); GB/s = 1e9 B/s"
+    )
 
 
-def draw_comm(records: Sequence[Mapping[str, Any]], profile: Any, algorithm: str, dtype: str, path: str,
-              force: bool, size: "FigSize") -> None:
+def draw_comm(
+    records: Sequence[Mapping[str, Any]],
+    profile: Any,
+    algorithm: str,
+    dtype: str,
+    path: str,
+    force: bool,
+    size: "FigSize",
+) -> None:
     from .. import plot as P
 
     _done(P.save_figure(P.comm_figure(records, comm_title(profile, algorithm, dtype), size), path, force))
 
 
-def draw_algorithm_map(profile: Any, devices: Any, sizes: Any, names: Sequence[str], winner: Any, path: str,
-                       force: bool, size: "FigSize") -> None:
+def draw_algorithm_map(
+    profile: Any, devices: Any, sizes: Any, names: Sequence[str], winner: Any, path: str, force: bool, size: "FigSize"
+) -> None:
     """The fastest algorithm per (k, size) as a heatmap (``winner[i, j]`` indexes ``names``)."""
     from .. import plot as P
 
-    title = (f"Fastest all-reduce algorithm per (k, size) on {profile.name} ({profile.device.name})\n"
-             f"compared: {', '.join(names)}")
+    title = (
+        f"Fastest all-reduce algorithm per (k, size) on {profile.name} ({profile.device.name})\n"
+        f"compared: {', '.join(names)}"
+    )
     _done(P.save_figure(P.algorithm_map_figure(devices, sizes, names, winner, title, size), path, force))
 
 
 # --------------------------------------------------------------------------- plot speedup / breakdown
 
 
-def _speedup_like(kind: str, output: str, devices: str, scn: o.ScenarioOptions, force: bool,
-                  pic: o.PictureOptions) -> None:
+def _speedup_like(
+    kind: str, output: str, devices: str, scn: o.ScenarioOptions, force: bool, pic: o.PictureOptions
+) -> None:
     from ..engine import simulate
     from ..ranges import parse_devices
 
@@ -243,8 +286,12 @@ def plot_algorithms(
     devices: o.Devices = "2..1024:x2",
     size: o.Size = "1KiB..4GiB:x4",
     profile: o.Profile = None,
-    algorithm: Annotated[Optional[str], typer.Option("--algorithm", "-a", help="Algorithms to compare, "
-                                                     "comma-separated [default: every one simcli models].")] = None,
+    algorithm: Annotated[
+        Optional[str],
+        typer.Option(
+            "--algorithm", "-a", help="Algorithms to compare, comma-separated [default: every one simcli models]."
+        ),
+    ] = None,
     force: o.Force = False,
     pic: Annotated[o.PictureOptions, o.tweak(omit=["plot", "threshold"])] = o.PictureOptions(),
 ) -> None:
@@ -260,8 +307,9 @@ def plot_algorithms(
     prof = resolve_profile(profile)
     names = [a for a in o.split_list(algorithm, "--algorithm") if a] or list(o.TEXTBOOK_NAMES)
     collectives.check_devices(prof.network, k)
-    times = np.stack([collectives.allreduce(a, prof.network, k[:, None], n[None, :], prof.device.reduce_Bps).time
-                      for a in names])
+    times = np.stack(
+        [collectives.allreduce(a, prof.network, k[:, None], n[None, :], prof.device.reduce_Bps).time for a in names]
+    )
     draw_algorithm_map(prof, k, n, names, np.argmin(times, axis=0), output, force, fs)
 
 
@@ -271,14 +319,22 @@ def plot_algorithms(
 @app.command("file")
 @handle_errors
 def plot_file(
-    file: Annotated[str, typer.Argument(help="A table simcli wrote with --format csv or json (speedup, comm, "
-                                        "bench).")],
-    output: Annotated[Optional[str], typer.Option("--output", "-o", help="Picture file: .png, .svg or .pdf "
-                                                  "[default: FILE with .png].")] = None,
-    kind: Annotated[Kind, typer.Option("--kind", help="What to draw; auto picks from the columns (speedup "
-                                       "tables can also be drawn as a breakdown).")] = Kind.auto,
-    profile: Annotated[Optional[str], typer.Option("--profile", "-p", help="Overlay this profile's model lines "
-                                                   "on measured data (bench tables).")] = None,
+    file: Annotated[str, typer.Argument(help="A table simcli wrote with --format csv or json (speedup, comm, bench).")],
+    output: Annotated[
+        Optional[str],
+        typer.Option("--output", "-o", help="Picture file: .png, .svg or .pdf [default: FILE with .png]."),
+    ] = None,
+    kind: Annotated[
+        Kind,
+        typer.Option(
+            "--kind",
+            help="What to draw; auto picks from the columns (speedup tables can also be drawn as a breakdown).",
+        ),
+    ] = Kind.auto,
+    profile: Annotated[
+        Optional[str],
+        typer.Option("--profile", "-p", help="Overlay this profile's model lines on measured data (bench tables)."),
+    ] = None,
     model: o.Model = None,
     batch_per_device: o.BatchPerDevice = None,
     global_batch: o.GlobalBatch = None,
@@ -317,8 +373,7 @@ def plot_file(
             fig = P.speedup_figure(series, f"Speedup S(k) and efficiency E(k): {name}", threshold, fs)
     elif found == "comm":
         T.numeric(recs, ("time_s", "busbw_GBps", "algbw_GBps"), file)
-        fig = P.comm_figure(recs, f"All-reduce time and busbw: {name}\nbusbw = size/time · 2(k-1)/k (nccl-tests)",
-                            fs)
+        fig = P.comm_figure(recs, f"All-reduce time and busbw: {name}\nbusbw = size/time · 2(k-1)/k (nccl-tests)", fs)
     elif found == "bench":
         fig = _bench_figure(recs, name, profile, algorithm, fs)
     elif found == "algorithms":
@@ -326,8 +381,18 @@ def plot_file(
     elif found == "validation":
         fig = P.validation_figure(recs, name, threshold, fs)
     else:
-        fig = _step_figure(recs, name, profile, model, batch_per_device, global_batch, algorithm, fs, threshold,
-                           kind="step-time" if kind is Kind.step else "auto")
+        fig = _step_figure(
+            recs,
+            name,
+            profile,
+            model,
+            batch_per_device,
+            global_batch,
+            algorithm,
+            fs,
+            threshold,
+            kind="step-time" if kind is Kind.step else "auto",
+        )
     _done(P.save_figure(fig, out, force, option="--output"))
 
 
@@ -354,9 +419,18 @@ def _bench_figure(recs: list[dict[str, Any]], name: str, profile: str | None, al
     return P.comm_figure(model, title, fs, measured=measured)
 
 
-def _step_figure(recs: list[dict[str, Any]], name: str, profile: str | None, model: str | None,
-                 batch_per_device: int | None, global_batch: int | None, algorithm: str, fs: "FigSize",
-                 threshold: float = o.THRESHOLD, kind: str = "step"):
+def _step_figure(
+    recs: list[dict[str, Any]],
+    name: str,
+    profile: str | None,
+    model: str | None,
+    batch_per_device: int | None,
+    global_batch: int | None,
+    algorithm: str,
+    fs: "FigSize",
+    threshold: float = o.THRESHOLD,
+    kind: str = "step",
+):
     """A 'bench step' table: measured speedup/efficiency (or step time) per k as markers over the model's lines.
 
     The model's line comes from the table's own predicted_* columns when it has them, else from
@@ -367,8 +441,20 @@ def _step_figure(recs: list[dict[str, Any]], name: str, profile: str | None, mod
     cols = set(recs[0])
     k_key = "world_size" if "world_size" in cols else "devices"
     t_key = T.step_key(cols)
-    T.numeric(recs, (t_key, "speedup", "efficiency", "predicted_speedup", "predicted_efficiency",
-                    "predicted_t_step_s", "t_compute_s", "t_comm_s"), name)
+    T.numeric(
+        recs,
+        (
+            t_key,
+            "speedup",
+            "efficiency",
+            "predicted_speedup",
+            "predicted_efficiency",
+            "predicted_t_step_s",
+            "t_compute_s",
+            "t_comm_s",
+        ),
+        name,
+    )
     modes = P._group(recs, P._varying(recs, ("mode", "backend")))
     model_recs: list[dict[str, Any]] = []
     label = "model"
@@ -376,9 +462,13 @@ def _step_figure(recs: list[dict[str, Any]], name: str, profile: str | None, mod
         from ..engine import simulate
 
         first = recs[0]
-        sc = o.ScenarioOptions(profile=profile, model=model or _builtin_model(first.get("model")),
-                               batch_per_device=batch_per_device or _int_or_none(first.get("batch_per_device")),
-                               global_batch=global_batch, algorithm=algorithm).build()
+        sc = o.ScenarioOptions(
+            profile=profile,
+            model=model or _builtin_model(first.get("model")),
+            batch_per_device=batch_per_device or _int_or_none(first.get("batch_per_device")),
+            global_batch=global_batch,
+            algorithm=algorithm,
+        ).build()
         model_recs = simulate(sc, sorted({int(r[k_key]) for r in recs})).records()
         label = f"model: {sc.workload.name} on {sc.profile.name}, {_batch_text(sc)}"
     measured_speedup = all(r.get("speedup") is not None and r.get("efficiency") is not None for r in recs)
@@ -391,8 +481,14 @@ def _step_figure(recs: list[dict[str, Any]], name: str, profile: str | None, mod
             if model_recs:
                 line = model_recs
             elif all(r.get("predicted_speedup") is not None for r in rs):
-                line = [{"devices": r[k_key], "speedup": r["predicted_speedup"],
-                         "efficiency": r.get("predicted_efficiency")} for r in rs]
+                line = [
+                    {
+                        "devices": r[k_key],
+                        "speedup": r["predicted_speedup"],
+                        "efficiency": r.get("predicted_efficiency"),
+                    }
+                    for r in rs
+                ]
                 label = "predicted (from the table)"
             else:
                 line, meas, label = meas, [], "measured"

@@ -29,7 +29,7 @@ def _stream_records(scs, k, as_json: bool):
     for sc in scs:
         tags = o.scenario_tags(sc)
         for i in range(0, k.size, STREAM_CHUNK):
-            recs = simulate(sc, k[i:i + STREAM_CHUNK]).records()
+            recs = simulate(sc, k[i : i + STREAM_CHUNK]).records()
             if vary:
                 recs = [{**{t: tags[t] for t in vary}, **r} for r in recs]
             if as_json:
@@ -70,7 +70,7 @@ def speedup(
     if out.table and not pic.plot and out.rows and k.size > out.rows:
         # a table shows its first and last rows only: compute those (1..5000000 costs as much as 40 points)
         head = out.rows // 2
-        shown = np.concatenate([k[:head], k[k.size - (out.rows - head):]])
+        shown = np.concatenate([k[:head], k[k.size - (out.rows - head) :]])
     if not out.table and not explain and not pic.plot and k.size > STREAM_CHUNK:
         # millions of rows: computed and written chunk by chunk, memory stays flat
         emit(_stream_records(scs, k, out.format is o.Format.json), out.output, out.force)
@@ -106,8 +106,10 @@ def speedup(
     else:
         from .views import flat_terms
 
-        text = to_csv(recs, comments=[f"explain k={d['devices']}: {r['term']} = {r['value']}"
-                                      for d in terms for r in flat_terms(d)])
+        text = to_csv(
+            recs,
+            comments=[f"explain k={d['devices']}: {r['term']} = {r['value']}" for d in terms for r in flat_terms(d)],
+        )
     emit(text, out.output, out.force)
 
 
@@ -126,10 +128,16 @@ def _warn_memory(sc: Any, k: Any) -> None:
     cap = f"{sc.profile.device.name} has {fmt_bytes(fit['capacity_bytes'], binary=False)}"
     if any(s is None for s in fit["fits_with"]):
         bad = [kk for kk, s in zip(ks, fit["fits_with"]) if s is None]
-        hint = (f"no strategy fits at k = {bad[0]}" + (f" (nor at {len(bad) - 1} more k)" if len(bad) > 1 else "")
-                + (": try without --no-activation-checkpointing" if not sc.activation_checkpointing and
-                   memory_fit(sc.replace(activation_checkpointing=True, strategy="fsdp"), bad) is None
-                   else ": that needs model parallelism, which simcli does not model"))
+        hint = (
+            f"no strategy fits at k = {bad[0]}"
+            + (f" (nor at {len(bad) - 1} more k)" if len(bad) > 1 else "")
+            + (
+                ": try without --no-activation-checkpointing"
+                if not sc.activation_checkpointing
+                and memory_fit(sc.replace(activation_checkpointing=True, strategy="fsdp"), bad) is None
+                else ": that needs model parallelism, which simcli does not model"
+            )
+        )
     else:
         best = max(fit["fits_with"], key=STRATEGIES.index)
         hint = f"--strategy {best} fits" + (" (with activation checkpointing)" if sc.activation_checkpointing else "")
@@ -144,7 +152,7 @@ def _grid_part(prof, k, n, start: int, count: int, kw: dict) -> list[dict]:
     while i < start + count:
         ki, ni = divmod(i, m)
         take = min(m - ni, start + count - i)
-        out += comm_grid(prof, k[ki:ki + 1], n[ni:ni + take], **kw)
+        out += comm_grid(prof, k[ki : ki + 1], n[ni : ni + take], **kw)
         i += take
     return out
 
@@ -181,8 +189,9 @@ def comm(
         from .views import comm_table
 
         head = out.rows // 2
-        recs = _grid_part(prof, k, n, 0, head, kw) + _grid_part(prof, k, n, total - (out.rows - head),
-                                                               out.rows - head, kw)
+        recs = _grid_part(prof, k, n, 0, head, kw) + _grid_part(
+            prof, k, n, total - (out.rows - head), out.rows - head, kw
+        )
         show(comm_table(prof, recs, algorithm, out.rows, collective, total=total), out.output, out.force)
         return
     recs = comm_grid(prof, k, n, **kw)

@@ -18,46 +18,56 @@ def _num(fmt: str):
     return lambda v: format(v, fmt)
 
 
-
-
 def scenario_header(res: Result) -> Text:
     sc = res.scenario
     p, w = sc.profile, sc.workload
     inp = sc.inputs()
     lines = [
         f"profile   {p.name}: {p.device.name} ({p.origin})",
-        f"model     {w.name}: {fmt_count(w.params)} params"
-        + (f", seq_len {w.seq_len}" if w.seq_len else ""),
-        "batch     " + (f"global {sc.batch} split over k (strong scaling)" if sc.strong
-                           else f"{sc.batch} per device (weak scaling)"),
+        f"model     {w.name}: {fmt_count(w.params)} params" + (f", seq_len {w.seq_len}" if w.seq_len else ""),
+        "batch     "
+        + (
+            f"global {sc.batch} split over k (strong scaling)" if sc.strong else f"{sc.batch} per device (weak scaling)"
+        ),
         f"gradient  {fmt_bytes(sc.grad_bytes, binary=False)} ({sc.grad_dtype}) all-reduced with {sc.algorithm}"
-        if sc.strategy == "ddp" else
-        f"gradient  {fmt_bytes(sc.grad_bytes, binary=False)} ({sc.grad_dtype}) reduce-scattered, parameters "
+        if sc.strategy == "ddp"
+        else f"gradient  {fmt_bytes(sc.grad_bytes, binary=False)} ({sc.grad_dtype}) reduce-scattered, parameters "
         f"{fmt_bytes(w.params * DTYPE_BYTES[sc.param_dtype], binary=False)} ({sc.param_dtype}) all-gathered, with "
         f"{sc.algorithm}",
     ]
     if sc.compute_time_s is not None:
         lines.append(f"compute   measured {fmt_time(sc.compute_time_s)} per step on one device (--compute-time)")
     else:
-        lines.append(f"compute   {fmt_count(w.flops_per_sample)}FLOP/sample / ({fmt_flops(inp['peak_flops'])} "
-                     f"{sc.compute_dtype} peak x mfu {sc.achieved_mfu:g} = {fmt_flops(sc.achieved_flops)})")
-    tiers = ", ".join(f"{t.name} {fmt_rate(t.bandwidth_Bps)}/{t.per} x{t.efficiency:g}, α {fmt_time(t.latency_s)}"
-                      + (f", {t.size}/domain" if t.size else "") for t in p.network)
+        lines.append(
+            f"compute   {fmt_count(w.flops_per_sample)}FLOP/sample / ({fmt_flops(inp['peak_flops'])} "
+            f"{sc.compute_dtype} peak x mfu {sc.achieved_mfu:g} = {fmt_flops(sc.achieved_flops)})"
+        )
+    tiers = ", ".join(
+        f"{t.name} {fmt_rate(t.bandwidth_Bps)}/{t.per} x{t.efficiency:g}, α {fmt_time(t.latency_s)}"
+        + (f", {t.size}/domain" if t.size else "")
+        for t in p.network
+    )
     lines.append(f"network   {tiers}")
     from ..explain import formula
 
     if sc.algorithm == "auto":
-        lines.append("T_comm    = the fastest of every algorithm simcli models, per k (columns 'algorithm', "
-                     "'protocol'); no single library reaches it")
+        lines.append(
+            "T_comm    = the fastest of every algorithm simcli models, per k (columns 'algorithm', "
+            "'protocol'); no single library reaches it"
+        )
     else:
-        lines.append(f"T_comm    = {formula(sc.algorithm, p.library)}"
-                     + (f"; protocol forced: {sc.protocol}" if sc.protocol else ""))
+        lines.append(
+            f"T_comm    = {formula(sc.algorithm, p.library)}"
+            + (f"; protocol forced: {sc.protocol}" if sc.protocol else "")
+        )
     acc = f"; accum {sc.accum} micro-steps per all-reduce" if sc.accum > 1 else ""
     if sc.strategy != "ddp":
         lines += _sharding_lines(res)
     elif sc.overlap == "buckets":
-        lines.append(f"overlap   DDP buckets of {sc.bucket_mb:g} MiB reduced during backward "
-                     f"({sc.backward_fraction:.3g} of compute); T_step = T_compute + exposed T_comm{acc}")
+        lines.append(
+            f"overlap   DDP buckets of {sc.bucket_mb:g} MiB reduced during backward "
+            f"({sc.backward_fraction:.3g} of compute); T_step = T_compute + exposed T_comm{acc}"
+        )
     else:
         lines.append(f"overlap   none: one all-reduce after backward; T_step = T_compute + T_comm{acc}")
     return Text("\n".join(lines))
@@ -71,22 +81,30 @@ def _sharding_lines(res: Result) -> list[str]:
     L = _units(sc)
     acc = f"; each of the {sc.accum} micro-steps communicates" if sc.accum > 1 else ""
     if sc.strategy in ("zero1", "zero2"):
-        what = (f"{sc.strategy}: reduce-scatter in buckets of 5e8 elements (DeepSpeed's) during backward, one "
-                "all-gather of the parameters after the step")
+        what = (
+            f"{sc.strategy}: reduce-scatter in buckets of 5e8 elements (DeepSpeed's) during backward, one "
+            "all-gather of the parameters after the step"
+        )
         how = "the reduce-scatters as DDP's buckets during backward, the all-gather after the step exposed"
     else:
         group = "over k" if sc.strategy == "fsdp" else f"in groups of {sc.shard_group or sc.profile.node_size}"
         gathers = "forward and backward" if sc.reshard_after_forward else "forward"
-        what = (f"{sc.strategy} {group}, {L} units: all-gather before {gathers}, reduce-scatter after backward"
-                + (", all-reduce across groups" if sc.strategy == "hsdp" else ""))
+        what = f"{sc.strategy} {group}, {L} units: all-gather before {gathers}, reduce-scatter after backward" + (
+            ", all-reduce across groups" if sc.strategy == "hsdp" else ""
+        )
         how = "all-gathers one unit ahead, reduce-scatters one unit behind; the first all-gather exposed"
     if sc.overlap == "none":
         how = how.replace("the reduce-scatters as DDP's buckets during backward", "one reduce-scatter after backward")
     cap = sc.profile.device.memory_bytes
-    mem = (f"memory    {fmt_bytes(float(res.memory.total[0]), binary=False)} per device at k = {int(res.devices[0])}"
-           + (f", {fmt_bytes(float(res.memory.total[-1]), binary=False)} at k = {int(res.devices[-1])}"
-              if len(res.devices) > 1 else "")
-           + (f" (device: {fmt_bytes(cap, binary=False)})" if cap else ""))
+    mem = (
+        f"memory    {fmt_bytes(float(res.memory.total[0]), binary=False)} per device at k = {int(res.devices[0])}"
+        + (
+            f", {fmt_bytes(float(res.memory.total[-1]), binary=False)} at k = {int(res.devices[-1])}"
+            if len(res.devices) > 1
+            else ""
+        )
+        + (f" (device: {fmt_bytes(cap, binary=False)})" if cap else "")
+    )
     return [f"strategy  {what}", f"overlap   {how}; T_step = T_compute + exposed T_comm{acc}", mem]
 
 
@@ -115,21 +133,31 @@ def speedup_table(res: Result, max_rows: int = 40, total: int | None = None) -> 
     if res.scenario.strategy != "ddp":
         cols.append(Column("mem GB", "memory_bytes", lambda v: _g(v / 1e9)))
     n = total if total is not None else len(recs)
-    t = table(recs, cols, max_rows=max_rows, total=n,
-              caption=f"Times in {unit}. S(k) speedup, E(k) = S(k)/k efficiency; bottleneck GB/s: the bandwidth of "
-              "the bottleneck tier (GB/s = 1e9 B/s; not nccl-tests' busbw)."
-              + (f" {n} rows; --format csv or json holds every row." if max_rows and n > max_rows else ""))
+    t = table(
+        recs,
+        cols,
+        max_rows=max_rows,
+        total=n,
+        caption=f"Times in {unit}. S(k) speedup, E(k) = S(k)/k efficiency; bottleneck GB/s: the bandwidth of "
+        "the bottleneck tier (GB/s = 1e9 B/s; not nccl-tests' busbw)."
+        + (f" {n} rows; --format csv or json holds every row." if max_rows and n > max_rows else ""),
+    )
     return Group(scenario_header(res), Text(""), t)
 
 
 #: algorithms that choose per k and size, so the table shows what they chose
 _PER_ROW = ("auto", "nccl")
-_COLLECTIVE_FACTOR = {"all_reduce": "2(k-1)/k", "reduce_scatter": "(k-1)/k", "all_gather": "(k-1)/k",
-                      "broadcast": "1"}
+_COLLECTIVE_FACTOR = {"all_reduce": "2(k-1)/k", "reduce_scatter": "(k-1)/k", "all_gather": "(k-1)/k", "broadcast": "1"}
 
 
-def comm_table(profile: Profile, recs: Sequence[dict[str, Any]], algorithm: str, max_rows: int = 60,
-               collective: str = "all_reduce", total: int | None = None) -> Group:
+def comm_table(
+    profile: Profile,
+    recs: Sequence[dict[str, Any]],
+    algorithm: str,
+    max_rows: int = 60,
+    collective: str = "all_reduce",
+    total: int | None = None,
+) -> Group:
     """``total``: the grid's size when ``recs`` holds only the first and last rows shown."""
     f, unit = time_unit([r["time_s"] for r in recs])
     cols = [
@@ -147,10 +175,21 @@ def comm_table(profile: Profile, recs: Sequence[dict[str, Any]], algorithm: str,
         cols.append(Column("algorithm", "algorithm", justify="left"))
     if profile.library == "nccl" or algorithm == "auto":
         cols.append(Column("proto", "protocol", lambda v: v or "-", justify="left"))
-    head = Text(f"{collective.replace('_', '-')}, {algorithm}, profile {profile.name} ({profile.device.name}); "
-                f"algbw = size/time, busbw = algbw·{_COLLECTIVE_FACTOR[collective]} (nccl-tests)")
-    return Group(head, Text(""), table(list(recs), cols, max_rows=max_rows, total=total,
-                                       caption=f"Times in {unit}; GB/s = 1e9 B/s; α % = share of the latency terms."))
+    head = Text(
+        f"{collective.replace('_', '-')}, {algorithm}, profile {profile.name} ({profile.device.name}); "
+        f"algbw = size/time, busbw = algbw·{_COLLECTIVE_FACTOR[collective]} (nccl-tests)"
+    )
+    return Group(
+        head,
+        Text(""),
+        table(
+            list(recs),
+            cols,
+            max_rows=max_rows,
+            total=total,
+            caption=f"Times in {unit}; GB/s = 1e9 B/s; α % = share of the latency terms.",
+        ),
+    )
 
 
 def explain_view(d: dict[str, Any]) -> Any:
@@ -169,69 +208,127 @@ def explain_view(d: dict[str, Any]) -> Any:
         ("devices k", str(k)),
         ("algorithm", f"{d['algorithm']}: {d['formula']}"),
         ("forward", t(d["t_forward_s"])),
-        ("backward", t(d["t_backward_s"]) + (f" ({d['accum']} micro-steps; the last one's backward hides "
-                                             "communication)" if d["accum"] > 1 else "")),
+        (
+            "backward",
+            t(d["t_backward_s"])
+            + (f" ({d['accum']} micro-steps; the last one's backward hides communication)" if d["accum"] > 1 else ""),
+        ),
         ("T_compute", t(d["t_compute_s"])),
     ]
     for m in d["messages"]:
         alg = m["algorithm"] + (f"/{m['protocol']}" if m.get("protocol") else "")
-        rows.append((m.get("collective", "all-reduce").replace("_", "-"),
-                     f"{m['count']:g} x {fmt_bytes(m['bytes'], binary=False)} with {alg}: "
-                                   f"{t(m['time_s'])} each (latency {t(m['latency_s'])}, bandwidth "
-                                   f"{t(m['bandwidth_s'])}, reduction {t(m['reduction_s'])})"))
+        rows.append(
+            (
+                m.get("collective", "all-reduce").replace("_", "-"),
+                f"{m['count']:g} x {fmt_bytes(m['bytes'], binary=False)} with {alg}: "
+                f"{t(m['time_s'])} each (latency {t(m['latency_s'])}, bandwidth "
+                f"{t(m['bandwidth_s'])}, reduction {t(m['reduction_s'])})",
+            )
+        )
     rows += [
         ("latency terms", t(d["t_latency_s"])),
         ("bandwidth terms", t(d["t_bandwidth_s"])),
-        ("reduction term", t(d["t_reduction_s"]) + ("" if d["t_reduction_s"] else
-                                                   " (the profile gives no device.reduce_bandwidth)")),
+        (
+            "reduction term",
+            t(d["t_reduction_s"]) + ("" if d["t_reduction_s"] else " (the profile gives no device.reduce_bandwidth)"),
+        ),
         ("T_comm (total)", t(d["t_comm_s"])),
         ("hidden by overlap", t(d["t_comm_hidden_s"]) + f"  (overlap {d['overlap']})"),
         ("exposed", t(d["t_comm_exposed_s"])),
         ("T_step", f"{t(d['t_step_s'])} = T_compute + exposed"),
         ("speedup S(k)", f"{d['speedup']:.4g}   E(k) = {d['efficiency']:.4g}"),
-        ("bottleneck tier", str(d["bottleneck"] or "-") + (f" (B = {fmt_rate(d['bus_Bps'])}, α = "
-                                                          f"{t(d['alpha_s'])})" if d["bus_Bps"] else "")),
+        (
+            "bottleneck tier",
+            str(d["bottleneck"] or "-")
+            + (f" (B = {fmt_rate(d['bus_Bps'])}, α = {t(d['alpha_s'])})" if d["bus_Bps"] else ""),
+        ),
     ]
     if d.get("nccl_defaulted"):
         rows.append(("NCCL constants", "defaulted by GPU generation and link kind: " + ", ".join(d["nccl_defaulted"])))
     if d["n_star_bytes"] is not None:
-        rows.append(("crossover n*", f"{fmt_bytes(d['n_star_bytes'], binary=False)}: latency = bandwidth terms; "
-                                     f"the {fmt_bytes(d['message_bytes'], binary=False)} message is "
-                                     + ("latency-bound" if d["latency_bound"] else "bandwidth-bound")))
+        rows.append(
+            (
+                "crossover n*",
+                f"{fmt_bytes(d['n_star_bytes'], binary=False)}: latency = bandwidth terms; "
+                f"the {fmt_bytes(d['message_bytes'], binary=False)} message is "
+                + ("latency-bound" if d["latency_bound"] else "bandwidth-bound"),
+            )
+        )
     if "memory" in d:  # a sharded strategy (simcli.explain_sharding)
         mem = d["memory"]
-        rows.insert(1, ("strategy", f"{d['strategy']}, {d['units']} units; each device sends "
-                                    f"{fmt_bytes(d['comm_bytes'], binary=False)} per step"))
+        rows.insert(
+            1,
+            (
+                "strategy",
+                f"{d['strategy']}, {d['units']} units; each device sends "
+                f"{fmt_bytes(d['comm_bytes'], binary=False)} per step",
+            ),
+        )
         cap = mem["capacity_bytes"]
-        rows.append(("memory", f"{fmt_bytes(mem['total_bytes'], binary=False)} per device = parameters "
-                               f"{fmt_bytes(mem['params_bytes'], binary=False)} + gradients "
-                               f"{fmt_bytes(mem['grads_bytes'], binary=False)} + optimizer "
-                               f"{fmt_bytes(mem['optimizer_bytes'], binary=False)} + activations "
-                               f"{fmt_bytes(mem['activations_bytes'], binary=False)}"
-                               + ("" if cap is None else f"; {'fits' if mem['fits'] else 'DOES NOT FIT'} in "
-                                  f"{fmt_bytes(cap, binary=False)}")))
-    cols = [Column("tier", "tier", justify="left"), Column("spanned", lambda r: "yes" if r["spanned"] else "no"),
-            Column("per", "per", justify="left"), Column("α", "alpha_s", fmt_time),
-            Column("ring B", "ring_bandwidth_Bps", fmt_rate), Column("link B", "link_bandwidth_Bps", fmt_rate),
-            Column("latency term", "latency_term_s", fmt_time),
-            Column("bandwidth term", "bandwidth_term_s", fmt_time)]
+        rows.append(
+            (
+                "memory",
+                f"{fmt_bytes(mem['total_bytes'], binary=False)} per device = parameters "
+                f"{fmt_bytes(mem['params_bytes'], binary=False)} + gradients "
+                f"{fmt_bytes(mem['grads_bytes'], binary=False)} + optimizer "
+                f"{fmt_bytes(mem['optimizer_bytes'], binary=False)} + activations "
+                f"{fmt_bytes(mem['activations_bytes'], binary=False)}"
+                + (
+                    ""
+                    if cap is None
+                    else f"; {'fits' if mem['fits'] else 'DOES NOT FIT'} in {fmt_bytes(cap, binary=False)}"
+                ),
+            )
+        )
+    cols = [
+        Column("tier", "tier", justify="left"),
+        Column("spanned", lambda r: "yes" if r["spanned"] else "no"),
+        Column("per", "per", justify="left"),
+        Column("α", "alpha_s", fmt_time),
+        Column("ring B", "ring_bandwidth_Bps", fmt_rate),
+        Column("link B", "link_bandwidth_Bps", fmt_rate),
+        Column("latency term", "latency_term_s", fmt_time),
+        Column("bandwidth term", "bandwidth_term_s", fmt_time),
+    ]
     if any(r.get("hops") is not None for r in d["tiers"]):
         cols.insert(4, Column("hops", "hops", lambda v: "-" if v is None else f"{v:g}"))
-    parts = [kv_table(rows, title=f"explain: k = {k}"), Text(""),
-             table(d["tiers"], cols, caption="Per-tier terms of the step's all-reduces (they add up to the latency "
-                                              "and bandwidth terms). ring B: what a domain offers a ring; link B: "
-                                              "each device's share when all send at once."
-                                              + (" hops: hops of one all-reduce that pay this tier's latency (NCCL's "
-                                                 "base latency is charged to the first tier)."
-                                                 if any(r.get("hops") is not None for r in d["tiers"]) else ""))]
+    parts = [
+        kv_table(rows, title=f"explain: k = {k}"),
+        Text(""),
+        table(
+            d["tiers"],
+            cols,
+            caption="Per-tier terms of the step's all-reduces (they add up to the latency "
+            "and bandwidth terms). ring B: what a domain offers a ring; link B: "
+            "each device's share when all send at once."
+            + (
+                " hops: hops of one all-reduce that pay this tier's latency (NCCL's "
+                "base latency is charged to the first tier)."
+                if any(r.get("hops") is not None for r in d["tiers"])
+                else ""
+            ),
+        ),
+    ]
     if d.get("units_timeline"):
-        ucols = [Column("phase", "phase", justify="left"), Column("unit", "unit"),
-                 Column("gathered", "gather_end_s", t), Column("compute from", "start_s", t),
-                 Column("to", "end_s", t), Column("reduced", "reduce_end_s", t), Column("stall", "wait_s", t)]
-        parts += [Text(""), table(d["units_timeline"], ucols,
-                                  caption="One micro-step, per unit (first and last units of each phase), seconds "
-                                          "from the phase's start: all-gather done, compute, reduce-scatter done; "
-                                          "stall: compute waiting on communication.")]
+        ucols = [
+            Column("phase", "phase", justify="left"),
+            Column("unit", "unit"),
+            Column("gathered", "gather_end_s", t),
+            Column("compute from", "start_s", t),
+            Column("to", "end_s", t),
+            Column("reduced", "reduce_end_s", t),
+            Column("stall", "wait_s", t),
+        ]
+        parts += [
+            Text(""),
+            table(
+                d["units_timeline"],
+                ucols,
+                caption="One micro-step, per unit (first and last units of each phase), seconds "
+                "from the phase's start: all-gather done, compute, reduce-scatter done; "
+                "stall: compute waiting on communication.",
+            ),
+        ]
     return Group(*parts)
 
 
