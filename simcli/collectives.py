@@ -285,14 +285,15 @@ def _cost(
     lat_tier: np.ndarray,
     tier_latency: np.ndarray | None = None,
     tier_bw: np.ndarray | None = None,
+    zero_at_one: bool = False,
 ) -> CommCost:
     """Broadcast the terms of one algorithm over (k, n) and pack them (k == 1 costs nothing).
 
     The per-tier terms are computed when first read (:class:`_Lazy`): a big grid that only wants times
-    does not pay for them.
+    does not pay for them. ``zero_at_one``: the caller's terms are already 0 where k == 1 (no masking pass).
     """
     one = k < 2
-    anyone = bool(np.any(one))
+    anyone = bool(np.any(one)) and not zero_at_one
     shape = np.broadcast(latency, bandwidth, n, k).shape
     with np.errstate(invalid="ignore"):
         if anyone:
@@ -359,7 +360,8 @@ def ring_allreduce(
     _, lat_tier = _latency_params(network, k)
     kf = k.astype(np.float64)
     with np.errstate(divide="ignore", invalid="ignore"):
-        bandwidth = busbw_factor(np.maximum(kf, 1.0)) * n / bus
+        # 2(k-1)/k / B per byte, over k only (0 at k = 1, where B is inf), then one product over the grid
+        bandwidth = n * (busbw_factor(np.maximum(kf, 1.0)) / bus)
     return _cost(
         network,
         k,
@@ -373,6 +375,7 @@ def ring_allreduce(
         bus=bus,
         bottleneck=bottleneck,
         lat_tier=lat_tier,
+        zero_at_one=True,
     )
 
 
