@@ -1077,21 +1077,35 @@ def nccl_collective(
 
         return build
 
+    # the lazy terms share one cache and never name the CommCost itself: a closure over it would make a
+    # reference cycle, so that every result (and its grid-sized arrays) waited for the cyclic garbage collector
+    cache: dict[str, np.ndarray] = {}
+
+    def once(name: str, build: Callable[[], np.ndarray]) -> Callable[[], np.ndarray]:
+        def get() -> np.ndarray:
+            if name not in cache:
+                cache[name] = build()
+            return cache[name]
+
+        return get
+
+    hops_of = once("hops", tier_table("hops"))
+    bneck_of = once("bottleneck", bottleneck)
     cost = CommCost(
         time=time,
         latency=lat,
         bandwidth=bandwidth,
         reduction=_Lazy(lambda: np.zeros(shape)),
-        alpha=_Lazy(lambda: np.where(one, 0.0, lat / np.maximum(cost.tier_hops.sum(axis=0), 1.0))),
+        alpha=_Lazy(lambda: np.where(one, 0.0, lat / np.maximum(hops_of().sum(axis=0), 1.0))),
         bus_Bps=_Lazy(
             lambda: np.where(one, np.inf, pick(np.stack([np.broadcast_to(p.bus_Bps, ks) for p in cands])) * nc / ch)
         ),
-        bottleneck=_Lazy(bottleneck),
+        bottleneck=_Lazy(bneck_of),
         tier_latency=_Lazy(tier_table("hop_latency")),
-        tier_bandwidth_s=_Lazy(lambda: _per_tier(nt, bandwidth, cost.bottleneck)),
+        tier_bandwidth_s=_Lazy(lambda: _per_tier(nt, bandwidth, bneck_of())),
         algorithm=_Lazy(lambda: alg_names[sel]),
         protocol=_Lazy(lambda: proto_names[sel]),
-        tier_hops=_Lazy(tier_table("hops")),
+        tier_hops=_Lazy(hops_of),
     )
     return cost
 

@@ -294,3 +294,23 @@ def test_algorithms_map_on_an_nccl_profile_compares_nccls_algorithms(runner):
         k, n = np.array([c["devices"]]), np.array([c["bytes"]])
         a, b = (C.collective(p, x, k, n).time[0] for x in (c["from"], c["to"]))
         assert a == pytest.approx(b, rel=1e-6)
+
+
+def test_a_cost_is_freed_without_the_cyclic_collector():
+    """Lazy terms must not close over their CommCost: a cycle keeps every grid-sized result alive until gc runs."""
+    import gc
+    import weakref
+
+    p = h100_like()
+    k, n = np.arange(2, 40)[:, None], np.geomspace(1e3, 1e9, 20)[None, :]
+    makers = (lambda: C.collective(p, "nccl", k, n), lambda: C.allreduce("ring", p.network, k, n))
+    gc.disable()
+    try:
+        for make in makers:
+            cost = make()
+            cost.alpha, cost.tier_bandwidth_s, cost.tier_latency  # read the lazy terms too
+            ref = weakref.ref(cost)
+            del cost
+            assert ref() is None
+    finally:
+        gc.enable()
