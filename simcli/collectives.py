@@ -67,6 +67,7 @@ nccl-tests' vocabulary (nccl-tests doc/PERFORMANCE.md)
 
 from __future__ import annotations
 
+import dataclasses
 from dataclasses import dataclass
 from typing import Any, Callable, Sequence
 
@@ -970,6 +971,31 @@ def textbook_collective(
     )
 
 
+#: why an NCCL algorithm does not run (what tuning.cc and nvls.cc require)
+_WHY_NOT = {
+    "nvls": "NVLS needs one NVSwitch domain (a single node) of more than 2 Hopper or later GPUs (nccl.nvls)",
+    "nvls-tree": "NVLSTree needs NVLS (nccl.nvls) and more than one node, with more than 2 GPUs in each",
+}
+
+
+def _check_runs(
+    profile: Any, k: np.ndarray, off: np.ndarray, algorithms: Sequence[str] | None, protocol: str | None
+) -> None:
+    """Refuse a forced algorithm or protocol at the device counts where NCCL would not run it."""
+    bad = np.asarray(off) & (np.asarray(k) >= 2)
+    if not np.any(bad):
+        return
+    ks = sorted({int(x) for x in np.broadcast_to(k, bad.shape)[bad]})
+    shown = ", ".join(map(str, ks[:6])) + (f" and {len(ks) - 6} more" if len(ks) > 6 else "")
+    what = " with ".join(x for x in (", ".join(algorithms or []), protocol) if x)
+    why = "; ".join(_WHY_NOT[a] for a in (algorithms or []) if a in _WHY_NOT)
+    raise InputError(
+        f"--algorithm: {what} does not run on {profile.name} at k = {shown}"
+        + (f" ({why})" if why else "")
+        + "; leave --algorithm/--protocol out for NCCL's choice"
+    )
+
+
 def nccl_collective(
     profile: Any,
     k: np.ndarray,
@@ -992,6 +1018,11 @@ def nccl_collective(
             f"--protocol: {protocol} does not run {', '.join(algorithms or ['any algorithm'])} on "
             f"profile {profile.name}; choose another protocol or leave --protocol out"
         )
+    if algorithms is not None and "ring" not in algorithms:
+        # NCCL (tuning.cc, "at least set ring algo available"): where the forced algorithm cannot run, Ring does
+        forced_on = np.any(np.stack([np.broadcast_to(p.enabled, k.shape) for p in cands]), axis=0)
+        for r in nccl.pairs(net, spec, k, tb, collective, ["ring"], [protocol] if protocol else None):
+            cands.append(dataclasses.replace(r, enabled=np.broadcast_to(r.enabled, k.shape) & ~forced_on))
     n = np.asarray(n, dtype=np.float64)
     shape = np.broadcast(k, n).shape
     P = len(cands)
@@ -1055,6 +1086,8 @@ def nccl_collective(
         bandwidth = np.where(one, 0.0, bandwidth)
         lat = np.where(one, 0.0, lat)
     time = lat + bandwidth
+    if algorithms is not None or protocol is not None:  # a forced choice may not run at every k
+        _check_runs(profile, k, np.all(np.isinf(lat_t), axis=0), algorithms, protocol)
     alg_names = np.array([p.algorithm for p in cands] + ["none"])
     proto_names = np.array([p.protocol for p in cands] + [None], dtype=object)
     sel = np.where(one, P, idx) if anyone else idx

@@ -314,3 +314,13 @@ def test_a_cost_is_freed_without_the_cyclic_collector():
             assert ref() is None
     finally:
         gc.enable()
+
+
+def test_a_forced_algorithm_that_cannot_run_falls_back_to_ring_as_nccl_does():
+    p = h100_like()
+    c = C.collective(p, "nvls", np.array([8, 16]), np.array([2.0**20]))
+    assert c.algorithm.tolist() == ["nvls", "ring"]
+    a100 = h100_like(nvls=False)
+    assert C.collective(a100, "nvls-tree", np.array([16]), np.array([2.0**20])).algorithm.tolist() == ["ring"]
+    with pytest.raises(InputError, match="--protocol"):
+        C.collective(h100_like(ll128=False), "ring", np.array([8]), np.array([1e6]), protocol="ll128")
