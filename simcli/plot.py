@@ -428,7 +428,7 @@ def comm_figure(
         ax.tick_params(axis="x", labelrotation=30)
     ax_t.set_yscale("log")
     ax_t.yaxis.set_major_formatter(FuncFormatter(_time_formatter))
-    ax_t.set_ylabel("all-reduce time (log)")
+    ax_t.set_ylabel("time (log)")
     ax_b.set_ylabel("busbw (GB/s, 1 GB = 1e9 B)")
     ax_b.set_ylim(bottom=0)
     ncol = 1 if len(groups) + len(mgroups) <= 8 else 2

@@ -179,10 +179,14 @@ def draw_speedup(
     _done(P.save_figure(fig, path, force))
 
 
-def comm_title(profile: Any, algorithm: str, dtype: str) -> str:
+_BUSBW = {"all_reduce": "2(k-1)/k", "reduce_scatter": "(k-1)/k", "all_gather": "(k-1)/k", "broadcast": "1"}
+
+
+def comm_title(profile: Any, algorithm: str, dtype: str, collective: str = "all_reduce") -> str:
+    name = collective.replace("_", "-").capitalize()
     return (
-        f"All-reduce ({algorithm}, {dtype}) on {profile.name} ({profile.device.name}): time and busbw\n"
-        "busbw = size/time · 2(k-1)/k (nccl-tests); GB/s = 1e9 B/s"
+        f"{name} ({algorithm}, {dtype}) on {profile.name} ({profile.device.name}): time and busbw\n"
+        f"busbw = size/time · {_BUSBW[collective]} (nccl-tests); GB/s = 1e9 B/s"
     )
 
 
@@ -194,10 +198,12 @@ def draw_comm(
     path: str,
     force: bool,
     size: "FigSize",
+    collective: str = "all_reduce",
 ) -> None:
     from .. import plot as P
 
-    _done(P.save_figure(P.comm_figure(records, comm_title(profile, algorithm, dtype), size), path, force))
+    title = comm_title(profile, algorithm, dtype, collective)
+    _done(P.save_figure(P.comm_figure(records, title, size), path, force))
 
 
 def draw_algorithm_map(
@@ -264,11 +270,14 @@ def plot_comm(
     size: o.Size = "1KiB..1GiB:x4",
     profile: o.Profile = None,
     algorithm: o.Algorithm = None,
+    protocol: o.Protocol = None,
+    collective: o.Collective = "all_reduce",
     dtype: o.CommDtype = "fp32",
     force: o.Force = False,
     pic: Annotated[o.PictureOptions, o.tweak(omit=["plot", "threshold"])] = o.PictureOptions(),
 ) -> None:
-    """All-reduce time and busbw against message size, one line per k, log axes (as nccl-tests reads)."""
+    """A collective's time and busbw against message size, one line per k, log axes (as nccl-tests reads)."""
+    from ..collectives import default_algorithm
     from ..comm import comm_grid
     from ..profiles import resolve_profile
     from ..ranges import parse_devices, parse_sizes
@@ -276,7 +285,9 @@ def plot_comm(
     fs = pic.size(output, force, option="--output", threshold=False)
     k, n = parse_devices(devices), parse_sizes(size)
     prof = resolve_profile(profile)
-    draw_comm(comm_grid(prof, k, n, algorithm=algorithm, dtype=dtype), prof, algorithm, dtype, output, force, fs)
+    algorithm = algorithm or default_algorithm(prof)
+    recs = comm_grid(prof, k, n, algorithm=algorithm, dtype=dtype, collective=collective, protocol=protocol)
+    draw_comm(recs, prof, algorithm, dtype, output, force, fs, collective)
 
 
 @app.command("algorithms")

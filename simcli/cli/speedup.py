@@ -198,7 +198,7 @@ def comm(
     if pic.plot:
         from .plot import draw_comm
 
-        draw_comm(recs, prof, algorithm, dtype, pic.plot, out.force, fig_size)
+        draw_comm(recs, prof, algorithm, dtype, pic.plot, out.force, fig_size, collective)
     if out.table:
         from .views import comm_table
 
