@@ -119,8 +119,8 @@ class MemoryCheck:
         return (
             f"DOES NOT FIT: the training state needs {need} but the device has "
             f"{fmt_bytes(self.capacity_bytes, binary=False)}; plain data parallelism keeps a full replica on "
-            "every device, so this plan needs sharding (ZeRO/FSDP) or model parallelism, which simcli does "
-            "not model"
+            "every device: ask again with --strategy zero1, zero2, fsdp or hsdp (sharded data parallelism), or "
+            "the model needs model parallelism, which simcli does not model"
         )
 
     def to_dict(self) -> dict[str, Any]:
