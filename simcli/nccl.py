@@ -25,10 +25,11 @@ each pair as ``latency + bytes / bandwidth`` and runs the cheapest; this module 
   table that ``nvls_channels·s`` does not exceed the GPU's NVLink bandwidth (and, for NVLSTree, its network
   bandwidth; halved beyond two nodes).
 
-Two ways to read the model (``tuner=True`` is NCCL's own estimate, used to *choose* the pair, as NCCL does):
-NCCL's tuner multiplies a multi-node Simple ring's latency by 1.4 ("plateau effect") and charges every
-message all channels; what the chosen pair then *costs* is priced without the plateau factor (the published
-16-GPU ring curve sits on the plain latency, 155 us measured against 153 modelled) and with the channels that
+Two ways to read the model (``simcli.collectives.nccl_collective(by="tuner")`` chooses on NCCL's own estimate,
+as NCCL does; ``by="time"`` takes the fastest pair): NCCL's tuner multiplies a multi-node Simple ring's
+latency by 1.4 ("plateau effect") and charges every message all channels; what the chosen pair then *costs* is
+priced without the plateau factor (a choice made after looking at the published 16-GPU forced-ring curve,
+which sits on the plain latency: 155 us measured against 153 modelled) and with the channels that
 ``getAlgoInfo`` really launches for that size (``nc`` shrinks while ``n < nc·nthreads·threshold``), whose
 bandwidth scales by nc/channels.
 """
@@ -93,9 +94,6 @@ HW_LATENCY_US: Mapping[str, Mapping[str, tuple[float, float, float]]] = {
         "nvls-tree": (0.0, 0.0, 14.0),
     },
 }
-#: what a tier's ``latency`` states: the Ring/Simple hop latency of its kind (the other pairs scale with it)
-_REFERENCE = ("ring", 2)
-
 #: per-generation tables, indexed [one node, two nodes, more]; llMaxBws is indexed by the GPU generation in
 #: one node and by the host CPU (Intel/Arm: the first row, AMD: the second) across nodes
 GENERATIONS: Mapping[str, Mapping[str, tuple[float, float, float]]] = {
@@ -132,85 +130,12 @@ _LL_MAX_MULTINODE = {"intel": (39.0, 39.0, 20.4), "arm": (39.0, 39.0, 20.4), "am
 #: getNetOverhead (us): the network post overhead every multi-node ring hop pays at least (x3 for Simple)
 NET_OVERHEAD_US = {"intel": 1.0, "amd": 2.0, "arm": 1.0}
 #: treeCorrectionFactor[protocol][log2(n / 64)], n from 64 B to 256 MB (tuning.cc, ncclTopoGetAlgoTime)
-TREE_CORRECTION = np.array(
-    [
-        [
-            1.0,
-            1.0,
-            1.0,
-            1.0,
-            0.9,
-            0.8,
-            0.7,
-            0.7,
-            0.7,
-            0.7,
-            0.6,
-            0.5,
-            0.4,
-            0.4,
-            0.5,
-            0.6,
-            0.7,
-            0.8,
-            0.9,
-            1.0,
-            1.0,
-            1.0,
-            1.0,
-        ],
-        [
-            1.0,
-            1.0,
-            1.0,
-            1.0,
-            1.0,
-            0.9,
-            0.8,
-            0.8,
-            0.8,
-            0.7,
-            0.6,
-            0.6,
-            0.6,
-            0.6,
-            0.6,
-            0.6,
-            0.8,
-            0.9,
-            0.9,
-            0.9,
-            0.9,
-            1.0,
-            1.0,
-        ],
-        [
-            0.9,
-            0.9,
-            0.9,
-            0.9,
-            0.9,
-            0.9,
-            0.9,
-            0.8,
-            0.7,
-            0.6,
-            0.6,
-            0.5,
-            0.5,
-            0.5,
-            0.5,
-            0.6,
-            0.7,
-            0.8,
-            0.7,
-            0.7,
-            0.8,
-            0.9,
-            0.9,
-        ],
-    ]
-)
+# fmt: off
+TREE_CORRECTION = np.array([
+    [1.0, 1.0, 1.0, 1.0, .9, .8, .7, .7, .7, .7, .6, .5, .4, .4, .5, .6, .7, .8, .9, 1.0, 1.0, 1.0, 1.0],
+    [1.0, 1.0, 1.0, 1.0, 1.0, .9, .8, .8, .8, .7, .6, .6, .6, .6, .6, .6, .8, .9, .9, .9, .9, 1.0, 1.0],
+    [.9, .9, .9, .9, .9, .9, .9, .8, .7, .6, .6, .5, .5, .5, .5, .6, .7, .8, .7, .7, .8, .9, .9]])
+# fmt: on
 #: search.cc: per-channel speeds (GB/s) an SM90 graph may take, inside a node and across nodes
 SPEEDS_INTRA = (60.0, 50.0, 40.0, 30.0, 24.0, 20.0, 15.0, 12.0, 11.0, 6.0, 3.0)
 SPEEDS_INTER = (48.0, 45.0, 42.0, 40.0, 30.0, 24.0, 22.0, 20.0, 17.5, 15.0, 12.0, 6.0, 3.0, 2.4, 1.2, 0.24, 0.12)
