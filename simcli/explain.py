@@ -42,6 +42,79 @@ def _f(x: Any) -> float | None:
     return x if np.isfinite(x) else None
 
 
+def proto(c: collectives.CommCost) -> str | None:
+    """The protocol NCCL runs for the first element of a cost (None for a textbook algorithm)."""
+    return None if c.protocol is None or c.protocol[0] in (None, "-") else str(c.protocol[0])
+
+
+def tier_rows(sc: Scenario, comm: collectives.CommCost, k: int, hops: np.ndarray | None) -> list[dict[str, Any]]:
+    """One row per tier: what it offers and the latency and bandwidth terms it carries in the step."""
+    net = sc.profile.network
+    karr = np.array([k])
+    ring_bw = collectives.tier_bandwidth(net, karr)[:, 0]
+    link_bw = collectives.tier_link_bandwidth(net, karr)[:, 0]
+    spanned = collectives.tier_spanned(net, karr)[:, 0]
+    return [
+        {
+            "tier": t.name,
+            "spanned": bool(spanned[i]),
+            "per": t.per,
+            "size": t.size,
+            "alpha_s": t.latency_s,
+            "ring_bandwidth_Bps": _f(ring_bw[i]),
+            "link_bandwidth_Bps": _f(link_bw[i]),
+            "latency_term_s": float(comm.tier_latency[i][0]),
+            "bandwidth_term_s": float(comm.tier_bandwidth_s[i][0]),
+            # hops on the chunk's critical path (NCCL model only)
+            "hops": None if hops is None else float(hops[i][0]),
+        }
+        for i, t in enumerate(net)
+    ]
+
+
+def step_terms(
+    sc: Scenario,
+    res: Any,
+    comm: collectives.CommCost,
+    *,
+    algorithm: str,
+    protocol: str | None,
+    formula_of: str,
+    messages: list[dict[str, Any]],
+    tiers: list[dict[str, Any]],
+) -> dict[str, Any]:
+    """The keys every explanation has, in their order (the ddp and the sharded explanations both use it)."""
+    b = int(comm.bottleneck[0])
+    return {
+        "algorithm": algorithm,
+        "protocol": protocol,
+        "library": sc.profile.library,
+        "formula": formula(formula_of, sc.profile.library) if formula_of in collectives.SPECS else "",
+        "nccl_defaulted": (list(collectives.nccl_spec(sc.profile).defaulted) if sc.profile.library == "nccl" else None),
+        "overlap": sc.overlap,
+        "accum": sc.accum,
+        "batch_per_device": float(res.batch_per_device[0]),
+        "t_forward_s": float(res.t_forward_s[0]),
+        "t_backward_s": float(res.t_backward_s[0]),
+        "t_compute_s": float(res.t_compute_s[0]),
+        "messages": messages,
+        "tiers": tiers,
+        "t_latency_s": float(comm.latency[0]),
+        "t_bandwidth_s": float(comm.bandwidth[0]),
+        "t_reduction_s": float(comm.reduction[0]),
+        "t_comm_s": float(res.t_comm_s[0]),
+        "t_comm_hidden_s": float(res.t_comm_hidden_s[0]),
+        "t_comm_exposed_s": float(res.t_comm_exposed_s[0]),
+        "t_step_s": float(res.t_step_s[0]),
+        "speedup": float(res.speedup[0]),
+        "efficiency": float(res.efficiency[0]),
+        "samples_per_s": float(res.samples_per_s[0]),
+        "bottleneck": sc.profile.network[b].name if b >= 0 else None,
+        "alpha_s": float(comm.alpha[0]),
+        "bus_Bps": _f(comm.bus_Bps[0]),
+    }
+
+
 def _crossover(cost: collectives.CommCost, nbytes: float) -> float | None:
     """n* = L / s for a cost T = L + n·s evaluated at ``nbytes`` (None when there is no bandwidth term)."""
     lat = float(cost.latency[0])
@@ -60,41 +133,15 @@ def explain(scenario: Scenario, devices: int) -> dict[str, Any]:
 
         return explain_sharded(sc, k)
     res = simulate(sc, [k])
-    net = sc.profile.network
     plan = res.plan
     assert plan is not None
-    karr = np.array([k])
-    ring_bw = collectives.tier_bandwidth(net, karr)[:, 0]
-    link_bw = collectives.tier_link_bandwidth(net, karr)[:, 0]
-    spanned = collectives.tier_spanned(net, karr)[:, 0]
     comm = res.comm
     main_cost = res.comm_bucket if res.comm_bucket is not None else res.comm_last
-    main_cost_hops = main_cost.tier_hops if main_cost is not None else None
-    tiers = []
-    for i, t in enumerate(net):
-        tiers.append(
-            {
-                "tier": t.name,
-                "spanned": bool(spanned[i]),
-                "per": t.per,
-                "size": t.size,
-                "alpha_s": t.latency_s,
-                "ring_bandwidth_Bps": _f(ring_bw[i]),
-                "link_bandwidth_Bps": _f(link_bw[i]),
-                "latency_term_s": float(comm.tier_latency[i][0]),
-                "bandwidth_term_s": float(comm.tier_bandwidth_s[i][0]),
-                # hops on the chunk's critical path per all-reduce of the main message (NCCL model only)
-                "hops": (None if main_cost_hops is None else float(main_cost_hops[i][0])),
-            }
-        )
+    tiers = tier_rows(sc, comm, k, main_cost.tier_hops if main_cost is not None else None)
     main = res.comm_bucket if res.comm_bucket is not None else res.comm_last
     main_bytes = plan.size if plan.full else plan.last
     algorithm = str(main.algorithm[0]) if main is not None else sc.algorithm
     messages = []
-
-    def proto(c: collectives.CommCost) -> str | None:
-        return None if c.protocol is None or c.protocol[0] in (None, "-") else str(c.protocol[0])
-
     if res.comm_bucket is not None:
         messages.append(
             {
@@ -122,36 +169,19 @@ def explain(scenario: Scenario, devices: int) -> dict[str, Any]:
             }
         )
     n_star = _crossover(main, main_bytes) if main is not None and k >= 2 else None
-    b = int(comm.bottleneck[0])
     out: dict[str, Any] = {
         "devices": k,
         "inputs": sc.inputs(),
-        "algorithm": algorithm,
-        "protocol": proto(main) if main is not None else None,
-        "library": sc.profile.library,
-        "formula": formula(algorithm, sc.profile.library) if algorithm in collectives.SPECS else "",
-        "nccl_defaulted": (list(collectives.nccl_spec(sc.profile).defaulted) if sc.profile.library == "nccl" else None),
-        "overlap": sc.overlap,
-        "accum": sc.accum,
-        "batch_per_device": float(res.batch_per_device[0]),
-        "t_forward_s": float(res.t_forward_s[0]),
-        "t_backward_s": float(res.t_backward_s[0]),
-        "t_compute_s": float(res.t_compute_s[0]),
-        "messages": messages,
-        "tiers": tiers,
-        "t_latency_s": float(comm.latency[0]),
-        "t_bandwidth_s": float(comm.bandwidth[0]),
-        "t_reduction_s": float(comm.reduction[0]),
-        "t_comm_s": float(res.t_comm_s[0]),
-        "t_comm_hidden_s": float(res.t_comm_hidden_s[0]),
-        "t_comm_exposed_s": float(res.t_comm_exposed_s[0]),
-        "t_step_s": float(res.t_step_s[0]),
-        "speedup": float(res.speedup[0]),
-        "efficiency": float(res.efficiency[0]),
-        "samples_per_s": float(res.samples_per_s[0]),
-        "bottleneck": net[b].name if b >= 0 else None,
-        "alpha_s": float(comm.alpha[0]),
-        "bus_Bps": _f(comm.bus_Bps[0]),
+        **step_terms(
+            sc,
+            res,
+            comm,
+            algorithm=algorithm,
+            protocol=proto(main) if main is not None else None,
+            formula_of=algorithm,
+            messages=messages,
+            tiers=tiers,
+        ),
         "message_bytes": main_bytes,
         "n_star_bytes": n_star,
         "latency_bound": bool(n_star is not None and main_bytes < n_star),

@@ -8,9 +8,7 @@ from __future__ import annotations
 
 from typing import Any
 
-import numpy as np
-
-from . import collectives, sharding
+from . import sharding
 from .engine import Scenario, _units, simulate
 
 __all__ = ["explain_sharded"]
@@ -19,51 +17,22 @@ __all__ = ["explain_sharded"]
 TIMELINE_ENDS = 2
 
 
-def _f(x: Any) -> float | None:
-    x = float(x)
-    return x if np.isfinite(x) else None
-
-
-def _proto(c: collectives.CommCost) -> str | None:
-    return None if c.protocol is None or c.protocol[0] in (None, "-") else str(c.protocol[0])
-
-
 def explain_sharded(sc: Scenario, k: int) -> dict[str, Any]:
-    from .explain import formula
+    from .explain import proto, step_terms, tier_rows
 
     res = simulate(sc, [k])
     st = res.sharded
     assert st is not None
-    net = sc.profile.network
-    karr = np.array([k])
-    ring_bw = collectives.tier_bandwidth(net, karr)[:, 0]
-    link_bw = collectives.tier_link_bandwidth(net, karr)[:, 0]
-    spanned = collectives.tier_spanned(net, karr)[:, 0]
     comm = res.comm
     m = int(sc.accum)
-    tiers = []
-    for i, t in enumerate(net):
-        tiers.append(
-            {
-                "tier": t.name,
-                "spanned": bool(spanned[i]),
-                "per": t.per,
-                "size": t.size,
-                "alpha_s": t.latency_s,
-                "ring_bandwidth_Bps": _f(ring_bw[i]),
-                "link_bandwidth_Bps": _f(link_bw[i]),
-                "latency_term_s": float(comm.tier_latency[i][0]) if comm.tier_latency is not None else None,
-                "bandwidth_term_s": (float(comm.tier_bandwidth_s[i][0]) if comm.tier_bandwidth_s is not None else None),
-                "hops": float(comm.tier_hops[i][0]) if comm.tier_hops is not None else None,
-            }
-        )
+    tiers = tier_rows(sc, comm, k, comm.tier_hops)
     messages = [
         {
             "collective": name,
             "count": m * count,
             "bytes": float(nbytes),
             "algorithm": str(c.algorithm[0]),
-            "protocol": _proto(c),
+            "protocol": proto(c),
             "time_s": float(c.time[0]),
             "latency_s": float(c.latency[0]),
             "bandwidth_s": float(c.bandwidth[0]),
@@ -73,7 +42,6 @@ def explain_sharded(sc: Scenario, k: int) -> dict[str, Any]:
         if count
     ]
     main = st.messages[0][3]
-    b = int(comm.bottleneck[0])
     mem = res.memory
     cap = sc.profile.device.memory_bytes
     total = float(mem.total[0])
@@ -90,32 +58,16 @@ def explain_sharded(sc: Scenario, k: int) -> dict[str, Any]:
         },
         "strategy": sc.strategy,
         "units": _units(sc),
-        "algorithm": str(main.algorithm[0]),
-        "protocol": _proto(main),
-        "library": sc.profile.library,
-        "formula": formula(sc.algorithm, sc.profile.library) if sc.algorithm in collectives.SPECS else "",
-        "nccl_defaulted": (list(collectives.nccl_spec(sc.profile).defaulted) if sc.profile.library == "nccl" else None),
-        "overlap": sc.overlap,
-        "accum": sc.accum,
-        "batch_per_device": float(res.batch_per_device[0]),
-        "t_forward_s": float(res.t_forward_s[0]),
-        "t_backward_s": float(res.t_backward_s[0]),
-        "t_compute_s": float(res.t_compute_s[0]),
-        "messages": messages,
-        "tiers": tiers,
-        "t_latency_s": float(comm.latency[0]),
-        "t_bandwidth_s": float(comm.bandwidth[0]),
-        "t_reduction_s": float(comm.reduction[0]),
-        "t_comm_s": float(res.t_comm_s[0]),
-        "t_comm_hidden_s": float(res.t_comm_hidden_s[0]),
-        "t_comm_exposed_s": float(res.t_comm_exposed_s[0]),
-        "t_step_s": float(res.t_step_s[0]),
-        "speedup": float(res.speedup[0]),
-        "efficiency": float(res.efficiency[0]),
-        "samples_per_s": float(res.samples_per_s[0]),
-        "bottleneck": net[b].name if b >= 0 else None,
-        "alpha_s": float(comm.alpha[0]),
-        "bus_Bps": _f(comm.bus_Bps[0]),
+        **step_terms(
+            sc,
+            res,
+            comm,
+            algorithm=str(main.algorithm[0]),
+            protocol=proto(main),
+            formula_of=sc.algorithm,
+            messages=messages,
+            tiers=tiers,
+        ),
         "message_bytes": float(st.messages[0][2]),
         "n_star_bytes": None,
         "latency_bound": False,
