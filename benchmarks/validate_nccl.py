@@ -7,7 +7,10 @@ sample), or n·2(k-1)/k / busbw where only busbw is published. Sizes below 1 KiB
 Beside it, NCCL's own tuner estimate of the pair it picks (tuning.cc 2.20.3 re-implemented: ring plateau factor,
 all channels). Sources: the header of each file under validation/published/.
 
-    python benchmarks/validate_nccl.py [-v]
+    python benchmarks/validate_nccl.py [-v] [--textbook]
+
+``--textbook`` adds the previous release's model beside it: the textbook ring (2(k-1) steps, each at the
+slowest spanned tier's latency) on the same profiles.
 """
 
 from __future__ import annotations
@@ -48,9 +51,12 @@ def _measured(r: dict[str, str]) -> float:
     return n * 2 * (k - 1) / k / (float(r["busbw_GBps"]) * 1e9)
 
 
-def main(verbose: bool = False) -> list[dict]:
+def main(verbose: bool = False, textbook: bool = False) -> list[dict]:
     out = []
-    print(f"{'curve':52s} {'profile':9s} {'alg':5s} {'band':11s} {'n':>3s} {'simcli':>7s} {'NCCL tuner':>10s}")
+    print(
+        f"{'curve':52s} {'profile':9s} {'alg':5s} {'band':11s} {'n':>3s} {'simcli':>7s} {'NCCL tuner':>10s}"
+        + (f" {'textbook':>10s}" if textbook else "")
+    )
     for name, system, prof, alg in CASES:
         p = resolve_profile(prof)
         rs = [
@@ -65,24 +71,27 @@ def main(verbose: bool = False) -> list[dict]:
         )
         tuner = np.min(np.stack([pr.cost(n)[1] for pr in prs]), axis=0)
         err, err_t = pred.time / t - 1, tuner / t - 1
+        err_old = C.allreduce("ring", p.network, k, n).time / t - 1 if textbook else None
         label = name.replace(".csv", "") + (f" [{system}]" if system else "")
         for band, lo, hi in BANDS:
             m = (n >= lo) & (n <= hi)
             if not m.any():
                 continue
             a, b = float(np.median(np.abs(err[m]))), float(np.median(np.abs(err_t[m])))
-            out.append(
-                {
-                    "curve": label,
-                    "profile": prof,
-                    "algorithm": alg,
-                    "band": band,
-                    "points": int(m.sum()),
-                    "simcli": a,
-                    "nccl_tuner": b,
-                }
-            )
-            print(f"{label:52s} {prof:9s} {alg:5s} {band:11s} {int(m.sum()):3d} {a:7.1%} {b:10.1%}")
+            rec = {
+                "curve": label,
+                "profile": prof,
+                "algorithm": alg,
+                "band": band,
+                "points": int(m.sum()),
+                "simcli": a,
+                "nccl_tuner": b,
+            }
+            if err_old is not None:
+                rec["textbook_ring"] = float(np.median(np.abs(err_old[m])))
+            out.append(rec)
+            old = f" {rec['textbook_ring']:10.1%}" if err_old is not None else ""
+            print(f"{label:52s} {prof:9s} {alg:5s} {band:11s} {int(m.sum()):3d} {a:7.1%} {b:10.1%}{old}")
         if verbose:
             for i in range(len(n)):
                 print(
@@ -92,12 +101,13 @@ def main(verbose: bool = False) -> list[dict]:
     for band, _, _ in BANDS:
         a = [r["simcli"] for r in out if r["band"] == band]
         b = [r["nccl_tuner"] for r in out if r["band"] == band]
+        c = [r["textbook_ring"] for r in out if r["band"] == band and "textbook_ring" in r]
         print(
             f"{'all curves (median of the curves medians)':52s} {'':9s} {'':5s} {band:11s} {len(a):3d} "
-            f"{np.median(a):7.1%} {np.median(b):10.1%}"
+            f"{np.median(a):7.1%} {np.median(b):10.1%}" + (f" {np.median(c):10.1%}" if c else "")
         )
     return out
 
 
 if __name__ == "__main__":
-    main("-v" in sys.argv)
+    main("-v" in sys.argv, "--textbook" in sys.argv)

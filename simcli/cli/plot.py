@@ -68,11 +68,12 @@ def _scenario_tweak(noun: str) -> o.Tweak:
             typer.Option("--model", "-m", help=f"Built-in model; several comma-separated draw one {noun} each."),
         ],
         algorithm=Annotated[
-            str,
+            Optional[str],
             typer.Option(
                 "--algorithm",
                 "-a",
-                help=f"All-reduce algorithm (ring, tree, ..., auto); several comma-separated draw one {noun} each.",
+                help=f"Collective algorithm (nccl, ring, tree, nvls, ..., auto) [default: nccl on NCCL profiles, "
+                f"else ring]; several comma-separated draw one {noun} each.",
             ),
         ],
     )
