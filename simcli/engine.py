@@ -450,26 +450,15 @@ def simulate(scenario: Scenario, devices: np.ndarray | list[int]) -> Result:
         exposed = np.clip(end - t_bwd_micro, 0.0, t_comm)  # clip: rounding of t_j at k = 1 and full queues
     else:
         exposed = t_comm
-    t_compute = m * t_micro
-    t_step = t_compute + exposed
-    # one device, the same samples per optimizer step, no communication
-    t1 = float(_compute_time(sc, np.array([float(sc.batch)]))[0])
-    speedup = t1 / t_step if sc.strong else kf * m * t1 / t_step
-    return Result(
-        scenario=sc,
-        devices=k,
-        batch_per_device=b,
-        t_compute_s=t_compute,
-        t_comm_s=t_comm,
-        t_step_s=t_step,
-        speedup=speedup,
-        efficiency=speedup / kf,
-        samples_per_s=kf * b * m / t_step,
+    return _result(
+        sc,
+        k,
+        b,
+        t_micro,
+        t_bwd_micro,
+        t_comm,
+        exposed,
         comm=_total(plan, comm_full, comm_last),
-        t_comm_exposed_s=exposed,
-        t_comm_hidden_s=t_comm - exposed,
-        t_forward_s=t_compute - m * t_bwd_micro,
-        t_backward_s=m * t_bwd_micro,
         plan=plan,
         comm_bucket=comm_full,
         comm_last=comm_last,
@@ -539,11 +528,49 @@ def memory_fit(sc: Scenario, k: np.ndarray | list[int]) -> dict[str, Any] | None
     }
 
 
+def _result(
+    sc: Scenario,
+    k: np.ndarray,
+    b: np.ndarray,
+    t_micro: np.ndarray,
+    t_bwd_micro: np.ndarray,
+    t_comm: np.ndarray,
+    exposed: np.ndarray,
+    **rest: Any,
+) -> Result:
+    """The step of m micro-steps, its speedup and throughput, from the compute and the exposed communication.
+
+    One device runs the same samples per optimizer step with no communication: T_step(1) = T_compute(b1);
+    weak scaling counts samples (S = k·m·T1/T_step), strong scaling the global batch (S = T1/T_step).
+    """
+    kf = k.astype(np.float64)
+    m = int(sc.accum)
+    t_compute = m * t_micro
+    t_step = t_compute + exposed
+    t1 = float(_compute_time(sc, np.array([float(sc.batch)]))[0])
+    speedup = t1 / t_step if sc.strong else kf * m * t1 / t_step
+    return Result(
+        scenario=sc,
+        devices=k,
+        batch_per_device=b,
+        t_compute_s=t_compute,
+        t_comm_s=t_comm,
+        t_step_s=t_step,
+        speedup=speedup,
+        efficiency=speedup / kf,
+        samples_per_s=kf * b * m / t_step,
+        t_comm_exposed_s=exposed,
+        t_comm_hidden_s=t_comm - exposed,
+        t_forward_s=t_compute - m * t_bwd_micro,
+        t_backward_s=m * t_bwd_micro,
+        **rest,
+    )
+
+
 def _simulate_sharded(
     sc: Scenario, k: np.ndarray, b: np.ndarray, t_micro: np.ndarray, t_bwd_micro: np.ndarray
 ) -> Result:
     """zero1/zero2/fsdp/hsdp: every micro-step communicates (simcli.sharding.step)."""
-    kf = k.astype(np.float64)
     m = int(sc.accum)
     pb, gb = DTYPE_BYTES[sc.param_dtype], DTYPE_BYTES[sc.grad_dtype]
     st = sharding.step(
@@ -562,12 +589,6 @@ def _simulate_sharded(
         group=sc.shard_group,
         reshard_after_forward=sc.reshard_after_forward,
     )
-    t_compute = m * t_micro
-    t_comm = m * st.t_comm
-    exposed = m * st.exposed
-    t_step = t_compute + exposed
-    t1 = float(_compute_time(sc, np.array([float(sc.batch)]))[0])
-    speedup = t1 / t_step if sc.strong else kf * m * t1 / t_step
     comm = dataclasses.replace(
         st.comm,
         **{
@@ -576,21 +597,15 @@ def _simulate_sharded(
             if getattr(st.comm, name) is not None
         },
     )
-    return Result(
-        scenario=sc,
-        devices=k,
-        batch_per_device=b,
-        t_compute_s=t_compute,
-        t_comm_s=t_comm,
-        t_step_s=t_step,
-        speedup=speedup,
-        efficiency=speedup / kf,
-        samples_per_s=kf * b * m / t_step,
+    return _result(
+        sc,
+        k,
+        b,
+        t_micro,
+        t_bwd_micro,
+        m * st.t_comm,
+        m * st.exposed,
         comm=comm,
-        t_comm_exposed_s=exposed,
-        t_comm_hidden_s=t_comm - exposed,
-        t_forward_s=t_compute - m * t_bwd_micro,
-        t_backward_s=m * t_bwd_micro,
         plan=None,
         memory=_memory(sc, k, b),
         sharded=st,
