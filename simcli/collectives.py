@@ -971,31 +971,6 @@ def textbook_collective(
     )
 
 
-#: why an NCCL algorithm does not run (what tuning.cc and nvls.cc require)
-_WHY_NOT = {
-    "nvls": "NVLS needs one NVSwitch domain (a single node) of more than 2 Hopper or later GPUs (nccl.nvls)",
-    "nvls-tree": "NVLSTree needs NVLS (nccl.nvls) and more than one node, with more than 2 GPUs in each",
-}
-
-
-def _check_runs(
-    profile: Any, k: np.ndarray, off: np.ndarray, algorithms: Sequence[str] | None, protocol: str | None
-) -> None:
-    """Refuse a forced algorithm or protocol at the device counts where NCCL would not run it."""
-    bad = np.asarray(off) & (np.asarray(k) >= 2)
-    if not np.any(bad):
-        return
-    ks = sorted({int(x) for x in np.broadcast_to(k, bad.shape)[bad]})
-    shown = ", ".join(map(str, ks[:6])) + (f" and {len(ks) - 6} more" if len(ks) > 6 else "")
-    what = " with ".join(x for x in (", ".join(algorithms or []), protocol) if x)
-    why = "; ".join(_WHY_NOT[a] for a in (algorithms or []) if a in _WHY_NOT)
-    raise InputError(
-        f"--algorithm: {what} does not run on {profile.name} at k = {shown}"
-        + (f" ({why})" if why else "")
-        + "; leave --algorithm/--protocol out for NCCL's choice"
-    )
-
-
 def nccl_collective(
     profile: Any,
     k: np.ndarray,
@@ -1086,8 +1061,6 @@ def nccl_collective(
         bandwidth = np.where(one, 0.0, bandwidth)
         lat = np.where(one, 0.0, lat)
     time = lat + bandwidth
-    if algorithms is not None or protocol is not None:  # a forced choice may not run at every k
-        _check_runs(profile, k, np.all(np.isinf(lat_t), axis=0), algorithms, protocol)
     alg_names = np.array([p.algorithm for p in cands] + ["none"])
     proto_names = np.array([p.protocol for p in cands] + [None], dtype=object)
     sel = np.where(one, P, idx) if anyone else idx
