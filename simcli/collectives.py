@@ -144,6 +144,12 @@ class CommCost:
     protocol: np.ndarray | None = None
     #: hops per tier on the chunk's critical path (NCCL model), shape (tiers, ...); None for textbook costs
     tier_hops: np.ndarray | None = None
+    #: the part of ``bandwidth`` that is pipeline fill (NVLS, NCCL model); None for textbook costs
+    fill: np.ndarray | None = None
+
+
+#: the CommCost fields that add up when costs are summed or scaled (the others describe the choice)
+COMM_TERMS = ("time", "latency", "bandwidth", "reduction", "tier_latency", "tier_bandwidth_s", "tier_hops", "fill")
 
 
 def check_devices(network: Sequence[Tier], k: np.ndarray) -> None:
@@ -1015,6 +1021,7 @@ def nccl_collective(
     mask = np.empty(shape, dtype=bool)
     key = np.empty(shape)
     corr_by_pair = []
+    fill_by_pair: dict[int, np.ndarray] = {}
     for j, pr in enumerate(cands):
         out = best if j == 0 else key  # the first pair's key is the running minimum
         corr = pr.correction(n)  # tree's size factor (1.0 for the others), shaped like n
@@ -1025,6 +1032,9 @@ def nccl_collective(
         if by != "tuner":
             out /= pr.share(n)
         out += pr.tuner_latency(lat_t[j], n) if (by == "tuner" and pr.plateau) else lat_t[j]
+        if pr.ops is not None and by != "tuner":  # NVLS's pipeline fill: what it costs (NCCL's tuner omits it)
+            fill_by_pair[j] = np.where(np.broadcast_to(pr.enabled, ks), pr.fill(nn), 0.0)
+            out += fill_by_pair[j]
         if j == 0:
             continue
         np.less(key, best, out=mask)
@@ -1056,10 +1066,28 @@ def nccl_collective(
         bandwidth = pick(inv_t * ch)
         bandwidth *= nn
         bandwidth /= nc
+    fill = np.zeros(shape)
+    for j, pr in enumerate(cands):
+        if pr.ops is None:
+            continue
+        if j in fill_by_pair:
+            np.copyto(fill, fill_by_pair[j], where=idx == j)
+            continue
+        chosen = idx == j  # priced only where it was chosen: a small part of a large grid
+        if chosen.any():
+            fill[chosen] = nccl.nvls_fill(
+                pr.algorithm,
+                nn[chosen],
+                np.broadcast_to(pr.ops, shape)[chosen],
+                np.broadcast_to(pr.nodes, shape)[chosen],
+                np.broadcast_to(pr.alg_Bps, shape)[chosen],
+            )
+    bandwidth += fill
     if anyone:
         one = np.broadcast_to(one, shape)
         bandwidth = np.where(one, 0.0, bandwidth)
         lat = np.where(one, 0.0, lat)
+        fill = np.where(one, 0.0, fill)
     time = lat + bandwidth
     alg_names = np.array([p.algorithm for p in cands] + ["none"])
     proto_names = np.array([p.protocol for p in cands] + [None], dtype=object)
@@ -1112,6 +1140,7 @@ def nccl_collective(
         algorithm=_Lazy(lambda: alg_names[sel]),
         protocol=_Lazy(lambda: proto_names[sel]),
         tier_hops=_Lazy(hops_of),
+        fill=fill,
     )
     return cost
 

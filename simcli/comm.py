@@ -54,6 +54,7 @@ def comm_grid(
                 "time_s": float(t[idx]),
                 "latency_s": float(cost.latency[idx]),
                 "bandwidth_s": float(cost.bandwidth[idx]),
+                "fill_s": None if cost.fill is None else float(np.broadcast_to(cost.fill, t.shape)[idx]),
                 "algbw_GBps": _f(algbw[idx]),
                 "busbw_GBps": _f(busbw[idx]),
                 "bottleneck": names[b] if b >= 0 else None,

@@ -395,13 +395,11 @@ def _total(
     main = full if full is not None else last
     assert main is not None
 
-    def add(name: str) -> np.ndarray:
-        out = 0.0
-        if full is not None:
-            out = plan.full * getattr(full, name)
-        if last is not None:
-            out = out + getattr(last, name)
-        return np.asarray(out)
+    def add(name: str) -> np.ndarray | None:
+        parts = [(times, getattr(c, name)) for times, c in ((plan.full, full), (1, last)) if c is not None]
+        if all(v is None for _, v in parts):
+            return None
+        return np.asarray(sum(times * v for times, v in parts if v is not None))
 
     return dataclasses.replace(
         main,
@@ -412,6 +410,7 @@ def _total(
         tier_latency=add("tier_latency"),
         tier_bandwidth_s=add("tier_bandwidth_s"),
         tier_hops=add("tier_hops") if main.tier_hops is not None else None,
+        fill=add("fill"),
     )
 
 
@@ -591,11 +590,7 @@ def _simulate_sharded(
     )
     comm = dataclasses.replace(
         st.comm,
-        **{
-            name: m * getattr(st.comm, name)
-            for name in ("time", "latency", "bandwidth", "reduction", "tier_latency", "tier_bandwidth_s", "tier_hops")
-            if getattr(st.comm, name) is not None
-        },
+        **{name: m * getattr(st.comm, name) for name in collectives.COMM_TERMS if getattr(st.comm, name) is not None},
     )
     return _result(
         sc,

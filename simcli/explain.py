@@ -47,6 +47,23 @@ def proto(c: collectives.CommCost) -> str | None:
     return None if c.protocol is None or c.protocol[0] in (None, "-") else str(c.protocol[0])
 
 
+def message(c: collectives.CommCost, count: float, nbytes: float, **extra: Any) -> dict[str, Any]:
+    """One kind of message of the step: how many, how big, and the terms of one of them (s)."""
+    fill = None if c.fill is None else float(np.asarray(c.fill).reshape(-1)[0])
+    return {
+        **extra,
+        "count": count,
+        "bytes": nbytes,
+        "algorithm": str(c.algorithm[0]),
+        "protocol": proto(c),
+        "time_s": float(c.time[0]),
+        "latency_s": float(c.latency[0]),
+        "bandwidth_s": float(c.bandwidth[0]),
+        "fill_s": fill,  #: the part of bandwidth_s that is pipeline fill (NVLS), None for textbook costs
+        "reduction_s": float(c.reduction[0]),
+    }
+
+
 def tier_rows(sc: Scenario, comm: collectives.CommCost, k: int, hops: np.ndarray | None) -> list[dict[str, Any]]:
     """One row per tier: what it offers and the latency and bandwidth terms it carries in the step."""
     net = sc.profile.network
@@ -143,31 +160,9 @@ def explain(scenario: Scenario, devices: int) -> dict[str, Any]:
     algorithm = str(main.algorithm[0]) if main is not None else sc.algorithm
     messages = []
     if res.comm_bucket is not None:
-        messages.append(
-            {
-                "count": plan.full,
-                "bytes": plan.size,
-                "algorithm": str(res.comm_bucket.algorithm[0]),
-                "protocol": proto(res.comm_bucket),
-                "time_s": float(res.comm_bucket.time[0]),
-                "latency_s": float(res.comm_bucket.latency[0]),
-                "bandwidth_s": float(res.comm_bucket.bandwidth[0]),
-                "reduction_s": float(res.comm_bucket.reduction[0]),
-            }
-        )
+        messages.append(message(res.comm_bucket, plan.full, plan.size))
     if res.comm_last is not None:
-        messages.append(
-            {
-                "count": 1,
-                "bytes": plan.last,
-                "algorithm": str(res.comm_last.algorithm[0]),
-                "protocol": proto(res.comm_last),
-                "time_s": float(res.comm_last.time[0]),
-                "latency_s": float(res.comm_last.latency[0]),
-                "bandwidth_s": float(res.comm_last.bandwidth[0]),
-                "reduction_s": float(res.comm_last.reduction[0]),
-            }
-        )
+        messages.append(message(res.comm_last, 1, plan.last))
     n_star = _crossover(main, main_bytes) if main is not None and k >= 2 else None
     out: dict[str, Any] = {
         "devices": k,

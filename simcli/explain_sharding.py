@@ -18,7 +18,7 @@ TIMELINE_ENDS = 2
 
 
 def explain_sharded(sc: Scenario, k: int) -> dict[str, Any]:
-    from .explain import proto, step_terms, tier_rows
+    from .explain import message, proto, step_terms, tier_rows
 
     res = simulate(sc, [k])
     st = res.sharded
@@ -27,19 +27,7 @@ def explain_sharded(sc: Scenario, k: int) -> dict[str, Any]:
     m = int(sc.accum)
     tiers = tier_rows(sc, comm, k, comm.tier_hops)
     messages = [
-        {
-            "collective": name,
-            "count": m * count,
-            "bytes": float(nbytes),
-            "algorithm": str(c.algorithm[0]),
-            "protocol": proto(c),
-            "time_s": float(c.time[0]),
-            "latency_s": float(c.latency[0]),
-            "bandwidth_s": float(c.bandwidth[0]),
-            "reduction_s": float(c.reduction[0]),
-        }
-        for name, count, nbytes, c in st.messages
-        if count
+        message(c, m * count, float(nbytes), collective=name) for name, count, nbytes, c in st.messages if count
     ]
     main = st.messages[0][3]
     mem = res.memory

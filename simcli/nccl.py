@@ -23,7 +23,10 @@ each pair as ``latency + bytes / bandwidth`` and runs the cheapest; this module 
   each node, a tree across nodes): Simple only, latency ``lat_nvls`` (+ ``2·floor(lg N)·lat_net`` for the
   tree), bandwidth ``5/6 · nvls_channels · s`` where s is the largest per-channel speed of NCCL's search
   table that ``nvls_channels·s`` does not exceed the GPU's NVLink bandwidth (and, for NVLSTree, its network
-  bandwidth; halved beyond two nodes).
+  bandwidth; halved beyond two nodes). Their kernels pipeline chunks through three stages (scatter, multimem
+  reduce + broadcast, gather; ``src/device/all_reduce.h``), so the bytes also pay a fill of
+  ``NVLS_FILL = 2`` chunk times, ``2·min(n, ops·chunk(n)) / bandwidth``, with ops = channels x heads and the
+  chunk NCCL's ``calcCollChunking`` picks for n (:func:`nvls_chunk`); NCCL's tuner leaves the fill out.
 
 Two ways to read the model (``simcli.collectives.nccl_collective(by="tuner")`` chooses on NCCL's own estimate,
 as NCCL does; ``by="time"`` takes the fastest pair): NCCL's tuner multiplies a multi-node Simple ring's
@@ -146,6 +149,12 @@ THREAD_THRESHOLD = (8, 8, 64)
 #: the tuner's "plateau effect of ring" factor on a multi-node Simple ring's latency (compute capability >= 8.0)
 RING_PLATEAU = 1.4
 NVLS_RATIO = 5.0 / 6.0
+#: NVLS pipeline (src/device/all_reduce.h, NVLS kernels): a chunk passes three warp groups one after the other
+#: (scatter into the NVLS buffer, multimem reduce + broadcast, gather out of it), so the bytes take
+#: ``m + NVLS_FILL`` chunk times for m chunks per concurrent operation (channels x heads), not m
+NVLS_FILL = 2.0
+#: ``comm->nvlsChunkSize`` (NCCL_NVLS_CHUNKSIZE, 128 KiB), the largest NVLS chunk
+NVLS_CHUNK = 128 * 1024
 
 
 def tier_kind(tier: Tier, index: int) -> str:
@@ -217,6 +226,9 @@ class Pair:
     channels: float
     ranks: np.ndarray
     threshold: np.ndarray  #: bytes per channel below which getAlgoInfo drops a channel (0: never)
+    #: NVLS and NVLSTree: concurrent operations (channels x heads), over k; None for the others (no fill)
+    ops: np.ndarray | None = None
+    nodes: np.ndarray | None = None  #: nodes the collective spans (NVLSTree's chunk rule reads it)
 
     def correction(self, n: np.ndarray) -> np.ndarray | float:
         """NCCL's treeCorrectionFactor for sizes n (tree only; 1.0 for the others), shaped like n."""
@@ -240,12 +252,24 @@ class Pair:
             self.multi & (np.asarray(n) / (self.channels * self.ranks) >= 64), latency * RING_PLATEAU, latency
         )
 
+    def fill(self, n: np.ndarray) -> np.ndarray | float:
+        """The pipeline fill for sizes n (s): NVLS_FILL chunk times at the pair's bandwidth; 0 but for NVLS.
+
+        The chunk is what ``calcCollChunking`` (src/enqueue.cc, NCCL 2.2x) picks for n: NVLS starts from
+        nvlsChunkSize and halves to 64, 32, 16 KiB while n < 64, 8, 2 x ops x chunk; NVLSTree starts from
+        nvlsChunkSize (64 KiB from 4 nodes on) and drops to 64, 32 KiB while n < 4, 1 x ops x chunk. A size
+        below ops x chunk gives each operation one partial chunk of n / ops bytes.
+        """
+        if self.ops is None:
+            return 0.0
+        return nvls_fill(self.algorithm, n, self.ops, self.nodes, self.alg_Bps)
+
     def cost(self, n: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
         """(time, tuner's estimate, bandwidth term) for sizes n, inf where the pair does not run (a reference
         evaluation of one pair; :func:`simcli.collectives.nccl_collective` does the same for all pairs at once)."""
         corr = self.correction(n)
         with np.errstate(divide="ignore", invalid="ignore"):
-            bw = n / (self.alg_Bps * corr * self.share(n))
+            bw = n / (self.alg_Bps * corr * self.share(n)) + self.fill(n)
             tuner = self.tuner_latency(self.latency, n) + n / (self.alg_Bps * corr)
             t = self.latency + bw
         off = ~self.enabled
@@ -317,6 +341,31 @@ def _quantise(bw_GBps: np.ndarray, speeds: Sequence[float]) -> np.ndarray:
     ok = s[None, :] <= np.asarray(bw_GBps, dtype=np.float64).reshape(-1, 1)
     pick = np.where(ok.any(axis=1), s[np.argmax(ok, axis=1)], s[-1])
     return pick.reshape(np.shape(bw_GBps))
+
+
+def nvls_chunk(algorithm: str, n: np.ndarray, ops: np.ndarray, nodes: np.ndarray | None) -> np.ndarray:
+    """The chunk (bytes) NCCL's calcCollChunking gives an NVLS or NVLSTree all-reduce of n bytes."""
+    n = np.asarray(n, dtype=np.float64)
+    c = np.full(np.broadcast(n, ops).shape, float(NVLS_CHUNK))
+    if algorithm == "nvls":
+        steps = ((64, 65536), (8, 32768), (2, 16384))
+    else:
+        if nodes is not None:
+            c = np.where(np.asarray(nodes) >= 4, np.minimum(c, 65536.0), c)
+        steps = ((4, 65536), (1, 32768))
+    for times, smaller in steps:
+        c = np.where((n < times * ops * c) & (c > smaller), float(smaller), c)
+    return c
+
+
+def nvls_fill(
+    algorithm: str, n: np.ndarray, ops: np.ndarray, nodes: np.ndarray | None, alg_Bps: np.ndarray
+) -> np.ndarray:
+    """NVLS_FILL chunk times (s): ops x min(chunk, n / ops) bytes at the pair's bandwidth, per fill stage."""
+    n = np.asarray(n, dtype=np.float64)
+    c = np.minimum(nvls_chunk(algorithm, n, ops, nodes), n / ops)
+    with np.errstate(divide="ignore", invalid="ignore"):
+        return NVLS_FILL * c * ops / alg_Bps
 
 
 def pairs(
@@ -464,6 +513,9 @@ def pairs(
                     channels=ch,
                     ranks=kf,
                     threshold=thr,
+                    # NCCL's NVLS graph has one head per GPU of the node (search.cc: NVLS channels = GPUs)
+                    ops=(float(spec.nvls_channels) * np.minimum(ppn, kf)) if a.startswith("nvls") else None,
+                    nodes=nodes if a.startswith("nvls") else None,
                 )
             )
     return out

@@ -325,7 +325,7 @@ def _price(
 def _scaled(c: collectives.CommCost, times: float) -> dict[str, Any]:
     return {
         name: (None if getattr(c, name) is None else times * np.asarray(getattr(c, name)))
-        for name in ("time", "latency", "bandwidth", "reduction", "tier_latency", "tier_bandwidth_s", "tier_hops")
+        for name in collectives.COMM_TERMS
     }
 
 

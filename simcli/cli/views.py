@@ -222,7 +222,9 @@ def explain_view(d: dict[str, Any]) -> Any:
                 m.get("collective", "all-reduce").replace("_", "-"),
                 f"{m['count']:g} x {fmt_bytes(m['bytes'], binary=False)} with {alg}: "
                 f"{t(m['time_s'])} each (latency {t(m['latency_s'])}, bandwidth "
-                f"{t(m['bandwidth_s'])}, reduction {t(m['reduction_s'])})",
+                f"{t(m['bandwidth_s'])}"
+                + (f" of which NVLS pipeline fill {t(m['fill_s'])}" if m.get("fill_s") else "")
+                + f", reduction {t(m['reduction_s'])})",
             )
         )
     rows += [
