@@ -1,0 +1,93 @@
+"""simcli's sharded model against llm-foundry's published FSDP weak-scaling rows (nothing fitted to them).
+
+For each model: the ``dgx-a100`` profile (8 GPUs per node, 8x 200 Gb/s per node, as the cluster measured),
+``--strategy fsdp --grad-dtype bf16`` (FULL_SHARD, bf16 PURE: parameters, gradients and reductions in bf16),
+``--units`` = the model's layers, and the measured step time at the model's smallest GPU count as
+``--compute-time`` (micro-batch x 2048 tokens / tokens per second per GPU). It then prints the measured tokens/s
+per GPU relative to that smallest k beside simcli's E(k)/E(k0), and the error of the prediction.
+
+    python benchmarks/validate_fsdp.py
+
+Sources: the headers of validation/published/fsdp-llm-foundry-a100-small.csv (125M-760M) and
+fsdp-llm-foundry-a100-large.csv (1B-13B).
+"""
+
+from __future__ import annotations
+
+import csv
+import json
+import statistics
+import subprocess
+import sys
+from collections import defaultdict
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parent.parent
+FILES = ("fsdp-llm-foundry-a100-small.csv", "fsdp-llm-foundry-a100-large.csv")
+#: layers of the small models (llm-foundry scripts/train/yamls/pretrain/mpt-{125m,350m,760m}.yaml: n_layers)
+SMALL_LAYERS = {"125m": 12, "350m": 24, "760m": 24}
+
+
+def rows() -> dict[str, list[dict]]:
+    out: dict[str, list[dict]] = defaultdict(list)
+    for name in FILES:
+        with open(ROOT / "validation" / "published" / name) as f:
+            for r in csv.DictReader(line for line in f if not line.startswith("#")):
+                if not r.get("layers"):
+                    r["layers"] = str(SMALL_LAYERS[r["model"]])
+                out[r["model"]].append(r)
+    return out
+
+
+def predict(r: dict, compute_s: float, ks: list[int]) -> dict[int, float]:
+    cmd = [
+        sys.executable,
+        "-m",
+        "simcli",
+        "speedup",
+        "-p",
+        "dgx-a100",
+        "--params",
+        r["params"],
+        "--compute-time",
+        repr(compute_s),
+        "--units",
+        r["layers"],
+        "--strategy",
+        "fsdp",
+        "--grad-dtype",
+        "bf16",
+        "-k",
+        ",".join(map(str, ks)),
+        "-f",
+        "json",
+    ]
+    if r["act_ckpt"] != "True":
+        cmd.append("--no-activation-checkpointing")
+    d = json.loads(subprocess.run(cmd, capture_output=True, text=True, check=True).stdout)
+    recs = d["records"] if isinstance(d, dict) else d
+    return {int(x["devices"]): float(x["efficiency"]) for x in recs}
+
+
+def main() -> None:
+    errs = []
+    print(f"{'model':>6} {'k':>4} {'measured':>9} {'predicted':>9} {'error':>7}")
+    for model, rs in rows().items():
+        rs = sorted(rs, key=lambda r: int(r["k"]))
+        k0 = int(rs[0]["k"])
+        tps0 = float(rs[0]["tps_gpu"])
+        compute = int(rs[0]["mb"]) * int(rs[0]["seq"]) / tps0
+        eff = predict(rs[0], compute, [int(r["k"]) for r in rs])
+        for r in rs[1:]:
+            k = int(r["k"])
+            meas = float(r["tps_gpu"]) / tps0
+            pred = eff[k] / eff[k0]
+            errs.append(pred / meas - 1)
+            print(f"{model:>6} {k:>4} {meas:9.3f} {pred:9.3f} {pred / meas - 1:+7.1%}")
+    a = [abs(e) for e in errs]
+    med, mean = statistics.median(a), statistics.mean(errs)
+    print(f"{len(errs)} rows: median |error| {med:.1%}, max {max(a):.1%}, mean error {mean:+.1%}")
+
+
+if __name__ == "__main__":
+    main()
