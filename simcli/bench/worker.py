@@ -120,7 +120,9 @@ def init(
         device = torch.device("cuda", local_rank)
     else:
         device = torch.device("cpu")
-    kwargs: dict[str, Any] = {"timeout": datetime.timedelta(seconds=max(timeout_s, 1.0))}
+    # the group's own timeout is a backstop behind the launcher's watchdog (no progress for timeout_s): were they
+    # equal, a healthy peer of a hung rank could time out its recv first, and the report would name the peer
+    kwargs: dict[str, Any] = {"timeout": datetime.timedelta(seconds=2.0 * max(timeout_s, 1.0) + 10.0)}
     if backend == "nccl":
         kwargs["device_id"] = device
     dist.init_process_group(backend, init_method=init_method, rank=rank, world_size=world_size, **kwargs)
