@@ -1081,6 +1081,7 @@ def nccl_collective(
                 np.broadcast_to(pr.ops, shape)[chosen],
                 np.broadcast_to(pr.nodes, shape)[chosen],
                 np.broadcast_to(pr.alg_Bps, shape)[chosen],
+                pr.stages,
             )
     bandwidth += fill
     if anyone:

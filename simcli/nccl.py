@@ -25,7 +25,8 @@ each pair as ``latency + bytes / bandwidth`` and runs the cheapest; this module 
   table that ``nvls_channels·s`` does not exceed the GPU's NVLink bandwidth (and, for NVLSTree, its network
   bandwidth; halved beyond two nodes). Their kernels pipeline chunks through three stages (scatter, multimem
   reduce + broadcast, gather; ``src/device/all_reduce.h``), so the bytes also pay a fill of
-  ``NVLS_FILL = 2`` chunk times, ``2·min(n, ops·chunk(n)) / bandwidth``, with ops = channels x heads and the
+  ``NVLS_FILL`` chunk times (2 for all-reduce, 1 for reduce-scatter and all-gather),
+  ``fill·min(n, ops·chunk(n)) / bandwidth``, with ops = channels x heads and the
   chunk NCCL's ``calcCollChunking`` picks for n (:func:`nvls_chunk`); NCCL's tuner leaves the fill out.
 
 Two ways to read the model (``simcli.collectives.nccl_collective(by="tuner")`` chooses on NCCL's own estimate,
@@ -149,10 +150,12 @@ THREAD_THRESHOLD = (8, 8, 64)
 #: the tuner's "plateau effect of ring" factor on a multi-node Simple ring's latency (compute capability >= 8.0)
 RING_PLATEAU = 1.4
 NVLS_RATIO = 5.0 / 6.0
-#: NVLS pipeline (src/device/all_reduce.h, NVLS kernels): a chunk passes three warp groups one after the other
-#: (scatter into the NVLS buffer, multimem reduce + broadcast, gather out of it), so the bytes take
-#: ``m + NVLS_FILL`` chunk times for m chunks per concurrent operation (channels x heads), not m
-NVLS_FILL = 2.0
+#: NVLS pipeline fill, in chunk times, by collective: a chunk passes the kernel's warp groups one after the
+#: other, so the bytes take m + stages - 1 chunk times for m chunks per concurrent operation (channels x heads),
+#: not m. All-reduce (src/device/all_reduce.h): scatter into the NVLS buffer, multimem reduce + broadcast,
+#: gather out of it (3 stages); reduce-scatter (reduce_scatter.h): scatter, multimem reduce (2); all-gather:
+#: multimem broadcast, gather (2)
+NVLS_FILL = {"all_reduce": 2.0, "reduce_scatter": 1.0, "all_gather": 1.0}
 #: ``comm->nvlsChunkSize`` (NCCL_NVLS_CHUNKSIZE, 128 KiB), the largest NVLS chunk
 NVLS_CHUNK = 128 * 1024
 
@@ -228,6 +231,7 @@ class Pair:
     threshold: np.ndarray  #: bytes per channel below which getAlgoInfo drops a channel (0: never)
     #: NVLS and NVLSTree: concurrent operations (channels x heads), over k; None for the others (no fill)
     ops: np.ndarray | None = None
+    stages: float = 0.0  #: NVLS: the pipeline fill in chunk times (NVLS_FILL of the collective)
     nodes: np.ndarray | None = None  #: nodes the collective spans (NVLSTree's chunk rule reads it)
 
     def correction(self, n: np.ndarray) -> np.ndarray | float:
@@ -253,7 +257,7 @@ class Pair:
         )
 
     def fill(self, n: np.ndarray) -> np.ndarray | float:
-        """The pipeline fill for sizes n (s): NVLS_FILL chunk times at the pair's bandwidth; 0 but for NVLS.
+        """The pipeline fill for sizes n (s): ``stages`` chunk times at the pair's bandwidth; 0 but for NVLS.
 
         The chunk is what ``calcCollChunking`` (src/enqueue.cc, NCCL 2.2x) picks for n: NVLS starts from
         nvlsChunkSize and halves to 64, 32, 16 KiB while n < 64, 8, 2 x ops x chunk; NVLSTree starts from
@@ -262,7 +266,7 @@ class Pair:
         """
         if self.ops is None:
             return 0.0
-        return nvls_fill(self.algorithm, n, self.ops, self.nodes, self.alg_Bps)
+        return nvls_fill(self.algorithm, n, self.ops, self.nodes, self.alg_Bps, self.stages)
 
     def cost(self, n: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
         """(time, tuner's estimate, bandwidth term) for sizes n, inf where the pair does not run (a reference
@@ -359,13 +363,13 @@ def nvls_chunk(algorithm: str, n: np.ndarray, ops: np.ndarray, nodes: np.ndarray
 
 
 def nvls_fill(
-    algorithm: str, n: np.ndarray, ops: np.ndarray, nodes: np.ndarray | None, alg_Bps: np.ndarray
+    algorithm: str, n: np.ndarray, ops: np.ndarray, nodes: np.ndarray | None, alg_Bps: np.ndarray, stages: float
 ) -> np.ndarray:
-    """NVLS_FILL chunk times (s): ops x min(chunk, n / ops) bytes at the pair's bandwidth, per fill stage."""
+    """``stages`` chunk times (s): ops x min(chunk, n / ops) bytes at the pair's bandwidth, per fill stage."""
     n = np.asarray(n, dtype=np.float64)
     c = np.minimum(nvls_chunk(algorithm, n, ops, nodes), n / ops)
     with np.errstate(divide="ignore", invalid="ignore"):
-        return NVLS_FILL * c * ops / alg_Bps
+        return stages * c * ops / alg_Bps
 
 
 def pairs(
@@ -516,6 +520,7 @@ def pairs(
                     # NCCL's NVLS graph has one head per GPU of the node (search.cc: NVLS channels = GPUs)
                     ops=(float(spec.nvls_channels) * np.minimum(ppn, kf)) if a.startswith("nvls") else None,
                     nodes=nodes if a.startswith("nvls") else None,
+                    stages=NVLS_FILL.get(collective, 0.0) if a.startswith("nvls") else 0.0,
                 )
             )
     return out

@@ -118,6 +118,9 @@ def test_nvls_pipeline_fill_by_hand():
         128 * KiB,
     ]
     assert nccl.nvls_chunk("nvls-tree", np.array([1024 * MiB]), 128.0, np.array([4])).tolist() == [64 * KiB]
+    # reduce-scatter and all-gather kernels have two stages, so one chunk time of fill
+    rs = pair(p, 8, "nvls", "simple", "reduce_scatter")
+    assert rs.fill(sizes) == pytest.approx(np.array(fills) / 2 / rs.alg_Bps[0])
     # rings and trees have no fill term
     assert pair(p, 8, "ring", "simple").fill(sizes) == 0.0
     assert not np.any(C.collective(p, "ring", np.array([8]), sizes).fill)
