@@ -348,7 +348,7 @@ def _quantise(bw_GBps: np.ndarray, speeds: Sequence[float]) -> np.ndarray:
 
 
 def nvls_chunk(algorithm: str, n: np.ndarray, ops: np.ndarray, nodes: np.ndarray | None) -> np.ndarray:
-    """The chunk (bytes) NCCL's calcCollChunking gives an NVLS or NVLSTree all-reduce of n bytes."""
+    """The chunk (bytes) NCCL's calcCollChunking gives an NVLS or NVLSTree collective of n bytes."""
     n = np.asarray(n, dtype=np.float64)
     c = np.full(np.broadcast(n, ops).shape, float(NVLS_CHUNK))
     if algorithm == "nvls":
