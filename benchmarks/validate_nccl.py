@@ -27,6 +27,7 @@ sys.path.insert(0, str(ROOT))
 from simcli import collectives as C  # noqa: E402
 from simcli import nccl  # noqa: E402
 from simcli.profiles import resolve_profile  # noqa: E402
+from simcli.validate import SIZE_BANDS  # noqa: E402
 
 PUB = ROOT / "validation" / "published"
 CASES = [  # file, system column value (or None), profile, algorithm
@@ -37,7 +38,7 @@ CASES = [  # file, system column value (or None), profile, algorithm
     ("nccl-allreduce-8xH100-8xH200-azure.csv", "nd-h200-v5", "hgx-h200", "nccl"),
     ("nccl-allreduce-8xH200-ring-nvls-off.csv", None, "hgx-h200", "ring"),
 ]
-BANDS = [("<= 256 KiB", 0, 256 * 1024), ("0.5-64 MiB", 512 * 1024, 64 * 2**20), (">= 128 MiB", 128 * 2**20, 1e30)]
+BANDS = SIZE_BANDS
 
 
 def _rows(path: Path) -> list[dict[str, str]]:
@@ -74,7 +75,7 @@ def main(verbose: bool = False, textbook: bool = False) -> list[dict]:
         err_old = C.allreduce("ring", p.network, k, n).time / t - 1 if textbook else None
         label = name.replace(".csv", "") + (f" [{system}]" if system else "")
         for band, lo, hi in BANDS:
-            m = (n >= lo) & (n <= hi)
+            m = (n > lo) & (n <= hi)
             if not m.any():
                 continue
             a, b = float(np.median(np.abs(err[m]))), float(np.median(np.abs(err_t[m])))

@@ -459,6 +459,20 @@ def _stats(err: np.ndarray, bus: np.ndarray | None = None) -> dict[str, Any]:
     return out
 
 
+#: the size bands the NCCL model is held to (issue 10; nccl-tests' power-of-two sizes): label, low, high, with
+#: low < n <= high, so 0.5-64 MiB is everything between 256 KiB and 128 MiB
+SIZE_BANDS = (
+    ("<= 256 KiB", 0.0, 256.0 * 1024),
+    ("0.5-64 MiB", 256.0 * 1024, 128.0 * 2**20 - 1),
+    (">= 128 MiB", 128.0 * 2**20 - 1, math.inf),
+)
+
+
+def size_band(n: float) -> str:
+    """The size band of a message size in bytes (:data:`SIZE_BANDS`)."""
+    return next(label for label, lo, hi in SIZE_BANDS if lo < n <= hi)
+
+
 def size_decade(n: float) -> str:
     """The decade of a message size in bytes, as a label: '1e5..1e6 B'."""
     d = int(math.floor(math.log10(n)))
@@ -466,7 +480,7 @@ def size_decade(n: float) -> str:
 
 
 def summarise(records: Sequence[dict[str, Any]]) -> dict[str, Any]:
-    """Per metric: overall, per world size and per size decade error statistics."""
+    """Per metric: overall, per world size, per size decade and per size band error statistics."""
     out: dict[str, Any] = {}
     for metric in dict.fromkeys(r["metric"] for r in records):
         rs = [r for r in records if r["metric"] == metric]
@@ -483,5 +497,7 @@ def summarise(records: Sequence[dict[str, Any]]) -> dict[str, Any]:
         if all(r["bytes"] is not None for r in rs):
             dec = np.array([int(math.floor(math.log10(r["bytes"]))) for r in rs])
             s["by_size_decade"] = {size_decade(10.0**d): stats(dec == d) for d in np.unique(dec)}
+            band = np.array([size_band(r["bytes"]) for r in rs])
+            s["by_size_band"] = {lab: stats(band == lab) for lab, _, _ in SIZE_BANDS if np.any(band == lab)}
         out[metric] = s
     return out

@@ -11,7 +11,7 @@ import pytest
 from simcli import collectives
 from simcli.cli.app import app
 from simcli.model import InputError, Tier
-from simcli.validate import filter_rows, read_measurements, size_decade, summarise, validate
+from simcli.validate import filter_rows, read_measurements, size_band, size_decade, summarise, validate
 
 PUBLISHED = Path(__file__).resolve().parent.parent / "validation" / "published"
 A100 = PUBLISHED / "nccl-allreduce-8xA100-nvswitch.csv"
@@ -66,6 +66,15 @@ def test_errors_are_relative_to_the_measurement_and_summaries_group_them():
     assert s["overall"]["max_ape"] == pytest.approx(0.5) and s["overall"]["worst_error"] == pytest.approx(-0.5)
     assert s["by_devices"][2]["mdape"] == pytest.approx(np.median(np.abs(errs[:2])))
     assert set(s["by_size_decade"]) == {"1e5..1e6 B", "1e7..1e8 B"}
+    # the bands the NCCL model is held to: 1e5 B is at most 256 KiB, 1e7 B between 256 KiB and 128 MiB
+    assert list(s["by_size_band"]) == ["<= 256 KiB", "0.5-64 MiB"]
+    assert s["by_size_band"]["0.5-64 MiB"]["mdape"] == pytest.approx(np.median(np.abs([errs[1], errs[3]])))
+    assert [size_band(x) for x in (256 * 1024, 256 * 1024 + 1, 2**27 - 1, 2**27)] == [
+        "<= 256 KiB",
+        "0.5-64 MiB",
+        "0.5-64 MiB",
+        ">= 128 MiB",
+    ]
     assert size_decade(999) == "1e2..1e3 B" and size_decade(1000) == "1e3..1e4 B"
     assert summarise(v.records) == v.summary
 

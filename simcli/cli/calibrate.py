@@ -570,6 +570,7 @@ def _validate_view(v, max_rows: int):
         summ = [{"group": "all", **s["overall"]}]
         summ += [{"group": f"k = {k}", **st} for k, st in s["by_devices"].items()]
         summ += [{"group": dec, **st} for dec, st in s.get("by_size_decade", {}).items()]
+        summ += [{"group": band, **st} for band, st in s.get("by_size_band", {}).items()]
         scols = [
             Column("group", "group", justify="left"),
             Column("rows", "n"),
