@@ -103,6 +103,9 @@ class Scenario:
     reshard_after_forward: bool = True
     #: the activation estimate assumes activation checkpointing (memory only: the MFU absorbs the recompute)
     activation_checkpointing: bool = True
+    #: activations kept for backward per sample (bytes), given by the user: replaces the estimate; None: the
+    #: workload's figure, else the estimate
+    activation_bytes_per_sample: float | None = None
 
     def __post_init__(self) -> None:
         if self.batch_per_device is not None and self.global_batch is not None:
@@ -477,10 +480,16 @@ def _units(sc: Scenario) -> int:
 def _memory_kwargs(sc: Scenario, b: np.ndarray) -> dict[str, Any]:
     """simcli.sharding.memory's arguments for this scenario (b: samples per device per micro-step)."""
     w = sc.workload
-    tokens = b * (w.seq_len or 0)
-    act = sharding.activation_bytes(
-        tokens=tokens, hidden=w.hidden, units=int(w.layers or _units(sc)), checkpointing=sc.activation_checkpointing
-    )
+    given = sc.activation_bytes_per_sample
+    if given is None:
+        given = w.activation_bytes_per_sample
+    if given is not None:
+        act = np.asarray(b, dtype=np.float64) * given
+    else:
+        tokens = b * (w.seq_len or 0)
+        act = sharding.activation_bytes(
+            tokens=tokens, hidden=w.hidden, units=int(w.layers or _units(sc)), checkpointing=sc.activation_checkpointing
+        )
     return dict(
         params=w.params,
         units=_units(sc),

@@ -175,6 +175,8 @@ class Workload:
     layers: int | None = None
     #: hidden size, for the activation estimate (transformers); None: activations not estimated
     hidden: int | None = None
+    #: activations kept for backward per sample (bytes), as measured; replaces the estimate when set
+    activation_bytes_per_sample: float | None = None
 
     def grad_bytes(self, grad_dtype: str) -> float:
         return self.params * DTYPE_BYTES[grad_dtype]

@@ -44,6 +44,7 @@ _KEYS = {
     "sources",
     "layers",
     "hidden",
+    "activation_bytes_per_sample",
 }
 
 
@@ -60,6 +61,7 @@ class ModelPreset:
     flops_per_sample_fixed: float | None = None
     layers: int | None = None  #: transformer blocks (FSDP's units); the embedding and head spread over them
     hidden: int | None = None  #: hidden size (the activation estimate)
+    activation_bytes_per_sample: float | None = None  #: measured activations per sample (replaces the estimate)
 
     def flops_per_sample(self, seq_len: int | None = None) -> float:
         if self.flops_per_sample_fixed is not None:
@@ -82,6 +84,7 @@ class ModelPreset:
             seq_len=s if self.kind == "transformer" else None,
             layers=self.layers,
             hidden=self.hidden,
+            activation_bytes_per_sample=self.activation_bytes_per_sample,
         )
 
 
@@ -154,6 +157,17 @@ def workload_from_dict(d: Any, source: str, name: str | None = None) -> ModelPre
         kind = "cnn"
     layers = _number(d["layers"], source, prefix + "layers", integer=True) if d.get("layers") is not None else None
     hidden = _number(d["hidden"], source, prefix + "hidden", integer=True) if d.get("hidden") is not None else None
+    act = None
+    if d.get("activation_bytes_per_sample") is not None:
+        from .units import UnitError, parse
+
+        field = prefix + "activation_bytes_per_sample"
+        try:
+            act = parse(d["activation_bytes_per_sample"], "bytes")
+        except UnitError as e:
+            raise InputError(f"{source}: {field}: {e}") from None
+        if act < 0:
+            raise InputError(f"{source}: {field}: {d['activation_bytes_per_sample']!r} must not be negative")
     batch = _number(d.get("batch_per_device", 32), source, prefix + "batch_per_device", integer=True)
     sources = d.get("sources") or []
     if isinstance(sources, str):
@@ -170,6 +184,7 @@ def workload_from_dict(d: Any, source: str, name: str | None = None) -> ModelPre
         flops_per_sample_fixed=fixed,
         layers=layers,
         hidden=hidden,
+        activation_bytes_per_sample=act,
     )
 
 

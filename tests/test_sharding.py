@@ -114,6 +114,38 @@ def test_activations_by_hand():
     assert run("ddp", K8, workload=small(hidden=None)).memory.activations[0] == 0.0
 
 
+def test_activations_given_replace_the_estimate(tmp_path):
+    """--activations (or a workload file's activation_bytes_per_sample) times the micro-batch, for any strategy."""
+    w = small()
+    given = run("fsdp", K8, workload=w, activation_bytes_per_sample=3e6).memory.activations[0]
+    assert given == pytest.approx(8 * 3e6)  # micro-batch 8 (small()) x 3 MB, checkpointing or not
+    w_file = dataclasses.replace(small(hidden=None), activation_bytes_per_sample=2.0**20)
+    assert run("ddp", K8, workload=w_file).memory.activations[0] == pytest.approx(8 * 2.0**20)
+    # the command line wins over the file
+    assert run("ddp", K8, workload=w_file, activation_bytes_per_sample=0.0).memory.activations[0] == 0.0
+    from typer.testing import CliRunner
+
+    r = CliRunner().invoke(
+        app, ["speedup", "-m", "resnet50", "-p", "dgx-a100", "-k", "8", "--activations", "96MiB", "-f", "json"]
+    )
+    assert r.exit_code == 0, r.output
+    rec = json.loads(r.stdout)[0]
+    assert rec["memory_activations_bytes"] == pytest.approx(rec["batch_per_device"] * 96 * 2**20)
+    f = tmp_path / "w.yaml"
+    f.write_text(
+        "name: w\nparams: 1e8\nflops_per_sample: 1e12\nbatch_per_device: 4\nactivation_bytes_per_sample: 2 MB\n"
+    )
+    r = CliRunner().invoke(app, ["speedup", "--workload", str(f), "-p", "dgx-a100", "-k", "8", "-f", "json"])
+    assert r.exit_code == 0, r.output
+    assert json.loads(r.stdout)[0]["memory_activations_bytes"] == pytest.approx(4 * 2e6)
+    for bad, msg in (("-5MB", "must not be negative"), ("lots", "is not a size")):
+        r = CliRunner().invoke(app, ["speedup", "-m", "resnet50", "-p", "dgx-a100", "-k", "8", "--activations", bad])
+        assert r.exit_code == 2 and f"--activations: '{bad}' {msg}" in r.output
+    f.write_text("name: w\nparams: 1e8\nflops_per_sample: 1e12\nactivation_bytes_per_sample: -1\n")
+    r = CliRunner().invoke(app, ["speedup", "--workload", str(f), "-p", "dgx-a100", "-k", "8"])
+    assert r.exit_code == 2 and "activation_bytes_per_sample: -1 must not be negative" in r.output
+
+
 @settings(max_examples=60, deadline=None)
 @given(
     k=st.integers(2, 4096),

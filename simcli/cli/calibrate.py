@@ -47,18 +47,7 @@ MaxSize = Annotated[
 ]
 
 
-def _size(value: str | None, option: str) -> float | None:
-    if value is None:
-        return None
-    from ..units import UnitError, parse
-
-    try:
-        x = parse(value, "bytes")
-    except UnitError as e:
-        raise InputError(f"{option}: {e}") from None
-    if x < 0:
-        raise InputError(f"{option}: {value!r} must not be negative")
-    return x
+_size = o.parse_bytes
 
 
 def _pct(v: float | None) -> str:

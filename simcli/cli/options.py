@@ -180,6 +180,16 @@ NoCheckpointing = Annotated[
         help="Count activations without activation checkpointing in the memory per device.",
     ),
 ]
+Activations = Annotated[
+    Optional[str],
+    typer.Option(
+        "--activations",
+        help="Activation memory kept for backward per sample (bytes, units allowed: '96MiB'), e.g. measured as "
+        "the peak-memory growth per extra sample; replaces the per-token transformer estimate and gives CNNs and "
+        "custom workloads one [default: the workload's activation_bytes_per_sample, else the estimate (0 where "
+        "there is none)].",
+    ),
+]
 Accum = Annotated[
     int,
     typer.Option(
@@ -314,6 +324,19 @@ def command(fn: F) -> F:
     return wrapper  # type: ignore[return-value]
 
 
+def parse_bytes(value: str | None, option: str) -> float | None:
+    """A size in bytes from the command line (units allowed: '96MiB'); None stays None; negative is refused."""
+    if value is None:
+        return None
+    try:
+        x = parse(value, "bytes")
+    except UnitError as e:
+        raise InputError(f"{option}: {e}") from None
+    if x < 0:
+        raise InputError(f"{option}: {value!r} must not be negative")
+    return x
+
+
 def parse_time(value: str | None, option: str) -> float | None:
     if value is None:
         return None
@@ -371,6 +394,7 @@ class ScenarioOptions(OptionGroup):
     units: Units = None
     no_reshard_after_forward: NoReshard = False
     no_activation_checkpointing: NoCheckpointing = False
+    activations: Activations = None
 
     def build(self) -> Scenario:
         """The one place where command-line options become a :class:`Scenario`."""
@@ -404,6 +428,7 @@ class ScenarioOptions(OptionGroup):
             units=self.units,
             reshard_after_forward=not self.no_reshard_after_forward,
             activation_checkpointing=not self.no_activation_checkpointing,
+            activation_bytes_per_sample=parse_bytes(self.activations, "--activations"),
         )
 
     def build_all(self) -> list[Scenario]:
