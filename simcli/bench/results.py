@@ -29,7 +29,9 @@ from ..output import _csv_value, cannot_write, check_output_path, jsonable
 __all__ = ["ALLREDUCE_COLUMNS", "STEP_COLUMNS", "ResultWriter", "metadata", "cpu_model", "read_results"]
 
 #: one row per (world_size, bytes); time_s is the ``stat`` (p10 by default, see simcli.bench.allreduce) of the
-#: per-iteration max-over-ranks times; noise = p90/p10; times_s (JSON only) every iteration's time
+#: per-iteration max-over-ranks times; noise = p90/p10; rse = relative standard error of time_s (iters is
+#: the number of timed iterations, at least --iters, more where rse stayed above target_se); times_s (JSON
+#: only) every iteration's time
 ALLREDUCE_COLUMNS = (
     "collective",
     "backend",
@@ -53,6 +55,8 @@ ALLREDUCE_COLUMNS = (
     "time_median_s",
     "time_mean_s",
     "noise",
+    "rse",
+    "target_se",
 )
 #: one row per (world_size, mode)
 STEP_COLUMNS = (

@@ -7,6 +7,7 @@ command prints one line naming ``pip install 'simcli[bench]'`` and exits 2.
 from __future__ import annotations
 
 import enum
+import math
 import os
 import sys
 from typing import Annotated, Any, Callable, Optional
@@ -214,6 +215,18 @@ def _stdout_needed(output: str | None, tr: dict[str, Any] | None) -> None:
         )
 
 
+def _fraction(option: str, value: str) -> float:
+    """'3%' or 0.03 -> 0.03; >= 0 and finite, else bad input naming the option."""
+    v = value.strip()
+    try:
+        x = float(v[:-1]) / 100 if v.endswith("%") else float(v)
+    except ValueError:
+        raise InputError(f"{option}: {value!r} is not a fraction or a percentage (try '3%' or 0.03)") from None
+    if not (x >= 0 and math.isfinite(x)):
+        raise InputError(f"{option}: {value!r} must be 0 or more and finite (try '3%' or 0.03)")
+    return x
+
+
 def _is_writer(tr: dict[str, Any] | None) -> bool:
     return tr is None or int(tr["rank"]) == 0
 
@@ -251,7 +264,44 @@ def bench_allreduce(
         str, typer.Option("--dtype", help="Element type: fp32, fp16, bf16, fp64, int32, int64, int8, uint8.")
     ] = "fp32",
     warmup: Warmup = 5,
-    iters: Annotated[int, typer.Option("--iters", "-n", min=1, help="Timed iterations per size.")] = 20,
+    iters: Annotated[
+        int,
+        typer.Option(
+            "--iters",
+            "-n",
+            min=1,
+            help="Timed iterations per size, at least; more are added while a size's --stat is unsettled "
+            "(--target-se, --max-iters, --max-time).",
+        ),
+    ] = 20,
+    target_se: Annotated[
+        str,
+        typer.Option(
+            "--target-se",
+            help="Adaptive repetition: after --iters, add rounds (one iteration of each unsettled size, "
+            "shuffled) until the relative standard error of every size's --stat is at most this "
+            "('3%' or 0.03; 0: always up to --max-iters or --max-time). On a busy machine ten samples "
+            "leave p10 ~15% apart between runs; a quiet one settles in --iters.",
+        ),
+    ] = "3%",
+    max_iters: Annotated[
+        Optional[int],
+        typer.Option(
+            "--max-iters",
+            min=1,
+            help="At most this many timed iterations per size [default: 200, or --iters if larger]; "
+            "equal to --iters: a fixed count, no adaptive repetition.",
+        ),
+    ] = None,
+    max_time: Annotated[
+        float,
+        typer.Option(
+            "--max-time",
+            min=0,
+            help="Seconds a world may measure before no more rounds are added (the --iters always run; "
+            "at most half of --timeout).",
+        ),
+    ] = 30.0,
     timeout: Timeout = 300.0,
     port: Port = 0,
     threads: Threads = None,
@@ -295,11 +345,17 @@ def bench_allreduce(
     from ..bench.allreduce import TORCH_DTYPES
     from ..bench.launch import check_port, check_world_size
     from ..bench.results import ALLREDUCE_COLUMNS, ResultWriter, metadata
+    from ..bench.stats import DEFAULT_MAX_ITERS
     from ..ranges import parse_sizes
 
     ks, tr = _world_sizes(world_sizes, "2")
     if dtype not in TORCH_DTYPES:
         raise InputError(f"--dtype: {dtype!r} is not one of {', '.join(TORCH_DTYPES)}")
+    target = _fraction("--target-se", target_se)
+    if max_iters is not None and max_iters < iters:
+        raise InputError(f"--max-iters: {max_iters} is below --iters {iters}; give at least {iters}")
+    cap = max(iters, DEFAULT_MAX_ITERS if max_iters is None else max_iters)
+    budget = min(max_time, timeout / 2)  # the watchdog sees no new size while settled sizes are repeated
     esize = TORCH_DTYPES[dtype][1]
     sizes = [int(n) for n in parse_sizes(size)]
     small = [n for n in sizes if n < esize]
@@ -332,6 +388,9 @@ def bench_allreduce(
                 "median/mean likewise; noise = p90/p10",
                 "rounds": f"{min(n_rounds, iters)} rounds of shuffled sizes (--rounds, --seed {seed}), "
                 "warm-up per size",
+                "adaptive": f"after --iters {iters}, rounds added until the relative standard error of each "
+                f"size's {stat.value} is at most {target * 100:g}% (--target-se; column rse), up to {cap} iterations "
+                f"(--max-iters) and {budget:g} s per world (--max-time)",
                 "units": "bytes B, times s, algbw/busbw GB/s = 1e9 B/s, busbw = algbw*2(k-1)/k",
             },
         ),
@@ -366,6 +425,9 @@ def bench_allreduce(
                 "rounds": n_rounds,
                 "stat": stat.value,
                 "seed": seed,
+                "target_se": target,
+                "max_iters": cap,
+                "max_time": budget,
             },
             timeout=timeout,
             port=port,
@@ -374,6 +436,16 @@ def bench_allreduce(
             on_world_done=on_world_done,
         )
     if _is_writer(tr):
+        unsettled_rows = [r for r in rows if not (r.get("rse") or 0) <= target]
+        if unsettled_rows and target > 0:
+            worst = max(unsettled_rows, key=lambda r: r["rse"])
+            typer.echo(
+                f"simcli: warning: {len(unsettled_rows)} of {len(rows)} measurements did not settle to "
+                f"±{target * 100:g}% (--target-se) within --max-iters {cap} and --max-time {budget:g} s "
+                f"(worst: k={worst['world_size']}, {worst['bytes']} B at ±{worst['rse']:.1%}); "
+                "their time_s may differ in another run",
+                err=True,
+            )
         _finish(rows, ALLREDUCE_COLUMNS, format, writer, "measurements")
 
 
@@ -404,14 +476,21 @@ def _allreduce_table(k: int, backend: str, recs: list[dict[str, Any]], title: st
         Column("algbw GB/s", "algbw_GBps", lambda v: f"{v:.4g}"),
         Column("busbw GB/s", "busbw_GBps", lambda v: f"{v:.4g}"),
     ]
+    adaptive = any(r.get("rse") is not None for r in recs)  # measured here (not imported from nccl-tests)
+    if adaptive:
+        cols[7:7] = [
+            Column("± rse", "rse", lambda v: f"{v:.1%}" if math.isfinite(v) else "-"),
+            Column("iters", "iters"),
+        ]
     head = Text(title or f"all_reduce, world size {k}, {backend}: {stat} of the slowest rank's time per iteration")
     return Group(
         head,
         table(
             recs,
             cols,
-            caption=f"Times in {unit}; time = {stat} (--stat); noise = p90/p10 of the "
-            "iterations; busbw = algbw·2(k-1)/k; GB/s = 1e9 B/s.",
+            caption=f"Times in {unit}; time = {stat} (--stat); noise = p90/p10 of the iterations; "
+            + ("± rse: relative standard error of time (--target-se); iters: timed iterations; " if adaptive else "")
+            + "busbw = algbw·2(k-1)/k; GB/s = 1e9 B/s.",
         ),
         Text(""),
     )
