@@ -482,7 +482,9 @@ def _memory_kwargs(sc: Scenario, b: np.ndarray) -> dict[str, Any]:
     w = sc.workload
     given = sc.activation_bytes_per_sample
     if given is None:
-        given = w.activation_bytes_per_sample
+        from .workloads import activations_for
+
+        given = activations_for(w.activation_bytes_per_sample, sc.compute_dtype)
     if given is not None:
         act = np.asarray(b, dtype=np.float64) * given
     else:

@@ -175,8 +175,9 @@ class Workload:
     layers: int | None = None
     #: hidden size, for the activation estimate (transformers); None: activations not estimated
     hidden: int | None = None
-    #: activations kept for backward per sample (bytes), as measured; replaces the estimate when set
-    activation_bytes_per_sample: float | None = None
+    #: activations kept for backward per sample (bytes), as measured; replaces the estimate when set. A size,
+    #: or a size per compute dtype ({"fp32": ..., "bf16": ...}; workloads.activations_for picks one)
+    activation_bytes_per_sample: float | dict[str, float] | None = None
 
     def grad_bytes(self, grad_dtype: str) -> float:
         return self.params * DTYPE_BYTES[grad_dtype]

@@ -61,7 +61,8 @@ class ModelPreset:
     flops_per_sample_fixed: float | None = None
     layers: int | None = None  #: transformer blocks (FSDP's units); the embedding and head spread over them
     hidden: int | None = None  #: hidden size (the activation estimate)
-    activation_bytes_per_sample: float | None = None  #: measured activations per sample (replaces the estimate)
+    #: measured activations per sample (replaces the estimate): a size, or a size per compute dtype
+    activation_bytes_per_sample: float | dict[str, float] | None = None
 
     def flops_per_sample(self, seq_len: int | None = None) -> float:
         if self.flops_per_sample_fixed is not None:
@@ -117,6 +118,44 @@ def _number(v: Any, source: str, field: str, integer: bool = False) -> float:
     return int(v) if integer else float(v)
 
 
+#: activation figures by the size of the compute dtype: tf32 keeps fp32 tensors, fp16 what bf16 keeps
+_ACT_DTYPE = {"fp32": "fp32", "tf32": "fp32", "bf16": "bf16", "fp16": "bf16"}
+
+
+def _activations(v: Any, source: str, field: str) -> float | dict[str, float]:
+    """activation_bytes_per_sample: one size (bytes, units allowed), or a size per compute dtype (fp32, bf16)."""
+    from .units import UnitError, parse
+
+    def one(x: Any, f: str) -> float:
+        try:
+            b = parse(x, "bytes")
+        except UnitError as e:
+            raise InputError(f"{source}: {f}: {e}") from None
+        if b < 0:
+            raise InputError(f"{source}: {f}: {x!r} must not be negative")
+        return b
+
+    if isinstance(v, dict):
+        bad = [k for k in v if k not in ("fp32", "bf16")]
+        if bad or not v:
+            got = ", ".join(sorted(map(str, v))) or "nothing"
+            raise InputError(f"{source}: {field}: give a size, or sizes for fp32 and/or bf16 (got {got})")
+        return {str(k): one(x, f"{field}.{k}") for k, x in v.items()}
+    return one(v, field)
+
+
+def activations_for(value: float | dict[str, float] | None, dtype: str) -> float | None:
+    """The activation figure for a compute dtype: the size itself, or the entry of the dtype's width (else the
+    other entry, scaled by the ratio of the element sizes)."""
+    if value is None or not isinstance(value, dict):
+        return value
+    want = _ACT_DTYPE.get(dtype, "fp32")
+    if want in value:
+        return value[want]
+    other, x = next(iter(value.items()))
+    return x * (2.0 if other == "bf16" else 0.5)
+
+
 def workload_from_dict(d: Any, source: str, name: str | None = None) -> ModelPreset:
     if not isinstance(d, dict):
         raise InputError(f"{source}: {name or '(top level)'}: expected a mapping, got {d!r:.60}")
@@ -159,15 +198,7 @@ def workload_from_dict(d: Any, source: str, name: str | None = None) -> ModelPre
     hidden = _number(d["hidden"], source, prefix + "hidden", integer=True) if d.get("hidden") is not None else None
     act = None
     if d.get("activation_bytes_per_sample") is not None:
-        from .units import UnitError, parse
-
-        field = prefix + "activation_bytes_per_sample"
-        try:
-            act = parse(d["activation_bytes_per_sample"], "bytes")
-        except UnitError as e:
-            raise InputError(f"{source}: {field}: {e}") from None
-        if act < 0:
-            raise InputError(f"{source}: {field}: {d['activation_bytes_per_sample']!r} must not be negative")
+        act = _activations(d["activation_bytes_per_sample"], source, prefix + "activation_bytes_per_sample")
     batch = _number(d.get("batch_per_device", 32), source, prefix + "batch_per_device", integer=True)
     sources = d.get("sources") or []
     if isinstance(sources, str):

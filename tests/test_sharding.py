@@ -12,6 +12,7 @@ import numpy as np
 import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
+from typer.testing import CliRunner
 
 from simcli import collectives, sharding
 from simcli.cli.app import app
@@ -123,8 +124,6 @@ def test_activations_given_replace_the_estimate(tmp_path):
     assert run("ddp", K8, workload=w_file).memory.activations[0] == pytest.approx(8 * 2.0**20)
     # the command line wins over the file
     assert run("ddp", K8, workload=w_file, activation_bytes_per_sample=0.0).memory.activations[0] == 0.0
-    from typer.testing import CliRunner
-
     r = CliRunner().invoke(
         app, ["speedup", "-m", "resnet50", "-p", "dgx-a100", "-k", "8", "--activations", "96MiB", "-f", "json"]
     )
@@ -144,6 +143,25 @@ def test_activations_given_replace_the_estimate(tmp_path):
     f.write_text("name: w\nparams: 1e8\nflops_per_sample: 1e12\nactivation_bytes_per_sample: -1\n")
     r = CliRunner().invoke(app, ["speedup", "--workload", str(f), "-p", "dgx-a100", "-k", "8"])
     assert r.exit_code == 2 and "activation_bytes_per_sample: -1 must not be negative" in r.output
+
+
+def test_activations_by_compute_dtype(tmp_path):
+    """A figure per dtype: bf16 and fp16 take the bf16 entry, fp32 and tf32 the fp32 one; one entry alone scales."""
+    from simcli.workloads import activations_for, get_model
+
+    both = {"fp32": 86e6, "bf16": 44e6}
+    assert [activations_for(both, d) for d in ("fp32", "tf32", "bf16", "fp16")] == [86e6, 86e6, 44e6, 44e6]
+    assert activations_for({"fp32": 86e6}, "bf16") == 43e6 and activations_for({"bf16": 44e6}, "fp32") == 88e6
+    assert activations_for(5.0, "bf16") == 5.0 and activations_for(None, "fp32") is None
+    # the built-in ResNet-50 carries this project's measurement (measurements/activation_bytes.py)
+    r50 = get_model("resnet50").workload()
+    mem = run("ddp", K8, workload=r50, dtype="fp32").memory.activations[0]
+    assert mem == pytest.approx(r50.batch_per_device * 85.9e6)
+    assert run("ddp", K8, workload=r50, dtype="bf16").memory.activations[0] == pytest.approx(128 * 43.8e6)
+    f = tmp_path / "w.yaml"
+    f.write_text("name: w\nparams: 1e8\nflops_per_sample: 1e12\nactivation_bytes_per_sample: {fp8: 1 MB}\n")
+    r = CliRunner().invoke(app, ["speedup", "--workload", str(f), "-p", "dgx-a100", "-k", "8"])
+    assert r.exit_code == 2 and "activation_bytes_per_sample: give a size, or sizes for fp32 and/or bf16" in r.output
 
 
 @settings(max_examples=60, deadline=None)
