@@ -215,18 +215,6 @@ def _stdout_needed(output: str | None, tr: dict[str, Any] | None) -> None:
         )
 
 
-def _fraction(option: str, value: str) -> float:
-    """'3%' or 0.03 -> 0.03; >= 0 and finite, else bad input naming the option."""
-    v = value.strip()
-    try:
-        x = float(v[:-1]) / 100 if v.endswith("%") else float(v)
-    except ValueError:
-        raise InputError(f"{option}: {value!r} is not a fraction or a percentage (try '3%' or 0.03)") from None
-    if not (x >= 0 and math.isfinite(x)):
-        raise InputError(f"{option}: {value!r} must be 0 or more and finite (try '3%' or 0.03)")
-    return x
-
-
 def _is_writer(tr: dict[str, Any] | None) -> bool:
     return tr is None or int(tr["rank"]) == 0
 
@@ -351,7 +339,7 @@ def bench_allreduce(
     ks, tr = _world_sizes(world_sizes, "2")
     if dtype not in TORCH_DTYPES:
         raise InputError(f"--dtype: {dtype!r} is not one of {', '.join(TORCH_DTYPES)}")
-    target = _fraction("--target-se", target_se)
+    target = o.parse_fraction(target_se, "--target-se", "'3%' or 0.03", zero=True)
     if max_iters is not None and max_iters < iters:
         raise InputError(f"--max-iters: {max_iters} is below --iters {iters}; give at least {iters}")
     cap = max(iters, DEFAULT_MAX_ITERS if max_iters is None else max_iters)

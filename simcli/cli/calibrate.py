@@ -502,16 +502,7 @@ def validate(
 
 
 def _max_error(value: str | None) -> float | None:
-    if value is None:
-        return None
-    s = value.strip()
-    try:
-        x = float(s[:-1]) / 100 if s.endswith("%") else float(s)
-    except ValueError:
-        raise InputError(f"--max-error: {value!r} is not a fraction or a percentage (try '15%' or 0.15)") from None
-    if not x > 0 or x != x:
-        raise InputError(f"--max-error: {value!r} must be positive (try '15%' or 0.15)")
-    return x
+    return o.parse_fraction(value, "--max-error", "'15%' or 0.15")
 
 
 def _validate_view(v, max_rows: int):

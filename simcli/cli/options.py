@@ -20,6 +20,7 @@ import enum
 import functools
 import inspect
 import itertools
+import math
 import typing
 from typing import Annotated, Any, Callable, Optional, TypeVar
 
@@ -334,6 +335,23 @@ def parse_bytes(value: str | None, option: str) -> float | None:
         raise InputError(f"{option}: {e}") from None
     if x < 0:
         raise InputError(f"{option}: {value!r} must not be negative")
+    return x
+
+
+def parse_fraction(value: str | None, option: str, example: str, zero: bool = False) -> float | None:
+    """A fraction from the command line, as a percentage ('15%') or a number (0.15); None stays None.
+
+    Finite and positive (``zero``: 0 is allowed too), else bad input naming the option and an ``example``."""
+    if value is None:
+        return None
+    s = str(value).strip()
+    try:
+        x = float(s[:-1]) / 100 if s.endswith("%") else float(s)
+    except ValueError:
+        raise InputError(f"{option}: {value!r} is not a fraction or a percentage (try {example})") from None
+    if not math.isfinite(x) or x < 0 or (x == 0 and not zero):
+        need = "0 or more and finite" if zero else "positive"
+        raise InputError(f"{option}: {value!r} must be {need} (try {example})")
     return x
 
 
