@@ -110,6 +110,20 @@ def parse(value: object, kind: str) -> float:
     return x
 
 
+def parse_at(value: object, kind: str, where: str, positive: bool = False) -> float:
+    """:func:`parse` for input that names its place (an option, a file and field): anything that is not a
+    ``kind``, is negative, or (``positive``) is 0 raises InputError as one line starting with ``where``."""
+    from .model import InputError
+
+    try:
+        x = parse(value, kind)
+    except UnitError as e:
+        raise InputError(f"{where}: {e}") from None
+    if x < 0 or (positive and x == 0):
+        raise InputError(f"{where}: {value!r} must {f'be a positive {_noun(kind)}' if positive else 'not be negative'}")
+    return x
+
+
 def _noun(kind: str) -> str:
     return {"bytes": "size", "bandwidth": "bandwidth", "time": "time", "flops": "FLOP rate"}[kind]
 

@@ -124,16 +124,10 @@ _ACT_DTYPE = {"fp32": "fp32", "tf32": "fp32", "bf16": "bf16", "fp16": "bf16"}
 
 def _activations(v: Any, source: str, field: str) -> float | dict[str, float]:
     """activation_bytes_per_sample: one size (bytes, units allowed), or a size per compute dtype (fp32, bf16)."""
-    from .units import UnitError, parse
+    from .units import parse_at
 
     def one(x: Any, f: str) -> float:
-        try:
-            b = parse(x, "bytes")
-        except UnitError as e:
-            raise InputError(f"{source}: {f}: {e}") from None
-        if b < 0:
-            raise InputError(f"{source}: {f}: {x!r} must not be negative")
-        return b
+        return parse_at(x, "bytes", f"{source}: {f}")
 
     if isinstance(v, dict):
         bad = [k for k in v if k not in ("fp32", "bf16")]
