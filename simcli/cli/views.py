@@ -192,6 +192,16 @@ def comm_table(
     )
 
 
+def _overlap_label(d: dict[str, Any]) -> str:
+    """What hides the communication in this explanation: DDP's buckets, ZeRO's or FSDP's own overlap, or none."""
+    strategy = d.get("strategy") or "ddp"
+    if d["overlap"] != "buckets" or strategy == "ddp":
+        return f"overlap {d['overlap']}"
+    if strategy in ("zero1", "zero2"):
+        return "overlap buckets: reduce-scatter buckets during backward"
+    return "overlap buckets: all-gathers one unit ahead, reduce-scatters one unit behind"
+
+
 def explain_view(d: dict[str, Any]) -> Any:
     """A rich renderable of :func:`simcli.explain.explain`'s terms."""
     from rich.console import Group
@@ -235,7 +245,7 @@ def explain_view(d: dict[str, Any]) -> Any:
             t(d["t_reduction_s"]) + ("" if d["t_reduction_s"] else " (the profile gives no device.reduce_bandwidth)"),
         ),
         ("T_comm (total)", t(d["t_comm_s"])),
-        ("hidden by overlap", t(d["t_comm_hidden_s"]) + f"  (overlap {d['overlap']})"),
+        ("hidden by overlap", t(d["t_comm_hidden_s"]) + f"  ({_overlap_label(d)})"),
         ("exposed", t(d["t_comm_exposed_s"])),
         ("T_step", f"{t(d['t_step_s'])} = T_compute + exposed"),
         ("speedup S(k)", f"{d['speedup']:.4g}   E(k) = {d['efficiency']:.4g}"),
