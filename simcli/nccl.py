@@ -33,7 +33,8 @@ Two ways to read the model (``simcli.collectives.nccl_collective(by="tuner")`` c
 as NCCL does; ``by="time"`` takes the fastest pair): NCCL's tuner multiplies a multi-node Simple ring's
 latency by 1.4 ("plateau effect") and charges every message all channels; what the chosen pair then *costs* is
 priced without the plateau factor (a choice made after looking at the published 16-GPU forced-ring curve,
-which sits on the plain latency: 155 us measured against 153 modelled) and with the channels that
+whose 1-2 MiB floor of 155 us sits on Simple's plain latency, 153 us with the bytes, not on 1.4x it; the
+tuner itself picks LL128 there, 85 us, which is the ring curves' open error) and with the channels that
 ``getAlgoInfo`` really launches for that size (``nc`` shrinks while ``n < nc·nthreads·threshold``), whose
 bandwidth scales by nc/channels.
 """
