@@ -805,8 +805,10 @@ def _fastest(costs: list[CommCost]) -> CommCost:
     times = np.stack([c.time for c in costs])
     best = np.argmin(times, axis=0)
 
-    def pick(field: str, axis0: bool = False) -> np.ndarray | None:
+    def pick(field: str, axis0: bool = False, zero: bool = False) -> np.ndarray | None:
         vals = [getattr(c, field) for c in costs]
+        if zero and not all(v is None for v in vals):  # a term some costs do not have (fill): 0 for those
+            vals = [np.zeros(times.shape[1:]) if v is None else v for v in vals]
         if any(v is None for v in vals):
             return None
         arr = np.stack(
@@ -836,6 +838,7 @@ def _fastest(costs: list[CommCost]) -> CommCost:
         algorithm=pick("algorithm"),
         protocol=protocol,
         tier_hops=pick("tier_hops", True),
+        fill=pick("fill", zero=True),
     )
 
 

@@ -404,17 +404,7 @@ def _total(
             return None
         return np.asarray(sum(times * v for times, v in parts if v is not None))
 
-    return dataclasses.replace(
-        main,
-        time=add("time"),
-        latency=add("latency"),
-        bandwidth=add("bandwidth"),
-        reduction=add("reduction"),
-        tier_latency=add("tier_latency"),
-        tier_bandwidth_s=add("tier_bandwidth_s"),
-        tier_hops=add("tier_hops") if main.tier_hops is not None else None,
-        fill=add("fill"),
-    )
+    return dataclasses.replace(main, **{name: add(name) for name in collectives.COMM_TERMS})
 
 
 def simulate(scenario: Scenario, devices: np.ndarray | list[int]) -> Result:

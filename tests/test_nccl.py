@@ -121,6 +121,11 @@ def test_nvls_pipeline_fill_by_hand():
     # reduce-scatter and all-gather kernels have two stages, so one chunk time of fill
     rs = pair(p, 8, "nvls", "simple", "reduce_scatter")
     assert rs.fill(sizes) == pytest.approx(np.array(fills) / 2 / rs.alg_Bps[0])
+    # auto keeps the term where it picks an NVLS pair (0 where it picks a textbook algorithm)
+    auto = C.collective(p, "auto", np.array([8]), sizes)
+    picked = np.array([a == "nvls" for a in auto.algorithm])
+    assert picked.any() and auto.fill[picked] == pytest.approx(c.fill[picked])
+    assert not np.any(auto.fill[~picked])
     # rings and trees have no fill term
     assert pair(p, 8, "ring", "simple").fill(sizes) == 0.0
     assert not np.any(C.collective(p, "ring", np.array([8]), sizes).fill)
