@@ -10,6 +10,9 @@ all channels). Sources: the header of each file under validation/published/.
 
     python benchmarks/validate_nccl.py [-v] [--textbook]
 
+``-v`` prints every point; where NCCL runs NVLS it also prints the pipeline fill the measurement implies, in
+chunk times: (measured - the modelled time without its fill) / one chunk time; the model charges 2.
+
 ``--textbook`` adds the previous release's model beside it: the textbook ring (2(k-1) steps, each at the
 slowest spanned tier's latency) on the same profiles.
 """
@@ -98,9 +101,16 @@ def main(verbose: bool = False, textbook: bool = False) -> list[dict]:
             print(f"{label:52s} {prof:9s} {alg:5s} {band:11s} {int(m.sum()):3d} {a:7.1%} {b:10.1%}{old}")
         if verbose:
             for i in range(len(n)):
+                # NVLS: the fill the measurement implies, in chunk times (the model charges nccl.NVLS_FILL of them)
+                chunk_t = pred.fill[i] / nccl.NVLS_FILL["all_reduce"] if pred.fill is not None else 0.0
+                implied = (
+                    f"  implied fill {(t[i] - (pred.time[i] - pred.fill[i])) / chunk_t:4.1f} chunk times"
+                    if chunk_t > 0
+                    else ""
+                )
                 print(
                     f"    {int(n[i]):>12d} B  measured {t[i] * 1e6:9.1f} us  simcli {pred.time[i] * 1e6:9.1f} us "
-                    f"({err[i]:+.0%}, {pred.algorithm[i]}/{pred.protocol[i]})  tuner {tuner[i] * 1e6:9.1f} us"
+                    f"({err[i]:+.0%}, {pred.algorithm[i]}/{pred.protocol[i]})  tuner {tuner[i] * 1e6:9.1f} us" + implied
                 )
     for band, _, _ in BANDS:
         a = [r["simcli"] for r in out if r["band"] == band]
