@@ -39,7 +39,7 @@ def rows() -> dict[str, list[dict]]:
     return out
 
 
-def predict(r: dict, compute_s: float, ks: list[int]) -> dict[int, float]:
+def predict(r: dict, compute_s: float, ks: list[int]) -> dict[int, dict]:
     cmd = [
         sys.executable,
         "-m",
@@ -66,24 +66,31 @@ def predict(r: dict, compute_s: float, ks: list[int]) -> dict[int, float]:
         cmd.append("--no-activation-checkpointing")
     d = json.loads(subprocess.run(cmd, capture_output=True, text=True, check=True).stdout)
     recs = d["records"] if isinstance(d, dict) else d
-    return {int(x["devices"]): float(x["efficiency"]) for x in recs}
+    return {int(x["devices"]): x for x in recs}
 
 
 def main() -> None:
     errs = []
-    print(f"{'model':>6} {'k':>4} {'measured':>9} {'predicted':>9} {'error':>7}")
+    # beside the error: how much the measured step grew from the smallest k, and how much simcli's whole
+    # communication time grew (hidden or not): what exposing every collective as priced could add at most
+    print(
+        f"{'model':>6} {'k':>4} {'measured':>9} {'predicted':>9} {'error':>7} "
+        f"{'step growth ms':>15} {'T_comm growth ms':>17}"
+    )
     for model, rs in rows().items():
         rs = sorted(rs, key=lambda r: int(r["k"]))
         k0 = int(rs[0]["k"])
         tps0 = float(rs[0]["tps_gpu"])
         compute = int(rs[0]["mb"]) * int(rs[0]["seq"]) / tps0
-        eff = predict(rs[0], compute, [int(r["k"]) for r in rs])
+        rec = predict(rs[0], compute, [int(r["k"]) for r in rs])
         for r in rs[1:]:
             k = int(r["k"])
             meas = float(r["tps_gpu"]) / tps0
-            pred = eff[k] / eff[k0]
+            pred = rec[k]["efficiency"] / rec[k0]["efficiency"]
             errs.append(pred / meas - 1)
-            print(f"{model:>6} {k:>4} {meas:9.3f} {pred:9.3f} {pred / meas - 1:+7.1%}")
+            grew = (int(r["mb"]) * int(r["seq"]) / float(r["tps_gpu"]) - compute) * 1e3
+            comm = (rec[k]["t_comm_s"] - rec[k0]["t_comm_s"]) * 1e3
+            print(f"{model:>6} {k:>4} {meas:9.3f} {pred:9.3f} {pred / meas - 1:+7.1%} {grew:15.0f} {comm:17.1f}")
     a = [abs(e) for e in errs]
     med, mean = statistics.median(a), statistics.mean(errs)
     print(f"{len(errs)} rows: median |error| {med:.1%}, max {max(a):.1%}, mean error {mean:+.1%}")
