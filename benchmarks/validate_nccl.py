@@ -1,7 +1,9 @@
 """simcli's NCCL model against published nccl-tests all-reduce curves, by size band (nothing fitted to them).
 
-For each curve: the built-in profile of that system, ``--algorithm nccl`` (or ``ring`` where the run forced
-NCCL_ALGO=Ring / NCCL_NVLS_ENABLE=0), and the median of |t_pred/t_meas - 1| in three bands: <= 256 KiB,
+For each curve: the built-in profile of that system, ``--algorithm nccl`` (or the algorithm the run forced:
+``ring`` for NCCL_ALGO=Ring / NCCL_NVLS_ENABLE=0, ``nvls`` for Azure's NCCL_ALGO=NVLS), the run's nccl-tests
+``-g`` (a file's ``gpus_per_process`` column: one process launching on 8 GPUs is no faster than 8 launches,
+simcli.nccl.host_floor), and the median of |t_pred/t_meas - 1| in three bands: <= 256 KiB,
 0.5-64 MiB, >= 128 MiB, per curve, then the median of the curves' medians and the median over all points of the
 band. The measured time is the better of out-of-place and in-place (a published run is one
 sample), or n·2(k-1)/k / busbw where only busbw is published. Sizes below 1 KiB are left out (launch noise).
@@ -38,8 +40,8 @@ CASES = [  # file, system column value (or None), profile, algorithm
     ("nccl-allreduce-16xH100-2node-ib400x8.csv", None, "dgx-h100", "nccl"),
     ("nccl-allreduce-16xH100-2node-ring.csv", None, "dgx-h100", "ring"),
     ("nccl-allreduce-8xA100-nvswitch.csv", None, "dgx-a100", "nccl"),
-    ("nccl-allreduce-8xH100-8xH200-azure.csv", "nd-h100-v5", "dgx-h100", "nccl"),
-    ("nccl-allreduce-8xH100-8xH200-azure.csv", "nd-h200-v5", "hgx-h200", "nccl"),
+    ("nccl-allreduce-8xH100-8xH200-azure.csv", "nd-h100-v5", "dgx-h100", "nvls"),  # NCCL_ALGO=NVLS, -g 8
+    ("nccl-allreduce-8xH100-8xH200-azure.csv", "nd-h200-v5", "hgx-h200", "nvls"),
     ("nccl-allreduce-8xH200-ring-nvls-off.csv", None, "hgx-h200", "ring"),
 ]
 BANDS = SIZE_BANDS
@@ -70,7 +72,8 @@ def main(verbose: bool = False, textbook: bool = False) -> list[dict]:
         k = np.array([int(r["devices"]) for r in rs])
         n = np.array([float(r["bytes"]) for r in rs])
         t = np.array([_measured(r) for r in rs])
-        pred = C.collective(p, alg, k, n)
+        g = int(rs[0].get("gpus_per_process") or 1)  # nccl-tests' -g: one process launching on g GPUs
+        pred = C.collective(p, alg, k, n, "all_reduce", None, g)
         prs = nccl.pairs(
             p.network, C.nccl_spec(p), k, C.tier_bandwidth(p.network, k), "all_reduce", None if alg == "nccl" else [alg]
         )
@@ -103,6 +106,8 @@ def main(verbose: bool = False, textbook: bool = False) -> list[dict]:
             for i in range(len(n)):
                 # NVLS: the fill the measurement implies, in chunk times (the model charges nccl.NVLS_FILL of them)
                 chunk_t = pred.fill[i] / nccl.NVLS_FILL["all_reduce"] if pred.fill is not None else 0.0
+                if pred.host is not None and pred.host[i] > 0:
+                    chunk_t = 0.0  # host-bound: the measurement says nothing about the fill
                 implied = (
                     f"  implied fill {(t[i] - (pred.time[i] - pred.fill[i])) / chunk_t:4.1f} chunk times"
                     if chunk_t > 0

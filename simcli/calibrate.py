@@ -652,15 +652,29 @@ class NcclFit:
 
 
 def _nccl_predict(
-    profile: Any, lat: np.ndarray, bw: np.ndarray, k: np.ndarray, n: np.ndarray, algorithm: str
+    profile: Any,
+    lat: np.ndarray,
+    bw: np.ndarray,
+    k: np.ndarray,
+    n: np.ndarray,
+    algorithm: str,
+    gpus: np.ndarray | None = None,
 ) -> np.ndarray:
+    """``gpus``: per point, the GPUs one thread launched on (nccl-tests' -g; None: one per process)."""
     import dataclasses
 
     net = tuple(
         dataclasses.replace(t, latency_s=float(a), bandwidth_Bps=float(b), efficiency=1.0)
         for t, a, b in zip(profile.network, lat, bw)
     )
-    return collectives.collective(dataclasses.replace(profile, network=net), algorithm, k, n).time
+    prof = dataclasses.replace(profile, network=net)
+    if gpus is None or np.all(gpus == 1):
+        return collectives.collective(prof, algorithm, k, n).time
+    out = np.empty(np.broadcast(k, n).shape)
+    for g in np.unique(gpus):
+        sel = gpus == g
+        out[sel] = collectives.collective(prof, algorithm, k[sel], n[sel], "all_reduce", None, int(g)).time
+    return out
 
 
 def _descend(loss: Any, x0: np.ndarray, free: np.ndarray) -> np.ndarray:
@@ -687,6 +701,10 @@ def _descend(loss: Any, x0: np.ndarray, free: np.ndarray) -> np.ndarray:
     return x
 
 
+def _at(gpus: np.ndarray | None, sel: np.ndarray) -> np.ndarray | None:
+    return None if gpus is None else gpus[sel]
+
+
 def fit_nccl(
     profile: Any,
     k: np.ndarray,
@@ -697,6 +715,7 @@ def fit_nccl(
     holdout: float = 0.0,
     seed: int = 0,
     what: str = "data",
+    gpus: np.ndarray | None = None,
 ) -> NcclFit:
     """Fit every spanned tier's hop latency (its Ring/Simple ``latency``) and effective bandwidth so that NCCL's
     model, with NCCL's own choice of algorithm and protocol, matches measured all-reduce times.
@@ -707,7 +726,8 @@ def fit_nccl(
     counts, so a tier may not matter at all); the others keep the base profile's values. Two tiers whose
     bandwidths only matter through their minimum cannot be told apart: the fit then matches the times with
     one of the combinations, and the half-sample spread shows it. Standard errors: the spread of the fitted
-    values over 8 half-samples (drawn with ``seed``).
+    values over 8 half-samples (drawn with ``seed``). ``gpus``: per point, nccl-tests' -g (the host's launches
+    floor those times, :func:`simcli.nccl.host_floor`); None is one GPU per process.
     """
     k = np.asarray(k, dtype=np.int64)
     n = np.asarray(n, dtype=np.float64)
@@ -724,13 +744,20 @@ def fit_nccl(
     base_bw = np.array([x.effective_Bps for x in net])
     x0 = np.log(np.concatenate([base_lat, base_bw]))
     # identified: changing the value by 20% moves some fitted prediction by at least 2%
-    ref = np.log(_nccl_predict(profile, base_lat, base_bw, k[fit_i], n[fit_i], algorithm))
+    ref = np.log(_nccl_predict(profile, base_lat, base_bw, k[fit_i], n[fit_i], algorithm, _at(gpus, fit_i)))
     free = np.zeros(2 * nt, dtype=bool)
     for j in range(2 * nt):
         for step in (np.log(1.2), -np.log(1.2)):  # both ways: a bandwidth may only matter through a minimum
             y = x0.copy()
             y[j] += step
-            moved = np.log(_nccl_predict(profile, np.exp(y[:nt]), np.exp(y[nt:]), k[fit_i], n[fit_i], algorithm)) - ref
+            moved = (
+                np.log(
+                    _nccl_predict(
+                        profile, np.exp(y[:nt]), np.exp(y[nt:]), k[fit_i], n[fit_i], algorithm, _at(gpus, fit_i)
+                    )
+                )
+                - ref
+            )
             free[j] |= bool(np.max(np.abs(moved)) >= 0.02)
     lat_free, bw_free = free[:nt], free[nt:]
     warnings: list[str] = []
@@ -739,7 +766,7 @@ def fit_nccl(
 
     def make_loss(sel: np.ndarray):
         def loss(x: np.ndarray) -> float:
-            p = _nccl_predict(profile, np.exp(x[:nt]), np.exp(x[nt:]), k[sel], n[sel], algorithm)
+            p = _nccl_predict(profile, np.exp(x[:nt]), np.exp(x[nt:]), k[sel], n[sel], algorithm, _at(gpus, sel))
             return float(np.mean(np.log(p / t[sel]) ** 2))
 
         return loss
@@ -756,7 +783,7 @@ def fit_nccl(
             reps.append(_descend(make_loss(sub), x, free))
     spread = np.std(np.exp(np.array(reps)), axis=0, ddof=1) if len(reps) >= 2 else None
     lat, bw = np.exp(x[:nt]), np.exp(x[nt:])
-    pred = _nccl_predict(profile, lat, bw, k, n, algorithm)
+    pred = _nccl_predict(profile, lat, bw, k, n, algorithm, gpus)
     rel = np.abs(pred / t - 1.0)
     lt = np.log(t[fit_i])
     ss_tot = float(np.sum((lt - lt.mean()) ** 2))

@@ -42,9 +42,10 @@ def _fit_nccl_tiers(
     holdout: float,
     seed: int,
     what: str,
+    gpus: np.ndarray | None = None,
 ) -> None:
     """NCCL's model fitted on every identified tier: updates ``network`` and appends one record per tier."""
-    fit = fit_nccl(base, k, n, t, algorithm=algorithm, holdout=holdout, seed=seed, what=what)
+    fit = fit_nccl(base, k, n, t, algorithm=algorithm, holdout=holdout, seed=seed, what=what, gpus=gpus)
     spanned = tier_spanned(base.network, k)
     for ti, t_before in enumerate(base.network):
         if not spanned[ti].any():
@@ -234,11 +235,14 @@ def calibrate_profile(
     if comm_m is not None:
         m = filter_rows(comm_m, where, min_size, max_size)
         k, n, t = m.devices(), m.number("bytes"), m.allreduce_time()
+        gpus = m.optional("gpus_per_process")  # nccl-tests' -g, as bench import records it
+        gpus = None if gpus is None else np.maximum(gpus, 1).astype(np.int64)
         one = k < 2
         if one.any():
             warnings.append(f"{m.path}: {int(one.sum())} row(s) with world size 1 left out (no communication)")
             keep = ~one
             k, n, t = k[keep], n[keep], t[keep]
+            gpus = None if gpus is None else gpus[keep]
             if not k.size:
                 raise InputError(f"{m.path}: only world size 1: nothing to fit; measure world sizes >= 2")
         check_devices(base.network, k)
@@ -255,7 +259,17 @@ def calibrate_profile(
                 "derivative-free coordinate search; standard errors from 8 half-samples"
             )
             _fit_nccl_tiers(
-                base, network, tiers_out, k, n, t, algorithm=algorithm, holdout=holdout, seed=seed, what=m.path
+                base,
+                network,
+                tiers_out,
+                k,
+                n,
+                t,
+                algorithm=algorithm,
+                holdout=holdout,
+                seed=seed,
+                what=m.path,
+                gpus=gpus,
             )
         elif tier is not None:
             names = [x.name for x in base.network]

@@ -146,10 +146,23 @@ class CommCost:
     tier_hops: np.ndarray | None = None
     #: the part of ``bandwidth`` that is pipeline fill (NVLS, NCCL model); None for textbook costs
     fill: np.ndarray | None = None
+    #: what the host's issue rate adds to ``time`` when one thread drives several GPUs (nccl-tests ``-g G``,
+    #: :func:`simcli.nccl.host_floor`): ``max(0, G·launch - t_gpu)``; None at one GPU per process
+    host: np.ndarray | None = None
 
 
 #: the CommCost fields that add up when costs are summed or scaled (the others describe the choice)
-COMM_TERMS = ("time", "latency", "bandwidth", "reduction", "tier_latency", "tier_bandwidth_s", "tier_hops", "fill")
+COMM_TERMS = (
+    "time",
+    "latency",
+    "bandwidth",
+    "reduction",
+    "tier_latency",
+    "tier_bandwidth_s",
+    "tier_hops",
+    "fill",
+    "host",
+)
 
 
 def check_devices(network: Sequence[Tier], k: np.ndarray) -> None:
@@ -898,6 +911,7 @@ def collective(
     nbytes: np.ndarray,
     collective: str = "all_reduce",
     protocol: str | None = None,
+    gpus_per_process: int = 1,
 ) -> CommCost:
     """Cost of one collective of ``nbytes`` (nccl-tests' size) over ``k`` devices on ``profile``.
 
@@ -906,7 +920,33 @@ def collective(
     cheapest pair; the others force that algorithm as ``NCCL_ALGO`` does, with its cheapest protocol unless
     ``protocol`` forces one); on a textbook profile ``ring`` and ``tree`` are the alpha-beta formulas.
     ``auto`` is the fastest of everything simcli models, which no single library reaches.
+
+    ``gpus_per_process`` > 1 is a run where one host thread launches the collective on that many GPUs
+    (nccl-tests ``-g G``): an NCCL-priced time is then at least :func:`simcli.nccl.host_floor` (the ``host``
+    term says how much that adds).
     """
+    cost = _collective(profile, algorithm, k, nbytes, collective, protocol)
+    if gpus_per_process == 1:
+        return cost
+    if gpus_per_process < 1:
+        raise InputError(f"--gpus-per-process: {gpus_per_process} must be at least 1 (nccl-tests' -g)")
+    if cost.protocol is None:  # a textbook (alpha-beta) cost: no NCCL launches to count
+        return cost
+    from . import nccl
+
+    floor = nccl.host_floor(gpus_per_process)
+    time = np.maximum(cost.time, floor)
+    return dataclasses.replace(cost, time=time, host=time - cost.time)
+
+
+def _collective(
+    profile: Any,
+    algorithm: str | None,
+    k: np.ndarray,
+    nbytes: np.ndarray,
+    collective: str,
+    protocol: str | None,
+) -> CommCost:
     from . import nccl
 
     algorithm = check_algorithm(algorithm or default_algorithm(profile))

@@ -20,18 +20,20 @@ def comm_grid(
     dtype: str = "fp32",
     collective: str = "all_reduce",
     protocol: str | None = None,
+    gpus_per_process: int = 1,
 ) -> list[dict[str, Any]]:
     """One record per (k, bytes), k-major, with nccl-tests' columns in SI and GB/s (1e9 B/s).
 
     ``bytes`` is the collective's size as nccl-tests counts it (all-gather: the gathered output); busbw uses
-    nccl-tests' factor for the collective (:func:`simcli.collectives.busbw_factor`).
+    nccl-tests' factor for the collective (:func:`simcli.collectives.busbw_factor`). ``gpus_per_process``
+    is nccl-tests' ``-g``: GPUs one host thread launches on (:func:`simcli.nccl.host_floor`).
     """
     if dtype not in DTYPE_BYTES:
         raise InputError(f"--dtype: unknown dtype {dtype!r}; choose one of {', '.join(DTYPE_BYTES)}")
     k = np.asarray(devices, dtype=np.int64)
     n = np.asarray(sizes, dtype=np.float64)
     collectives.check_devices(profile.network, k)
-    cost = collectives.collective(profile, algorithm, k[:, None], n[None, :], collective, protocol)
+    cost = collectives.collective(profile, algorithm, k[:, None], n[None, :], collective, protocol, gpus_per_process)
     algorithm = algorithm or collectives.default_algorithm(profile)
     kk, nn = np.broadcast_arrays(k[:, None], n[None, :])
     t = cost.time
@@ -55,6 +57,7 @@ def comm_grid(
                 "latency_s": float(cost.latency[idx]),
                 "bandwidth_s": float(cost.bandwidth[idx]),
                 "fill_s": None if cost.fill is None else float(np.broadcast_to(cost.fill, t.shape)[idx]),
+                "host_s": None if cost.host is None else float(np.broadcast_to(cost.host, t.shape)[idx]),
                 "algbw_GBps": _f(algbw[idx]),
                 "busbw_GBps": _f(busbw[idx]),
                 "bottleneck": names[b] if b >= 0 else None,

@@ -37,6 +37,14 @@ whose 1-2 MiB floor of 155 us sits on Simple's plain latency, 153 us with the by
 tuner itself picks LL128 there, 85 us, which is the ring curves' open error) and with the channels that
 ``getAlgoInfo`` really launches for that size (``nc`` shrinks while ``n < nc·nthreads·threshold``), whose
 bandwidth scales by nc/channels.
+
+**The host's issue rate** (:func:`host_floor`). nccl-tests times a loop of back-to-back launches with the
+host's clock, so a run that drives G GPUs from one thread (``-g G``, one process) cannot go faster than the
+host launches: G launches per collective, :data:`LAUNCH_US` each. The time is ``max(t_gpu, G·LAUNCH_US)``.
+NCCL's maintainers name this ("higher latency ... due to using multiple GPUs per node (-g 8) instead of one
+GPU per process ... due to the CUDA latency overheads of single process jobs", NVIDIA/nccl-tests#333).
+One process per GPU (``-g 1``, ``mpirun``, and every torch.distributed job) is G = 1, where the floor never
+binds: every pair's latency is above 4.2 us.
 """
 
 from __future__ import annotations
@@ -157,8 +165,18 @@ NVLS_RATIO = 5.0 / 6.0
 #: gather out of it (3 stages); reduce-scatter (reduce_scatter.h): scatter, multimem reduce (2); all-gather:
 #: multimem broadcast, gather (2)
 NVLS_FILL = {"all_reduce": 2.0, "reduce_scatter": 1.0, "all_gather": 1.0}
+#: Host time to issue one collective to one GPU (us), measured by a third party: DGX-A100, nccl-tests
+#: ``all_reduce_perf -b 8 -e 128 -g N`` in one process, NCCL_ALGO=Ring, NCCL_MAX_NCHANNELS=1 (NVIDIA/nccl-tests#123,
+#: 2022-12-14): 10, 13.76, 16.88, 20.8, 25.2, 29.5, 33.7 us for N = 2..8, i.e. N x 4.2 us from N = 4 on (4.2,
+#: 4.16, 4.2, 4.2, 4.2 us per GPU), where NCCL's tuner gives the GPU 6.6 + 2(N-1)·0.6 us (15 us at N = 8)
+LAUNCH_US = 4.2
 #: ``comm->nvlsChunkSize`` (NCCL_NVLS_CHUNKSIZE, 128 KiB), the largest NVLS chunk
 NVLS_CHUNK = 128 * 1024
+
+
+def host_floor(gpus_per_process: int) -> float:
+    """The least time (s) one collective takes when one host thread launches it on ``gpus_per_process`` GPUs."""
+    return float(gpus_per_process) * LAUNCH_US * 1e-6
 
 
 def tier_kind(tier: Tier, index: int) -> str:

@@ -250,11 +250,23 @@ def _validate_allreduce(m: Measured, profile: Profile, algorithm: str) -> list[d
             "costs nothing to predict; drop the row"
         )
     collectives.check_devices(profile.network, k)
-    cost = collectives.collective(profile, algorithm, k, n, "all_reduce")
+    # nccl-tests' -g: GPUs one thread launched on (bench import records it; 1 where the file does not say)
+    g = m.optional("gpus_per_process")
+    g = np.ones(len(m), dtype=np.int64) if g is None else g.astype(np.int64)
+    if np.any(g < 1):
+        i = int(np.argmax(g < 1))
+        raise InputError(
+            f"{m.path}: line {m.lines[i]}: gpus_per_process {g[i]} must be at least 1 (nccl-tests' -g: "
+            "the GPUs one thread launched on)"
+        )
+    predicted = np.empty(len(m))
+    for gi in np.unique(g):
+        sel = g == gi
+        predicted[sel] = collectives.collective(profile, algorithm, k[sel], n[sel], "all_reduce", None, int(gi)).time
     f = collectives.busbw_factor(k)
     recs = []
     for i in range(len(m)):
-        pred = float(cost.time[i])
+        pred = float(predicted[i])
         bus_m, bus_p = n[i] * f[i] / t[i] / 1e9, n[i] * f[i] / pred / 1e9
         recs.append(
             _row(

@@ -218,3 +218,16 @@ def test_help_and_cli_do_not_import_torch():
     )
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
     assert out.stdout.strip() == "False"
+
+
+@pytest.mark.parametrize("name", ["all_reduce_perf_8xA100.txt", "all_reduce_perf_8xA100.json"])
+def test_import_records_gpus_per_process(name, tmp_path, runner):
+    """nccl-tests' nGpus (-g 8: one process launching on 8 GPUs) travels into the rows, which validate reads."""
+    recs = parse_nccl_tests(FIX / name)
+    assert {r["gpus_per_process"] for r in recs} == {8}
+    out = tmp_path / "imported.csv"
+    r = runner.invoke(app, ["bench", "import", str(FIX / name), "-o", str(out)])
+    assert r.exit_code == 0, r.output
+    from simcli.validate import read_measurements
+
+    assert set(read_measurements(out).number("gpus_per_process")) == {8.0}

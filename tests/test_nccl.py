@@ -369,3 +369,41 @@ def test_a_forced_algorithm_that_cannot_run_falls_back_to_ring_as_nccl_does():
     assert C.collective(a100, "nvls-tree", np.array([16]), np.array([2.0**20])).algorithm.tolist() == ["ring"]
     with pytest.raises(InputError, match="--protocol"):
         C.collective(h100_like(ll128=False), "ring", np.array([8]), np.array([1e6]), protocol="ll128")
+
+
+# ------------------------------------------------------------- the host's issue rate (nccl-tests -g G)
+
+
+def test_one_thread_on_g_gpus_is_no_faster_than_g_launches():
+    p = resolve_profile("dgx-h100")
+    k, n = np.array([8, 8, 8]), np.array([1024.0, 32768.0, 1 << 30])
+    gpu = C.collective(p, "nvls", k, n)
+    g8 = C.collective(p, "nvls", k, n, "all_reduce", None, 8)
+    floor = 8 * nccl.LAUNCH_US * US
+    assert gpu.host is None  # one GPU per process: nothing added, the default everywhere else
+    np.testing.assert_allclose(g8.time, np.maximum(gpu.time, floor))
+    np.testing.assert_allclose(g8.host, g8.time - gpu.time)
+    assert g8.time[0] == pytest.approx(floor) and g8.host[0] > 0  # 1 KiB: 23 us of NVLS under 33.6 us of launches
+    assert g8.host[2] == 0.0 and g8.time[2] == gpu.time[2]  # 1 GiB: the GPU is the bottleneck
+    # every NCCL pair's latency is above one launch: at -g 1 the floor could never bind
+    assert np.all(C.collective(p, "nccl", np.array([2, 8, 16]), np.array([8.0] * 3)).time > nccl.host_floor(1))
+
+
+def test_host_floor_leaves_textbook_costs_and_refuses_zero_gpus():
+    p = make_profile(Tier("loop", 10e9, 5e-6, size=None), name="flat")
+    k, n = np.array([4]), np.array([1024.0])
+    assert C.collective(p, "ring", k, n, "all_reduce", None, 8).time == C.collective(p, "ring", k, n).time
+    with pytest.raises(InputError, match="--gpus-per-process"):
+        C.collective(resolve_profile("dgx-h100"), "nccl", k, n, "all_reduce", None, 0)
+
+
+def test_comm_gpus_per_process_shows_what_the_launches_add(runner):
+    r = runner.invoke(
+        app, ["comm", "-p", "dgx-h100", "-k", "8", "-s", "1KiB,1GiB", "-a", "nvls", "-g", "8", "-f", "json"]
+    )
+    assert r.exit_code == 0, r.output
+    small, big = json.loads(r.stdout)
+    assert small["time_s"] == pytest.approx(8 * nccl.LAUNCH_US * US) and small["host_s"] > 0
+    assert big["host_s"] == 0.0
+    r = runner.invoke(app, ["comm", "-p", "dgx-h100", "-k", "8", "-s", "1KiB", "-a", "nvls", "-g", "8"])
+    assert r.exit_code == 0 and "host +" in r.stdout

@@ -8,9 +8,10 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from simcli import collectives
+from simcli import collectives, nccl
 from simcli.cli.app import app
 from simcli.model import InputError, Tier
+from simcli.profiles import resolve_profile
 from simcli.validate import filter_rows, read_measurements, size_band, size_decade, summarise, validate
 
 PUBLISHED = Path(__file__).resolve().parent.parent / "validation" / "published"
@@ -199,3 +200,19 @@ def test_validate_step_file(runner, tmp_path):
     assert out["kind"] == "step" and out["primary_metric"] == "t_step_s"
     assert {x["metric"] for x in out["rows"]} == {"t_step_s", "speedup"}
     assert len([x for x in out["rows"] if x["metric"] == "t_step_s"]) == 3
+
+
+def test_validate_reads_gpus_per_process(tmp_path):
+    """A -g 8 run is priced with the host's launches as its floor; the same rows at -g 1 are not."""
+    rows = "devices,bytes,time_us,gpus_per_process\n8,1024,30.0,{g}\n8,1073741824,4100.0,{g}\n"
+    preds = {}
+    for g in (1, 8):
+        f = tmp_path / f"g{g}.csv"
+        f.write_text(rows.format(g=g))
+        recs = validate(read_measurements(f), resolve_profile("dgx-h100"), algorithm="nvls").records
+        preds[g] = [r["predicted"] for r in recs]
+    assert preds[8][0] == pytest.approx(8 * nccl.LAUNCH_US * 1e-6) and preds[1][0] < preds[8][0]
+    assert preds[8][1] == preds[1][1]
+    (tmp_path / "bad.csv").write_text(rows.format(g=0))
+    with pytest.raises(InputError, match="gpus_per_process 0"):
+        validate(read_measurements(tmp_path / "bad.csv"), resolve_profile("dgx-h100"), algorithm="nvls")

@@ -210,6 +210,7 @@ def measure_allreduce(
                 "noise": s.noise,
                 "rse": relative_se(per_iter, stat),
                 "target_se": target_se,
+                "gpus_per_process": 1,  # torch.distributed: one process per device
                 "times_s": per_iter,
             }
         )

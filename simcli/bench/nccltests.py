@@ -126,11 +126,26 @@ def _world(source: str, ranks: int, world_size: int | None, rows: list[dict[str,
 
 
 def _finish(
-    rows: list[dict[str, Any]], k: int, coll: str, iters: int | None, warmup: int | None, source: str
+    rows: list[dict[str, Any]],
+    k: int,
+    coll: str,
+    iters: int | None,
+    warmup: int | None,
+    source: str,
+    gpus: int | None = None,
 ) -> list[dict[str, Any]]:
+    """``gpus``: nccl-tests' nGpus (-g), the GPUs one thread launches on; None where the output does not say."""
     for r in rows:
         r.update(
-            {"collective": coll, "backend": "nccl", "world_size": k, "iters": iters, "warmup": warmup, "source": source}
+            {
+                "collective": coll,
+                "backend": "nccl",
+                "world_size": k,
+                "iters": iters,
+                "warmup": warmup,
+                "source": source,
+                "gpus_per_process": gpus,
+            }
         )
     return rows
 
@@ -173,7 +188,7 @@ def parse_text(
 ) -> list[dict[str, Any]]:
     """Rows of nccl-tests' text table. Refused (one line naming the line): a row cut short, a column the
     placement needs that is missing, a time <= 0, a #wrong > 0, and a run cut before its footer."""
-    iters = warmup = None
+    iters = warmup = gpus = None
     ranks = 0
     coll = collective
     cols: list[str] | None = None
@@ -187,6 +202,9 @@ def parse_text(
             m = re.search(r"\bwarmup iters:\s*(\d+)\s+iters:\s*(\d+)", body)
             if m:
                 warmup, iters = int(m.group(1)), int(m.group(2))
+            m = re.match(r"nThread\s+\d+\s+nGpus\s+(\d+)", body)
+            if m:
+                gpus = int(m.group(1))
             if body.startswith("nThread") or body.startswith("Collective test starting"):
                 started = True
             if (
@@ -280,7 +298,7 @@ def parse_text(
         )
     coll = coll or "all_reduce"
     k = _world(source, ranks, world_size, rows, coll)
-    return _finish(rows, k, coll, iters, warmup, f"nccl-tests {Path(source).name}")
+    return _finish(rows, k, coll, iters, warmup, f"nccl-tests {Path(source).name}", gpus)
 
 
 def _num(v: Any, where: str, integer: bool = False) -> float:
@@ -402,4 +420,6 @@ def parse_json(
     if not rows:
         raise InputError(f"{source}: the results list is empty")
     k = _world(source, len(devices), world_size, rows, coll)
-    return _finish(rows, k, coll, iters, warmup, f"nccl-tests {Path(source).name}")
+    gpus = cfg.get("ngpus")
+    gpus = None if gpus is None else _num(gpus, f"{source}: config.ngpus", integer=True)
+    return _finish(rows, k, coll, iters, warmup, f"nccl-tests {Path(source).name}", gpus)

@@ -57,6 +57,7 @@ ALLREDUCE_COLUMNS = (
     "noise",
     "rse",
     "target_se",
+    "gpus_per_process",
 )
 #: one row per (world_size, mode)
 STEP_COLUMNS = (

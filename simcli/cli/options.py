@@ -121,6 +121,17 @@ Protocol = Annotated[
         help="NCCL protocol to force: ll, ll128, simple (NCCL_PROTO) [default: the one NCCL picks per size].",
     ),
 ]
+GpusPerProcess = Annotated[
+    int,
+    typer.Option(
+        "--gpus-per-process",
+        "-g",
+        min=1,
+        help="GPUs one host thread launches each collective on, as nccl-tests' -g: a single-process run "
+        "(-g 8) is no faster than 8 launches of 4.2 us [default: 1, one process per GPU, as mpirun and "
+        "torch.distributed run].",
+    ),
+]
 Collective = Annotated[
     str,
     typer.Option(

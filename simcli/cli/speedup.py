@@ -167,6 +167,7 @@ def comm(
     protocol: o.Protocol = None,
     collective: o.Collective = "all_reduce",
     dtype: o.CommDtype = "fp32",
+    gpus_per_process: o.GpusPerProcess = 1,
     out: Annotated[o.OutputOptions, o.tweak(defaults={"rows": 60})] = o.OutputOptions(),
     pic: Annotated[o.PictureOptions, o.tweak(omit=["threshold"])] = o.PictureOptions(),
 ) -> None:
@@ -182,7 +183,13 @@ def comm(
     from ..collectives import default_algorithm
 
     algorithm = algorithm or default_algorithm(prof)
-    kw = {"algorithm": algorithm, "dtype": dtype, "collective": collective, "protocol": protocol}
+    kw = {
+        "algorithm": algorithm,
+        "dtype": dtype,
+        "collective": collective,
+        "protocol": protocol,
+        "gpus_per_process": gpus_per_process,
+    }
     total = k.size * n.size
     if out.table and not pic.plot and out.rows and total > out.rows:
         # a table shows its first and last rows only: compute those (of the k-major grid), not all k x sizes

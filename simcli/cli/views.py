@@ -179,6 +179,13 @@ def comm_table(
         f"{collective.replace('_', '-')}, {algorithm}, profile {profile.name} ({profile.device.name}); "
         f"algbw = size/time, busbw = algbw·{_COLLECTIVE_FACTOR[collective]} (nccl-tests)"
     )
+    caption = f"Times in {unit}; GB/s = 1e9 B/s; α % = share of the latency terms."
+    if any(r.get("host_s") for r in recs):
+        cols.append(Column("host +", "host_s", lambda v: _g(v / f) if v else "-"))
+        caption += (
+            " host +: what the host's launches add (one thread launching on several GPUs, nccl-tests -g;"
+            " simcli.nccl.LAUNCH_US each)."
+        )
     return Group(
         head,
         Text(""),
@@ -187,7 +194,7 @@ def comm_table(
             cols,
             max_rows=max_rows,
             total=total,
-            caption=f"Times in {unit}; GB/s = 1e9 B/s; α % = share of the latency terms.",
+            caption=caption,
         ),
     )
 
