@@ -26,7 +26,7 @@ from typing import Annotated, Any, Callable, Optional, TypeVar
 
 import typer
 
-from .. import collectives
+from .. import collectives, nccl
 from ..engine import Scenario
 from ..model import InputError
 from ..profiles import DEFAULT_PROFILE, resolve_profile
@@ -128,8 +128,8 @@ GpusPerProcess = Annotated[
         "-g",
         min=1,
         help="GPUs one host thread launches each collective on, as nccl-tests' -g: a single-process run "
-        "(-g 8) is no faster than 8 launches of 4.2 us [default: 1, one process per GPU, as mpirun and "
-        "torch.distributed run].",
+        f"(-g 8) is no faster than 8 launches of {nccl.LAUNCH_US:g} us [default: 1, one process per GPU, as "
+        "mpirun and torch.distributed run].",
     ),
 ]
 Collective = Annotated[
