@@ -16,6 +16,7 @@ from __future__ import annotations
 
 import csv
 import json
+import math
 import statistics
 import subprocess
 import sys
@@ -69,13 +70,31 @@ def predict(r: dict, compute_s: float, ks: list[int]) -> dict[int, dict]:
     return {int(x["devices"]): x for x in recs}
 
 
+def expected_max(n: int) -> float:
+    """E[max of n iid standard normals]: the integral of x·n·phi(x)·Phi(x)^(n-1), by the midpoint rule."""
+    h = 1e-3
+    xs = (-8.0 + h * (i + 0.5) for i in range(int(16.0 / h)))
+    return sum(
+        x * n * math.exp(-x * x / 2) / math.sqrt(2 * math.pi) * (0.5 * (1 + math.erf(x / math.sqrt(2)))) ** (n - 1) * h
+        for x in xs
+    )
+
+
+def straggler_sigma(ratio: float, k0: int, k: int) -> float:
+    """The per-device speed spread sigma (fraction of the step) that would alone give the measured ratio, if
+    every step waited for the slowest of k devices: ratio = (1 + sigma·m_k0) / (1 + sigma·m_k), m_n = E[max of n]."""
+    m0, m = expected_max(k0), expected_max(k)
+    return (1 - ratio) / (ratio * m - m0)
+
+
 def main() -> None:
     errs = []
     # beside the error: how much the measured step grew from the smallest k, and how much simcli's whole
-    # communication time grew (hidden or not): what exposing every collective as priced could add at most
+    # communication time grew (hidden or not): what exposing every collective as priced could add at most;
+    # and the per-device spread a straggler model (each step waits for the slowest of k) would need instead
     print(
         f"{'model':>6} {'k':>4} {'measured':>9} {'predicted':>9} {'error':>7} "
-        f"{'step growth ms':>15} {'T_comm growth ms':>17}"
+        f"{'step growth ms':>15} {'T_comm growth ms':>17} {'straggler sigma':>16}"
     )
     for model, rs in rows().items():
         rs = sorted(rs, key=lambda r: int(r["k"]))
@@ -90,7 +109,11 @@ def main() -> None:
             errs.append(pred / meas - 1)
             grew = (int(r["mb"]) * int(r["seq"]) / float(r["tps_gpu"]) - compute) * 1e3
             comm = (rec[k]["t_comm_s"] - rec[k0]["t_comm_s"]) * 1e3
-            print(f"{model:>6} {k:>4} {meas:9.3f} {pred:9.3f} {pred / meas - 1:+7.1%} {grew:15.0f} {comm:17.1f}")
+            sig = straggler_sigma(meas, k0, k)
+            print(
+                f"{model:>6} {k:>4} {meas:9.3f} {pred:9.3f} {pred / meas - 1:+7.1%} {grew:15.0f} {comm:17.1f} "
+                f"{sig:16.1%}"
+            )
     a = [abs(e) for e in errs]
     med, mean = statistics.median(a), statistics.mean(errs)
     print(f"{len(errs)} rows: median |error| {med:.1%}, max {max(a):.1%}, mean error {mean:+.1%}")
