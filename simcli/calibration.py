@@ -235,8 +235,7 @@ def calibrate_profile(
     if comm_m is not None:
         m = filter_rows(comm_m, where, min_size, max_size)
         k, n, t = m.devices(), m.number("bytes"), m.allreduce_time()
-        gpus = m.optional("gpus_per_process")  # nccl-tests' -g, as bench import records it
-        gpus = None if gpus is None else np.maximum(gpus, 1).astype(np.int64)
+        gpus = m.gpus_per_process()  # nccl-tests' -g, as bench import records it
         one = k < 2
         if one.any():
             warnings.append(f"{m.path}: {int(one.sum())} row(s) with world size 1 left out (no communication)")

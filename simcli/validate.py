@@ -92,6 +92,19 @@ class Measured:
             return None
         return self.number(column, positive=False)
 
+    def gpus_per_process(self) -> np.ndarray | None:
+        """nccl-tests' -g per row (the GPUs one thread launched on; bench import records it), None if absent."""
+        g = self.optional("gpus_per_process")
+        if g is None:
+            return None
+        if np.any((g < 1) | (g != np.round(g))):
+            i = int(np.argmax((g < 1) | (g != np.round(g))))
+            raise InputError(
+                f"{self.path}: line {self.lines[i]}: gpus_per_process {g[i]:g} must be a whole number >= 1 "
+                "(nccl-tests' -g: the GPUs one thread launched on)"
+            )
+        return g.astype(np.int64)
+
     def text(self, column: str, default: str = "") -> list[str]:
         return [(r.get(column) or default).strip() for r in self.rows]
 
@@ -250,15 +263,8 @@ def _validate_allreduce(m: Measured, profile: Profile, algorithm: str) -> list[d
             "costs nothing to predict; drop the row"
         )
     collectives.check_devices(profile.network, k)
-    # nccl-tests' -g: GPUs one thread launched on (bench import records it; 1 where the file does not say)
-    g = m.optional("gpus_per_process")
-    g = np.ones(len(m), dtype=np.int64) if g is None else g.astype(np.int64)
-    if np.any(g < 1):
-        i = int(np.argmax(g < 1))
-        raise InputError(
-            f"{m.path}: line {m.lines[i]}: gpus_per_process {g[i]} must be at least 1 (nccl-tests' -g: "
-            "the GPUs one thread launched on)"
-        )
+    g = m.gpus_per_process()
+    g = np.ones(len(m), dtype=np.int64) if g is None else g
     predicted = np.empty(len(m))
     for gi in np.unique(g):
         sel = g == gi

@@ -216,3 +216,11 @@ def test_validate_reads_gpus_per_process(tmp_path):
     (tmp_path / "bad.csv").write_text(rows.format(g=0))
     with pytest.raises(InputError, match="gpus_per_process 0"):
         validate(read_measurements(tmp_path / "bad.csv"), resolve_profile("dgx-h100"), algorithm="nvls")
+
+
+def test_calibrate_refuses_a_bad_gpus_per_process_in_one_line(tmp_path, runner):
+    f = tmp_path / "bad.csv"
+    f.write_text("world_size,bytes,time_s,gpus_per_process\n8,1024,3e-5,2.5\n8,1073741824,4e-3,8\n")
+    r = runner.invoke(app, ["calibrate", str(f), "-p", "dgx-h100", "-o", str(tmp_path / "out.yaml")])
+    assert r.exit_code == 2 and "gpus_per_process 2.5 must be a whole number" in r.output
+    assert not (tmp_path / "out.yaml").exists()
