@@ -935,7 +935,8 @@ def collective(
     from . import nccl
 
     floor = nccl.host_floor(gpus_per_process)
-    time = np.maximum(cost.time, floor)
+    launched = np.isin(np.broadcast_to(cost.protocol, np.shape(cost.time)), nccl.PROTOS)  # auto: NCCL's elements
+    time = np.where(launched, np.maximum(cost.time, floor), cost.time)
     return dataclasses.replace(cost, time=time, host=time - cost.time)
 
 
