@@ -668,13 +668,7 @@ def _nccl_predict(
         for t, a, b in zip(profile.network, lat, bw)
     )
     prof = dataclasses.replace(profile, network=net)
-    if gpus is None or np.all(gpus == 1):
-        return collectives.collective(prof, algorithm, k, n).time
-    out = np.empty(np.broadcast(k, n).shape)
-    for g in np.unique(gpus):
-        sel = gpus == g
-        out[sel] = collectives.collective(prof, algorithm, k[sel], n[sel], "all_reduce", None, int(g)).time
-    return out
+    return collectives.collective(prof, algorithm, k, n, "all_reduce", None, 1 if gpus is None else gpus).time
 
 
 def _descend(loss: Any, x0: np.ndarray, free: np.ndarray) -> np.ndarray:

@@ -911,7 +911,7 @@ def collective(
     nbytes: np.ndarray,
     collective: str = "all_reduce",
     protocol: str | None = None,
-    gpus_per_process: int = 1,
+    gpus_per_process: int | np.ndarray = 1,
 ) -> CommCost:
     """Cost of one collective of ``nbytes`` (nccl-tests' size) over ``k`` devices on ``profile``.
 
@@ -922,19 +922,21 @@ def collective(
     ``auto`` is the fastest of everything simcli models, which no single library reaches.
 
     ``gpus_per_process`` > 1 is a run where one host thread launches the collective on that many GPUs
-    (nccl-tests ``-g G``): an NCCL-priced time is then at least :func:`simcli.nccl.host_floor` (the ``host``
-    term says how much that adds).
+    (nccl-tests ``-g G``; a number, or an array that broadcasts against the grid, one value per measured
+    row): an NCCL-priced time is then at least :func:`simcli.nccl.host_floor` (the ``host`` term says how much
+    that adds).
     """
     cost = _collective(profile, algorithm, k, nbytes, collective, protocol)
-    if gpus_per_process == 1:
+    g = np.asarray(gpus_per_process)
+    if np.all(g == 1):
         return cost
-    if gpus_per_process < 1:
-        raise InputError(f"--gpus-per-process: {gpus_per_process} must be at least 1 (nccl-tests' -g)")
+    if np.any(g < 1):
+        raise InputError(f"--gpus-per-process: {int(np.min(g))} must be at least 1 (nccl-tests' -g)")
     if cost.protocol is None:  # a textbook (alpha-beta) cost: no NCCL launches to count
         return cost
     from . import nccl
 
-    floor = nccl.host_floor(gpus_per_process)
+    floor = nccl.host_floor(g)
     launched = np.isin(np.broadcast_to(cost.protocol, np.shape(cost.time)), nccl.PROTOS)  # auto: NCCL's elements
     time = np.where(launched, np.maximum(cost.time, floor), cost.time)
     return dataclasses.replace(cost, time=time, host=time - cost.time)

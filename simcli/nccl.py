@@ -174,9 +174,10 @@ LAUNCH_US = 4.2
 NVLS_CHUNK = 128 * 1024
 
 
-def host_floor(gpus_per_process: int) -> float:
-    """The least time (s) one collective takes when one host thread launches it on ``gpus_per_process`` GPUs."""
-    return float(gpus_per_process) * LAUNCH_US * 1e-6
+def host_floor(gpus_per_process: "int | np.ndarray") -> "float | np.ndarray":
+    """The least time (s) one collective takes when one host thread launches it on ``gpus_per_process`` GPUs
+    (a number, or an array that broadcasts against the collective's grid)."""
+    return np.asarray(gpus_per_process, dtype=np.float64) * (LAUNCH_US * 1e-6)
 
 
 def tier_kind(tier: Tier, index: int) -> str:

@@ -263,12 +263,8 @@ def _validate_allreduce(m: Measured, profile: Profile, algorithm: str) -> list[d
             "costs nothing to predict; drop the row"
         )
     collectives.check_devices(profile.network, k)
-    g = m.gpus_per_process()
-    g = np.ones(len(m), dtype=np.int64) if g is None else g
-    predicted = np.empty(len(m))
-    for gi in np.unique(g):
-        sel = g == gi
-        predicted[sel] = collectives.collective(profile, algorithm, k[sel], n[sel], "all_reduce", None, int(gi)).time
+    g = m.gpus_per_process()  # nccl-tests' -g per row; None: one GPU per process
+    predicted = collectives.collective(profile, algorithm, k, n, "all_reduce", None, 1 if g is None else g).time
     f = collectives.busbw_factor(k)
     recs = []
     for i in range(len(m)):

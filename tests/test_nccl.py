@@ -407,3 +407,15 @@ def test_comm_gpus_per_process_shows_what_the_launches_add(runner):
     assert big["host_s"] == 0.0
     r = runner.invoke(app, ["comm", "-p", "dgx-h100", "-k", "8", "-s", "1KiB", "-a", "nvls", "-g", "8"])
     assert r.exit_code == 0 and "host +" in r.stdout
+
+
+def test_gpus_per_process_per_element_matches_each_scalar():
+    """validate and calibrate pass one -g per measured row: the array prices each row as its scalar would."""
+    p = resolve_profile("dgx-h100")
+    k, n, g = np.array([8, 8, 8, 16]), np.array([1024.0, 1024.0, 1 << 30, 8.0]), np.array([1, 8, 8, 2])
+    mixed = C.collective(p, "nccl", k, n, "all_reduce", None, g).time
+    each = [
+        C.collective(p, "nccl", k[i : i + 1], n[i : i + 1], "all_reduce", None, int(g[i])).time[0] for i in range(4)
+    ]
+    np.testing.assert_allclose(mixed, each)
+    assert mixed[1] > mixed[0]
