@@ -1,15 +1,17 @@
 """simcli's sharded model against llm-foundry's published FSDP weak-scaling rows (nothing fitted to them).
 
-For each model: the ``dgx-a100`` profile (8 GPUs per node, 8x 200 Gb/s per node, as the cluster measured),
-``--strategy fsdp --grad-dtype bf16`` (FULL_SHARD, bf16 PURE: parameters, gradients and reductions in bf16),
-``--units`` = the model's layers, and the measured step time at the model's smallest GPU count as
-``--compute-time`` (micro-batch x 2048 tokens / tokens per second per GPU). It then prints the measured tokens/s
-per GPU relative to that smallest k beside simcli's E(k)/E(k0), and the error of the prediction.
+For each model: the file's profile (A100 40GB: ``dgx-a100``, 8 GPUs per node and 8x 200 Gb/s per node, as the
+cluster measured; H100 80GB: ``dgx-h100``, whose 8x 400 Gb/s the source does not state), ``--strategy fsdp``
+with the run's reduction dtype (bf16 PURE: ``--grad-dtype bf16``; Composer's DEFAULT reduces in fp32), ``--units``
+= the model's layers, ``--accum`` = its gradient accumulation, and the measured micro-step time at the model's
+smallest GPU count as ``--compute-time`` (micro-batch x 2048 tokens / tokens per second per GPU). It then
+prints the measured tokens/s per GPU relative to that smallest k beside simcli's E(k)/E(k0), and the error of
+the prediction.
 
     python benchmarks/validate_fsdp.py
 
-Sources: the headers of validation/published/fsdp-llm-foundry-a100-small.csv (125M-760M) and
-fsdp-llm-foundry-a100-large.csv (1B-13B).
+Sources: the headers of validation/published/fsdp-llm-foundry-a100-small.csv (125M-760M),
+fsdp-llm-foundry-a100-large.csv (1B-13B) and fsdp-llm-foundry-h100.csv (760M-13B on H100).
 """
 
 from __future__ import annotations
@@ -24,19 +26,28 @@ from collections import defaultdict
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parent.parent
-FILES = ("fsdp-llm-foundry-a100-small.csv", "fsdp-llm-foundry-a100-large.csv")
+#: file -> the profile its cluster is priced on
+FILES = {
+    "fsdp-llm-foundry-a100-small.csv": "dgx-a100",
+    "fsdp-llm-foundry-a100-large.csv": "dgx-a100",
+    "fsdp-llm-foundry-h100.csv": "dgx-h100",
+}
+#: Composer's mixed-precision modes -> the reduction dtype (composer/trainer/mosaic_fsdp_utils.py)
+GRAD_DTYPE = {"PURE": "bf16", "DEFAULT": "fp32"}
 #: layers of the small models (llm-foundry scripts/train/yamls/pretrain/mpt-{125m,350m,760m}.yaml: n_layers)
 SMALL_LAYERS = {"125m": 12, "350m": 24, "760m": 24}
 
 
-def rows() -> dict[str, list[dict]]:
-    out: dict[str, list[dict]] = defaultdict(list)
-    for name in FILES:
+def rows() -> dict[tuple[str, str], list[dict]]:
+    """The rows by (GPU, model), each with the profile its file is priced on."""
+    out: dict[tuple[str, str], list[dict]] = defaultdict(list)
+    for name, profile in FILES.items():
         with open(ROOT / "validation" / "published" / name) as f:
             for r in csv.DictReader(line for line in f if not line.startswith("#")):
                 if not r.get("layers"):
                     r["layers"] = str(SMALL_LAYERS[r["model"]])
-                out[r["model"]].append(r)
+                r["profile"] = profile
+                out[(r["gpu"], r["model"])].append(r)
     return out
 
 
@@ -47,7 +58,7 @@ def predict(r: dict, compute_s: float, ks: list[int]) -> dict[int, dict]:
         "simcli",
         "speedup",
         "-p",
-        "dgx-a100",
+        r["profile"],
         "--params",
         r["params"],
         "--compute-time",
@@ -57,7 +68,9 @@ def predict(r: dict, compute_s: float, ks: list[int]) -> dict[int, dict]:
         "--strategy",
         "fsdp",
         "--grad-dtype",
-        "bf16",
+        GRAD_DTYPE[r["mp_mode"]],
+        "--accum",
+        r["accum"],
         "-k",
         ",".join(map(str, ks)),
         "-f",
@@ -88,35 +101,39 @@ def straggler_sigma(ratio: float, k0: int, k: int) -> float:
 
 
 def main() -> None:
-    errs = []
+    errs: dict[str, list[float]] = defaultdict(list)
     # beside the error: how much the measured step grew from the smallest k, and how much simcli's whole
     # communication time grew (hidden or not): what exposing every collective as priced could add at most;
     # and the per-device spread a straggler model (each step waits for the slowest of k) would need instead
     print(
-        f"{'model':>6} {'k':>4} {'measured':>9} {'predicted':>9} {'error':>7} "
+        f"{'gpu':>9} {'model':>5} {'k':>4} {'measured':>9} {'predicted':>9} {'error':>7} "
         f"{'step growth ms':>15} {'T_comm growth ms':>17} {'straggler sigma':>16}"
     )
-    for model, rs in rows().items():
+    for (gpu, model), rs in rows().items():
         rs = sorted(rs, key=lambda r: int(r["k"]))
         k0 = int(rs[0]["k"])
         tps0 = float(rs[0]["tps_gpu"])
-        compute = int(rs[0]["mb"]) * int(rs[0]["seq"]) / tps0
+        m = int(rs[0]["accum"])
+        compute = int(rs[0]["mb"]) * int(rs[0]["seq"]) / tps0  # one micro-step
         rec = predict(rs[0], compute, [int(r["k"]) for r in rs])
         for r in rs[1:]:
             k = int(r["k"])
             meas = float(r["tps_gpu"]) / tps0
             pred = rec[k]["efficiency"] / rec[k0]["efficiency"]
-            errs.append(pred / meas - 1)
-            grew = (int(r["mb"]) * int(r["seq"]) / float(r["tps_gpu"]) - compute) * 1e3
+            errs[gpu].append(pred / meas - 1)
+            grew = m * (int(r["mb"]) * int(r["seq"]) / float(r["tps_gpu"]) - compute) * 1e3
             comm = (rec[k]["t_comm_s"] - rec[k0]["t_comm_s"]) * 1e3
             sig = straggler_sigma(meas, k0, k)
             print(
-                f"{model:>6} {k:>4} {meas:9.3f} {pred:9.3f} {pred / meas - 1:+7.1%} {grew:15.0f} {comm:17.1f} "
-                f"{sig:16.1%}"
+                f"{gpu:>9} {model:>5} {k:>4} {meas:9.3f} {pred:9.3f} {pred / meas - 1:+7.1%} {grew:15.0f} "
+                f"{comm:17.1f} {sig:16.1%}"
             )
-    a = [abs(e) for e in errs]
-    med, mean = statistics.median(a), statistics.mean(errs)
-    print(f"{len(errs)} rows: median |error| {med:.1%}, max {max(a):.1%}, mean error {mean:+.1%}")
+    for name, e in [*errs.items(), ("all", [x for v in errs.values() for x in v])]:
+        a = [abs(x) for x in e]
+        print(
+            f"{name}: {len(e)} rows: median |error| {statistics.median(a):.1%}, max {max(a):.1%}, "
+            f"mean error {statistics.mean(e):+.1%}"
+        )
 
 
 if __name__ == "__main__":

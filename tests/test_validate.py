@@ -224,3 +224,26 @@ def test_calibrate_refuses_a_bad_gpus_per_process_in_one_line(tmp_path, runner):
     r = runner.invoke(app, ["calibrate", str(f), "-p", "dgx-h100", "-o", str(tmp_path / "out.yaml")])
     assert r.exit_code == 2 and "gpus_per_process 2.5 must be a whole number" in r.output
     assert not (tmp_path / "out.yaml").exists()
+
+
+FSDP_FILES = ("fsdp-llm-foundry-a100-small.csv", "fsdp-llm-foundry-a100-large.csv", "fsdp-llm-foundry-h100.csv")
+
+
+@pytest.mark.parametrize("name", FSDP_FILES)
+def test_fsdp_weak_scaling_files_hold_one_batch_per_model_and_cite_their_source(name):
+    """benchmarks/validate_fsdp.py compares each model's rows to its smallest k: that is weak scaling only if
+    the micro-batch, accumulation and sequence are the same in every row of the model (the files' selection)."""
+    import csv
+
+    text = (PUBLISHED / name).read_text().splitlines()
+    assert any(line.startswith("# source:") for line in text)
+    rows = list(csv.DictReader(line for line in text if not line.startswith("#")))
+    groups: dict[tuple[str, str], list[dict]] = {}
+    for r in rows:
+        groups.setdefault((r["gpu"], r["model"]), []).append(r)
+    assert groups
+    for rs in groups.values():
+        assert len(rs) >= 2
+        assert len({(r["mb"], r["accum"], r["seq"], r["mp_mode"], r["act_ckpt"]) for r in rs}) == 1
+        assert len({r["k"] for r in rs}) == len(rs)
+        assert all(r["mp_mode"] in ("PURE", "DEFAULT") and float(r["tps_gpu"]) > 0 for r in rs)
