@@ -18,12 +18,13 @@ from __future__ import annotations
 
 import csv
 import json
-import math
 import statistics
 import subprocess
 import sys
 from collections import defaultdict
 from pathlib import Path
+
+from simcli import straggler
 
 ROOT = Path(__file__).resolve().parent.parent
 #: file -> the profile its cluster is priced on
@@ -51,7 +52,7 @@ def rows() -> dict[tuple[str, str], list[dict]]:
     return out
 
 
-def predict(r: dict, compute_s: float, ks: list[int]) -> dict[int, dict]:
+def predict(r: dict, compute_s: float, ks: list[int], spread: float = 0.0) -> dict[int, dict]:
     cmd = [
         sys.executable,
         "-m",
@@ -78,55 +79,52 @@ def predict(r: dict, compute_s: float, ks: list[int]) -> dict[int, dict]:
     ]
     if r["act_ckpt"] != "True":
         cmd.append("--no-activation-checkpointing")
+    if spread:
+        cmd += ["--spread", repr(spread)]
     d = json.loads(subprocess.run(cmd, capture_output=True, text=True, check=True).stdout)
     recs = d["records"] if isinstance(d, dict) else d
     return {int(x["devices"]): x for x in recs}
 
 
-def expected_max(n: int) -> float:
-    """E[max of n iid standard normals]: the integral of x·n·phi(x)·Phi(x)^(n-1), by the midpoint rule."""
-    h = 1e-3
-    xs = (-8.0 + h * (i + 0.5) for i in range(int(16.0 / h)))
-    return sum(
-        x * n * math.exp(-x * x / 2) / math.sqrt(2 * math.pi) * (0.5 * (1 + math.erf(x / math.sqrt(2)))) ** (n - 1) * h
-        for x in xs
-    )
-
-
-def straggler_sigma(ratio: float, k0: int, k: int) -> float:
-    """The per-device speed spread sigma (fraction of the step) that would alone give the measured ratio, if
-    every step waited for the slowest of k devices: ratio = (1 + sigma·m_k0) / (1 + sigma·m_k), m_n = E[max of n]."""
-    m0, m = expected_max(k0), expected_max(k)
-    return (1 - ratio) / (ratio * m - m0)
-
-
 def main() -> None:
     errs: dict[str, list[float]] = defaultdict(list)
+    errs2: list[float] = []
     # beside the error: how much the measured step grew from the smallest k, and how much simcli's whole
     # communication time grew (hidden or not): what exposing every collective as priced could add at most;
-    # and the per-device spread a straggler model (each step waits for the slowest of k) would need instead
+    # the per-device spread the slowest-of-k model (simcli.straggler) would need for the row alone; and, for
+    # models measured at three or more k, the prediction with the spread that the two smallest k give
     print(
         f"{'gpu':>9} {'model':>5} {'k':>4} {'measured':>9} {'predicted':>9} {'error':>7} "
-        f"{'step growth ms':>15} {'T_comm growth ms':>17} {'straggler sigma':>16}"
+        f"{'step growth ms':>15} {'T_comm growth ms':>17} {'spread alone':>13} {'from 2 k':>9} {'error':>7}"
     )
     for (gpu, model), rs in rows().items():
         rs = sorted(rs, key=lambda r: int(r["k"]))
-        k0 = int(rs[0]["k"])
+        ks = [int(r["k"]) for r in rs]
+        k0 = ks[0]
         tps0 = float(rs[0]["tps_gpu"])
         m = int(rs[0]["accum"])
         compute = int(rs[0]["mb"]) * int(rs[0]["seq"]) / tps0  # one micro-step
-        rec = predict(rs[0], compute, [int(r["k"]) for r in rs])
+        rec = predict(rs[0], compute, ks)
+        meas = {int(r["k"]): float(r["tps_gpu"]) / tps0 for r in rs}
+        pred = {k: rec[k]["efficiency"] / rec[k0]["efficiency"] for k in ks}
+        rec2 = None
+        if len(ks) >= 3:  # the spread that the model needs at the second k, then every larger k with it
+            sigma = straggler.spread_from(meas[ks[1]] / pred[ks[1]], k0, ks[1])
+            rec2 = predict(rs[0], compute, ks, spread=sigma)
         for r in rs[1:]:
             k = int(r["k"])
-            meas = float(r["tps_gpu"]) / tps0
-            pred = rec[k]["efficiency"] / rec[k0]["efficiency"]
-            errs[gpu].append(pred / meas - 1)
+            errs[gpu].append(pred[k] / meas[k] - 1)
             grew = m * (int(r["mb"]) * int(r["seq"]) / float(r["tps_gpu"]) - compute) * 1e3
             comm = (rec[k]["t_comm_s"] - rec[k0]["t_comm_s"]) * 1e3
-            sig = straggler_sigma(meas, k0, k)
+            alone = (1 - meas[k]) / (meas[k] * float(straggler.expected_max(k)) - float(straggler.expected_max(k0)))
+            two = ""
+            if rec2 is not None and k != ks[1]:
+                p2 = rec2[k]["efficiency"] / rec2[k0]["efficiency"]
+                errs2.append(p2 / meas[k] - 1)
+                two = f"{p2:9.3f} {p2 / meas[k] - 1:+7.1%}"
             print(
-                f"{gpu:>9} {model:>5} {k:>4} {meas:9.3f} {pred:9.3f} {pred / meas - 1:+7.1%} {grew:15.0f} "
-                f"{comm:17.1f} {sig:16.1%}"
+                f"{gpu:>9} {model:>5} {k:>4} {meas[k]:9.3f} {pred[k]:9.3f} {pred[k] / meas[k] - 1:+7.1%} {grew:15.0f} "
+                f"{comm:17.1f} {alone:13.1%} {two}"
             )
     for name, e in [*errs.items(), ("all", [x for v in errs.values() for x in v])]:
         a = [abs(x) for x in e]
@@ -134,6 +132,11 @@ def main() -> None:
             f"{name}: {len(e)} rows: median |error| {statistics.median(a):.1%}, max {max(a):.1%}, "
             f"mean error {statistics.mean(e):+.1%}"
         )
+    a = [abs(x) for x in errs2]
+    print(
+        f"from the two smallest k (--spread fitted there, models with 3+ k): {len(errs2)} rows: median |error| "
+        f"{statistics.median(a):.1%}, max {max(a):.1%}, mean error {statistics.mean(errs2):+.1%}"
+    )
 
 
 if __name__ == "__main__":

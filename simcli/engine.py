@@ -7,6 +7,7 @@ torch. Vectorised over k: no Python loop per device count.
 Equations (the README repeats them)::
 
     T_compute(k) = FLOP per sample · b_k / (peak[dtype] · mfu)      (or --compute-time)
+                   · (1 + σ · m_k)   with a device spread σ: the slowest of k (simcli.straggler; m_1 = 0)
     T_comm(k)    = all-reduce of params · bytes(grad dtype) over k devices
     T_step(k)    = m · T_compute(k) + T_comm,exposed(k)       (m = --accum micro-steps per all-reduce)
 
@@ -46,7 +47,7 @@ from typing import Any
 
 import numpy as np
 
-from . import collectives, sharding
+from . import collectives, sharding, straggler
 from .model import DTYPE_BYTES, InputError, Profile, Workload
 
 __all__ = ["Scenario", "Result", "simulate", "OVERLAPS", "BucketPlan", "bucket_plan", "bucket_timeline"]
@@ -106,6 +107,9 @@ class Scenario:
     #: activations kept for backward per sample (bytes), given by the user: replaces the estimate; None: the
     #: workload's figure, else the estimate
     activation_bytes_per_sample: float | None = None
+    #: spread of the devices' speed (a fraction of the step; simcli.straggler): each synchronised step waits for
+    #: the slowest of k, T_compute · (1 + spread · m_k); None: the profile's device.spread (none when it gives none)
+    spread: float | None = None
 
     def __post_init__(self) -> None:
         if self.batch_per_device is not None and self.global_batch is not None:
@@ -158,6 +162,11 @@ class Scenario:
             v = getattr(self, name)
             if v is not None and (isinstance(v, bool) or int(v) != v or v < 1):
                 raise InputError(f"--{name.replace('_', '-')}: {v} must be a whole number, at least 1")
+        if self.spread is not None and not (0 <= self.spread < 1 and np.isfinite(self.spread)):
+            raise InputError(
+                f"--spread: {self.spread} is not in [0, 1); give the spread of the devices' speed as a fraction "
+                "of the step, for example 3%"
+            )
         if self.compute_time_s is None and not self.workload.flops_per_sample:
             raise InputError("the workload has no FLOPs per sample: give --flops-per-sample or --compute-time")
 
@@ -174,6 +183,13 @@ class Scenario:
     def achieved_flops(self) -> float:
         """FLOP/s one device achieves: peak[dtype] · mfu."""
         return self.profile.device.peak(self.compute_dtype) * self.achieved_mfu
+
+    @property
+    def device_spread(self) -> float:
+        """σ of the slowest-of-k model: --spread, else the profile's device.spread, else 0."""
+        if self.spread is not None:
+            return float(self.spread)
+        return float(self.profile.device.spread or 0.0)
 
     @property
     def strong(self) -> bool:
@@ -217,6 +233,7 @@ class Scenario:
             "bucket_bytes": self.bucket_bytes if self.overlap == "buckets" else None,
             "accum": self.accum,
             "backward_fraction": self.backward_fraction,
+            "spread": self.device_spread,
         }
 
     @property
@@ -255,6 +272,8 @@ class Result:
     comm_bytes: np.ndarray = field(repr=False, default=None)  # type: ignore[assignment]
     #: a sharded strategy's communication, collective by collective (None for ddp)
     sharded: "sharding.Step | None" = field(repr=False, default=None)
+    #: of t_compute_s, the seconds spent waiting for the slowest of k devices (0 without a spread)
+    t_straggler_s: np.ndarray = field(repr=False, default=None)  # type: ignore[assignment]
 
     @property
     def bottleneck_names(self) -> list[str]:
@@ -287,6 +306,7 @@ class Result:
             ),
             "buckets": np.full(self.devices.shape, self.plan.count if self.plan else 1),
             **self._sharding_columns(),
+            "t_straggler_s": self.t_straggler_s,
         }
 
     def _sharding_columns(self) -> dict[str, np.ndarray | list]:
@@ -418,7 +438,8 @@ def simulate(scenario: Scenario, devices: np.ndarray | list[int]) -> Result:
     kf = k.astype(np.float64)
     m = int(sc.accum)
     b = sc.batch / (kf * m) if sc.strong else np.full(kf.shape, float(sc.batch))
-    t_micro = _compute_time(sc, b)  # forward + backward of one micro-step
+    # forward + backward of one micro-step, at the pace of the slowest of k devices (simcli.straggler)
+    t_micro = _compute_time(sc, b) * straggler.slowdown(k, sc.device_spread)
     t_bwd_micro = sc.backward_fraction * t_micro
     if sc.strategy != "ddp":
         return _simulate_sharded(sc, k, b, t_micro, t_bwd_micro)
@@ -547,6 +568,7 @@ def _result(
     m = int(sc.accum)
     t_compute = m * t_micro
     t_step = t_compute + exposed
+    slow = straggler.slowdown(k, sc.device_spread)
     t1 = float(_compute_time(sc, np.array([float(sc.batch)]))[0])
     speedup = t1 / t_step if sc.strong else kf * m * t1 / t_step
     return Result(
@@ -563,6 +585,7 @@ def _result(
         t_comm_hidden_s=t_comm - exposed,
         t_forward_s=t_compute - m * t_bwd_micro,
         t_backward_s=m * t_bwd_micro,
+        t_straggler_s=t_compute - t_compute / slow,
         **rest,
     )
 

@@ -114,6 +114,8 @@ def step_terms(
         "t_forward_s": float(res.t_forward_s[0]),
         "t_backward_s": float(res.t_backward_s[0]),
         "t_compute_s": float(res.t_compute_s[0]),
+        "spread": sc.device_spread,
+        "t_straggler_s": float(res.t_straggler_s[0]),
         "messages": messages,
         "tiers": tiers,
         "t_latency_s": float(comm.latency[0]),

@@ -89,6 +89,9 @@ class Device:
     reduce_Bps: float | None = None
     #: optional achieved fraction of peak per compute dtype, where it differs from ``mfu``
     mfu_by_dtype: Mapping[str, float] = field(default_factory=dict)
+    #: spread of the devices' speed (a fraction of the step): every synchronised step waits for the slowest of k
+    #: (simcli.straggler); None = identical devices
+    spread: float | None = None
 
     def mfu_for(self, dtype: str) -> float:
         return self.mfu_by_dtype.get(dtype, self.mfu)

@@ -107,6 +107,13 @@ DEVICE: tuple[Field, ...] = (
         example={"fp32": 0.57},
     ),
     Field(
+        "spread",
+        "fraction",
+        "spread of the devices' speed, a fraction of the step: each synchronised step waits for the slowest of "
+        "k (T_compute x (1 + spread x E[max of k standard normals])) [default: none]",
+        example=0.03,
+    ),
+    Field(
         "reduce_bandwidth",
         "quantity",
         "rate at which a device reduces (adds) gradient bytes (gamma)",

@@ -202,6 +202,15 @@ Activations = Annotated[
         "there is none)].",
     ),
 ]
+Spread = Annotated[
+    Optional[str],
+    typer.Option(
+        "--spread",
+        help="Spread of the devices' speed, a fraction of the step ('3%' or 0.03): each synchronised step waits "
+        "for the slowest of k, T_compute x (1 + spread x E[max of k normals]) [default: the profile's "
+        "device.spread, else none].",
+    ),
+]
 Accum = Annotated[
     int,
     typer.Option(
@@ -409,6 +418,7 @@ class ScenarioOptions(OptionGroup):
     no_reshard_after_forward: NoReshard = False
     no_activation_checkpointing: NoCheckpointing = False
     activations: Activations = None
+    spread: Spread = None
 
     def build(self) -> Scenario:
         """The one place where command-line options become a :class:`Scenario`."""
@@ -443,6 +453,7 @@ class ScenarioOptions(OptionGroup):
             reshard_after_forward=not self.no_reshard_after_forward,
             activation_checkpointing=not self.no_activation_checkpointing,
             activation_bytes_per_sample=parse_bytes(self.activations, "--activations"),
+            spread=parse_fraction(self.spread, "--spread", "3%", zero=True),
         )
 
     def build_all(self) -> list[Scenario]:

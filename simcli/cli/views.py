@@ -42,6 +42,11 @@ def scenario_header(res: Result) -> Text:
             f"compute   {fmt_count(w.flops_per_sample)}FLOP/sample / ({fmt_flops(inp['peak_flops'])} "
             f"{sc.compute_dtype} peak x mfu {sc.achieved_mfu:g} = {fmt_flops(sc.achieved_flops)})"
         )
+    if sc.device_spread:
+        lines.append(
+            f"devices   speed spread {sc.device_spread:.3g}: each step waits for the slowest of k, T_compute x (1 + "
+            f"{sc.device_spread:.3g} x m_k), m_k the expected largest of k standard normals"
+        )
     tiers = ", ".join(
         f"{t.name} {fmt_rate(t.bandwidth_Bps)}/{t.per} x{t.efficiency:g}, α {fmt_time(t.latency_s)}"
         + (f", {t.size}/domain" if t.size else "")
@@ -232,6 +237,17 @@ def explain_view(d: dict[str, Any]) -> Any:
         ),
         ("T_compute", t(d["t_compute_s"])),
     ]
+    if d["spread"]:
+        from ..straggler import expected_max
+
+        rows.append(
+            (
+                "slowest of k",
+                f"{t(d['t_straggler_s'])} of T_compute waits for the slowest device: compute x (1 + spread "
+                f"{d['spread']:.3g} x m_{k} {float(expected_max(k)):.3f}), m_k the expected largest of k standard "
+                "normals (simcli.straggler)",
+            )
+        )
     for m in d["messages"]:
         alg = m["algorithm"] + (f"/{m['protocol']}" if m.get("protocol") else "")
         rows.append(

@@ -1,0 +1,136 @@
+"""The slowest-of-k model (simcli.straggler): expected maxima of normals, the spread's fit, and the engine's use."""
+
+from __future__ import annotations
+
+import dataclasses
+import math
+
+import numpy as np
+import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from simcli import straggler
+from simcli.cli.app import app
+from simcli.engine import Scenario, simulate
+from simcli.model import InputError, Workload
+from simcli.profiles import profile_from_dict, profile_to_dict, resolve_profile
+
+
+# E[max of n standard normals]: Tippett (1925) and Harter (1961); n = 2 and 3 in closed form
+@pytest.mark.parametrize(
+    "k, m",
+    [
+        (1, 0.0),
+        (2, 1 / math.sqrt(math.pi)),
+        (3, 1.5 / math.sqrt(math.pi)),
+        (5, 1.16296),
+        (10, 1.53875),
+        (20, 1.86748),
+        (100, 2.50759),
+        (1000, 3.24144),
+    ],
+)
+def test_expected_max_is_the_published_value(k, m):
+    assert float(straggler.expected_max(k)) == pytest.approx(m, abs=2e-5)
+
+
+def test_expected_max_by_sampling():
+    rng = np.random.default_rng(0)
+    draws = rng.standard_normal((20000, 16)).max(axis=1)
+    # 20000 draws of the max of 16: the standard error of their mean is about 0.004
+    assert float(straggler.expected_max(16)) == pytest.approx(draws.mean(), abs=0.02)
+
+
+def test_expected_max_grows_ever_more_slowly():
+    k = 2 ** np.arange(0, 21)
+    m = straggler.expected_max(k)
+    steps = np.diff(m)
+    assert np.all(steps > 0)
+    assert np.all(np.diff(steps[1:]) < 0)  # front-loaded: every doubling from 2 on adds less than the one before
+
+
+def test_spread_from_inverts_the_ratio():
+    for sigma, k0, k1 in ((0.05, 16, 32), (0.01, 8, 64), (0.2, 1, 2)):
+        m0, m1 = straggler.expected_max([k0, k1])
+        ratio = (1 + sigma * m0) / (1 + sigma * m1)
+        assert straggler.spread_from(float(ratio), k0, k1) == pytest.approx(sigma, rel=1e-9)
+    assert straggler.spread_from(1.01, 16, 32) == 0.0  # faster at more devices: no spread to see
+    with pytest.raises(ValueError):
+        straggler.spread_from(0.9, 32, 16)
+
+
+def _scenario(profile, **kw):
+    wl = Workload("w", params=25e6, flops_per_sample=24e9, batch_per_device=64)
+    return Scenario(profile=profile, workload=wl, **kw)
+
+
+def test_the_engine_stretches_compute_by_the_slowest_of_k(two_tier):
+    k = [1, 8, 64]
+    plain = simulate(_scenario(two_tier), k)
+    slow = simulate(_scenario(two_tier, spread=0.04), k)
+    factor = 1 + 0.04 * straggler.expected_max(k)
+    assert slow.t_compute_s == pytest.approx(plain.t_compute_s * factor)
+    assert slow.t_straggler_s == pytest.approx(plain.t_compute_s * (factor - 1))
+    assert slow.speedup[0] == pytest.approx(1.0)  # one device waits for no one
+    assert np.all(slow.t_step_s >= plain.t_step_s)
+    assert plain.t_straggler_s.tolist() == [0.0, 0.0, 0.0]
+    zero = simulate(_scenario(two_tier, spread=0.0), k)
+    assert zero.t_step_s.tolist() == plain.t_step_s.tolist()
+
+
+def test_weak_scaling_ratio_is_the_closed_form_when_nothing_communicates(one_tier):
+    """With overlap none and a free network the per-device throughput ratio is (1 + σ m_k0)/(1 + σ m_k)."""
+    free = dataclasses.replace(one_tier, network=(dataclasses.replace(one_tier.network[0], latency_s=0.0),))
+    wl = Workload("w", params=1.0, flops_per_sample=24e9, batch_per_device=64)
+    res = simulate(Scenario(profile=free, workload=wl, spread=0.1, overlap="none"), [16, 128])
+    m16, m128 = straggler.expected_max([16, 128])
+    assert res.efficiency[1] / res.efficiency[0] == pytest.approx((1 + 0.1 * m16) / (1 + 0.1 * m128), rel=1e-6)
+
+
+@settings(max_examples=40, deadline=None)
+@given(
+    sigma=st.floats(min_value=0.0, max_value=0.5),
+    more=st.floats(min_value=0.0, max_value=0.4),
+    k=st.integers(min_value=1, max_value=4096),
+    strategy=st.sampled_from(["ddp", "fsdp", "zero2"]),
+)
+def test_a_larger_spread_never_makes_a_step_shorter(sigma, more, k, strategy):
+    p = resolve_profile("dgx-h100")
+    wl = Workload("w", params=1e9, flops_per_sample=6e9 * 2048, batch_per_device=4, layers=24)
+    a = simulate(Scenario(profile=p, workload=wl, strategy=strategy, spread=sigma), [k])
+    b = simulate(Scenario(profile=p, workload=wl, strategy=strategy, spread=min(sigma + more, 0.99)), [k])
+    assert b.t_step_s[0] >= a.t_step_s[0] * (1 - 1e-12)
+
+
+def test_the_profile_carries_the_spread_and_the_option_overrides_it(two_tier):
+    d = profile_to_dict(resolve_profile("dgx-a100"))
+    d["device"]["spread"] = 0.03
+    p = profile_from_dict(d, "t.yaml")
+    assert p.device.spread == 0.03
+    assert profile_to_dict(p)["device"]["spread"] == 0.03
+    wl = Workload("w", params=25e6, flops_per_sample=24e9, batch_per_device=64)
+    assert Scenario(profile=p, workload=wl).device_spread == 0.03
+    assert Scenario(profile=p, workload=wl, spread=0.0).device_spread == 0.0
+    d["device"]["spread"] = 1.5
+    with pytest.raises(InputError, match=r"device\.spread"):
+        profile_from_dict(d, "t.yaml")
+
+
+def test_the_scenario_refuses_a_spread_outside_0_1(one_tier):
+    with pytest.raises(InputError, match="--spread"):
+        _scenario(one_tier, spread=1.0)
+
+
+def test_cli_spread_option(runner):
+    r = runner.invoke(app, ["speedup", "-m", "gpt2", "-k", "1,64", "--spread", "3%", "-f", "json"])
+    assert r.exit_code == 0, r.output
+    import json
+
+    d = json.loads(r.stdout)
+    recs = d["records"] if isinstance(d, dict) else d
+    assert recs[0]["t_straggler_s"] == 0.0 and recs[1]["t_straggler_s"] > 0
+    bad = runner.invoke(app, ["speedup", "-m", "gpt2", "-k", "8", "--spread", "150%"])
+    assert bad.exit_code == 2 and "--spread" in bad.stderr and "Traceback" not in bad.output
+    r = runner.invoke(app, ["explain", "-m", "gpt2", "-k", "64", "--spread", "3%"])
+    assert r.exit_code == 0 and "slowest of k" in r.stdout
