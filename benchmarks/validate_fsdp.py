@@ -118,6 +118,8 @@ def main() -> None:
             comm = (rec[k]["t_comm_s"] - rec[k0]["t_comm_s"]) * 1e3
             alone = (1 - meas[k]) / (meas[k] * float(straggler.expected_max(k)) - float(straggler.expected_max(k0)))
             two = ""
+            if rec2 is not None and k == ks[1]:
+                two = f"spread {sigma:.1%}"
             if rec2 is not None and k != ks[1]:
                 p2 = rec2[k]["efficiency"] / rec2[k0]["efficiency"]
                 errs2.append(p2 / meas[k] - 1)
