@@ -62,6 +62,8 @@ __all__ = [
     "outer_tier",
     "tier_scale",
     "fit_step",
+    "SpreadFit",
+    "fit_spread",
     "rel_error",
     "holdout_mask",
     "HUBER_C",
@@ -804,3 +806,101 @@ def fit_nccl(
         sizes=tuple(sorted({float(v) for v in n})),
         warnings=tuple(warnings),
     )
+
+
+# --------------------------------------------------------------------------- the slowest of k (device.spread)
+
+
+@dataclass(frozen=True)
+class SpreadFit:
+    """The devices' speed spread σ (simcli.straggler) that makes a scenario meet a measured scaling table."""
+
+    spread: float
+    spread_se: float | None
+    #: the reference device count: every ratio is per-device throughput at k over that at k0
+    k0: int
+    n_rows: int
+    #: per row: k, measured ratio, predicted ratio without a spread and with the fitted one
+    rows: tuple[dict[str, float], ...]
+    warnings: tuple[str, ...] = field(default_factory=tuple)
+
+
+#: the largest spread the fit searches (the engine refuses 1 and above)
+_MAX_SPREAD = 0.9
+
+
+def fit_spread(sc: Any, k: np.ndarray, speedup: np.ndarray, *, what: str = "scaling") -> SpreadFit:
+    """σ by least squares on log(per-device throughput ratio): pred(k; σ) = E_σ(k)/E_σ(k0) against S(k)/k ÷ S(k0)/k0.
+
+    ``sc`` is the :class:`simcli.engine.Scenario` that ran the table (its own spread is replaced); k0 is the
+    smallest k of the table, so the speedups may be relative to any reference throughput. The model's
+    communication stays in the prediction: σ explains only what the model does not. One unknown, so a
+    bounded golden-section search on [0, 0.9]; the standard error from the residuals and the slope of the
+    log ratio in σ (None with a single row beyond k0).
+    """
+    from .engine import simulate
+
+    k = np.asarray(k, dtype=np.int64)
+    s = np.asarray(speedup, dtype=np.float64)
+    if not np.all(np.isfinite(s) & (s > 0)):
+        i = int(np.argmax(~(np.isfinite(s) & (s > 0))))
+        raise InputError(f"{what}: row {i + 1}: speedup {s[i]!r} must be a positive number")
+    k0 = int(k.min())
+    if not np.any(k > k0):
+        raise InputError(
+            f"{what}: every row is at k = {k0}; the spread shows only between device counts: measure two or more"
+        )
+    eff = s / k
+    base = float(np.mean(eff[k == k0]))
+    sel = k > k0
+    ks = np.unique(k)
+    meas = np.log(eff[sel] / base)
+
+    def log_pred(sigma: float) -> np.ndarray:
+        res = simulate(sc.replace(spread=sigma), ks)
+        e = dict(zip(res.devices.tolist(), res.efficiency.tolist()))
+        return np.log(np.array([e[int(x)] for x in k[sel]]) / e[k0])
+
+    def loss(sigma: float) -> float:
+        return float(np.sum((log_pred(sigma) - meas) ** 2))
+
+    lo, hi = 0.0, _MAX_SPREAD
+    g = (math.sqrt(5.0) - 1.0) / 2.0
+    a, b = hi - g * (hi - lo), lo + g * (hi - lo)
+    fa, fb = loss(a), loss(b)
+    for _ in range(60):  # the bracket shrinks by 0.618 each step: 60 steps reach 1e-13
+        if fa <= fb:
+            hi, b, fb = b, a, fa
+            a = hi - g * (hi - lo)
+            fa = loss(a)
+        else:
+            lo, a, fa = a, b, fb
+            b = lo + g * (hi - lo)
+            fb = loss(b)
+    sigma = (lo + hi) / 2.0
+    if loss(0.0) <= loss(sigma):
+        sigma = 0.0
+    warnings = []
+    if sigma >= _MAX_SPREAD - 1e-6:
+        warnings.append(
+            f"the fit ran to the largest spread searched ({_MAX_SPREAD}): the model misses more than a spread"
+        )
+    p0, p1 = log_pred(0.0), log_pred(sigma)
+    n = int(sel.sum())
+    se = None
+    if n >= 2:
+        h = 1e-4
+        slope = (log_pred(sigma + h) - log_pred(max(sigma - h, 0.0))) / (sigma + h - max(sigma - h, 0.0))
+        denom = float(np.sum(slope**2))
+        if denom > 0:
+            se = math.sqrt(float(np.sum((p1 - meas) ** 2)) / (n - 1) / denom)
+    rows = tuple(
+        {
+            "devices": int(kk),
+            "measured": float(math.exp(mm)),
+            "predicted_before": float(math.exp(a0)),
+            "predicted_after": float(math.exp(a1)),
+        }
+        for kk, mm, a0, a1 in zip(k[sel].tolist(), meas.tolist(), p0.tolist(), p1.tolist())
+    )
+    return SpreadFit(spread=sigma, spread_se=se, k0=k0, n_rows=n, rows=rows, warnings=tuple(warnings))

@@ -16,7 +16,7 @@ import numpy as np
 import yaml
 
 from . import __version__
-from .calibrate import fit_link, fit_mfu_by_dtype, fit_nccl, fit_step, outer_tier
+from .calibrate import fit_link, fit_mfu_by_dtype, fit_nccl, fit_spread, fit_step, outer_tier
 from .collectives import check_devices, ring_params, tier_spanned
 from .model import InputError
 from .profiles import profile_from_dict, profile_to_dict
@@ -189,6 +189,53 @@ def _fit_dtypes(
     return device, recs
 
 
+def _fit_spread(
+    base: Profile, network: list, device: Any, scaling: "tuple[Measured, Any]", warnings: list[str], cal: dict
+) -> tuple[Any, dict[str, Any]]:
+    """device.spread from a scaling table (simcli.calibrate.fit_spread), on the profile calibrated so far."""
+    m, sc = scaling
+    so_far = dataclasses.replace(base, network=tuple(network), device=dataclasses.replace(device, spread=None))
+    sf = fit_spread(sc.replace(profile=so_far), m.devices(), m.number("speedup"), what=m.path)
+    warnings.extend(f"{m.path}: {w}" for w in sf.warnings)
+    device = dataclasses.replace(device, spread=sf.spread or None)
+    errs = [abs(r["predicted_after"] / r["measured"] - 1) for r in sf.rows]
+    before = [abs(r["predicted_before"] / r["measured"] - 1) for r in sf.rows]
+    out = {
+        "file": m.path,
+        "rows": sf.n_rows,
+        "k0": sf.k0,
+        "before": base.device.spread,
+        "after": sf.spread,
+        "se": sf.spread_se,
+        "median_rel_error_before": float(np.median(before)),
+        "median_rel_error_after": float(np.median(errs)),
+        "per_row": list(sf.rows),
+    }
+    cal["spread"] = {
+        "file": m.path,
+        "rows": sf.n_rows,
+        "scenario": {
+            key: v
+            for key, v in sc.inputs().items()
+            if key
+            in ("model", "params", "batch_per_device", "global_batch", "compute_time_s", "grad_dtype", "algorithm")
+        }
+        | {"strategy": sc.strategy},
+        "spread": round(sf.spread, 6),
+        "standard_error": None if sf.spread_se is None else round(sf.spread_se, 6),
+        "method": (
+            f"the per-device throughput ratio to k = {sf.k0}, (S(k)/k)/(S(k0)/k0), by least squares on its log, "
+            "with simcli's communication kept in the prediction and T_compute x (1 + spread x m_k) "
+            "(simcli.straggler); golden-section search on [0, 0.9]"
+        ),
+        "median_rel_error": {
+            "before": round(out["median_rel_error_before"], 5),
+            "after": round(out["median_rel_error_after"], 5),
+        },
+    }
+    return device, out
+
+
 def calibrate_profile(
     base: Profile,
     comm_m: Measured | None,
@@ -205,6 +252,7 @@ def calibrate_profile(
     name: str,
     now: datetime.datetime,
     host: str,
+    scaling: "tuple[Measured, Any] | None" = None,
 ) -> dict[str, Any]:
     """Fit, build the new profile and its YAML; return a report (plain data) for tables and JSON.
 
@@ -230,7 +278,7 @@ def calibrate_profile(
             + "; standard errors from the fit's covariance"
         ),
     }
-    if comm_m is None and step_m is None:
+    if comm_m is None and step_m is None and scaling is None:
         raise InputError("calibrate: nothing to fit")
     if comm_m is not None:
         m = filter_rows(comm_m, where, min_size, max_size)
@@ -457,6 +505,9 @@ def calibrate_profile(
         if dts is not None and fps is not None:
             device, by_dtype = _fit_dtypes(base, device, sm, dts, k, b, tc, fps, warnings, cal)
             step_out["by_dtype"] = by_dtype
+    spread_out = None
+    if scaling is not None:
+        device, spread_out = _fit_spread(base, network, device, scaling, warnings, cal)
     cal["warnings"] = warnings
     # the parent's sources describe the parent's numbers: say so, and say what this calibration fitted (issue 12)
     parent = [s if " (the base profile): " in s else f"{base.name} (the base profile): {s}" for s in base.sources]
@@ -466,11 +517,13 @@ def calibrate_profile(
         fitted.append(f"tier {r['tier']}: {' and '.join(what) or 'nothing (kept)'}")
     if step_m is not None:
         fitted.append("device: compute rate (mfu)")
+    if scaling is not None:
+        fitted.append("device: speed spread (the slowest of k)")
     if step_m is not None and cal.get("step", {}).get("sources"):
         parent += list(cal["step"].pop("sources"))
     sources = parent + [
         f"calibrated by simcli calibrate on {cal['date']} (host {cal['host']}): fitted {'; '.join(fitted)}; from "
-        + ", ".join(x.path for x in (comm_m, step_m) if x is not None)
+        + ", ".join(x.path for x in (comm_m, step_m, scaling[0] if scaling else None) if x is not None)
         + "; the other values are the base profile's; see the calibration block"
     ]
     new = dataclasses.replace(
@@ -495,6 +548,7 @@ def calibrate_profile(
         "base": base.name,
         "tiers": tiers_out,
         "step": step_out,
+        "spread": spread_out,
         "method": cal["method"] if base.library == "nccl" and comm_m is not None else None,
         "warnings": warnings,
     }

@@ -134,3 +134,71 @@ def test_cli_spread_option(runner):
     assert bad.exit_code == 2 and "--spread" in bad.stderr and "Traceback" not in bad.output
     r = runner.invoke(app, ["explain", "-m", "gpt2", "-k", "64", "--spread", "3%"])
     assert r.exit_code == 0 and "slowest of k" in r.stdout
+
+
+def test_fit_spread_recovers_the_spread_that_made_the_table():
+    from simcli.calibrate import fit_spread
+
+    p = resolve_profile("dgx-a100")
+    wl = Workload("w", params=125e6, flops_per_sample=None, layers=12, batch_per_device=26)
+    sc = Scenario(profile=p, workload=wl, compute_time_s=0.4, strategy="fsdp", grad_dtype="bf16")
+    k = np.array([16, 32, 64, 128])
+    truth = simulate(sc.replace(spread=0.05), k)
+    f = fit_spread(sc, k, truth.speedup * 3.0)  # any reference throughput: only ratios count
+    assert f.spread == pytest.approx(0.05, abs=1e-6)
+    assert f.k0 == 16 and f.n_rows == 3
+    assert all(r["predicted_after"] == pytest.approx(r["measured"], rel=1e-6) for r in f.rows)
+    flat = fit_spread(sc, k, simulate(sc, k).speedup)  # a table the model meets without a spread
+    assert flat.spread == 0.0
+    with pytest.raises(InputError, match="measure two or more"):
+        fit_spread(sc, np.array([16, 16]), np.array([16.0, 16.0]))
+
+
+SCALING = """\
+# a weak-scaling run: per-device throughput x k (ratios only)
+devices,batch_per_device,speedup
+16,26,16
+32,26,31.163
+64,26,61.401
+128,26,121.529
+"""
+
+RUN = ["--params", "125311488", "--compute-time", "0.40792", "--units", "12", "--strategy", "fsdp"]
+
+
+def test_calibrate_fits_the_spread_from_a_scaling_table_and_speedup_uses_it(runner, tmp_path):
+    table = tmp_path / "run.csv"
+    table.write_text(SCALING)
+    out = tmp_path / "cluster.yaml"
+    args = ["calibrate", str(table), "-p", "dgx-a100", *RUN, "--grad-dtype", "bf16", "-o", str(out)]
+    r = runner.invoke(app, [*args, "--no-activation-checkpointing", "-f", "json"])
+    assert r.exit_code == 0, r.output
+    import json
+
+    rep = json.loads(r.stdout)
+    sigma = rep["spread"]["after"]
+    assert 0.06 < sigma < 0.09 and rep["spread"]["se"] > 0
+    assert rep["spread"]["median_rel_error_after"] < rep["spread"]["median_rel_error_before"]
+    prof = resolve_profile(str(out))
+    assert prof.device.spread == pytest.approx(sigma, rel=1e-5)
+    sp = runner.invoke(app, ["speedup", "-p", str(out), *RUN, "--grad-dtype", "bf16", "-k", "16,128", "-f", "json"])
+    recs = json.loads(sp.stdout)
+    recs = recs["records"] if isinstance(recs, dict) else recs
+    assert recs[1]["efficiency"] / recs[0]["efficiency"] == pytest.approx(
+        rep["spread"]["per_row"][-1]["predicted_after"], rel=1e-4
+    )
+
+
+def test_calibrate_scaling_table_refusals(runner, tmp_path):
+    table = tmp_path / "run.csv"
+    table.write_text(SCALING)
+    out = str(tmp_path / "o.yaml")
+    no_profile = runner.invoke(app, ["calibrate", str(table), *RUN, "-o", out])
+    assert no_profile.exit_code == 2 and "--profile" in no_profile.stderr
+    no_model = runner.invoke(app, ["calibrate", str(table), "-p", "dgx-a100", "-o", out])
+    assert no_model.exit_code == 2 and "--model" in no_model.stderr
+    bench = tmp_path / "ar.csv"
+    bench.write_text("world_size,bytes,time_s\n2,1048576,0.001\n2,4194304,0.003\n")
+    stray = runner.invoke(app, ["calibrate", str(bench), "-p", "cpu-loopback", "--strategy", "fsdp", "-o", out])
+    assert stray.exit_code == 2 and "--strategy" in stray.stderr and "scaling table" in stray.stderr
+    assert not (tmp_path / "o.yaml").exists()

@@ -111,14 +111,35 @@ def profile_for_measurements(profile: str | None, measured: list) -> Any:
 # --------------------------------------------------------------------------- calibrate
 
 
+def _scaling_scenario(run: o.ScenarioOptions, m, profile: str, algorithm: str | None):
+    """The training run a scaling table measured, as a Scenario: the run's options, the file's batch column."""
+    if run.model is None and run.params is None and run.workload is None:
+        raise InputError(
+            f"--model: {m.path} is a scaling table, which does not say what was trained; give --model, "
+            "--params (with --compute-time or --flops-per-sample) or --workload"
+        )
+    changes: dict[str, Any] = {"profile": profile, "algorithm": algorithm or run.algorithm}
+    if "batch_per_device" in m.header and run.batch_per_device is None and run.global_batch is None:
+        b = sorted({int(x) for x in m.number("batch_per_device", integer=True).tolist()})
+        if len(b) != 1:
+            raise InputError(
+                f"{m.path}: batch_per_device takes {len(b)} values ({', '.join(map(str, b))}); the spread is "
+                "fitted on one weak-scaling run: keep one batch with --where batch_per_device=N"
+            )
+        changes["batch_per_device"] = b[0]
+    return run.replace(**changes).build()
+
+
 @app.command()
 @handle_errors
 def calibrate(
     files: Annotated[
         list[str],
         typer.Argument(
-            help="Measurement CSVs: a 'bench allreduce' (or 'bench import') "
-            "file, and optionally a 'bench step' file; told apart by header."
+            help="Measurement CSVs, told apart by header: a 'bench allreduce' (or 'bench import') file, a "
+            "'bench step' file, and a scaling table (devices, speedup) of a training run, from which the "
+            "devices' speed spread is fitted (the run's scenario: --model or --params, --compute-time, "
+            "--strategy, ...; see docs/calibration.md)."
         ),
     ],
     output: Annotated[
@@ -162,8 +183,9 @@ def calibrate(
         CalFormat, typer.Option("--format", "-f", help="table, or json (the fit report only, to stdout).")
     ] = CalFormat.table,
     force: o.Force = False,
+    run: Annotated[o.ScenarioOptions, o.tweak(omit=["profile", "algorithm", "spread"])] = o.ScenarioOptions(),
 ) -> None:
-    """Fit a profile's latency and bandwidth (and compute rate) to measurements; write a calibrated profile.
+    """Fit a profile's latency and bandwidth (compute rate, device spread) to measurements; write the profile.
 
     Example: simcli calibrate run1.csv --profile cpu-loopback --output my-host.yaml
     """
@@ -173,12 +195,14 @@ def calibrate(
 
     from ..calibration import calibrate_profile
     from ..output import check_output_path
-    from ..validate import read_measurements
+    from ..validate import filter_rows, read_measurements
 
     check_output_path(output, force, inputs=[*files, profile])  # never write the profile over an input
-    if not 1 <= len(files) <= 2:
-        raise InputError("calibrate: give one 'bench allreduce' CSV and optionally one 'bench step' CSV")
-    comm_m = step_m = None
+    if not 1 <= len(files) <= 3:
+        raise InputError(
+            "calibrate: give at most one 'bench allreduce' CSV, one 'bench step' CSV and one scaling table"
+        )
+    comm_m = step_m = scale_m = None
     for f in files:
         m = read_measurements(f)
         if m.kind == "allreduce":
@@ -190,11 +214,25 @@ def calibrate(
                 raise InputError(f"{f}: a second step file; give one 'bench step' CSV")
             step_m = m
         else:
+            if scale_m is not None:
+                raise InputError(f"{f}: a second scaling table; give one (one run's device counts)")
+            # --where COLUMN=VALUE keeps scaling rows too, for the columns the table has
+            keep = [c for c in where or [] if c.partition("=")[0].strip() in m.header]
+            scale_m = filter_rows(m, keep) if keep else m
+    scaling = None
+    if scale_m is not None:
+        if profile is None:
             raise InputError(
-                f"{f}: a scaling table (devices, speedup) has no times to fit; give 'bench allreduce' "
-                "or 'bench step' results"
+                f"--profile: {scale_m.path} is a scaling table; give the profile of the hardware it ran on"
             )
-    base = profile_for_measurements(profile, [m for m in (comm_m, step_m) if m is not None])
+        scaling = (scale_m, _scaling_scenario(run, scale_m, profile, algorithm))
+    elif run.given():
+        raise InputError(
+            f"--{next(iter(run.given())).replace('_', '-')}: the run's options describe a scaling table's "
+            "training run; give one (devices, speedup) or leave them out"
+        )
+    measured = [m for m in (comm_m, step_m, scale_m) if m is not None]
+    base = profile_for_measurements(profile, measured)
     report = calibrate_profile(
         base,
         comm_m,
@@ -210,6 +248,7 @@ def calibrate(
         name=name or Path(output).stem,
         now=datetime.datetime.now(datetime.timezone.utc),
         host=platform.node() or "unknown",
+        scaling=scaling,
     )
     text = report["yaml"]
     from ..output import write_atomic
@@ -314,6 +353,17 @@ def _calibrate_view(report: dict[str, Any]):
                 "se": f"± {st['overlap_se']:.2g}" if st["overlap_se"] else "-",
             }
         )
+    sp = report.get("spread")
+    if sp is not None:
+        rows.append(
+            {
+                "tier": "device",
+                "param": "speed spread σ",
+                "before": "-" if not sp["before"] else f"{sp['before']:.4g}",
+                "after": f"{sp['after']:.4g}",
+                "se": f"± {sp['se']:.2g}" if sp["se"] else "-",
+            }
+        )
     parts.append(
         table(
             rows,
@@ -363,6 +413,33 @@ def _calibrate_view(report: dict[str, Any]):
                 title="fit quality (relative error of the all-reduce time)",
                 caption=(
                     report.get("method") or "t = 2(k-1)·α + 2(k-1)/k · n/B, weighted least squares on relative error"
+                ),
+            )
+        )
+    if sp is not None:
+        parts.append(
+            table(
+                [
+                    {
+                        "k": r["devices"],
+                        "meas": f"{r['measured']:.4f}",
+                        "before": f"{r['predicted_before']:.4f}",
+                        "after": f"{r['predicted_after']:.4f}",
+                        "err": f"{r['predicted_after'] / r['measured'] - 1:+.1%}",
+                    }
+                    for r in sp["per_row"]
+                ],
+                [
+                    Column("k", "k"),
+                    Column(f"measured ÷ k = {sp['k0']}", "meas"),
+                    Column("predicted, no spread", "before"),
+                    Column("predicted, fitted spread", "after"),
+                    Column("error", "err"),
+                ],
+                title=f"fit quality (per-device throughput relative to k = {sp['k0']}, {sp['file']})",
+                caption=(
+                    f"median |error| {_pct(sp['median_rel_error_before'])} without a spread, "
+                    f"{_pct(sp['median_rel_error_after'])} with it; T_compute x (1 + σ·m_k), simcli.straggler"
                 ),
             )
         )
