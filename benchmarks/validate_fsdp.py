@@ -109,14 +109,14 @@ def main() -> None:
         pred = {k: rec[k]["efficiency"] / rec[k0]["efficiency"] for k in ks}
         rec2 = None
         if len(ks) >= 3:  # the spread that the model needs at the second k, then every larger k with it
-            sigma = straggler.spread_from(meas[ks[1]] / pred[ks[1]], k0, ks[1])
+            sigma = max(0.0, straggler.spread_from(meas[ks[1]] / pred[ks[1]], k0, ks[1]))
             rec2 = predict(rs[0], compute, ks, spread=sigma)
         for r in rs[1:]:
             k = int(r["k"])
             errs[gpu].append(pred[k] / meas[k] - 1)
             grew = m * (int(r["mb"]) * int(r["seq"]) / float(r["tps_gpu"]) - compute) * 1e3
             comm = (rec[k]["t_comm_s"] - rec[k0]["t_comm_s"]) * 1e3
-            alone = (1 - meas[k]) / (meas[k] * float(straggler.expected_max(k)) - float(straggler.expected_max(k0)))
+            alone = straggler.spread_from(meas[k], k0, k)
             two = ""
             if rec2 is not None and k == ks[1]:
                 two = f"spread {sigma:.1%}"

@@ -72,8 +72,9 @@ def slowdown(k: np.ndarray | list[int] | int, spread: float) -> np.ndarray:
 def spread_from(ratio: float, k0: int, k1: int) -> float:
     """The σ that makes a measured per-device throughput ratio tput(k1)/tput(k0) = (1 + σ·m_k0)/(1 + σ·m_k1).
 
-    ``ratio`` below 1 (k1 > k0) gives σ > 0; a ratio at or above 1 gives 0 (no measurable spread)."""
+    ``ratio`` below 1 (k1 > k0) gives σ > 0; a ratio above 1 gives σ < 0, which no spread explains (the larger
+    run was faster): clip it before passing it on as ``--spread``."""
     if not (k1 > k0 >= 1) or not (ratio > 0 and math.isfinite(ratio)):
         raise ValueError(f"spread_from: needs k1 > k0 >= 1 and a positive ratio, got {ratio!r}, {k0}, {k1}")
     m0, m1 = (float(v) for v in expected_max([k0, k1]))
-    return max(0.0, (1.0 - ratio) / (ratio * m1 - m0))
+    return (1.0 - ratio) / (ratio * m1 - m0)

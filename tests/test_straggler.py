@@ -55,7 +55,7 @@ def test_spread_from_inverts_the_ratio():
         m0, m1 = straggler.expected_max([k0, k1])
         ratio = (1 + sigma * m0) / (1 + sigma * m1)
         assert straggler.spread_from(float(ratio), k0, k1) == pytest.approx(sigma, rel=1e-9)
-    assert straggler.spread_from(1.01, 16, 32) == 0.0  # faster at more devices: no spread to see
+    assert straggler.spread_from(1.01, 16, 32) < 0  # faster at more devices: no spread explains it
     with pytest.raises(ValueError):
         straggler.spread_from(0.9, 32, 16)
 
