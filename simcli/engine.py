@@ -162,9 +162,9 @@ class Scenario:
             v = getattr(self, name)
             if v is not None and (isinstance(v, bool) or int(v) != v or v < 1):
                 raise InputError(f"--{name.replace('_', '-')}: {v} must be a whole number, at least 1")
-        if self.spread is not None and not (0 <= self.spread < 1 and np.isfinite(self.spread)):
+        if self.spread is not None and not (0 <= self.spread <= 1 and np.isfinite(self.spread)):
             raise InputError(
-                f"--spread: {self.spread} is not in [0, 1); give the spread of the devices' speed as a fraction "
+                f"--spread: {self.spread} is not in [0, 1]; give the spread of the devices' speed as a fraction "
                 "of the step, for example 3%"
             )
         if self.compute_time_s is None and not self.workload.flops_per_sample:
@@ -439,10 +439,11 @@ def simulate(scenario: Scenario, devices: np.ndarray | list[int]) -> Result:
     m = int(sc.accum)
     b = sc.batch / (kf * m) if sc.strong else np.full(kf.shape, float(sc.batch))
     # forward + backward of one micro-step, at the pace of the slowest of k devices (simcli.straggler)
-    t_micro = _compute_time(sc, b) * straggler.slowdown(k, sc.device_spread)
+    slow = straggler.slowdown(k, sc.device_spread)
+    t_micro = _compute_time(sc, b) * slow
     t_bwd_micro = sc.backward_fraction * t_micro
     if sc.strategy != "ddp":
-        return _simulate_sharded(sc, k, b, t_micro, t_bwd_micro)
+        return _simulate_sharded(sc, k, b, t_micro, t_bwd_micro, slow)
     n = float(sc.grad_bytes)
     plan = bucket_plan(n, sc.bucket_bytes if sc.overlap == "buckets" else None)
     comm_full = (
@@ -471,6 +472,7 @@ def simulate(scenario: Scenario, devices: np.ndarray | list[int]) -> Result:
         t_bwd_micro,
         t_comm,
         exposed,
+        slow,
         comm=_total(plan, comm_full, comm_last),
         plan=plan,
         comm_bucket=comm_full,
@@ -557,10 +559,12 @@ def _result(
     t_bwd_micro: np.ndarray,
     t_comm: np.ndarray,
     exposed: np.ndarray,
+    slow: np.ndarray,
     **rest: Any,
 ) -> Result:
     """The step of m micro-steps, its speedup and throughput, from the compute and the exposed communication.
 
+    ``slow`` is the slowest-of-k factor already in ``t_micro`` (1 + σ·m_k; t_straggler_s is its share).
     One device runs the same samples per optimizer step with no communication: T_step(1) = T_compute(b1);
     weak scaling counts samples (S = k·m·T1/T_step), strong scaling the global batch (S = T1/T_step).
     """
@@ -568,7 +572,6 @@ def _result(
     m = int(sc.accum)
     t_compute = m * t_micro
     t_step = t_compute + exposed
-    slow = straggler.slowdown(k, sc.device_spread)
     t1 = float(_compute_time(sc, np.array([float(sc.batch)]))[0])
     speedup = t1 / t_step if sc.strong else kf * m * t1 / t_step
     return Result(
@@ -591,7 +594,7 @@ def _result(
 
 
 def _simulate_sharded(
-    sc: Scenario, k: np.ndarray, b: np.ndarray, t_micro: np.ndarray, t_bwd_micro: np.ndarray
+    sc: Scenario, k: np.ndarray, b: np.ndarray, t_micro: np.ndarray, t_bwd_micro: np.ndarray, slow: np.ndarray
 ) -> Result:
     """zero1/zero2/fsdp/hsdp: every micro-step communicates (simcli.sharding.step)."""
     m = int(sc.accum)
@@ -624,6 +627,7 @@ def _simulate_sharded(
         t_bwd_micro,
         m * st.t_comm,
         m * st.exposed,
+        slow,
         comm=comm,
         plan=None,
         memory=_memory(sc, k, b),

@@ -118,8 +118,9 @@ def test_the_profile_carries_the_spread_and_the_option_overrides_it(two_tier):
 
 
 def test_the_scenario_refuses_a_spread_outside_0_1(one_tier):
-    with pytest.raises(InputError, match="--spread"):
-        _scenario(one_tier, spread=1.0)
+    for bad in (1.01, -0.01, float("nan")):
+        with pytest.raises(InputError, match="--spread"):
+            _scenario(one_tier, spread=bad)
 
 
 def test_cli_spread_option(runner):
