@@ -247,6 +247,7 @@ _TERMS = (
     "efficiency",
     "speedup",
     "t_compute_s",
+    "t_straggler_s",
     "t_comm_s",
     "t_comm_exposed_s",
     "t_step_s",
@@ -278,6 +279,14 @@ def breakdown(res: Result, i: int) -> dict[str, Any]:
     return out
 
 
+def _compute(b: dict[str, Any]) -> str:
+    """'compute 480 ms', with the part spent waiting for the slowest device when the scenario has a spread."""
+    wait = b.get("t_straggler_s") or 0.0
+    return f"compute {fmt_time(b['t_compute_s'])}" + (
+        f" ({fmt_time(wait)} of it waiting for the slowest device)" if wait > 0 else ""
+    )
+
+
 def describe_breakdown(b: dict[str, Any]) -> str:
     """One sentence: where the step's time goes at one k."""
     if b["t_comm_s"] <= 0:
@@ -285,7 +294,7 @@ def describe_breakdown(b: dict[str, Any]) -> str:
     hidden = b["t_comm_s"] - b["t_comm_exposed_s"]
     if b.get("strategy"):
         s = (
-            f"at k={b['devices']}: step {fmt_time(b['t_step_s'])} = compute {fmt_time(b['t_compute_s'])} + exposed "
+            f"at k={b['devices']}: step {fmt_time(b['t_step_s'])} = {_compute(b)} + exposed "
             f"communication {fmt_time(b['t_comm_exposed_s'])} ({100 * b['comm_share']:.0f}% of the step"
             + (f", {fmt_time(hidden)} hidden behind compute" if hidden > 0 else "")
             + f"); {b['strategy']}'s "
@@ -294,7 +303,7 @@ def describe_breakdown(b: dict[str, Any]) -> str:
         )
         return s + (f" at {fmt_rate(b['bus_Bps'])}" if b["bus_Bps"] else "")
     s = (
-        f"at k={b['devices']}: step {fmt_time(b['t_step_s'])} = compute {fmt_time(b['t_compute_s'])} + "
+        f"at k={b['devices']}: step {fmt_time(b['t_step_s'])} = {_compute(b)} + "
         f"exposed all-reduce {fmt_time(b['t_comm_exposed_s'])} ({100 * b['comm_share']:.0f}% of the step"
         + (f", {fmt_time(hidden)} hidden behind backward" if hidden > 0 else "")
         + "); the all-reduce is "
