@@ -203,3 +203,12 @@ def test_calibrate_scaling_table_refusals(runner, tmp_path):
     stray = runner.invoke(app, ["calibrate", str(bench), "-p", "cpu-loopback", "--strategy", "fsdp", "-o", out])
     assert stray.exit_code == 2 and "--strategy" in stray.stderr and "scaling table" in stray.stderr
     assert not (tmp_path / "o.yaml").exists()
+
+
+def test_plan_says_what_the_wait_costs(runner):
+    args = ["plan", "max-devices", "-m", "gpt2", "-p", "dgx-h100", "--min-efficiency", "0.9", "-k", "1..64"]
+    with_spread = runner.invoke(app, [*args, "--spread", "3%"])
+    assert with_spread.exit_code == 0, with_spread.output
+    assert "waiting for the slowest device" in with_spread.stdout and "--spread 3%" in with_spread.stdout
+    plain = runner.invoke(app, args)
+    assert "slowest" not in plain.stdout
