@@ -24,7 +24,10 @@ import sys
 from collections import defaultdict
 from pathlib import Path
 
+import numpy as np
+
 from simcli import straggler
+from simcli.calibrate import minimise_scalar
 
 ROOT = Path(__file__).resolve().parent.parent
 #: file -> the profile its cluster is priced on
@@ -86,59 +89,93 @@ def predict(r: dict, compute_s: float, ks: list[int], spread: float = 0.0) -> di
     return {int(x["devices"]): x for x in recs}
 
 
-def main() -> None:
-    errs: dict[str, list[float]] = defaultdict(list)
-    errs2: list[float] = []
-    # beside the error: how much the measured step grew from the smallest k, and how much simcli's whole
-    # communication time grew (hidden or not): what exposing every collective as priced could add at most;
-    # the per-device spread the slowest-of-k model (simcli.straggler) would need for the row alone; and, for
-    # models measured at three or more k, the prediction with the spread that the two smallest k give
-    print(
-        f"{'gpu':>9} {'model':>5} {'k':>4} {'measured':>9} {'predicted':>9} {'error':>7} "
-        f"{'step growth ms':>15} {'T_comm growth ms':>17} {'spread alone':>13} {'from 2 k':>9} {'error':>7}"
+def _log_ratio(sigma: float, k0: np.ndarray, k: np.ndarray) -> np.ndarray:
+    """log of the slowest-of-k throughput ratio (1 + sigma·m_k0) / (1 + sigma·m_k)."""
+    return np.log((1 + sigma * straggler.expected_max(k0)) / (1 + sigma * straggler.expected_max(k)))
+
+
+def cluster_spread(points: list[tuple[int, int, float]]) -> float:
+    """One spread for a set of (k0, k, measured/predicted ratio) points: least squares on the log ratio."""
+    k0, k, r = (np.array(x, dtype=np.float64) for x in zip(*points))
+    return minimise_scalar(lambda sg: float(np.sum((_log_ratio(sg, k0, k) - np.log(r)) ** 2)), 0.0, 0.9)
+
+
+def _summary(label: str, e: list[float]) -> str:
+    a = [abs(x) for x in e]
+    return (
+        f"{label}: {len(e)} rows: median |error| {statistics.median(a):.1%}, max {max(a):.1%}, "
+        f"mean error {statistics.mean(e):+.1%}"
     )
-    for (gpu, model), rs in rows().items():
+
+
+def main() -> None:
+    # per (gpu, model): its rows, the measured ratios to the smallest k and simcli's without a spread
+    groups = {}
+    for key, rs in rows().items():
         rs = sorted(rs, key=lambda r: int(r["k"]))
         ks = [int(r["k"]) for r in rs]
-        k0 = ks[0]
         tps0 = float(rs[0]["tps_gpu"])
-        m = int(rs[0]["accum"])
         compute = int(rs[0]["mb"]) * int(rs[0]["seq"]) / tps0  # one micro-step
         rec = predict(rs[0], compute, ks)
         meas = {int(r["k"]): float(r["tps_gpu"]) / tps0 for r in rs}
-        pred = {k: rec[k]["efficiency"] / rec[k0]["efficiency"] for k in ks}
-        rec2 = None
+        pred = {k: rec[k]["efficiency"] / rec[ks[0]]["efficiency"] for k in ks}
+        groups[key] = dict(rs=rs, ks=ks, compute=compute, rec=rec, meas=meas, pred=pred)
+
+    def ratio_of(g: dict, spread: float) -> dict[int, float]:
+        r = predict(g["rs"][0], g["compute"], g["ks"], spread=spread)
+        return {k: r[k]["efficiency"] / r[g["ks"][0]]["efficiency"] for k in g["ks"]}
+
+    errs: dict[str, list[float]] = defaultdict(list)
+    errs2: list[float] = []
+    errs3: list[float] = []
+    # beside the error: how much the measured step grew from the smallest k, and how much simcli's whole
+    # communication time grew (hidden or not): what exposing every collective as priced could add at most;
+    # the per-device spread the slowest-of-k model (simcli.straggler) would need for the row alone; for
+    # models measured at three or more k, the prediction with the spread that the two smallest k give; and
+    # the prediction with one spread for the cluster, fitted on the other models of the same GPU's table
+    print(
+        f"{'gpu':>9} {'model':>5} {'k':>4} {'measured':>9} {'predicted':>9} {'error':>7} "
+        f"{'step growth ms':>15} {'T_comm growth ms':>17} {'spread alone':>13} {'from 2 k':>15} "
+        f"{'other models':>21}"
+    )
+    for (gpu, model), g in groups.items():
+        ks, meas, pred, rec = g["ks"], g["meas"], g["pred"], g["rec"]
+        k0 = ks[0]
+        m = int(g["rs"][0]["accum"])
+        two = None
         if len(ks) >= 3:  # the spread that the model needs at the second k, then every larger k with it
-            sigma = max(0.0, straggler.spread_from(meas[ks[1]] / pred[ks[1]], k0, ks[1]))
-            rec2 = predict(rs[0], compute, ks, spread=sigma)
-        for r in rs[1:]:
+            sigma2 = max(0.0, straggler.spread_from(meas[ks[1]] / pred[ks[1]], k0, ks[1]))
+            two = ratio_of(g, sigma2)
+        others = [
+            (h["ks"][0], k, h["meas"][k] / h["pred"][k])
+            for (gg, mm), h in groups.items()
+            if gg == gpu and mm != model
+            for k in h["ks"][1:]
+        ]
+        sigma3 = cluster_spread(others)
+        three = ratio_of(g, sigma3)
+        for r in g["rs"][1:]:
             k = int(r["k"])
             errs[gpu].append(pred[k] / meas[k] - 1)
-            grew = m * (int(r["mb"]) * int(r["seq"]) / float(r["tps_gpu"]) - compute) * 1e3
+            errs3.append(three[k] / meas[k] - 1)
+            grew = m * (int(r["mb"]) * int(r["seq"]) / float(r["tps_gpu"]) - g["compute"]) * 1e3
             comm = (rec[k]["t_comm_s"] - rec[k0]["t_comm_s"]) * 1e3
             alone = straggler.spread_from(meas[k], k0, k)
-            two = ""
-            if rec2 is not None and k == ks[1]:
-                two = f"spread {sigma:.1%}"
-            if rec2 is not None and k != ks[1]:
-                p2 = rec2[k]["efficiency"] / rec2[k0]["efficiency"]
-                errs2.append(p2 / meas[k] - 1)
-                two = f"{p2:9.3f} {p2 / meas[k] - 1:+7.1%}"
+            col2 = ""
+            if two is not None and k == ks[1]:
+                col2 = f"spread {sigma2:.1%}"
+            elif two is not None:
+                errs2.append(two[k] / meas[k] - 1)
+                col2 = f"{two[k]:.3f} {two[k] / meas[k] - 1:+.1%}"
+            col3 = f"{sigma3:.1%}: {three[k]:.3f} {three[k] / meas[k] - 1:+.1%}"
             print(
                 f"{gpu:>9} {model:>5} {k:>4} {meas[k]:9.3f} {pred[k]:9.3f} {pred[k] / meas[k] - 1:+7.1%} {grew:15.0f} "
-                f"{comm:17.1f} {alone:13.1%} {two}"
+                f"{comm:17.1f} {alone:13.1%} {col2:>15} {col3:>21}"
             )
     for name, e in [*errs.items(), ("all", [x for v in errs.values() for x in v])]:
-        a = [abs(x) for x in e]
-        print(
-            f"{name}: {len(e)} rows: median |error| {statistics.median(a):.1%}, max {max(a):.1%}, "
-            f"mean error {statistics.mean(e):+.1%}"
-        )
-    a = [abs(x) for x in errs2]
-    print(
-        f"from the two smallest k (--spread fitted there, models with 3+ k): {len(errs2)} rows: median |error| "
-        f"{statistics.median(a):.1%}, max {max(a):.1%}, mean error {statistics.mean(errs2):+.1%}"
-    )
+        print(_summary(name, e))
+    print(_summary("from the two smallest k (--spread fitted there, models with 3+ k)", errs2))
+    print(_summary("one spread per cluster, fitted on its other models (leave one model out)", errs3))
 
 
 if __name__ == "__main__":

@@ -64,6 +64,7 @@ __all__ = [
     "fit_step",
     "SpreadFit",
     "fit_spread",
+    "minimise_scalar",
     "rel_error",
     "holdout_mask",
     "HUBER_C",
@@ -829,6 +830,26 @@ class SpreadFit:
 _MAX_SPREAD = 0.9
 
 
+def minimise_scalar(loss: Callable[[float], float], lo: float, hi: float) -> float:
+    """The x in [lo, hi] that minimises a unimodal ``loss``, by golden-section search (Kiefer 1953); the lower
+    bound itself when it is no worse (a spread of 0 is a common answer)."""
+    g = (math.sqrt(5.0) - 1.0) / 2.0
+    floor = lo
+    a, b = hi - g * (hi - lo), lo + g * (hi - lo)
+    fa, fb = loss(a), loss(b)
+    for _ in range(60):  # the bracket shrinks by 0.618 each step: 60 steps reach 1e-13 of it
+        if fa <= fb:
+            hi, b, fb = b, a, fa
+            a = hi - g * (hi - lo)
+            fa = loss(a)
+        else:
+            lo, a, fa = a, b, fb
+            b = lo + g * (hi - lo)
+            fb = loss(b)
+    x = (lo + hi) / 2.0
+    return floor if loss(floor) <= loss(x) else x
+
+
 def fit_spread(sc: Any, k: np.ndarray, speedup: np.ndarray, *, what: str = "scaling") -> SpreadFit:
     """σ by least squares on log(per-device throughput ratio): pred(k; σ) = E_σ(k)/E_σ(k0) against S(k)/k ÷ S(k0)/k0.
 
@@ -864,22 +885,7 @@ def fit_spread(sc: Any, k: np.ndarray, speedup: np.ndarray, *, what: str = "scal
     def loss(sigma: float) -> float:
         return float(np.sum((log_pred(sigma) - meas) ** 2))
 
-    lo, hi = 0.0, _MAX_SPREAD
-    g = (math.sqrt(5.0) - 1.0) / 2.0
-    a, b = hi - g * (hi - lo), lo + g * (hi - lo)
-    fa, fb = loss(a), loss(b)
-    for _ in range(60):  # the bracket shrinks by 0.618 each step: 60 steps reach 1e-13
-        if fa <= fb:
-            hi, b, fb = b, a, fa
-            a = hi - g * (hi - lo)
-            fa = loss(a)
-        else:
-            lo, a, fa = a, b, fb
-            b = lo + g * (hi - lo)
-            fb = loss(b)
-    sigma = (lo + hi) / 2.0
-    if loss(0.0) <= loss(sigma):
-        sigma = 0.0
+    sigma = minimise_scalar(loss, 0.0, _MAX_SPREAD)
     warnings = []
     if sigma >= _MAX_SPREAD - 1e-6:
         warnings.append(

@@ -212,3 +212,10 @@ def test_plan_says_what_the_wait_costs(runner):
     assert "waiting for the slowest device" in with_spread.stdout and "--spread 3%" in with_spread.stdout
     plain = runner.invoke(app, args)
     assert "slowest" not in plain.stdout
+
+
+def test_minimise_scalar_finds_interior_and_boundary_minima():
+    from simcli.calibrate import minimise_scalar
+
+    assert minimise_scalar(lambda x: (x - 0.3) ** 2, 0.0, 0.9) == pytest.approx(0.3, abs=1e-9)
+    assert minimise_scalar(lambda x: (x + 0.1) ** 2, 0.0, 0.9) == 0.0  # the bound itself, exactly
