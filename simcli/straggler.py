@@ -11,8 +11,9 @@ extreme individuals and the range of samples taken from a normal population", Bi
 values in H. L. Harter, "Expected values of normal order statistics", Biometrika 48, 1961). m_k grows like
 √(2 ln k), so the loss is front-loaded: each doubling of k costs less than the one before.
 
-σ is a property of a cluster, not of a datasheet: give it (``--spread``, ``device.spread``) from measurements,
-for example :func:`spread_from` two measured throughputs of one weak-scaling run at two device counts.
+σ is a property of a cluster, not of a datasheet: give it (``--spread``, ``device.spread``) from measurements:
+``simcli calibrate`` fits it from a training run's scaling table (simcli.calibrate.fit_spread), and
+:func:`spread_from` solves it from two measured throughputs of one weak-scaling run.
 """
 
 from __future__ import annotations
