@@ -11,7 +11,9 @@ the prediction.
     python benchmarks/validate_fsdp.py
 
 Sources: the headers of validation/published/fsdp-llm-foundry-a100-small.csv (125M-760M),
-fsdp-llm-foundry-a100-large.csv (1B-13B) and fsdp-llm-foundry-h100.csv (760M-13B on H100).
+fsdp-llm-foundry-a100-large.csv (1B-13B), fsdp-llm-foundry-h100.csv (760M-13B on H100) and
+fsdp-torchtitan-h100.csv (torchtitan's Llama 3.1 8B with FSDP2 on 8 and 128 H100s; its grad_dtype column gives
+the reduction dtype).
 """
 
 from __future__ import annotations
@@ -35,6 +37,7 @@ FILES = {
     "fsdp-llm-foundry-a100-small.csv": "dgx-a100",
     "fsdp-llm-foundry-a100-large.csv": "dgx-a100",
     "fsdp-llm-foundry-h100.csv": "dgx-h100",
+    "fsdp-torchtitan-h100.csv": "dgx-h100",
 }
 #: Composer's mixed-precision modes -> the reduction dtype (composer/trainer/mosaic_fsdp_utils.py)
 GRAD_DTYPE = {"PURE": "bf16", "DEFAULT": "fp32"}
@@ -72,7 +75,7 @@ def predict(r: dict, compute_s: float, ks: list[int], spread: float = 0.0) -> di
         "--strategy",
         "fsdp",
         "--grad-dtype",
-        GRAD_DTYPE[r["mp_mode"]],
+        r.get("grad_dtype") or GRAD_DTYPE[r["mp_mode"]],
         "--accum",
         r["accum"],
         "-k",
