@@ -57,39 +57,68 @@ def _fit_nccl_tiers(
             changes.update(bandwidth_Bps=fit.bandwidth_Bps[ti], efficiency=1.0)
         network[ti] = dataclasses.replace(t_before, **changes)
         tiers_out.append(
-            {
-                "tier": t_before.name,
-                "index": ti,
-                "world_sizes": [int(x) for x in sorted(set(k[spanned[ti]].tolist()))],
-                "sizes": [int(x) for x in fit.sizes],
-                "size_range": f"{fmt_bytes(min(fit.sizes))}..{fmt_bytes(max(fit.sizes))} ({len(fit.sizes)} sizes)",
-                "points": fit.n_fit,
-                "holdout_points": fit.n_holdout,
-                "holdout_fraction": holdout,
-                "seed": seed,
-                "latency": {
-                    "before_s": t_before.latency_s,
-                    "after_s": network[ti].latency_s,
-                    "se_s": fit.latency_se_s[ti],
-                    "identified": fit.latency_identified[ti],
-                },
-                "bandwidth": {
-                    "before_Bps": t_before.effective_Bps,
-                    "after_Bps": network[ti].effective_Bps,
-                    "se_Bps": fit.bandwidth_se_Bps[ti],
-                    "identified": fit.bandwidth_identified[ti],
-                },
-                "quality": {
-                    "r2_log_time": fit.r2_log,
-                    "median_rel_error_fit": fit.fit_median_rel,
-                    "max_rel_error_fit": fit.fit_max_rel,
-                    "median_rel_error_holdout": fit.holdout_median_rel,
-                    "max_rel_error_holdout": fit.holdout_max_rel,
-                    "downweighted_points": 0,
-                },
-                "warnings": list(fit.warnings),
-            }
+            _tier_record(
+                t_before,
+                network[ti],
+                ti,
+                fit,
+                world_sizes=[int(x) for x in sorted(set(k[spanned[ti]].tolist()))],
+                holdout=holdout,
+                seed=seed,
+                latency=(fit.latency_se_s[ti], fit.latency_identified[ti]),
+                bandwidth=(fit.bandwidth_se_Bps[ti], fit.bandwidth_identified[ti]),
+                downweighted=0,
+            )
         )
+
+
+def _tier_record(
+    before: Any,
+    after: Any,
+    ti: int,
+    fit: Any,
+    *,
+    world_sizes: list[int],
+    holdout: float,
+    seed: int,
+    latency: tuple[float | None, bool],
+    bandwidth: tuple[float | None, bool],
+    downweighted: int,
+) -> dict[str, Any]:
+    """One fitted tier for the report: what was fitted from what, before and after, and the fit's quality
+    (the NCCL fit and the textbook fit both; ``latency`` and ``bandwidth`` are (standard error, identified))."""
+    return {
+        "tier": before.name,
+        "index": ti,
+        "world_sizes": world_sizes,
+        "sizes": [int(x) for x in fit.sizes],
+        "size_range": f"{fmt_bytes(min(fit.sizes))}..{fmt_bytes(max(fit.sizes))} ({len(fit.sizes)} sizes)",
+        "points": fit.n_fit,
+        "holdout_points": fit.n_holdout,
+        "holdout_fraction": holdout,
+        "seed": seed,
+        "latency": {
+            "before_s": before.latency_s,
+            "after_s": after.latency_s,
+            "se_s": latency[0],
+            "identified": latency[1],
+        },
+        "bandwidth": {
+            "before_Bps": before.effective_Bps,
+            "after_Bps": after.effective_Bps,
+            "se_Bps": bandwidth[0],
+            "identified": bandwidth[1],
+        },
+        "quality": {
+            "r2_log_time": fit.r2_log,
+            "median_rel_error_fit": fit.fit_median_rel,
+            "max_rel_error_fit": fit.fit_max_rel,
+            "median_rel_error_holdout": fit.holdout_median_rel,
+            "max_rel_error_holdout": fit.holdout_max_rel,
+            "downweighted_points": downweighted,
+        },
+        "warnings": list(fit.warnings),
+    }
 
 
 def _fit_dtypes(
@@ -360,38 +389,18 @@ def calibrate_profile(
             if fit.identified["bandwidth"]:
                 changes.update(bandwidth_Bps=fit.bandwidth_Bps, efficiency=1.0)
             network[ti] = dataclasses.replace(t_before, **changes)
-            rec = {
-                "tier": t_before.name,
-                "index": ti,
-                "world_sizes": list(fit.world_sizes),
-                "sizes": [int(s) for s in fit.sizes],
-                "size_range": f"{fmt_bytes(min(fit.sizes))}..{fmt_bytes(max(fit.sizes))} ({len(fit.sizes)} sizes)",
-                "points": fit.n_fit,
-                "holdout_points": fit.n_holdout,
-                "holdout_fraction": holdout,
-                "seed": seed + ti,
-                "latency": {
-                    "before_s": t_before.latency_s,
-                    "after_s": network[ti].latency_s,
-                    "se_s": fit.alpha_se_s,
-                    "identified": fit.identified["alpha"],
-                },
-                "bandwidth": {
-                    "before_Bps": t_before.effective_Bps,
-                    "after_Bps": network[ti].effective_Bps,
-                    "se_Bps": fit.bandwidth_se_Bps,
-                    "identified": fit.identified["bandwidth"],
-                },
-                "quality": {
-                    "r2_log_time": fit.r2_log,
-                    "median_rel_error_fit": fit.fit_median_rel,
-                    "max_rel_error_fit": fit.fit_max_rel,
-                    "median_rel_error_holdout": fit.holdout_median_rel,
-                    "max_rel_error_holdout": fit.holdout_max_rel,
-                    "downweighted_points": fit.downweighted,
-                },
-                "warnings": list(fit.warnings),
-            }
+            rec = _tier_record(
+                t_before,
+                network[ti],
+                ti,
+                fit,
+                world_sizes=list(fit.world_sizes),
+                holdout=holdout,
+                seed=seed + ti,
+                latency=(fit.alpha_se_s, fit.identified["alpha"]),
+                bandwidth=(fit.bandwidth_se_Bps, fit.identified["bandwidth"]),
+                downweighted=fit.downweighted,
+            )
             tiers_out.append(rec)
         # the textbook fits assume the fitted tier is the ring's bottleneck; say so where the new profile disagrees
         for rec in [] if use_nccl else tiers_out:
