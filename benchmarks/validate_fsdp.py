@@ -94,7 +94,7 @@ def predict(r: dict, compute_s: float, ks: list[int], spread: float = 0.0) -> di
 
 def _log_ratio(sigma: float, k0: np.ndarray, k: np.ndarray) -> np.ndarray:
     """log of the slowest-of-k throughput ratio (1 + sigma·m_k0) / (1 + sigma·m_k)."""
-    return np.log((1 + sigma * straggler.expected_max(k0)) / (1 + sigma * straggler.expected_max(k)))
+    return np.log(straggler.slowdown(k0, sigma) / straggler.slowdown(k, sigma))
 
 
 def cluster_spread(points: list[tuple[int, int, float]]) -> float:

@@ -21,7 +21,7 @@ from .collectives import check_devices, ring_params, tier_spanned
 from .model import InputError
 from .profiles import profile_from_dict, profile_to_dict
 from .units import fmt_bytes, fmt_flops, fmt_rate, fmt_time
-from .validate import filter_rows
+from .validate import filter_present, filter_rows
 
 if TYPE_CHECKING:  # pragma: no cover
     from .model import Profile
@@ -448,8 +448,7 @@ def calibrate_profile(
     device = base.device
     if step_m is not None:
         # --where COLUMN=VALUE keeps step rows too, for the columns a step file has (e.g. world_size=1)
-        step_where = [c for c in where if c.partition("=")[0].strip() in step_m.header]
-        sm = filter_rows(step_m, step_where) if step_where else step_m
+        sm = filter_present(step_m, where)
         k = sm.devices()
         b = sm.number("batch_per_device")
         tc, ts = sm.number("t_compute_s"), sm.number("t_step_s")

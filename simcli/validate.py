@@ -218,6 +218,13 @@ def filter_rows(
     return m.subset(keep)
 
 
+def filter_present(m: Measured, where: Sequence[str]) -> Measured:
+    """``filter_rows`` with only the ``COLUMN=VALUE`` conditions whose column ``m`` has: one ``--where`` that
+    names columns of several files (calibrate's step and scaling files) keeps each file's rows by its own."""
+    mine = [c for c in where if c.partition("=")[0].strip() in m.header]
+    return filter_rows(m, mine) if mine else m
+
+
 # --------------------------------------------------------------------------- predictions
 
 

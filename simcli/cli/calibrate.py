@@ -195,7 +195,7 @@ def calibrate(
 
     from ..calibration import calibrate_profile
     from ..output import check_output_path
-    from ..validate import filter_rows, read_measurements
+    from ..validate import filter_present, read_measurements
 
     check_output_path(output, force, inputs=[*files, profile])  # never write the profile over an input
     if not 1 <= len(files) <= 3:
@@ -217,8 +217,7 @@ def calibrate(
             if scale_m is not None:
                 raise InputError(f"{f}: a second scaling table; give one (one run's device counts)")
             # --where COLUMN=VALUE keeps scaling rows too, for the columns the table has
-            keep = [c for c in where or [] if c.partition("=")[0].strip() in m.header]
-            scale_m = filter_rows(m, keep) if keep else m
+            scale_m = filter_present(m, where or [])
     scaling = None
     if scale_m is not None:
         if profile is None:
