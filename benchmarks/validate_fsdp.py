@@ -30,6 +30,7 @@ import numpy as np
 
 from simcli import straggler
 from simcli.calibrate import minimise_scalar
+from simcli.profiles import resolve_profile
 
 ROOT = Path(__file__).resolve().parent.parent
 #: file -> the profile its cluster is priced on
@@ -58,7 +59,8 @@ def rows() -> dict[tuple[str, str], list[dict]]:
     return out
 
 
-def predict(r: dict, compute_s: float, ks: list[int], spread: float = 0.0) -> dict[int, dict]:
+def predict(r: dict, compute_s: float, ks: list[int], spread: float | None = None) -> dict[int, dict]:
+    """simcli's records per k; ``spread`` None: the profile's own device.spread (the datasheet's)."""
     cmd = [
         sys.executable,
         "-m",
@@ -85,7 +87,7 @@ def predict(r: dict, compute_s: float, ks: list[int], spread: float = 0.0) -> di
     ]
     if r["act_ckpt"] != "True":
         cmd.append("--no-activation-checkpointing")
-    if spread:
+    if spread is not None:
         cmd += ["--spread", repr(spread)]
     d = json.loads(subprocess.run(cmd, capture_output=True, text=True, check=True).stdout)
     recs = d["records"] if isinstance(d, dict) else d
@@ -119,25 +121,31 @@ def main() -> None:
         ks = [int(r["k"]) for r in rs]
         tps0 = float(rs[0]["tps_gpu"])
         compute = int(rs[0]["mb"]) * int(rs[0]["seq"]) / tps0  # one micro-step
-        rec = predict(rs[0], compute, ks)
+        rec = predict(rs[0], compute, ks, spread=0.0)  # communication alone
+        sheet = predict(rs[0], compute, ks)  # the datasheet profile as it is, its device.spread included
         meas = {int(r["k"]): float(r["tps_gpu"]) / tps0 for r in rs}
         pred = {k: rec[k]["efficiency"] / rec[ks[0]]["efficiency"] for k in ks}
-        groups[key] = dict(rs=rs, ks=ks, compute=compute, rec=rec, meas=meas, pred=pred)
+        dsh = {k: sheet[k]["efficiency"] / sheet[ks[0]]["efficiency"] for k in ks}
+        sigma = resolve_profile(rs[0]["profile"]).device.spread or 0.0
+        groups[key] = dict(rs=rs, ks=ks, compute=compute, rec=rec, meas=meas, pred=pred, sheet=dsh, sigma=sigma)
 
     def ratio_of(g: dict, spread: float) -> dict[int, float]:
         r = predict(g["rs"][0], g["compute"], g["ks"], spread=spread)
         return {k: r[k]["efficiency"] / r[g["ks"][0]]["efficiency"] for k in g["ks"]}
 
     errs: dict[str, list[float]] = defaultdict(list)
+    errs0: list[float] = []
     errs2: list[float] = []
     errs3: list[float] = []
-    # beside the error: how much the measured step grew from the smallest k, and how much simcli's whole
-    # communication time grew (hidden or not): what exposing every collective as priced could add at most;
+    # the datasheet's prediction (the profile's device.spread, Sinha et al.'s GPU spread) and its error; the
+    # same with communication alone (--spread 0); beside them: how much the measured step grew from the
+    # smallest k, and how much simcli's whole communication time grew (hidden or not): what exposing every
+    # collective as priced could add at most;
     # the per-device spread the slowest-of-k model (simcli.straggler) would need for the row alone; for
     # models measured at three or more k, the prediction with the spread that the two smallest k give; and
     # the prediction with one spread for the cluster, fitted on the other models of the same GPU's table
     print(
-        f"{'gpu':>9} {'model':>5} {'k':>4} {'measured':>9} {'predicted':>9} {'error':>7} "
+        f"{'gpu':>9} {'model':>5} {'k':>4} {'measured':>9} {'datasheet':>9} {'error':>7} {'comm alone':>16} "
         f"{'step growth ms':>15} {'T_comm growth ms':>17} {'spread alone':>13} {'from 2 k':>15} "
         f"{'other models':>21}"
     )
@@ -159,7 +167,8 @@ def main() -> None:
         three = ratio_of(g, sigma3)
         for r in g["rs"][1:]:
             k = int(r["k"])
-            errs[gpu].append(pred[k] / meas[k] - 1)
+            errs[gpu].append(g["sheet"][k] / meas[k] - 1)
+            errs0.append(pred[k] / meas[k] - 1)
             errs3.append(three[k] / meas[k] - 1)
             grew = m * (int(r["mb"]) * int(r["seq"]) / float(r["tps_gpu"]) - g["compute"]) * 1e3
             comm = (rec[k]["t_comm_s"] - rec[k0]["t_comm_s"]) * 1e3
@@ -172,11 +181,15 @@ def main() -> None:
                 col2 = f"{two[k]:.3f} {two[k] / meas[k] - 1:+.1%}"
             col3 = f"{sigma3:.1%}: {three[k]:.3f} {three[k] / meas[k] - 1:+.1%}"
             print(
-                f"{gpu:>9} {model:>5} {k:>4} {meas[k]:9.3f} {pred[k]:9.3f} {pred[k] / meas[k] - 1:+7.1%} {grew:15.0f} "
+                f"{gpu:>9} {model:>5} {k:>4} {meas[k]:9.3f} {g['sheet'][k]:9.3f} {g['sheet'][k] / meas[k] - 1:+7.1%} "
+                f"{pred[k]:9.3f} {pred[k] / meas[k] - 1:+6.1%} {grew:15.0f} "
                 f"{comm:17.1f} {alone:13.1%} {col2:>15} {col3:>21}"
             )
+    sigmas = sorted({g["sigma"] for g in groups.values()})
+    print(f"datasheet: each profile as built in, device.spread {', '.join(f'{s:.2%}' for s in sigmas)}")
     for name, e in [*errs.items(), ("all", [x for v in errs.values() for x in v])]:
         print(_summary(name, e))
+    print(_summary("communication alone (--spread 0)", errs0))
     print(_summary("from the two smallest k (--spread fitted there, models with 3+ k)", errs2))
     print(_summary("one spread per cluster, fitted on its other models (leave one model out)", errs3))
 

@@ -11,9 +11,14 @@ extreme individuals and the range of samples taken from a normal population", Bi
 values in H. L. Harter, "Expected values of normal order statistics", Biometrika 48, 1961). m_k grows like
 √(2 ln k), so the loss is front-loaded: each doubling of k costs less than the one before.
 
-σ is a property of a cluster, not of a datasheet: give it (``--spread``, ``device.spread``) from measurements:
-``simcli calibrate`` fits it from a training run's scaling table (simcli.calibrate.fit_spread), and
-:func:`spread_from` solves it from two measured throughputs of one weak-scaling run.
+Where σ comes from. GPUs of one SKU do not run at one speed: power management and manufacturing variability
+spread them. P. Sinha et al. ("Not All GPUs Are Created Equal", SC22; arXiv:2208.11035v3) measured more than
+90% of the GPUs of five clusters and found 8% variation on average (max 22%), defined in their artifact
+(hal-uw/gpu_variability_sc22_artifact, plot_script/plot_aggregated.py) as 4·IQR / median: 5.40 σ for a normal
+spread, so σ = 1.48%. Every built-in GPU profile carries that as ``device.spread`` (no A100/H100 population
+was measured, so it is one number for all). A cluster's own σ differs: ``simcli calibrate`` fits it from a
+training run's scaling table (simcli.calibrate.fit_spread), and :func:`spread_from` solves it from two
+measured throughputs of one weak-scaling run; ``--spread`` overrides both (``--spread 0``: none).
 """
 
 from __future__ import annotations

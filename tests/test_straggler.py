@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import dataclasses
 import math
+from pathlib import Path
 
 import numpy as np
 import pytest
@@ -117,6 +118,27 @@ def test_the_profile_carries_the_spread_and_the_option_overrides_it(two_tier):
         profile_from_dict(d, "t.yaml")
 
 
+def test_every_gpu_profile_carries_the_published_gpu_spread_and_its_source():
+    """device.spread is Sinha et al.'s 8% variation (SC22, v3) read with their artifact's definition.
+
+    plot_aggregated.py: (Q3 + 1.5 IQR - (Q1 - 1.5 IQR)) / median = 4 IQR / median; a normal's IQR is
+    2·Φ⁻¹(0.75)·σ, so 8% is σ = 0.08 / (8·Φ⁻¹(0.75)).
+    """
+    from statistics import NormalDist
+
+    sigma = 0.08 / (8 * NormalDist().inv_cdf(0.75))
+    assert round(sigma, 4) == 0.0148
+    names = [f.stem for f in sorted((Path(__file__).parent.parent / "hardware_profiles").glob("*.yaml"))]
+    assert len(names) >= 8
+    for name in names:
+        p = resolve_profile(name)
+        if name == "cpu-loopback":  # CPU processes, not GPUs: no population measured
+            assert p.device.spread is None
+            continue
+        assert p.device.spread == 0.0148, name
+        assert any(s.startswith("device.spread 0.0148: Sinha et al.") for s in p.sources), name
+
+
 def test_the_scenario_refuses_a_spread_outside_0_1(one_tier):
     for bad in (1.01, -0.01, float("nan")):
         with pytest.raises(InputError, match="--spread"):
@@ -149,8 +171,10 @@ def test_fit_spread_recovers_the_spread_that_made_the_table():
     assert f.spread == pytest.approx(0.05, abs=1e-6)
     assert f.k0 == 16 and f.n_rows == 3
     assert all(r["predicted_after"] == pytest.approx(r["measured"], rel=1e-6) for r in f.rows)
-    flat = fit_spread(sc, k, simulate(sc, k).speedup)  # a table the model meets without a spread
+    flat = fit_spread(sc, k, simulate(sc.replace(spread=0.0), k).speedup)  # a table met without a spread
     assert flat.spread == 0.0
+    assert p.device.spread == 0.0148  # the built-in default (Sinha et al.): the table it made fits back to it
+    assert fit_spread(sc, k, simulate(sc, k).speedup).spread == pytest.approx(0.0148, abs=1e-6)
     with pytest.raises(InputError, match="measure two or more"):
         fit_spread(sc, np.array([16, 16]), np.array([16.0, 16.0]))
 
@@ -210,8 +234,10 @@ def test_plan_says_what_the_wait_costs(runner):
     with_spread = runner.invoke(app, [*args, "--spread", "3%"])
     assert with_spread.exit_code == 0, with_spread.output
     assert "waiting for the slowest device" in with_spread.stdout and "--spread 3%" in with_spread.stdout
-    plain = runner.invoke(app, args)
-    assert "slowest" not in plain.stdout
+    none = runner.invoke(app, [*args, "--spread", "0"])
+    assert none.exit_code == 0 and "slowest" not in none.stdout
+    default = runner.invoke(app, args)  # the profile's device.spread (1.48%) is a wait too
+    assert "waiting for the slowest device" in default.stdout and "--spread" not in default.stdout
 
 
 def test_minimise_scalar_finds_interior_and_boundary_minima():

@@ -43,9 +43,10 @@ def scenario_header(res: Result) -> Text:
             f"{sc.compute_dtype} peak x mfu {sc.achieved_mfu:g} = {fmt_flops(sc.achieved_flops)})"
         )
     if sc.device_spread:
+        given = "--spread" if sc.spread is not None else "device.spread"
         lines.append(
-            f"devices   speed spread {sc.device_spread:.3g}: each step waits for the slowest of k, T_compute x (1 + "
-            f"{sc.device_spread:.3g} x m_k), m_k the expected largest of k standard normals"
+            f"devices   speed spread σ = {sc.device_spread:.3g} ({given}): each step waits for the slowest of k, "
+            "T_compute x (1 + σ·m_k), m_k = E[max of k normals]"
         )
     tiers = ", ".join(
         f"{t.name} {fmt_rate(t.bandwidth_Bps)}/{t.per} x{t.efficiency:g}, α {fmt_time(t.latency_s)}"
