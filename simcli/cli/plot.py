@@ -99,7 +99,7 @@ def _batch_text(sc: "Scenario") -> str:
 
 
 def _extras(sc: "Scenario") -> list[str]:
-    """Overlap and accumulation settings, when the scenario uses them (fields of the overlap model)."""
+    """Overlap, accumulation and the devices' speed spread, when the scenario has them."""
     out = []
     overlap = sc.overlap
     if overlap and overlap != "none":
@@ -112,6 +112,8 @@ def _extras(sc: "Scenario") -> list[str]:
         out.append("no overlap")
     if sc.accum != 1:
         out.append(f"{sc.accum} accumulation steps")
+    if sc.device_spread:
+        out.append(f"each step waits for the slowest of k (speed spread {sc.device_spread:.3g})")
     return out
 
 
