@@ -5,8 +5,9 @@ cluster measured; H100 80GB: ``dgx-h100``, whose 8x 400 Gb/s the source does not
 with the run's reduction dtype (bf16 PURE: ``--grad-dtype bf16``; Composer's DEFAULT reduces in fp32), ``--units``
 = the model's layers, ``--accum`` = its gradient accumulation, and the measured micro-step time at the model's
 smallest GPU count as ``--compute-time`` (micro-batch x 2048 tokens / tokens per second per GPU). It then
-prints the measured tokens/s per GPU relative to that smallest k beside simcli's E(k)/E(k0), and the error of
-the prediction.
+prints the measured tokens/s per GPU relative to that smallest k beside simcli's E(k)/E(k0) from the profile
+as built in (``datasheet``: its device.spread, the 1.48% GPU speed spread of Sinha et al., included) and with
+communication alone (``--spread 0``), and the errors of both.
 
     python benchmarks/validate_fsdp.py
 
