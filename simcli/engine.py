@@ -15,28 +15,7 @@ Equations (the README repeats them)::
     strong scaling (fixed global batch B):      b_k = B/(k·m), S(k) = T_compute(B on one device) / T_step(k)
     E(k) = S(k) / k;  samples/s = k · m · b_k / T_step(k)
 
-Overlap with backward (``overlap="buckets"``, PyTorch DDP's gradient buckets;
-Li et al. 2020, "PyTorch Distributed", VLDB): the n gradient bytes fall into
-N_f = floor(n/c) full buckets of c = bucket_mb·2^20 bytes in reverse layer
-order, plus a remainder bucket of r = n - N_f·c bytes (the first layers). We
-assume backward produces gradient bytes at a steady rate over T_b =
-backward_fraction · T_compute (one micro-step), so full bucket j (0-based) is
-ready at t_j = T_b·(j+1)·c/n and the remainder at T_b. Buckets are reduced one
-after another, each as soon as it is ready and the previous one is done::
-
-    e_j = max(t_j, e_{j-1}) + C(c)          (C: one all-reduce of the algorithm)
-    e_last = max(T_b, e_{N_f-1}) + C(r)
-    T_comm         = N_f·C(c) + C(r)          (total)
-    T_comm,exposed = max(0, e_last - T_b)     (what is left when backward ends)
-    T_comm,hidden  = T_comm - T_comm,exposed
-
-With equal full buckets the recursion has a closed form, e_{N_f-1} =
-max(t_0 + N_f·C(c), t_{N_f-1} + C(c)) (the arrival times are linear in j),
-so the timeline costs O(1) per k and stays vectorised; ``bucket_timeline``
-runs the recursion bucket by bucket for one k (for explanations and tests).
-With ``overlap="none"`` the whole gradient is one all-reduce after backward
-(T_comm,exposed = T_comm). With ``accum = m`` (DDP's no_sync) only the last
-micro-step's backward hides communication.
+Overlap with backward: :mod:`simcli.buckets` (DDP's gradient buckets, closed form over k).
 """
 
 from __future__ import annotations
@@ -48,9 +27,10 @@ from typing import Any
 import numpy as np
 
 from . import collectives, sharding, straggler
-from .model import DTYPE_BYTES, InputError, Profile, Workload
+from .buckets import BucketPlan, bucket_exposure, bucket_plan
+from .model import DTYPE_BYTES, InputError, Profile, Workload, activations_for
 
-__all__ = ["Scenario", "Result", "simulate", "OVERLAPS", "BucketPlan", "bucket_plan", "bucket_timeline"]
+__all__ = ["Scenario", "Result", "simulate", "OVERLAPS", "fsdp_units"]
 
 #: values of Scenario.overlap
 OVERLAPS = ("buckets", "none")
@@ -340,69 +320,6 @@ class Result:
         return pd.DataFrame(self.columns())
 
 
-@dataclass(frozen=True)
-class BucketPlan:
-    """How ``n`` gradient bytes become all-reduces: ``full`` buckets of ``size`` bytes, then ``last`` bytes."""
-
-    full: int
-    size: float
-    last: float
-
-    @property
-    def count(self) -> int:
-        return self.full + (1 if self.last > 0 else 0)
-
-
-def bucket_plan(nbytes: float, bucket_bytes: float | None) -> BucketPlan:
-    """DDP's split of the gradient (reverse layer order; the remainder is the last bucket).
-
-    ``bucket_bytes=None`` (no overlap): one message of all ``nbytes``.
-    """
-    if bucket_bytes is None or bucket_bytes >= nbytes:
-        return BucketPlan(full=0, size=float(bucket_bytes or nbytes), last=float(nbytes))
-    full = int(nbytes // bucket_bytes)
-    last = nbytes - full * bucket_bytes
-    if last < 0.5:  # a whole number of buckets (up to rounding)
-        last = 0.0
-    return BucketPlan(full=full, size=float(bucket_bytes), last=float(last))
-
-
-def _exposed(
-    plan: BucketPlan, t_backward: np.ndarray, c_full: np.ndarray, c_last: np.ndarray
-) -> tuple[np.ndarray, np.ndarray]:
-    """(T_comm total, end of the last bucket's all-reduce measured from the start of backward), closed form."""
-    n = plan.full * plan.size + plan.last
-    end = np.zeros_like(t_backward)
-    if plan.full:
-        t0 = t_backward * plan.size / n
-        t_last_full = t_backward * plan.full * plan.size / n
-        end = np.maximum(t0 + plan.full * c_full, t_last_full + c_full)
-    total = plan.full * c_full
-    if plan.last > 0:
-        end = np.maximum(t_backward, end) + c_last
-        total = total + c_last
-    return total, end
-
-
-def bucket_timeline(plan: BucketPlan, t_backward: float, c_full: float, c_last: float) -> list[dict[str, float]]:
-    """The bucket-by-bucket recursion for one k: ready, start and end of each all-reduce (s from backward's start).
-
-    Bucket sizes, in the order DDP reduces them: ``plan.full`` of ``plan.size`` bytes, then ``plan.last``.
-    """
-    n = plan.full * plan.size + plan.last
-    out = []
-    prev = 0.0
-    for j in range(plan.count):
-        full = j < plan.full
-        ready = t_backward * (j + 1) * plan.size / n if full else t_backward
-        start = max(ready, prev)
-        prev = start + (c_full if full else c_last)
-        out.append(
-            {"bucket": j, "bytes": plan.size if full else plan.last, "ready_s": ready, "start_s": start, "end_s": prev}
-        )
-    return out
-
-
 def _compute_time(sc: Scenario, per_device_batch: np.ndarray) -> np.ndarray:
     """Seconds of forward + backward for ``per_device_batch`` samples on one device."""
     if sc.compute_time_s is not None:
@@ -457,7 +374,7 @@ def simulate(scenario: Scenario, devices: np.ndarray | list[int]) -> Result:
         else None
     )
     zero = np.zeros(kf.shape)
-    t_comm, end = _exposed(
+    t_comm, end = bucket_exposure(
         plan, t_bwd_micro, comm_full.time if comm_full else zero, comm_last.time if comm_last else zero
     )
     if sc.overlap == "buckets":
@@ -485,7 +402,7 @@ def simulate(scenario: Scenario, devices: np.ndarray | list[int]) -> Result:
     )
 
 
-def _units(sc: Scenario) -> int:
+def fsdp_units(sc: Scenario) -> int:
     """FSDP units: --units, else the workload's layers, else 1 (the whole model one unit)."""
     return int(sc.units or sc.workload.layers or 1)
 
@@ -495,19 +412,20 @@ def _memory_kwargs(sc: Scenario, b: np.ndarray) -> dict[str, Any]:
     w = sc.workload
     given = sc.activation_bytes_per_sample
     if given is None:
-        from .workloads import activations_for
-
         given = activations_for(w.activation_bytes_per_sample, sc.compute_dtype)
     if given is not None:
         act = np.asarray(b, dtype=np.float64) * given
     else:
         tokens = b * (w.seq_len or 0)
         act = sharding.activation_bytes(
-            tokens=tokens, hidden=w.hidden, units=int(w.layers or _units(sc)), checkpointing=sc.activation_checkpointing
+            tokens=tokens,
+            hidden=w.hidden,
+            units=int(w.layers or fsdp_units(sc)),
+            checkpointing=sc.activation_checkpointing,
         )
     return dict(
         params=w.params,
-        units=_units(sc),
+        units=fsdp_units(sc),
         param_bytes=DTYPE_BYTES[sc.param_dtype],
         grad_bytes=DTYPE_BYTES[sc.grad_dtype],
         activations=act,
@@ -606,7 +524,7 @@ def _simulate_sharded(
         algorithm=sc.algorithm,
         protocol=sc.protocol,
         params=sc.workload.params,
-        units=_units(sc),
+        units=fsdp_units(sc),
         param_bytes=pb,
         grad_bytes=gb,
         t_forward=t_micro - t_bwd_micro,

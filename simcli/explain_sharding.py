@@ -9,7 +9,8 @@ from __future__ import annotations
 from typing import Any
 
 from . import sharding
-from .engine import Scenario, _units, simulate
+from .engine import Scenario, fsdp_units, simulate
+from .explain_terms import message, proto, step_terms, tier_rows
 
 __all__ = ["explain_sharded"]
 
@@ -18,8 +19,6 @@ TIMELINE_ENDS = 2
 
 
 def explain_sharded(sc: Scenario, k: int) -> dict[str, Any]:
-    from .explain import message, proto, step_terms, tier_rows
-
     res = simulate(sc, [k])
     st = res.sharded
     assert st is not None
@@ -40,12 +39,12 @@ def explain_sharded(sc: Scenario, k: int) -> dict[str, Any]:
             "strategy": sc.strategy,
             "param_dtype": sc.param_dtype,
             "shard_group": sc.shard_group,
-            "units": _units(sc),
+            "units": fsdp_units(sc),
             "reshard_after_forward": sc.reshard_after_forward,
             "activation_checkpointing": sc.activation_checkpointing,
         },
         "strategy": sc.strategy,
-        "units": _units(sc),
+        "units": fsdp_units(sc),
         **step_terms(
             sc,
             res,
@@ -71,7 +70,7 @@ def explain_sharded(sc: Scenario, k: int) -> dict[str, Any]:
         },
     }
     if sc.strategy in ("fsdp", "hsdp"):
-        L = _units(sc)
+        L = fsdp_units(sc)
         ag = next(c for name, _, _, c in st.messages if name == "all_gather")
         R = sum(float(c.time[0]) for name, _, _, c in st.messages if name != "all_gather")
         tl = sharding.unit_timeline(

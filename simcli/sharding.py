@@ -64,6 +64,7 @@ from typing import Any
 import numpy as np
 
 from . import collectives
+from .buckets import bucket_exposure, bucket_plan  # DDP's bucket timeline, reused for zero1/zero2's reduce-scatter
 from .model import InputError, Profile, Tier
 
 __all__ = [
@@ -358,7 +359,6 @@ def step(
     reshard_after_forward: bool = True,
 ) -> Step:
     """Communication of one micro-step of ``strategy`` (one of :data:`SHARDED`) and what of it is exposed."""
-    from .engine import _exposed, bucket_plan  # the DDP bucket timeline, reused for zero1/zero2's reduce-scatter
 
     k = np.asarray(k, dtype=np.int64)
     P = float(params)
@@ -369,7 +369,9 @@ def step(
         rs_full = _price(profile, algorithm, protocol, k, plan.size, "reduce_scatter") if plan.full else None
         rs_last = _price(profile, algorithm, protocol, k, plan.last, "reduce_scatter") if plan.last else None
         ag = _price(profile, algorithm, protocol, k, P * param_bytes, "all_gather")
-        t_rs, end = _exposed(plan, t_backward, rs_full.time if rs_full else zero, rs_last.time if rs_last else zero)
+        t_rs, end = bucket_exposure(
+            plan, t_backward, rs_full.time if rs_full else zero, rs_last.time if rs_last else zero
+        )
         rs_exposed = np.clip(end - t_backward, 0.0, t_rs) if bucket_bytes is not None else t_rs
         t_ag = ag.time
         terms = [(c, plan.full if c is rs_full else 1.0) for c in (rs_full, rs_last, ag) if c is not None]

@@ -118,10 +118,6 @@ def _number(v: Any, source: str, field: str, integer: bool = False) -> float:
     return int(v) if integer else float(v)
 
 
-#: activation figures by the size of the compute dtype: tf32 keeps fp32 tensors, fp16 what bf16 keeps
-_ACT_DTYPE = {"fp32": "fp32", "tf32": "fp32", "bf16": "bf16", "fp16": "bf16"}
-
-
 def _activations(v: Any, source: str, field: str) -> float | dict[str, float]:
     """activation_bytes_per_sample: one size (bytes, units allowed), or a size per compute dtype (fp32, bf16)."""
     from .units import parse_at
@@ -136,18 +132,6 @@ def _activations(v: Any, source: str, field: str) -> float | dict[str, float]:
             raise InputError(f"{source}: {field}: give a size, or sizes for fp32 and/or bf16 (got {got})")
         return {str(k): one(x, f"{field}.{k}") for k, x in v.items()}
     return one(v, field)
-
-
-def activations_for(value: float | dict[str, float] | None, dtype: str) -> float | None:
-    """The activation figure for a compute dtype: the size itself, or the entry of the dtype's width (else the
-    other entry, scaled by the ratio of the element sizes)."""
-    if value is None or not isinstance(value, dict):
-        return value
-    want = _ACT_DTYPE.get(dtype, "fp32")
-    if want in value:
-        return value[want]
-    other, x = next(iter(value.items()))
-    return x * (2.0 if other == "bf16" else 0.5)
 
 
 def workload_from_dict(d: Any, source: str, name: str | None = None) -> ModelPreset:

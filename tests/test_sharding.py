@@ -147,7 +147,8 @@ def test_activations_given_replace_the_estimate(tmp_path):
 
 def test_activations_by_compute_dtype(tmp_path):
     """A figure per dtype: bf16 and fp16 take the bf16 entry, fp32 and tf32 the fp32 one; one entry alone scales."""
-    from simcli.workloads import activations_for, get_model
+    from simcli.model import activations_for
+    from simcli.workloads import get_model
 
     both = {"fp32": 86e6, "bf16": 44e6}
     assert [activations_for(both, d) for d in ("fp32", "tf32", "bf16", "fp16")] == [86e6, 86e6, 44e6, 44e6]

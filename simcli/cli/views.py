@@ -54,7 +54,7 @@ def scenario_header(res: Result) -> Text:
         for t in p.network
     )
     lines.append(f"network   {tiers}")
-    from ..explain import formula
+    from ..explain_terms import formula
 
     if sc.algorithm == "auto":
         lines.append(
@@ -81,10 +81,10 @@ def scenario_header(res: Result) -> Text:
 
 def _sharding_lines(res: Result) -> list[str]:
     """The header of a sharded strategy (simcli.sharding): what is gathered and reduced, how it overlaps."""
-    from ..engine import _units
+    from ..engine import fsdp_units
 
     sc = res.scenario
-    L = _units(sc)
+    L = fsdp_units(sc)
     acc = f"; each of the {sc.accum} micro-steps communicates" if sc.accum > 1 else ""
     if sc.strategy in ("zero1", "zero2"):
         what = (
