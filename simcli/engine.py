@@ -48,6 +48,7 @@ from typing import Any
 import numpy as np
 
 from . import collectives, sharding, straggler
+from . import memory as memory_model
 from .model import DTYPE_BYTES, InputError, Profile, Workload
 
 __all__ = ["Scenario", "Result", "simulate", "OVERLAPS", "BucketPlan", "bucket_plan", "bucket_timeline"]
@@ -267,8 +268,8 @@ class Result:
     #: one all-reduce of a full bucket (None when there is none) and of the remainder (None when none)
     comm_bucket: collectives.CommCost | None = field(repr=False, default=None)
     comm_last: collectives.CommCost | None = field(repr=False, default=None)
-    #: bytes per device (simcli.sharding.memory) and bytes each device sends per step
-    memory: "sharding.Memory | None" = field(repr=False, default=None)
+    #: bytes per device (simcli.memory) and bytes each device sends per step
+    memory: "memory_model.Memory | None" = field(repr=False, default=None)
     comm_bytes: np.ndarray = field(repr=False, default=None)  # type: ignore[assignment]
     #: a sharded strategy's communication, collective by collective (None for ddp)
     sharded: "sharding.Step | None" = field(repr=False, default=None)
@@ -317,10 +318,9 @@ class Result:
             "strategy": [self.scenario.strategy] * len(self.devices),
             "comm_bytes": self.comm_bytes,
             "memory_bytes": mem.total,
+            # params: the weights held plus fsdp/hsdp's gathered units (also given alone)
             "memory_params_bytes": mem.params,
-            "memory_grads_bytes": mem.grads,
-            "memory_optimizer_bytes": mem.optimizer,
-            "memory_activations_bytes": mem.activations,
+            **{f"memory_{part}_bytes": getattr(mem, part) for part in memory_model.PARTS if part != "weights"},
         }
 
     def records(self) -> list[dict[str, Any]]:
@@ -490,45 +490,16 @@ def _units(sc: Scenario) -> int:
     return int(sc.units or sc.workload.layers or 1)
 
 
-def _memory_kwargs(sc: Scenario, b: np.ndarray) -> dict[str, Any]:
-    """simcli.sharding.memory's arguments for this scenario (b: samples per device per micro-step)."""
-    w = sc.workload
-    given = sc.activation_bytes_per_sample
-    if given is None:
-        from .workloads import activations_for
-
-        given = activations_for(w.activation_bytes_per_sample, sc.compute_dtype)
-    if given is not None:
-        act = np.asarray(b, dtype=np.float64) * given
-    else:
-        tokens = b * (w.seq_len or 0)
-        act = sharding.activation_bytes(
-            tokens=tokens, hidden=w.hidden, units=int(w.layers or _units(sc)), checkpointing=sc.activation_checkpointing
-        )
-    return dict(
-        params=w.params,
-        units=_units(sc),
-        param_bytes=DTYPE_BYTES[sc.param_dtype],
-        grad_bytes=DTYPE_BYTES[sc.grad_dtype],
-        activations=act,
-        group=sc.shard_group,
-        node_size=sc.profile.network[0].size,
-        reshard_after_forward=sc.reshard_after_forward,
-    )
+def _memory(sc: Scenario, k: np.ndarray, b: np.ndarray) -> "memory_model.Memory":
+    return memory_model.for_scenario(sc, k, b=b)
 
 
-def _memory(sc: Scenario, k: np.ndarray, b: np.ndarray) -> "sharding.Memory":
-    return sharding.memory(sc.strategy, k, **_memory_kwargs(sc, b))
+def memory(sc: Scenario, k: np.ndarray | list[int], optimizer: str = "adam") -> "memory_model.Memory":
+    """Bytes per device of ``sc``'s strategy at each k (simcli.memory, the one memory model), activations included."""
+    return memory_model.for_scenario(sc, k, optimizer)
 
 
-def memory(sc: Scenario, k: np.ndarray | list[int]) -> "sharding.Memory":
-    """Bytes per device of ``sc``'s strategy at each k (simcli.sharding.memory), activations included."""
-    k = np.asarray(k, dtype=np.int64).ravel()
-    b = sc.batch / (k * int(sc.accum)) if sc.strong else np.full(k.shape, float(sc.batch))
-    return _memory(sc, k, b)
-
-
-def memory_fit(sc: Scenario, k: np.ndarray | list[int]) -> dict[str, Any] | None:
+def memory_fit(sc: Scenario, k: np.ndarray | list[int], optimizer: str = "adam") -> dict[str, Any] | None:
     """Where ``sc`` does not fit the device's memory: the first such k, its bytes per device and, per k that does
     not fit, the least sharded strategy that would (None: none). None when every k fits or the profile gives no
     device memory."""
@@ -536,13 +507,14 @@ def memory_fit(sc: Scenario, k: np.ndarray | list[int]) -> dict[str, Any] | None
     if cap is None:
         return None
     k = np.asarray(k, dtype=np.int64).ravel()
-    b = sc.batch / (k * int(sc.accum)) if sc.strong else np.full(k.shape, float(sc.batch))
-    kw = _memory_kwargs(sc, b)
-    need = sharding.memory(sc.strategy, k, **kw).total
+    kw = memory_model.scenario_kwargs(sc, memory_model.micro_batch(sc, k), optimizer)
+    need = memory_model.per_device(sc.strategy, k, **kw).total
     bad = need > cap
     if not np.any(bad):
         return None
-    best = sharding.smallest_fitting(cap, k[bad], **{**kw, "activations": np.asarray(kw["activations"])[bad]})
+    best = memory_model.smallest_fitting(
+        cap, k[bad], sharding.STRATEGIES, **{**kw, "activations": np.asarray(kw["activations"])[bad]}
+    )
     return {
         "capacity_bytes": float(cap),
         "devices": k[bad].tolist(),

@@ -17,6 +17,7 @@ import numpy as np
 
 from . import collectives
 from .engine import Scenario, bucket_timeline, simulate
+from .memory import PARTS
 
 __all__ = ["explain", "FORMULAS"]
 
@@ -131,6 +132,21 @@ def step_terms(
         "bottleneck": sc.profile.network[b].name if b >= 0 else None,
         "alpha_s": float(comm.alpha[0]),
         "bus_Bps": _f(comm.bus_Bps[0]),
+        "memory": memory_terms(sc, res),
+    }
+
+
+def memory_terms(sc: Scenario, res: Any) -> dict[str, Any]:
+    """The memory per device at the result's first k, part by part (simcli.memory, the one memory model)."""
+    mem = res.memory
+    cap = sc.profile.device.memory_bytes
+    total = float(mem.total[0])
+    return {
+        "params_bytes": float(mem.params[0]),
+        **{f"{part}_bytes": float(getattr(mem, part)[0]) for part in PARTS},
+        "total_bytes": total,
+        "capacity_bytes": cap,
+        "fits": None if cap is None else total <= cap,
     }
 
 
@@ -147,7 +163,7 @@ def explain(scenario: Scenario, devices: int) -> dict[str, Any]:
     """Every term of the step on ``devices`` devices, in SI (JSON-ready)."""
     sc = scenario
     k = int(devices)
-    if sc.strategy != "ddp":  # zero1/zero2/fsdp/hsdp: the same keys, plus memory and the per-unit timeline
+    if sc.strategy != "ddp":  # zero1/zero2/fsdp/hsdp: the same keys, plus the per-unit timeline
         from .explain_sharding import explain_sharded
 
         return explain_sharded(sc, k)

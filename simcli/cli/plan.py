@@ -15,6 +15,7 @@ from typing import TYPE_CHECKING, Annotated, Any, Optional
 import typer
 from typer.core import TyperGroup
 
+from ..memory import OPTIMIZER_STATE_BYTES, OPTIMIZERS
 from ..model import InputError
 from ..units import sig4
 from . import options as o
@@ -26,10 +27,8 @@ if TYPE_CHECKING:  # pragma: no cover
     from ..engine import Scenario
 
 
-class Optimizer(str, enum.Enum):
-    adam = "adam"
-    sgd_momentum = "sgd-momentum"
-    sgd = "sgd"
+#: the optimizers whose state the memory model knows (simcli.memory.OPTIMIZER_STATE_BYTES)
+Optimizer = enum.Enum("Optimizer", {n.replace("-", "_"): n for n in OPTIMIZERS}, type=str)  # type: ignore[misc]
 
 
 #: the default scan for --max-devices when the profile sets no limit (cheap: one vectorised simulate)
@@ -100,9 +99,18 @@ OptimizerOpt = Annotated[
     Optimizer,
     typer.Option(
         "--optimizer",
-        help="Optimizer whose state the memory check "
-        "counts: adam (16 B/param with weights and gradients), "
-        "sgd-momentum (12), sgd (8).",
+        help="Optimizer whose state the memory check counts, fp32 bytes per parameter: "
+        + ", ".join(f"{n} ({v:g})" for n, v in OPTIMIZER_STATE_BYTES.items())
+        + " (see simcli.memory).",
+    ),
+]
+
+PartialNodes = Annotated[
+    bool,
+    typer.Option(
+        "--partial-nodes",
+        help="Scan every device count, not only whole nodes past the first (a 9th device alone on a second node "
+        "sends every collective through one NIC; see docs/plan.md).",
     ),
 ]
 
@@ -294,11 +302,8 @@ plan_app = new_app(
 
 
 def _plan_start(scn: o.ScenarioOptions, out: o.OutputOptions, optimizer: Optimizer):
-    from .. import plan as P
-
     o.check_outputs(out)
-    sc = scn.build()
-    return sc, P.training_memory(sc, optimizer.value)
+    return scn.build(), optimizer.value
 
 
 @plan_app.command("max-devices")
@@ -307,16 +312,20 @@ def plan_max_devices(
     min_efficiency: MinEfficiency = None,
     devices: PlanDevices = None,
     optimizer: OptimizerOpt = Optimizer.adam,
+    partial_nodes: PartialNodes = False,
     scn: o.ScenarioOptions = o.ScenarioOptions(),
     out: o.OutputOptions = o.OutputOptions(),
 ) -> None:
-    """The largest k whose efficiency stays at or above --min-efficiency (scans every k of --devices)."""
+    """The largest k whose efficiency stays at or above --min-efficiency (scans every k of --devices that fills
+    whole nodes past the first; --partial-nodes scans every one)."""
     from .. import plan as P
     from ..ranges import parse_devices
 
     sc, mem = _plan_start(scn, out, optimizer)
     cap = sc.profile.max_devices or MAX_SCAN
     k = parse_devices(devices if devices is not None else f"1..{cap}")
+    if not partial_nodes:
+        k = P.whole_nodes(sc, k)
     ans = P.max_devices(sc, k, target=min_efficiency)  # type: ignore[arg-type]
     res = ans.to_dict()
     nxt = ans.beyond["devices"] if ans.beyond else None
@@ -387,12 +396,11 @@ def plan_time_to_train(
 
 
 def _plan_finish(
-    sc: "Scenario", ans: Any, res: dict[str, Any], mem: Any, out: o.OutputOptions, devices: Any = None
+    sc: "Scenario", ans: Any, res: dict[str, Any], optimizer: str, out: o.OutputOptions, devices: Any
 ) -> None:
-    if sc.strategy != "ddp" and devices is not None:  # a sharded strategy's memory depends on k
-        from ..plan import sharded_memory
+    from ..plan import training_memory
 
-        mem = sharded_memory(sc, devices)
+    mem = training_memory(sc, devices, optimizer)
     res["memory"] = mem.to_dict()
     res["warnings"] = [] if mem.fits is not False else [mem.message()]
     res["inputs"] = sc.inputs()
@@ -650,15 +658,11 @@ def compare(
         nh, nt = -(-head // n_alt), -(-(out.rows - head) // n_alt)
         k = np.concatenate([k[:nh], k[k.size - nt :]]) if nh + nt < k.size else k
     cmp = run_compare(sc, choices, k, optimizer=optimizer.value)
-    from ..plan import sharded_memory, training_memory
+    from ..plan import training_memory
 
     misfits: dict[str, list[str]] = {}
     for alt in cmp.alternatives:
-        mem = (
-            training_memory(alt.scenario, optimizer.value)
-            if alt.scenario.strategy == "ddp"
-            else sharded_memory(alt.scenario, k)
-        )
+        mem = training_memory(alt.scenario, k, optimizer.value)
         if mem.fits is False:
             misfits.setdefault(mem.message(), []).append(alt.label)
     for msg, labels in misfits.items():
