@@ -51,7 +51,16 @@ from . import collectives, sharding, straggler
 from . import memory as memory_model
 from .model import DTYPE_BYTES, InputError, Profile, Workload
 
-__all__ = ["Scenario", "Result", "simulate", "OVERLAPS", "BucketPlan", "bucket_plan", "bucket_timeline"]
+__all__ = [
+    "Scenario",
+    "Result",
+    "simulate",
+    "accumulated",
+    "OVERLAPS",
+    "BucketPlan",
+    "bucket_plan",
+    "bucket_timeline",
+]
 
 #: values of Scenario.overlap
 OVERLAPS = ("buckets", "none")
@@ -427,8 +436,11 @@ def _total(
     return dataclasses.replace(main, **{name: add(name) for name in collectives.COMM_TERMS})
 
 
-def simulate(scenario: Scenario, devices: np.ndarray | list[int]) -> Result:
-    """Predict step time, speedup and efficiency for every device count in ``devices``."""
+def simulate(scenario: Scenario, devices: np.ndarray | list[int], micro_batch: np.ndarray | None = None) -> Result:
+    """Predict step time, speedup and efficiency for every device count in ``devices``.
+
+    ``micro_batch`` (weak scaling only): samples per device per micro-step for each element of ``devices``,
+    replacing the scenario's batch per device, so that one call prices a (k, micro-batch) grid (plan best)."""
     sc = scenario
     k = np.asarray(devices, dtype=np.int64).ravel()
     if k.size == 0 or np.any(k < 1):
@@ -437,7 +449,12 @@ def simulate(scenario: Scenario, devices: np.ndarray | list[int]) -> Result:
     collectives.check_devices(net, k)
     kf = k.astype(np.float64)
     m = int(sc.accum)
-    b = sc.batch / (kf * m) if sc.strong else np.full(kf.shape, float(sc.batch))
+    if micro_batch is not None:
+        if sc.strong:
+            raise ValueError("simulate(micro_batch=...) is for weak scaling")
+        b = np.broadcast_to(np.asarray(micro_batch, dtype=np.float64).ravel(), kf.shape).copy()
+    else:
+        b = sc.batch / (kf * m) if sc.strong else np.full(kf.shape, float(sc.batch))
     # forward + backward of one micro-step, at the pace of the slowest of k devices (simcli.straggler)
     slow = straggler.slowdown(k, sc.device_spread)
     t_micro = _compute_time(sc, b) * slow
@@ -544,7 +561,8 @@ def _result(
     m = int(sc.accum)
     t_compute = m * t_micro
     t_step = t_compute + exposed
-    t1 = float(_compute_time(sc, np.array([float(sc.batch)]))[0])
+    # one device alone: the global batch (strong), or this k's micro-batch (weak; the scenario's, or plan best's)
+    t1 = float(_compute_time(sc, np.array([float(sc.batch)]))[0]) if sc.strong else _compute_time(sc, b)
     speedup = t1 / t_step if sc.strong else kf * m * t1 / t_step
     return Result(
         scenario=sc,
@@ -563,6 +581,20 @@ def _result(
         t_straggler_s=t_compute - t_compute / slow,
         **rest,
     )
+
+
+def accumulated(res: Result, accum: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """(T_step, E) of ``res`` (simulated with accum 1, weak scaling) at ``accum`` micro-steps per optimizer step,
+    per k, without simulating again: :func:`_result`'s rule, m·T_compute + the exposed communication, m times for
+    the sharded strategies (every micro-step communicates, simcli.sharding) and once for ddp (no_sync: only the
+    last micro-step's backward reduces). E = m·T_1/T_step with T_1 one device's micro-step alone."""
+    sc = res.scenario
+    if sc.accum != 1 or sc.strong:
+        raise ValueError("accumulated() takes a weak-scaling result simulated with accum 1")
+    m = np.asarray(accum, dtype=np.float64)
+    exposed = res.t_comm_exposed_s * (m if sc.strategy != "ddp" else 1.0)
+    t_step = m * res.t_compute_s + exposed
+    return t_step, m * _compute_time(sc, res.batch_per_device) / t_step
 
 
 def _simulate_sharded(

@@ -13,7 +13,7 @@ import pytest
 
 ROOT = Path(__file__).resolve().parent.parent
 #: the engine floor: pure maths on frozen data
-FLOOR = ("units", "ranges", "model", "collectives", "engine", "comm", "workloads", "sharding")
+FLOOR = ("units", "ranges", "model", "collectives", "engine", "comm", "workloads", "sharding", "memory")
 HEAVY = ("typer", "rich", "yaml", "pandas", "matplotlib", "torch")
 
 

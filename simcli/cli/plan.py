@@ -284,14 +284,15 @@ class _PlanGroup(TyperGroup):
 
 
 _LEGACY = {"--max-devices": "max-devices", "--solve": "solve", "--time-to-train": "time-to-train"}
-_FLAG = {"max-devices": "--max-devices", "solve": "--solve", "time-to-train": "--time-to-train"}
+_FLAG = {"max-devices": "--max-devices", "solve": "--solve", "time-to-train": "--time-to-train", "best": "plan best"}
 _QUESTIONS = "--max-devices, --solve FIELD or --time-to-train (or: plan max-devices | solve FIELD | time-to-train)"
 
 plan_app = new_app(
     cls=_PlanGroup,
-    help="Answer a sizing question: the most devices at an efficiency, the profile value that reaches one, or the "
-    "time and cost of a whole run; each with the reason (the dominant term), a memory check and the command "
-    "that shows the curve. JSON: one object whose key 'answer' holds the answer.",
+    help="Answer a sizing question: the most devices at an efficiency, the profile value that reaches one, the "
+    "time and cost of a whole run, or the best configuration of a grid (plan best); each with the reason (the "
+    "dominant term), a memory check and the command that shows the curve. JSON: one object whose key 'answer' "
+    "holds the answer.",
     epilog="Examples: simcli plan max-devices --min-efficiency 0.9 --profile dgx-h100 --model llama2-7b; "
     "simcli plan solve inter_node.bandwidth --devices 512 --min-efficiency 0.85 --profile dgx-a100 "
     "--model bert-large; simcli plan time-to-train --tokens 2e12 --devices 1024 --model llama2-70b "
