@@ -425,11 +425,12 @@ def _why(sc, table, a, u, order_ok, objective, B, max_days, budget, min_eff) -> 
                 f"memory: the {word} {_desc(table, u)} needs {fmt_bytes(float(table['memory_bytes'][u]), binary=False)}"
                 f" per device, over the device's {fmt_bytes(float(cap), binary=False)}"
             )
-        what = {
-            "min_efficiency": f"E = {table['efficiency'][u]:.3f} < --min-efficiency {min_eff:g}",
-            "max_days": f"{table['days'][u]:.3g} days > --max-days {max_days:g}",
-            "budget": f"cost {fmt_count(float(table['cost'][u]))} > --budget {budget:g}",
-        }[r]
+        if r == "min_efficiency":
+            what = f"E = {table['efficiency'][u]:.3f} < --min-efficiency {min_eff:g}"
+        elif r == "max_days":
+            what = f"{table['days'][u]:.3g} days > --max-days {max_days:g}"
+        else:
+            what = f"cost {fmt_count(float(table['cost'][u]))} > --budget {budget:g}"
         return "constraint", f"the constraint: the {word} {_desc(table, u)} has {what}"
     s, k = table["strategy"][a], int(table["devices"][a])
     node = sc.profile.network[0].size if len(sc.profile.network) > 1 else None
