@@ -415,51 +415,72 @@ def _desc(table: dict[str, np.ndarray], i: int) -> str:
 
 
 def _why(sc, table, a, u, order_ok, objective, B, max_days, budget, min_eff) -> tuple[str, str]:
-    """What limits the answer: the memory, a constraint, the global batch, or the collectives (past the node)."""
+    """What limits the answer: the memory or a constraint (a better configuration was dropped for it), then what
+    stops the answer's own strategy: the global batch, the node boundary, the exposed collectives, the range."""
     cap = sc.profile.device.memory_bytes
     word = "faster" if objective == "time" else "cheaper"
+    first: tuple[str, str] | None = None
     if u != a and table["reason"][u] != "":
         r = str(table["reason"][u])
         if r == "memory":
-            return "memory", (
-                f"memory: the {word} {_desc(table, u)} needs {fmt_bytes(float(table['memory_bytes'][u]), binary=False)}"
-                f" per device, over the device's {fmt_bytes(float(cap), binary=False)}"
+            first = (
+                "memory",
+                (
+                    f"memory: the {word} {_desc(table, u)} needs "
+                    f"{fmt_bytes(float(table['memory_bytes'][u]), binary=False)} per device, over the device's "
+                    f"{fmt_bytes(float(cap), binary=False)}"
+                ),
             )
-        if r == "min_efficiency":
-            what = f"E = {table['efficiency'][u]:.3f} < --min-efficiency {min_eff:g}"
-        elif r == "max_days":
-            what = f"{table['days'][u]:.3g} days > --max-days {max_days:g}"
         else:
-            what = f"cost {fmt_count(float(table['cost'][u]))} > --budget {budget:g}"
-        return "constraint", f"the constraint: the {word} {_desc(table, u)} has {what}"
+            if r == "min_efficiency":
+                what = f"E = {table['efficiency'][u]:.3f} < --min-efficiency {min_eff:g}"
+            elif r == "max_days":
+                what = f"{table['days'][u]:.3g} days > --max-days {max_days:g}"
+            else:
+                what = f"cost {fmt_count(float(table['cost'][u]))} > --budget {budget:g}"
+            first = "constraint", f"the constraint: the {word} {_desc(table, u)} has {what}"
+    own = _own_limit(sc, table, a, objective, B)
+    if first is None:
+        return own
+    return first[0], first[1] + "; then " + own[1]
+
+
+def _own_limit(sc, table, a, objective, B) -> tuple[str, str]:
     s, k = table["strategy"][a], int(table["devices"][a])
+    ks = table["devices"]
     node = sc.profile.network[0].size if len(sc.profile.network) > 1 else None
-    same = np.flatnonzero((table["strategy"] == s) & (table["reason"] != "shard_group"))
-    larger = same[table["devices"][same] > k]
-    if objective == "time":
-        if larger.size and np.all(table["reason"][larger] == "global_batch"):
-            return "global batch", (
-                f"the global batch: {B:,} samples cannot be split over more than {k} devices at micro-batch "
-                f"{min(int(x) for x in table['batch_per_device'])} or more"
-            )
-        nxt = larger[np.argsort(table["devices"][larger], kind="stable")]
-        nxt = nxt[table["reason"][nxt] != "global_batch"]
-        if nxt.size:
-            j = int(nxt[0])
-            kk = int(table["devices"][j])
-            cross = node is not None and k <= node < kk
-            return ("node boundary" if cross else "exposed collective"), (
-                (f"the node boundary: past one node of {node}" if cross else "the exposed collectives")
-                + f", {s} on {kk} devices is slower ({table['samples_per_s'][j]:.4g} against "
-                f"{table['samples_per_s'][a]:.4g} samples/s)"
-            )
-    else:
-        return "efficiency", (
-            f"the devices' efficiency: no configuration that keeps the global batch costs less, even ignoring "
-            f"memory and the constraints (E = {table['efficiency'][a]:.3f}: what the step spends beyond one device's "
-            "compute is paid on every device)"
+    if objective != "time":
+        text = (
+            f"the devices' efficiency: {s} at E = {table['efficiency'][a]:.3f} spends the least device-time per "
+            "sample (every second beyond one device's compute is paid on every device)"
         )
-    return "exposed collective", "the exposed collectives"
+        if k == int(ks.min()):
+            text += f"; k = {k} is the fewest devices searched (widen --devices to look lower)"
+        return "efficiency", text
+    same = np.flatnonzero((table["strategy"] == s) & (table["reason"] != "shard_group"))
+    larger = same[ks[same] > k]
+    if not larger.size:
+        return "range", f"the range: k = {k} is the most devices searched (widen --devices to look further)"
+    if np.all(table["reason"][larger] == "global_batch"):
+        return "global batch", (
+            f"the global batch: {B:,} samples cannot be split over more than {k} devices at micro-batch "
+            f"{int(table['batch_per_device'].min())} or more"
+        )
+    nxt = larger[table["reason"][larger] != "global_batch"]
+    kk = int(ks[nxt].min())
+    at = nxt[ks[nxt] == kk]
+    j = int(at[np.nanargmax(table["samples_per_s"][at])])
+    cross = node is not None and k <= node < kk
+    if table["samples_per_s"][j] < table["samples_per_s"][a]:
+        return ("node boundary" if cross else "exposed collective"), (
+            (f"the node boundary: past one node of {node}" if cross else "the exposed collectives")
+            + f", {s} on {kk} devices is slower ({table['samples_per_s'][j]:.4g} against "
+            f"{table['samples_per_s'][a]:.4g} samples/s)"
+        )
+    r = str(table["reason"][j])
+    return ("memory" if r == "memory" else "constraint"), (
+        f"{_desc(table, j)} would be faster, but it {_REASON_TEXT[r].replace('do not', 'does not')}"
+    )
 
 
 def _hint(dropped: dict[str, int]) -> str:
