@@ -37,13 +37,16 @@ activations    per micro-batch, the same for every strategy (below)
 * activations (:func:`activation_bytes`, transformers with a hidden size): per token and block 34·h bytes
   (Korthikanti et al. 2022, eq. 2, without the 5·a·s/h attention-score term, which FlashAttention does not
   store); with full activation checkpointing 2·h per token and block (each block's bf16 input) plus one block's
-  34·h being recomputed; plus, where the vocabulary is known, the fp32 logits the loss keeps, 4·v bytes per
-  token (ibid., sec. 4.3). A measured figure per sample (``--activations``, a workload's
-  activation_bytes_per_sample) replaces the estimate.
+  34·h being recomputed; plus, where the vocabulary v is known, the loss's tensors at the end of the forward,
+  when every kept activation is alive: PyTorch's cross-entropy on fp32 logits (``logits.float()``, as torchtitan's
+  loss does) holds the bf16 logits (2 B), their fp32 copy (4 B) and the fp32 log-probabilities log_softmax keeps
+  for backward (4 B; aten's cross_entropy = log_softmax + nll_loss): 10·v bytes per token (Korthikanti et al.
+  count the kept 4·v only, sec. 4.3; a fused or vocab-parallel loss keeps less). A measured figure per sample
+  (``--activations``, a workload's activation_bytes_per_sample) replaces the estimate.
 
 Not counted: the CUDA context and NCCL's own buffers (outside the allocator), fragmentation and the caching
-allocator's reserve, and transient tensors (the unsharded gradient of a unit while its backward runs, the
-loss's gradient). A measured peak (``torch.cuda.max_memory_reserved``) is therefore above this model; how far
+allocator's reserve, and other transient tensors (the unsharded gradient of a unit while its backward runs, the
+loss's gradient in backward, after the forward's tensors are freed). A measured peak (``torch.cuda.max_memory_reserved``) is therefore above this model; how far
 above is what ``benchmarks/validate_memory.py`` measures against published runs (docs/sharding.md).
 """
 
@@ -92,8 +95,8 @@ MASTER_BYTES = 4.0
 ZERO_BUCKET_ELEMENTS = 5e8
 #: bytes of activations per token and transformer block without checkpointing (Korthikanti et al. 2022)
 ACT_BYTES_PER_TOKEN_HIDDEN = 34.0
-#: bytes per token and vocabulary entry: the fp32 logits the cross-entropy keeps (Korthikanti et al. 2022, 4.3)
-LOGIT_BYTES = 4.0
+#: bytes per token and vocabulary entry at the loss: bf16 logits 2 + their fp32 copy 4 + fp32 log-probabilities 4
+LOGIT_BYTES = 10.0
 #: the parts of :class:`Memory`, in the order they are shown (records: memory_<part>_bytes)
 PARTS = ("weights", "master", "grads", "optimizer", "gathered", "buffers", "activations")
 
