@@ -46,8 +46,9 @@ activations    per micro-batch, the same for every strategy (below)
 
 Not counted: the CUDA context and NCCL's own buffers (outside the allocator), fragmentation and the caching
 allocator's reserve, and other transient tensors (the unsharded gradient of a unit while its backward runs, the
-loss's gradient in backward, after the forward's tensors are freed). A measured peak (``torch.cuda.max_memory_reserved``) is therefore above this model; how far
-above is what ``benchmarks/validate_memory.py`` measures against published runs (docs/sharding.md).
+loss's gradient in backward, after the forward's tensors are freed). A measured peak
+(``torch.cuda.max_memory_reserved``) is therefore above this model; how far above is what
+``benchmarks/validate_memory.py`` measures against published runs (docs/sharding.md).
 """
 
 from __future__ import annotations
@@ -366,6 +367,8 @@ class MemoryCheck:
         at = (
             f"{fmt_bytes(need[0], binary=False)} per device at k = {ks[0]}"
             if len(ks) == 1
+            else f"{fmt_bytes(need[0], binary=False)} per device at every k = {ks[0]}..{ks[-1]}"
+            if max(need) - min(need) <= 1e-9 * max(need)
             else f"{fmt_bytes(max(need), binary=False)} to {fmt_bytes(min(need), binary=False)} per device over "
             f"k = {ks[0]}..{ks[-1]}"
         )
