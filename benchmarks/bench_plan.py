@@ -15,19 +15,9 @@ Usage: python benchmarks/bench_plan.py [--repeat N]
 from __future__ import annotations
 
 import argparse
-import statistics
-import time
 
 import numpy as np
-
-
-def median_time(fn, repeat: int) -> float:
-    times = []
-    for _ in range(repeat):
-        t0 = time.perf_counter()
-        fn()
-        times.append(time.perf_counter() - t0)
-    return statistics.median(times)
+from bench_engine import best_of as median_time  # the median of `repeat` runs, in s (run from benchmarks/)
 
 
 def main() -> None:
