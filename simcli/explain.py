@@ -35,7 +35,7 @@ def explain(scenario: Scenario, devices: int) -> dict[str, Any]:
     """Every term of the step on ``devices`` devices, in SI (JSON-ready)."""
     sc = scenario
     k = int(devices)
-    if sc.strategy != "ddp":  # zero1/zero2/fsdp/hsdp: the same keys, plus memory and the per-unit timeline
+    if sc.strategy != "ddp":  # zero1/zero2/fsdp/hsdp: the same keys, plus the per-unit timeline
         return explain_sharded(sc, k)
     res = simulate(sc, [k])
     plan = res.plan

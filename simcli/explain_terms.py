@@ -12,8 +12,9 @@ import numpy as np
 
 from . import collectives
 from .engine import Scenario
+from .memory import PARTS
 
-__all__ = ["FORMULAS", "formula", "proto", "message", "tier_rows", "step_terms"]
+__all__ = ["FORMULAS", "formula", "proto", "message", "tier_rows", "step_terms", "memory_terms"]
 
 #: the cost each algorithm charges, as printed in explanations: the registry's formulas (one copy)
 FORMULAS: dict[str, str] = {a.name: a.formula for a in collectives.REGISTRY}
@@ -126,4 +127,19 @@ def step_terms(
         "bottleneck": sc.profile.network[b].name if b >= 0 else None,
         "alpha_s": float(comm.alpha[0]),
         "bus_Bps": _f(comm.bus_Bps[0]),
+        "memory": memory_terms(sc, res),
+    }
+
+
+def memory_terms(sc: Scenario, res: Any) -> dict[str, Any]:
+    """The memory per device at the result's first k, part by part (simcli.memory, the one memory model)."""
+    mem = res.memory
+    cap = sc.profile.device.memory_bytes
+    total = float(mem.total[0])
+    return {
+        "params_bytes": float(mem.params[0]),
+        **{f"{part}_bytes": float(getattr(mem, part)[0]) for part in PARTS},
+        "total_bytes": total,
+        "capacity_bytes": cap,
+        "fits": None if cap is None else total <= cap,
     }

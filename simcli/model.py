@@ -197,6 +197,8 @@ class Workload:
     #: activations kept for backward per sample (bytes), as measured; replaces the estimate when set. A size,
     #: or a size per compute dtype ({"fp32": ..., "bf16": ...}; activations_for picks one)
     activation_bytes_per_sample: float | dict[str, float] | None = None
+    #: vocabulary size (transformers): the fp32 logits the loss keeps, in the activation estimate; None: unknown
+    vocab: int | None = None
 
     def grad_bytes(self, grad_dtype: str) -> float:
         return self.params * DTYPE_BYTES[grad_dtype]

@@ -45,6 +45,7 @@ _KEYS = {
     "layers",
     "hidden",
     "activation_bytes_per_sample",
+    "vocab",
 }
 
 
@@ -63,6 +64,7 @@ class ModelPreset:
     hidden: int | None = None  #: hidden size (the activation estimate)
     #: measured activations per sample (replaces the estimate): a size, or a size per compute dtype
     activation_bytes_per_sample: float | dict[str, float] | None = None
+    vocab: int | None = None  #: vocabulary size (the logits in the activation estimate)
 
     def flops_per_sample(self, seq_len: int | None = None) -> float:
         if self.flops_per_sample_fixed is not None:
@@ -86,6 +88,7 @@ class ModelPreset:
             layers=self.layers,
             hidden=self.hidden,
             activation_bytes_per_sample=self.activation_bytes_per_sample,
+            vocab=self.vocab,
         )
 
 
@@ -174,6 +177,7 @@ def workload_from_dict(d: Any, source: str, name: str | None = None) -> ModelPre
         kind = "cnn"
     layers = _number(d["layers"], source, prefix + "layers", integer=True) if d.get("layers") is not None else None
     hidden = _number(d["hidden"], source, prefix + "hidden", integer=True) if d.get("hidden") is not None else None
+    vocab = _number(d["vocab"], source, prefix + "vocab", integer=True) if d.get("vocab") is not None else None
     act = None
     if d.get("activation_bytes_per_sample") is not None:
         act = _activations(d["activation_bytes_per_sample"], source, prefix + "activation_bytes_per_sample")
@@ -194,6 +198,7 @@ def workload_from_dict(d: Any, source: str, name: str | None = None) -> ModelPre
         layers=layers,
         hidden=hidden,
         activation_bytes_per_sample=act,
+        vocab=vocab,
     )
 
 

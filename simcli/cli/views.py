@@ -290,8 +290,7 @@ def explain_view(d: dict[str, Any]) -> Any:
                 + ("latency-bound" if d["latency_bound"] else "bandwidth-bound"),
             )
         )
-    if "memory" in d:  # a sharded strategy (simcli.explain_sharding)
-        mem = d["memory"]
+    if "strategy" in d:  # a sharded strategy (simcli.explain_sharding)
         rows.insert(
             1,
             (
@@ -300,15 +299,16 @@ def explain_view(d: dict[str, Any]) -> Any:
                 f"{fmt_bytes(d['comm_bytes'], binary=False)} per step",
             ),
         )
+    if "memory" in d:
+        mem = d["memory"]
         cap = mem["capacity_bytes"]
+        from ..memory import PARTS, describe_parts
+
+        parts = describe_parts({p: mem[f"{p}_bytes"] for p in PARTS}, d.get("strategy") or "ddp")
         rows.append(
             (
                 "memory",
-                f"{fmt_bytes(mem['total_bytes'], binary=False)} per device = parameters "
-                f"{fmt_bytes(mem['params_bytes'], binary=False)} + gradients "
-                f"{fmt_bytes(mem['grads_bytes'], binary=False)} + optimizer "
-                f"{fmt_bytes(mem['optimizer_bytes'], binary=False)} + activations "
-                f"{fmt_bytes(mem['activations_bytes'], binary=False)}"
+                f"{fmt_bytes(mem['total_bytes'], binary=False)} per device = {parts}"
                 + (
                     ""
                     if cap is None
