@@ -183,18 +183,16 @@ def test_same_keys_in_different_mappings_are_fine(tmp_path):
 
 def test_a_named_pipe_is_written_into_never_renamed_over(tmp_path):
     import stat
-    import threading
 
     from simcli.output import write_atomic
 
     fifo = tmp_path / "fifo"
     os.mkfifo(fifo)
-    got = []
-    t = threading.Thread(target=lambda: got.append(open(fifo, "rb").read()), daemon=True)
-    t.start()
-    write_atomic(fifo, "hello\n", force=True)
-    t.join(5)
-    assert got == [b"hello\n"]
+    fd = os.open(fifo, os.O_RDONLY | os.O_NONBLOCK)  # the reader is there before simcli opens the pipe
+    write_atomic(fifo, "hello\n", force=True)  # six bytes: the pipe's buffer holds them, the write returns
+    os.set_blocking(fd, True)
+    with os.fdopen(fd, "rb") as r:
+        assert r.read() == b"hello\n"
     assert stat.S_ISFIFO(os.stat(fifo).st_mode)  # still the pipe, not a regular file
     assert sorted(os.listdir(tmp_path)) == ["fifo"]
 
