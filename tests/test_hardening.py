@@ -109,44 +109,48 @@ def test_one_kib_bucket_is_allowed(two_tier):
 # --------------------------------------------------------------------------- files that are not regular files
 
 
-def test_read_text_reads_at_most_limit_plus_one_bytes():
+def test_read_text_refuses_devices_at_open():
+    """Issue 27 replaces issue 12's bounded read of a device: a device is not a file, refused before any read."""
     from simcli.inputs import read_text
 
     for dev in ("/dev/zero", "/dev/urandom"):
-        with pytest.raises(InputError, match=rf"^{dev}: more than 1,024 bytes is too large"):
+        with pytest.raises(InputError, match=rf"^{dev}: is a character device, not a file; give a profile"):
             read_text(dev, "a profile", max_bytes=1024)
 
 
-def test_read_text_stops_a_pipe_at_the_limit(tmp_path):
+def test_read_text_stops_an_anonymous_pipe_at_the_limit():
+    """A shell's <(...) is an anonymous pipe with a writer: read, but never past the limit."""
     import threading
 
     from simcli.inputs import read_text
 
-    fifo = tmp_path / "p"
-    os.mkfifo(fifo)
+    r, w = os.pipe()
     stop = threading.Event()
 
     def writer():  # an endless writer: only a bounded read returns
         try:
-            with open(fifo, "wb") as f:
+            with os.fdopen(w, "wb") as f:
                 while not stop.is_set():
                     f.write(b"a: 1\n" * 1000)
-        except BrokenPipeError:
+        except (BrokenPipeError, OSError):
             pass
 
     t = threading.Thread(target=writer, daemon=True)
     t.start()
-    with pytest.raises(InputError, match="too large"):
-        read_text(fifo, "a profile", max_bytes=4096)
-    stop.set()
-    t.join(5)
+    try:
+        with pytest.raises(InputError, match="too large"):
+            read_text(f"/proc/self/fd/{r}", "a profile", max_bytes=4096)
+    finally:
+        stop.set()
+        os.close(r)
+        t.join(5)
 
 
 def test_profiles_validate_dev_zero_exits_2(runner):
     from simcli.cli import app
 
     r = runner.invoke(app, ["profiles", "validate", "/dev/zero"])
-    assert r.exit_code == 2 and "too large" in r.output
+    assert r.exit_code == 2 and "is a character device, not a file" in r.stderr
 
 
 # --------------------------------------------------------------------------- duplicated YAML keys
