@@ -112,8 +112,11 @@ def _given_inputs() -> str:
     for a result the finiteness gate refused (one of them produced it)."""
     from ..inputs import files_read
 
-    click = _click()
-    ctx = click.get_current_context(silent=True)
+    try:
+        from typer._click.globals import get_current_context
+    except ImportError:  # pragma: no cover
+        from click import get_current_context
+    ctx = get_current_context(silent=True)
     given: list[str] = []
     if ctx is not None:
         for p in ctx.command.params:
@@ -344,4 +347,6 @@ def done(path: str) -> None:
 
 
 def warn(msg: str) -> None:
-    typer.echo(f"simcli: warning: {msg}", err=True)
+    from ..output import escape_controls
+
+    typer.echo(f"simcli: warning: {escape_controls(msg, keep_newlines=False)}", err=True)
