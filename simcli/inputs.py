@@ -26,7 +26,17 @@ from typing import Any, Iterator
 
 from .model import InputError
 
-__all__ = ["read_text", "tracking", "files_read", "load_json", "special_kind", "MAX_JSON_DEPTH", "MAX_INT_DIGITS"]
+__all__ = [
+    "SkippedFile",
+    "skip_special",
+    "read_text",
+    "tracking",
+    "files_read",
+    "load_json",
+    "special_kind",
+    "MAX_JSON_DEPTH",
+    "MAX_INT_DIGITS",
+]
 
 #: JSON nested deeper than this is refused (simcli's own tables are 3 deep; Python's parser recurses per level)
 MAX_JSON_DEPTH = 64
@@ -89,6 +99,24 @@ def read_text(path: str | os.PathLike[str], what: str, max_bytes: int = 64 << 20
     if "\x00" in text:
         raise InputError(f"{p}: contains NUL bytes, not a text file; give {what}")
     return text
+
+
+class SkippedFile(UserWarning):
+    """A file a search left out (a named pipe where profiles are looked for); the CLI prints it as one warning."""
+
+
+def skip_special(path: str | os.PathLike[str], what: str) -> bool:
+    """True (with a :class:`SkippedFile` warning) for a search hit that is not a regular file: a stray FIFO on
+    ``SIMCLI_PROFILE_PATH`` is skipped, never opened (opening it would wait for a writer forever)."""
+    import warnings
+
+    kind = special_kind(path)
+    if kind is None and os.path.isdir(path):
+        kind = "a directory"
+    if kind is None:
+        return False
+    warnings.warn(SkippedFile(f"{path}: is {kind}, not {what}; skipped"), stacklevel=2)
+    return True
 
 
 def _kind_name(mode: int) -> str:

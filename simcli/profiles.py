@@ -26,7 +26,7 @@ from pathlib import Path
 from typing import Any, Iterable
 
 from . import schema as S
-from .inputs import read_text
+from .inputs import read_text, skip_special
 from .model import COMPUTE_DTYPES, Device, InputError, NcclSpec, Profile, Tier
 from .units import UnitError, fmt_bytes, fmt_flops, fmt_rate, fmt_time, parse
 
@@ -521,6 +521,8 @@ def list_profiles() -> list[ProfileEntry]:
     for d in search_dirs():
         if d.is_dir():
             for f in sorted(d.glob("*.y*ml")):
+                if skip_special(f, "a profile on the search path"):
+                    continue
                 seen.setdefault(f.stem, ProfileEntry(f.stem, str(f), "user"))
     for f in sorted(_builtin_dir().glob("*.yaml")):
         seen.setdefault(f.stem, ProfileEntry(f.stem, str(f), "built-in"))

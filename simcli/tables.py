@@ -47,10 +47,16 @@ def read_table(path: str) -> list[dict[str, Any]]:
             raise InputError(f"{p}: expected a JSON list of records (as --format json writes)")
         return data
     if suffix == ".csv":
+        import io
+
         import pandas as pd
 
+        text = read_text(p, what)  # the one reader: special files refused, size bounded
+        runs = sum(1 for ln in text.splitlines() if ln.startswith("# simcli bench"))
+        if runs > 1:
+            raise InputError(f"{p}: holds {runs} runs ({runs} 'simcli bench' headers): one run per file; split it")
         try:
-            df = pd.read_csv(p, comment="#")
+            df = pd.read_csv(io.StringIO(text), comment="#")
         except (UnicodeDecodeError, pd.errors.ParserError, pd.errors.EmptyDataError) as e:
             raise InputError(f"{p}: not a CSV table ({str(e).splitlines()[0]}); write it with --format csv") from None
         df = df.astype(object).where(df.notna(), None)

@@ -39,6 +39,7 @@ def handle_errors(fn: F) -> F:
     def wrapper(*args: Any, **kwargs: Any) -> Any:
         import warnings
 
+        from ..inputs import SkippedFile
         from ..output import NonFiniteResult, escape_controls
 
         try:
@@ -48,6 +49,8 @@ def handle_errors(fn: F) -> F:
                 warnings.filterwarnings(
                     "ignore", message=r"(overflow|invalid value|divide by zero|underflow) encountered"
                 )
+                warnings.simplefilter("always", SkippedFile)
+                warnings.showwarning = _show_warning
                 _check_options(kwargs)
                 return fn(*args, **kwargs)
         except SimcliError as e:
@@ -66,6 +69,18 @@ def handle_errors(fn: F) -> F:
             raise typer.Exit(130) from None
 
     return wrapper  # type: ignore[return-value]
+
+
+def _show_warning(message: Any, category: Any, *args: Any, **kwargs: Any) -> None:
+    """A warning raised below the CLI (a skipped file): one 'simcli: warning:' line; others as Python shows them."""
+    from ..inputs import SkippedFile
+
+    if isinstance(message, SkippedFile) or (isinstance(category, type) and issubclass(category, SkippedFile)):
+        warn(str(message))
+        return
+    import warnings
+
+    sys.stderr.write(warnings.formatwarning(message, category, *args, **kwargs))
 
 
 class Terminated(KeyboardInterrupt):
