@@ -60,6 +60,9 @@ def alternatives(base: Scenario, choices: Mapping[str, Sequence[Any]]) -> list[A
             raise InputError(f"compare: {n!r} is not a scenario field")
         if len(choices[n]) == 0:
             raise InputError(f"--{n.replace('_', '-')}: give at least one value")
+    from .ranges import check_combinations
+
+    check_combinations({f"--{n.replace('_', '-')}": len(choices[n]) for n in names})
     varied = [n for n in names if len(choices[n]) > 1]
     out = []
     for i, combo in enumerate(itertools.product(*(choices[n] for n in names))):

@@ -143,6 +143,14 @@ class Scenario:
             v = getattr(self, name)
             if v is not None and (isinstance(v, bool) or int(v) != v or v < 1):
                 raise InputError(f"--{name.replace('_', '-')}: {v} must be a whole number, at least 1")
+        from .ranges import MAX_UNITS
+
+        if fsdp_units(self) > MAX_UNITS:  # the per-unit timeline loops over them: refused before the loop
+            src = "--units" if self.units else f"the workload's layers ({self.workload.name})"
+            raise InputError(
+                f"{src}: {fsdp_units(self):,} FSDP units is more than simcli models (at most {MAX_UNITS:,}); "
+                "give fewer units"
+            )
         if self.spread is not None and not (0 <= self.spread <= 1 and np.isfinite(self.spread)):
             raise InputError(
                 f"--spread: {self.spread} is not in [0, 1]; give the spread of the devices' speed as a fraction "

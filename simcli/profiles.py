@@ -19,13 +19,14 @@ import dataclasses
 import difflib
 import math
 import os
+import re
 from dataclasses import dataclass
 from importlib import resources
 from pathlib import Path
 from typing import Any, Iterable
 
 from . import schema as S
-from .inputs import read_text
+from .inputs import read_text, skip_special
 from .model import COMPUTE_DTYPES, Device, InputError, NcclSpec, Profile, Tier
 from .units import UnitError, fmt_bytes, fmt_flops, fmt_rate, fmt_time, parse
 
@@ -54,6 +55,34 @@ _TOP, _DEVICE, _TIER, _NCCL = (S.keys(x) for x in (S.TOP, S.DEVICE, S.TIER, S.NC
 # --------------------------------------------------------------------------- YAML
 
 
+_DIGITS = re.compile(r"^[-+]?[0-9_,.:eE+-]+$")
+#: YAML nested deeper than this is refused before it is built (a profile is 3 levels deep)
+_MAX_DEPTH = 32
+
+
+def _loader() -> Any:
+    """The safe YAML loader, reading '5e-1' and '1e3' as numbers (YAML 1.2 does; PyYAML's 1.1 wants a dot)."""
+    import yaml
+
+    global _LOADER
+    if _LOADER is None:
+        base = getattr(yaml, "CSafeLoader", yaml.SafeLoader)  # libyaml when available: fast
+
+        class Loader(base):  # type: ignore[misc, valid-type]
+            pass
+
+        Loader.add_implicit_resolver(
+            "tag:yaml.org,2002:float",
+            re.compile(r"^[-+]?(?:[0-9][0-9_]*)(?:\.[0-9_]*)?[eE][-+]?[0-9]+$"),
+            list("-+0123456789"),
+        )
+        _LOADER = Loader
+    return _LOADER
+
+
+_LOADER: Any = None
+
+
 def read_yaml(path: Path, what: str = "file") -> Any:
     """Safely read one YAML document; aliases (the 'billion laughs' vector) and huge files are refused."""
     import yaml
@@ -61,7 +90,7 @@ def read_yaml(path: Path, what: str = "file") -> Any:
     p = Path(path)
     text = read_text(p, f"a YAML {what} (a .yaml file)", MAX_FILE_BYTES)
 
-    loader = getattr(yaml, "CSafeLoader", yaml.SafeLoader)  # libyaml when available: fast
+    loader = _loader()
     try:
         # one pass over the event stream before anything is built: aliases (*name) are refused (the "billion
         # laughs" vector), and so is a key given twice in one mapping (YAML would keep the last silently)
@@ -71,6 +100,16 @@ def read_yaml(path: Path, what: str = "file") -> Any:
                 raise InputError(
                     f"{p}: line {event.start_mark.line + 1}: YAML aliases (*name) are not "
                     f"allowed in a {what}; write the value out"
+                )
+            if isinstance(event, yaml.ScalarEvent) and len(event.value) > 40 and _DIGITS.match(event.value):
+                raise InputError(
+                    f"{p}: line {event.start_mark.line + 1}: a number of {len(event.value):,} characters is beyond "
+                    f"any quantity a {what} holds; write it with an exponent (1e12)"
+                )
+            if isinstance(event, (yaml.MappingStartEvent, yaml.SequenceStartEvent)) and len(stack) >= _MAX_DEPTH:
+                raise InputError(
+                    f"{p}: line {event.start_mark.line + 1}: nested more than {_MAX_DEPTH} levels deep; a {what} "
+                    "is a few levels of mappings and lists"
                 )
             if isinstance(event, (yaml.ScalarEvent, yaml.MappingStartEvent, yaml.SequenceStartEvent)):
                 if stack and stack[-1][0]:
@@ -135,7 +174,9 @@ class _V:
     def text(self, value: Any, field: str) -> str:
         if not isinstance(value, str) or not value.strip():
             raise self.fail(field, f"{_show(value)} is not a non-empty string")
-        return value.strip()
+        from .output import escape_controls
+
+        return escape_controls(value.strip())  # an escape code in a name is shown, never obeyed (issue 27)
 
     def quantity(self, value: Any, field: str, kind: str) -> float:
         try:
@@ -148,14 +189,19 @@ class _V:
 
     def fraction(self, value: Any, field: str) -> float:
         if isinstance(value, bool) or not isinstance(value, (int, float)) or not math.isfinite(value):
-            raise self.fail(field, f"{_show(value)} is not a number (give a fraction such as 0.8)")
+            text = " (the YAML file gives it as text: write it unquoted, as 0.5)" if _numeric_text(value) else ""
+            raise self.fail(field, f"{_show(value)} is not a number{text} (give a fraction such as 0.8)")
         if not 0 < value <= 1:
             raise self.fail(field, f"{_show(value)} is not in (0, 1] (give a fraction such as 0.8)")
         return float(value)
 
     def count(self, value: Any, field: str) -> int:
+        from .ranges import MAX_DEVICES
+
         if isinstance(value, bool) or not isinstance(value, int) or value < 1:
             raise self.fail(field, f"{_show(value)} is not a whole number of devices >= 1")
+        if value > MAX_DEVICES:  # refused at load: beyond int64 arithmetic in the engine (issue 27)
+            raise self.fail(field, f"{value:.4g} devices is more than simcli models (at most 2**53)")
         return value
 
     def value(self, f: S.Field, raw: Any, path: str) -> Any:
@@ -192,6 +238,16 @@ _SIMPLE = ("text", "quantity", "fraction", "count", "choice", "bool")
 
 def _join(prefix: str, key: str) -> str:
     return f"{prefix}.{key}" if prefix else key
+
+
+def _numeric_text(value: Any) -> bool:
+    if not isinstance(value, str):
+        return False
+    try:
+        float(value)
+    except ValueError:
+        return False
+    return True
 
 
 def _show(value: Any) -> str:
@@ -277,7 +333,9 @@ def _profile_description(v: "_V", top: dict) -> str:
     description = top.get("description") or ""
     if not isinstance(description, str):
         raise v.fail("description", f"{_show(description)} is not a string")
-    return description
+    from .output import escape_controls
+
+    return escape_controls(description)
 
 
 def _profile_sources(v: "_V", top: dict) -> tuple[str, ...]:
@@ -463,6 +521,8 @@ def list_profiles() -> list[ProfileEntry]:
     for d in search_dirs():
         if d.is_dir():
             for f in sorted(d.glob("*.y*ml")):
+                if skip_special(f, "a profile on the search path"):
+                    continue
                 seen.setdefault(f.stem, ProfileEntry(f.stem, str(f), "user"))
     for f in sorted(_builtin_dir().glob("*.yaml")):
         seen.setdefault(f.stem, ProfileEntry(f.stem, str(f), "built-in"))

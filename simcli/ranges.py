@@ -20,7 +20,17 @@ import numpy as np
 from .model import InputError
 from .units import UnitError, parse
 
-__all__ = ["parse_devices", "parse_sizes", "MAX_POINTS", "MAX_DEVICES", "MAX_BYTES"]
+__all__ = [
+    "parse_devices",
+    "parse_sizes",
+    "check_combinations",
+    "MAX_POINTS",
+    "MAX_DEVICES",
+    "MAX_BYTES",
+    "MAX_COMBINATIONS",
+    "MAX_UNITS",
+    "MAX_PARAMS",
+]
 
 #: more points than this in one range list is refused (it would only exhaust memory)
 MAX_POINTS = 5_000_000
@@ -28,6 +38,12 @@ MAX_POINTS = 5_000_000
 MAX_DEVICES = 2**53
 #: the largest size in bytes: 4 EiB (2**62), so every size and every step fits int64 and float64 exactly
 MAX_BYTES = 2**62
+#: the most parameters a workload may have: its fp64 gradients (8 B each) stay within MAX_BYTES
+MAX_PARAMS = 2**59
+#: more combinations than this (comma lists of --profile, --model, ... in speedup and compare) are refused
+MAX_COMBINATIONS = 1000
+#: more FSDP units (wrapped modules) than this are refused: the per-unit timeline is a loop over them
+MAX_UNITS = 100_000
 _ITEM = re.compile(r"^(?P<lo>(?:(?!\.\.)[^:])+)(?:\.\.(?P<hi>[^:]*))?(?::(?P<op>[x+*])(?P<step>.+))?$")
 
 
@@ -41,10 +57,19 @@ def parse_sizes(text: str, option: str = "--size") -> np.ndarray:
     return _parse(text, option, _size_value, "size", "'1KiB..1GiB:x4' or '32MiB,1GiB'").astype(np.float64)
 
 
+#: a whole number with more digits than this is refused before it is converted (2**53 has 16)
+MAX_DIGITS = 30
+
+
 def _int_value(s: str, option: str) -> int:
     s = s.strip()
     if not re.fullmatch(r"[-+]?\d+", s):
-        raise InputError(f"{option}: {s!r} is not a whole number of devices (try '8' or '1..64')")
+        raise InputError(f"{option}: {s[:40]!r} is not a whole number of devices (try '8' or '1..64')")
+    if len(s.lstrip("+-")) > MAX_DIGITS:
+        raise InputError(
+            f"{option}: a number of {len(s.lstrip('+-')):,} digits is more than simcli models (at most 2**53 = "
+            f"{MAX_DEVICES:,})"
+        )
     v = int(s)
     if v > MAX_DEVICES:
         raise InputError(f"{option}: {s} devices is more than simcli models (at most 2**53 = {MAX_DEVICES:,})")
@@ -52,6 +77,8 @@ def _int_value(s: str, option: str) -> int:
 
 
 def _size_value(s: str, option: str) -> int:
+    if len(s) > 64:
+        raise InputError(f"{option}: {s[:40]!r}... is not a size simcli reads (at most 64 characters)")
     try:
         v = parse(s.strip(), "bytes")
     except UnitError as e:
@@ -123,6 +150,8 @@ def _expand(lo: int, hi: int, op: str | None, step_s: str | None, item: str, opt
         if hi - lo + 1 > MAX_POINTS:
             raise InputError(f"{option}: {item!r} has {hi - lo + 1:,} points; add a step such as ':x2'")
         return np.arange(lo, hi + 1, dtype=np.int64)
+    if len(step_s or "") > 64:
+        raise InputError(f"{option}: {item[:40]!r}...: step is not a number (try ':x2' or ':+8')")
     try:
         step = float(step_s) if op in "x*" else float(parse(step_s, "bytes"))
     except (ValueError, UnitError):
@@ -131,6 +160,8 @@ def _expand(lo: int, hi: int, op: str | None, step_s: str | None, item: str, opt
         if not step > 1 or not math.isfinite(step):
             raise InputError(f"{option}: {item!r}: a geometric step must be greater than 1 (try ':x2')")
         n = int(math.floor(math.log(hi / lo) / math.log(step) + 1e-9)) + 1
+        if n > MAX_POINTS:  # counted before anything is allocated (1..2:x1.0000000001 is 7e9 points)
+            raise InputError(f"{option}: {item!r} has {n:,} points (at most {MAX_POINTS:,}); use a bigger step")
         vals = np.rint(lo * step ** np.arange(n, dtype=np.float64))
         return vals[vals <= hi].astype(np.int64)  # filtered in float64, so nothing past int64 is cast
     if not step >= 1 or step != math.floor(step):
@@ -139,3 +170,18 @@ def _expand(lo: int, hi: int, op: str | None, step_s: str | None, item: str, opt
     if n > MAX_POINTS:
         raise InputError(f"{option}: {item!r} has {n:,} points; use a bigger step")
     return np.arange(lo, hi + 1, int(step), dtype=np.int64)
+
+
+def check_combinations(counts: dict[str, int]) -> int:
+    """The number of combinations of the listed values (option -> how many), refused beyond
+    :data:`MAX_COMBINATIONS` before any scenario is built."""
+    total = 1
+    for n in counts.values():
+        total *= max(1, int(n))
+    if total > MAX_COMBINATIONS:
+        given = " x ".join(f"{n} {opt}" for opt, n in counts.items() if n > 1)
+        raise InputError(
+            f"{', '.join(o for o, n in counts.items() if n > 1)}: {given} values make {total:,} combinations, "
+            f"more than {MAX_COMBINATIONS:,}; list fewer values"
+        )
+    return total

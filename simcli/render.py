@@ -42,11 +42,12 @@ class Column:
     ):
         self.header, self.key, self.fmt, self.justify = header, key, fmt, justify
 
-    def cell(self, rec: dict) -> str:
+    def cell(self, rec: dict) -> Any:
         v = self.key(rec) if callable(self.key) else rec.get(self.key)
         if v is None:
             return "-"
-        return self.fmt(v)
+        out = self.fmt(v)
+        return _safe(out)
 
 
 def table(
@@ -62,9 +63,12 @@ def table(
     ``total``: how many rows there are when ``records`` holds only the first and last ``max_rows`` of them
     (a caller that computed only what is shown); the elision line counts the rows left out.
     """
+    from .output import finite_gate
+
+    finite_gate(list(records))  # no table shows a time, rate or speedup that is not a finite number
     t = Table(
-        title=title,
-        caption=caption,
+        title=_safe(title),
+        caption=_safe(caption),
         title_justify="left",
         caption_justify="left",
         show_edge=False,
@@ -96,12 +100,23 @@ def table(
 
 
 def kv_table(rows: Sequence[tuple[str, str]], title: str | None = None) -> Table:
-    t = Table(title=title, title_justify="left", show_header=False, show_edge=False, pad_edge=False)
+    t = Table(title=_safe(title), title_justify="left", show_header=False, show_edge=False, pad_edge=False)
     t.add_column(style="bold", no_wrap=True)
     t.add_column(overflow="fold")
     for k, v in rows:
-        t.add_row(k, v)
+        t.add_row(_safe(k), _safe(v))
     return t
+
+
+def _safe(text: Any) -> Any:
+    """Text read from a file, for the terminal: control characters escaped (an ESC in a device name is shown as
+    ``\\x1b``, never obeyed) and rich markup in it shown as written, not interpreted."""
+    if not isinstance(text, str):
+        return text
+    from .output import escape_controls
+
+    clean = escape_controls(text)
+    return Text(clean) if ("[" in clean or clean != text) else clean
 
 
 def print_table(t: Table) -> None:

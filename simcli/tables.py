@@ -7,7 +7,6 @@ says what it holds (:func:`detect_kind`), and turns its rows into the records th
 
 from __future__ import annotations
 
-import json
 from pathlib import Path
 from typing import Any, Mapping, Sequence
 
@@ -16,6 +15,8 @@ from .model import InputError
 
 __all__ = [
     "read_table",
+    "check_measured",
+    "ELEMENT_BYTES",
     "detect_kind",
     "STEP_KEYS",
     "step_key",
@@ -37,20 +38,25 @@ def read_table(path: str) -> list[dict[str, Any]]:
         read_text(p, what)  # says which
     suffix = p.suffix.lower()
     if suffix == ".json":
-        try:
-            data = json.loads(read_text(p, what))
-        except json.JSONDecodeError as e:
-            raise InputError(f"{p}: not valid JSON ({e}); write it with --format json") from None
+        from .inputs import load_json
+
+        data = load_json(read_text(p, what), str(p), "; write it with --format json")
         if isinstance(data, dict):  # {"records": [...], "explain": ...} or `simcli algorithms`' {"grid": [...]}
             data = next((data[k] for k in ("records", "grid") if isinstance(data.get(k), list)), data)
         if not isinstance(data, list) or not all(isinstance(r, dict) for r in data):
             raise InputError(f"{p}: expected a JSON list of records (as --format json writes)")
         return data
     if suffix == ".csv":
+        import io
+
         import pandas as pd
 
+        text = read_text(p, what)  # the one reader: special files refused, size bounded
+        runs = sum(1 for ln in text.splitlines() if ln.startswith("# simcli bench"))
+        if runs > 1:
+            raise InputError(f"{p}: holds {runs} runs ({runs} 'simcli bench' headers): one run per file; split it")
         try:
-            df = pd.read_csv(p, comment="#")
+            df = pd.read_csv(io.StringIO(text), comment="#")
         except (UnicodeDecodeError, pd.errors.ParserError, pd.errors.EmptyDataError) as e:
             raise InputError(f"{p}: not a CSV table ({str(e).splitlines()[0]}); write it with --format csv") from None
         df = df.astype(object).where(df.notna(), None)
@@ -112,6 +118,7 @@ def busbw_GBps(nbytes: float, k: int, t: float | None) -> float | None:
 
 def allreduce_measured(recs: list[dict[str, Any]], name: str) -> tuple[list[dict[str, Any]], list[str]]:
     """A bench table's all-reduce rows as (devices, bytes, time_s, busbw_GBps) records, and its backends."""
+    check_measured(recs, name)
     numeric(recs, ("time_s", "busbw_GBps", "algbw_GBps"), name)
     colls = {str(r.get("collective") or "all_reduce") for r in recs}
     ar = [
@@ -190,3 +197,143 @@ def validation_series(recs: list[dict[str, Any]], name: str) -> dict[str, Any]:
     meas = [{k_key: r[k_key], "t_step_s": r["measured"]} for r in rs]
     line = [{"devices": r[k_key], "t_step_s": r["predicted"], "t_compute_s": None} for r in rs]
     return {**out, "kind": "step", "line": line, "measured": meas}
+
+
+# --------------------------------------------------------------------------- measured tables' consistency (issue 27)
+
+#: bytes per element of every type a measured table may name: simcli's dtype names and nccl-tests' own
+ELEMENT_BYTES = {
+    "fp64": 8,
+    "fp32": 4,
+    "tf32": 4,
+    "bf16": 2,
+    "fp16": 2,
+    "fp8": 1,
+    "int8": 1,
+    "uint8": 1,
+    "int32": 4,
+    "uint32": 4,
+    "int64": 8,
+    "uint64": 8,
+    "float": 4,
+    "half": 2,
+    "bfloat16": 2,
+    "double": 8,
+    "int": 4,
+    "f8e4m3": 1,
+    "f8e5m2": 1,
+}
+#: columns that make rows of one (size, ranks) distinct measurements rather than repeats of one
+_DISTINCT = (
+    "collective",
+    "backend",
+    "dtype",
+    "mode",
+    "model",
+    "batch_per_device",
+    "profile",
+    "placement",
+    "redop",
+    "nodes",
+    "gpus_per_process",
+    "seq_len",
+    "threads",
+    "params",
+)
+#: a column that declares rows as repeats of one measurement (each repeat numbered)
+REPEAT_COLUMNS = ("repeat", "run", "trial")
+
+
+def _is_number(v: Any) -> bool:
+    try:
+        float(v)
+    except (TypeError, ValueError):
+        return False
+    return True
+
+
+def _int_cell(v: Any, where: str, column: str, limit: int, what: str) -> int | None:
+    if v is None or (isinstance(v, str) and not v.strip()):
+        return None
+    try:
+        x = float(v)
+    except (TypeError, ValueError):
+        raise InputError(f"{where}: {column}: {str(v)[:40]!r} is not a number") from None
+    if x != x or x in (float("inf"), float("-inf")) or x < 0 or x != int(x):
+        raise InputError(f"{where}: {column}: {str(v)[:40]!r} is not a whole number >= 0")
+    if x > limit:
+        raise InputError(f"{where}: {column}: {str(v)[:40]} is more than simcli reads ({what})")
+    return int(x)
+
+
+def check_measured(
+    rows: Sequence[Mapping[str, Any]],
+    source: str,
+    lines: Sequence[int] | None = None,
+    comments: Sequence[str] = (),
+) -> None:
+    """Refuse (one line naming the file and row) a measured table that contradicts itself, where it is read:
+
+    * two runs in one file (two header blocks, ``simcli bench`` or nccl-tests, concatenated);
+    * more than one collective in one table;
+    * two rows for one (size, ranks) and the same other settings, unless a ``repeat`` column numbers them;
+    * a ``count`` that is not ``bytes`` / the type's size; a type no table names;
+    * a size beyond :data:`simcli.ranges.MAX_BYTES` or a world size beyond :data:`simcli.ranges.MAX_DEVICES`.
+    """
+    from .ranges import MAX_BYTES, MAX_DEVICES
+
+    starts = [c for c in comments if str(c).startswith("simcli bench")]
+    if len(starts) > 1:
+        raise InputError(
+            f"{source}: holds {len(starts)} runs ({len(starts)} 'simcli bench' headers): one run per file; split it"
+        )
+    colls = {str(r.get("collective")).strip() for r in rows if r.get("collective") not in (None, "")}
+    norm = {c.lower().replace("-", "_").replace(" ", "_") for c in colls}
+    if len(norm) > 1:
+        raise InputError(
+            f"{source}: holds more than one collective ({', '.join(sorted(colls))}): one collective per table; split it"
+        )
+    repeat = next((c for r in rows[:1] for c in REPEAT_COLUMNS if c in r), None)
+    seen: dict[tuple, int] = {}
+    for i, r in enumerate(rows):
+        line = lines[i] if lines is not None and i < len(lines) else i + 1
+        where = f"{source}: {'line' if lines is not None else 'row'} {line}"
+        k_col = "world_size" if "world_size" in r else "devices" if "devices" in r else None
+        k = _int_cell(r.get(k_col), where, k_col, MAX_DEVICES, "at most 2**53 ranks") if k_col else None
+        n = (
+            _int_cell(r.get("bytes"), where, "bytes", MAX_BYTES, "at most 2**62 bytes = 4 EiB")
+            if "bytes" in r
+            else None
+        )
+        dtype = r.get("dtype")
+        dtype = str(dtype).strip() if dtype not in (None, "") else None
+        if dtype is not None and dtype.lower() not in ELEMENT_BYTES:
+            raise InputError(
+                f"{where}: dtype {dtype[:40]!r} is not a type simcli knows ({', '.join(sorted(ELEMENT_BYTES))})"
+            )
+        count = _int_cell(r.get("count"), where, "count", MAX_BYTES, "at most 2**62") if "count" in r else None
+        if count is not None and n is not None and dtype is not None:
+            esize = ELEMENT_BYTES[dtype.lower()]
+            if count * esize != n:
+                raise InputError(
+                    f"{where}: count {count} x {esize} B ({dtype}) = {count * esize} B, not the row's {n} bytes; "
+                    "the row contradicts itself"
+                )
+        if k is None and n is None:
+            continue
+        # the other settings of a row: the known ones, and every text label (a system's or a GPU's name)
+        labels = tuple(
+            f"{c}={str(v).strip().lower()}"
+            for c, v in r.items()
+            if c not in (k_col, "bytes") and v not in (None, "") and (c in _DISTINCT or not _is_number(v))
+        )
+        key = (k, n, *labels)
+        if repeat is not None:
+            key += (str(r.get(repeat) or "").strip(),)
+        if key in seen:
+            what = f"world size {k}" + (f", {n} bytes" if n is not None else "")
+            raise InputError(
+                f"{where}: a second row for {what} (first at {'line' if lines is not None else 'row'} {seen[key]}): "
+                f"one row per (size, ranks); number repeats in a '{REPEAT_COLUMNS[0]}' column, or split the runs"
+            )
+        seen[key] = line

@@ -179,6 +179,9 @@ def read_measurements(path: str | Path) -> Measured:
             raise InputError(f"{p}: line {lines[i]}: {len(values)} values for {len(header)} columns")
         rows.append(dict(zip(header, values)))
     m = Measured(str(p), kind, header, tuple(rows), tuple(lines[1:]), tuple(comments))
+    from .tables import check_measured
+
+    check_measured(m.rows, str(p), m.lines, m.comments)  # one run, one collective, one row per (size, ranks)
     if kind == "allreduce" and "collective" in header:
         keep = np.array([c.lower() in _ALLREDUCE_NAMES for c in m.text("collective")], dtype=bool)
         if len(m) and not keep.any():

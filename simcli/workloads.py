@@ -149,12 +149,16 @@ def workload_from_dict(d: Any, source: str, name: str | None = None) -> ModelPre
     name = name or d.get("name")
     if not isinstance(name, str) or not name:
         raise InputError(f"{source}: name: required (a short name for the workload)")
+    from .output import escape_controls
+
+    name = escape_controls(name)  # shown, never obeyed by the terminal (issue 27)
     kind = d.get("kind", "custom")
     if kind not in ("cnn", "transformer", "custom"):
         raise InputError(f"{source}: {prefix}kind: {kind!r} is not cnn, transformer or custom")
     if d.get("params") is None:
         raise InputError(f"{source}: {prefix}params: required (the number of trainable parameters)")
     params = _number(d["params"], source, prefix + "params")
+    _check_params(params, f"{source}: {prefix}params")
     fwd = None
     fixed = None
     seq = None
@@ -185,6 +189,8 @@ def workload_from_dict(d: Any, source: str, name: str | None = None) -> ModelPre
     sources = d.get("sources") or []
     if isinstance(sources, str):
         sources = [sources]
+    if isinstance(sources, list):
+        sources = [escape_controls(x) if isinstance(x, str) else x for x in sources]
     return ModelPreset(
         name=name,
         description=str(d.get("description", "")),
@@ -235,9 +241,20 @@ def load_workload(path: str, seq_len: int | None = None) -> Workload:
     return workload_from_dict(data, str(path)).workload(seq_len)
 
 
+def _check_params(params: float, where: str) -> None:
+    """A parameter count whose gradients fit simcli's sizes (at most 2**59: 8 B each within 2**62 B), at load."""
+    from .ranges import MAX_PARAMS
+
+    if params > MAX_PARAMS:
+        raise InputError(
+            f"{where}: {params:g} parameters is more than simcli models (at most 2**59 = {MAX_PARAMS:.3g})"
+        )
+
+
 def custom_workload(params: float, flops_per_sample: float | None, batch_per_device: int = 32) -> Workload:
     if not (params > 0 and math.isfinite(params)):
         raise InputError(f"--params: {params!r} must be a positive number of parameters")
+    _check_params(params, "--params")
     if flops_per_sample is not None and not (flops_per_sample > 0 and math.isfinite(flops_per_sample)):
         raise InputError(f"--flops-per-sample: {flops_per_sample!r} must be a positive number of FLOPs")
     if isinstance(batch_per_device, bool) or not batch_per_device >= 1 or int(batch_per_device) != batch_per_device:

@@ -264,6 +264,8 @@ def test_calibrate_cli_refuses_degenerate_data(runner, tmp_path, base_profile):
     k = np.array([2, 2, 2])
     n = np.array([65536.0] * 3)
     csv = write_csv(tmp_path / "one.csv", k, n, np.array([1e-3, 1.1e-3, 0.9e-3]))
+    head, *rows = csv.read_text().splitlines()[1:]  # three rows of one size: declared as repeats (issue 27)
+    csv.write_text("\n".join([head + ",repeat", *(f"{r},{i}" for i, r in enumerate(rows))]) + "\n")
     r = runner.invoke(
         app,
         ["calibrate", str(csv), "--profile", str(base_profile), "--output", str(tmp_path / "x.yaml"), "--holdout", "0"],

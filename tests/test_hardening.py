@@ -99,54 +99,68 @@ def test_absurdly_small_buckets_are_refused(two_tier, mb):
 
 
 def test_one_kib_bucket_is_allowed(two_tier):
+    import numpy as np
+
     from simcli.engine import MIN_BUCKET_MB, Scenario, simulate
     from simcli.workloads import build_workload
 
-    sc = Scenario(profile=two_tier, workload=build_workload(model="resnet50"), bucket_mb=MIN_BUCKET_MB)
-    assert simulate(sc, [1, 8]) is not None
+    w = build_workload(model="resnet50")
+    sc = Scenario(profile=two_tier, workload=w, bucket_mb=MIN_BUCKET_MB)
+    res = simulate(sc, [1, 8])
+    # the boundary itself is taken and planned as 1 KiB buckets: gradient bytes / 1024 of them
+    assert res.plan.size == 1024 and res.plan.full == int(sc.grad_bytes // 1024)
+    # and priced: finite, with more latency than DDP's 25 MiB buckets at k = 8 (each bucket pays alpha)
+    default = simulate(Scenario(profile=two_tier, workload=w), [1, 8])
+    assert np.all(np.isfinite(res.t_step_s)) and res.t_comm_s[1] > default.t_comm_s[1]
+    with pytest.raises(InputError, match="--bucket-mb"):  # just below it is refused
+        Scenario(profile=two_tier, workload=w, bucket_mb=MIN_BUCKET_MB * 0.999)
 
 
 # --------------------------------------------------------------------------- files that are not regular files
 
 
-def test_read_text_reads_at_most_limit_plus_one_bytes():
+def test_read_text_refuses_devices_at_open():
+    """Issue 27 replaces issue 12's bounded read of a device: a device is not a file, refused before any read."""
     from simcli.inputs import read_text
 
     for dev in ("/dev/zero", "/dev/urandom"):
-        with pytest.raises(InputError, match=rf"^{dev}: more than 1,024 bytes is too large"):
+        with pytest.raises(InputError, match=rf"^{dev}: is a character device, not a file; give a profile"):
             read_text(dev, "a profile", max_bytes=1024)
 
 
-def test_read_text_stops_a_pipe_at_the_limit(tmp_path):
+def test_read_text_stops_an_anonymous_pipe_at_the_limit():
+    """A shell's <(...) is an anonymous pipe with a writer: read, but never past the limit."""
     import threading
 
     from simcli.inputs import read_text
 
-    fifo = tmp_path / "p"
-    os.mkfifo(fifo)
+    r, w = os.pipe()
     stop = threading.Event()
 
     def writer():  # an endless writer: only a bounded read returns
         try:
-            with open(fifo, "wb") as f:
+            with os.fdopen(w, "wb") as f:
                 while not stop.is_set():
                     f.write(b"a: 1\n" * 1000)
-        except BrokenPipeError:
+        except (BrokenPipeError, OSError):
             pass
 
     t = threading.Thread(target=writer, daemon=True)
     t.start()
-    with pytest.raises(InputError, match="too large"):
-        read_text(fifo, "a profile", max_bytes=4096)
-    stop.set()
-    t.join(5)
+    try:
+        with pytest.raises(InputError, match="too large"):
+            read_text(f"/proc/self/fd/{r}", "a profile", max_bytes=4096)
+    finally:
+        stop.set()
+        os.close(r)
+        t.join(5)
 
 
 def test_profiles_validate_dev_zero_exits_2(runner):
     from simcli.cli import app
 
     r = runner.invoke(app, ["profiles", "validate", "/dev/zero"])
-    assert r.exit_code == 2 and "too large" in r.output
+    assert r.exit_code == 2 and "is a character device, not a file" in r.stderr
 
 
 # --------------------------------------------------------------------------- duplicated YAML keys
@@ -183,18 +197,16 @@ def test_same_keys_in_different_mappings_are_fine(tmp_path):
 
 def test_a_named_pipe_is_written_into_never_renamed_over(tmp_path):
     import stat
-    import threading
 
     from simcli.output import write_atomic
 
     fifo = tmp_path / "fifo"
     os.mkfifo(fifo)
-    got = []
-    t = threading.Thread(target=lambda: got.append(open(fifo, "rb").read()), daemon=True)
-    t.start()
-    write_atomic(fifo, "hello\n", force=True)
-    t.join(5)
-    assert got == [b"hello\n"]
+    fd = os.open(fifo, os.O_RDONLY | os.O_NONBLOCK)  # the reader is there before simcli opens the pipe
+    write_atomic(fifo, "hello\n", force=True)  # six bytes: the pipe's buffer holds them, the write returns
+    os.set_blocking(fd, True)
+    with os.fdopen(fd, "rb") as r:
+        assert r.read() == b"hello\n"
     assert stat.S_ISFIFO(os.stat(fifo).st_mode)  # still the pipe, not a regular file
     assert sorted(os.listdir(tmp_path)) == ["fifo"]
 
@@ -501,7 +513,10 @@ def test_group_alone_still_shows_its_help(runner):
     from simcli.cli import app
 
     r = runner.invoke(app, ["bench"])
-    assert "allreduce" in r.output and "simcli: error" not in r.output
+    # a group named alone shows its help with the usage status (2, as click's no_args_is_help): never an error line
+    assert r.exit_code == 2, r.output
+    assert "allreduce" in r.output and "Usage:" in r.output and "simcli: error" not in r.output
+    assert "Traceback" not in r.output
 
 
 # --------------------------------------------------------------------------- stdout that fails
@@ -918,3 +933,625 @@ def test_a_huge_compare_table_computes_only_the_rows_shown(runner, monkeypatch, 
     monkeypatch.setattr(cp, "_compare_view", lambda cmp, r, n_devices=None, _v=cp._compare_view: _v(cmp, rows))
     assert runner.invoke(app, ["compare", *args, "--rows", "0", "-o", str(whole)]).exit_code == 0
     assert part.read_text() == whole.read_text()
+
+
+# =========================================================================== issue 27
+# Each class of the third round's fault sweep, at its shared mechanism: outputs claimed at the start
+# (simcli.output.Claim), the finiteness gate (simcli.output.finite_gate), measured tables checked where read
+# (simcli.tables.check_measured, the nccl-tests reader), limits before work (simcli.ranges, inputs.load_json,
+# the profile loader), special files at open (simcli.inputs.read_text), signals (cli.common.handle_errors),
+# control characters (simcli.output.escape_controls).
+
+import signal  # noqa: E402
+import subprocess  # noqa: E402
+import sys  # noqa: E402
+import time  # noqa: E402
+
+
+def _simcli(*args: str, timeout: float = 120, **kw):
+    """simcli in a process of its own, as a user runs it: exit status, stdout, stderr."""
+    env = dict(os.environ, OMP_NUM_THREADS="1", GLOO_SOCKET_IFNAME="lo", COLUMNS="140", **kw.pop("env", {}))
+    return subprocess.run(
+        [sys.executable, "-m", "simcli", *args], capture_output=True, text=True, timeout=timeout, env=env, **kw
+    )
+
+
+def _one_line(r, start: str) -> None:
+    """Exactly one line on stderr, beginning with ``start``; no traceback, no numpy warning."""
+    err = getattr(r, "stderr", "")
+    assert err.startswith(start) and err.count("\n") == 1, err
+    assert "Traceback" not in err and "RuntimeWarning" not in err
+
+
+def _bench_args(out, fmt: str = "csv") -> list[str]:
+    """A bench that takes a few seconds: two ranks, tiny sizes, a fixed number of iterations."""
+    return [
+        "bench", "allreduce", "--world-sizes", "2", "--size", "1KiB..64KiB:x4", "--iters", "3",
+        "--max-iters", "3", "--warmup", "0", "--backend", "gloo", "-f", fmt, "-o", str(out),
+    ]  # fmt: skip
+
+
+# --------------------------------------------------------------------------- (1) outputs are claimed
+
+
+def test_two_benches_one_output_file_one_is_refused_before_measuring(tmp_path):
+    """Two real benches started together on one -o: one writes its whole run, the other is refused (exit 2,
+    one line) before it measures anything; the file holds exactly one run's rows."""
+    pytest.importorskip("torch")
+    from simcli.bench.results import read_results
+
+    out = tmp_path / "out.csv"
+    env = dict(os.environ, OMP_NUM_THREADS="1", GLOO_SOCKET_IFNAME="lo")
+    cmd = [sys.executable, "-m", "simcli", *_bench_args(out)]
+    ps = [subprocess.Popen(cmd, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, env=env) for _ in "ab"]
+    results = [(p, *p.communicate(timeout=240)) for p in ps]
+    codes = sorted(p.returncode for p, _, _ in results)
+    assert codes == [0, 2], [(p.returncode, e[-500:]) for p, _, e in results]
+    loser = next(e for p, _, e in results if p.returncode == 2)
+    assert loser.startswith(f"simcli: error: --output: {out} exists") and loser.count("\n") == 1, loser
+    assert "world size" not in loser  # refused before it started a single rank
+    comments, rows = read_results(out)
+    assert [int(r["bytes"]) for r in rows] == [1024, 4096, 16384, 65536]  # one run, every row whole
+    assert sum(c.startswith("simcli bench allreduce") for c in comments) == 1
+    assert sorted(os.listdir(tmp_path)) == ["out.csv"]
+
+
+def test_a_claimed_output_refuses_every_other_command(tmp_path):
+    """The claim is the one rule for every command that writes: while one holds the file, speedup, explain,
+    bench import and plot are each refused with exit 2, and nothing is written over the claim."""
+    from simcli.output import check_output_path, claims
+
+    out = tmp_path / "out.csv"
+    fix = os.path.join(os.path.dirname(__file__), "fixtures", "all_reduce_perf_8xA100.txt")
+    with claims():
+        check_output_path(out, False)  # this process's command holds out.csv from its start
+        for args in (
+            ["speedup", "-k", "8", "-f", "csv"],
+            ["explain", "-k", "8", "-f", "json"],
+            ["bench", "import", fix],
+            ["algorithms", "-k", "8", "-f", "csv"],
+        ):
+            r = _simcli(*args, "-o", str(out))
+            assert r.returncode == 2, (args, r.stderr)
+            _one_line(r, f"simcli: error: --output: {out} exists")
+            assert out.read_bytes() == b""
+    assert not out.exists()  # a claim never written is removed at the command's end
+
+
+def test_a_command_that_fails_after_claiming_leaves_no_file(runner, tmp_path):
+    from simcli.cli import app
+
+    out = tmp_path / "never.csv"
+    r = runner.invoke(app, ["speedup", "-k", "8", "--mfu", "1e-320", "-f", "csv", "-o", str(out)])
+    assert r.exit_code == 2 and not out.exists()
+
+
+@pytest.mark.parametrize("fmt", ["csv", "json"])
+def test_a_bench_whose_file_is_replaced_keeps_its_rows_beside_it(tmp_path, fmt):
+    """--force by another command replaces the file atomically; the bench writing it notices at its next row,
+    keeps every row it measured in NAME.PID.saved and stops with one line (exit 1); the new file is intact."""
+    import json
+
+    from simcli.bench.results import ALLREDUCE_COLUMNS, ResultWriter, read_results
+    from simcli.model import EnvironmentFailure
+    from simcli.output import claims, write_atomic
+
+    out = tmp_path / f"r.{fmt}"
+    row = {"collective": "all_reduce", "world_size": 2, "bytes": 1024, "time_s": 1e-3}
+    with claims():
+        w = ResultWriter(out, ALLREDUCE_COLUMNS, ["simcli bench allreduce"], fmt=fmt)
+        w.append(row)
+        w.append({**row, "bytes": 2048})
+    with claims():  # the other command, --force
+        write_atomic(out, "other,command\n1,2\n", force=True)
+    with claims():
+        with pytest.raises(EnvironmentFailure, match=r"was replaced or removed by another command.*3 rows measured"):
+            w.append({**row, "bytes": 4096})
+    assert out.read_text() == "other,command\n1,2\n"
+    (saved,) = [p for p in tmp_path.iterdir() if p.name.endswith(".saved")]
+    assert saved.name == f"r.{fmt}.{os.getpid()}.saved"
+    if fmt == "csv":
+        assert [int(r["bytes"]) for r in read_results(saved)[1]] == [1024, 2048, 4096]
+    else:
+        assert [r["bytes"] for r in json.loads(saved.read_text())] == [1024, 2048, 4096]
+
+
+def test_a_whole_file_writer_whose_claim_was_replaced_does_not_write_over(tmp_path):
+    from simcli.model import EnvironmentFailure
+    from simcli.output import check_output_path, claims, write_atomic
+
+    out = tmp_path / "plan.csv"
+    with claims():
+        check_output_path(out, False)  # claimed at the start
+        out.unlink()
+        out.write_text("someone else's\n")  # replaced meanwhile
+        with pytest.raises(EnvironmentFailure, match="replaced or removed by another command"):
+            write_atomic(out, "mine\n")
+    assert out.read_text() == "someone else's\n"
+    (saved,) = [p for p in tmp_path.iterdir() if p.name.endswith(".saved")]
+    assert saved.read_text() == "mine\n"
+
+
+def test_force_replaces_only_when_the_output_is_ready(tmp_path):
+    """--force over an existing file: the old one stays whole until the new content replaces it at once."""
+    from simcli.bench.results import ALLREDUCE_COLUMNS, ResultWriter
+    from simcli.output import claims
+
+    out = tmp_path / "r.csv"
+    out.write_text("old\n")
+    with claims():
+        w = ResultWriter(out, ALLREDUCE_COLUMNS, ["x"], force=True)
+        assert out.read_text() == "old\n"  # nothing measured yet: the old file is untouched
+        w.append({"collective": "all_reduce", "world_size": 2, "bytes": 8, "time_s": 1e-6})
+        assert out.read_text().startswith("# x\ncollective,")
+        w.close()
+    assert sorted(os.listdir(tmp_path)) == ["r.csv"]
+
+
+def test_output_pipe_with_no_reader_is_refused_without_blocking(tmp_path):
+    fifo = tmp_path / "p"
+    os.mkfifo(fifo)
+    r = _simcli("speedup", "-k", "8", "-f", "csv", "-o", str(fifo), "--force", timeout=60)
+    assert r.returncode == 2 and r.stdout == ""
+    _one_line(r, f"simcli: error: --output: {fifo} is a named pipe that nothing reads")
+
+
+def test_empty_output_name_is_refused(runner):
+    from simcli.cli import app
+
+    for args in (["speedup", "-k", "8", "-o", ""], ["speedup", "-k", "8", "--output="]):
+        r = runner.invoke(app, args)
+        assert r.exit_code == 2 and r.stdout == "", r.output
+        _one_line(r, "simcli: error: --output: an empty value")
+
+
+# --------------------------------------------------------------------------- (2) the finiteness gate
+
+
+def _profile_with(tmp_path, bandwidth: str = "200 Gb/s", name: str = "D") -> str:
+    from tests.conftest import TWO_TIER_YAML
+
+    text = TWO_TIER_YAML.replace("bandwidth: 200 Gb/s", f"bandwidth: {bandwidth}").replace("name: D", f"name: {name}")
+    f = tmp_path / "p.yaml"
+    f.write_text(text)
+    return str(f)
+
+
+@pytest.mark.parametrize("fmt", ["table", "csv", "json"])
+@pytest.mark.parametrize(
+    "args,named",
+    [
+        (["--compute-time", "1e308"], "--compute-time 1e308"),
+        (["--mfu", "1e-320"], "--mfu 1e-320"),
+        (["--model", "gpt2", "--mfu", "1e-320"], "--mfu 1e-320"),
+    ],
+)
+def test_non_finite_results_are_refused_naming_the_input(runner, args, named, fmt):
+    from simcli.cli import app
+
+    r = runner.invoke(app, ["speedup", "-k", "1,8", *args, "-f", fmt])
+    assert r.exit_code == 2 and r.stdout == "", r.output
+    _one_line(r, "simcli: error: the result ")
+    assert "not a positive finite number" in r.stderr and named in r.stderr
+
+
+def test_a_tiny_bandwidth_in_a_profile_is_refused_naming_the_file(runner, tmp_path):
+    from simcli.cli import app
+
+    prof = _profile_with(tmp_path, "5e-324")
+    for cmd in (["speedup", "-k", "16"], ["speedup", "-k", "16", "-f", "json"], ["comm", "-k", "16", "-f", "csv"]):
+        r = runner.invoke(app, [*cmd, "--profile", prof])
+        assert r.exit_code == 2 and r.stdout == "", (cmd, r.output)
+        _one_line(r, "simcli: error: the result ")
+        assert f"file {prof}" in r.stderr
+
+
+def test_tiny_flops_per_sample_in_a_workload_file_is_refused(runner, tmp_path):
+    from simcli.cli import app
+
+    f = tmp_path / "w.yaml"
+    f.write_text("name: tiny\nkind: custom\nparams: 1e6\nflops_per_sample: 1e-320\n")
+    r = runner.invoke(app, ["speedup", "-k", "8", "--workload", str(f), "-f", "csv"])
+    assert r.exit_code == 2 and r.stdout == ""
+    _one_line(r, "simcli: error: the result ")
+
+
+def test_numpy_warnings_never_reach_stderr():
+    r = _simcli("speedup", "-k", "8", "--compute-time", "1e308", "-f", "csv")
+    assert r.returncode == 2 and "RuntimeWarning" not in r.stderr and "encountered" not in r.stderr
+    _one_line(r, "simcli: error: the result t_compute_s is infinite")
+
+
+def test_finite_gate_directly():
+    from simcli.output import NonFiniteResult, finite_gate, to_csv, to_json
+
+    ok = [{"devices": 1, "t_comm_s": 0.0, "speedup": 1.0, "rse": float("nan")}]  # t_comm 0 at k=1; rse may be nan
+    finite_gate(ok)
+    for bad in ({"speedup": float("inf")}, {"t_step_s": 0.0}, {"busbw_GBps": float("nan")}, {"speedup": -1.0}):
+        with pytest.raises(NonFiniteResult):
+            to_csv([{"devices": 8, **bad}])
+        with pytest.raises(NonFiniteResult):
+            to_json({"records": [{"devices": 8, **bad}]})
+
+
+def test_one_serializer_for_csv_and_json_numbers():
+    import csv
+    import io
+    import json
+
+    import numpy as np
+
+    from simcli.output import to_csv, to_json
+
+    rec = {"bytes": np.int64(1024), "busbw_GBps": np.float64(0.0029123456789), "time_s": np.float32(0.5)}
+    row = next(csv.DictReader(io.StringIO(to_csv([rec]))))
+    js = json.loads(to_json([rec]))[0]
+    assert "np." not in to_csv([rec])
+    assert float(row["busbw_GBps"]) == js["busbw_GBps"] == 0.0029123456789 and int(row["bytes"]) == js["bytes"]
+
+
+def test_validate_csv_writes_plain_numbers(runner):
+    import csv
+    import io
+
+    from simcli.cli import app
+
+    fix = os.path.join(os.path.dirname(__file__), "fixtures", "all_reduce_perf_8xA100.txt")
+    r = runner.invoke(app, ["validate", fix, "--profile", "dgx-a100", "-f", "csv"])
+    assert r.exit_code == 0, r.output
+    assert "np.float64" not in r.stdout
+    rows = list(csv.DictReader(io.StringIO("\n".join(ln for ln in r.stdout.splitlines() if not ln.startswith("#")))))
+    assert rows and all(float(v) >= 0 for row in rows for k, v in row.items() if "busbw" in k and v)
+
+
+# --------------------------------------------------------------------------- (3) measured tables checked where read
+
+_NCCL = os.path.join(os.path.dirname(__file__), "fixtures", "all_reduce_perf_8xA100.txt")
+
+
+def _nccl_text() -> str:
+    with open(_NCCL) as f:
+        return f.read()
+
+
+def _row_lines(text: str) -> list[str]:
+    return [ln for ln in text.splitlines() if ln.strip() and not ln.lstrip().startswith("#")]
+
+
+def _edit_row(text: str, i: int, **cols) -> str:
+    """The fixture with result row i's columns changed (0 size, 1 count, 2 type)."""
+    line = _row_lines(text)[i]
+    toks = line.split()
+    for c, v in cols.items():
+        toks[{"size": 0, "count": 1, "type": 2}[c]] = str(v)
+    return text.replace(line, "  " + "  ".join(toks), 1)
+
+
+@pytest.mark.parametrize(
+    "make,msg",
+    [
+        (lambda t: t + t, r"a second run's header \('# nThread \.\.\.'\): one nccl-tests run per file"),
+        (lambda t: t.replace(_row_lines(t)[3], _row_lines(t)[3] + "\n" + _row_lines(t)[3].replace(".", "9", 1), 1),
+         r"a second row for size \d+ B, float, sum"),
+        (lambda t: _edit_row(t, 2, count=7), r"count 7 x 4 B \(float\) = 28 B, not the row's size"),
+        (lambda t: _edit_row(t, 2, type="float128"), r"type 'float128' is not an nccl-tests type"),
+        (lambda t: _edit_row(t, 2, size=10**26, count=25 * 10**24), r"is more than simcli reads"),
+    ],
+)  # fmt: skip
+def test_nccl_tests_files_that_contradict_themselves_are_refused(runner, tmp_path, make, msg):
+    from simcli.cli import app
+
+    f = tmp_path / "bad.txt"
+    f.write_text(make(_nccl_text()))
+    for cmd in (["bench", "import", str(f)], ["validate", str(f), "--profile", "dgx-a100"]):
+        r = runner.invoke(app, cmd)
+        assert r.exit_code == 2 and r.stdout == "", (cmd, r.output)
+        _one_line(r, "simcli: error: ")
+        assert __import__("re").search(msg, r.stderr), r.stderr
+
+
+def test_a_world_size_flag_that_contradicts_the_file_is_refused(runner, tmp_path):
+    from simcli.cli import app
+
+    r = runner.invoke(app, ["bench", "import", _NCCL, "--world-size", "3"])
+    assert r.exit_code == 2 and r.stdout == ""
+    _one_line(r, "simcli: error: --world-size: 3 contradicts")
+    assert "lists 8 ranks" in r.stderr
+    assert runner.invoke(app, ["bench", "import", _NCCL, "--world-size", "8", "-f", "csv"]).exit_code == 0
+
+
+def test_duplicate_json_keys_are_refused(runner, tmp_path):
+    from simcli.cli import app
+
+    fix = os.path.join(os.path.dirname(__file__), "fixtures", "all_reduce_perf_8xA100.json")
+    with open(fix) as fh:
+        text = fh.read()
+    f = tmp_path / "dup.json"
+    f.write_text(text.replace('"size":', '"size": 8, "size":', 1))
+    r = runner.invoke(app, ["bench", "import", str(f)])
+    assert r.exit_code == 2
+    _one_line(r, f"simcli: error: {f}: JSON key 'size' is given twice in one object")
+
+
+_BENCH_HEAD = "# simcli bench allreduce\ncollective,backend,world_size,bytes,count,dtype,time_s\n"
+
+
+@pytest.mark.parametrize(
+    "body,msg",
+    [
+        ("all_reduce,gloo,2,1024,256,fp32,1e-4\nall_reduce,gloo,2,1024,256,fp32,2e-4\n", "(line 4|row 2): a second "
+         "row for world size 2, 1024 bytes \\(first at (line 3|row 1)\\)"),
+        ("all_reduce,gloo,2,1024,255,fp32,1e-4\n", r"count 255 x 4 B \(fp32\) = 1020 B, not the row's 1024 bytes"),
+        ("all_reduce,gloo,2,1024,256,fp33,1e-4\n", "dtype 'fp33' is not a type simcli knows"),
+        ("all_reduce,gloo,9223372036854775808,1024,256,fp32,1e-4\n", r"world_size: 9223372036854775808 is more than "
+         r"simcli reads \(at most 2\*\*53 ranks\)"),
+        ("all_reduce,gloo,2,100000000000000000000000000,25000000000000000000000000,fp32,1e-4\n", "bytes: .* is more "
+         "than simcli reads"),
+        ("all_reduce,gloo,2,1024,256,fp32,1e-4\nbroadcast,gloo,2,1024,256,fp32,1e-4\n", "more than one collective"),
+        ("all_reduce,gloo,2,1024,256,fp32,1e-4\n# simcli bench allreduce\nall_reduce,gloo,2,2048,512,fp32,1e-4\n",
+         "holds 2 runs"),
+    ],
+)  # fmt: skip
+def test_bench_tables_that_contradict_themselves_are_refused(runner, tmp_path, body, msg):
+    from simcli.cli import app
+
+    f = tmp_path / "m.csv"
+    f.write_text(_BENCH_HEAD + body)
+    for cmd in (["validate", str(f), "--profile", "dgx-a100"], ["plot", str(f), "-o", str(tmp_path / "x.png")]):
+        r = runner.invoke(app, cmd)
+        assert r.exit_code == 2, (cmd, r.output)
+        _one_line(r, "simcli: error: ")
+        assert __import__("re").search(msg, r.stderr), r.stderr
+    assert not (tmp_path / "x.png").exists()
+
+
+def test_declared_repeats_are_taken(runner, tmp_path):
+    from simcli.tables import check_measured
+
+    rows = [{"world_size": "2", "bytes": "1024", "time_s": t, "repeat": str(i)} for i, t in enumerate(["1", "2"])]
+    check_measured(rows, "m.csv")  # numbered repeats: one measurement taken twice, not a contradiction
+    with pytest.raises(InputError, match="a second row"):
+        check_measured([{k: v for k, v in r.items() if k != "repeat"} for r in rows], "m.csv")
+
+
+# --------------------------------------------------------------------------- (4) limits before work
+
+
+@pytest.mark.parametrize(
+    "args,line",
+    [
+        (["speedup", "-k", "1..2:x1.0000000001"], "simcli: error: --devices: '1..2:x1.0000000001' has 6,931,471,"),
+        (["speedup", "-k", "1" * 100_000], "simcli: error: --devices: a number of 100,000 digits is more than"),
+        (["speedup", "-k", "8", "--params", "1e308", "--flops-per-sample", "1e9"], "simcli: error: --params: 1e+308"),
+        (["speedup", "-k", "8", "--strategy", "fsdp", "--units", str(2**53)], "simcli: error: --units: 9,007,"),
+        (["comm", "-k", "8", "-s", "1KiB.." + "9" * 5000], "simcli: error: --size: "),
+    ],
+)
+def test_limits_are_checked_before_any_work(runner, args, line):
+    from simcli.cli import app
+
+    r = runner.invoke(app, args)
+    assert r.exit_code == 2 and r.stdout == "", r.output
+    _one_line(r, line)
+
+
+def test_combination_counts_are_capped(runner):
+    from simcli.cli import app
+    from simcli.ranges import MAX_COMBINATIONS
+
+    algs = "ring,tree,nvls,ps,rabenseifner,hierarchical,recursive-doubling,ps-sharded,auto,nccl"
+    bkt = ",".join(str(1 + i) for i in range(120))
+    r = runner.invoke(app, ["compare", "-k", "8", "--algorithm", algs, "--bucket-mb", bkt])
+    assert r.exit_code == 2 and r.stdout == "", r.output
+    _one_line(r, "simcli: error: ")
+    assert f"1,200 combinations, more than {MAX_COMBINATIONS:,}" in r.stderr
+
+
+def test_deep_and_long_json_is_refused_before_parsing(runner, tmp_path):
+    from simcli.cli import app
+
+    deep = tmp_path / "deep.json"
+    deep.write_text("[" * 200_000 + "]" * 200_000)
+    digits = tmp_path / "digits.json"
+    digits.write_text('[{"devices": 1, "speedup": ' + "1" * 100_000 + "}]")
+    for f, msg in ((deep, "JSON nested more than 64 levels deep"), (digits, "a JSON integer of 100,000 digits")):
+        r = runner.invoke(app, ["plot", str(f), "-o", str(tmp_path / "x.png")])
+        assert r.exit_code == 2, r.output
+        _one_line(r, f"simcli: error: {f}: {msg}")
+
+
+def test_huge_tier_and_world_sizes_are_refused_at_load(runner, tmp_path):
+    from simcli.cli import app
+    from tests.conftest import TWO_TIER_YAML
+
+    f = tmp_path / "big.yaml"
+    f.write_text(TWO_TIER_YAML.replace("size: 8", "size: 100000000000000000000000"))
+    r = runner.invoke(app, ["profiles", "validate", str(f)])
+    assert r.exit_code == 2
+    _one_line(r, f"simcli: error: {f}: network[0].size: 1e+23 devices is more than simcli models")
+    f.write_text(TWO_TIER_YAML.replace("size: 8", "size: " + "9" * 5000))
+    r = runner.invoke(app, ["speedup", "-k", "8", "--profile", str(f)])
+    assert r.exit_code == 2
+    _one_line(r, f"simcli: error: {f}: line 6: a number of 5,000 characters")
+
+
+# --------------------------------------------------------------------------- (5) special files
+
+
+@pytest.mark.parametrize(
+    "args",
+    [
+        ["speedup", "-k", "8", "--profile", "{fifo}"],
+        ["speedup", "-k", "8", "--workload", "{fifo}"],
+        ["bench", "import", "{fifo}"],
+        ["validate", "{fifo}", "--profile", "dgx-a100"],
+        ["plot", "{fifo}", "-o", "{dir}/x.png"],
+    ],
+)
+def test_a_named_pipe_without_writer_is_refused_not_waited_on(tmp_path, args):
+    fifo = tmp_path / ("in.csv" if args[0] in ("plot", "validate") else "in.yaml")
+    os.mkfifo(fifo)
+    r = _simcli(*(a.format(fifo=fifo, dir=tmp_path) for a in args), timeout=60)
+    assert r.returncode == 2 and r.stdout == ""
+    _one_line(r, f"simcli: error: {fifo}: is a named pipe, not a file")
+
+
+def test_a_device_is_refused_as_an_input(runner):
+    from simcli.cli import app
+
+    r = runner.invoke(app, ["speedup", "-k", "8", "--profile", "/dev/zero"])
+    assert r.exit_code == 2
+    _one_line(r, "simcli: error: /dev/zero: is a character device, not a file")
+
+
+def test_a_stray_fifo_on_the_profile_path_is_skipped_with_a_warning(tmp_path):
+    from tests.conftest import TWO_TIER_YAML
+
+    (tmp_path / "mine.yaml").write_text(TWO_TIER_YAML)
+    os.mkfifo(tmp_path / "stray.yaml")
+    r = _simcli("profiles", "list", timeout=60, env={"SIMCLI_PROFILE_PATH": str(tmp_path)})
+    assert r.returncode == 0 and "mine.yaml" in r.stdout and "stray.yaml" not in r.stdout
+    assert (
+        r.stderr
+        == f"simcli: warning: {tmp_path / 'stray.yaml'}: is a named pipe, not a profile on the search path; skipped\n"
+    )
+
+
+# --------------------------------------------------------------------------- (6) signals
+
+
+@pytest.mark.parametrize("sig,code", [(signal.SIGTERM, 143), (signal.SIGHUP, 129)])
+def test_sigterm_and_sighup_during_a_bench_keep_the_rows(tmp_path, sig, code):
+    """As Ctrl-C: the rows measured stay in the file, every rank is stopped, one line, exit 128 + the signal."""
+    pytest.importorskip("torch")
+    from simcli.bench.results import read_results
+
+    out = tmp_path / "r.csv"
+    args = _bench_args(out)
+    args[args.index("1KiB..64KiB:x4")] = "1KiB..1GiB:x2"  # more sizes than the test waits for
+    args[args.index("--max-iters") : args.index("--max-iters") + 2] = ["--rounds", "1"]
+    env = dict(os.environ, OMP_NUM_THREADS="1", GLOO_SOCKET_IFNAME="lo", SIMCLI_TEST_SIG=str(int(sig)))
+    p = subprocess.Popen(
+        [sys.executable, "-m", "simcli", *args], stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, env=env
+    )
+    try:
+        deadline = time.monotonic() + 120
+        while time.monotonic() < deadline and p.poll() is None:
+            if out.exists() and len(read_results(out)[1]) >= 1:
+                break
+            time.sleep(0.1)
+        assert p.poll() is None, p.communicate()
+        p.send_signal(sig)
+        _, err = p.communicate(timeout=60)
+    finally:
+        if p.poll() is None:
+            p.kill()
+    assert p.returncode == code, err
+    name = signal.Signals(sig).name
+    assert err.splitlines()[-1] == f"simcli: terminated by {name}" and "Traceback" not in err
+    rows = read_results(out)[1]
+    assert len(rows) >= 1 and all(r["time_s"] for r in rows)  # the rows measured before the signal, whole
+    _no_rank_left(str(int(sig)))
+
+
+def _no_rank_left(marker: str) -> None:
+    from pathlib import Path
+
+    def tagged() -> list[int]:
+        found = []
+        for p in Path("/proc").iterdir():
+            if p.name.isdigit() and int(p.name) != os.getpid():
+                try:
+                    env = (p / "environ").read_bytes().split(b"\0")
+                except OSError:
+                    continue
+                if f"SIMCLI_TEST_SIG={marker}".encode() in env and b"SIMCLI_BENCH_TASK=allreduce" in env:
+                    found.append(int(p.name))
+        return found
+
+    deadline = time.monotonic() + 10
+    while tagged() and time.monotonic() < deadline:
+        time.sleep(0.1)
+    assert tagged() == []
+
+
+def test_signals_are_documented():
+    doc = os.path.join(os.path.dirname(__file__), "..", "docs", "bench.md")
+    with open(doc) as f:
+        text = f.read()
+    assert "SIGTERM" in text and "143" in text and "SIGHUP" in text and "129" in text
+
+
+# --------------------------------------------------------------------------- (7) the terminal
+
+
+def test_escape_codes_in_a_profile_are_shown_not_obeyed(runner, tmp_path):
+    from simcli.cli import app
+
+    prof = _profile_with(tmp_path, name='"D\\e]0;pwned\\a\\e[31mred"')
+    for cmd in (["speedup", "-k", "8"], ["profiles", "show", prof], ["profiles", "list"]):
+        env = {"SIMCLI_PROFILE_PATH": str(tmp_path)}
+        r = runner.invoke(app, [*cmd, "--profile", prof] if cmd[0] != "profiles" else cmd, env=env)
+        assert r.exit_code == 0, r.output
+        assert "\x1b" not in r.stdout and "\x07" not in r.stdout
+        assert "\\x1b]0;pwned\\x07\\x1b[31mred" in r.stdout
+
+
+def test_escape_codes_in_error_lines_are_shown_not_obeyed(runner, tmp_path):
+    from simcli.cli import app
+
+    f = tmp_path / "w.yaml"
+    f.write_text('name: "x"\nkind: "\\e[2J"\nparams: 1e6\n')
+    r = runner.invoke(app, ["speedup", "--workload", str(f)])
+    assert r.exit_code == 2 and "\x1b" not in r.stderr and "\\x1b[2J" in r.stderr
+
+
+# --------------------------------------------------------------------------- (8) the smaller ones
+
+
+def test_rows_below_zero_is_refused(runner):
+    from simcli.cli import app
+
+    r = runner.invoke(app, ["speedup", "--rows", "-1"])
+    assert r.exit_code == 2
+    _one_line(r, "simcli: error: --rows: -1 is below the minimum 0")
+
+
+def test_yaml_exponent_without_a_dot_is_a_number(tmp_path):
+    from simcli.profiles import load_profile
+    from tests.conftest import TWO_TIER_YAML
+
+    f = tmp_path / "e.yaml"
+    f.write_text(TWO_TIER_YAML.replace("mfu: 0.5", "mfu: 5e-1"))
+    assert load_profile(str(f)).device.mfu == 0.5
+    f.write_text(TWO_TIER_YAML.replace("mfu: 0.5", 'mfu: "5e-1"'))
+    with pytest.raises(InputError, match=r"device.mfu: '5e-1' is not a number \(the YAML file gives it as text"):
+        load_profile(str(f))
+
+
+def test_a_fit_on_identical_points_says_r2_is_undefined():
+    import numpy as np
+
+    from simcli.calibrate import _r2_log
+    from simcli.cli.calibrate import r2_cell
+
+    same = np.array([1e-3, 1e-3, 1e-3])  # no spread of times: R² is 0/0
+    assert r2_cell(_r2_log(same, same)) == "undefined"
+    assert r2_cell(None) == "undefined" and r2_cell(0.98765) == "0.9877"
+
+
+@pytest.mark.parametrize(
+    "args,line",
+    [
+        (["bench", "allreduce", "-k", ""], "simcli: error: --world-sizes: an empty value"),
+        (["bench", "step", "--lr", "inf"], "simcli: error: --lr: inf is not a finite number"),
+        (["bench", "step", "--lr", "nan"], "simcli: error: --lr: nan is not a finite number"),
+        (["speedup", "-k", ""], "simcli: error: --devices: an empty value"),
+    ],
+)
+def test_empty_and_non_finite_option_values_are_refused(runner, args, line):
+    from simcli.cli import app
+
+    r = runner.invoke(app, args)
+    assert r.exit_code == 2, r.output
+    _one_line(r, line)

@@ -13,6 +13,10 @@ Two formats (NVIDIA/nccl-tests, src/util.cu):
   ``out_of_place``/``in_place`` {``time`` (us), ``alg_bw``, ``bus_bw``} and,
   with per-iteration timing, ``out_of_place_per_iter.times_us``.
 
+Every file is checked against itself (issue 27): one run per file (a second ``# nThread`` header or a rank
+listed twice is refused), one row per (size, type, operation), a known type, ``count`` x the type's size =
+``size``, a size within 2**62 B, and a ``--world-size`` that contradicts the file's rank lines is refused.
+
 Every row is checked (issue 12): a time <= 0, a bandwidth < 0, a ``#wrong`` > 0 (nccl-tests'
 failed data check: the row is refused, not dropped, since the whole run is suspect), a row cut
 short or a missing in-place/out-of-place column (named), a JSON field of the wrong shape or
@@ -108,12 +112,19 @@ def _collective(name: str | None, fallback: str) -> str:
 
 
 def _world(source: str, ranks: int, world_size: int | None, rows: list[dict[str, Any]], coll: str) -> int:
-    if world_size is not None:
-        if world_size < 1:
-            raise InputError(f"--world-size: {world_size} must be at least 1")
-        return world_size
+    """The world size: the file's rank lines (devices) when it has them, and a --world-size that contradicts
+    them is refused (issue 27: it silently won before); else --world-size; else busbw/algbw for all_reduce."""
+    if world_size is not None and world_size < 1:
+        raise InputError(f"--world-size: {world_size} must be at least 1")
     if ranks:
+        if world_size is not None and world_size != ranks:
+            raise InputError(
+                f"--world-size: {world_size} contradicts {source}, which lists {ranks} ranks; leave --world-size "
+                "out (the file's count is used) or give the file of that run"
+            )
         return ranks
+    if world_size is not None:
+        return world_size
     if coll == "all_reduce":
         best = max(
             (r for r in rows if r["algbw_GBps"] and r["busbw_GBps"]), key=lambda r: r["algbw_GBps"], default=None
@@ -153,6 +164,35 @@ def _finish(
 _PLACEMENT = {"out": "out-of-place", "in": "in-place"}
 
 
+def _check_row(where: str, size: int, count: int, ntype: str) -> None:
+    """One result row against itself (issue 27): a known type, count x the type's size = size, a size simcli reads."""
+    from ..ranges import MAX_BYTES
+    from ..tables import ELEMENT_BYTES
+
+    if size > MAX_BYTES:
+        raise InputError(f"{where}: size {size} B is more than simcli reads (at most 2**62 B = 4 EiB)")
+    esize = ELEMENT_BYTES.get(ntype)
+    if esize is None:
+        raise InputError(f"{where}: type {ntype[:40]!r} is not an nccl-tests type ({', '.join(sorted(NCCL_TYPES))})")
+    if count * esize != size:
+        raise InputError(
+            f"{where}: count {count} x {esize} B ({ntype}) = {count * esize} B, not the row's size {size} B; "
+            "the row contradicts itself (the file is damaged or edited)"
+        )
+
+
+def _check_repeats(keys: list[tuple[tuple, str]], source: str) -> None:
+    """One row per (size, type, operation): nccl-tests writes each once per run (issue 27)."""
+    seen: dict[tuple, str] = {}
+    for key, where in keys:
+        if key in seen:
+            raise InputError(
+                f"{where}: a second row for size {key[0]} B, {key[1]}, {key[2]} (first at {seen[key]}): one "
+                "nccl-tests run writes each size once; split the runs into files of their own"
+            )
+        seen[key] = where.rsplit(": ", 1)[-1] if ": " in where else where
+
+
 def _positive_time(t: float, where: str) -> float:
     if not (t > 0 and math.isfinite(t)):
         raise InputError(
@@ -190,6 +230,9 @@ def parse_text(
     placement needs that is missing, a time <= 0, a #wrong > 0, and a run cut before its footer."""
     iters = warmup = gpus = None
     ranks = 0
+    rank_ids: dict[int, int] = {}
+    runs = 0
+    keys: list[tuple[tuple, str]] = []
     coll = collective
     cols: list[str] | None = None
     rows: list[dict[str, Any]] = []
@@ -205,6 +248,13 @@ def parse_text(
             m = re.match(r"nThread\s+\d+\s+nGpus\s+(\d+)", body)
             if m:
                 gpus = int(m.group(1))
+            if body.startswith("nThread"):
+                runs += 1
+                if runs > 1:
+                    raise InputError(
+                        f"{source}:{lineno}: a second run's header ('# nThread ...'): one nccl-tests run per file; "
+                        "split the runs into files of their own"
+                    )
             if body.startswith("nThread") or body.startswith("Collective test starting"):
                 started = True
             if (
@@ -213,8 +263,16 @@ def parse_text(
                 or body.startswith("Collective test concluded")
             ):
                 finished = True
-            if re.match(r"Rank\s+\d+\s+Group", body):
+            m = re.match(r"Rank\s+(\d+)\s+Group", body)
+            if m:
                 ranks += 1
+                rid = int(m.group(1)[:20])
+                if rid in rank_ids:
+                    raise InputError(
+                        f"{source}:{lineno}: rank {rid} is listed twice (first on line {rank_ids[rid]}): one run "
+                        "lists each rank once; split the runs into files of their own"
+                    )
+                rank_ids[rid] = lineno
             m = re.match(r"Collective test starting:\s*(\S+)", body)
             if m and coll is None:
                 coll = _collective(m.group(1), "all_reduce")
@@ -258,6 +316,8 @@ def parse_text(
             )
         try:
             t_us, alg, bus = (float(toks[start]), float(toks[start + 1]), float(toks[start + 2]))
+            if len(toks[0]) > 20 or len(toks[1]) > 20:  # digits beyond any int64: refused before int() works on them
+                raise InputError(f"{where}: size {toks[0][:24]} or count {toks[1][:24]} is more than simcli reads")
             size, count = int(toks[0]), int(toks[1])
         except ValueError:
             raise InputError(
@@ -272,7 +332,10 @@ def parse_text(
         wrong_i = start + 3
         if wrong_i < len(names) and names[wrong_i] == "#wrong" and wrong_i < len(toks):
             _wrong(toks[wrong_i], f"{where}: size {size}", label)
-        ntype = toks[2] if len(toks) > 2 else "float"
+        ntype = toks[2] if len(toks) > 2 and not _NUM.match(toks[2]) else "float"
+        redop = toks[3] if len(toks) > 3 and not _NUM.match(toks[3]) else "sum"
+        _check_row(f"{where}", size, count, ntype)
+        keys.append(((size, ntype, redop), f"{source}: line {lineno}"))
         rows.append(
             {
                 "bytes": size,
@@ -296,6 +359,7 @@ def parse_text(
             f"last row, size {rows[-1]['bytes']}); rerun nccl-tests, or delete the header lines to "
             "import the rows it has"
         )
+    _check_repeats(keys, source)
     coll = coll or "all_reduce"
     k = _world(source, ranks, world_size, rows, coll)
     return _finish(rows, k, coll, iters, warmup, f"nccl-tests {Path(source).name}", gpus)
@@ -330,13 +394,13 @@ def parse_json(
     text: str, source: str, world_size: int | None = None, placement: str = "out", collective: str | None = None
 ) -> list[dict[str, Any]]:
     """Rows of an nccl-tests -J report; every field is checked for its shape and named when it is wrong."""
-    try:
-        doc = json.loads(text)
-    except ValueError as e:
-        raise InputError(
-            f"{source}: not valid JSON ({e}); give the file nccl-tests wrote with -J (a file cut "
-            "mid-run is not valid JSON either: rerun)"
-        ) from None
+    from ..inputs import load_json
+
+    doc = load_json(
+        text,
+        source,
+        "; give the file nccl-tests wrote with -J (a file cut mid-run is not valid JSON either: rerun)",
+    )
     if not isinstance(doc, dict) or not isinstance(doc.get("results"), list):
         raise InputError(f"{source}: no 'results' list; is this an nccl-tests -J report?")
     cfg = _obj(doc.get("config") or {}, f"{source}: config", dict, "a mapping")
@@ -353,6 +417,7 @@ def parse_json(
     iters = None if iters is None else _num(iters, f"{source}: config.iterations", integer=True)
     warmup = None if warmup is None else _num(warmup, f"{source}: config.warmup_iters", integer=True)
     rows = []
+    keys: list[tuple[tuple, str]] = []
     for i, r in enumerate(doc["results"]):
         where = f"{source}: results[{i}]"
         _obj(r, where, dict, "a mapping with size, count, type and the timings")
@@ -386,6 +451,9 @@ def parse_json(
             "algbw_GBps": _bandwidth(_num(res["alg_bw"], f"{where}.{key}.alg_bw"), where, "algbw"),
             "busbw_GBps": _bandwidth(_num(res["bus_bw"], f"{where}.{key}.bus_bw"), where, "busbw"),
         }
+        ntype = str(r.get("type", "float"))
+        _check_row(where, rec["bytes"], rec["count"], ntype)
+        keys.append(((rec["bytes"], ntype, str(r.get("redop", r.get("op", "sum")))), where))
         for wf in ("nwrong", "wrong", "#wrong"):
             if wf in res:
                 _wrong(res[wf], f"{where}.{key}: size {size}", label)
@@ -419,6 +487,7 @@ def parse_json(
         rows.append(rec)
     if not rows:
         raise InputError(f"{source}: the results list is empty")
+    _check_repeats(keys, source)
     k = _world(source, len(devices), world_size, rows, coll)
     gpus = cfg.get("ngpus")
     gpus = None if gpus is None else _num(gpus, f"{source}: config.ngpus", integer=True)

@@ -7,7 +7,10 @@ pinned column sets are :data:`ALLREDUCE_COLUMNS` and :data:`STEP_COLUMNS`.
 Unlike the other outputs (written whole with :func:`simcli.output.write_atomic`)
 this file is written progressively on purpose; it still never clobbers an
 existing file without ``--force``, rows are appended whole or not at all, and a
-file that got no row is removed.
+file that got no row is removed. The file is claimed when the command starts
+(:class:`simcli.output.Claim`): a second bench naming it is refused before it
+measures, rows go into the claimed handle only, and a bench whose file another
+command replaced keeps its rows in ``NAME.PID.saved`` and stops with one line.
 """
 
 from __future__ import annotations
@@ -24,7 +27,7 @@ import stat
 from pathlib import Path
 from typing import Any, Iterable, Mapping, Sequence
 
-from ..output import cannot_write, check_output_path, csv_value, jsonable
+from ..output import Claim, cannot_write, check_output_path, claim, csv_value, jsonable, save_aside
 
 __all__ = ["ALLREDUCE_COLUMNS", "STEP_COLUMNS", "ResultWriter", "metadata", "cpu_model", "read_results"]
 
@@ -154,22 +157,79 @@ class ResultWriter:
         self.columns = list(columns)
         self.rows: list[dict[str, Any]] = []
         self.path: Path | None = None
+        self._claim: Claim | None = None
         self._fd: int | None = None
         self._open = False
         self._written = 0  # bytes of whole lines on disk
         self._head = "".join(f"# {c}\n" for c in comments) + ",".join(self.columns) + "\n" if fmt == "csv" else ""
         if path is not None:
             self.path = check_output_path(path, force, inputs=inputs)
+            self._claim = claim(self.path, force)
+
+    def _first(self, text: str) -> None:
+        """The first row: into the claimed file (the placeholder, the pipe), or a new file renamed over the old."""
+        import tempfile
+
+        c = self._claim
+        assert c is not None and self.path is not None
+        if c.fd is not None:
+            if not c.ours():
+                raise self._replaced(text)
+            self._fd, c.fd = c.fd, None
+            return
+        target = c.target
+        try:  # --force over an existing file: the old one stays until the first row is ready, then is replaced
+            fd, tmp = tempfile.mkstemp(prefix=f".{target.name}.", suffix=".tmp", dir=target.parent)
+            umask = os.umask(0)
+            os.umask(umask)
+            os.fchmod(fd, 0o666 & ~umask)
+        except OSError as e:
+            raise cannot_write(f"--output: {self.path}", e) from None
+        try:
+            _write_all(fd, text.encode("utf-8"))
+            os.fsync(fd)
+            os.replace(tmp, target)
+        except OSError as e:
+            os.close(fd)
+            try:
+                os.unlink(tmp)
+            except OSError:
+                pass
+            raise cannot_write(f"--output: {self.path}", e) from None
+        c.published(fd)
+        self._fd = fd
+        self._written = len(text.encode("utf-8"))
+
+    def _replaced(self, pending: str = "") -> Exception:
+        """Another command replaced (or removed) the file: the rows are kept beside it, and the bench stops."""
+        assert self._claim is not None
+        self._claim.placeholder = False
+        fd, self._fd = self._fd, None
+        if fd is not None:
+            os.close(fd)
+        saved = save_aside(self._claim.target, [self._document().encode("utf-8")])
+        return self._claim.replaced(saved, f"the {len(self.rows)} rows measured")
+
+    def _document(self) -> str:
+        """The whole file as it would be with every row kept in memory."""
+        if self.fmt == "json":
+            return "[\n" + ",\n".join(json.dumps(jsonable(r), allow_nan=False) for r in self.rows) + _JSON_END.decode()
+        return self._head + "".join(self._csv_line(r) for r in self.rows)
+
+    def _csv_line(self, row: Mapping[str, Any]) -> str:
+        buf = io.StringIO()
+        w = csv.DictWriter(buf, fieldnames=self.columns, extrasaction="ignore", lineterminator="\n")
+        w.writerow({k: ("" if row.get(k) is None else csv_value(row.get(k))) for k in self.columns})
+        return buf.getvalue()
 
     def _write(self, text: str, at: int | None = None) -> None:
         """Append ``text`` (or write it at byte ``at``, replacing what follows): whole, or cut back."""
         if not self._open:
             self._open = True
-            try:
-                self._fd = os.open(self.path, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o666)
-            except OSError as e:
-                raise cannot_write(f"--output: {self.path}", e) from None
             text = self._head + text
+            self._first(text)
+            if self._written:  # the new file already holds it
+                return
         if self._fd is None:  # an earlier write failed: the rows stay in memory only
             return
         data = text.encode("utf-8")
@@ -177,9 +237,7 @@ class ResultWriter:
         try:
             if at is not None:
                 os.lseek(self._fd, at, os.SEEK_SET)
-            done = 0
-            while done < len(data):
-                done += os.write(self._fd, data[done:])
+            _write_all(self._fd, data)
             try:
                 os.fsync(self._fd)
             except OSError as e:
@@ -194,13 +252,15 @@ class ResultWriter:
                 pass
             fd, self._fd = self._fd, None
             os.close(fd)
-            if self._written == 0 and _regular(self.path):  # not even the header: leave no empty file
-                try:
+            if self._written == 0 and _regular(self.path) and self._claim is not None and self._claim.ours():
+                try:  # not even the header: leave no empty file
                     os.unlink(self.path)
                 except OSError:
                     pass
             raise cannot_write(f"--output: {self.path}", e) from None
         self._written = keep + len(data)
+        if self._claim is not None and not self._claim.ours():  # replaced while this row was written
+            raise self._replaced()
 
     def append(self, row: Mapping[str, Any]) -> None:
         self.rows.append(dict(row))
@@ -212,24 +272,41 @@ class ResultWriter:
             else:
                 self._write(",\n" + rec + _JSON_END.decode(), at=self._written - len(_JSON_END))
         elif self.path is not None:
-            buf = io.StringIO()
-            w = csv.DictWriter(buf, fieldnames=self.columns, extrasaction="ignore", lineterminator="\n")
-            w.writerow({k: ("" if row.get(k) is None else csv_value(row.get(k))) for k in self.columns})
-            self._write(buf.getvalue())
+            self._write(self._csv_line(row))
 
     def close(self) -> None:
+        """Close the file; a claim that got no row is released (its empty placeholder removed)."""
+        replaced = self._fd is not None and self._claim is not None and not self._claim.ours()
+        if replaced:
+            raise self._replaced()
         if self._fd is not None:
             os.close(self._fd)
             self._fd = None
+        if self._claim is not None:
+            if self._written:
+                self._claim.placeholder = False
+            self._claim.release()
 
     def __enter__(self) -> "ResultWriter":
         return self
 
-    def __exit__(self, *exc: object) -> None:
-        self.close()
+    def __exit__(self, exc_type: object, *exc: object) -> None:
+        if exc_type is None:
+            self.close()
+            return
+        try:
+            self.close()
+        except Exception:  # noqa: S110 - the exception already on its way out is the one to report
+            pass
 
 
 _JSON_END = b"\n]\n"
+
+
+def _write_all(fd: int, data: bytes) -> None:
+    done = 0
+    while done < len(data):
+        done += os.write(fd, data[done:])
 
 
 def _regular(p: Path) -> bool:

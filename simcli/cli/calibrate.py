@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import enum
+import math
 import sys
 from typing import Annotated, Any, Optional
 
@@ -387,7 +388,7 @@ def _calibrate_view(report: dict[str, Any]):
                     "sizes": r["size_range"],
                     "n": r["points"],
                     "held": r["holdout_points"],
-                    "r2": f"{qq['r2_log_time']:.4f}",
+                    "r2": r2_cell(qq["r2_log_time"]),
                     "fmed": _pct(qq["median_rel_error_fit"]),
                     "fmax": _pct(qq["max_rel_error_fit"]),
                     "hmed": _pct(qq["median_rel_error_holdout"]),
@@ -446,6 +447,12 @@ def _calibrate_view(report: dict[str, Any]):
 
 
 # --------------------------------------------------------------------------- validate
+
+
+def r2_cell(r2: float | None) -> str:
+    """R² for the fit-quality table: 'undefined' where the points have no spread of times to explain (their R² is
+    0/0, NaN), never 'nan'."""
+    return f"{r2:.4f}" if r2 is not None and math.isfinite(r2) else "undefined"
 
 
 @app.command()

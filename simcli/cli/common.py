@@ -1,15 +1,18 @@
 """What every command module shares: context settings, the one error-to-exit-code map, output helpers.
 
-Exit codes (as httpie's ExitStatus): 0 ok, 1 error, 2 bad input or usage, 130 Ctrl-C.
+Exit codes (as httpie's ExitStatus): 0 ok, 1 error, 2 bad input or usage, 130 Ctrl-C (SIGINT),
+143 SIGTERM, 129 SIGHUP (128 + the signal's number, as a shell reports a process the signal ended).
 This module imports no other module of :mod:`simcli.cli` but :mod:`.options`, so command
 modules can import it without a circle; :mod:`.app` imports the command modules.
 """
 
 from __future__ import annotations
 
+import contextlib
+import enum
 import functools
 import sys
-from typing import Any, Callable, Iterable, TypeVar
+from typing import Any, Callable, Iterable, Iterator, TypeVar
 
 import typer
 from typer.core import TyperGroup
@@ -34,19 +37,116 @@ def handle_errors(fn: F) -> F:
 
     @functools.wraps(fn)
     def wrapper(*args: Any, **kwargs: Any) -> Any:
+        import warnings
+
+        from ..inputs import SkippedFile
+        from ..output import NonFiniteResult, escape_controls
+
         try:
-            _check_integers(kwargs)
-            return fn(*args, **kwargs)
+            with warnings.catch_warnings(), _signals_as_interrupts():
+                # numpy's overflow/invalid-value warnings never reach stderr: the finiteness gate
+                # (simcli.output.finite_gate) refuses what they would have warned about, in one line
+                warnings.filterwarnings(
+                    "ignore", message=r"(overflow|invalid value|divide by zero|underflow) encountered"
+                )
+                warnings.simplefilter("always", SkippedFile)
+                warnings.showwarning = _show_warning
+                _check_options(kwargs)
+                return fn(*args, **kwargs)
         except SimcliError as e:
             if State.debug:
                 raise
-            typer.echo(f"simcli: error: {e}", err=True)
+            msg = str(e)
+            if isinstance(e, NonFiniteResult):
+                msg += _given_inputs()
+            typer.echo(f"simcli: error: {escape_controls(msg, keep_newlines=False)}", err=True)
             raise typer.Exit(e.exit_code) from None
+        except Terminated as e:
+            typer.echo(f"simcli: terminated by {e.name}", err=True)
+            raise typer.Exit(128 + e.signum) from None
         except KeyboardInterrupt:
             typer.echo("simcli: interrupted", err=True)
             raise typer.Exit(130) from None
 
     return wrapper  # type: ignore[return-value]
+
+
+def _show_warning(message: Any, category: Any, *args: Any, **kwargs: Any) -> None:
+    """A warning raised below the CLI (a skipped file): one 'simcli: warning:' line; others as Python shows them."""
+    from ..inputs import SkippedFile
+
+    if isinstance(message, SkippedFile) or (isinstance(category, type) and issubclass(category, SkippedFile)):
+        warn(str(message))
+        return
+    import warnings
+
+    sys.stderr.write(warnings.formatwarning(message, category, *args, **kwargs))
+
+
+class Terminated(KeyboardInterrupt):
+    """SIGTERM or SIGHUP, raised where the command is (as SIGINT raises KeyboardInterrupt), so that every
+    ``finally`` runs: a bench keeps its rows and stops its ranks; the exit status is 128 + the signal."""
+
+    def __init__(self, signum: int):
+        import signal
+
+        super().__init__(signum)
+        self.signum = signum
+        self.name = signal.Signals(signum).name
+
+
+@contextlib.contextmanager
+def _signals_as_interrupts() -> Iterator[None]:
+    """SIGTERM and SIGHUP handled as SIGINT is, while a command runs (in the main thread only)."""
+    import signal
+    import threading
+
+    if threading.current_thread() is not threading.main_thread():
+        yield
+        return
+    sigs = [s for s in (getattr(signal, "SIGTERM", None), getattr(signal, "SIGHUP", None)) if s is not None]
+
+    def raise_terminated(signum: int, frame: Any) -> None:
+        raise Terminated(signum)
+
+    old = {}
+    for s in sigs:
+        try:
+            old[s] = signal.signal(s, raise_terminated)
+        except (ValueError, OSError):  # pragma: no cover - not the main interpreter
+            pass
+    try:
+        yield
+    finally:
+        for s, h in old.items():
+            signal.signal(s, h)
+
+
+def _given_inputs() -> str:
+    """'; from the inputs --mfu 1e-320, profile p.yaml': the options given on the command line and the files read,
+    for a result the finiteness gate refused (one of them produced it)."""
+    from ..inputs import files_read
+
+    try:
+        from typer._click.globals import get_current_context
+    except ImportError:  # pragma: no cover
+        from click import get_current_context
+    ctx = get_current_context(silent=True)
+    given: list[str] = []
+    if ctx is not None:
+        for p in ctx.command.params:
+            try:
+                src = ctx.get_parameter_source(p.name)
+            except Exception:  # noqa: BLE001 - a context without sources: nothing to name
+                src = None
+            if src is not None and src.name == "COMMANDLINE" and getattr(p, "param_type_name", "") == "option":
+                v = ctx.params.get(p.name)
+                if isinstance(v, bool) or v is None:
+                    continue
+                name = next((o for o in p.opts if o.startswith("--")), p.opts[0])
+                given.append(f"{name} {getattr(v, 'value', v)}")
+    given += [f"file {f}" for f in dict.fromkeys(files_read())]
+    return f" (the inputs given: {', '.join(given)})" if given else ""
 
 
 def _click() -> Any:
@@ -140,7 +240,7 @@ class SimcliGroup(TyperGroup):
     ) -> Any:
         from ..inputs import tracking
         from ..model import SimcliError
-        from ..output import guard_stdio
+        from ..output import claims, guard_stdio
 
         click = _click()
         argv = list(sys.argv[1:] if args is None else args)
@@ -148,7 +248,7 @@ class SimcliGroup(TyperGroup):
         code: Any = 0
         try:
             try:
-                with tracking():  # the files this command reads are never its output
+                with tracking(), claims():  # the files it reads are never its output; the outputs it claims are its own
                     rv = super().main(
                         args=argv, prog_name=prog_name, complete_var=complete_var, standalone_mode=False, **extra
                     )
@@ -208,8 +308,12 @@ def _option_name(name: str) -> str:
     return "--" + name.replace("_", "-")
 
 
-def _check_integers(kwargs: dict[str, Any]) -> None:
-    """Refuse, for every command at once, a whole-number option beyond :data:`MAX_INT` (one line, exit 2)."""
+def _check_options(kwargs: dict[str, Any]) -> None:
+    """Refuse, for every command at once (one line, exit 2): a whole-number option beyond :data:`MAX_INT`, a
+    number option that is NaN or infinite (``--lr inf`` as ``--lr nan``), and an empty text value (``-o ''``,
+    ``-k ''``) where the option has a meaning only with a value."""
+    import math
+
     from ..model import InputError
 
     for name, v in kwargs.items():
@@ -217,6 +321,10 @@ def _check_integers(kwargs: dict[str, Any]) -> None:
         for x in vals:
             if isinstance(x, int) and not isinstance(x, bool) and abs(x) > MAX_INT:
                 raise InputError(f"{_option_name(name)}: {x} is more than simcli models (at most 2**53 = {MAX_INT:,})")
+            if isinstance(x, float) and not math.isfinite(x):
+                raise InputError(f"{_option_name(name)}: {x} is not a finite number; give a number")
+            if isinstance(x, str) and not x.strip() and not isinstance(x, enum.Enum):
+                raise InputError(f"{_option_name(name)}: an empty value; give a value or leave the option out")
 
 
 def new_app(**kw: Any) -> typer.Typer:
@@ -254,4 +362,6 @@ def done(path: str) -> None:
 
 
 def warn(msg: str) -> None:
-    typer.echo(f"simcli: warning: {msg}", err=True)
+    from ..output import escape_controls
+
+    typer.echo(f"simcli: warning: {escape_controls(msg, keep_newlines=False)}", err=True)

@@ -234,7 +234,7 @@ Output = Annotated[
     Optional[str], typer.Option("--output", "-o", help="Write the output to this file (atomically) instead of stdout.")
 ]
 Force = Annotated[bool, typer.Option("--force", help="Overwrite an existing --output (or --plot) file.")]
-Rows = Annotated[int, typer.Option("--rows", help="Table rows shown before the middle is elided (0: all).")]
+Rows = Annotated[int, typer.Option("--rows", min=0, help="Table rows shown before the middle is elided (0: all).")]
 PlotFile = Annotated[
     Optional[str],
     typer.Option(
@@ -462,7 +462,10 @@ class ScenarioOptions(OptionGroup):
 
         Order: profile-major, then model, then algorithm, then strategy, as given on the command line.
         """
+        from ..ranges import check_combinations
+
         lists = [split_list(getattr(self, name), f"--{name}") for name in MULTI]
+        check_combinations({f"--{name}": len(v) for name, v in zip(MULTI, lists)})
         return [
             dataclasses.replace(
                 self, profile=prof, model=model, algorithm=alg or self.algorithm, strategy=strat or self.strategy
