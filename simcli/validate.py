@@ -152,7 +152,12 @@ def _kind(header: Sequence[str], path: str) -> str:
 def read_measurements(path: str | Path) -> Measured:
     """Read a measurement CSV (comment lines start with '#'); the kind is told by the header."""
     p = Path(path)
-    text = read_text(p, "a measurement CSV file", MAX_FILE_BYTES)
+    from .bench.live import detect, read_live
+
+    text = None if p.is_dir() else read_text(p, "a measurement CSV file", MAX_FILE_BYTES)
+    live = detect(p, text)
+    if live is not None:  # NCCL Inspector output or a profiler trace: its collectives as 'bench import' writes them
+        return live_measured(read_live(p, live), "all_reduce")
     from .bench.nccltests import looks_like_nccl_tests, measurement_rows
 
     if looks_like_nccl_tests(text):  # nccl-tests' own output: read as 'bench import' would (issue 12)
@@ -189,6 +194,20 @@ def read_measurements(path: str | Path) -> Measured:
     if not len(m):
         raise InputError(f"{p}: a header but no measurement rows")
     return m
+
+
+def live_measured(live: Any, collective: str | None = "all_reduce") -> Measured:
+    """A live job's table (:func:`simcli.bench.live.read_live`) as a Measured all-reduce file; ``collective``
+    None keeps every collective's rows (``simcli check``)."""
+    rows = [r for r in live.rows if collective is None or r["collective"] == collective]
+    if not rows:
+        found = ", ".join(sorted({r["collective"] for r in live.rows}))
+        raise InputError(f"{live.path}: no {collective} collectives (found {found})")
+    from .output import _csv_value as fmt
+
+    srows = tuple({c: "" if r.get(c) is None else str(fmt(r[c])) for c in live.columns} for r in rows)
+    notes = (f"backend: {rows[0]['backend']}", *live.notes)
+    return Measured(live.path, "allreduce", live.columns, srows, tuple(range(1, len(srows) + 1)), notes)
 
 
 def filter_rows(

@@ -13,7 +13,7 @@ from typing import Annotated, Optional
 import typer
 
 from .. import __version__
-from . import algorithms, bench, calibrate, catalog, plan, plot, speedup
+from . import algorithms, bench, calibrate, catalog, check, plan, plot, speedup
 from .common import CONTEXT, SimcliGroup, State
 
 app = typer.Typer(
@@ -46,7 +46,7 @@ def root(
 
 
 # top-level commands, in the order --help lists them
-for _module in (speedup, algorithms, plan, calibrate):
+for _module in (speedup, algorithms, plan, calibrate, check):
     app.add_typer(_module.app)
 # command groups
 app.add_typer(catalog.profiles_app, name="profiles")
