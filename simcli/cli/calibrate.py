@@ -461,6 +461,7 @@ def validate(
     profile: MeasuredProfile = None,
     model: o.Model = None,
     params: o.Params = None,
+    flops_per_sample: o.FlopsPerSample = None,
     compute_time: o.ComputeTime = None,
     batch_per_device: o.BatchPerDevice = None,
     dtype: o.Dtype = None,
@@ -511,17 +512,22 @@ def validate(
     fig_size = o.picture_size(plot, out.force, o.DPI, o.WIDTH, None) if plot else None
     limit = _max_error(max_error)
     ct = o.parse_time(compute_time, "--compute-time")
-    measured = read_measurements(results)
-    prof = profile_for_measurements(profile, [measured])
-    m = filter_rows(measured, where or [], _size(min_size, "--min-size") or 0.0, _size(max_size, "--max-size"))
     wl = None
     if model is not None or params is not None:
         from ..workloads import build_workload
 
         if params is not None and ct is None:
-            wl = build_workload(params=params, flops_per_sample=6.0 * params)
+            wl = build_workload(params=params, flops_per_sample=flops_per_sample or 6.0 * params)
         else:
-            wl = build_workload(model=model, params=params, compute_time=ct)
+            wl = build_workload(model=model, params=params, flops_per_sample=flops_per_sample, compute_time=ct)
+    from ..bench.live import detect
+
+    if wl is not None and detect(results) == "kineto":  # a traced step, term by term (issue 23)
+        _validate_trace(results, profile, wl, batch_per_device, dtype, algorithm, ct, out, limit)
+        return
+    measured = read_measurements(results)
+    prof = profile_for_measurements(profile, [measured])
+    m = filter_rows(measured, where or [], _size(min_size, "--min-size") or 0.0, _size(max_size, "--max-size"))
     v = run_validation(
         m,
         prof,
@@ -575,6 +581,112 @@ def validate(
             err=True,
         )
         raise typer.Exit(1)
+
+
+def _validate_trace(path, profile, wl, batch, dtype, algorithm, ct, out, limit) -> None:
+    """simcli validate TRACE --model M: the traced step term by term (simcli.trace_validate)."""
+    from ..bench.kineto import step_summary
+    from ..bench.live import read_live
+    from ..trace_validate import validate_trace
+
+    live = read_live(path, "kineto")
+    prof = profile_for_measurements(profile, [live_measured_any(live)])
+    v = validate_trace(
+        step_summary(live.traces), prof, wl, batch=batch, dtype=dtype, algorithm=algorithm, compute_time_s=ct, path=path
+    )
+    for note in v["notes"]:
+        typer.echo(f"simcli: note: {note}", err=True)
+    if out.table:
+        from ..render import console, render_text
+
+        view = _trace_view(v)
+        if out.output:
+            emit(render_text(view), out.output, out.force)
+        else:
+            console.print(view)
+    else:
+        from ..output import to_csv, to_json
+
+        if out.format is o.Format.json:
+            text = to_json(v)
+        else:
+            text = to_csv(v["terms"], comments=[f"simcli validate {path} --profile {prof.name} (a traced step)"])
+        emit(text, out.output, out.force)
+    worst = next(t for t in v["terms"] if t["term"] == v["differs_most"])
+    if limit is not None and worst["error"] is not None and abs(worst["error"]) > limit:
+        typer.echo(
+            f"simcli: error: {worst['term']} differs by {100 * worst['error']:+.1f}%, above --max-error "
+            f"{100 * limit:g}%",
+            err=True,
+        )
+        raise typer.Exit(1)
+
+
+def live_measured_any(live):
+    from ..validate import live_measured
+
+    return live_measured(live, None)
+
+
+def _trace_view(v: dict[str, Any]):
+    from rich.console import Group
+    from rich.text import Text
+
+    from ..render import Column, table, time_unit
+    from ..units import fmt_bytes
+
+    f, unit = time_unit([t["measured_s"] for t in v["terms"] if t["term"] == "step"])
+
+    def ms(x: float | None) -> str:
+        return "-" if x is None else sig4(x / f)
+
+    head = Text(
+        f"{v['file']}: {v['steps']} step(s) of {v['ranks']} rank(s), k = {v['devices']}, against profile "
+        f"{v['profile']}; batch {v['batch_per_device']} per device, DDP buckets of {v['bucket_mb']:g} MiB (the "
+        f"trace's), gradient {fmt_bytes(v['gradient_bytes_measured'])} all-reduced a step (model: "
+        f"{fmt_bytes(v['gradient_bytes_predicted'])} {v['grad_dtype']}); measured = median over steps, slowest rank"
+    )
+    rows = [
+        {
+            **t,
+            "pred": ms(t["predicted_s"]) if t["modelled"] else "- (no term: 0)",
+            "err": "-" if t["error"] is None or not t["modelled"] else f"{100 * t['error']:+.1f}%",
+        }
+        for t in v["terms"]
+    ]
+    terms = table(
+        rows,
+        [
+            Column("term", "term", justify="left"),
+            Column(f"measured {unit}", "measured_s", ms),
+            Column(f"predicted {unit}", "pred", justify="right"),
+            Column(f"predicted - measured {unit}", "difference_s", lambda x: f"{x / f:+.4g}"),
+            Column("error", "err", justify="right"),
+            Column("", "note", justify="left"),
+        ],
+        title="the step, term by term",
+    )
+    bk = table(
+        [{**b, "i": i} for i, b in enumerate(v["buckets"])],
+        [
+            Column("#", "i"),
+            Column("collective", "collective", justify="left"),
+            Column("size", "bytes", fmt_bytes),
+            Column("dtype", "dtype", justify="left"),
+            Column(f"starts at {unit}", "start_s", ms),
+            Column(f"time {unit}", "time_s", ms),
+            Column(f"hidden {unit}", "hidden_s", ms),
+            Column(f"exposed {unit}", "exposed_s", ms),
+        ],
+        title="the step's collectives (measured; hidden = overlapped by compute)",
+    )
+    worst = next(t for t in v["terms"] if t["term"] == v["differs_most"])
+    tail = Text(
+        f"differs most: {worst['term']}, predicted {'-' if not worst['modelled'] else ms(worst['predicted_s'])} "
+        f"vs measured {ms(worst['measured_s'])} {unit} ({worst['difference_s'] / f:+.4g} {unit} of the step)"
+        + ("" if v["rank_spread"] is None else f"; compute spread across ranks {100 * v['rank_spread']:.1f}%")
+    )
+    return Group(head, terms, bk, tail)
 
 
 def _max_error(value: str | None) -> float | None:
