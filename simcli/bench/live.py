@@ -67,3 +67,46 @@ def read_live(path: str | Path, kind: str | None = None) -> Live:
         notes.append(f"source: PyTorch profiler trace {Path(path).name} ({n})")
         return Live("kineto", str(path), table(calls, f"torch.profiler {Path(path).name}", backend), notes, traces)
     raise InputError(f"{path}: neither NCCL Inspector output nor a PyTorch profiler trace")
+
+
+def step_measured(live: Live, flops_per_sample: float, params: float, batch: int, dtype: str) -> Any:
+    """A trace's steps as a 'bench step' file (simcli.validate.Measured, kind 'step'): one row per rank, the
+    median over its steps of forward + backward (t_compute_s), p10/p90 over the steps; what calibrate fits
+    mfu_by_dtype and the backward fraction from."""
+    import numpy as np
+
+    from ..output import _csv_value
+    from ..validate import Measured
+
+    cols = (
+        "world_size", "backend", "mode", "model", "params", "batch_per_device", "steps", "t_compute_s",
+        "t_compute_p10_s", "t_compute_p90_s", "t_comm_s", "t_step_s", "dtype", "flops_per_sample",
+        "t_forward_s", "t_backward_s", "rank",
+    )  # fmt: skip
+    rows = []
+    for t in live.traces:
+        if not t.steps:
+            continue
+        comp = np.array([s.compute_s for s in t.steps])
+        med = lambda name: float(np.median([getattr(s, name) for s in t.steps]))  # noqa: E731
+        r = {
+            "world_size": t.world_size or len(live.traces),
+            "backend": t.backend or "",
+            "mode": "ddp",
+            "model": "trace",
+            "params": params,
+            "batch_per_device": batch,
+            "steps": len(t.steps),
+            "t_compute_s": float(np.median(comp)),
+            "t_compute_p10_s": float(np.quantile(comp, 0.1)),
+            "t_compute_p90_s": float(np.quantile(comp, 0.9)),
+            "t_comm_s": med("comm_s"),
+            "t_step_s": med("step_s"),
+            "dtype": dtype,
+            "flops_per_sample": flops_per_sample,
+            "t_forward_s": med("forward_s"),
+            "t_backward_s": med("backward_s"),
+            "rank": "" if t.rank is None else t.rank,
+        }
+        rows.append({c: str(_csv_value(r[c])) for c in cols})
+    return Measured(live.path, "step", cols, tuple(rows), tuple(range(1, len(rows) + 1)), tuple(live.notes))

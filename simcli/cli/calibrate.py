@@ -203,7 +203,16 @@ def calibrate(
             "calibrate: give at most one 'bench allreduce' CSV, one 'bench step' CSV and one scaling table"
         )
     comm_m = step_m = scale_m = None
+    live_run = None  # a profiler trace or Inspector log: a live job's own measurements (issue 23)
+    from ..bench.live import detect
+
     for f in files:
+        kind = detect(f)
+        if kind is not None:
+            if live_run is not None:
+                raise InputError(f"{f}: a second trace or Inspector log; give one run (a directory holds its ranks)")
+            live_run, comm_m, step_m = _live_inputs(f, kind, run, profile, comm_m, step_m)
+            continue
         m = read_measurements(f)
         if m.kind == "allreduce":
             if comm_m is not None:
@@ -225,7 +234,7 @@ def calibrate(
                 f"--profile: {scale_m.path} is a scaling table; give the profile of the hardware it ran on"
             )
         scaling = (scale_m, _scaling_scenario(run, scale_m, profile, algorithm))
-    elif run.given():
+    elif run.given() and live_run is None:
         raise InputError(
             f"--{next(iter(run.given())).replace('_', '-')}: the run's options describe a scaling table's "
             "training run; give one (devices, speedup) or leave them out"
@@ -248,6 +257,7 @@ def calibrate(
         now=datetime.datetime.now(datetime.timezone.utc),
         host=platform.node() or "unknown",
         scaling=scaling,
+        run=None if live_run is None else live_run[1],
     )
     text = report["yaml"]
     from ..output import write_atomic
@@ -266,6 +276,70 @@ def calibrate(
 
         console.print(_calibrate_view(report))
     typer.echo(f"wrote {p} (checked: it loads as a valid profile)", err=True)
+
+
+def _live_inputs(f: str, kind: str, run: o.ScenarioOptions, profile: str | None, comm_m, step_m):
+    """A trace's or Inspector log's all-reduces (the comm file), a trace's steps (the step file, when the run's
+    model is given) and what the run measured beyond both (per-update time, spread across ranks)."""
+    from ..bench.live import read_live, step_measured
+    from ..validate import live_measured
+
+    if comm_m is not None:
+        raise InputError(f"{f}: an all-reduce file was given too; give the trace (or log) or the CSV, not both")
+    live = read_live(f, kind)
+    ar = [r for r in live.rows if r["collective"] == "all_reduce" and r["world_size"] > 1]
+    info: dict[str, Any] = {"file": f, "kind": kind, "warnings": []}
+    points = {(r["world_size"], r["bytes"]) for r in ar}
+    if len(points) == 1:  # latency and bandwidth cannot be told apart from one point
+        ((k1, n1),) = points
+        info["warnings"].append(
+            f"{f}: its all-reduces are of one size ({n1} B at k = {k1}): latency and bandwidth cannot be told "
+            "apart from one point, so the tiers are kept; 'simcli validate' holds them against it"
+        )
+        ar = []
+    comm = live_measured(live, "all_reduce") if ar else None
+    spreads = [r["rank_spread"] for r in ar if r.get("rank_spread") is not None]
+    if spreads:
+        info["collective_rank_spread"] = float(sorted(spreads)[len(spreads) // 2])
+    if comm is None and not points:
+        info["warnings"].append(f"{f}: no all-reduce between two or more ranks: the tiers are kept")
+    if kind != "kineto":
+        return (kind, info), comm, step_m
+    from ..bench.kineto import step_summary
+
+    summ = step_summary(live.traces)
+    info.update(
+        {
+            "ranks": summ["ranks"],
+            "steps": summ["steps"],
+            "update_s": summ["optimizer_s"],
+            "update_note": "measured per update (Optimizer.step + zero_grad, median over steps, slowest rank); "
+            "not written into the profile: the engine has no per-update term (t_update_s) yet",
+            "rank_compute_s": summ["rank_compute_s"],
+            "rank_spread": summ["rank_spread"],
+            "exposed_s": summ["exposed_s"],
+            "other_s": summ["other_s"],
+        }
+    )
+    if run.model is None and run.params is None and run.workload is None:
+        info["warnings"].append(
+            f"{f}: the trace's compute is not fitted: give the run's model (--model, or --params with "
+            "--flops-per-sample, and --batch-per-device) for the MFU"
+        )
+        return (kind, info), comm, step_m
+    if step_m is not None:
+        raise InputError(f"{f}: a 'bench step' file was given too; give the trace or the step CSV, not both")
+    from ..profiles import resolve_profile
+
+    base = profile or BACKEND_PROFILES.get(live.rows[0]["backend"])
+    sc = run.replace(profile=base).build()
+    wl = sc.workload
+    if wl.flops_per_sample is None:
+        info["warnings"].append(f"{f}: the workload has no FLOPs per sample (--compute-time): no MFU to fit")
+        return (kind, info), comm, step_m
+    dtype = run.dtype or (resolve_profile(base).device.default_dtype() if base else "fp32")
+    step = step_measured(live, float(wl.flops_per_sample), float(wl.params), int(sc.batch), dtype)
+    return (kind, info), comm, step
 
 
 def _calibrate_view(report: dict[str, Any]):
@@ -415,6 +489,44 @@ def _calibrate_view(report: dict[str, Any]):
                 ),
             )
         )
+    lr = report.get("run")
+    if lr is not None:
+        from ..units import fmt_time as ft
+
+        items = []
+        if lr.get("update_s") is not None:
+            items.append(("per-update time (optimizer)", ft(lr["update_s"]), lr["update_note"]))
+        if lr.get("rank_spread") is not None:
+            items.append(
+                (
+                    "compute spread across ranks (sd/mean)",
+                    f"{100 * lr['rank_spread']:.2f}%",
+                    f"T_compute per rank {', '.join(ft(x) for x in lr['rank_compute_s'])}; {lr['ranks']} ranks are "
+                    "too few to fit device.spread (it is not written; a scaling table fits it)",
+                )
+            )
+        if lr.get("collective_rank_spread") is not None:
+            items.append(
+                (
+                    "collective spread across ranks",
+                    f"{100 * lr['collective_rank_spread']:.1f}%",
+                    "median over all-reduces of (slowest - fastest rank) / slowest",
+                )
+            )
+        if lr.get("exposed_s") is not None:
+            items.append(("exposed communication per step", ft(lr["exposed_s"]), "measured, not fitted"))
+        if items:
+            parts.append(
+                table(
+                    [{"what": a, "value": b, "note": c} for a, b, c in items],
+                    [
+                        Column("measured in the run", "what", justify="left"),
+                        Column("value", "value"),
+                        Column("", "note", justify="left"),
+                    ],
+                    title=f"{lr['file']} ({'profiler trace' if lr['kind'] == 'kineto' else 'NCCL Inspector'})",
+                )
+            )
     if sp is not None:
         parts.append(
             table(
