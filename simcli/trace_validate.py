@@ -109,7 +109,7 @@ def validate_trace(
                 note=f"{100 * hid / tot:.0f}% hidden behind compute" if tot > 0 else "",
             )
         )
-    terms.append(_term("communication, all collectives", summary["comm_s"], at(res.t_comm_s), leaf=False))
+    terms.append(_term("communication (any in flight)", summary["comm_s"], at(res.t_comm_s), leaf=False))
     terms.append(_term("exposed communication", summary["exposed_s"], at(res.t_comm_exposed_s), leaf=True))
     upd = getattr(res, "t_update_s", None)
     terms.append(

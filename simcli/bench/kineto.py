@@ -90,14 +90,13 @@ class Step:
     buckets: tuple[dict[str, Any], ...]
     #: the part of the union of the collectives that no compute overlaps
     exposed_s: float
+    #: the union of the step's collectives: the wall time with any collective in flight (gloo runs buckets on
+    #: several threads at once, so their durations can add up to more)
+    comm_s: float = 0.0
 
     @property
     def compute_s(self) -> float:
         return self.forward_s + self.backward_s
-
-    @property
-    def comm_s(self) -> float:
-        return float(sum(b["time_s"] for b in self.buckets))
 
     @property
     def other_s(self) -> float:
@@ -324,8 +323,11 @@ def parse_trace(text: str, source: str) -> Trace:
                     "exposed_s": max(0.0, c["time_s"] - hid),
                 }
             )
-        exposed = _length(_subtract([(c["start_us"], c["end_us"]) for c in mine], comp)) * 1e-6
-        steps.append(Step(e["name"], t0, dur * 1e-6, forward_s, backward_s, optimizer_s, tuple(buckets), exposed))
+        civ = [(c["start_us"], c["end_us"]) for c in mine]
+        exposed, in_flight = _length(_subtract(civ, comp)) * 1e-6, _length(civ) * 1e-6
+        steps.append(
+            Step(e["name"], t0, dur * 1e-6, forward_s, backward_s, optimizer_s, tuple(buckets), exposed, in_flight)
+        )
     for c in calls:
         c["rank"] = rank
     if rank is None:

@@ -1049,7 +1049,7 @@ def _live_table(file: str, kind: str, rows: list[dict[str, Any]], steps: dict[st
         ("forward", steps["forward_s"]),
         ("backward", steps["backward_s"]),
         ("optimizer (the update)", steps["optimizer_s"]),
-        ("communication (all collectives)", steps["comm_s"]),
+        ("communication (any collective in flight)", steps["comm_s"]),
         ("exposed communication", steps["exposed_s"]),
         ("other (data, copies, DDP)", steps["other_s"]),
     ]
