@@ -13,7 +13,7 @@ from typing import Any
 
 from ..inputs import read_text
 from ..model import InputError
-from .calls import EXTRA_COLUMNS, files_of, sniff, table
+from .calls import EXTRA_COLUMNS, sniff, table
 
 __all__ = ["Live", "detect", "read_live", "columns"]
 
@@ -41,8 +41,13 @@ def detect(path: str | Path, text: str | None = None) -> str | None:
     """'inspector' or 'kineto' for a live job's file or directory (told by the content), else None."""
     p = Path(path)
     if p.is_dir():
-        files = files_of(p, "a directory of NCCL Inspector logs or of profiler traces")
-        text = read_text(files[0], "NCCL Inspector output or a profiler trace", 1 << 30)
+        files = [f for f in p.rglob("*") if f.is_file() and not f.name.startswith(".")]
+        if not files:
+            return None
+        try:  # a directory of something else: the caller says what it expected
+            text = read_text(sorted(files)[0], "NCCL Inspector output or a profiler trace", 1 << 30)
+        except InputError:
+            return None
     elif text is None:
         text = read_text(p, "a measurement file", 1 << 30)
     kind = sniff(text)

@@ -11,7 +11,7 @@ import typer
 from ..model import InputError
 from ..units import sig4
 from . import options as o
-from .common import emit, handle_errors, new_app, warn
+from .common import answer, handle_errors, new_app, warn
 
 app = new_app()  # `calibrate` and `validate`, top-level commands
 
@@ -653,32 +653,20 @@ def validate(
     )
     for note in v.notes:
         typer.echo(f"simcli: note: {note}", err=True)
-    if out.table:
-        from ..render import console, render_text
-
-        view = _validate_view(v, out.rows)
-        if out.output:
-            emit(render_text(view), out.output, out.force)
-        else:
-            console.print(view)
-    else:
-        from ..output import to_csv, to_json
-
-        if out.format is o.Format.json:
-            text = to_json(
-                {
-                    "file": v.path,
-                    "kind": v.kind,
-                    "profile": v.profile,
-                    "primary_metric": v.primary,
-                    "rows": v.records,
-                    "summary": v.summary,
-                    "notes": list(v.notes),
-                }
-            )
-        else:
-            text = to_csv(v.records, comments=[f"simcli validate {v.path} --profile {v.profile}"])
-        emit(text, out.output, out.force)
+    answer(
+        out,
+        lambda: _validate_view(v, out.rows),
+        lambda: {
+            "file": v.path,
+            "kind": v.kind,
+            "profile": v.profile,
+            "primary_metric": v.primary,
+            "rows": v.records,
+            "summary": v.summary,
+            "notes": list(v.notes),
+        },
+        lambda: (v.records, [f"simcli validate {v.path} --profile {v.profile}"]),
+    )
     if plot:
         from pathlib import Path
 
@@ -708,22 +696,12 @@ def _validate_trace(path, profile, wl, batch, dtype, algorithm, ct, out, limit) 
     )
     for note in v["notes"]:
         typer.echo(f"simcli: note: {note}", err=True)
-    if out.table:
-        from ..render import console, render_text
-
-        view = _trace_view(v)
-        if out.output:
-            emit(render_text(view), out.output, out.force)
-        else:
-            console.print(view)
-    else:
-        from ..output import to_csv, to_json
-
-        if out.format is o.Format.json:
-            text = to_json(v)
-        else:
-            text = to_csv(v["terms"], comments=[f"simcli validate {path} --profile {prof.name} (a traced step)"])
-        emit(text, out.output, out.force)
+    answer(
+        out,
+        lambda: _trace_view(v),
+        lambda: v,
+        lambda: (v["terms"], [f"simcli validate {path} --profile {prof.name} (a traced step)"]),
+    )
     worst = next(t for t in v["terms"] if t["term"] == v["differs_most"])
     if limit is not None and worst["error"] is not None and abs(worst["error"]) > limit:
         typer.echo(

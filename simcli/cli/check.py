@@ -8,7 +8,7 @@ import typer
 
 from . import options as o
 from .calibrate import MeasuredProfile, profile_for_measurements
-from .common import emit, handle_errors, new_app
+from .common import answer, handle_errors, new_app
 
 app = new_app()  # `check`, a top-level command
 
@@ -90,24 +90,12 @@ def check(
         typer.echo(f"simcli: note: {note}", err=True)
     low = sum(r["verdict"] == "LOW" for r in recs)
     high = sum(r["verdict"] == "HIGH" for r in recs)
-    if out.table:
-        from ..render import console, render_text
-
-        view = _check_view(file, prof.name, recs, tol, out.rows)
-        if out.output:
-            emit(render_text(view), out.output, out.force)
-        else:
-            console.print(view)
-    else:
-        from ..output import to_csv, to_json
-
-        if out.format is o.Format.json:
-            text = to_json(
-                {"file": file, "profile": prof.name, "tolerance": tol, "rows": recs, "low": low, "high": high}
-            )
-        else:
-            text = to_csv(recs, comments=[f"simcli check {file} --profile {prof.name}"])
-        emit(text, out.output, out.force)
+    answer(
+        out,
+        lambda: _check_view(file, prof.name, recs, tol, out.rows),
+        lambda: {"file": file, "profile": prof.name, "tolerance": tol, "rows": recs, "low": low, "high": high},
+        lambda: (recs, [f"simcli check {file} --profile {prof.name}"]),
+    )
     if low:
         raise typer.Exit(1)
 
