@@ -21,7 +21,7 @@ from .collectives import check_devices, ring_params, tier_spanned
 from .model import InputError
 from .profiles import profile_from_dict, profile_to_dict
 from .units import fmt_bytes, fmt_flops, fmt_rate, fmt_time
-from .validate import filter_present, filter_rows
+from .validate import filter_present, filter_rows, placement_notes
 
 if TYPE_CHECKING:  # pragma: no cover
     from .model import Profile
@@ -315,6 +315,7 @@ def calibrate_profile(
         raise InputError("calibrate: nothing to fit")
     if comm_m is not None:
         m = filter_rows(comm_m, where, min_size, max_size)
+        warnings.extend(f"{m.path}: {w}" for w in placement_notes(m, base))
         k, n, t = m.devices(), m.number("bytes"), m.allreduce_time()
         gpus = m.gpus_per_process()  # nccl-tests' -g, as bench import records it
         one = k < 2

@@ -30,7 +30,7 @@ import numpy as np
 
 from . import collectives
 from .model import InputError, Profile
-from .validate import SIZE_BANDS, Measured, size_band
+from .validate import SIZE_BANDS, Measured, placement_notes, size_band
 
 __all__ = ["DEFAULT_TOLERANCE", "check", "parse_tolerance", "VERDICTS"]
 
@@ -76,7 +76,7 @@ def check(
     n = m.number("bytes")
     colls = m.text("collective", "all_reduce") if "collective" in m.header else ["all_reduce"] * len(m)
     g = m.gpus_per_process()
-    notes: list[str] = []
+    notes: list[str] = placement_notes(m, profile)
     names = [t.name for t in profile.network]
     recs: list[dict[str, Any]] = []
     skipped: dict[str, int] = {}

@@ -212,6 +212,25 @@ def live_measured(live: Any, collective: str | None = "all_reduce") -> Measured:
     return Measured(live.path, "allreduce", live.columns, srows, tuple(range(1, len(srows) + 1)), notes)
 
 
+def placement_notes(m: Measured, profile: Profile) -> list[str]:
+    """Where a file says how many nodes a row's ranks were on (Inspector's nnodes) and the profile would place
+    them otherwise (it fills a node before the next): a note naming the rows, since the prediction prices the
+    profile's placement."""
+    node = profile.network[0].size if profile.network and len(profile.network) > 1 else None
+    if "nodes" not in m.header or not node:
+        return []
+    bad = set()
+    for r in m.rows:
+        k, nodes = (r.get("world_size") or "").strip(), (r.get("nodes") or "").strip()
+        if k and nodes and int(float(nodes)) != -(-int(float(k)) // node):
+            bad.add((int(float(k)), int(float(nodes))))
+    return [
+        f"k = {k} ran on {n} node(s), but {profile.name} puts {node} devices on a node before the next: the "
+        f"prediction prices {-(-k // node)} node(s)"
+        for k, n in sorted(bad)
+    ]
+
+
 def filter_rows(
     m: Measured,
     where: Sequence[str] = (),
@@ -469,6 +488,7 @@ def validate(
     notes: list[str] = []
     if m.kind == "allreduce":
         recs = _validate_allreduce(m, profile, algorithm)
+        notes += placement_notes(m, profile)
     elif m.kind == "step":
         recs = _validate_step(m, profile, workload, compute_time_s, overlap, grad_dtype, algorithm, dtype, notes)
     else:

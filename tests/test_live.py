@@ -369,3 +369,18 @@ def test_check_reads_nccl_tests_text_and_inspector(runner):
     assert r.exit_code in (0, 1), r.output
     rows = json.loads(r.stdout)["rows"]
     assert {x["collective"] for x in rows} == {"all_reduce", "all_gather"}
+
+
+def test_validate_and_calibrate_read_an_inspector_directory(runner, tmp_path):
+    r = runner.invoke(app, ["validate", str(FIX / "inspector"), "-p", "dgx-h100", "-f", "json"])
+    assert r.exit_code == 0, r.output
+    doc = json.loads(r.stdout)
+    assert sorted(x["bytes"] for x in doc["rows"]) == [1 << 20, 64 << 20]  # the all-reduces only
+    assert any("ran on 2 node(s)" in n for n in doc["notes"])  # Inspector's nnodes against the profile's placement
+    out = tmp_path / "insp.yaml"
+    r = runner.invoke(app, ["calibrate", str(FIX / "inspector"), "-p", "dgx-h100", "-o", str(out), "-f", "json"])
+    assert r.exit_code == 0, r.output
+    rep = json.loads(r.stdout)
+    assert [t["tier"] for t in rep["tiers"]] == ["nvlink"]
+    # per size, the median call's (slowest - fastest rank) / slowest: 6/67 at 1 MiB, 6/911 at 64 MiB; their median
+    assert rep["run"]["collective_rank_spread"] == pytest.approx((6 / 67 + 6 / 911) / 2)

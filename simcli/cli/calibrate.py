@@ -300,7 +300,9 @@ def _live_inputs(f: str, kind: str, run: o.ScenarioOptions, profile: str | None,
     comm = live_measured(live, "all_reduce") if ar else None
     spreads = [r["rank_spread"] for r in ar if r.get("rank_spread") is not None]
     if spreads:
-        info["collective_rank_spread"] = float(sorted(spreads)[len(spreads) // 2])
+        import statistics
+
+        info["collective_rank_spread"] = float(statistics.median(spreads))
     if comm is None and not points:
         info["warnings"].append(f"{f}: no all-reduce between two or more ranks: the tiers are kept")
     if kind != "kineto":
