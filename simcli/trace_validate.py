@@ -1,7 +1,7 @@
 """A real training step, from a profiler trace, held against simcli's model term by term.
 
-The measured terms come from :func:`simcli.bench.kineto.step_summary` (per term the median over steps, then
-the slowest rank's): forward, backward, each collective of the step (grouped by collective and size), the
+The measured terms come from :func:`simcli.bench.kineto.step_summary` (one step: the slowest rank's median
+step, so that the terms add up): forward, backward, each collective of the step (grouped by collective and size), the
 exposed communication, the update (optimizer), and what the step spent outside all of these (``other``: data
 loading, DDP's copies, the Python between ops). The predicted terms are :func:`simcli.engine.simulate`'s for the
 same k, with DDP's buckets of the size the trace's largest all-reduce shows (``bucket_mb``) and the trace's
@@ -147,5 +147,6 @@ def validate_trace(
         "differs_most": worst["term"],
         "differs_most_s": worst["difference_s"],
         "rank_spread": summary.get("rank_spread"),
+        "step": summary.get("step"),
         "notes": notes,
     }

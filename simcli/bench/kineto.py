@@ -480,20 +480,26 @@ def _gpu_phases(kernels, events) -> dict[int, str]:
 
 
 def step_summary(traces: Sequence[Trace]) -> dict[str, Any]:
-    """Per term, the median over steps of each rank, then the slowest rank's (a step waits for the slowest);
-    the spread of the per-rank compute times (sample sd / mean) where several ranks are given."""
+    """The step of the slowest rank: each rank's median step (by step time; the lower median of an even count),
+    and of those the longest (a synchronised step waits for the slowest rank). One step's terms, so they add up:
+    step = forward + backward + exposed + optimizer + other. Beside it the spread of the ranks' compute (each
+    rank's median forward + backward; sample sd / mean) where several ranks are given, and the buckets."""
     terms = ("step_s", "forward_s", "backward_s", "compute_s", "optimizer_s", "comm_s", "exposed_s", "other_s")
-    per_rank = []
+    median_steps, comp = [], []
     for t in traces:
         if not t.steps:
             continue
-        per_rank.append({x: float(np.median([getattr(s, x) for s in t.steps])) for x in terms})
-    out = {x: max(r[x] for r in per_rank) for x in terms}
-    comp = np.array([r["compute_s"] for r in per_rank])
-    out["ranks"] = len(per_rank)
+        by_time = sorted(t.steps, key=lambda s: s.step_s)
+        median_steps.append((by_time[(len(by_time) - 1) // 2], t))
+        comp.append(float(np.median([s.compute_s for s in t.steps])))
+    step, slow = max(median_steps, key=lambda x: x[0].step_s)
+    out: dict[str, Any] = {x: float(getattr(step, x)) for x in terms}
+    comp_a = np.array(comp)
+    out["ranks"] = len(median_steps)
     out["steps"] = min(len(t.steps) for t in traces)
-    out["rank_compute_s"] = comp.tolist()
-    out["rank_spread"] = float(np.std(comp, ddof=1) / np.mean(comp)) if comp.size > 1 else None
+    out["step"] = f"{step.name} of rank {slow.rank if slow.rank is not None else '?'} ({slow.path})"
+    out["rank_compute_s"] = comp_a.tolist()
+    out["rank_spread"] = float(np.std(comp_a, ddof=1) / np.mean(comp_a)) if comp_a.size > 1 else None
     # the buckets: each (collective, bytes, i-th of them in the step) seen in at least half of the steps, with
     # the median over steps and ranks (a first step's one-off collectives, DDP's bucket rebuild, drop out)
     t0 = traces[0]

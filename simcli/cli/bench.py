@@ -1056,7 +1056,8 @@ def _live_table(file: str, kind: str, rows: list[dict[str, Any]], steps: dict[st
     step_t = table(
         [{"term": a, "v": b} for a, b in terms],
         [Column("term", "term", justify="left"), Column(f"per step {u2}", "v", s)],
-        title=f"per step: {steps['steps']} step(s), {steps['ranks']} rank(s); median over steps, slowest rank",
+        title=f"one step: {steps['step']}, the slowest of {steps['ranks']} rank(s)' median steps "
+        f"({steps['steps']} each)",
         caption=None
         if steps["rank_spread"] is None
         else f"compute per rank {', '.join(s(x) for x in steps['rank_compute_s'])} {u2}: spread (sd/mean) "

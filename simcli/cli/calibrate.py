@@ -315,7 +315,7 @@ def _live_inputs(f: str, kind: str, run: o.ScenarioOptions, profile: str | None,
             "ranks": summ["ranks"],
             "steps": summ["steps"],
             "update_s": summ["optimizer_s"],
-            "update_note": "measured per update (Optimizer.step + zero_grad, median over steps, slowest rank); "
+            "update_note": "measured per update (Optimizer.step + zero_grad) in the slowest rank's median step; "
             "not written into the profile: the engine has no per-update term (t_update_s) yet",
             "rank_compute_s": summ["rank_compute_s"],
             "rank_spread": summ["rank_spread"],
@@ -736,7 +736,8 @@ def _trace_view(v: dict[str, Any]):
         f"{v['file']}: {v['steps']} step(s) of {v['ranks']} rank(s), k = {v['devices']}, against profile "
         f"{v['profile']}; batch {v['batch_per_device']} per device, DDP buckets of {v['bucket_mb']:g} MiB (the "
         f"trace's), gradient {fmt_bytes(v['gradient_bytes_measured'])} all-reduced a step (model: "
-        f"{fmt_bytes(v['gradient_bytes_predicted'])} {v['grad_dtype']}); measured = median over steps, slowest rank"
+        f"{fmt_bytes(v['gradient_bytes_predicted'])} {v['grad_dtype']}); measured: {v['step']}, the slowest "
+        "rank's median step"
     )
     rows = [
         {
