@@ -395,3 +395,28 @@ def test_the_step_terms_add_up(trace_dir):
     assert parts == pytest.approx(s["step_s"])
     slowest = max(sorted(t.steps, key=lambda x: x.step_s)[(len(t.steps) - 1) // 2].step_s for t in live.traces)
     assert s["step_s"] == slowest and len(s["rank_compute_s"]) == 2
+
+
+def test_gpu_kernel_with_its_own_metadata_and_a_generic_name(tmp_path):
+    """ncclDevKernel_Generic says no collective; its args do (torch copies record_param_comms' metadata onto it)."""
+    meta = {"Collective name": "_allgather_base", "In msg nelems": 1024, "Out msg nelems": 8192, "Group size": 8,
+            "dtype": "Float", "Process Group Name": "3"}  # fmt: skip
+    ev = [
+        _x("ProfilerStep#1", 0, 1000, cat="user_annotation"),
+        _x("ncclDevKernel_Generic(ncclDevKernelArgsStorage<4096ul>)", 100, 50, tid=20, cat="kernel", **meta),
+        _x(
+            "nccldevkernel_allreduce_sum_f32_ring_ll",
+            200,
+            50,
+            tid=20,
+            cat="kernel",
+            **{**meta, "Collective name": "allreduce", "Out msg nelems": 1024},
+        ),
+    ]
+    f = tmp_path / "gpu.json"
+    f.write_text(json.dumps(_trace(ev, pg_sizes=(8, 2))))  # groups of two sizes: the kernels say theirs
+    (s,) = read_live(f).traces[0].steps
+    assert [(b["collective"], b["bytes"], b["ranks"]) for b in s.buckets] == [
+        ("all_gather", 8192 * 4, 8),
+        ("all_reduce", 4096, 8),
+    ]

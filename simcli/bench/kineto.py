@@ -70,7 +70,16 @@ TORCH_DTYPES = {
     "unsigned char": "uint8",
     "bool": "bool",
 }
-_NCCL_KERNEL = ("ncclKernel_", "ncclDevKernel_")
+#: NCCL's kernel names, compared lower-cased: ncclKernel_* (older NCCL), ncclDevKernel_* (2.19 on, including
+#: ncclDevKernel_Generic, whose name says no collective); some traces spell them in lower case
+#: (HolisticTraceAnalysis#208, #247, #360)
+_NCCL_KERNEL = ("ncclkernel_", "nccldevkernel_")
+
+
+def _is_nccl(name: str) -> bool:
+    return name.lower().startswith(_NCCL_KERNEL)
+
+
 _BACKWARD = "autograd::engine::evaluate_function:"
 _OPTIMIZER = ("Optimizer.step#", "Optimizer.zero_grad#")
 _KERNEL_DTYPES = {"f32": "fp32", "f16": "fp16", "bf16": "bf16", "f64": "fp64", "i8": "int8", "u8": "uint8"}
@@ -213,7 +222,7 @@ def _dtype(name: Any) -> str | None:
 
 def _kernel_name_meta(name: str) -> tuple[str | None, str | None]:
     """ncclDevKernel_AllReduce_Sum_f32_RING_LL(...) -> ('all_reduce', 'fp32')."""
-    body = re.sub(r"^(ncclDevKernel_|ncclKernel_)", "", name.split("(")[0])
+    body = re.sub(r"^(nccldevkernel_|ncclkernel_)", "", name.split("(")[0], flags=re.IGNORECASE)
     parts = body.split("_")
     coll = collective_name(parts[0]) if parts and parts[0] else None
     dt = next((_KERNEL_DTYPES[x] for x in parts[1:] if x in _KERNEL_DTYPES), None)
@@ -251,7 +260,7 @@ def parse_trace(text: str, source: str) -> Trace:
         events.append((ts, dur, e))
     steps_ev = sorted((x for x in events if x[2]["name"].startswith("ProfilerStep#")), key=lambda x: x[0])
     kernels = [x for x in events if x[2].get("cat") == "kernel"]
-    nccl_k = [x for x in kernels if x[2]["name"].startswith(_NCCL_KERNEL)]
+    nccl_k = [x for x in kernels if _is_nccl(x[2]["name"])]
     device = "gpu" if kernels else "cpu"
     notes: list[str] = []
     if nccl_k:
@@ -462,7 +471,7 @@ def _gpu_phases(kernels, events) -> dict[int, str]:
     bs, os_ = [a for a, _ in bwd], [a for a, _ in opt]
     out = {}
     for ts, dur, e in kernels:
-        if e["name"].startswith(_NCCL_KERNEL):
+        if _is_nccl(e["name"]):
             out[id(e)] = "comm"
             continue
         lts = launch.get((e.get("args") or {}).get("correlation"))
