@@ -154,12 +154,10 @@ def read_measurements(path: str | Path) -> Measured:
     p = Path(path)
     from .bench.live import detect, read_live
 
-    text = None if p.is_dir() else read_text(p, "a measurement CSV file", MAX_FILE_BYTES)
-    live = detect(p, text)
+    live = detect(p)
     if live is not None:  # NCCL Inspector output or a profiler trace: its collectives as 'bench import' writes them
         return live_measured(read_live(p, live), "all_reduce")
-    if text is None:
-        text = read_text(p, "a measurement CSV file", MAX_FILE_BYTES)  # a directory of something else: refused
+    text = read_text(p, "a measurement CSV file", MAX_FILE_BYTES)
     from .bench.nccltests import looks_like_nccl_tests, measurement_rows
 
     if looks_like_nccl_tests(text):  # nccl-tests' own output: read as 'bench import' would (issue 12)

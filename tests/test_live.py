@@ -420,3 +420,18 @@ def test_gpu_kernel_with_its_own_metadata_and_a_generic_name(tmp_path):
         ("all_gather", 8192 * 4, 8),
         ("all_reduce", 4096, 8),
     ]
+
+
+def test_gzipped_logs_are_read(tmp_path):
+    import gzip
+
+    d = tmp_path / "dump"
+    d.mkdir()
+    for f in (FIX / "inspector").iterdir():
+        (d / (f.name + ".gz")).write_bytes(gzip.compress(f.read_bytes()))
+    plain = read_live(FIX / "inspector").rows
+    assert read_live(d).rows == [{**r, "source": "nccl inspector dump"} for r in plain]
+    bad = tmp_path / "cut.log.gz"
+    bad.write_bytes(gzip.compress((FIX / "inspector" / "node0-pid1002.log").read_bytes())[:-20])
+    with pytest.raises(InputError, match="does not decompress|cut short"):
+        read_live(bad)

@@ -18,6 +18,7 @@ median over instances of (slowest - fastest rank) / slowest, where several ranks
 from __future__ import annotations
 
 import os
+import zlib
 from pathlib import Path
 from typing import Any, Iterable
 
@@ -27,7 +28,7 @@ from ..collectives import busbw_factor
 from ..model import InputError
 from .stats import summarize
 
-__all__ = ["EXTRA_COLUMNS", "table", "sniff", "collective_name", "DTYPE_BYTES", "files_of"]
+__all__ = ["EXTRA_COLUMNS", "table", "sniff", "collective_name", "DTYPE_BYTES", "files_of", "read_log", "peek"]
 
 #: columns a live job's table adds to ALLREDUCE_COLUMNS
 EXTRA_COLUMNS = ("nodes", "calls", "ranks_seen", "rank_spread")
@@ -95,6 +96,48 @@ def files_of(path: str | os.PathLike[str], what: str) -> list[Path]:
     if not out:
         raise InputError(f"{p}: an empty directory; give {what}")
     return out
+
+
+def read_log(path: str | os.PathLike[str], what: str, max_bytes: int = 1 << 30) -> str:
+    """The text of a log or trace, gzip-compressed or not (``*.log.gz``, ``*.pt.trace.json.gz``): the content
+    says which, as the gzip magic bytes. Limits and errors as :func:`simcli.inputs.read_text`'s."""
+    p = Path(path)
+    try:
+        with open(p, "rb") as f:
+            magic = f.read(2)
+    except OSError:
+        magic = b""
+    if magic != b"\x1f\x8b":
+        from ..inputs import read_text
+
+        return read_text(p, what, max_bytes)
+    import gzip
+
+    try:
+        with gzip.open(p, "rb") as f:
+            raw = f.read(max_bytes + 1)
+    except (OSError, EOFError, zlib.error) as e:
+        raise InputError(f"{p}: a gzip file that does not decompress ({e}); copy it again") from None
+    if len(raw) > max_bytes:
+        raise InputError(f"{p}: more than {max_bytes:,} bytes uncompressed is too large for {what}")
+    try:
+        return raw.decode("utf-8-sig")
+    except UnicodeDecodeError:
+        raise InputError(f"{p}: decompresses to something that is not text (not UTF-8); give {what}") from None
+
+
+def peek(path: str | os.PathLike[str], size: int = 65536) -> str:
+    """The first ``size`` bytes of a file (decompressed if it is gzip), as text: enough for :func:`sniff`, and
+    never more read, whatever the file is ('' when it cannot be read: the full read names the problem)."""
+    try:
+        with open(path, "rb") as f:
+            raw = f.read(size)
+        if raw[:2] == b"\x1f\x8b":  # what decompresses of the start, even of a file cut short
+            with open(path, "rb") as f:
+                raw = zlib.decompressobj(16 + zlib.MAX_WBITS).decompress(f.read(1 << 20), size)
+    except (OSError, EOFError, ValueError, zlib.error):
+        return ""
+    return raw.decode("utf-8", errors="replace")
 
 
 def sniff(text: str) -> str | None:

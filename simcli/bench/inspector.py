@@ -41,9 +41,8 @@ import re
 from pathlib import Path
 from typing import Any
 
-from ..inputs import read_text
 from ..model import InputError
-from .calls import collective_name, files_of, sniff
+from .calls import collective_name, files_of, read_log, sniff
 
 __all__ = ["read_inspector", "parse_json_records", "parse_prometheus", "SUPPORTED_VERSIONS"]
 
@@ -56,7 +55,7 @@ def read_inspector(path: str | Path) -> tuple[list[dict[str, Any]], list[str]]:
     """(calls, notes) of an Inspector file or dump directory (every file in it, JSON or Prometheus)."""
     calls: list[dict[str, Any]] = []
     for f in files_of(path, _WHAT):
-        text = read_text(f, _WHAT)
+        text = read_log(f, _WHAT)
         kind = sniff(text)
         if kind == "inspector":
             calls += parse_json_records(text, str(f))

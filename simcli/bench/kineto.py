@@ -38,9 +38,8 @@ from typing import Any, Sequence
 
 import numpy as np
 
-from ..inputs import read_text
 from ..model import InputError
-from .calls import DTYPE_BYTES, collective_name, files_of, sniff
+from .calls import DTYPE_BYTES, collective_name, files_of, read_log, sniff
 
 __all__ = ["Trace", "Step", "read_trace", "read_traces", "parse_trace", "TORCH_DTYPES"]
 
@@ -128,7 +127,7 @@ class Trace:
 
 def read_trace(path: str | Path) -> Trace:
     p = Path(path)
-    text = read_text(p, _WHAT, 1 << 30)
+    text = read_log(p, _WHAT, 1 << 30)
     return parse_trace(text, str(p))
 
 
@@ -137,7 +136,7 @@ def read_traces(path: str | Path) -> list[Trace]:
     files = files_of(path, _WHAT)
     out = []
     for f in files:
-        text = read_text(f, _WHAT, 1 << 30)
+        text = read_log(f, _WHAT, 1 << 30)
         if len(files) > 1 and sniff(text) != "kineto":
             raise InputError(f"{f}: not a PyTorch profiler trace (no traceEvents); give only traces in {path}")
         out.append(parse_trace(text, str(f)))

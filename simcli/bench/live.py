@@ -11,9 +11,8 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from ..inputs import read_text
 from ..model import InputError
-from .calls import EXTRA_COLUMNS, sniff, table
+from .calls import EXTRA_COLUMNS, peek, sniff, table
 
 __all__ = ["Live", "detect", "read_live", "columns"]
 
@@ -38,18 +37,16 @@ class Live:
 
 
 def detect(path: str | Path, text: str | None = None) -> str | None:
-    """'inspector' or 'kineto' for a live job's file or directory (told by the content), else None."""
+    """'inspector' or 'kineto' for a live job's file or directory (told by the content: ``text``, or the
+    file's first bytes, or a directory's first file's), else None."""
     p = Path(path)
     if p.is_dir():
-        files = [f for f in p.rglob("*") if f.is_file() and not f.name.startswith(".")]
+        files = sorted(f for f in p.rglob("*") if f.is_file() and not f.name.startswith("."))
         if not files:
             return None
-        try:  # a directory of something else: the caller says what it expected
-            text = read_text(sorted(files)[0], "NCCL Inspector output or a profiler trace", 1 << 30)
-        except InputError:
-            return None
+        text = peek(files[0])
     elif text is None:
-        text = read_text(p, "a measurement file", 1 << 30)
+        text = peek(p)
     kind = sniff(text)
     return None if kind is None else ("kineto" if kind == "kineto" else "inspector")
 
