@@ -136,8 +136,8 @@ def _check_view(path: str, profile: str, recs: list[dict[str, Any]], tol: dict[s
     n = {v: sum(r["verdict"] == v for r in recs) for v in ("OK", "LOW", "HIGH")}
     low = [r for r in recs if r["verdict"] == "LOW"]
     head = Text(
-        f"{path} against profile {profile}: expected = NCCL's choice on the profile; meas/exp = measured busbw / "
-        "expected busbw (= expected time / measured time)"
+        f"{path} against profile {profile}: expected = what the profile's algorithm gives (on an NCCL profile, NCCL's "
+        "choice); meas/exp = measured busbw / expected busbw (= expected time / measured time)"
     )
     cap = (
         f"{len(recs)} sizes: {n['OK']} OK, {n['LOW']} LOW, {n['HIGH']} HIGH. Tolerance by size band: "
