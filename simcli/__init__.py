@@ -9,11 +9,10 @@ The Python API the CLI is built on::
     df = res.to_frame()                  # pandas DataFrame (pandas imported on demand)
 """
 
-__version__ = "0.1.0"
-
 from .engine import Result, Scenario, simulate  # noqa: E402
 from .model import Device, InputError, Profile, SimcliError, Tier, Workload  # noqa: E402
 from .profiles import load_profile, resolve_profile  # noqa: E402
+from .version import __version__  # noqa: E402
 from .workloads import build_workload, get_model  # noqa: E402
 
 __all__ = [

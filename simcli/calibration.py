@@ -15,13 +15,13 @@ from typing import TYPE_CHECKING, Any
 import numpy as np
 import yaml
 
-from . import __version__
 from .calibrate import fit_link, fit_mfu_by_dtype, fit_nccl, fit_spread, fit_step, outer_tier
 from .collectives import check_devices, ring_params, tier_spanned
 from .model import InputError
 from .profiles import profile_from_dict, profile_to_dict
 from .units import fmt_bytes, fmt_flops, fmt_rate, fmt_time
 from .validate import filter_present, filter_rows, placement_notes
+from .version import __version__
 
 if TYPE_CHECKING:  # pragma: no cover
     from .model import Profile

@@ -20,8 +20,8 @@ from typing import Any, Mapping, Sequence
 import numpy as np
 
 from .engine import Result, Scenario, simulate
+from .memory import for_scenario
 from .model import InputError, Profile, Workload
-from .plan import training_memory
 
 __all__ = ["Alternative", "Comparison", "alternatives", "compare", "display", "LABELS"]
 
@@ -95,7 +95,9 @@ class Comparison:
         ``gain`` over the first alternative, and whether the training state fits in device memory."""
         out = []
         for alt, res, gain in zip(self.alternatives, self.results, self.gains()):
-            mem = training_memory(alt.scenario, self.optimizer)
+            # the one memory model (simcli.memory) with compare's --optimizer; the same bytes speedup reports
+            need = for_scenario(alt.scenario, res.devices, self.optimizer).total
+            cap = alt.scenario.profile.device.memory_bytes
             for i, rec in enumerate(res.records()):
                 row: dict[str, Any] = {"alternative": alt.index, "label": alt.label}
                 row.update(alt.choices)
@@ -104,12 +106,8 @@ class Comparison:
                     # 'auto' chose per k) keeps its value under <name>_used
                     row[f"{key}_used" if key in alt.choices else key] = v
                 row["gain"] = float(gain[i])
-                if alt.scenario.strategy == "ddp":
-                    row["memory_bytes"] = mem.total_bytes
-                    row["fits_memory"] = mem.fits
-                else:  # a sharded strategy: the engine's memory at this k (activations included)
-                    cap = alt.scenario.profile.device.memory_bytes
-                    row["fits_memory"] = None if cap is None else rec["memory_bytes"] <= cap
+                row["memory_bytes"] = float(need[i])
+                row["fits_memory"] = None if cap is None else bool(need[i] <= cap)
                 out.append(row)
         return out
 

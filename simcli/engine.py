@@ -15,28 +15,7 @@ Equations (the README repeats them)::
     strong scaling (fixed global batch B):      b_k = B/(k·m), S(k) = T_compute(B on one device) / T_step(k)
     E(k) = S(k) / k;  samples/s = k · m · b_k / T_step(k)
 
-Overlap with backward (``overlap="buckets"``, PyTorch DDP's gradient buckets;
-Li et al. 2020, "PyTorch Distributed", VLDB): the n gradient bytes fall into
-N_f = floor(n/c) full buckets of c = bucket_mb·2^20 bytes in reverse layer
-order, plus a remainder bucket of r = n - N_f·c bytes (the first layers). We
-assume backward produces gradient bytes at a steady rate over T_b =
-backward_fraction · T_compute (one micro-step), so full bucket j (0-based) is
-ready at t_j = T_b·(j+1)·c/n and the remainder at T_b. Buckets are reduced one
-after another, each as soon as it is ready and the previous one is done::
-
-    e_j = max(t_j, e_{j-1}) + C(c)          (C: one all-reduce of the algorithm)
-    e_last = max(T_b, e_{N_f-1}) + C(r)
-    T_comm         = N_f·C(c) + C(r)          (total)
-    T_comm,exposed = max(0, e_last - T_b)     (what is left when backward ends)
-    T_comm,hidden  = T_comm - T_comm,exposed
-
-With equal full buckets the recursion has a closed form, e_{N_f-1} =
-max(t_0 + N_f·C(c), t_{N_f-1} + C(c)) (the arrival times are linear in j),
-so the timeline costs O(1) per k and stays vectorised; ``bucket_timeline``
-runs the recursion bucket by bucket for one k (for explanations and tests).
-With ``overlap="none"`` the whole gradient is one all-reduce after backward
-(T_comm,exposed = T_comm). With ``accum = m`` (DDP's no_sync) only the last
-micro-step's backward hides communication.
+Overlap with backward: :mod:`simcli.buckets` (DDP's gradient buckets, closed form over k).
 """
 
 from __future__ import annotations
@@ -48,9 +27,11 @@ from typing import Any
 import numpy as np
 
 from . import collectives, sharding, straggler
+from . import memory as memory_model
+from .buckets import BucketPlan, bucket_exposure, bucket_plan
 from .model import DTYPE_BYTES, InputError, Profile, Workload
 
-__all__ = ["Scenario", "Result", "simulate", "OVERLAPS", "BucketPlan", "bucket_plan", "bucket_timeline"]
+__all__ = ["Scenario", "Result", "simulate", "accumulated", "OVERLAPS", "fsdp_units"]
 
 #: values of Scenario.overlap
 OVERLAPS = ("buckets", "none")
@@ -267,8 +248,8 @@ class Result:
     #: one all-reduce of a full bucket (None when there is none) and of the remainder (None when none)
     comm_bucket: collectives.CommCost | None = field(repr=False, default=None)
     comm_last: collectives.CommCost | None = field(repr=False, default=None)
-    #: bytes per device (simcli.sharding.memory) and bytes each device sends per step
-    memory: "sharding.Memory | None" = field(repr=False, default=None)
+    #: bytes per device (simcli.memory) and bytes each device sends per step
+    memory: "memory_model.Memory | None" = field(repr=False, default=None)
     comm_bytes: np.ndarray = field(repr=False, default=None)  # type: ignore[assignment]
     #: a sharded strategy's communication, collective by collective (None for ddp)
     sharded: "sharding.Step | None" = field(repr=False, default=None)
@@ -317,10 +298,9 @@ class Result:
             "strategy": [self.scenario.strategy] * len(self.devices),
             "comm_bytes": self.comm_bytes,
             "memory_bytes": mem.total,
+            # params: the weights held plus fsdp/hsdp's gathered units (also given alone)
             "memory_params_bytes": mem.params,
-            "memory_grads_bytes": mem.grads,
-            "memory_optimizer_bytes": mem.optimizer,
-            "memory_activations_bytes": mem.activations,
+            **{f"memory_{part}_bytes": getattr(mem, part) for part in memory_model.PARTS if part != "weights"},
         }
 
     def records(self) -> list[dict[str, Any]]:
@@ -338,69 +318,6 @@ class Result:
         import pandas as pd
 
         return pd.DataFrame(self.columns())
-
-
-@dataclass(frozen=True)
-class BucketPlan:
-    """How ``n`` gradient bytes become all-reduces: ``full`` buckets of ``size`` bytes, then ``last`` bytes."""
-
-    full: int
-    size: float
-    last: float
-
-    @property
-    def count(self) -> int:
-        return self.full + (1 if self.last > 0 else 0)
-
-
-def bucket_plan(nbytes: float, bucket_bytes: float | None) -> BucketPlan:
-    """DDP's split of the gradient (reverse layer order; the remainder is the last bucket).
-
-    ``bucket_bytes=None`` (no overlap): one message of all ``nbytes``.
-    """
-    if bucket_bytes is None or bucket_bytes >= nbytes:
-        return BucketPlan(full=0, size=float(bucket_bytes or nbytes), last=float(nbytes))
-    full = int(nbytes // bucket_bytes)
-    last = nbytes - full * bucket_bytes
-    if last < 0.5:  # a whole number of buckets (up to rounding)
-        last = 0.0
-    return BucketPlan(full=full, size=float(bucket_bytes), last=float(last))
-
-
-def _exposed(
-    plan: BucketPlan, t_backward: np.ndarray, c_full: np.ndarray, c_last: np.ndarray
-) -> tuple[np.ndarray, np.ndarray]:
-    """(T_comm total, end of the last bucket's all-reduce measured from the start of backward), closed form."""
-    n = plan.full * plan.size + plan.last
-    end = np.zeros_like(t_backward)
-    if plan.full:
-        t0 = t_backward * plan.size / n
-        t_last_full = t_backward * plan.full * plan.size / n
-        end = np.maximum(t0 + plan.full * c_full, t_last_full + c_full)
-    total = plan.full * c_full
-    if plan.last > 0:
-        end = np.maximum(t_backward, end) + c_last
-        total = total + c_last
-    return total, end
-
-
-def bucket_timeline(plan: BucketPlan, t_backward: float, c_full: float, c_last: float) -> list[dict[str, float]]:
-    """The bucket-by-bucket recursion for one k: ready, start and end of each all-reduce (s from backward's start).
-
-    Bucket sizes, in the order DDP reduces them: ``plan.full`` of ``plan.size`` bytes, then ``plan.last``.
-    """
-    n = plan.full * plan.size + plan.last
-    out = []
-    prev = 0.0
-    for j in range(plan.count):
-        full = j < plan.full
-        ready = t_backward * (j + 1) * plan.size / n if full else t_backward
-        start = max(ready, prev)
-        prev = start + (c_full if full else c_last)
-        out.append(
-            {"bucket": j, "bytes": plan.size if full else plan.last, "ready_s": ready, "start_s": start, "end_s": prev}
-        )
-    return out
 
 
 def _compute_time(sc: Scenario, per_device_batch: np.ndarray) -> np.ndarray:
@@ -427,8 +344,11 @@ def _total(
     return dataclasses.replace(main, **{name: add(name) for name in collectives.COMM_TERMS})
 
 
-def simulate(scenario: Scenario, devices: np.ndarray | list[int]) -> Result:
-    """Predict step time, speedup and efficiency for every device count in ``devices``."""
+def simulate(scenario: Scenario, devices: np.ndarray | list[int], micro_batch: np.ndarray | None = None) -> Result:
+    """Predict step time, speedup and efficiency for every device count in ``devices``.
+
+    ``micro_batch`` (weak scaling only): samples per device per micro-step for each element of ``devices``,
+    replacing the scenario's batch per device, so that one call prices a (k, micro-batch) grid (plan best)."""
     sc = scenario
     k = np.asarray(devices, dtype=np.int64).ravel()
     if k.size == 0 or np.any(k < 1):
@@ -437,7 +357,12 @@ def simulate(scenario: Scenario, devices: np.ndarray | list[int]) -> Result:
     collectives.check_devices(net, k)
     kf = k.astype(np.float64)
     m = int(sc.accum)
-    b = sc.batch / (kf * m) if sc.strong else np.full(kf.shape, float(sc.batch))
+    if micro_batch is not None:
+        if sc.strong:
+            raise ValueError("simulate(micro_batch=...) is for weak scaling")
+        b = np.broadcast_to(np.asarray(micro_batch, dtype=np.float64).ravel(), kf.shape).copy()
+    else:
+        b = sc.batch / (kf * m) if sc.strong else np.full(kf.shape, float(sc.batch))
     # forward + backward of one micro-step, at the pace of the slowest of k devices (simcli.straggler)
     slow = straggler.slowdown(k, sc.device_spread)
     t_micro = _compute_time(sc, b) * slow
@@ -457,7 +382,7 @@ def simulate(scenario: Scenario, devices: np.ndarray | list[int]) -> Result:
         else None
     )
     zero = np.zeros(kf.shape)
-    t_comm, end = _exposed(
+    t_comm, end = bucket_exposure(
         plan, t_bwd_micro, comm_full.time if comm_full else zero, comm_last.time if comm_last else zero
     )
     if sc.overlap == "buckets":
@@ -485,50 +410,21 @@ def simulate(scenario: Scenario, devices: np.ndarray | list[int]) -> Result:
     )
 
 
-def _units(sc: Scenario) -> int:
+def fsdp_units(sc: Scenario) -> int:
     """FSDP units: --units, else the workload's layers, else 1 (the whole model one unit)."""
     return int(sc.units or sc.workload.layers or 1)
 
 
-def _memory_kwargs(sc: Scenario, b: np.ndarray) -> dict[str, Any]:
-    """simcli.sharding.memory's arguments for this scenario (b: samples per device per micro-step)."""
-    w = sc.workload
-    given = sc.activation_bytes_per_sample
-    if given is None:
-        from .workloads import activations_for
-
-        given = activations_for(w.activation_bytes_per_sample, sc.compute_dtype)
-    if given is not None:
-        act = np.asarray(b, dtype=np.float64) * given
-    else:
-        tokens = b * (w.seq_len or 0)
-        act = sharding.activation_bytes(
-            tokens=tokens, hidden=w.hidden, units=int(w.layers or _units(sc)), checkpointing=sc.activation_checkpointing
-        )
-    return dict(
-        params=w.params,
-        units=_units(sc),
-        param_bytes=DTYPE_BYTES[sc.param_dtype],
-        grad_bytes=DTYPE_BYTES[sc.grad_dtype],
-        activations=act,
-        group=sc.shard_group,
-        node_size=sc.profile.network[0].size,
-        reshard_after_forward=sc.reshard_after_forward,
-    )
+def _memory(sc: Scenario, k: np.ndarray, b: np.ndarray) -> "memory_model.Memory":
+    return memory_model.for_scenario(sc, k, b=b)
 
 
-def _memory(sc: Scenario, k: np.ndarray, b: np.ndarray) -> "sharding.Memory":
-    return sharding.memory(sc.strategy, k, **_memory_kwargs(sc, b))
+def memory(sc: Scenario, k: np.ndarray | list[int], optimizer: str = "adam") -> "memory_model.Memory":
+    """Bytes per device of ``sc``'s strategy at each k (simcli.memory, the one memory model), activations included."""
+    return memory_model.for_scenario(sc, k, optimizer)
 
 
-def memory(sc: Scenario, k: np.ndarray | list[int]) -> "sharding.Memory":
-    """Bytes per device of ``sc``'s strategy at each k (simcli.sharding.memory), activations included."""
-    k = np.asarray(k, dtype=np.int64).ravel()
-    b = sc.batch / (k * int(sc.accum)) if sc.strong else np.full(k.shape, float(sc.batch))
-    return _memory(sc, k, b)
-
-
-def memory_fit(sc: Scenario, k: np.ndarray | list[int]) -> dict[str, Any] | None:
+def memory_fit(sc: Scenario, k: np.ndarray | list[int], optimizer: str = "adam") -> dict[str, Any] | None:
     """Where ``sc`` does not fit the device's memory: the first such k, its bytes per device and, per k that does
     not fit, the least sharded strategy that would (None: none). None when every k fits or the profile gives no
     device memory."""
@@ -536,13 +432,14 @@ def memory_fit(sc: Scenario, k: np.ndarray | list[int]) -> dict[str, Any] | None
     if cap is None:
         return None
     k = np.asarray(k, dtype=np.int64).ravel()
-    b = sc.batch / (k * int(sc.accum)) if sc.strong else np.full(k.shape, float(sc.batch))
-    kw = _memory_kwargs(sc, b)
-    need = sharding.memory(sc.strategy, k, **kw).total
+    kw = memory_model.scenario_kwargs(sc, memory_model.micro_batch(sc, k), optimizer)
+    need = memory_model.per_device(sc.strategy, k, **kw).total
     bad = need > cap
     if not np.any(bad):
         return None
-    best = sharding.smallest_fitting(cap, k[bad], **{**kw, "activations": np.asarray(kw["activations"])[bad]})
+    best = memory_model.smallest_fitting(
+        cap, k[bad], sharding.STRATEGIES, **{**kw, "activations": np.asarray(kw["activations"])[bad]}
+    )
     return {
         "capacity_bytes": float(cap),
         "devices": k[bad].tolist(),
@@ -572,7 +469,8 @@ def _result(
     m = int(sc.accum)
     t_compute = m * t_micro
     t_step = t_compute + exposed
-    t1 = float(_compute_time(sc, np.array([float(sc.batch)]))[0])
+    # one device alone: the global batch (strong), or this k's micro-batch (weak; the scenario's, or plan best's)
+    t1 = float(_compute_time(sc, np.array([float(sc.batch)]))[0]) if sc.strong else _compute_time(sc, b)
     speedup = t1 / t_step if sc.strong else kf * m * t1 / t_step
     return Result(
         scenario=sc,
@@ -593,6 +491,20 @@ def _result(
     )
 
 
+def accumulated(res: Result, accum: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """(T_step, E) of ``res`` (simulated with accum 1, weak scaling) at ``accum`` micro-steps per optimizer step,
+    per k, without simulating again: :func:`_result`'s rule, m·T_compute + the exposed communication, m times for
+    the sharded strategies (every micro-step communicates, simcli.sharding) and once for ddp (no_sync: only the
+    last micro-step's backward reduces). E = m·T_1/T_step with T_1 one device's micro-step alone."""
+    sc = res.scenario
+    if sc.accum != 1 or sc.strong:
+        raise ValueError("accumulated() takes a weak-scaling result simulated with accum 1")
+    m = np.asarray(accum, dtype=np.float64)
+    exposed = res.t_comm_exposed_s * (m if sc.strategy != "ddp" else 1.0)
+    t_step = m * res.t_compute_s + exposed
+    return t_step, m * _compute_time(sc, res.batch_per_device) / t_step
+
+
 def _simulate_sharded(
     sc: Scenario, k: np.ndarray, b: np.ndarray, t_micro: np.ndarray, t_bwd_micro: np.ndarray, slow: np.ndarray
 ) -> Result:
@@ -606,7 +518,7 @@ def _simulate_sharded(
         algorithm=sc.algorithm,
         protocol=sc.protocol,
         params=sc.workload.params,
-        units=_units(sc),
+        units=fsdp_units(sc),
         param_bytes=pb,
         grad_bytes=gb,
         t_forward=t_micro - t_bwd_micro,

@@ -1,6 +1,6 @@
 """Every term of one sharded-strategy prediction (zero1, zero2, fsdp, hsdp) for one k: :func:`simcli.explain.explain`
 hands these scenarios here and returns the same keys (so `--explain`, `simcli explain` and `simcli plan` read them
-alike), plus ``strategy``, ``units``, ``memory`` and, for fsdp/hsdp, ``units_timeline`` (the first and last units
+alike), plus ``strategy``, ``units`` and, for fsdp/hsdp, ``units_timeline`` (the first and last units
 of each phase from :func:`simcli.sharding.unit_timeline`). Pure; no printing, no CLI imports.
 """
 
@@ -9,7 +9,8 @@ from __future__ import annotations
 from typing import Any
 
 from . import sharding
-from .engine import Scenario, _units, simulate
+from .engine import Scenario, fsdp_units, simulate
+from .explain_terms import message, proto, step_terms, tier_rows
 
 __all__ = ["explain_sharded"]
 
@@ -18,8 +19,6 @@ TIMELINE_ENDS = 2
 
 
 def explain_sharded(sc: Scenario, k: int) -> dict[str, Any]:
-    from .explain import message, proto, step_terms, tier_rows
-
     res = simulate(sc, [k])
     st = res.sharded
     assert st is not None
@@ -30,9 +29,6 @@ def explain_sharded(sc: Scenario, k: int) -> dict[str, Any]:
         message(c, m * count, float(nbytes), collective=name) for name, count, nbytes, c in st.messages if count
     ]
     main = st.messages[0][3]
-    mem = res.memory
-    cap = sc.profile.device.memory_bytes
-    total = float(mem.total[0])
     out: dict[str, Any] = {
         "devices": k,
         "inputs": {
@@ -40,12 +36,12 @@ def explain_sharded(sc: Scenario, k: int) -> dict[str, Any]:
             "strategy": sc.strategy,
             "param_dtype": sc.param_dtype,
             "shard_group": sc.shard_group,
-            "units": _units(sc),
+            "units": fsdp_units(sc),
             "reshard_after_forward": sc.reshard_after_forward,
             "activation_checkpointing": sc.activation_checkpointing,
         },
         "strategy": sc.strategy,
-        "units": _units(sc),
+        "units": fsdp_units(sc),
         **step_terms(
             sc,
             res,
@@ -60,18 +56,9 @@ def explain_sharded(sc: Scenario, k: int) -> dict[str, Any]:
         "n_star_bytes": None,
         "latency_bound": False,
         "comm_bytes": float(res.comm_bytes[0]),
-        "memory": {
-            "params_bytes": float(mem.params[0]),
-            "grads_bytes": float(mem.grads[0]),
-            "optimizer_bytes": float(mem.optimizer[0]),
-            "activations_bytes": float(mem.activations[0]),
-            "total_bytes": total,
-            "capacity_bytes": cap,
-            "fits": None if cap is None else total <= cap,
-        },
     }
     if sc.strategy in ("fsdp", "hsdp"):
-        L = _units(sc)
+        L = fsdp_units(sc)
         ag = next(c for name, _, _, c in st.messages if name == "all_gather")
         R = sum(float(c.time[0]) for name, _, _, c in st.messages if name != "all_gather")
         tl = sharding.unit_timeline(

@@ -161,6 +161,22 @@ class Profile:
         return dataclasses.replace(self, **changes)
 
 
+#: activation figures by the size of the compute dtype: tf32 keeps fp32 tensors, fp16 what bf16 keeps
+_ACT_DTYPE = {"fp32": "fp32", "tf32": "fp32", "bf16": "bf16", "fp16": "bf16"}
+
+
+def activations_for(value: float | dict[str, float] | None, dtype: str) -> float | None:
+    """The activation figure for a compute dtype: the size itself, or the entry of the dtype's width (else the
+    other entry, scaled by the ratio of the element sizes)."""
+    if value is None or not isinstance(value, dict):
+        return value
+    want = _ACT_DTYPE.get(dtype, "fp32")
+    if want in value:
+        return value[want]
+    other, x = next(iter(value.items()))
+    return x * (2.0 if other == "bf16" else 0.5)
+
+
 @dataclass(frozen=True)
 class Workload:
     """What one sample costs and how many gradient values an all-reduce carries."""
@@ -179,8 +195,10 @@ class Workload:
     #: hidden size, for the activation estimate (transformers); None: activations not estimated
     hidden: int | None = None
     #: activations kept for backward per sample (bytes), as measured; replaces the estimate when set. A size,
-    #: or a size per compute dtype ({"fp32": ..., "bf16": ...}; workloads.activations_for picks one)
+    #: or a size per compute dtype ({"fp32": ..., "bf16": ...}; activations_for picks one)
     activation_bytes_per_sample: float | dict[str, float] | None = None
+    #: vocabulary size (transformers): the fp32 logits the loss keeps, in the activation estimate; None: unknown
+    vocab: int | None = None
 
     def grad_bytes(self, grad_dtype: str) -> float:
         return self.params * DTYPE_BYTES[grad_dtype]

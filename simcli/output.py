@@ -413,11 +413,11 @@ def to_csv(
     w = csv.DictWriter(buf, fieldnames=cols, extrasaction="ignore", lineterminator="\n")
     w.writeheader()
     for r in records:
-        w.writerow({k: ("" if r.get(k) is None else _csv_value(r.get(k))) for k in cols})
+        w.writerow({k: ("" if r.get(k) is None else csv_value(r.get(k))) for k in cols})
     return buf.getvalue()
 
 
-def _csv_value(v: Any) -> Any:
+def csv_value(v: Any) -> Any:
     v = jsonable(v)
     if isinstance(v, float):
         return repr(v)

@@ -13,9 +13,9 @@ Three questions, each a pure function of a :class:`~simcli.engine.Scenario`:
 * :func:`time_to_train`: wall-clock time, device-hours and cost of a whole run
   for each k, with the cheapest and the fastest k within a budget.
 
-:func:`training_memory` checks whether the training state fits in device
-memory (parameters, gradients and optimizer state, counted as the ZeRO paper
-does; activations are not counted).
+:func:`training_memory` checks whether the training state and the activations fit in device memory,
+on the one memory model (:mod:`simcli.memory`). :func:`whole_nodes` keeps the device counts that fill
+whole nodes past the first.
 
 This module prints nothing and imports no CLI, YAML, pandas or plotting code.
 """
@@ -33,7 +33,9 @@ import numpy as np
 from . import schema
 from .engine import Result, Scenario, simulate
 from .explain import explain
-from .model import DTYPE_BYTES, InputError, SimcliError, Workload
+from .memory import MemoryCheck
+from .memory import check as memory_check
+from .model import InputError, SimcliError, Workload
 from .units import fmt_bytes, fmt_count, fmt_flops, fmt_rate, fmt_time
 
 __all__ = [
@@ -43,11 +45,8 @@ __all__ = [
     "FieldRef",
     "Solved",
     "TrainPlan",
-    "MemoryCheck",
-    "OPTIMIZER_STATE_BYTES",
     "training_memory",
-    "ShardedMemoryCheck",
-    "sharded_memory",
+    "whole_nodes",
     "breakdown",
     "efficiency_crossings",
     "max_devices",
@@ -70,172 +69,30 @@ class Infeasible(SimcliError):
 # --------------------------------------------------------------------------- memory
 
 
-#: optimizer state in bytes per parameter, kept in fp32 (Adam: momentum and variance)
-OPTIMIZER_STATE_BYTES: dict[str, int] = {"adam": 8, "sgd-momentum": 4, "sgd": 0}
+def training_memory(sc: Scenario, devices: Any, optimizer: str = "adam") -> MemoryCheck:
+    """The memory per device of ``sc`` at ``devices``, from the one memory model (:mod:`simcli.memory`)."""
+    return memory_check(sc, devices, optimizer)
 
 
-@dataclass(frozen=True)
-class MemoryCheck:
-    """Training state of one data-parallel replica against the device's memory."""
+def whole_nodes(sc: Scenario, devices: Any) -> np.ndarray:
+    """The device counts of ``devices`` that fill whole nodes past the first: k <= node size, or a multiple of it.
 
-    params: float
-    optimizer: str
-    mixed_precision: bool
-    weights_bytes: float
-    grads_bytes: float
-    master_bytes: float
-    optimizer_bytes: float
-    capacity_bytes: float | None
-
-    @property
-    def total_bytes(self) -> float:
-        return self.weights_bytes + self.grads_bytes + self.master_bytes + self.optimizer_bytes
-
-    @property
-    def bytes_per_param(self) -> float:
-        return self.total_bytes / self.params
-
-    @property
-    def fits(self) -> bool | None:
-        """True or False when the profile gives device memory, else None (not checked)."""
-        if self.capacity_bytes is None:
-            return None
-        return self.total_bytes <= self.capacity_bytes
-
-    def message(self) -> str:
-        need = (
-            f"{fmt_bytes(self.total_bytes, binary=False)} per device ({self.bytes_per_param:g} B/param: "
-            f"weights {self.weights_bytes / self.params:g} + gradients {self.grads_bytes / self.params:g}"
-            + (f" + fp32 master copy {self.master_bytes / self.params:g}" if self.master_bytes else "")
-            + f" + {self.optimizer} state {self.optimizer_bytes / self.params:g})"
-        )
-        if self.capacity_bytes is None:
-            return f"training state needs {need}; the profile gives no device memory, so it is not checked"
-        if self.fits:
-            return (
-                f"training state fits: {need} of {fmt_bytes(self.capacity_bytes, binary=False)}, "
-                f"{fmt_bytes(self.capacity_bytes - self.total_bytes, binary=False)} left for activations"
-            )
-        return (
-            f"DOES NOT FIT: the training state needs {need} but the device has "
-            f"{fmt_bytes(self.capacity_bytes, binary=False)}; plain data parallelism keeps a full replica on "
-            "every device: ask again with --strategy zero1, zero2, fsdp or hsdp (sharded data parallelism), or "
-            "the model needs model parallelism, which simcli does not model"
-        )
-
-    def to_dict(self) -> dict[str, Any]:
-        return {
-            "checked": self.capacity_bytes is not None,
-            "fits": self.fits,
-            "params": self.params,
-            "optimizer": self.optimizer,
-            "mixed_precision": self.mixed_precision,
-            "bytes_per_param": self.bytes_per_param,
-            "weights_bytes": self.weights_bytes,
-            "grads_bytes": self.grads_bytes,
-            "master_bytes": self.master_bytes,
-            "optimizer_bytes": self.optimizer_bytes,
-            "total_bytes": self.total_bytes,
-            "capacity_bytes": self.capacity_bytes,
-            "message": self.message(),
-        }
-
-
-def training_memory(sc: Scenario, optimizer: str = "adam") -> MemoryCheck:
-    """Bytes of training state per device, counted as ZeRO does (Rajbhandari et al. 2020, sec. 3.1).
-
-    Mixed precision (compute dtype of fewer than 4 bytes): 16-bit weights (2Ψ),
-    16-bit gradients (2Ψ), an fp32 master copy of the weights (4Ψ) and the
-    optimizer state in fp32 (Adam: momentum and variance, 8Ψ): 16 bytes per
-    parameter for Adam. Full precision: fp32 weights and gradients (4Ψ + 4Ψ),
-    no master copy, the same optimizer state (Adam again 16 bytes; PyTorch AMP
-    with fp32 weights and gradients counts the same 4 + 4 + 8).
-    Not counted: activations (they depend on batch, sequence length and
-    checkpointing), temporary buffers, DDP's bucket copies of the gradients,
-    the CUDA context and allocator fragmentation.
-    """
-    if optimizer not in OPTIMIZER_STATE_BYTES:
-        raise InputError(
-            f"--optimizer: unknown optimizer {optimizer!r}; choose one of {', '.join(OPTIMIZER_STATE_BYTES)}"
-        )
-    n = sc.workload.params
-    mixed = DTYPE_BYTES.get(sc.compute_dtype, 4) < 4
-    w = 2.0 if mixed else 4.0
-    return MemoryCheck(
-        params=n,
-        optimizer=optimizer,
-        mixed_precision=mixed,
-        weights_bytes=w * n,
-        grads_bytes=w * n,
-        master_bytes=(4.0 * n if mixed else 0.0),
-        optimizer_bytes=OPTIMIZER_STATE_BYTES[optimizer] * n,
-        capacity_bytes=sc.profile.device.memory_bytes,
-    )
-
-
-@dataclass(frozen=True)
-class ShardedMemoryCheck:
-    """A sharded strategy's memory per device at the device counts a plan answers for (activations included,
-    simcli.sharding.memory); the same face as :class:`MemoryCheck`."""
-
-    strategy: str
-    devices: tuple[int, ...]
-    per_device_bytes: tuple[float, ...]
-    capacity_bytes: float | None
-
-    @property
-    def total_bytes(self) -> float:
-        return max(self.per_device_bytes)
-
-    @property
-    def fits(self) -> bool | None:
-        if self.capacity_bytes is None:
-            return None
-        return self.total_bytes <= self.capacity_bytes
-
-    def message(self) -> str:
-        ks, need = self.devices, self.per_device_bytes
-        at = (
-            f"{fmt_bytes(need[0], binary=False)} per device at k = {ks[0]}"
-            if len(ks) == 1
-            else f"{fmt_bytes(max(need), binary=False)} to {fmt_bytes(min(need), binary=False)} per device over "
-            f"k = {ks[0]}..{ks[-1]}"
-        )
-        if self.capacity_bytes is None:
-            return f"{self.strategy} needs {at}; the profile gives no device memory, so it is not checked"
-        cap = fmt_bytes(self.capacity_bytes, binary=False)
-        if self.fits:
-            return f"{self.strategy} fits: {at} (activations included) of {cap}"
-        bad = [k for k, b in zip(ks, need) if b > self.capacity_bytes]
-        return (
-            f"DOES NOT FIT: {self.strategy} needs {at} (activations included) but the device has {cap}; it does "
-            f"not fit at k = {', '.join(str(k) for k in bad[:8])}{' ...' if len(bad) > 8 else ''}"
-        )
-
-    def to_dict(self) -> dict[str, Any]:
-        return {
-            "checked": self.capacity_bytes is not None,
-            "fits": self.fits,
-            "strategy": self.strategy,
-            "devices": list(self.devices),
-            "per_device_bytes": list(self.per_device_bytes),
-            "total_bytes": self.total_bytes,
-            "capacity_bytes": self.capacity_bytes,
-            "message": self.message(),
-        }
-
-
-def sharded_memory(sc: Scenario, devices: Any) -> ShardedMemoryCheck:
-    """:class:`ShardedMemoryCheck` of ``sc`` (strategy zero1, zero2, fsdp or hsdp) at ``devices``."""
-    from .engine import memory
-
+    A partial node is a poor buy and a misleading answer: with 8 devices per node, a 9th device alone on a second
+    node makes every collective cross the network through that one device's NIC, so E(9) is far below E(16)
+    (dgx-h100, llama2-7b fsdp: 0.40 against 0.95), and a scan that stops at the first k below a target stops at 8.
+    Profiles with one tier (or no node size) keep every k. Refuses a list with no whole-node count left."""
     k = np.asarray(devices, dtype=np.int64).ravel()
-    return ShardedMemoryCheck(
-        strategy=sc.strategy,
-        devices=tuple(int(x) for x in k),
-        per_device_bytes=tuple(float(x) for x in memory(sc, k).total),
-        capacity_bytes=sc.profile.device.memory_bytes,
-    )
+    net = sc.profile.network
+    node = net[0].size if len(net) > 1 else None
+    if not node:
+        return k
+    keep = k[(k <= node) | (k % node == 0)]
+    if keep.size == 0:
+        raise InputError(
+            f"--devices: none of the {k.size} device counts ({int(k[0])}..{int(k[-1])}) fills whole nodes of "
+            f"{node} ({sc.profile.name}); ask for multiples of {node}, or add --partial-nodes to scan every count"
+        )
+    return keep
 
 
 # --------------------------------------------------------------------------- why: one k's step, term by term

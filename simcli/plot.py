@@ -28,7 +28,7 @@ from matplotlib.patches import Patch
 from matplotlib.ticker import FuncFormatter, LogLocator, MaxNLocator, NullFormatter
 
 from .model import InputError
-from .units import fmt_bytes, fmt_time
+from .units import fmt_bytes, fmt_count, fmt_time
 
 __all__ = [
     "FORMATS",
@@ -566,3 +566,63 @@ def save_figure(fig: Figure, path: str | os.PathLike[str], force: bool = False, 
 
     data = figure_bytes(fig, picture_format(path, option))
     return str(write_atomic(path, data, force=force, option=option))
+
+
+def frontier_figure(ans: Any, title: str, size: FigSize = FigSize()) -> Figure:
+    """`plan best`: every kept configuration as a point (time against cost, one colour per strategy), the
+    frontier as a line, the answer and the runner-up marked. Time and cost are per run when the run's length is
+    given (days; cost, or device-hours without a price), else per optimizer step (s; device-seconds)."""
+    fig = _new_figure(size, 6.0)
+    ax = fig.add_subplot(1, 1, 1)
+    t = ans.table
+    ok = t["reason"] == ""
+    per_run = ans.samples is not None
+
+    def xy(rows: Any, i: Any = None) -> tuple[Any, Any]:
+        get = (lambda c: np.asarray(rows[c], dtype=float)[i]) if i is not None else (lambda c: rows[c])
+        x = get("days") if per_run else get("t_step_s")
+        if per_run:
+            y = get("cost") if ans.price is not None else get("device_hours")
+        else:
+            y = get("devices") * get("t_step_s")
+        return x, y
+
+    strategies = [s for s in ("ddp", "zero1", "zero2", "hsdp", "fsdp") if np.any(ok & (t["strategy"] == s))]
+    # zero1 and zero2 run the same collectives (they differ in memory only): distinct markers keep both visible
+    markers = {"ddp": "s", "zero1": "o", "zero2": "x", "hsdp": "^", "fsdp": "v"}
+    for s, c in zip(strategies, _colors(len(strategies))):
+        i = np.flatnonzero(ok & (t["strategy"] == s))
+        x, y = xy(t, i)
+        ax.scatter(x, y, s=22, color=c, alpha=0.7, marker=markers[s], label=f"{s} ({i.size} fit)")
+    fx = [xy(r)[0] for r in ans.frontier]
+    fy = [xy(r)[1] for r in ans.frontier]
+    ax.plot(fx, fy, "-", color="black", linewidth=1.2, label=f"frontier ({len(fx)})", zorder=3)
+    ax.scatter(fx, fy, s=22, facecolors="none", edgecolors="black", zorder=4)
+    a = ans.answer
+    ax_, ay = xy(a)
+    ax.scatter([ax_], [ay], marker="*", s=260, color="crimson", zorder=5, label="answer")
+    ax.annotate(
+        f"answer: {a['strategy']}, k = {a['devices']}, micro-batch {a['batch_per_device']} x accum {a['accum']}",
+        (ax_, ay),
+        textcoords="offset points",
+        xytext=(-12, 24),
+        ha="right",
+        fontsize=9,
+        color="crimson",
+    )
+    if ans.runner_up is not None:
+        rx, ry = xy(ans.runner_up)
+        ax.scatter([rx], [ry], marker="D", s=60, facecolors="none", edgecolors="crimson", zorder=5, label="runner-up")
+    ax.set_xscale("log")
+    ax.xaxis.set_major_formatter(FuncFormatter(lambda v, _p: f"{v:g}"))
+    ax.xaxis.set_minor_formatter(FuncFormatter(lambda v, _p: f"{v:g}" if f"{v:g}"[0] in "235" else ""))
+    ax.yaxis.set_major_formatter(FuncFormatter(lambda v, _p: fmt_count(v)))
+    ax.set_xlabel("time to train (days)" if per_run else "step time (s)")
+    if per_run:
+        ax.set_ylabel("cost" if ans.price is not None else "device-hours")
+    else:
+        ax.set_ylabel("device-seconds per optimizer step")
+    ax.grid(True, which="both", alpha=0.3)
+    ax.legend(fontsize=8, loc="best")
+    fig.suptitle(_wrap(title, fig, 11), fontsize=11)
+    return fig

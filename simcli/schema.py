@@ -214,9 +214,9 @@ def _pattern(unit: str) -> str:
     """The strings units.parse accepts for a quantity kind, as a regular expression (from its unit table)."""
     import re
 
-    from .units import _UNITS
+    from .units import UNITS
 
-    alts = "|".join(re.escape(u) for u in sorted(_UNITS[unit], key=len, reverse=True))
+    alts = "|".join(re.escape(u) for u in sorted(UNITS[unit], key=len, reverse=True))
     return rf"^\s*[-+]?(\d+\.?\d*|\.\d+)([eE][-+]?\d+)?\s*({alts})?\s*$"
 
 

@@ -1,7 +1,7 @@
-"""Sharded data parallelism: ZeRO-1/2, FSDP (ZeRO-3, FULL_SHARD) and HSDP, their collectives, overlap and memory.
+"""Sharded data parallelism: ZeRO-1/2, FSDP (ZeRO-3, FULL_SHARD) and HSDP, their collectives and overlap.
 
 Pure numpy, vectorised over k: no typer, yaml or torch. ``engine.simulate`` calls :func:`step` for every
-strategy but ``ddp`` (whose bucketed all-reduce stays in the engine) and :func:`memory` for all of them.
+strategy but ``ddp`` (whose bucketed all-reduce stays in the engine); memory is :mod:`simcli.memory`'s.
 
 Notation: P parameters in L units (FSDP's wrapped modules, one transformer block each; the embedding and the
 head are spread evenly over the blocks, so each unit carries P/L parameters), p = bytes per parameter in the
@@ -44,15 +44,7 @@ all-gather and reduce-scatter (+ the replicas' all-reduce for hsdp):
 against a plain event loop over one k. The all-gather of the first unit of the *next* step could hide behind
 the optimizer step; FSDP does not do that and neither does this model.
 
-Memory per device (:func:`memory`): Adam with mixed precision, 12 B per parameter of optimizer state (fp32
-master weights, m and v), plus the parameters in the param dtype and the gradients in the grad dtype, each
-divided by k (hsdp: by G) where the strategy shards it (ZeRO's Ψ accounting, sec. 5): zero1 shards the
-optimizer state, zero2 also the gradients, fsdp/hsdp also the parameters; fsdp/hsdp then hold the gathered
-parameters of two units at once (the current and the prefetched one), or all of them when not resharding
-after forward. Activations: transformers only, per token and block 34·h bytes (Korthikanti et al. 2022, eq. 2,
-without the 5·a·s/h attention-score term, which FlashAttention does not store); with activation checkpointing
-2·h bytes per token and block (the block's input in bf16) plus one block's 34·h being recomputed. Not counted:
-temporary buffers, the unsharded gradient of the unit being reduced, the CUDA context, fragmentation.
+Memory per device is :mod:`simcli.memory`'s (the one memory model every command reads).
 """
 
 from __future__ import annotations
@@ -64,14 +56,14 @@ from typing import Any
 import numpy as np
 
 from . import collectives
+from .buckets import bucket_exposure, bucket_plan  # DDP's bucket timeline, reused for zero1/zero2's reduce-scatter
+from .memory import ZERO_BUCKET_ELEMENTS
+from .memory import shard_divisor as shard_group
 from .model import InputError, Profile, Tier
 
 __all__ = [
     "STRATEGIES",
     "SHARDED",
-    "OPTIMIZER_BYTES",
-    "Memory",
-    "memory",
     "comm_bytes",
     "replica_profile",
     "fsdp_times",
@@ -79,20 +71,15 @@ __all__ = [
     "Step",
     "step",
     "shard_group",
-    "smallest_fitting",
-    "activation_bytes",
+    "ZERO_BUCKET_ELEMENTS",
 ]
 
 #: values of Scenario.strategy, from the least to the most sharded memory (hsdp shards within a group only)
 STRATEGIES = ("ddp", "zero1", "zero2", "hsdp", "fsdp")
 #: the strategies whose step this module prices (ddp stays the engine's bucketed all-reduce)
 SHARDED = ("zero1", "zero2", "fsdp", "hsdp")
-#: zero1/zero2 reduce-scatter the gradients in buckets of this many elements (DeepSpeed's reduce_bucket_size default)
-ZERO_BUCKET_ELEMENTS = 5e8
-#: Adam with mixed precision: fp32 master weights, momentum and variance (4 + 4 + 4 bytes per parameter)
-OPTIMIZER_BYTES = 12.0
-#: bytes of activations per token and transformer block without checkpointing (Korthikanti et al. 2022)
-ACT_BYTES_PER_TOKEN_HIDDEN = 34.0
+#: zero1/zero2 reduce-scatter the gradients in buckets of ZERO_BUCKET_ELEMENTS elements (simcli.memory: DeepSpeed's
+#: reduce_bucket_size default); shard_group is simcli.memory.shard_divisor
 
 
 def check_strategy(strategy: str) -> str:
@@ -106,93 +93,6 @@ def check_strategy(strategy: str) -> str:
             f"{', '.join(('ddp', 'zero1', 'zero2', 'fsdp', 'hsdp'))}"
         )
     return strategy
-
-
-def shard_group(strategy: str, k: np.ndarray, group: int | None, node_size: int | None) -> np.ndarray:
-    """Devices one copy of the sharded state is split over, per k: k (zero*, fsdp), min(G, k) (hsdp), 1 (ddp).
-
-    hsdp's G defaults to one node (``node_size``; the whole of k on a one-tier profile).
-    """
-    k = np.asarray(k, dtype=np.int64)
-    if strategy == "ddp":
-        return np.ones_like(k)
-    if strategy != "hsdp":
-        return k
-    g = group if group is not None else node_size
-    if g is None:
-        return k
-    return np.minimum(k, int(g))
-
-
-# --------------------------------------------------------------------------- memory
-
-
-@dataclass(frozen=True)
-class Memory:
-    """Bytes per device, arrays over k. ``params`` includes fsdp/hsdp's gathered units."""
-
-    params: np.ndarray
-    grads: np.ndarray
-    optimizer: np.ndarray
-    activations: np.ndarray
-
-    @property
-    def total(self) -> np.ndarray:
-        return self.params + self.grads + self.optimizer + self.activations
-
-
-def activation_bytes(*, tokens: np.ndarray, hidden: int | None, units: int, checkpointing: bool) -> np.ndarray:
-    """Activations kept for backward by one device (transformers; 0 where ``hidden`` is unknown)."""
-    tokens = np.asarray(tokens, dtype=np.float64)
-    if not hidden:
-        return np.zeros(tokens.shape)
-    per_block = ACT_BYTES_PER_TOKEN_HIDDEN * hidden * tokens
-    if checkpointing:
-        return 2.0 * hidden * tokens * units + per_block
-    return per_block * units
-
-
-def memory(
-    strategy: str,
-    k: np.ndarray,
-    *,
-    params: float,
-    units: int,
-    param_bytes: float,
-    grad_bytes: float,
-    activations: np.ndarray | float = 0.0,
-    group: int | None = None,
-    node_size: int | None = None,
-    reshard_after_forward: bool = True,
-) -> Memory:
-    """Bytes per device for ``strategy`` at each k (see the module docstring)."""
-    k = np.asarray(k, dtype=np.int64)
-    d = shard_group(strategy, k, group, node_size).astype(np.float64)
-    one = np.ones(k.shape)
-    opt_div = one if strategy == "ddp" else d
-    grad_div = d if strategy in ("zero2", "fsdp", "hsdp") else one
-    par_div = d if strategy in ("fsdp", "hsdp") else one
-    p = params * param_bytes / par_div
-    if strategy in ("fsdp", "hsdp"):
-        gathered = params * param_bytes * (min(2, units) / units if reshard_after_forward else 1.0)
-        p = p + np.where(d > 1, gathered, 0.0)  # k = 1: the parameters are whole already
-    act = np.broadcast_to(np.asarray(activations, dtype=np.float64), k.shape).copy()
-    return Memory(
-        params=p, grads=params * grad_bytes / grad_div, optimizer=params * OPTIMIZER_BYTES / opt_div, activations=act
-    )
-
-
-def smallest_fitting(capacity: float, k: np.ndarray, **kwargs: Any) -> list[str | None]:
-    """Per k, the first strategy of :data:`STRATEGIES` whose memory fits ``capacity`` bytes (None: none fits).
-
-    ``kwargs`` are :func:`memory`'s.
-    """
-    k = np.asarray(k, dtype=np.int64)
-    out: list[str | None] = [None] * k.size
-    for s in STRATEGIES:
-        fits = (memory(s, k, **kwargs).total <= capacity).ravel().tolist()
-        out = [o if o is not None else (s if f else None) for o, f in zip(out, fits)]
-    return out
 
 
 # --------------------------------------------------------------------------- communicated bytes
@@ -358,7 +258,6 @@ def step(
     reshard_after_forward: bool = True,
 ) -> Step:
     """Communication of one micro-step of ``strategy`` (one of :data:`SHARDED`) and what of it is exposed."""
-    from .engine import _exposed, bucket_plan  # the DDP bucket timeline, reused for zero1/zero2's reduce-scatter
 
     k = np.asarray(k, dtype=np.int64)
     P = float(params)
@@ -369,7 +268,9 @@ def step(
         rs_full = _price(profile, algorithm, protocol, k, plan.size, "reduce_scatter") if plan.full else None
         rs_last = _price(profile, algorithm, protocol, k, plan.last, "reduce_scatter") if plan.last else None
         ag = _price(profile, algorithm, protocol, k, P * param_bytes, "all_gather")
-        t_rs, end = _exposed(plan, t_backward, rs_full.time if rs_full else zero, rs_last.time if rs_last else zero)
+        t_rs, end = bucket_exposure(
+            plan, t_backward, rs_full.time if rs_full else zero, rs_last.time if rs_last else zero
+        )
         rs_exposed = np.clip(end - t_backward, 0.0, t_rs) if bucket_bytes is not None else t_rs
         t_ag = ag.time
         terms = [(c, plan.full if c is rs_full else 1.0) for c in (rs_full, rs_last, ag) if c is not None]

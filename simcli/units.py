@@ -66,8 +66,8 @@ def _table() -> dict[str, dict[str, float]]:
     return t
 
 
-_UNITS = _table()
-KINDS = tuple(_UNITS)
+UNITS = _table()
+KINDS = tuple(UNITS)
 _EXAMPLES = {
     "bytes": "'80 GB' or '64 GiB'",
     "bandwidth": "'400 Gb/s' or '50 GB/s'",
@@ -85,7 +85,7 @@ def parse(value: object, kind: str) -> float:
     Raises :class:`UnitError` for anything else, including NaN and infinity.
     Sign is not checked here; callers decide what range is valid.
     """
-    if kind not in _UNITS:
+    if kind not in UNITS:
         raise ValueError(f"unknown quantity kind {kind!r}")
     if isinstance(value, bool) or value is None:
         raise UnitError(f"{value!r} is not a {_noun(kind)} (try {_EXAMPLES[kind]})")
@@ -99,7 +99,7 @@ def parse(value: object, kind: str) -> float:
         if unit == "":
             x = float(number)
         else:
-            factor = _UNITS[kind].get(unit)
+            factor = UNITS[kind].get(unit)
             if factor is None:
                 raise UnitError(f"{value!r} is not a {_noun(kind)} (try {_EXAMPLES[kind]})")
             x = float(number) * factor

@@ -203,7 +203,7 @@ def live_measured(live: Any, collective: str | None = "all_reduce") -> Measured:
     if not rows:
         found = ", ".join(sorted({r["collective"] for r in live.rows}))
         raise InputError(f"{live.path}: no {collective} collectives (found {found})")
-    from .output import _csv_value as fmt
+    from .output import csv_value as fmt
 
     srows = tuple({c: "" if r.get(c) is None else str(fmt(r[c])) for c in live.columns} for r in rows)
     notes = (f"backend: {rows[0]['backend']}", *live.notes)
@@ -227,6 +227,46 @@ def placement_notes(m: Measured, profile: Profile) -> list[str]:
         f"prediction prices {-(-k // node)} node(s)"
         for k, n in sorted(bad)
     ]
+
+
+def trace_step_measured(live: Any, flops_per_sample: float, params: float, batch: int, dtype: str) -> Any:
+    """A trace's steps as a 'bench step' file (simcli.validate.Measured, kind 'step'): one row per rank, the
+    median over its steps of forward + backward (t_compute_s), p10/p90 over the steps; what calibrate fits
+    mfu_by_dtype and the backward fraction from."""
+    from .output import csv_value
+
+    cols = (
+        "world_size", "backend", "mode", "model", "params", "batch_per_device", "steps", "t_compute_s",
+        "t_compute_p10_s", "t_compute_p90_s", "t_comm_s", "t_step_s", "dtype", "flops_per_sample",
+        "t_forward_s", "t_backward_s", "rank",
+    )  # fmt: skip
+    rows = []
+    for t in live.traces:
+        if not t.steps:
+            continue
+        comp = np.array([s.compute_s for s in t.steps])
+        med = lambda name: float(np.median([getattr(s, name) for s in t.steps]))  # noqa: E731
+        r = {
+            "world_size": t.world_size or len(live.traces),
+            "backend": t.backend or "",
+            "mode": "ddp",
+            "model": "trace",
+            "params": params,
+            "batch_per_device": batch,
+            "steps": len(t.steps),
+            "t_compute_s": float(np.median(comp)),
+            "t_compute_p10_s": float(np.quantile(comp, 0.1)),
+            "t_compute_p90_s": float(np.quantile(comp, 0.9)),
+            "t_comm_s": med("comm_s"),
+            "t_step_s": med("step_s"),
+            "dtype": dtype,
+            "flops_per_sample": flops_per_sample,
+            "t_forward_s": med("forward_s"),
+            "t_backward_s": med("backward_s"),
+            "rank": "" if t.rank is None else t.rank,
+        }
+        rows.append({c: str(csv_value(r[c])) for c in cols})
+    return Measured(live.path, "step", cols, tuple(rows), tuple(range(1, len(rows) + 1)), tuple(live.notes))
 
 
 def filter_rows(

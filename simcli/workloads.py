@@ -45,6 +45,7 @@ _KEYS = {
     "layers",
     "hidden",
     "activation_bytes_per_sample",
+    "vocab",
 }
 
 
@@ -63,6 +64,7 @@ class ModelPreset:
     hidden: int | None = None  #: hidden size (the activation estimate)
     #: measured activations per sample (replaces the estimate): a size, or a size per compute dtype
     activation_bytes_per_sample: float | dict[str, float] | None = None
+    vocab: int | None = None  #: vocabulary size (the logits in the activation estimate)
 
     def flops_per_sample(self, seq_len: int | None = None) -> float:
         if self.flops_per_sample_fixed is not None:
@@ -86,6 +88,7 @@ class ModelPreset:
             layers=self.layers,
             hidden=self.hidden,
             activation_bytes_per_sample=self.activation_bytes_per_sample,
+            vocab=self.vocab,
         )
 
 
@@ -118,10 +121,6 @@ def _number(v: Any, source: str, field: str, integer: bool = False) -> float:
     return int(v) if integer else float(v)
 
 
-#: activation figures by the size of the compute dtype: tf32 keeps fp32 tensors, fp16 what bf16 keeps
-_ACT_DTYPE = {"fp32": "fp32", "tf32": "fp32", "bf16": "bf16", "fp16": "bf16"}
-
-
 def _activations(v: Any, source: str, field: str) -> float | dict[str, float]:
     """activation_bytes_per_sample: one size (bytes, units allowed), or a size per compute dtype (fp32, bf16)."""
     from .units import parse_at
@@ -136,18 +135,6 @@ def _activations(v: Any, source: str, field: str) -> float | dict[str, float]:
             raise InputError(f"{source}: {field}: give a size, or sizes for fp32 and/or bf16 (got {got})")
         return {str(k): one(x, f"{field}.{k}") for k, x in v.items()}
     return one(v, field)
-
-
-def activations_for(value: float | dict[str, float] | None, dtype: str) -> float | None:
-    """The activation figure for a compute dtype: the size itself, or the entry of the dtype's width (else the
-    other entry, scaled by the ratio of the element sizes)."""
-    if value is None or not isinstance(value, dict):
-        return value
-    want = _ACT_DTYPE.get(dtype, "fp32")
-    if want in value:
-        return value[want]
-    other, x = next(iter(value.items()))
-    return x * (2.0 if other == "bf16" else 0.5)
 
 
 def workload_from_dict(d: Any, source: str, name: str | None = None) -> ModelPreset:
@@ -190,6 +177,7 @@ def workload_from_dict(d: Any, source: str, name: str | None = None) -> ModelPre
         kind = "cnn"
     layers = _number(d["layers"], source, prefix + "layers", integer=True) if d.get("layers") is not None else None
     hidden = _number(d["hidden"], source, prefix + "hidden", integer=True) if d.get("hidden") is not None else None
+    vocab = _number(d["vocab"], source, prefix + "vocab", integer=True) if d.get("vocab") is not None else None
     act = None
     if d.get("activation_bytes_per_sample") is not None:
         act = _activations(d["activation_bytes_per_sample"], source, prefix + "activation_bytes_per_sample")
@@ -210,6 +198,7 @@ def workload_from_dict(d: Any, source: str, name: str | None = None) -> ModelPre
         layers=layers,
         hidden=hidden,
         activation_bytes_per_sample=act,
+        vocab=vocab,
     )
 
 

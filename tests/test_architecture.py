@@ -13,7 +13,21 @@ import pytest
 
 ROOT = Path(__file__).resolve().parent.parent
 #: the engine floor: pure maths on frozen data
-FLOOR = ("units", "ranges", "model", "collectives", "engine", "comm", "workloads", "sharding")
+FLOOR = (
+    "version",
+    "units",
+    "ranges",
+    "model",
+    "straggler",
+    "nccl",
+    "collectives",
+    "comm",
+    "buckets",
+    "engine",
+    "sharding",
+    "memory",
+    "workloads",
+)
 HEAVY = ("typer", "rich", "yaml", "pandas", "matplotlib", "torch")
 
 
@@ -49,13 +63,6 @@ def test_ruff_format_is_clean():
         text=True,
     )
     assert r.returncode == 0, r.stdout + r.stderr
-
-
-def test_bench_worker_and_step_import_each_other_only_lazily():
-    """bench.step imports bench.worker for a type only; the worker imports the step module inside a function."""
-    text = (ROOT / "simcli" / "bench" / "step.py").read_text(encoding="utf-8")
-    head = text.split("if TYPE_CHECKING:")[0]
-    assert "from .worker import" not in head
 
 
 @pytest.mark.parametrize("module", FLOOR)
@@ -107,3 +114,166 @@ def test_no_cli_module_imports_the_root_app_back():
     # the shared modules import no command module: common.py only options.py, options.py nothing of cli/
     assert {m.split(".")[2] for m in _imports(cli / "common.py") if m.startswith("simcli.cli.")} <= {"options"}
     assert not [m for m in _imports(cli / "options.py") if m.startswith("simcli.cli")]
+
+
+# --------------------------------------------------------------------------- the import graph: arrows point down
+
+#: every module's layer, lowest first (docs/ARCHITECTURE.md draws them). A module may import its own layer or a
+#: lower one, never a higher one, and no module is in a circle. A name is a module or a package (then every module
+#: below it, unless a longer name places it elsewhere); a package's ``__init__`` is named by the package, the root
+#: package by "". A module no name places fails the test.
+LAYERS: dict[str, tuple[str, ...]] = {
+    "base": ("version", "model", "units"),
+    "communication": ("ranges", "straggler", "nccl", "collectives", "comm", "buckets"),
+    "step": ("memory", "engine", "sharding"),
+    "inputs and outputs": ("inputs", "schema", "profiles", "workloads", "output", "tables", "render", "detect", "data")
+    + ("bench", "bench.stats", "bench.results", "bench.nccltests")
+    + ("bench.calls", "bench.inspector", "bench.kineto", "bench.live"),
+    "answers": ("explain_terms", "explain_sharding", "explain", "plan", "plan_best", "compare")
+    + ("calibrate", "calibration", "validate", "trace_validate", "check"),
+    "measurement and pictures": ("bench.launch", "bench.dist", "bench.models", "bench.allreduce", "bench.step")
+    + ("bench.worker", "plot"),
+    "command line": ("cli", "__main__", ""),
+}
+
+
+def module_name(path: Path, root: Path) -> str:
+    """``simcli/cli/app.py`` -> ``cli.app``; a package's ``__init__.py`` -> the package (the root package: "")."""
+    parts = list(path.relative_to(root).with_suffix("").parts)
+    if parts[-1] == "__init__":
+        parts.pop()
+    return ".".join(parts)
+
+
+def import_edges(root: Path) -> list[tuple[str, str, str, int]]:
+    """(importer, imported module, imported name or "", line) for every import of the package at ``root`` by one
+    of its own modules, at any depth (function-level and ``TYPE_CHECKING`` imports included)."""
+    pkg = root.name
+    modules = {module_name(p, root) for p in root.rglob("*.py")}
+    edges = []
+    for path in sorted(root.rglob("*.py")):
+        me = module_name(path, root)
+        here = me.split(".") if me else []
+        if path.name != "__init__.py":
+            here = here[:-1]  # the package a module sits in
+        for node in ast.walk(ast.parse(path.read_text(encoding="utf-8"))):
+            targets: list[tuple[str, str]] = []
+            if isinstance(node, ast.Import):
+                targets = [(a.name, "") for a in node.names]
+                targets = [
+                    (t[len(pkg) + 1 :] if t.startswith(pkg + ".") else ("" if t == pkg else None), n)
+                    for t, n in targets
+                ]
+                targets = [(t, n) for t, n in targets if t is not None]
+            elif isinstance(node, ast.ImportFrom):
+                if node.level:
+                    base = here[: len(here) - node.level + 1]
+                    mod = ".".join([*base, node.module] if node.module else base)
+                elif node.module == pkg or (node.module or "").startswith(pkg + "."):
+                    mod = node.module[len(pkg) + 1 :]
+                else:
+                    continue
+                for a in node.names:
+                    sub = f"{mod}.{a.name}" if mod else a.name
+                    targets.append((sub, "") if sub in modules else (mod, a.name))
+            for target, name in targets:
+                if target in modules and target != me:
+                    edges.append((me, target, name, node.lineno))
+    return edges
+
+
+def layer_of(module: str, layers: dict[str, tuple[str, ...]]) -> int | None:
+    """The index of the layer a module belongs to: a name in a layer is the module itself or a package, which
+    then holds every module below it (the longest match wins); None when no layer names it."""
+    best: tuple[int, int] | None = None
+    for i, names in enumerate(layers.values()):
+        for n in names:
+            if module == n or (n and module.startswith(n + ".")):
+                if best is None or len(n) > best[1]:
+                    best = (i, len(n))
+    return None if best is None else best[0]
+
+
+def layer_violations(root: Path, layers: dict[str, tuple[str, ...]]) -> list[str]:
+    """Every import that goes up a layer, every circle between modules, every private name taken from another
+    module, and every module without a layer: one line each, empty when the package obeys the rules."""
+    modules = sorted({module_name(p, root) for p in root.rglob("*.py")})
+    rank = {m: r for m in modules if (r := layer_of(m, layers)) is not None}
+    name_of = dict(enumerate(layers))
+    edges = import_edges(root)
+    out = [f"{m}: has no layer" for m in modules if m not in rank]
+    graph: dict[str, set[str]] = {}
+    for me, target, name, line in edges:
+        graph.setdefault(me, set()).add(target)
+        if name.startswith("_") and not name.startswith("__"):
+            out.append(f"{me}:{line} takes the private name {target}.{name}")
+        if me in rank and target in rank and rank[target] > rank[me]:
+            out.append(f"{me}:{line} imports {target} ({name_of[rank[target]]}) from below ({name_of[rank[me]]})")
+    out += [f"circle: {' -> '.join(c)}" for c in _circles(graph)]
+    return out
+
+
+def _circles(graph: dict[str, set[str]]) -> list[list[str]]:
+    """The strongly connected components of more than one module (Tarjan), each sorted."""
+    index: dict[str, int] = {}
+    low: dict[str, int] = {}
+    stack: list[str] = []
+    on: set[str] = set()
+    found: list[list[str]] = []
+
+    def visit(v: str) -> None:
+        index[v] = low[v] = len(index)
+        stack.append(v)
+        on.add(v)
+        for w in sorted(graph.get(v, ())):
+            if w not in index:
+                visit(w)
+                low[v] = min(low[v], low[w])
+            elif w in on:
+                low[v] = min(low[v], index[w])
+        if low[v] == index[v]:
+            comp = []
+            while True:
+                w = stack.pop()
+                on.discard(w)
+                comp.append(w)
+                if w == v:
+                    break
+            if len(comp) > 1:
+                found.append(sorted(comp))
+
+    for v in sorted(graph):
+        if v not in index:
+            visit(v)
+    return found
+
+
+def test_every_import_points_down_and_no_module_is_in_a_circle():
+    assert layer_violations(ROOT / "simcli", LAYERS) == []
+
+
+def test_the_layer_check_catches_an_upward_import_a_circle_and_a_private_name(tmp_path):
+    pkg = tmp_path / "toy"
+    (pkg / "sub").mkdir(parents=True)
+    files = {
+        "__init__.py": "",
+        "low.py": "def f():\n    from .high import g  # upward, inside a function\n",
+        "high.py": "from .low import f\nfrom .mid import _hidden\n",
+        "mid.py": "from . import high\n",
+        "sub/__init__.py": "",
+        "sub/leaf.py": "from ..low import f\n",
+    }
+    for name, text in files.items():
+        (pkg / name).write_text(text, encoding="utf-8")
+    layers = {"low": ("low", "sub", "sub.leaf"), "high": ("mid", "high", "")}
+    found = layer_violations(pkg, layers)
+    assert any(v.startswith("low:2 imports high (high) from below (low)") for v in found), found
+    assert "circle: high -> low -> mid" in found and "high:2 takes the private name mid._hidden" in found, found
+    assert not [v for v in found if "sub.leaf" in v]  # a downward import from a sub-package is allowed
+    # the same toy without the bad lines obeys the rules
+    (pkg / "low.py").write_text("def f():\n    return 1\n", encoding="utf-8")
+    (pkg / "high.py").write_text("from .low import f\n", encoding="utf-8")
+    assert layer_violations(pkg, layers) == []
+    # and a module nobody placed is named
+    (pkg / "stray.py").write_text("", encoding="utf-8")
+    assert layer_violations(pkg, layers) == ["stray: has no layer"]

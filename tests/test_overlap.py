@@ -7,9 +7,10 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
+from simcli.buckets import BucketPlan, bucket_exposure, bucket_plan, bucket_timeline
 from simcli.cli import app
 from simcli.collectives import allreduce
-from simcli.engine import Scenario, bucket_plan, bucket_timeline, simulate
+from simcli.engine import Scenario, simulate
 from simcli.model import InputError, Tier, Workload
 
 from conftest import make_profile
@@ -72,10 +73,8 @@ algs = st.sampled_from(["ring", "tree", "hierarchical", "auto"])
     st.floats(0, 0.1),
 )
 def test_closed_form_equals_the_timeline(full, size, last, t_b, c_full, c_last):
-    from simcli.engine import BucketPlan, _exposed
-
     plan = BucketPlan(full=full, size=size, last=last if full else max(last, 1.0))
-    total, end = _exposed(plan, np.array([t_b]), np.array([c_full]), np.array([c_last]))
+    total, end = bucket_exposure(plan, np.array([t_b]), np.array([c_full]), np.array([c_last]))
     tl = bucket_timeline(plan, t_b, c_full, c_last)
     assert end[0] == pytest.approx(tl[-1]["end_s"], rel=1e-9, abs=1e-15)
     assert total[0] == pytest.approx(plan.full * c_full + (c_last if plan.last else 0.0))

@@ -80,3 +80,12 @@ def test_wheel_installs_and_runs(tmp_path):
     assert len(recs) == 64 and recs[0]["speedup"] == 1.0
     r = subprocess.run([str(exe), "profiles", "list"], cwd=work, env=env, capture_output=True, text=True, timeout=120)
     assert r.returncode == 0 and "built-in" in r.stdout and "dgx-h100" in r.stdout
+
+
+def test_the_package_version_is_the_one_pyproject_builds():
+    import re
+
+    from simcli.version import __version__
+
+    text = (Path(__file__).resolve().parent.parent / "pyproject.toml").read_text(encoding="utf-8")
+    assert re.search(r'^version = "([^"]+)"', text, re.M).group(1) == __version__

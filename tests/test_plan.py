@@ -238,35 +238,40 @@ def test_time_to_train_infeasible_and_bad_input(two_tier):
 # --------------------------------------------------------------------------- memory
 
 
-@pytest.mark.parametrize("dtype, mixed", [("bf16", True), ("fp32", False)])
-def test_memory_counts_16_bytes_per_param_for_adam(two_tier, dtype, mixed):
-    sc = scenario(two_tier, dtype=dtype, workload=wl(params=7e9))
-    m = P.training_memory(sc)
-    assert m.bytes_per_param == 16 and m.mixed_precision is mixed
-    assert m.total_bytes == 16 * 7e9 and m.fits is False  # 112 GB > 80 GB
-    assert P.training_memory(sc, "sgd").bytes_per_param == 8
-    assert P.training_memory(scenario(two_tier, workload=wl(params=1e9))).fits is True
+@pytest.mark.parametrize("param_dtype, per_param", [("bf16", 22), ("fp32", 20)])
+def test_memory_check_reads_the_one_memory_model(two_tier, param_dtype, per_param):
+    """ddp with adam: weights + fp32 master (16-bit weights only) + fp32 gradients + 8 + DDP's bucket copy."""
+    sc = scenario(two_tier, param_dtype=param_dtype, workload=wl(params=7e9))
+    m = P.training_memory(sc, [8])
+    assert m.to_dict()["bytes_per_param"] == pytest.approx(per_param) and m.fits is False
+    assert P.training_memory(sc, [8], "sgd").to_dict()["bytes_per_param"] == pytest.approx(per_param - 8)
+    assert P.training_memory(scenario(two_tier, workload=wl(params=1e9)), [8]).fits is True
     nomem = make_profile(Tier("net", 10e9, 1e-5), memory=None)
-    assert P.training_memory(scenario(nomem)).fits is None
+    assert P.training_memory(scenario(nomem), [8]).fits is None
     with pytest.raises(InputError, match="--optimizer"):
-        P.training_memory(sc, "lion")
+        P.training_memory(sc, [8], "lion")
 
 
 # --------------------------------------------------------------------------- the command line
 
 
+@pytest.mark.parametrize("partial", [True, False])
 @pytest.mark.parametrize("extra", [[], ["--overlap", "none", "--accum", "2", "--algorithm", "auto"]])
-def test_cli_max_devices_json_matches_speedup_scan(runner, prof, extra):
+def test_cli_max_devices_json_matches_speedup_scan(runner, prof, extra, partial):
+    """--partial-nodes: every k of the range; by default 1..node size and the multiples of the node size."""
     base = ["--profile", prof, "--model", "bert-large", "--devices", "1..300", *extra]
-    r = run(runner, "plan", "--max-devices", "-e", "0.9", *base, "-f", "json")
+    r = run(runner, "plan", "--max-devices", "-e", "0.9", *base, "-f", "json", *(["--partial-nodes"] * partial))
     assert r.exit_code == 0, r.output
     out = json.loads(r.stdout)
     recs = json.loads(run(runner, "speedup", *base, "-f", "json").stdout)
+    if not partial:
+        recs = [x for x in recs if x["devices"] <= 8 or x["devices"] % 8 == 0]
     first_drop = next((x["devices"] for x in recs if x["efficiency"] < 0.9), None)
     meets = [x["devices"] for x in recs if x["efficiency"] >= 0.9 and (first_drop is None or x["devices"] < first_drop)]
     assert out["answer"] == max(meets) and out["question"] == "max-devices"
     assert out["command"].startswith("simcli speedup --devices") and out["memory"]["fits"] is True
-    assert out["reason"] and out["crossings"][0]["direction"] == "falls below"
+    assert out["reason"] and (not out["crossings"] or out["crossings"][0]["direction"] == "falls below")
+    assert out["limited_by"] == ("target" if out["crossings"] else "range")
     assert all(a in out["command"].split() for a in extra)  # the curve's command repeats the options given
 
 

@@ -14,7 +14,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 from typer.testing import CliRunner
 
-from simcli import collectives, sharding
+from simcli import collectives, memory, sharding
 from simcli.cli.app import app
 from simcli.engine import Scenario, simulate
 from simcli.model import InputError, Workload
@@ -93,17 +93,6 @@ def test_each_collective_priced_in_its_dtype():
 # --------------------------------------------------------------------------- memory
 
 
-def test_memory_by_hand_at_k8():
-    """Adam, mixed precision: 2 (bf16 params) + 4 (fp32 grads) + 12 (master, m, v) bytes per parameter."""
-    kw = dict(params=P, units=12, param_bytes=2, grad_bytes=4)
-    mem = {s: sharding.memory(s, K8, **kw) for s in sharding.STRATEGIES}
-    assert mem["ddp"].total[0] == pytest.approx(18 * P)
-    assert mem["zero1"].total[0] == pytest.approx(2 * P + 4 * P + 12 * P / 8)
-    assert mem["zero2"].total[0] == pytest.approx(2 * P + 16 * P / 8)
-    assert mem["fsdp"].total[0] == pytest.approx(18 * P / 8 + 2 * 2 * P / 12)  # + two gathered units
-    assert mem["fsdp"].optimizer[0] == pytest.approx(12 * P / 8)
-
-
 def test_activations_by_hand():
     """34·h bytes per token and block; with checkpointing 2·h per token and block plus one block's 34·h."""
     w = small()
@@ -147,7 +136,8 @@ def test_activations_given_replace_the_estimate(tmp_path):
 
 def test_activations_by_compute_dtype(tmp_path):
     """A figure per dtype: bf16 and fp16 take the bf16 entry, fp32 and tf32 the fp32 one; one entry alone scales."""
-    from simcli.workloads import activations_for, get_model
+    from simcli.model import activations_for
+    from simcli.workloads import get_model
 
     both = {"fp32": 86e6, "bf16": 44e6}
     assert [activations_for(both, d) for d in ("fp32", "tf32", "bf16", "fp16")] == [86e6, 86e6, 44e6, 44e6]
@@ -162,32 +152,6 @@ def test_activations_by_compute_dtype(tmp_path):
     f.write_text("name: w\nparams: 1e8\nflops_per_sample: 1e12\nactivation_bytes_per_sample: {fp8: 1 MB}\n")
     r = CliRunner().invoke(app, ["speedup", "--workload", str(f), "-p", "dgx-a100", "-k", "8"])
     assert r.exit_code == 2 and "activation_bytes_per_sample: give a size, or sizes for fp32 and/or bf16" in r.output
-
-
-@settings(max_examples=60, deadline=None)
-@given(
-    k=st.integers(2, 4096),
-    params=st.floats(1e6, 1e12),
-    units=st.integers(5, 200),
-    pdt=st.sampled_from([1, 2, 4]),
-    gdt=st.sampled_from([1, 2, 4]),
-    act=st.floats(0, 1e11),
-)
-def test_memory_ordered_ddp_zero1_zero2_fsdp(k, params, units, pdt, gdt, act):
-    """k >= 2 and at least 5 units (fewer: two gathered units can outweigh zero2's unsharded parameters)."""
-    kw = dict(params=params, units=units, param_bytes=pdt, grad_bytes=gdt, activations=act)
-    t = [float(sharding.memory(s, np.array([k]), **kw).total[0]) for s in ("ddp", "zero1", "zero2", "fsdp")]
-    assert t[0] > t[1] > t[2] > t[3]
-
-
-def test_hsdp_shards_within_its_group():
-    kw = dict(params=P, units=12, param_bytes=2, grad_bytes=4, node_size=8)
-    h = sharding.memory("hsdp", np.array([8, 64, 512]), **kw).total
-    f8 = sharding.memory("fsdp", np.array([8]), **kw).total[0]
-    assert np.allclose(h, f8)
-    assert sharding.memory("hsdp", np.array([64]), **{**kw, "group": 16}).total[0] == pytest.approx(
-        sharding.memory("fsdp", np.array([16]), **kw).total[0]
-    )
 
 
 # --------------------------------------------------------------------------- the FSDP timeline
@@ -390,7 +354,7 @@ def test_speedup_says_ddp_does_not_fit_and_fsdp_does(runner):
     assert r.exit_code == 0 and r.stderr == ""
     rec = json.loads(r.stdout)[0]
     assert rec["strategy"] == "fsdp" and rec["memory_bytes"] <= 80e9
-    parts = ("memory_params_bytes", "memory_grads_bytes", "memory_optimizer_bytes", "memory_activations_bytes")
+    parts = [f"memory_{p}_bytes" for p in ("params", "master", "grads", "optimizer", "buffers", "activations")]
     assert rec["memory_bytes"] == pytest.approx(sum(rec[p] for p in parts))
 
 
@@ -450,9 +414,7 @@ def test_explain_sharded_terms_add_up():
         assert d["t_step_s"] == pytest.approx(d["t_compute_s"] + d["t_comm_exposed_s"])
         per_collective = sum(m["count"] * m["time_s"] for m in d["messages"])
         assert per_collective == pytest.approx(d["t_comm_s"])
-        assert d["memory"]["total_bytes"] == pytest.approx(
-            sum(d["memory"][p] for p in ("params_bytes", "grads_bytes", "optimizer_bytes", "activations_bytes"))
-        )
+        assert d["memory"]["total_bytes"] == pytest.approx(sum(d["memory"][f"{p}_bytes"] for p in memory.PARTS))
     d = explain(Scenario(profile=prof, workload=small(), strategy="fsdp"), 16)
     assert len(d["units_timeline"]) == 8  # 12 units: the first and last two of each phase
 

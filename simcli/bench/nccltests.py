@@ -88,11 +88,11 @@ def looks_like_nccl_tests(text: str) -> bool:
 def measurement_rows(text: str, source: str) -> tuple[tuple[str, ...], list[dict[str, str]], list[str]]:
     """(header, rows as CSV strings, comments) of nccl-tests output, as 'bench import' would write them: what
     ``simcli validate`` and ``calibrate`` read when given nccl-tests' own output instead of a CSV."""
-    from ..output import _csv_value
+    from ..output import csv_value
     from .results import ALLREDUCE_COLUMNS
 
     recs = parse_json(text, source) if text.lstrip().startswith("{") else parse_text(text, source)
-    rows = [{c: "" if r.get(c) is None else str(_csv_value(r[c])) for c in ALLREDUCE_COLUMNS} for r in recs]
+    rows = [{c: "" if r.get(c) is None else str(csv_value(r[c])) for c in ALLREDUCE_COLUMNS} for r in recs]
     return (
         tuple(ALLREDUCE_COLUMNS),
         rows,

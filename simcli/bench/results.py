@@ -24,7 +24,7 @@ import stat
 from pathlib import Path
 from typing import Any, Iterable, Mapping, Sequence
 
-from ..output import _csv_value, cannot_write, check_output_path, jsonable
+from ..output import cannot_write, check_output_path, csv_value, jsonable
 
 __all__ = ["ALLREDUCE_COLUMNS", "STEP_COLUMNS", "ResultWriter", "metadata", "cpu_model", "read_results"]
 
@@ -214,7 +214,7 @@ class ResultWriter:
         elif self.path is not None:
             buf = io.StringIO()
             w = csv.DictWriter(buf, fieldnames=self.columns, extrasaction="ignore", lineterminator="\n")
-            w.writerow({k: ("" if row.get(k) is None else _csv_value(row.get(k))) for k in self.columns})
+            w.writerow({k: ("" if row.get(k) is None else csv_value(row.get(k))) for k in self.columns})
             self._write(buf.getvalue())
 
     def close(self) -> None:

@@ -35,7 +35,7 @@ from .launch import IdentityError
 from .stats import summarize
 
 if TYPE_CHECKING:  # the worker runs this module's measure_step; a type-only import keeps them out of a circle
-    from .worker import Dist
+    from .dist import Dist
 
 __all__ = ["GRAD_RTOL", "mlp_width_for_params", "mlp_params", "measure_step"]
 

@@ -13,7 +13,17 @@ from typing import Annotated, Optional
 import typer
 
 from .. import __version__
-from . import algorithms, bench, calibrate, catalog, check, plan, plot, speedup
+from . import (
+    algorithms,
+    bench,
+    calibrate,
+    catalog,
+    check,
+    plan,
+    plan_best,  # noqa: F401 - registers `plan best` on plan.plan_app
+    plot,
+    speedup,
+)
 from .common import CONTEXT, SimcliGroup, State
 
 app = typer.Typer(

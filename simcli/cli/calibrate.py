@@ -281,8 +281,8 @@ def calibrate(
 def _live_inputs(f: str, kind: str, run: o.ScenarioOptions, profile: str | None, comm_m, step_m):
     """A trace's or Inspector log's all-reduces (the comm file), a trace's steps (the step file, when the run's
     model is given) and what the run measured beyond both (per-update time, spread across ranks)."""
-    from ..bench.live import read_live, step_measured
-    from ..validate import live_measured
+    from ..bench.live import read_live
+    from ..validate import live_measured, trace_step_measured
 
     if comm_m is not None:
         raise InputError(f"{f}: an all-reduce file was given too; give the trace (or log) or the CSV, not both")
@@ -340,7 +340,7 @@ def _live_inputs(f: str, kind: str, run: o.ScenarioOptions, profile: str | None,
         info["warnings"].append(f"{f}: the workload has no FLOPs per sample (--compute-time): no MFU to fit")
         return (kind, info), comm, step_m
     dtype = run.dtype or (resolve_profile(base).device.default_dtype() if base else "fp32")
-    step = step_measured(live, float(wl.flops_per_sample), float(wl.params), int(sc.batch), dtype)
+    step = trace_step_measured(live, float(wl.flops_per_sample), float(wl.params), int(sc.batch), dtype)
     return (kind, info), comm, step
 
 

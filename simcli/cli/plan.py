@@ -15,6 +15,7 @@ from typing import TYPE_CHECKING, Annotated, Any, Optional
 import typer
 from typer.core import TyperGroup
 
+from ..memory import OPTIMIZER_STATE_BYTES, OPTIMIZERS
 from ..model import InputError
 from ..units import sig4
 from . import options as o
@@ -26,10 +27,8 @@ if TYPE_CHECKING:  # pragma: no cover
     from ..engine import Scenario
 
 
-class Optimizer(str, enum.Enum):
-    adam = "adam"
-    sgd_momentum = "sgd-momentum"
-    sgd = "sgd"
+#: the optimizers whose state the memory model knows (simcli.memory.OPTIMIZER_STATE_BYTES)
+Optimizer = enum.Enum("Optimizer", {n.replace("-", "_"): n for n in OPTIMIZERS}, type=str)  # type: ignore[misc]
 
 
 #: the default scan for --max-devices when the profile sets no limit (cheap: one vectorised simulate)
@@ -100,9 +99,18 @@ OptimizerOpt = Annotated[
     Optimizer,
     typer.Option(
         "--optimizer",
-        help="Optimizer whose state the memory check "
-        "counts: adam (16 B/param with weights and gradients), "
-        "sgd-momentum (12), sgd (8).",
+        help="Optimizer whose state the memory check counts, fp32 bytes per parameter: "
+        + ", ".join(f"{n} ({v:g})" for n, v in OPTIMIZER_STATE_BYTES.items())
+        + " (see simcli.memory).",
+    ),
+]
+
+PartialNodes = Annotated[
+    bool,
+    typer.Option(
+        "--partial-nodes",
+        help="Scan every device count, not only whole nodes past the first (a 9th device alone on a second node "
+        "sends every collective through one NIC; see docs/plan.md).",
     ),
 ]
 
@@ -151,7 +159,7 @@ AccumList = Annotated[
 # --------------------------------------------------------------------------- helpers
 
 
-def _numbers(value: str | None, option: str, kind: type, lo: float, hi: float | None = None) -> list[Any]:
+def parse_numbers(value: str | None, option: str, kind: type, lo: float, hi: float | None = None) -> list[Any]:
     if value is None:
         return []
     out = []
@@ -194,7 +202,7 @@ def _on_grid(x: int, lo: int) -> bool:
     return x == lo
 
 
-def _header_lines(sc: "Scenario") -> list[str]:
+def header_lines(sc: "Scenario") -> list[str]:
     from ..units import fmt_bytes, fmt_count, fmt_flops
 
     p, w = sc.profile, sc.workload
@@ -276,14 +284,15 @@ class _PlanGroup(TyperGroup):
 
 
 _LEGACY = {"--max-devices": "max-devices", "--solve": "solve", "--time-to-train": "time-to-train"}
-_FLAG = {"max-devices": "--max-devices", "solve": "--solve", "time-to-train": "--time-to-train"}
+_FLAG = {"max-devices": "--max-devices", "solve": "--solve", "time-to-train": "--time-to-train", "best": "plan best"}
 _QUESTIONS = "--max-devices, --solve FIELD or --time-to-train (or: plan max-devices | solve FIELD | time-to-train)"
 
 plan_app = new_app(
     cls=_PlanGroup,
-    help="Answer a sizing question: the most devices at an efficiency, the profile value that reaches one, or the "
-    "time and cost of a whole run; each with the reason (the dominant term), a memory check and the command "
-    "that shows the curve. JSON: one object whose key 'answer' holds the answer.",
+    help="Answer a sizing question: the most devices at an efficiency, the profile value that reaches one, the "
+    "time and cost of a whole run, or the best configuration of a grid (plan best); each with the reason (the "
+    "dominant term), a memory check and the command that shows the curve. JSON: one object whose key 'answer' "
+    "holds the answer.",
     epilog="Examples: simcli plan max-devices --min-efficiency 0.9 --profile dgx-h100 --model llama2-7b; "
     "simcli plan solve inter_node.bandwidth --devices 512 --min-efficiency 0.85 --profile dgx-a100 "
     "--model bert-large; simcli plan time-to-train --tokens 2e12 --devices 1024 --model llama2-70b "
@@ -294,11 +303,8 @@ plan_app = new_app(
 
 
 def _plan_start(scn: o.ScenarioOptions, out: o.OutputOptions, optimizer: Optimizer):
-    from .. import plan as P
-
     o.check_outputs(out)
-    sc = scn.build()
-    return sc, P.training_memory(sc, optimizer.value)
+    return scn.build(), optimizer.value
 
 
 @plan_app.command("max-devices")
@@ -307,16 +313,20 @@ def plan_max_devices(
     min_efficiency: MinEfficiency = None,
     devices: PlanDevices = None,
     optimizer: OptimizerOpt = Optimizer.adam,
+    partial_nodes: PartialNodes = False,
     scn: o.ScenarioOptions = o.ScenarioOptions(),
     out: o.OutputOptions = o.OutputOptions(),
 ) -> None:
-    """The largest k whose efficiency stays at or above --min-efficiency (scans every k of --devices)."""
+    """The largest k whose efficiency stays at or above --min-efficiency (scans every k of --devices that fills
+    whole nodes past the first; --partial-nodes scans every one)."""
     from .. import plan as P
     from ..ranges import parse_devices
 
     sc, mem = _plan_start(scn, out, optimizer)
     cap = sc.profile.max_devices or MAX_SCAN
     k = parse_devices(devices if devices is not None else f"1..{cap}")
+    if not partial_nodes:
+        k = P.whole_nodes(sc, k)
     ans = P.max_devices(sc, k, target=min_efficiency)  # type: ignore[arg-type]
     res = ans.to_dict()
     nxt = ans.beyond["devices"] if ans.beyond else None
@@ -387,12 +397,11 @@ def plan_time_to_train(
 
 
 def _plan_finish(
-    sc: "Scenario", ans: Any, res: dict[str, Any], mem: Any, out: o.OutputOptions, devices: Any = None
+    sc: "Scenario", ans: Any, res: dict[str, Any], optimizer: str, out: o.OutputOptions, devices: Any
 ) -> None:
-    if sc.strategy != "ddp" and devices is not None:  # a sharded strategy's memory depends on k
-        from ..plan import sharded_memory
+    from ..plan import training_memory
 
-        mem = sharded_memory(sc, devices)
+    mem = training_memory(sc, devices, optimizer)
     res["memory"] = mem.to_dict()
     res["warnings"] = [] if mem.fits is not False else [mem.message()]
     res["inputs"] = sc.inputs()
@@ -449,7 +458,7 @@ def _plan_view(sc: "Scenario", ans: Any, out: dict[str, Any], rows: int) -> Any:
     from ..render import Column, table
     from ..units import fmt_count, fmt_time
 
-    parts: list[Any] = [Text("\n".join(_header_lines(sc)))]
+    parts: list[Any] = [Text("\n".join(header_lines(sc)))]
     q = out["question"]
     if q == "max-devices":
         lo, hi, n = ans.scanned
@@ -596,10 +605,10 @@ def compare(
     grads = o.split_list(scn.grad_dtype, "--grad-dtype")
     algs = o.split_list(scn.algorithm, "--algorithm")
     strategies = o.split_list(scn.strategy, "--strategy")
-    mfus = _numbers(scn.mfu, "--mfu", float, 0.0, 1.0) or [None]
+    mfus = parse_numbers(scn.mfu, "--mfu", float, 0.0, 1.0) or [None]
     if 0.0 in mfus:
         raise InputError("--mfu: 0 is not in (0, 1]")
-    batches = _numbers(scn.batch_per_device, "--batch-per-device", int, 1) or [None]
+    batches = parse_numbers(scn.batch_per_device, "--batch-per-device", int, 1) or [None]
     first = o.ScenarioOptions()  # the engine's overlap, bucket and accumulation unless compared
     sc = scn.replace(
         profile=profiles[0],
@@ -635,9 +644,9 @@ def compare(
     if scn.overlap is not None:
         choices["overlap"] = o.split_list(scn.overlap, "--overlap")
     if scn.bucket_mb is not None:
-        choices["bucket_mb"] = _numbers(scn.bucket_mb, "--bucket-mb", float, 1e-9)
+        choices["bucket_mb"] = parse_numbers(scn.bucket_mb, "--bucket-mb", float, 1e-9)
     if scn.accum is not None:
-        choices["accum"] = _numbers(scn.accum, "--accum", int, 1)
+        choices["accum"] = parse_numbers(scn.accum, "--accum", int, 1)
     import numpy as np
 
     from ..compare import alternatives
@@ -650,15 +659,11 @@ def compare(
         nh, nt = -(-head // n_alt), -(-(out.rows - head) // n_alt)
         k = np.concatenate([k[:nh], k[k.size - nt :]]) if nh + nt < k.size else k
     cmp = run_compare(sc, choices, k, optimizer=optimizer.value)
-    from ..plan import sharded_memory, training_memory
+    from ..plan import training_memory
 
     misfits: dict[str, list[str]] = {}
     for alt in cmp.alternatives:
-        mem = (
-            training_memory(alt.scenario, optimizer.value)
-            if alt.scenario.strategy == "ddp"
-            else sharded_memory(alt.scenario, k)
-        )
+        mem = training_memory(alt.scenario, k, optimizer.value)
         if mem.fits is False:
             misfits.setdefault(mem.message(), []).append(alt.label)
     for msg, labels in misfits.items():
@@ -745,7 +750,7 @@ def _compare_view(cmp: Any, rows: int, n_devices: int | None = None) -> Any:
         + (" --format csv or json holds every row." if rows and total > rows else ""),
     )
     head = Text(
-        "\n".join(_header_lines(first.scenario))
+        "\n".join(header_lines(first.scenario))
         + "\n(first alternative; the table's columns "
         + ", ".join(keys or ["none"])
         + " vary)"

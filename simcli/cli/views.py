@@ -54,7 +54,7 @@ def scenario_header(res: Result) -> Text:
         for t in p.network
     )
     lines.append(f"network   {tiers}")
-    from ..explain import formula
+    from ..explain_terms import formula
 
     if sc.algorithm == "auto":
         lines.append(
@@ -81,10 +81,10 @@ def scenario_header(res: Result) -> Text:
 
 def _sharding_lines(res: Result) -> list[str]:
     """The header of a sharded strategy (simcli.sharding): what is gathered and reduced, how it overlaps."""
-    from ..engine import _units
+    from ..engine import fsdp_units
 
     sc = res.scenario
-    L = _units(sc)
+    L = fsdp_units(sc)
     acc = f"; each of the {sc.accum} micro-steps communicates" if sc.accum > 1 else ""
     if sc.strategy in ("zero1", "zero2"):
         what = (
@@ -290,8 +290,7 @@ def explain_view(d: dict[str, Any]) -> Any:
                 + ("latency-bound" if d["latency_bound"] else "bandwidth-bound"),
             )
         )
-    if "memory" in d:  # a sharded strategy (simcli.explain_sharding)
-        mem = d["memory"]
+    if "strategy" in d:  # a sharded strategy (simcli.explain_sharding)
         rows.insert(
             1,
             (
@@ -300,15 +299,16 @@ def explain_view(d: dict[str, Any]) -> Any:
                 f"{fmt_bytes(d['comm_bytes'], binary=False)} per step",
             ),
         )
+    if "memory" in d:
+        mem = d["memory"]
         cap = mem["capacity_bytes"]
+        from ..memory import PARTS, describe_parts
+
+        parts = describe_parts({p: mem[f"{p}_bytes"] for p in PARTS}, d.get("strategy") or "ddp")
         rows.append(
             (
                 "memory",
-                f"{fmt_bytes(mem['total_bytes'], binary=False)} per device = parameters "
-                f"{fmt_bytes(mem['params_bytes'], binary=False)} + gradients "
-                f"{fmt_bytes(mem['grads_bytes'], binary=False)} + optimizer "
-                f"{fmt_bytes(mem['optimizer_bytes'], binary=False)} + activations "
-                f"{fmt_bytes(mem['activations_bytes'], binary=False)}"
+                f"{fmt_bytes(mem['total_bytes'], binary=False)} per device = {parts}"
                 + (
                     ""
                     if cap is None

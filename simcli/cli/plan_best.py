@@ -1,0 +1,309 @@
+"""`simcli plan best`: the fastest or cheapest configuration of a grid that fits (simcli.plan_best, pure).
+
+Registered on :data:`simcli.cli.plan.plan_app`; the options it shares with the other questions are plan's.
+"""
+
+from __future__ import annotations
+
+import enum
+from typing import TYPE_CHECKING, Annotated, Any, Optional
+
+import typer
+
+from ..model import InputError
+from ..units import sig4
+from . import options as o
+from .common import emit, handle_errors, show
+from .plan import (
+    MinEfficiency,
+    Optimizer,
+    OptimizerOpt,
+    PartialNodes,
+    Price,
+    Samples,
+    Tokens,
+    header_lines,
+    parse_numbers,
+    plan_app,
+)
+
+if TYPE_CHECKING:  # pragma: no cover
+    from ..plan_best import Best
+
+
+class Objective(str, enum.Enum):
+    time = "time"
+    cost = "cost"
+
+
+GlobalBatchOpt = Annotated[
+    str,
+    typer.Option(
+        "--global-batch",
+        "-B",
+        help="Samples per optimizer step over all devices ('512'), or tokens with a unit ('4Mi-tokens', "
+        "'4M tokens'); the accumulation of each configuration follows: accum = B / (k x micro-batch).",
+    ),
+]
+StrategyList = Annotated[
+    str, typer.Option("--strategy", help="Strategies to search, comma-separated: ddp,zero1,zero2,fsdp,hsdp.")
+]
+BestDevices = Annotated[
+    Optional[str],
+    typer.Option(
+        "--devices",
+        "-k",
+        help="Device counts to search ('64..2048:x2', '8..1024:+8') [default: 1..the profile's limit, or 1..4096]; "
+        "past one node only whole nodes unless --partial-nodes.",
+    ),
+]
+MicroBatchList = Annotated[
+    Optional[str],
+    typer.Option(
+        "--batch-per-device",
+        "-b",
+        help="Micro-batches (samples per device per micro-step) to search: '1,2,4,8' or '1..8' [default: 1..8].",
+    ),
+]
+GradDtypeList = Annotated[str, typer.Option("--grad-dtype", help="Gradient dtypes to search, comma-separated.")]
+ShardGroupList = Annotated[
+    Optional[str], typer.Option("--shard-group", help="hsdp shard groups to search: '8,16' [default: one node].")
+]
+CheckpointingList = Annotated[
+    str,
+    typer.Option(
+        "--activation-checkpointing",
+        help="Activation checkpointing to search: on, off or 'on,off' (memory only; at equal speed off is preferred).",
+    ),
+]
+BucketList = Annotated[Optional[str], typer.Option("--bucket-mb", help="DDP bucket sizes in MiB to search: '25,100'.")]
+ObjectiveOpt = Annotated[
+    Objective, typer.Option("--objective", help="time: the most samples/s; cost: the least device-time (x price).")
+]
+MaxDays = Annotated[Optional[float], typer.Option("--max-days", help="Only runs that finish within this many days.")]
+Budget = Annotated[
+    Optional[float], typer.Option("--budget", help="Only runs that cost at most this (needs --price-per-device-hour).")
+]
+
+#: plan best searches these itself (lists), so they leave the scenario group
+_OWN = ("strategy", "batch_per_device", "global_batch", "grad_dtype", "shard_group", "bucket_mb", "accum")
+
+
+@plan_app.command("best")
+@handle_errors
+def plan_best(
+    global_batch: GlobalBatchOpt,
+    devices: BestDevices = None,
+    strategy: StrategyList = "ddp,zero1,zero2,fsdp,hsdp",
+    batch_per_device: MicroBatchList = None,
+    grad_dtype: GradDtypeList = "fp32",
+    shard_group: ShardGroupList = None,
+    activation_checkpointing: CheckpointingList = "on",
+    bucket_mb: BucketList = None,
+    objective: ObjectiveOpt = Objective.time,
+    tokens: Tokens = None,
+    samples: Samples = None,
+    price_per_device_hour: Price = None,
+    max_days: MaxDays = None,
+    budget: Budget = None,
+    min_efficiency: MinEfficiency = None,
+    optimizer: OptimizerOpt = Optimizer.adam,
+    partial_nodes: PartialNodes = False,
+    scn: Annotated[o.ScenarioOptions, o.tweak(omit=_OWN + ("no_activation_checkpointing",))] = o.ScenarioOptions(),
+    out: Annotated[o.OutputOptions, o.tweak(defaults={"rows": 30})] = o.OutputOptions(),
+    pic: o.PictureOptions = o.PictureOptions(),
+) -> None:
+    """The fastest (--objective time) or cheapest (cost) configuration that fits, searched jointly over strategies,
+    device counts and micro-batches at a fixed global batch: the answer, what limits it, the runner-up, and the
+    time-cost frontier.
+
+    Example: simcli plan best -m llama2-7b -p dgx-h100 --global-batch 4Mi-tokens --tokens 2e12 --devices
+    64..2048:x2 --price-per-device-hour 2.5 --objective cost
+    """
+    from .. import plan as P
+    from .. import plan_best as PB
+    from ..ranges import parse_devices
+
+    size = o.check_outputs(out, pic, threshold=False)
+    sc = scn.build()
+    B, given_as = PB.parse_global_batch(global_batch, sc.workload.seq_len)
+    cap = sc.profile.max_devices or 4096
+    k = parse_devices(devices if devices is not None else f"1..{cap}")
+    if not partial_nodes:
+        k = P.whole_nodes(sc, k)
+    micro = [int(x) for x in parse_devices(batch_per_device, "--batch-per-device")] if batch_per_device else []
+    ckpt = {"on": True, "off": False}
+    ck = []
+    for item in o.split_list(activation_checkpointing, "--activation-checkpointing"):
+        if item not in ckpt:
+            raise InputError(f"--activation-checkpointing: {item!r}; give on, off or 'on,off'")
+        ck.append(ckpt[item])
+    grid = PB.Grid(
+        strategies=tuple(o.split_list(strategy, "--strategy")),  # type: ignore[arg-type]
+        devices=k,
+        micro_batches=tuple(micro or range(1, 9)),
+        grad_dtypes=tuple(o.split_list(grad_dtype, "--grad-dtype")),  # type: ignore[arg-type]
+        shard_groups=tuple(parse_numbers(shard_group, "--shard-group", int, 1)) or (None,),
+        checkpointing=tuple(ck),
+        bucket_mbs=tuple(parse_numbers(bucket_mb, "--bucket-mb", float, 1e-9)) or (sc.bucket_mb,),
+    )
+    ans = PB.best(
+        sc,
+        grid,
+        global_batch=B,
+        objective=objective.value,
+        samples=samples,
+        tokens=tokens,
+        price=price_per_device_hour,
+        max_days=max_days,
+        budget=budget,
+        min_efficiency=min_efficiency,
+        optimizer=optimizer.value,
+    )
+    res = ans.to_dict()
+    res["global_batch_given"] = {"text": global_batch, "as": given_as}
+    if tokens is not None:
+        res["tokens"] = tokens
+    res["inputs"] = sc.inputs()
+    res["command"] = _speedup_command(ans.answer, scn)
+    if pic.plot:
+        from .. import plot as PL
+
+        fig = PL.frontier_figure(ans, _title(sc, ans), size)
+        typer.echo(f"wrote {PL.save_figure(fig, pic.plot, out.force)}", err=True)
+    if out.table:
+        show(_view(sc, ans, res, out.rows), out.output, out.force)
+        return
+    from ..output import to_csv, to_json
+
+    if out.format is o.Format.json:
+        emit(to_json(res), out.output, out.force)
+    else:
+        a = ans.answer
+        rows = [
+            {**r, "answer": all(r[c] == a[c] for c in ("strategy", "devices", "batch_per_device"))}
+            for r in res["frontier"]
+        ]
+        emit(to_csv(rows), out.output, out.force)
+
+
+def _speedup_command(a: dict[str, Any], scn: o.ScenarioOptions) -> str:
+    """The `simcli speedup` command that runs the answer's configuration."""
+    import shlex
+
+    parts = ["simcli", "speedup", "--devices", str(a["devices"]), "--strategy", a["strategy"]]
+    parts += ["--batch-per-device", str(a["batch_per_device"]), "--accum", str(a["accum"])]
+    if a["grad_dtype"] != "fp32":
+        parts += ["--grad-dtype", a["grad_dtype"]]
+    if a["strategy"] == "hsdp" and a["shard_group"]:
+        parts += ["--shard-group", str(a["shard_group"])]
+    if not a["activation_checkpointing"]:
+        parts.append("--no-activation-checkpointing")
+    if a["strategy"] == "ddp" and a["bucket_mb"] is not None and a["bucket_mb"] != 25.0:
+        parts += ["--bucket-mb", f"{a['bucket_mb']:g}"]
+    for key, v in scn.given().items():
+        if key not in _OWN:
+            parts += [f"--{key.replace('_', '-')}"] + ([] if v is True else [str(v)])
+    return " ".join(shlex.quote(p) for p in parts)
+
+
+def _title(sc: Any, ans: "Best") -> str:
+    return (
+        f"plan best ({ans.objective}): {sc.workload.name} on {sc.profile.name}, global batch {ans.global_batch:,}\n"
+        f"every configuration that fits, the time-cost frontier, and the answer"
+    )
+
+
+def _config(r: dict[str, Any]) -> str:
+    s = f"{r['strategy']} on {r['devices']} devices, micro-batch {r['batch_per_device']} x accumulation {r['accum']}"
+    extra = []
+    if r["grad_dtype"] != "fp32":
+        extra.append(f"{r['grad_dtype']} gradients")
+    if r["strategy"] == "hsdp" and r["shard_group"]:
+        extra.append(f"shard group {r['shard_group']}")
+    if not r["activation_checkpointing"]:
+        extra.append("no activation checkpointing")
+    if r["strategy"] == "ddp" and r["bucket_mb"] not in (None, 25.0):
+        extra.append(f"{r['bucket_mb']:g} MiB buckets")
+    return s + (f" ({', '.join(extra)})" if extra else "")
+
+
+def _figures(r: dict[str, Any], price: float | None) -> str:
+    from ..units import fmt_bytes, fmt_count
+
+    s = (
+        f"{r['samples_per_s']:.4g} samples/s (E = {r['efficiency']:.3f}), "
+        f"{fmt_bytes(r['memory_bytes'], binary=False)} per device"
+    )
+    if r["days"] is not None:
+        s += f", {sig4(r['days'])} days, {fmt_count(r['device_hours'])} device-hours"
+    if r["cost"] is not None:
+        s += f", cost {fmt_count(r['cost'])}"
+    return s
+
+
+def _view(sc: Any, ans: "Best", out: dict[str, Any], rows: int) -> Any:
+    from rich.console import Group
+    from rich.text import Text
+
+    from ..plan_best import REASON_TEXT
+    from ..render import Column, table
+    from ..units import fmt_count
+
+    head = [line for line in header_lines(sc) if not line.startswith(("model", "gradient"))]
+    w = sc.workload
+    head.insert(
+        1, f"model     {w.name}: {fmt_count(w.params)} params" + (f", seq_len {w.seq_len}" if w.seq_len else "")
+    )
+    tokens = f" ({fmt_count(ans.global_batch * w.seq_len)} tokens)" if w.seq_len else ""
+    run = f"global    {ans.global_batch:,} samples per optimizer step{tokens}; accumulation = B / (k x micro-batch)"
+    if ans.samples is not None:
+        run += f"\nrun       {fmt_count(ans.samples)} samples" + (
+            f" ({fmt_count(out['tokens'])} tokens)" if out.get("tokens") else ""
+        )
+        if ans.price is not None:
+            run += f"; price {ans.price:g} per device-hour"
+    cons = [f"{k.replace('_', '-')} {v:g}" for k, v in ans.constraints.items() if v is not None]
+    if cons:
+        run += f"; within --{', --'.join(cons)}"
+    head.append(run)
+    drops = "; ".join(f"{n:,} {REASON_TEXT[r]}" for r, n in ans.dropped.items()) or "none"
+    head.append(f"searched  {ans.scanned:,} configurations, {out['kept']:,} kept; dropped: {drops}")
+    a = ans.answer
+    lines = [f"answer    {_config(a)}: {_figures(a, ans.price)}"]
+    parts: list[Any] = [Text("\n".join(head)), Text("\n".join(lines), style="bold")]
+    parts.append(Text(f"why       limited by {ans.why}"))
+    if ans.runner_up is not None:
+        parts.append(Text(f"runner-up {_config(ans.runner_up)}: {ans.worse} ({_figures(ans.runner_up, ans.price)})"))
+    parts.append(Text(f"check     {out['command']}"))
+    cols = [
+        Column("strategy", "strategy", justify="left"),
+        Column("k", "devices"),
+        Column("micro", "batch_per_device"),
+        Column("accum", "accum"),
+        Column("samples/s", "samples_per_s", lambda v: f"{v:.4g}"),
+        Column("E", "efficiency", lambda v: f"{v:.3f}"),
+        Column("mem GB", "memory_bytes", lambda v: f"{v / 1e9:.4g}"),
+    ]
+    if ans.samples is not None:
+        cols.append(Column("days", "days", lambda v: sig4(v)))
+        cols.append(Column("device-h", "device_hours", fmt_count))
+    if ans.price is not None:
+        cols.append(Column("cost", "cost", fmt_count))
+    if len({r["grad_dtype"] for r in ans.frontier}) > 1:
+        cols.insert(4, Column("grad", "grad_dtype", justify="left"))
+    key = ("strategy", "devices", "batch_per_device", "activation_checkpointing", "grad_dtype")
+    cols.append(Column("", lambda r: "answer" if all(r[c] == a[c] for c in key) else "", justify="left"))
+    parts.append(Text(""))
+    parts.append(
+        table(
+            ans.frontier,
+            cols,
+            max_rows=rows,
+            title=f"the frontier: {len(ans.frontier)} configurations no other beats on both time and cost, "
+            "fastest first",
+            caption="Memory per device from simcli.memory; days = ceil(samples / global batch) x T_step; cost = "
+            "devices x hours x price.",
+        )
+    )
+    return Group(*parts)
