@@ -20,7 +20,7 @@ from .collectives import check_devices, ring_params, tier_spanned
 from .model import InputError
 from .profiles import profile_from_dict, profile_to_dict
 from .units import fmt_bytes, fmt_flops, fmt_rate, fmt_time
-from .validate import filter_present, filter_rows
+from .validate import filter_present, filter_rows, placement_notes
 from .version import __version__
 
 if TYPE_CHECKING:  # pragma: no cover
@@ -282,8 +282,12 @@ def calibrate_profile(
     now: datetime.datetime,
     host: str,
     scaling: "tuple[Measured, Any] | None" = None,
+    run: dict[str, Any] | None = None,
 ) -> dict[str, Any]:
     """Fit, build the new profile and its YAML; return a report (plain data) for tables and JSON.
+
+    ``run``: what a live job's trace or Inspector log measured beyond the fits (the per-update time, the spread
+    across ranks), recorded in the calibration block as ``measured_run`` and reported, not fitted.
 
     ``now`` (an aware datetime) and ``host`` are the clock and the machine's name that the calibration
     block records: arguments, so that the same inputs give the same profile.
@@ -307,10 +311,11 @@ def calibrate_profile(
             + "; standard errors from the fit's covariance"
         ),
     }
-    if comm_m is None and step_m is None and scaling is None:
+    if comm_m is None and step_m is None and scaling is None and run is None:
         raise InputError("calibrate: nothing to fit")
     if comm_m is not None:
         m = filter_rows(comm_m, where, min_size, max_size)
+        warnings.extend(f"{m.path}: {w}" for w in placement_notes(m, base))
         k, n, t = m.devices(), m.number("bytes"), m.allreduce_time()
         gpus = m.gpus_per_process()  # nccl-tests' -g, as bench import records it
         one = k < 2
@@ -516,6 +521,9 @@ def calibrate_profile(
     spread_out = None
     if scaling is not None:
         device, spread_out = _fit_spread(base, network, device, scaling, warnings, cal)
+    if run is not None:
+        warnings.extend(run.get("warnings", []))
+        cal["measured_run"] = {key: v for key, v in run.items() if key != "warnings"}
     cal["warnings"] = warnings
     # the parent's sources describe the parent's numbers: say so, and say what this calibration fitted (issue 12)
     parent = [s if " (the base profile): " in s else f"{base.name} (the base profile): {s}" for s in base.sources]
@@ -557,6 +565,7 @@ def calibrate_profile(
         "tiers": tiers_out,
         "step": step_out,
         "spread": spread_out,
+        "run": run,
         "method": cal["method"] if base.library == "nccl" and comm_m is not None else None,
         "warnings": warnings,
     }

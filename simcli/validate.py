@@ -152,6 +152,11 @@ def _kind(header: Sequence[str], path: str) -> str:
 def read_measurements(path: str | Path) -> Measured:
     """Read a measurement CSV (comment lines start with '#'); the kind is told by the header."""
     p = Path(path)
+    from .bench.live import detect, read_live
+
+    live = detect(p)
+    if live is not None:  # NCCL Inspector output or a profiler trace: its collectives as 'bench import' writes them
+        return live_measured(read_live(p, live), "all_reduce")
     text = read_text(p, "a measurement CSV file", MAX_FILE_BYTES)
     from .bench.nccltests import looks_like_nccl_tests, measurement_rows
 
@@ -192,6 +197,79 @@ def read_measurements(path: str | Path) -> Measured:
     if not len(m):
         raise InputError(f"{p}: a header but no measurement rows")
     return m
+
+
+def live_measured(live: Any, collective: str | None = "all_reduce") -> Measured:
+    """A live job's table (:func:`simcli.bench.live.read_live`) as a Measured all-reduce file; ``collective``
+    None keeps every collective's rows (``simcli check``)."""
+    rows = [r for r in live.rows if collective is None or r["collective"] == collective]
+    if not rows:
+        found = ", ".join(sorted({r["collective"] for r in live.rows}))
+        raise InputError(f"{live.path}: no {collective} collectives (found {found})")
+    from .output import csv_value as fmt
+
+    srows = tuple({c: "" if r.get(c) is None else str(fmt(r[c])) for c in live.columns} for r in rows)
+    notes = (f"backend: {rows[0]['backend']}", *live.notes)
+    return Measured(live.path, "allreduce", live.columns, srows, tuple(range(1, len(srows) + 1)), notes)
+
+
+def placement_notes(m: Measured, profile: Profile) -> list[str]:
+    """Where a file says how many nodes a row's ranks were on (Inspector's nnodes) and the profile would place
+    them otherwise (it fills a node before the next): a note naming the rows, since the prediction prices the
+    profile's placement."""
+    node = profile.network[0].size if profile.network and len(profile.network) > 1 else None
+    if "nodes" not in m.header or not node:
+        return []
+    bad = set()
+    for r in m.rows:
+        k, nodes = (r.get("world_size") or "").strip(), (r.get("nodes") or "").strip()
+        if k and nodes and int(float(nodes)) != -(-int(float(k)) // node):
+            bad.add((int(float(k)), int(float(nodes))))
+    return [
+        f"k = {k} ran on {n} node(s), but {profile.name} puts {node} devices on a node before the next: the "
+        f"prediction prices {-(-k // node)} node(s)"
+        for k, n in sorted(bad)
+    ]
+
+
+def trace_step_measured(live: Any, flops_per_sample: float, params: float, batch: int, dtype: str) -> Any:
+    """A trace's steps as a 'bench step' file (simcli.validate.Measured, kind 'step'): one row per rank, the
+    median over its steps of forward + backward (t_compute_s), p10/p90 over the steps; what calibrate fits
+    mfu_by_dtype and the backward fraction from."""
+    from .output import csv_value
+
+    cols = (
+        "world_size", "backend", "mode", "model", "params", "batch_per_device", "steps", "t_compute_s",
+        "t_compute_p10_s", "t_compute_p90_s", "t_comm_s", "t_step_s", "dtype", "flops_per_sample",
+        "t_forward_s", "t_backward_s", "rank",
+    )  # fmt: skip
+    rows = []
+    for t in live.traces:
+        if not t.steps:
+            continue
+        comp = np.array([s.compute_s for s in t.steps])
+        med = lambda name: float(np.median([getattr(s, name) for s in t.steps]))  # noqa: E731
+        r = {
+            "world_size": t.world_size or len(live.traces),
+            "backend": t.backend or "",
+            "mode": "ddp",
+            "model": "trace",
+            "params": params,
+            "batch_per_device": batch,
+            "steps": len(t.steps),
+            "t_compute_s": float(np.median(comp)),
+            "t_compute_p10_s": float(np.quantile(comp, 0.1)),
+            "t_compute_p90_s": float(np.quantile(comp, 0.9)),
+            "t_comm_s": med("comm_s"),
+            "t_step_s": med("step_s"),
+            "dtype": dtype,
+            "flops_per_sample": flops_per_sample,
+            "t_forward_s": med("forward_s"),
+            "t_backward_s": med("backward_s"),
+            "rank": "" if t.rank is None else t.rank,
+        }
+        rows.append({c: str(csv_value(r[c])) for c in cols})
+    return Measured(live.path, "step", cols, tuple(rows), tuple(range(1, len(rows) + 1)), tuple(live.notes))
 
 
 def filter_rows(
@@ -451,6 +529,7 @@ def validate(
     notes: list[str] = []
     if m.kind == "allreduce":
         recs = _validate_allreduce(m, profile, algorithm)
+        notes += placement_notes(m, profile)
     elif m.kind == "step":
         recs = _validate_step(m, profile, workload, compute_time_s, overlap, grad_dtype, algorithm, dtype, notes)
     else:

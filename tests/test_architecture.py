@@ -127,9 +127,10 @@ LAYERS: dict[str, tuple[str, ...]] = {
     "communication": ("ranges", "straggler", "nccl", "collectives", "comm", "buckets"),
     "step": ("memory", "engine", "sharding"),
     "inputs and outputs": ("inputs", "schema", "profiles", "workloads", "output", "tables", "render", "detect", "data")
-    + ("bench", "bench.stats", "bench.results", "bench.nccltests"),
+    + ("bench", "bench.stats", "bench.results", "bench.nccltests")
+    + ("bench.calls", "bench.inspector", "bench.kineto", "bench.live"),
     "answers": ("explain_terms", "explain_sharding", "explain", "plan", "plan_best", "compare")
-    + ("calibrate", "calibration", "validate"),
+    + ("calibrate", "calibration", "validate", "trace_validate", "check"),
     "measurement and pictures": ("bench.launch", "bench.dist", "bench.models", "bench.allreduce", "bench.step")
     + ("bench.worker", "plot"),
     "command line": ("cli", "__main__", ""),

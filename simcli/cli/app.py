@@ -18,6 +18,7 @@ from . import (
     bench,
     calibrate,
     catalog,
+    check,
     plan,
     plan_best,  # noqa: F401 - registers `plan best` on plan.plan_app
     plot,
@@ -55,7 +56,7 @@ def root(
 
 
 # top-level commands, in the order --help lists them
-for _module in (speedup, algorithms, plan, calibrate):
+for _module in (speedup, algorithms, plan, calibrate, check):
     app.add_typer(_module.app)
 # command groups
 app.add_typer(catalog.profiles_app, name="profiles")

@@ -902,7 +902,13 @@ def _step_table(rows: list[dict[str, Any]], profile: str, backend: str):
 @app.command("import")
 @handle_errors
 def bench_import(
-    file: Annotated[str, typer.Argument(help="nccl-tests output: the text all_reduce_perf prints, or its -J JSON.")],
+    file: Annotated[
+        str,
+        typer.Argument(
+            help="nccl-tests output (the text all_reduce_perf prints, or its -J JSON), NCCL Inspector output (a log, "
+            "a Prometheus file, or the dump directory), or a PyTorch profiler trace (or a directory of one per rank)."
+        ),
+    ],
     world_size: Annotated[
         Optional[int],
         typer.Option("--world-size", help="Ranks of that run [default: counted from its '#  Rank' lines]."),
@@ -917,13 +923,22 @@ def bench_import(
     output: o.Output = None,
     force: o.Force = False,
 ) -> None:
-    """Turn nccl-tests output into simcli's benchmark CSV (the same columns as bench allreduce)."""
+    """Turn nccl-tests output, NCCL Inspector logs or a PyTorch profiler trace into simcli's benchmark CSV.
+
+    The format is told from the content. Inspector logs and traces become one row per (collective, size,
+    ranks, nodes); a trace's steps (forward, backward, optimizer) and buckets are in the table and in --format json.
+    """
+    from ..bench.live import detect
     from ..bench.nccltests import parse_nccl_tests
     from ..bench.results import ALLREDUCE_COLUMNS
     from ..output import check_output_path, to_csv, to_json
 
     if output:
         check_output_path(output, force, inputs=[file])
+    live = detect(file)
+    if live is not None:
+        _import_live(file, live, format, output, force)
+        return
     recs = parse_nccl_tests(file, world_size, placement.value, collective)
     if format is o.Format.table and not output:
         from ..render import console
@@ -952,3 +967,119 @@ def bench_import(
         "units: bytes B, times s, algbw/busbw GB/s = 1e9 B/s",
     ]
     emit(to_csv(recs, ALLREDUCE_COLUMNS, comments), output, force)
+
+
+def _import_live(file: str, kind: str, format: o.Format, output: str | None, force: bool) -> None:
+    """bench import of an Inspector log or a profiler trace: the measured table, and a trace's steps."""
+    import datetime
+
+    from ..bench.live import read_live
+    from ..output import to_csv, to_json
+
+    live = read_live(file, kind)
+    steps = None
+    if kind == "kineto":
+        from ..bench.kineto import step_summary
+
+        steps = step_summary(live.traces)
+    if format is o.Format.table and not output:
+        from ..render import console
+
+        console.print(_live_table(file, kind, live.rows, steps))
+        return
+    if format is o.Format.json:
+        doc: Any = live.rows if steps is None else {"collectives": live.rows, "step": steps}
+        emit(to_json(doc), output, force)
+        return
+    what = "NCCL Inspector output" if kind == "inspector" else "PyTorch profiler trace"
+    comments = [
+        "simcli bench import",
+        f"imported from: {file} ({what})",
+        f"backend: {live.rows[0]['backend']}",
+        f"imported: {datetime.datetime.now(datetime.timezone.utc).isoformat(timespec='seconds')}",
+        "time_s: median over the collective's repeats of its slowest rank; rank_spread: median (slowest - "
+        "fastest rank) / slowest",
+        "units: bytes B, times s, algbw/busbw GB/s = 1e9 B/s",
+    ]
+    emit(to_csv(live.rows, live.columns, comments), output, force)
+
+
+def _live_table(file: str, kind: str, rows: list[dict[str, Any]], steps: dict[str, Any] | None):
+    from rich.console import Group
+    from rich.text import Text
+
+    from ..render import Column, table, time_unit
+    from ..units import fmt_bytes
+
+    f, unit = time_unit([r["time_s"] for r in rows])
+
+    def t(x: float | None) -> str:
+        return "-" if x is None else sig4(x / f)
+
+    def pct(x: float | None) -> str:
+        return "-" if x is None else f"{100 * x:.1f}%"
+
+    coll = table(
+        rows,
+        [
+            Column("collective", "collective", justify="left"),
+            Column("k", "world_size"),
+            Column("nodes", "nodes", lambda x: "-" if x is None else str(x)),
+            Column("size", "bytes", fmt_bytes),
+            Column("calls", "calls"),
+            Column(f"time {unit}", "time_s", t),
+            Column(f"p10 {unit}", "time_p10_s", t),
+            Column(f"p90 {unit}", "time_p90_s", t),
+            Column("busbw GB/s", "busbw_GBps", lambda x: "-" if x is None else sig4(x)),
+            Column("rank spread", "rank_spread", pct),
+        ],
+        title=f"collectives in {file} ({'NCCL Inspector' if kind == 'inspector' else 'profiler trace'})",
+        caption="time = median over repeats of the slowest rank; rank spread = median (slowest - fastest) / "
+        "slowest over ranks; busbw as nccl-tests defines it, GB/s = 1e9 B/s",
+    )
+    if steps is None:
+        return coll
+    g, u2 = time_unit([steps["step_s"]])
+
+    def s(x: float | None) -> str:
+        return "-" if x is None else sig4(x / g)
+
+    terms = [
+        ("step", steps["step_s"]),
+        ("forward", steps["forward_s"]),
+        ("backward", steps["backward_s"]),
+        ("optimizer (the update)", steps["optimizer_s"]),
+        ("communication (any collective in flight)", steps["comm_s"]),
+        ("exposed communication", steps["exposed_s"]),
+        ("other (data, copies, DDP)", steps["other_s"]),
+    ]
+    step_t = table(
+        [{"term": a, "v": b} for a, b in terms],
+        [Column("term", "term", justify="left"), Column(f"per step {u2}", "v", s)],
+        title=f"one step: {steps['step']}, the slowest of {steps['ranks']} rank(s)' median steps "
+        f"({steps['steps']} each)",
+        caption=None
+        if steps["rank_spread"] is None
+        else f"compute per rank {', '.join(s(x) for x in steps['rank_compute_s'])} {u2}: spread (sd/mean) "
+        f"{100 * steps['rank_spread']:.1f}%",
+    )
+    bk = table(
+        [
+            {**b, "i": i, "hid": b["hidden_s"] / b["time_s"] if b["time_s"] else None}
+            for i, b in enumerate(steps["buckets"])
+        ],
+        [
+            Column("#", "i"),
+            Column("collective", "collective", justify="left"),
+            Column("size", "bytes", fmt_bytes),
+            Column("count", "count"),
+            Column("dtype", "dtype", justify="left"),
+            Column(f"time {u2}", "time_s", s),
+            Column(f"hidden {u2}", "hidden_s", s),
+            Column("hidden", "hid", pct),
+        ],
+        title="the step's collectives (DDP's buckets): median over steps and ranks; hidden = overlapped by compute",
+        caption=f"{fmt_bytes(sum(b['bytes'] for b in steps['buckets'] if b['collective'] == 'all_reduce'))} "
+        "all-reduced a step",
+    )
+    return Group(coll, Text(""), step_t, bk)

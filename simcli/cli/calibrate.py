@@ -12,7 +12,7 @@ import typer
 from ..model import InputError
 from ..units import sig4
 from . import options as o
-from .common import emit, handle_errors, new_app, warn
+from .common import answer, handle_errors, new_app, warn
 
 app = new_app()  # `calibrate` and `validate`, top-level commands
 
@@ -204,7 +204,16 @@ def calibrate(
             "calibrate: give at most one 'bench allreduce' CSV, one 'bench step' CSV and one scaling table"
         )
     comm_m = step_m = scale_m = None
+    live_run = None  # a profiler trace or Inspector log: a live job's own measurements (issue 23)
+    from ..bench.live import detect
+
     for f in files:
+        kind = detect(f)
+        if kind is not None:
+            if live_run is not None:
+                raise InputError(f"{f}: a second trace or Inspector log; give one run (a directory holds its ranks)")
+            live_run, comm_m, step_m = _live_inputs(f, kind, run, profile, comm_m, step_m)
+            continue
         m = read_measurements(f)
         if m.kind == "allreduce":
             if comm_m is not None:
@@ -226,7 +235,7 @@ def calibrate(
                 f"--profile: {scale_m.path} is a scaling table; give the profile of the hardware it ran on"
             )
         scaling = (scale_m, _scaling_scenario(run, scale_m, profile, algorithm))
-    elif run.given():
+    elif run.given() and live_run is None:
         raise InputError(
             f"--{next(iter(run.given())).replace('_', '-')}: the run's options describe a scaling table's "
             "training run; give one (devices, speedup) or leave them out"
@@ -249,6 +258,7 @@ def calibrate(
         now=datetime.datetime.now(datetime.timezone.utc),
         host=platform.node() or "unknown",
         scaling=scaling,
+        run=None if live_run is None else live_run[1],
     )
     text = report["yaml"]
     from ..output import write_atomic
@@ -267,6 +277,72 @@ def calibrate(
 
         console.print(_calibrate_view(report))
     typer.echo(f"wrote {p} (checked: it loads as a valid profile)", err=True)
+
+
+def _live_inputs(f: str, kind: str, run: o.ScenarioOptions, profile: str | None, comm_m, step_m):
+    """A trace's or Inspector log's all-reduces (the comm file), a trace's steps (the step file, when the run's
+    model is given) and what the run measured beyond both (per-update time, spread across ranks)."""
+    from ..bench.live import read_live
+    from ..validate import live_measured, trace_step_measured
+
+    if comm_m is not None:
+        raise InputError(f"{f}: an all-reduce file was given too; give the trace (or log) or the CSV, not both")
+    live = read_live(f, kind)
+    ar = [r for r in live.rows if r["collective"] == "all_reduce" and r["world_size"] > 1]
+    info: dict[str, Any] = {"file": f, "kind": kind, "warnings": []}
+    points = {(r["world_size"], r["bytes"]) for r in ar}
+    if len(points) == 1:  # latency and bandwidth cannot be told apart from one point
+        ((k1, n1),) = points
+        info["warnings"].append(
+            f"{f}: its all-reduces are of one size ({n1} B at k = {k1}): latency and bandwidth cannot be told "
+            "apart from one point, so the tiers are kept; 'simcli validate' holds them against it"
+        )
+        ar = []
+    comm = live_measured(live, "all_reduce") if ar else None
+    spreads = [r["rank_spread"] for r in ar if r.get("rank_spread") is not None]
+    if spreads:
+        import statistics
+
+        info["collective_rank_spread"] = float(statistics.median(spreads))
+    if comm is None and not points:
+        info["warnings"].append(f"{f}: no all-reduce between two or more ranks: the tiers are kept")
+    if kind != "kineto":
+        return (kind, info), comm, step_m
+    from ..bench.kineto import step_summary
+
+    summ = step_summary(live.traces)
+    info.update(
+        {
+            "ranks": summ["ranks"],
+            "steps": summ["steps"],
+            "update_s": summ["optimizer_s"],
+            "update_note": "measured per update (Optimizer.step + zero_grad) in the slowest rank's median step; "
+            "not written into the profile: the engine has no per-update term (t_update_s) yet",
+            "rank_compute_s": summ["rank_compute_s"],
+            "rank_spread": summ["rank_spread"],
+            "exposed_s": summ["exposed_s"],
+            "other_s": summ["other_s"],
+        }
+    )
+    if run.model is None and run.params is None and run.workload is None:
+        info["warnings"].append(
+            f"{f}: the trace's compute is not fitted: give the run's model (--model, or --params with "
+            "--flops-per-sample, and --batch-per-device) for the MFU"
+        )
+        return (kind, info), comm, step_m
+    if step_m is not None:
+        raise InputError(f"{f}: a 'bench step' file was given too; give the trace or the step CSV, not both")
+    from ..profiles import resolve_profile
+
+    base = profile or BACKEND_PROFILES.get(live.rows[0]["backend"])
+    sc = run.replace(profile=base).build()
+    wl = sc.workload
+    if wl.flops_per_sample is None:
+        info["warnings"].append(f"{f}: the workload has no FLOPs per sample (--compute-time): no MFU to fit")
+        return (kind, info), comm, step_m
+    dtype = run.dtype or (resolve_profile(base).device.default_dtype() if base else "fp32")
+    step = trace_step_measured(live, float(wl.flops_per_sample), float(wl.params), int(sc.batch), dtype)
+    return (kind, info), comm, step
 
 
 def _calibrate_view(report: dict[str, Any]):
@@ -416,6 +492,44 @@ def _calibrate_view(report: dict[str, Any]):
                 ),
             )
         )
+    lr = report.get("run")
+    if lr is not None:
+        from ..units import fmt_time as ft
+
+        items = []
+        if lr.get("update_s") is not None:
+            items.append(("per-update time (optimizer)", ft(lr["update_s"]), lr["update_note"]))
+        if lr.get("rank_spread") is not None:
+            items.append(
+                (
+                    "compute spread across ranks (sd/mean)",
+                    f"{100 * lr['rank_spread']:.2f}%",
+                    f"T_compute per rank {', '.join(ft(x) for x in lr['rank_compute_s'])}; {lr['ranks']} ranks are "
+                    "too few to fit device.spread (it is not written; a scaling table fits it)",
+                )
+            )
+        if lr.get("collective_rank_spread") is not None:
+            items.append(
+                (
+                    "collective spread across ranks",
+                    f"{100 * lr['collective_rank_spread']:.1f}%",
+                    "median over all-reduces of (slowest - fastest rank) / slowest",
+                )
+            )
+        if lr.get("exposed_s") is not None:
+            items.append(("exposed communication per step", ft(lr["exposed_s"]), "measured, not fitted"))
+        if items:
+            parts.append(
+                table(
+                    [{"what": a, "value": b, "note": c} for a, b, c in items],
+                    [
+                        Column("measured in the run", "what", justify="left"),
+                        Column("value", "value"),
+                        Column("", "note", justify="left"),
+                    ],
+                    title=f"{lr['file']} ({'profiler trace' if lr['kind'] == 'kineto' else 'NCCL Inspector'})",
+                )
+            )
     if sp is not None:
         parts.append(
             table(
@@ -468,6 +582,7 @@ def validate(
     profile: MeasuredProfile = None,
     model: o.Model = None,
     params: o.Params = None,
+    flops_per_sample: o.FlopsPerSample = None,
     compute_time: o.ComputeTime = None,
     batch_per_device: o.BatchPerDevice = None,
     dtype: o.Dtype = None,
@@ -518,17 +633,22 @@ def validate(
     fig_size = o.picture_size(plot, out.force, o.DPI, o.WIDTH, None) if plot else None
     limit = _max_error(max_error)
     ct = o.parse_time(compute_time, "--compute-time")
-    measured = read_measurements(results)
-    prof = profile_for_measurements(profile, [measured])
-    m = filter_rows(measured, where or [], _size(min_size, "--min-size") or 0.0, _size(max_size, "--max-size"))
     wl = None
     if model is not None or params is not None:
         from ..workloads import build_workload
 
         if params is not None and ct is None:
-            wl = build_workload(params=params, flops_per_sample=6.0 * params)
+            wl = build_workload(params=params, flops_per_sample=flops_per_sample or 6.0 * params)
         else:
-            wl = build_workload(model=model, params=params, compute_time=ct)
+            wl = build_workload(model=model, params=params, flops_per_sample=flops_per_sample, compute_time=ct)
+    from ..bench.live import detect
+
+    if wl is not None and detect(results) == "kineto":  # a traced step, term by term (issue 23)
+        _validate_trace(results, profile, wl, batch_per_device, dtype, algorithm, ct, out, limit)
+        return
+    measured = read_measurements(results)
+    prof = profile_for_measurements(profile, [measured])
+    m = filter_rows(measured, where or [], _size(min_size, "--min-size") or 0.0, _size(max_size, "--max-size"))
     v = run_validation(
         m,
         prof,
@@ -542,32 +662,20 @@ def validate(
     )
     for note in v.notes:
         typer.echo(f"simcli: note: {note}", err=True)
-    if out.table:
-        from ..render import console, render_text
-
-        view = _validate_view(v, out.rows)
-        if out.output:
-            emit(render_text(view), out.output, out.force)
-        else:
-            console.print(view)
-    else:
-        from ..output import to_csv, to_json
-
-        if out.format is o.Format.json:
-            text = to_json(
-                {
-                    "file": v.path,
-                    "kind": v.kind,
-                    "profile": v.profile,
-                    "primary_metric": v.primary,
-                    "rows": v.records,
-                    "summary": v.summary,
-                    "notes": list(v.notes),
-                }
-            )
-        else:
-            text = to_csv(v.records, comments=[f"simcli validate {v.path} --profile {v.profile}"])
-        emit(text, out.output, out.force)
+    answer(
+        out,
+        lambda: _validate_view(v, out.rows),
+        lambda: {
+            "file": v.path,
+            "kind": v.kind,
+            "profile": v.profile,
+            "primary_metric": v.primary,
+            "rows": v.records,
+            "summary": v.summary,
+            "notes": list(v.notes),
+        },
+        lambda: (v.records, [f"simcli validate {v.path} --profile {v.profile}"]),
+    )
     if plot:
         from pathlib import Path
 
@@ -582,6 +690,103 @@ def validate(
             err=True,
         )
         raise typer.Exit(1)
+
+
+def _validate_trace(path, profile, wl, batch, dtype, algorithm, ct, out, limit) -> None:
+    """simcli validate TRACE --model M: the traced step term by term (simcli.trace_validate)."""
+    from ..bench.kineto import step_summary
+    from ..bench.live import read_live
+    from ..trace_validate import validate_trace
+
+    live = read_live(path, "kineto")
+    prof = profile_for_measurements(profile, [live_measured_any(live)])
+    v = validate_trace(
+        step_summary(live.traces), prof, wl, batch=batch, dtype=dtype, algorithm=algorithm, compute_time_s=ct, path=path
+    )
+    for note in v["notes"]:
+        typer.echo(f"simcli: note: {note}", err=True)
+    answer(
+        out,
+        lambda: _trace_view(v),
+        lambda: v,
+        lambda: (v["terms"], [f"simcli validate {path} --profile {prof.name} (a traced step)"]),
+    )
+    worst = next(t for t in v["terms"] if t["term"] == v["differs_most"])
+    if limit is not None and worst["error"] is not None and abs(worst["error"]) > limit:
+        typer.echo(
+            f"simcli: error: {worst['term']} differs by {100 * worst['error']:+.1f}%, above --max-error "
+            f"{100 * limit:g}%",
+            err=True,
+        )
+        raise typer.Exit(1)
+
+
+def live_measured_any(live):
+    from ..validate import live_measured
+
+    return live_measured(live, None)
+
+
+def _trace_view(v: dict[str, Any]):
+    from rich.console import Group
+    from rich.text import Text
+
+    from ..render import Column, table, time_unit
+    from ..units import fmt_bytes
+
+    f, unit = time_unit([t["measured_s"] for t in v["terms"] if t["term"] == "step"])
+
+    def ms(x: float | None) -> str:
+        return "-" if x is None else sig4(x / f)
+
+    head = Text(
+        f"{v['file']}: {v['steps']} step(s) of {v['ranks']} rank(s), k = {v['devices']}, against profile "
+        f"{v['profile']}; batch {v['batch_per_device']} per device, DDP buckets of {v['bucket_mb']:g} MiB (the "
+        f"trace's), gradient {fmt_bytes(v['gradient_bytes_measured'])} all-reduced a step (model: "
+        f"{fmt_bytes(v['gradient_bytes_predicted'])} {v['grad_dtype']}); measured: {v['step']}, the slowest "
+        "rank's median step"
+    )
+    rows = [
+        {
+            **t,
+            "pred": ms(t["predicted_s"]) if t["modelled"] else "- (no term: 0)",
+            "err": "-" if t["error"] is None or not t["modelled"] else f"{100 * t['error']:+.1f}%",
+        }
+        for t in v["terms"]
+    ]
+    terms = table(
+        rows,
+        [
+            Column("term", "term", justify="left"),
+            Column(f"measured {unit}", "measured_s", ms),
+            Column(f"predicted {unit}", "pred", justify="right"),
+            Column(f"predicted - measured {unit}", "difference_s", lambda x: f"{x / f:+.4g}"),
+            Column("error", "err", justify="right"),
+            Column("", "note", justify="left"),
+        ],
+        title="the step, term by term",
+    )
+    bk = table(
+        [{**b, "i": i} for i, b in enumerate(v["buckets"])],
+        [
+            Column("#", "i"),
+            Column("collective", "collective", justify="left"),
+            Column("size", "bytes", fmt_bytes),
+            Column("dtype", "dtype", justify="left"),
+            Column(f"starts at {unit}", "start_s", ms),
+            Column(f"time {unit}", "time_s", ms),
+            Column(f"hidden {unit}", "hidden_s", ms),
+            Column(f"exposed {unit}", "exposed_s", ms),
+        ],
+        title="the step's collectives (measured; hidden = overlapped by compute)",
+    )
+    worst = next(t for t in v["terms"] if t["term"] == v["differs_most"])
+    tail = Text(
+        f"differs most: {worst['term']}, predicted {'-' if not worst['modelled'] else ms(worst['predicted_s'])} "
+        f"vs measured {ms(worst['measured_s'])} {unit} ({worst['difference_s'] / f:+.4g} {unit} of the step)"
+        + ("" if v["rank_spread"] is None else f"; compute spread across ranks {100 * v['rank_spread']:.1f}%")
+    )
+    return Group(head, terms, bk, tail)
 
 
 def _max_error(value: str | None) -> float | None:

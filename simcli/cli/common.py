@@ -357,6 +357,30 @@ def emit(text: str | Iterable[str], output: str | None, force: bool) -> None:
             sys.stdout.write(chunk)
 
 
+def answer(
+    out: Any, view: Callable[[], Any], doc: Callable[[], Any], rows: Callable[[], tuple[list, list[str]]]
+) -> None:
+    """An answer as ``out`` (an OutputOptions) asks: the rich ``view()`` on the terminal or as text into --output,
+    or the data: ``doc()`` as JSON, ``rows()`` (records, comment lines) as CSV."""
+    if out.format.value == "table":
+        from ..render import console, render_text
+
+        v = view()
+        if out.output:
+            emit(render_text(v), out.output, out.force)
+        else:
+            console.print(v)
+        return
+    from ..output import to_csv, to_json
+
+    if out.format.value == "json":
+        text = to_json(doc())
+    else:
+        recs, comments = rows()
+        text = to_csv(recs, comments=comments)
+    emit(text, out.output, out.force)
+
+
 def done(path: str) -> None:
     typer.echo(f"wrote {path}", err=True)
 

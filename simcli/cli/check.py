@@ -1,0 +1,153 @@
+"""`simcli check`: is a measured collective curve (nccl-tests, NCCL Inspector) what the hardware should give?"""
+
+from __future__ import annotations
+
+from typing import Annotated, Any, Optional
+
+import typer
+
+from . import options as o
+from .calibrate import MeasuredProfile, profile_for_measurements
+from .common import answer, handle_errors, new_app
+
+app = new_app()  # `check`, a top-level command
+
+Tolerance = Annotated[
+    Optional[str],
+    typer.Option(
+        "--tolerance",
+        help="Allowed |measured/expected busbw - 1| before a size is LOW or HIGH: one value ('15%') or one per "
+        "size band, smallest first ('34%,44%,13%') [default: per band, 34%, 44%, 13%: the 95th percentile of "
+        "simcli's own error on the published validation curves; docs/calibration.md].",
+    ),
+]
+
+
+def _measured_times(path: str, m) -> Any:
+    """The better of out-of-place and in-place where the file has both (nccl-tests runs both), else time_s."""
+    import numpy as np
+
+    t = m.allreduce_time()
+    if m.has("time_us", "time_inplace_us"):
+        inp = m.optional("time_inplace_us")
+        if inp is not None:
+            return np.minimum(t, inp * 1e-6)
+        return t
+    from pathlib import Path
+
+    if Path(path).is_dir():
+        return t
+    from ..bench.nccltests import looks_like_nccl_tests, parse_nccl_tests
+    from ..inputs import read_text
+    from ..model import InputError
+
+    if looks_like_nccl_tests(read_text(path, "nccl-tests output")):
+        try:
+            inplace = {int(r["bytes"]): r["time_s"] for r in parse_nccl_tests(path, placement="in")}
+        except InputError:  # no in-place columns: out-of-place only
+            return t
+        n = m.number("bytes")
+        return np.array([min(t[i], inplace.get(int(n[i]), t[i])) for i in range(len(t))])
+    return t
+
+
+@app.command()
+@handle_errors
+def check(
+    file: Annotated[
+        str,
+        typer.Argument(
+            help="A collective's measured curve: nccl-tests output (its text or -J JSON), NCCL Inspector output "
+            "(a log, a Prometheus file, or the dump directory), or a 'bench allreduce' / 'bench import' CSV."
+        ),
+    ],
+    profile: MeasuredProfile = None,
+    tolerance: Tolerance = None,
+    algorithm: o.Algorithm = None,
+    out: o.OutputOptions = o.OutputOptions(),
+) -> None:
+    """Per size: measured beside what NCCL should reach on the profile, OK / LOW / HIGH, and the limiting tier.
+
+    Exit status 0 when no size is LOW, 1 when any is LOW (HIGH: the profile undersells the hardware).
+
+    Example: simcli check all_reduce_perf.txt --profile dgx-h100
+    """
+    from ..check import check as run_check
+    from ..check import parse_tolerance
+    from ..output import check_output_path
+    from ..validate import live_measured, read_measurements
+
+    if out.output:
+        check_output_path(out.output, out.force, inputs=[file, profile])
+    tol = parse_tolerance(tolerance)
+    from ..bench.live import detect, read_live
+
+    kind = detect(file)
+    m = live_measured(read_live(file, kind), None) if kind else read_measurements(file)
+    prof = profile_for_measurements(profile, [m])
+    recs, notes = run_check(m, prof, _measured_times(file, m), tol, algorithm)
+    for note in notes:
+        typer.echo(f"simcli: note: {note}", err=True)
+    low = sum(r["verdict"] == "LOW" for r in recs)
+    high = sum(r["verdict"] == "HIGH" for r in recs)
+    answer(
+        out,
+        lambda: _check_view(file, prof.name, recs, tol, out.rows),
+        lambda: {"file": file, "profile": prof.name, "tolerance": tol, "rows": recs, "low": low, "high": high},
+        lambda: (recs, [f"simcli check {file} --profile {prof.name}"]),
+    )
+    if low:
+        raise typer.Exit(1)
+
+
+def _check_view(path: str, profile: str, recs: list[dict[str, Any]], tol: dict[str, float], max_rows: int):
+    from rich.console import Group
+    from rich.text import Text
+
+    from ..render import Column, table
+    from ..units import fmt_bytes
+
+    def bw(x: float) -> str:
+        return f"{x:.4g}"
+
+    cols = []
+    if len({r["collective"] for r in recs}) > 1:
+        cols.append(Column("collective", "collective", justify="left"))
+    cols += [
+        Column("k", "devices"),
+        Column("size", "bytes", fmt_bytes),
+        Column("busbw meas GB/s", "busbw_measured_GBps", bw),
+        Column("busbw expected GB/s", "busbw_expected_GBps", bw),
+        Column("meas/exp", "ratio", lambda x: f"{100 * x:.0f}%"),
+        Column("tolerance", "tolerance", lambda x: f"±{100 * x:.0f}%"),
+        Column("verdict", "verdict", justify="left"),
+        Column("limiting tier", "tier", lambda x: x or "-", justify="left"),
+        Column("NCCL's choice", "choice", justify="left"),
+        Column("LOW: tier should give GB/s", "should", justify="left"),
+    ]
+    rows = [
+        {
+            **r,
+            "choice": f"{r['algorithm']}/{r['protocol']}" if r["protocol"] else str(r["algorithm"]),
+            "should": f"{r['tier_GBps']:.4g}" if r["verdict"] == "LOW" and r["tier_GBps"] else "-",
+        }
+        for r in recs
+    ]
+    n = {v: sum(r["verdict"] == v for r in recs) for v in ("OK", "LOW", "HIGH")}
+    low = [r for r in recs if r["verdict"] == "LOW"]
+    head = Text(
+        f"{path} against profile {profile}: expected = what the profile's algorithm gives (on an NCCL profile, NCCL's "
+        "choice); meas/exp = measured busbw / expected busbw (= expected time / measured time)"
+    )
+    cap = (
+        f"{len(recs)} sizes: {n['OK']} OK, {n['LOW']} LOW, {n['HIGH']} HIGH. Tolerance by size band: "
+        + ", ".join(f"{b} ±{100 * v:.0f}%" for b, v in tol.items())
+        + " (default: simcli's own error on published curves, 95th percentile; --tolerance). "
+        + (
+            f"LOW from {fmt_bytes(min(r['bytes'] for r in low))}: the {low[0]['tier']} tier delivers less than "
+            "it should; check its links, NICs and NCCL's settings (NCCL_DEBUG=INFO)."
+            if low
+            else "No size is LOW."
+        )
+    )
+    return Group(head, table(rows, cols, caption=cap, max_rows=max_rows))
