@@ -160,7 +160,7 @@ def load_json(text: str, source: str, hint: str = "") -> Any:
     digits (each checked before Python's parser could recurse or convert without bound)."""
     import json
 
-    _check_depth(text, source)
+    check_json_depth(text, source)
 
     def pairs(items: list[tuple[str, Any]]) -> dict[str, Any]:
         out: dict[str, Any] = {}
@@ -200,7 +200,7 @@ def load_json(text: str, source: str, hint: str = "") -> Any:
 _TOKENS = re.compile(r'"(?:[^"\\]|\\.)*"|[\[\]{}]')
 
 
-def _check_depth(text: str, source: str) -> None:
+def check_json_depth(text: str, source: str) -> None:
     """Refuse nesting deeper than MAX_JSON_DEPTH by one scan of the brackets outside strings."""
     if text.count("[") + text.count("{") <= MAX_JSON_DEPTH:
         return

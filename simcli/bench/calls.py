@@ -18,6 +18,7 @@ median over instances of (slowest - fastest rank) / slowest, where several ranks
 from __future__ import annotations
 
 import os
+import stat
 import zlib
 from pathlib import Path
 from typing import Any, Iterable
@@ -102,11 +103,7 @@ def read_log(path: str | os.PathLike[str], what: str, max_bytes: int = 1 << 30) 
     """The text of a log or trace, gzip-compressed or not (``*.log.gz``, ``*.pt.trace.json.gz``): the content
     says which, as the gzip magic bytes. Limits and errors as :func:`simcli.inputs.read_text`'s."""
     p = Path(path)
-    try:
-        with open(p, "rb") as f:
-            magic = f.read(2)
-    except OSError:
-        magic = b""
+    magic = peek_bytes(p, 2)
     if magic != b"\x1f\x8b":
         from ..inputs import read_text
 
@@ -126,10 +123,24 @@ def read_log(path: str | os.PathLike[str], what: str, max_bytes: int = 1 << 30) 
         raise InputError(f"{p}: decompresses to something that is not text (not UTF-8); give {what}") from None
 
 
+def peek_bytes(path: str | os.PathLike[str], size: int) -> bytes:
+    """The first ``size`` bytes of a regular file (b"" for anything else, or when it cannot be read)."""
+    try:
+        if not stat.S_ISREG(os.stat(path).st_mode):
+            return b""
+        with open(path, "rb") as f:
+            return f.read(size)
+    except OSError:
+        return b""
+
+
 def peek(path: str | os.PathLike[str], size: int = 65536) -> str:
     """The first ``size`` bytes of a file (decompressed if it is gzip), as text: enough for :func:`sniff`, and
-    never more read, whatever the file is ('' when it cannot be read: the full read names the problem)."""
+    never more read, whatever the file is ('' when it cannot be read: the full read names the problem). Only a
+    regular file is peeked at: a pipe would lose what was read, and a named pipe with no writer would block."""
     try:
+        if not stat.S_ISREG(os.stat(path).st_mode):
+            return ""
         with open(path, "rb") as f:
             raw = f.read(size)
         if raw[:2] == b"\x1f\x8b":  # what decompresses of the start, even of a file cut short

@@ -143,6 +143,9 @@ def _record(rec: Any, where: str) -> dict[str, Any]:
 
 def parse_json_records(text: str, source: str) -> list[dict[str, Any]]:
     """Calls from an Inspector JSON log: one object per line, or objects one after another (pretty-printed)."""
+    from ..inputs import check_json_depth
+
+    check_json_depth(text, source)  # before json's recursive parser
     dec = json.JSONDecoder()
     out, i, no = [], 0, 0
     size = len(text)

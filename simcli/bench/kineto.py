@@ -229,6 +229,9 @@ def _kernel_name_meta(name: str) -> tuple[str | None, str | None]:
 
 
 def parse_trace(text: str, source: str) -> Trace:
+    from ..inputs import check_json_depth
+
+    check_json_depth(text, source)  # before json's recursive parser
     try:
         doc = json.loads(text)
     except ValueError as e:
