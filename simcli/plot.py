@@ -81,6 +81,12 @@ class Series:
     records: Sequence[Mapping[str, Any]]
     #: measured points drawn as markers over the line (same record keys)
     measured: Sequence[Mapping[str, Any]] = field(default_factory=tuple)
+    #: the legend label of the measured markers [default: the label and 'measured']
+    measured_label: str | None = None
+    #: device counts at which this configuration does not fit the device's memory: drawn greyed and labelled
+    no_fit: Sequence[float] = field(default_factory=tuple)
+    #: the device's memory in bytes (named in the label of what does not fit)
+    capacity_bytes: float | None = None
 
 
 # --------------------------------------------------------------------------- checks
@@ -195,31 +201,88 @@ def _new_figure(size: FigSize, default_height: float) -> Figure:
 # --------------------------------------------------------------------------- speedup
 
 
-def speedup_figure(series: Sequence[Series], title: str, threshold: float = 0.8, size: FigSize = FigSize()) -> Figure:
+def _split_fit(k: np.ndarray, y: np.ndarray, no_fit: Sequence[float]) -> tuple[np.ndarray, np.ndarray]:
+    """(y where it fits, y where it does not), NaN elsewhere; the boundary point is in both so the line joins."""
+    bad = np.isin(k, np.asarray(list(no_fit), dtype=float))
+    near = bad | np.concatenate([bad[1:], [False]]) | np.concatenate([[False], bad[:-1]])
+    return np.where(~bad, y, np.nan), np.where(near & bad.any(), y, np.nan)
+
+
+#: what does not fit in memory: greyed, dashed, crossed
+_NO_FIT = dict(color="0.62", linestyle=(0, (4, 2)), linewidth=1.6, marker="x", markersize=6)
+
+
+def speedup_figure(
+    series: Sequence[Series],
+    title: str,
+    threshold: float = 0.8,
+    size: FigSize = FigSize(),
+    throughput: bool | None = None,
+) -> Figure:
     """Speedup S(k) against k with the ideal line S = k, efficiency E(k) below; one line per series.
 
     The first k where E(k) < ``threshold`` is marked on both panels with a
     dotted vertical line and named in the legend. The x axis is log 2 when the
     device counts are geometric (then S is log 2 too, so S = k is a diagonal).
+
+    ``throughput`` (default: when there are several series) adds a third panel, samples/s against k, so a
+    faster system looks faster: S(k) and E(k) are relative to each line's own one device. The k at which a
+    series does not fit in memory (``Series.no_fit``) are drawn greyed and dashed, and named in the legend.
     """
     if not series:
         raise InputError("nothing to draw: no records")
-    fig = _new_figure(size, 7.5)
-    ax_s, ax_e = fig.subplots(2, 1, sharex=True, height_ratios=[3, 2])
+    if throughput is None:
+        throughput = len(series) > 1
+    fig = _new_figure(size, 10.0 if throughput else 7.5)
+    if throughput:
+        ax_t, ax_s, ax_e = fig.subplots(3, 1, sharex=True, height_ratios=[3, 3, 2])
+    else:
+        ax_s, ax_e = fig.subplots(2, 1, sharex=True, height_ratios=[3, 2])
+        ax_t = None
     all_k = np.unique(np.concatenate([_column(s.records, "devices") for s in series]))
     geometric = is_geometric(all_k)
     colors = _colors(len(series))
+    first_tp: np.ndarray | None = None
+    first_label = ""
     for s, color in zip(series, colors):
         k = _column(s.records, "devices")
         sp = _column(s.records, "speedup")
         eff = _column(s.records, "efficiency")
-        i = threshold_crossing(k, eff, threshold)
-        note = (
-            f"E < {threshold:g} from k = {k[i]:,.0f}" if i is not None else f"E ≥ {threshold:g} up to k = {k[-1]:,.0f}"
-        )
+        fits = ~np.isin(k, np.asarray(list(s.no_fit), dtype=float))
+        i = threshold_crossing(k[fits], eff[fits], threshold) if fits.any() else None
+        if i is not None:
+            i = int(np.flatnonzero(fits)[i])
+        if i is not None:
+            note = f"E < {threshold:g} from k = {k[i]:,.0f}"
+        else:
+            note = f"E ≥ {threshold:g} up to k = {k[fits][-1]:,.0f}" if fits.any() else ""
         mk = _marker(len(k))
-        ax_s.plot(k, sp, color=color, marker=mk, markersize=4, linewidth=1.8, label=f"{s.label} ({note})")
-        ax_e.plot(k, eff, color=color, marker=mk, markersize=4, linewidth=1.8, label=f"_{s.label}")
+        panels = [(ax_s, sp), (ax_e, eff)]
+        if ax_t is not None:
+            tp = _column(s.records, "samples_per_s")
+            panels.insert(0, (ax_t, tp))
+        for j, (ax, y) in enumerate(panels):
+            ok, bad = _split_fit(k, y, s.no_fit)
+            ax.plot(
+                k,
+                ok,
+                color=color,
+                marker=mk,
+                markersize=4,
+                linewidth=1.8,
+                label=f"{s.label} ({note})" if j == 0 and fits.any() else f"_{s.label}",
+            )
+            if not fits.all():
+                cap = f" in {fmt_bytes(s.capacity_bytes, binary=False)}" if s.capacity_bytes else ""
+                where = f"every k ({_k_range(k)[4:]})" if not fits.any() else _k_range(k[~fits])
+                ax.plot(
+                    k, bad, label=f"{s.label}: does not fit{cap} at {where} (greyed)" if j == 0 else "_nofit", **_NO_FIT
+                )
+                x0 = float(k[~fits][0])
+                y0 = float(y[~fits][0])
+                ax.annotate(
+                    "does not fit", (x0, y0), xytext=(4, 6), textcoords="offset points", fontsize=7, color="0.4"
+                )
         if i is not None:
             for ax, y in ((ax_s, sp[i]), (ax_e, eff[i])):
                 ax.axvline(k[i], color=color, linestyle=":", linewidth=1.0, label="_crossing")
@@ -234,6 +297,21 @@ def speedup_figure(series: Sequence[Series], title: str, threshold: float = 0.8,
                     markeredgewidth=1.8,
                     label="_crossing",
                 )
+        if ax_t is not None:  # the gain over the first line at the largest k, where both fit
+            tp = np.where(fits, _column(s.records, "samples_per_s"), np.nan)
+            if first_tp is None:
+                first_tp, first_label = tp, s.label
+            elif len(tp) == len(first_tp) and np.isfinite(tp[-1]) and np.isfinite(first_tp[-1]) and first_tp[-1] > 0:
+                ax_t.annotate(
+                    f"x{tp[-1] / first_tp[-1]:.2f} over {first_label}",
+                    (float(k[-1]), float(tp[-1])),
+                    xytext=(-8, -6),
+                    textcoords="offset points",
+                    fontsize=8,
+                    color=color,
+                    ha="right",
+                    va="top",
+                )
         if s.measured:
             mk_k = _column(s.measured, "devices")
             ax_s.plot(
@@ -243,7 +321,7 @@ def speedup_figure(series: Sequence[Series], title: str, threshold: float = 0.8,
                 marker="x",
                 color=color,
                 markersize=7,
-                label=f"{s.label} measured",
+                label=s.measured_label or f"{s.label} measured",
             )
             ax_e.plot(
                 mk_k,
@@ -264,17 +342,53 @@ def speedup_figure(series: Sequence[Series], title: str, threshold: float = 0.8,
     else:
         ax_s.xaxis.set_major_locator(MaxNLocator(12, integer=True))
         ax_s.xaxis.set_major_formatter(FuncFormatter(_k_formatter))
+    if ax_t is not None:
+        if geometric:
+            ax_t.set_yscale("log")
+        ax_t.yaxis.set_major_formatter(FuncFormatter(_rate_formatter))
+        ax_t.set_ylabel("throughput (samples/s)")
+        ax_t.legend(loc="upper left", fontsize=8, framealpha=0.9)
+        ax_t.set_title(_wrap(title, fig, 11), fontsize=11, loc="left")
+        ax_s.legend(
+            handles=[h for h in ax_s.get_legend_handles_labels()[0] if h.get_label().startswith("ideal")]
+            + [h for h in ax_s.get_legend_handles_labels()[0] if "measured" in h.get_label()],
+            loc="upper left",
+            fontsize=8,
+            framealpha=0.9,
+        )
+        ax_s.text(
+            0.99,
+            0.03,
+            "S(k) relative to each line's own k = 1",
+            transform=ax_s.transAxes,
+            ha="right",
+            fontsize=7,
+            color="0.35",
+        )
+    else:
+        ax_s.set_title(_wrap(title, fig, 11), fontsize=11, loc="left")
+        ax_s.legend(loc="upper left", fontsize=8, framealpha=0.9)
     top = max(1.05, float(np.nanmax([np.nanmax(_column(s.records, "efficiency")) for s in series])) * 1.05)
     ax_e.set_ylim(0.0, top)
     ax_s.set_ylabel("speedup S(k)")
     ax_e.set_ylabel("efficiency E(k) = S(k)/k")
     ax_e.set_xlabel("devices k" + (" (log 2)" if geometric else ""))
-    ax_s.set_title(_wrap(title, fig, 11), fontsize=11, loc="left")
-    ax_s.legend(loc="upper left", fontsize=8, framealpha=0.9)
     ax_e.legend(loc="best", fontsize=8, framealpha=0.9)  # the threshold only; lines are named above
-    for ax in (ax_s, ax_e):
+    for ax in (ax_s, ax_e, *([ax_t] if ax_t is not None else [])):
         ax.grid(True, which="major", alpha=0.3)
     return fig
+
+
+def _k_range(k: np.ndarray) -> str:
+    return f"k = {k[0]:,.0f}" if len(k) == 1 else f"k = {k[0]:,.0f}..{k[-1]:,.0f}"
+
+
+def _rate_formatter(v: float, _pos: Any = None) -> str:
+    """Samples per second on an axis: 1,200, 45k, 3.2M."""
+    for f, unit in ((1e9, "G"), (1e6, "M"), (1e3, "k")):
+        if abs(v) >= f:
+            return f"{v / f:g}{unit}"
+    return f"{v:g}"
 
 
 # --------------------------------------------------------------------------- breakdown

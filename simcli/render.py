@@ -5,6 +5,7 @@ Results stay in SI until here; this module only formats them.
 
 from __future__ import annotations
 
+import os
 from typing import Any, Callable, Sequence
 
 import numpy as np
@@ -12,10 +13,11 @@ from rich.console import Console
 from rich.table import Table
 from rich.text import Text
 
-__all__ = ["console", "time_unit", "Column", "table", "print_table", "kv_table", "render_text"]
+__all__ = ["console", "time_unit", "Column", "FitTable", "Wide", "table", "print_table", "kv_table", "render_text"]
 
 console = Console(highlight=False, soft_wrap=False)
-if not console.is_terminal and console.width <= 80:  # piped or captured: do not squeeze columns to 80
+if not console.is_terminal and console.width <= 80 and "COLUMNS" not in os.environ:
+    # piped or captured with no width asked for: do not squeeze columns to 80 (COLUMNS=80 does)
     console = Console(highlight=False, soft_wrap=False, width=140)
 
 _TIME_UNITS = [(1.0, "s"), (1e-3, "ms"), (1e-6, "µs"), (1e-9, "ns")]
@@ -35,12 +37,24 @@ def time_unit(values: Sequence[float] | np.ndarray) -> tuple[float, str]:
 
 
 class Column:
-    """One table column: a header and a formatter of a record's value."""
+    """One table column: a header and a formatter of a record's value.
+
+    ``priority`` 0 (the default) is never left out; a table too wide for the terminal first shortens the
+    headers that have a ``short`` form, then leaves out columns from the highest priority number down
+    (:class:`FitTable`).
+    """
 
     def __init__(
-        self, header: str, key: str | Callable[[dict], Any], fmt: Callable[[Any], str] = str, justify: str = "right"
+        self,
+        header: str,
+        key: str | Callable[[dict], Any],
+        fmt: Callable[[Any], str] = str,
+        justify: str = "right",
+        priority: int = 0,
+        short: str | None = None,
     ):
         self.header, self.key, self.fmt, self.justify = header, key, fmt, justify
+        self.priority, self.short = priority, short
 
     def cell(self, rec: dict) -> Any:
         v = self.key(rec) if callable(self.key) else rec.get(self.key)
@@ -50,6 +64,89 @@ class Column:
         return _safe(out)
 
 
+#: what rich puts between two columns of a table without edges: " │ "
+_SEPARATOR = 3
+
+
+class FitTable:
+    """A rich table that fits the width it is drawn at, without cutting a cell.
+
+    Drawn at ``max_width`` columns, it keeps every column whole when they fit; otherwise it shortens the
+    headers that have a short form, then leaves out the lowest-priority columns (highest ``priority``
+    number; priority 0 never) and says in one line under the table which ones and how to see them.
+    """
+
+    def __init__(self, rows: list[list[Any]], columns: Sequence[Column], title: str | None, caption: str | None):
+        self.rows, self.columns, self.title, self.caption = rows, list(columns), title, caption
+
+    def _widths(self, short: bool) -> list[int]:
+        """Each column's natural width: its widest cell or header."""
+        from rich.cells import cell_len
+
+        out = []
+        for j, c in enumerate(self.columns):
+            head = (c.short or c.header) if short else c.header
+            cells = (x.plain if isinstance(x, Text) else str(x) for x in (r[j] for r in self.rows))
+            out.append(max([cell_len(head)] + [cell_len(x) for x in cells]))
+        return out
+
+    def fit(self, width: int) -> tuple[list[int], bool, list[str]]:
+        """(the columns kept, whether their headers are shortened, the headers of those left out) at ``width``."""
+        long_w, short_w = self._widths(False), self._widths(True)
+
+        def total(ws: list[int], cols: list[int]) -> int:
+            return sum(ws[j] for j in cols) + _SEPARATOR * (len(cols) - 1)
+
+        keep = list(range(len(self.columns)))
+        if total(long_w, keep) <= width:
+            return keep, False, []
+        dropped: list[int] = []
+        for j in sorted((j for j in keep if self.columns[j].priority > 0), key=lambda j: -self.columns[j].priority):
+            if total(short_w, keep) <= width:
+                break
+            keep.remove(j)
+            dropped.append(j)
+        return keep, total(long_w, keep) > width, [self.columns[j].header for j in sorted(dropped)]
+
+    def __rich_console__(self, console: Any, options: Any) -> Any:
+        width = options.max_width
+        keep, short, dropped = self.fit(width)
+        t = Table(
+            title=_safe(self.title),
+            caption=_safe(self.caption),
+            title_justify="left",
+            caption_justify="left",
+            show_edge=False,
+            pad_edge=False,
+            header_style="bold",
+        )
+        for j in keep:
+            c = self.columns[j]
+            head = (c.short or c.header) if short else c.header
+            right = c.justify == "right"
+            t.add_column(head, justify=c.justify, no_wrap=right, min_width=len(head) if right else None)
+        for r in self.rows:
+            t.add_row(*(r[j] for j in keep))
+        yield t
+        if dropped:
+            yield Text(
+                f"left out to fit {width} columns: {', '.join(dropped)} (--wide shows every column; -f csv holds "
+                "them all)"
+            )
+
+
+class Wide:
+    """Draws what it holds as on a terminal wide enough for every column (``--wide``): nothing left out."""
+
+    WIDTH = 10_000
+
+    def __init__(self, renderable: Any):
+        self.renderable = renderable
+
+    def __rich_console__(self, console: Any, options: Any) -> Any:
+        yield from console.render(self.renderable, options.update_width(self.WIDTH))
+
+
 def table(
     records: Sequence[dict],
     columns: Sequence[Column],
@@ -57,8 +154,9 @@ def table(
     caption: str | None = None,
     max_rows: int = 0,
     total: int | None = None,
-) -> Table:
-    """A rich table; with ``max_rows`` > 0 and more records than that, the middle rows are elided.
+) -> FitTable:
+    """A table that fits the terminal (:class:`FitTable`); with ``max_rows`` > 0 and more records than that,
+    the middle rows are elided.
 
     ``total``: how many rows there are when ``records`` holds only the first and last ``max_rows`` of them
     (a caller that computed only what is shown); the elision line counts the rows left out.
@@ -66,36 +164,28 @@ def table(
     from .output import finite_gate
 
     finite_gate(list(records))  # no table shows a time, rate or speedup that is not a finite number
-    t = Table(
-        title=_safe(title),
-        caption=_safe(caption),
-        title_justify="left",
-        caption_justify="left",
-        show_edge=False,
-        pad_edge=False,
-        header_style="bold",
-    )
-    for c in columns:
-        t.add_column(
-            c.header,
-            justify=c.justify,
-            no_wrap=c.justify == "right",
-            min_width=len(c.header) if c.justify == "right" else None,
-        )
     n = len(records)
     hidden = (total - n) if total is not None and total > n else 0
+    rows: list[list[Any]] = []
     if max_rows and (n > max_rows or hidden):
         head = max_rows // 2
         tail = max_rows - head
-        for r in records[:head]:
-            t.add_row(*(c.cell(r) for c in columns))
+        rows += [[c.cell(r) for c in columns] for r in records[:head]]
         left_out = n - head - tail + hidden
-        t.add_row(*([Text(f"… {left_out} rows", style="dim")] + [Text("…", style="dim")] * (len(columns) - 1)))
-        for r in records[n - tail :]:
-            t.add_row(*(c.cell(r) for c in columns))
+        rows.append([Text(f"… {left_out} rows", style="dim")] + [Text("…", style="dim")] * (len(columns) - 1))
+        rows += [[c.cell(r) for c in columns] for r in records[n - tail :]]
     else:
-        for r in records:
-            t.add_row(*(c.cell(r) for c in columns))
+        rows += [[c.cell(r) for c in columns] for r in records]
+    return FitTable(rows, columns, title, caption)
+
+
+def labelled(lines: Sequence[tuple[str, str]]) -> Table:
+    """A header block of 'label  text' lines whose text wraps at word boundaries under itself, not under the label."""
+    t = Table.grid(padding=(0, 1))
+    t.add_column(no_wrap=True, min_width=9)
+    t.add_column(overflow="fold")
+    for k, v in lines:
+        t.add_row(Text(k), Text(v))  # Text: a '[max of k]' in the text is not rich markup
     return t
 
 
@@ -119,14 +209,14 @@ def _safe(text: Any) -> Any:
     return Text(clean) if ("[" in clean or clean != text) else clean
 
 
-def print_table(t: Table) -> None:
+def print_table(t: Any) -> None:
     console.print(t)
 
 
 def render_text(renderable: object, width: int = 120) -> str:
-    """Plain text of a renderable, as a table written to a file with --output."""
+    """Plain text of a renderable drawn ``width`` columns wide, as a table written to a file with --output."""
     import io
 
     buf = io.StringIO()
-    Console(file=buf, width=width, highlight=False, color_system=None).print(renderable)
+    Console(file=buf, width=width, highlight=False, color_system=None).print(renderable, crop=False)
     return buf.getvalue()

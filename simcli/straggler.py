@@ -51,10 +51,37 @@ def _exact(k: np.ndarray) -> np.ndarray:
     return ((1.0 - pk[:, pos]).sum(axis=1) - pk[:, ~pos].sum(axis=1)) * _H
 
 
+def _table_k() -> np.ndarray:
+    """The table's device counts: every k up to 64, then 400 geometric steps to 1e12."""
+    return np.unique(np.concatenate([np.arange(1.0, 65.0), np.geomspace(64.0, _K_MAX, 400)]))
+
+
 @lru_cache(maxsize=1)
 def _table() -> tuple[np.ndarray, np.ndarray]:
-    ks = np.unique(np.concatenate([np.arange(1.0, 65.0), np.geomspace(64.0, _K_MAX, 400)]))
-    return np.log(ks), _exact(ks)
+    """(log k, m_k) at the table's k: the values :func:`_exact` integrates, stored in simcli/_mk_table.py so that
+    no run pays the integration (42 ms); :func:`write_table` writes that file again."""
+    from ._mk_table import M_K
+
+    return np.log(_table_k()), np.asarray(M_K, dtype=np.float64)
+
+
+def write_table() -> None:
+    """Write simcli/_mk_table.py again (after a change to the grid): ``python -c 'import simcli.straggler as s;
+    s.write_table()'``."""
+    from pathlib import Path
+
+    Path(__file__).with_name("_mk_table.py").write_text(table_source(), encoding="utf-8")
+
+
+def table_source() -> str:
+    """The text of simcli/_mk_table.py: m_k integrated at every device count of the table."""
+    values = ",\n".join(f"    {v!r}" for v in _exact(_table_k()).tolist())
+    head = (
+        "m_k = E[max of k standard normals] at simcli.straggler._table_k(),\n"
+        "written by simcli.straggler.write_table() (the midpoint rule of simcli.straggler._exact on [-10, 10]);\n"
+        "a test checks it against the integration."
+    )
+    return f'"""{head}"""\n\nM_K = (\n{values},\n)\n'
 
 
 def expected_max(k: np.ndarray | list[int] | int) -> np.ndarray:

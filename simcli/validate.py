@@ -306,6 +306,30 @@ def filter_present(m: Measured, where: Sequence[str]) -> Measured:
     return filter_rows(m, mine) if mine else m
 
 
+def scope_where(where: Sequence[str], paths: Sequence[str]) -> tuple[list[str], dict[str, list[str]]]:
+    """Split ``--where`` into the conditions for every file and those scoped to one: ``FILE:COLUMN=VALUE``
+    (FILE as given on the command line, or its name alone) keeps rows of that file only."""
+    from pathlib import Path
+
+    every: list[str] = []
+    scoped: dict[str, list[str]] = {str(p): [] for p in paths}
+    for cond in where:
+        lhs, sep, val = cond.partition("=")
+        if ":" not in lhs:
+            every.append(cond)
+            continue
+        name, _, col = lhs.rpartition(":")
+        hits = [str(p) for p in paths if name.strip() in (str(p), Path(p).name)]
+        if not hits:
+            raise InputError(
+                f"--where: {cond!r} names {name.strip()!r}, which is none of the files given "
+                f"({', '.join(str(p) for p in paths)}); write FILE:COLUMN=VALUE with one of them"
+            )
+        for h in hits:
+            scoped[h].append(f"{col}{sep}{val}")
+    return every, scoped
+
+
 # --------------------------------------------------------------------------- predictions
 
 

@@ -231,3 +231,23 @@ def test_import_records_gpus_per_process(name, tmp_path, runner):
     from simcli.validate import read_measurements
 
     assert set(read_measurements(out).number("gpus_per_process")) == {8.0}
+
+
+def test_step_table_never_shows_a_negative_rest():
+    """compute and step are timed in separate loops: a step faster than compute alone reads '~0', explained."""
+    from simcli.cli.bench import _step_table
+    from simcli.render import render_text
+
+    base = {"backend": "gloo", "mode": "ddp", "t_comm_s": 0.002, "speedup": 1.0, "efficiency": 1.0}
+    rows = [
+        {**base, "world_size": 1, "t_compute_s": 0.0100, "t_step_s": 0.0104},
+        {**base, "world_size": 2, "t_compute_s": 0.0110, "t_step_s": 0.0108},  # step < compute: noise
+    ]
+    text = render_text(_step_table(rows, "cpu-loopback", "gloo"), width=200)
+    body = [line for line in text.splitlines() if "│" in line]
+    heads = [c.strip() for c in next(line for line in text.splitlines() if "┃" in line).split("┃")]
+    j = heads.index("+ rest ms")
+    assert [line.split("│")[j].strip() for line in body] == ["0.4", "~0"]
+    assert "~0: the step was timed no slower than compute alone" in " ".join(text.split())
+    text = render_text(_step_table(rows[:1], "cpu-loopback", "gloo"), width=200)
+    assert "~0" not in text

@@ -357,3 +357,37 @@ def test_calibrate_with_a_step_file_fits_mfu_and_overlap(runner, tmp_path, synth
     from simcli.profiles import load_profile
 
     assert load_profile(out).device.mfu == pytest.approx(0.25, rel=1e-5)
+
+
+def test_calibrate_where_is_scoped_per_file(runner, tmp_path, synthetic_csv, base_profile):
+    """--where FILE:COLUMN=VALUE filters that file only; a bare COLUMN=VALUE still filters every file with it."""
+    steps = tmp_path / "steps.csv"
+    rows = ["world_size,backend,mode,params,batch_per_device,steps,t_compute_s,t_comm_s,t_step_s,speedup,efficiency"]
+    tc = 6 * 1e6 * 32 / (50e9 * 0.25)
+    for k in (1, 2, 4):
+        tm = 0.0 if k == 1 else 0.01 * k
+        rows.append(f"{k},gloo,allreduce,1000000,32,10,{tc},{tm},{tc + tm},{k * tc / (tc + tm)},{tc / (tc + tm)}")
+    steps.write_text("\n".join(rows) + "\n")
+
+    def fit(*where):
+        out = tmp_path / f"cal{len(list(tmp_path.iterdir()))}.yaml"
+        args = ["calibrate", str(synthetic_csv), str(steps), "--profile", str(base_profile), "--output", str(out)]
+        r = runner.invoke(app, [*args, *(x for w in where for x in ("--where", w)), "--format", "json"])
+        return r
+
+    assert json.loads(fit().stdout)["tiers"][0]["world_sizes"] == [2, 3, 4]
+    # scoped to the all-reduce file: only its world_size=2 rows are fitted, the step file keeps all three k
+    r = fit("run1.csv:world_size=2")
+    assert r.exit_code == 0, r.output
+    rep = json.loads(r.stdout)
+    assert rep["tiers"][0]["world_sizes"] == [2]
+    assert rep["step"]["mfu"]["after"] == pytest.approx(0.25)
+    # the full path works as the name alone does
+    r = fit(f"{synthetic_csv}:world_size=2")
+    assert r.exit_code == 0 and json.loads(r.stdout)["tiers"][0]["world_sizes"] == [2]
+    # a file that was not given: one line naming the files, exit 2
+    r = fit("other.csv:world_size=2")
+    assert r.exit_code == 2 and "other.csv" in r.stderr and "run1.csv" in r.stderr and "Traceback" not in r.output
+    # scoped to a file without that column: the column is named
+    r = fit("steps.csv:size=8")
+    assert r.exit_code == 2 and "has no column 'size'" in r.stderr

@@ -191,6 +191,19 @@ def test_comm_nccl_tests_columns(runner, prof):
     assert t.exit_code == 0 and "busbw" in t.stdout and "algbw" in t.stdout
 
 
+def test_comm_takes_a_profile_list_as_speedup_does(runner, prof):
+    one = lambda p: json.loads(run(runner, "comm", "-p", p, "-k", "8,16", "--size", "1MiB", "-f", "json").stdout)  # noqa: E731
+    r = run(runner, "comm", "-p", f"{prof},dgx-a100", "-k", "8,16", "--size", "1MiB", "-f", "json")
+    assert r.exit_code == 0, r.output
+    recs = json.loads(r.stdout)
+    assert [x["profile"] for x in recs] == ["t-h100", "t-h100", "dgx-a100", "dgx-a100"]
+    assert [x["time_s"] for x in recs] == [x["time_s"] for x in one(prof) + one("dgx-a100")]
+    t = run(runner, "comm", "-p", f"{prof},dgx-a100", "-k", "8", "--size", "1MiB")
+    assert t.exit_code == 0 and "profile t-h100" in t.stdout and "profile dgx-a100" in t.stdout
+    bad = run(runner, "comm", "-p", f"{prof},dgx-a100", "--plot", "x.png")
+    assert bad.exit_code == 2 and "--plot" in bad.stderr
+
+
 @pytest.mark.parametrize(
     "size,fragment", [("1KiB..1GiB", "add a step"), ("12 parsecs", "--size"), ("0B", "at least 1")]
 )
@@ -286,3 +299,22 @@ def test_every_predicting_command_takes_every_scenario_option():
         names = {p.name for p in cmd.params}
         missing = [f.name for f in dataclasses.fields(ScenarioOptions) if f.name not in names]
         assert not missing, (path, missing)
+
+
+def test_shell_completion_is_offered_and_completes_commands_and_options(runner):
+    import os
+    import subprocess
+    import sys
+    from pathlib import Path
+
+    r = runner.invoke(app, ["--help"])
+    assert "--install-completion" in r.stdout and "--show-completion" in r.stdout
+    r = runner.invoke(app, ["--show-completion", "bash"])
+    assert "complete -o default -F _simcli_completion simcli" in r.stdout
+    exe = str(Path(sys.executable).with_name("simcli"))  # the console script a shell completes (not python -m)
+    env = {**os.environ, "_SIMCLI_COMPLETE": "complete_bash", "COMP_CWORD": "1", "COMP_WORDS": "simcli spe"}
+    done = subprocess.run([exe], env=env, capture_output=True, text=True)
+    assert done.stdout.split() == ["speedup"], done
+    env.update(COMP_CWORD="2", COMP_WORDS="simcli speedup --gra")
+    done = subprocess.run([exe], env=env, capture_output=True, text=True)
+    assert set(done.stdout.split()) == {"--grad-dtype"}, done

@@ -200,3 +200,14 @@ def test_a_slower_network_gains_less_than_one(two_tier):
     slow = make_profile(Tier("nvlink", 100e9, 5e-6, size=8), Tier("ib", 5e9, 10e-6), name="slow")
     cmp = compare(base(two_tier), {"profile": [two_tier, slow]}, [16])
     assert cmp.gains()[1][0] < 1.0
+
+
+def test_compare_table_prints_samples_per_s_as_plain_numbers(runner):
+    r = run(runner, "compare", "-p", "dgx-a100,dgx-h100", "-m", "resnet50", "-k", "8,512")
+    assert r.exit_code == 0, r.output
+    lines = [line for line in r.stdout.splitlines() if "│" in line]
+    heads = [c.strip() for c in next(line for line in r.stdout.splitlines() if "┃" in line).split("┃")]
+    cells = [line.split("│")[heads.index("samples/s")].strip() for line in lines]
+    assert len(cells) == 4 and all("e+" not in c and "e-" not in c for c in cells), cells
+    # thousands separated, as speedup's table: 512 ResNet-50 devices run hundreds of thousands of samples/s
+    assert all(float(c.replace(",", "")) > 1000 for c in cells) and any("," in c for c in cells)

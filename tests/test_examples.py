@@ -30,8 +30,10 @@ os.environ.setdefault("COLUMNS", "140")  # as tests/conftest.py: set before simc
 import pytest  # noqa: E402
 
 ROOT = Path(__file__).resolve().parent.parent
+sys.path.insert(0, str(ROOT / "benchmarks"))
+from record_runs import fenced  # noqa: E402  (one reader of the pages' fenced blocks, shared with the recorder)
+
 FILES = [ROOT / "README.md", *sorted((ROOT / "docs").glob("*.md"))]
-FENCE = re.compile(r"^(\s*)```")
 
 
 @dataclass
@@ -49,19 +51,11 @@ class Example:
 
 def examples(path: Path) -> list[Example]:
     lines = path.read_text(encoding="utf-8").splitlines()
-    out, i = [], 0
-    while i < len(lines):
-        if FENCE.match(lines[i]):
-            j = i + 1
-            while j < len(lines) and not FENCE.match(lines[j]):
-                j += 1
-            body = lines[i + 1 : j]
-            if body and body[0].startswith("$ simcli "):
-                out.append(Example(path, i + 2, j, body[0][2:], "\n".join(body[1:])))
-            i = j + 1
-        else:
-            i += 1
-    return out
+    return [
+        Example(path, start + 1, end, body[0][2:], "\n".join(body[1:]))
+        for start, end, body in fenced(lines)
+        if body and body[0].startswith("$ simcli ")
+    ]
 
 
 ALL = [e for f in FILES if f.exists() for e in examples(f)]
@@ -169,6 +163,21 @@ def test_example_output_is_what_the_docs_show(example):
     )
     if code is not None:
         assert got_code == code, f"{example.id}: exit status {got_code}, the docs show {code}"
+
+
+def test_every_block_of_commands_is_re_run_or_a_dated_recorded_run():
+    """Nothing is shown as real output unless it is: a fenced block with `$ ` command lines is either one re-run
+    example (its first line `$ simcli ...`) or a recorded run whose first line names the date, the commit and
+    the host it was recorded on (benchmarks/record_runs.py writes and rewrites those)."""
+    from record_runs import HEADER, HEADER_RE
+
+    bad = []
+    for f in FILES:
+        for start, _, body in fenced(f.read_text(encoding="utf-8").splitlines()):
+            if any(line.startswith("$ ") for line in body) and not body[0].startswith("$ simcli "):
+                if not (body[0].startswith(HEADER) and HEADER_RE.match(body[0])):
+                    bad.append(f"{f.relative_to(ROOT)}:{start + 1}: {body[0][:80]}")
+    assert bad == [], "blocks of commands neither re-run nor a dated recorded run: " + "; ".join(bad)
 
 
 def test_formula_table_names_every_algorithm():

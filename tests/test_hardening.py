@@ -495,6 +495,8 @@ def test_nccl_tests_json_cut_mid_run(tmp_path):
         (["speedup", "--mfu", "abc"], "simcli: error: --mfu: 'abc' is not a number"),
         (["speedup", "--foo"], "simcli: error: --foo: no such option"),
         (["nosuch"], "simcli: error: nosuch: no such command; see 'simcli -h'"),
+        (["speedu"], "simcli: error: speedu: no such command (did you mean speedup?); see 'simcli -h'"),
+        (["profiles", "lst"], "simcli: error: lst: no such command (did you mean list?)"),
         (["calibrate"], "simcli: error: files: required; see 'simcli calibrate -h'"),
         (["speedup", "extra"], "simcli: error: extra: unexpected argument"),
         (["speedup", "-k"], "simcli: error: -k: needs a value"),

@@ -90,21 +90,72 @@ def test_speedup_lines_equal_json_for_two_profiles(runner, figs, profs, tmp_path
     recs = json.loads(ok(run(runner, *args, "-f", "json", "--plot", out)).stdout)
     assert out.stat().st_size > 0
     (fig,) = figs
-    ax_s, ax_e = fig.axes
-    s_lines, e_lines = ax_s.get_lines(), ax_e.get_lines()
+    ax_t, ax_s, ax_e = fig.axes  # several lines: a throughput panel on top, so a faster system looks faster
+    t_lines, s_lines, e_lines = ax_t.get_lines(), ax_s.get_lines(), ax_e.get_lines()
     for name in ("t-a", "t-b"):
         mine = [r for r in recs if r["profile"] == name]
         assert [r["devices"] for r in mine] == [1, 2, 4, 8, 16, 32, 64]
-        (s_line,) = [ln for ln in s_lines if ln.get_label().startswith(name + " (")]
+        (t_line,) = [ln for ln in t_lines if ln.get_label().startswith(name + " (")]
+        (s_line,) = [ln for ln in s_lines if ln.get_label() == "_" + name]
         (e_line,) = [ln for ln in e_lines if ln.get_label() == "_" + name]
+        assert list(t_line.get_ydata()) == [r["samples_per_s"] for r in mine]
         assert list(s_line.get_xdata()) == [r["devices"] for r in mine]
         assert list(s_line.get_ydata()) == [r["speedup"] for r in mine]
         assert list(e_line.get_ydata()) == [r["efficiency"] for r in mine]
     ideal = lines_by_label(ax_s)["ideal S = k"]
     assert list(ideal.get_xdata()) == list(ideal.get_ydata()) == [1, 2, 4, 8, 16, 32, 64]
-    assert ax_s.get_xscale() == "log"  # geometric range
-    title = ax_s.get_title(loc="left")
+    assert ax_s.get_xscale() == "log" and ax_t.get_yscale() == "log"  # geometric range
+    # the gain of the second line over the first at the largest k is written beside it
+    gain = recs[-1]["samples_per_s"] / [r for r in recs if r["profile"] == "t-a"][-1]["samples_per_s"]
+    assert [t.get_text() for t in ax_t.texts] == [f"x{gain:.2f} over t-a"]
+    title = ax_t.get_title(loc="left")
     assert "resnet50" in title and "t-a vs t-b" in title and "batch 128/device" in title and "nccl" in title
+    assert "DDP: fp32 gradients all-reduced with nccl in 25 MiB buckets during backward" in title
+
+
+def test_titles_name_the_strategy_simulated_and_what_does_not_fit_is_greyed(runner, figs, tmp_path):
+    """--strategy ddp,fsdp for a 7B model on 80 GB: the title says what each strategy communicates; DDP does not
+    fit at any k, so its line is greyed and dashed and the legend says so; FSDP's line is drawn as usual."""
+    args = ["plot", "speedup", "-p", "dgx-h100", "-m", "llama2-7b", "--strategy", "ddp,fsdp", "-k", "8..64:x2"]
+    ok(run(runner, *args, "-o", tmp_path / "f.png"))
+    (fig,) = figs
+    ax_t = fig.axes[0]
+    title = ax_t.get_title(loc="left").replace("\n", " ")
+    assert "DDP: fp32 gradients all-reduced" in title and "FSDP over k: bf16 parameters all-gathered" in title
+    labels = [ln.get_label() for ln in ax_t.get_lines()]
+    assert "ddp: does not fit in 80 GB at every k (8..64) (greyed)" in labels
+    assert any(label.startswith("fsdp (E ≥ 0.8") for label in labels)
+    (grey,) = [ln for ln in ax_t.get_lines() if "does not fit" in ln.get_label()]
+    assert grey.get_color() == "0.62" and grey.get_linestyle() == "--"
+    assert "does not fit" in [t.get_text() for t in ax_t.texts]
+    # the fitting part of DDP's line is empty: nothing of it is drawn as if it ran
+    (ddp,) = [ln for ln in ax_t.get_lines() if ln.get_label() == "_ddp"]
+    assert np.isnan(np.asarray(ddp.get_ydata(), dtype=float)).all()
+    # one profile, fsdp alone: the title names FSDP, not DDP's buckets
+    figs.clear()
+    ok(run(runner, *args[:-4], "--strategy", "fsdp", "-k", "8..64:x2", "-o", tmp_path / "g.png"))
+    title = figs[0].axes[0].get_title(loc="left")
+    assert "FSDP" in title and "all-reduced" not in title and "MiB buckets" not in title
+
+
+def test_plan_header_names_the_strategy(runner):
+    r = ok(
+        run(
+            runner,
+            "plan",
+            "max-devices",
+            "--min-efficiency",
+            "0.9",
+            "-m",
+            "llama2-7b",
+            "--strategy",
+            "fsdp",
+            "-k",
+            "8..64:x2",
+        )
+    )
+    head = r.stdout.split("answer")[0]
+    assert "FSDP over k" in head and "all-reduced" not in head and "MiB buckets" not in head
 
 
 def test_threshold_crossing_is_marked_where_json_says(runner, figs, profs, tmp_path):
@@ -275,10 +326,11 @@ def test_redraw_speedup_table(runner, figs, profs, tmp_path, fmt):
     assert (tmp_path / "s.png").exists()
     recs = json.loads(ok(run(runner, "speedup", "-k", "1..16", "-p", ",".join(profs), "-f", "json")).stdout)
     speed, breakdown = figs
-    line = lines_by_label(speed.axes[0])
+    line = lines_by_label(speed.axes[0])  # two profiles: the throughput panel first, then S(k)
     mine = [r for r in recs if r["profile"] == "t-b"]
     (key,) = [k for k in line if k.startswith("t-b (")]
-    assert list(line[key].get_ydata()) == [r["speedup"] for r in mine]
+    assert list(line[key].get_ydata()) == [r["samples_per_s"] for r in mine]
+    assert list(lines_by_label(speed.axes[1])["_t-b"].get_ydata()) == [r["speedup"] for r in mine]
     assert len(breakdown.axes) == 2  # one panel per profile
 
 
@@ -320,8 +372,8 @@ def test_redraw_bench_step_draws_measured_over_predicted(runner, figs, tmp_path)
     ok(run(runner, "plot", f, "-o", tmp_path / "step.png"))
     (fig,) = figs
     lines = lines_by_label(fig.axes[0])
-    assert list(lines["predicted (from the table) measured"].get_ydata()) == [1.0, 1.8, 2.9]
-    (pred,) = [v for k, v in lines.items() if k.startswith("predicted (from the table) (")]
+    assert list(lines["measured"].get_ydata()) == [1.0, 1.8, 2.9]  # markers are 'measured', not 'predicted ...'
+    (pred,) = [v for k, v in lines.items() if k.startswith("predicted (the table's predicted_* columns) (")]
     assert list(pred.get_ydata()) == [1.0, 1.9, 3.2]
 
 

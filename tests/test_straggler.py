@@ -247,3 +247,20 @@ def test_minimise_scalar_finds_interior_and_boundary_minima():
 
     assert minimise_scalar(lambda x: (x - 0.3) ** 2, 0.0, 0.9) == pytest.approx(0.3, abs=1e-9)
     assert minimise_scalar(lambda x: (x + 0.1) ** 2, 0.0, 0.9) == 0.0  # the bound itself, exactly
+
+
+def test_the_stored_m_k_table_is_the_integration():
+    """simcli/_mk_table.py holds what straggler._exact integrates at the table's k (no run integrates at start-up);
+    a change to the grid without write_table() fails here."""
+    from pathlib import Path
+
+    from simcli import straggler
+
+    stored = Path(straggler.__file__).with_name("_mk_table.py").read_text(encoding="utf-8")
+    assert stored == straggler.table_source()
+    logk, m = straggler._table()
+    assert np.array_equal(logk, np.log(straggler._table_k())) and np.array_equal(
+        m, straggler._exact(straggler._table_k())
+    )
+    # Tippett's and Harter's values (to their 4-5 digits)
+    assert straggler.expected_max([2, 10, 100, 1000]).round(4).tolist() == [0.5642, 1.5388, 2.5076, 3.2414]

@@ -201,8 +201,11 @@ def run_world(
     port: int = 0,
     threads: int | None = None,
     extra_env: Mapping[str, str] | None = None,
+    on_progress: Callable[[int], None] | None = None,
 ) -> WorldResult:
     """Spawn k ranks running ``task`` with ``config``; stream rank 0's records to ``on_record``.
+
+    ``on_progress`` (optional) gets the unit (a size, a timed step) the slowest rank has reached, when it changes.
 
     Raises :class:`BenchError` naming the rank and the world size when a rank
     fails or the world runs past ``timeout_s``. KeyboardInterrupt stops every
@@ -213,7 +216,15 @@ def run_world(
         p = port or free_port()
         try:
             return _run_world_once(
-                k, task, config, timeout_s=timeout_s, on_record=on_record, port=p, threads=threads, extra_env=extra_env
+                k,
+                task,
+                config,
+                timeout_s=timeout_s,
+                on_record=on_record,
+                port=p,
+                threads=threads,
+                extra_env=extra_env,
+                on_progress=on_progress,
             )
         except _PortTaken:
             if attempt == attempts - 1:
@@ -238,6 +249,7 @@ def _run_world_once(
     port: int,
     threads: int | None,
     extra_env: Mapping[str, str] | None,
+    on_progress: Callable[[int], None] | None = None,
 ) -> WorldResult:
     result = WorldResult()
     tmp = tempfile.TemporaryDirectory(prefix=f"simcli-bench-k{k}-")
@@ -330,6 +342,10 @@ def _run_world_once(
             prog = _progress(progress_path, k)
             if prog != last_prog:
                 last_prog, last_change = prog, now
+                if on_progress is not None:
+                    on_progress(
+                        min(v for v in prog if v != PROGRESS_DONE) if any(v != PROGRESS_DONE for v in prog) else -1
+                    )
             started = min(prog) > 0
             limit = timeout_s if started else max(timeout_s, STARTUP_S)
             if now - last_change > limit:

@@ -44,19 +44,22 @@ def algorithms(
     collectives.check_devices(net, k)
     gamma = prof.device.reduce_Bps
     nccl = prof.library == "nccl"
-    names = collectives.algorithm_names(prof)
-    times = collectives.allreduce_times(prof, names, k[:, None], n[None, :])
-    win = np.argmin(times, axis=0)
-    choice = collectives.collective(prof, "nccl", k[:, None], n[None, :]) if nccl else None
-    if pic.plot:
-        from .plot import draw_algorithm_map
+    from .progress import progress
 
-        draw_algorithm_map(prof, k, n, names, win, pic.plot, out.force, fig_size)
-    cross = (
-        collectives.crossovers_numeric(prof, names, k, float(n.min()), float(n.max()))
-        if nccl
-        else collectives.crossovers(net, k, float(n.min()), float(n.max()), gamma)
-    )
+    with progress(f"fastest all-reduce over {k.size * n.size:,} (k, size) points and their crossovers"):
+        names = collectives.algorithm_names(prof)
+        times = collectives.allreduce_times(prof, names, k[:, None], n[None, :])
+        win = np.argmin(times, axis=0)
+        choice = collectives.collective(prof, "nccl", k[:, None], n[None, :]) if nccl else None
+        if pic.plot:
+            from .plot import draw_algorithm_map
+
+            draw_algorithm_map(prof, k, n, names, win, pic.plot, out.force, fig_size)
+        cross = (
+            collectives.crossovers_numeric(prof, names, k, float(n.min()), float(n.max()))
+            if nccl
+            else collectives.crossovers(net, k, float(n.min()), float(n.max()), gamma)
+        )
     grid = []
     for i, kk in enumerate(k.tolist()):
         for j, nn in enumerate(n.tolist()):

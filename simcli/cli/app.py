@@ -33,7 +33,7 @@ app = typer.Typer(
     epilog="Example: simcli speedup --devices 1..64 --profile dgx-h100 --model resnet50",
     context_settings=CONTEXT,
     no_args_is_help=True,
-    add_completion=False,
+    add_completion=True,  # --install-completion, --show-completion (bash, zsh, fish, powershell)
     pretty_exceptions_enable=False,
     rich_markup_mode=None,
 )

@@ -37,7 +37,8 @@ Where = Annotated[
     Optional[list[str]],
     typer.Option(
         "--where",
-        help="Keep only rows whose COLUMN equals VALUE (COLUMN=VALUE, repeatable), e.g. --where system=nd-h100-v5.",
+        help="Keep only rows whose COLUMN equals VALUE (COLUMN=VALUE, repeatable), e.g. --where system=nd-h100-v5; "
+        "FILE:COLUMN=VALUE keeps rows of that file only.",
     ),
 ]
 MinSize = Annotated[
@@ -196,13 +197,14 @@ def calibrate(
 
     from ..calibration import calibrate_profile
     from ..output import check_output_path
-    from ..validate import filter_present, read_measurements
+    from ..validate import filter_present, filter_rows, read_measurements, scope_where
 
     check_output_path(output, force, inputs=[*files, profile])  # never write the profile over an input
     if not 1 <= len(files) <= 3:
         raise InputError(
             "calibrate: give at most one 'bench allreduce' CSV, one 'bench step' CSV and one scaling table"
         )
+    where, scoped = scope_where(where or [], [str(f) for f in files])
     comm_m = step_m = scale_m = None
     live_run = None  # a profiler trace or Inspector log: a live job's own measurements (issue 23)
     from ..bench.live import detect
@@ -215,6 +217,8 @@ def calibrate(
             live_run, comm_m, step_m = _live_inputs(f, kind, run, profile, comm_m, step_m)
             continue
         m = read_measurements(f)
+        if scoped[str(f)]:  # FILE:COLUMN=VALUE: this file's rows only (its column must exist)
+            m = filter_rows(m, scoped[str(f)])
         if m.kind == "allreduce":
             if comm_m is not None:
                 raise InputError(f"{f}: a second all-reduce file; concatenate the runs into one CSV")
@@ -242,24 +246,30 @@ def calibrate(
         )
     measured = [m for m in (comm_m, step_m, scale_m) if m is not None]
     base = profile_for_measurements(profile, measured)
-    report = calibrate_profile(
-        base,
-        comm_m,
-        step_m,
-        tier=tier,
-        holdout=holdout,
-        seed=seed,
-        min_size=_size(min_size, "--min-size") or 0.0,
-        max_size=_size(max_size, "--max-size"),
-        where=where or [],
-        algorithm=algorithm,
-        loss=loss.value,
-        name=name or Path(output).stem,
-        now=datetime.datetime.now(datetime.timezone.utc),
-        host=platform.node() or "unknown",
-        scaling=scaling,
-        run=None if live_run is None else live_run[1],
+    from .progress import progress
+
+    fits = ", ".join(
+        x for x, m in (("network", comm_m), ("compute", step_m), ("device spread", scale_m)) if m is not None
     )
+    with progress(f"calibrate: fitting {fits}"):
+        report = calibrate_profile(
+            base,
+            comm_m,
+            step_m,
+            tier=tier,
+            holdout=holdout,
+            seed=seed,
+            min_size=_size(min_size, "--min-size") or 0.0,
+            max_size=_size(max_size, "--max-size"),
+            where=where or [],
+            algorithm=algorithm,
+            loss=loss.value,
+            name=name or Path(output).stem,
+            now=datetime.datetime.now(datetime.timezone.utc),
+            host=platform.node() or "unknown",
+            scaling=scaling,
+            run=None if live_run is None else live_run[1],
+        )
     text = report["yaml"]
     from ..output import write_atomic
     from ..profiles import load_profile
@@ -623,7 +633,7 @@ def validate(
     Example: simcli validate validation/published/nccl-allreduce-8xA100-nvswitch.csv --profile dgx-a100
     """
     from ..output import check_output_path
-    from ..validate import filter_rows, read_measurements
+    from ..validate import filter_rows, read_measurements, scope_where
     from ..validate import validate as run_validation
 
     if out.output:
@@ -648,18 +658,24 @@ def validate(
         return
     measured = read_measurements(results)
     prof = profile_for_measurements(profile, [measured])
-    m = filter_rows(measured, where or [], _size(min_size, "--min-size") or 0.0, _size(max_size, "--max-size"))
-    v = run_validation(
-        m,
-        prof,
-        workload=wl,
-        compute_time_s=ct,
-        overlap=overlap.value,
-        grad_dtype=grad_dtype,
-        algorithm=algorithm,
-        dtype=dtype,
-        batch=batch_per_device,
+    every, scoped = scope_where(where or [], [str(results)])
+    m = filter_rows(
+        measured, every + scoped[str(results)], _size(min_size, "--min-size") or 0.0, _size(max_size, "--max-size")
     )
+    from .progress import progress
+
+    with progress(f"validate: predicting {len(m)} rows of {results}"):
+        v = run_validation(
+            m,
+            prof,
+            workload=wl,
+            compute_time_s=ct,
+            overlap=overlap.value,
+            grad_dtype=grad_dtype,
+            algorithm=algorithm,
+            dtype=dtype,
+            batch=batch_per_device,
+        )
     for note in v.notes:
         typer.echo(f"simcli: note: {note}", err=True)
     answer(
@@ -681,8 +697,10 @@ def validate(
 
         from .. import plot as P
 
-        fig = P.validation_figure([dict(r) for r in v.records], Path(v.path).name, o.THRESHOLD, fig_size)
-        typer.echo(f"wrote {P.save_figure(fig, plot, out.force, option='--plot')}", err=True)
+        with progress(f"drawing {plot}"):
+            fig = P.validation_figure([dict(r) for r in v.records], Path(v.path).name, o.THRESHOLD, fig_size)
+            saved = P.save_figure(fig, plot, out.force, option="--plot")
+        typer.echo(f"wrote {saved}", err=True)
     med = v.median_error()
     if limit is not None and med is not None and med > limit:
         typer.echo(

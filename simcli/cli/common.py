@@ -2,7 +2,7 @@
 
 Exit codes (as httpie's ExitStatus): 0 ok, 1 error, 2 bad input or usage, 130 Ctrl-C (SIGINT),
 143 SIGTERM, 129 SIGHUP (128 + the signal's number, as a shell reports a process the signal ended).
-This module imports no other module of :mod:`simcli.cli` but :mod:`.options`, so command
+This module imports no other module of :mod:`simcli.cli` but :mod:`.options` and :mod:`.progress`, so command
 modules can import it without a circle; :mod:`.app` imports the command modules.
 """
 
@@ -19,6 +19,7 @@ from typer.core import TyperGroup
 
 from ..model import SimcliError
 from .options import command as _expand_groups
+from .progress import suspended
 
 F = TypeVar("F", bound=Callable[..., Any])
 CONTEXT = {"help_option_names": ["-h", "--help"]}
@@ -26,6 +27,7 @@ CONTEXT = {"help_option_names": ["-h", "--help"]}
 
 class State:
     debug = False
+    wide = False  # --wide of the command being run (OutputOptions): show() draws every column
 
 
 def handle_errors(fn: F) -> F:
@@ -52,6 +54,7 @@ def handle_errors(fn: F) -> F:
                 warnings.simplefilter("always", SkippedFile)
                 warnings.showwarning = _show_warning
                 _check_options(kwargs)
+                State.wide = bool(kwargs.get("wide", False))
                 return fn(*args, **kwargs)
         except SimcliError as e:
             if State.debug:
@@ -183,9 +186,10 @@ def usage_line(e: Any, args: list[str]) -> str:
     if isinstance(e, click.exceptions.NoSuchOption):
         close = f" (did you mean {', '.join(e.possibilities)}?)" if e.possibilities else ""
         return f"{e.option_name}: no such option{close}; {see}"
-    m = re.match(r"No such command '(.*)'", msg)
+    m = re.match(r"No such command '([^']*)'\.?(?: Did you mean '([^']*)'\?)?", msg)
     if m:
-        return f"{m.group(1)}: no such command; {see}"
+        close = f" (did you mean {m.group(2)}?)" if m.group(2) else ""
+        return f"{m.group(1)}: no such command{close}; {see}"
     m = re.match(r"Got unexpected extra argument(?:s|\(s\))? \((.*)\)", msg)
     if m:
         return f"{m.group(1)}: unexpected argument; {see}"
@@ -334,13 +338,16 @@ def new_app(**kw: Any) -> typer.Typer:
 
 
 def show(renderable: object, output: str | None, force: bool) -> None:
-    """Print a table to the terminal, or its plain text to ``output``."""
-    from ..render import console, render_text
+    """Print a table to the terminal, or its plain text to ``output``; with ``--wide`` every column, however wide."""
+    from ..render import Wide, console, render_text
 
+    if State.wide:
+        renderable = Wide(renderable)
     if output:
         emit(render_text(renderable), output, force)
     else:
-        console.print(renderable)
+        with suspended():
+            console.print(renderable, crop=not State.wide)
 
 
 def emit(text: str | Iterable[str], output: str | None, force: bool) -> None:
@@ -349,9 +356,10 @@ def emit(text: str | Iterable[str], output: str | None, force: bool) -> None:
         from ..output import write_atomic
 
         p = write_atomic(output, text, force=force)
-        typer.echo(f"wrote {p}", err=True)
+        done(str(p))
     elif isinstance(text, str):
-        sys.stdout.write(text)
+        with suspended():
+            sys.stdout.write(text)
     else:
         for chunk in text:
             sys.stdout.write(chunk)
@@ -382,10 +390,12 @@ def answer(
 
 
 def done(path: str) -> None:
-    typer.echo(f"wrote {path}", err=True)
+    with suspended():
+        typer.echo(f"wrote {path}", err=True)
 
 
 def warn(msg: str) -> None:
     from ..output import escape_controls
 
-    typer.echo(f"simcli: warning: {escape_controls(msg, keep_newlines=False)}", err=True)
+    with suspended():
+        typer.echo(f"simcli: warning: {escape_controls(msg, keep_newlines=False)}", err=True)

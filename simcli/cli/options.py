@@ -235,6 +235,10 @@ Output = Annotated[
 ]
 Force = Annotated[bool, typer.Option("--force", help="Overwrite an existing --output (or --plot) file.")]
 Rows = Annotated[int, typer.Option("--rows", min=0, help="Table rows shown before the middle is elided (0: all).")]
+Wide = Annotated[
+    bool,
+    typer.Option("--wide", help="Show every table column, however wide (a narrow terminal otherwise leaves some out)."),
+]
 PlotFile = Annotated[
     Optional[str],
     typer.Option(
@@ -489,12 +493,13 @@ class ScenarioOptions(OptionGroup):
 
 @dataclasses.dataclass(frozen=True)
 class OutputOptions(OptionGroup):
-    """Where and how a command's answer goes: --format, --output, --force, --rows."""
+    """Where and how a command's answer goes: --format, --output, --force, --rows, --wide."""
 
     format: FormatOpt = Format.table
     output: Output = None
     force: Force = False
     rows: Rows = 40
+    wide: Wide = False
 
     @property
     def table(self) -> bool:

@@ -203,7 +203,8 @@ def _on_grid(x: int, lo: int) -> bool:
 
 
 def header_lines(sc: "Scenario") -> list[str]:
-    from ..units import fmt_bytes, fmt_count, fmt_flops
+    from ..units import fmt_count, fmt_flops
+    from .views import communicated
 
     p, w = sc.profile, sc.workload
     batch = (
@@ -216,15 +217,8 @@ def header_lines(sc: "Scenario") -> list[str]:
         f"model     {w.name}: {fmt_count(w.params)} params"
         + (f", seq_len {w.seq_len}" if w.seq_len else "")
         + f"; {batch}",
-        f"gradient  {fmt_bytes(sc.grad_bytes, binary=False)} ({sc.grad_dtype}) all-reduced with {sc.algorithm}",
+        ("gradient  " if sc.strategy == "ddp" else "strategy  ") + communicated(sc),
     ]
-    extra = []
-    if sc.overlap != "none":
-        extra.append(f"overlap {sc.overlap} ({sc.bucket_mb:g} MiB buckets)")
-    if sc.accum != 1:
-        extra.append(f"accumulation {sc.accum}")
-    if extra:
-        lines[-1] += "; " + ", ".join(extra)
     if sc.compute_time_s is None:
         lines.append(
             f"compute   {sc.compute_dtype} at {fmt_flops(sc.achieved_flops)} per device "
@@ -540,7 +534,7 @@ def _plan_view(sc: "Scenario", ans: Any, out: dict[str, Any], rows: int) -> Any:
             Column("k", "devices"),
             Column("E(k)", "efficiency", lambda v: f"{v:.3f}"),
             Column(f"step {unit}", "t_step_s", lambda v: sig4(v / f_)),
-            Column("samples/s", "samples_per_s", lambda v: f"{v:.4g}"),
+            Column("samples/s", "samples_per_s", sig4),
             Column("time", "time_s", fmt_time),
             Column("device-h", "device_hours", fmt_count),
         ]
@@ -658,7 +652,10 @@ def compare(
         head = out.rows // 2
         nh, nt = -(-head // n_alt), -(-(out.rows - head) // n_alt)
         k = np.concatenate([k[:nh], k[k.size - nt :]]) if nh + nt < k.size else k
-    cmp = run_compare(sc, choices, k, optimizer=optimizer.value)
+    from .progress import progress
+
+    with progress(f"compare: {n_alt} alternatives x {k.size} device counts"):
+        cmp = run_compare(sc, choices, k, optimizer=optimizer.value)
     from ..plan import training_memory
 
     misfits: dict[str, list[str]] = {}
@@ -669,7 +666,8 @@ def compare(
     for msg, labels in misfits.items():
         warn(("every alternative" if len(labels) == len(cmp.alternatives) else ", ".join(labels)) + ": " + msg)
     if pic.plot:
-        _draw_compare(cmp, pic.plot, out.force, fig_size, pic.threshold)
+        with progress(f"drawing {pic.plot}"):
+            _draw_compare(cmp, pic.plot, out.force, fig_size, pic.threshold)
     if out.table:
         show(_compare_view(cmp, out.rows, n_devices=k_all.size), out.output, out.force)
         return
@@ -680,19 +678,20 @@ def compare(
 
 
 def _compare_title(cmp: Any) -> str:
-    sc = cmp.alternatives[0].scenario
+    from .plot import scenario_title
+
     varied = cmp.varied or ["nothing"]
-    return f"Compare {', '.join(varied)}: speedup S(k) and efficiency E(k)\n{sc.workload.name} on {sc.profile.name}" + (
-        " (first alternative)" if cmp.varied else ""
+    return scenario_title(
+        [a.scenario for a in cmp.alternatives], f"Compare {', '.join(varied)}: throughput, S(k) and E(k):"
     )
 
 
 def _draw_compare(cmp: Any, path: str, force: bool, size: Any, threshold: float) -> None:
-    from .. import plot as P
+    from .plot import draw_speedup
 
-    series = [P.Series(a.label, r.records()) for a, r in zip(cmp.alternatives, cmp.results)]
-    fig = P.speedup_figure(series, _compare_title(cmp), threshold, size)
-    typer.echo(f"wrote {P.save_figure(fig, path, force)}", err=True)
+    draw_speedup(
+        cmp.results, path, force, size, threshold, labels=[a.label for a in cmp.alternatives], title=_compare_title(cmp)
+    )
 
 
 def _compare_view(cmp: Any, rows: int, n_devices: int | None = None) -> Any:
@@ -713,17 +712,17 @@ def _compare_view(cmp: Any, rows: int, n_devices: int | None = None) -> Any:
     cols = [
         Column("k", "devices"),
         *label_cols,
-        Column(f"compute {unit}", "t_compute_s", lambda v: sig4(v / f)),
-        Column(f"comm {unit}", "t_comm_s", lambda v: sig4(v / f)),
+        Column(f"compute {unit}", "t_compute_s", lambda v: sig4(v / f), priority=3, short=f"comp {unit}"),
+        Column(f"comm {unit}", "t_comm_s", lambda v: sig4(v / f), priority=4),
         *(
-            [Column(f"exposed {unit}", "t_comm_exposed_s", lambda v: sig4(v / f))]
+            [Column(f"exposed {unit}", "t_comm_exposed_s", lambda v: sig4(v / f), priority=2, short=f"exp {unit}")]
             if any(r.get("t_comm_exposed_s") is not None and r["t_comm_exposed_s"] != r["t_comm_s"] for r in recs)
             else []
         ),
         Column(f"step {unit}", "t_step_s", lambda v: sig4(v / f)),
         Column("S(k)", "speedup", lambda v: f"{v:.2f}"),
         Column("E(k)", "efficiency", lambda v: f"{v:.3f}"),
-        Column("samples/s", "samples_per_s", lambda v: f"{v:.4g}"),
+        Column("samples/s", "samples_per_s", sig4),
         Column("gain", "gain", lambda v: f"x{v:.3f}"),
     ]
     if any(r["fits_memory"] is False for r in recs):

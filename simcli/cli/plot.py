@@ -99,22 +99,10 @@ def _batch_text(sc: "Scenario") -> str:
 
 
 def _extras(sc: "Scenario") -> list[str]:
-    """Overlap, accumulation and the devices' speed spread, when the scenario has them."""
-    out = []
-    overlap = sc.overlap
-    if overlap and overlap != "none":
-        out.append(
-            f"overlapped with backward in {sc.bucket_mb:g} MiB buckets"
-            if overlap == "buckets"
-            else f"overlap {overlap}"
-        )
-    elif overlap == "none":
-        out.append("no overlap")
-    if sc.accum != 1:
-        out.append(f"{sc.accum} accumulation steps")
+    """The devices' speed spread, when the scenario has one (what is communicated: views.communicated)."""
     if sc.device_spread:
-        out.append(f"each step waits for the slowest of k (speed spread {sc.device_spread:.3g})")
-    return out
+        return [f"each step waits for the slowest of k (speed spread {sc.device_spread:.3g})"]
+    return []
 
 
 def series_labels(scenarios: Sequence["Scenario"]) -> list[str]:
@@ -148,10 +136,12 @@ def scenario_title(scenarios: Sequence["Scenario"], what: str) -> str:
         second.append(_batch_text(sc))
     else:
         second.append("each model's default batch" if not sc.strong else "batch per line")
-    alg = " vs ".join(dict.fromkeys(s.algorithm for s in scenarios)) + " all-reduce"
-    second.append(f"{alg} of {sc.grad_dtype} gradients")
+    from .views import communicated
+
+    said = list(dict.fromkeys(communicated(s, sizes=False) for s in scenarios))
+    second.append(" vs ".join(said))
     second += _extras(sc)
-    return " ".join(head) + "\n" + ", ".join(second)
+    return " ".join(head) + "\n" + "; ".join(second)
 
 
 def speedup_records(results: Sequence["Result"]) -> list[dict[str, Any]]:
@@ -167,18 +157,48 @@ def speedup_records(results: Sequence["Result"]) -> list[dict[str, Any]]:
     return out
 
 
+def scenario_series(results: Sequence["Result"], labels: Sequence[str] | None = None) -> list[Any]:
+    """One :class:`simcli.plot.Series` per result, with the k at which it does not fit the device's memory."""
+    from .. import plot as P
+    from ..engine import memory_fit
+
+    out = []
+    for label, r in zip(labels or series_labels([r.scenario for r in results]), results):
+        fit = memory_fit(r.scenario, r.devices)
+        out.append(
+            P.Series(
+                label,
+                r.records(),
+                no_fit=fit["devices"] if fit else (),
+                capacity_bytes=r.scenario.profile.device.memory_bytes,
+            )
+        )
+    return out
+
+
 def draw_speedup(
-    results: Sequence["Result"], path: str, force: bool, size: "FigSize", threshold: float, kind: str = "speedup"
+    results: Sequence["Result"],
+    path: str,
+    force: bool,
+    size: "FigSize",
+    threshold: float,
+    kind: str = "speedup",
+    labels: Sequence[str] | None = None,
+    title: str | None = None,
 ) -> None:
-    """Draw speedup+efficiency (``kind='speedup'``) or the time breakdown of ``results`` into ``path``."""
+    """Draw speedup+efficiency (``kind='speedup'``; several results add a throughput panel) or the time breakdown
+    of ``results`` into ``path``. ``labels``/``title``: the legend and title [default: from the scenarios]."""
     from .. import plot as P
 
     scs = [r.scenario for r in results]
-    series = [P.Series(label, r.records()) for label, r in zip(series_labels(scs), results)]
+    series = scenario_series(results, labels)
     if kind == "breakdown":
-        fig = P.breakdown_figure(series, scenario_title(scs, "Time per step:"), size)
+        fig = P.breakdown_figure(series, title or scenario_title(scs, "Time per step:"), size)
     else:
-        fig = P.speedup_figure(series, scenario_title(scs, "Speedup S(k) and efficiency E(k):"), threshold, size)
+        what = (
+            "Throughput, speedup S(k) and efficiency E(k):" if len(series) > 1 else "Speedup S(k) and efficiency E(k):"
+        )
+        fig = P.speedup_figure(series, title or scenario_title(scs, what), threshold, size)
     _done(P.save_figure(fig, path, force))
 
 
@@ -230,10 +250,12 @@ def _speedup_like(
 ) -> None:
     from ..engine import simulate
     from ..ranges import parse_devices
+    from .progress import progress
 
     size = pic.size(output, force, option="--output")
     k = parse_devices(devices)
-    draw_speedup([simulate(sc, k) for sc in scn.build_all()], output, force, size, pic.threshold, kind=kind)
+    with progress(f"drawing {output}"):
+        draw_speedup([simulate(sc, k) for sc in scn.build_all()], output, force, size, pic.threshold, kind=kind)
 
 
 @app.command("speedup")
@@ -289,8 +311,11 @@ def plot_comm(
     k, n = parse_devices(devices), parse_sizes(size)
     prof = resolve_profile(profile)
     algorithm = algorithm or default_algorithm(prof)
-    recs = comm_grid(prof, k, n, algorithm=algorithm, dtype=dtype, collective=collective, protocol=protocol)
-    draw_comm(recs, prof, algorithm, dtype, output, force, fs, collective)
+    from .progress import progress
+
+    with progress(f"drawing {output}"):
+        recs = comm_grid(prof, k, n, algorithm=algorithm, dtype=dtype, collective=collective, protocol=protocol)
+        draw_comm(recs, prof, algorithm, dtype, output, force, fs, collective)
 
 
 @app.command("algorithms")
@@ -321,10 +346,13 @@ def plot_algorithms(
     prof = resolve_profile(profile)
     names = [a for a in o.split_list(algorithm, "--algorithm") if a] or list(o.TEXTBOOK_NAMES)
     collectives.check_devices(prof.network, k)
-    times = np.stack(
-        [collectives.allreduce(a, prof.network, k[:, None], n[None, :], prof.device.reduce_Bps).time for a in names]
-    )
-    draw_algorithm_map(prof, k, n, names, np.argmin(times, axis=0), output, force, fs)
+    from .progress import progress
+
+    with progress(f"drawing {output}"):
+        times = np.stack(
+            [collectives.allreduce(a, prof.network, k[:, None], n[None, :], prof.device.reduce_Bps).time for a in names]
+        )
+        draw_algorithm_map(prof, k, n, names, np.argmin(times, axis=0), output, force, fs)
 
 
 # --------------------------------------------------------------------------- redraw a saved table
@@ -368,6 +396,32 @@ def plot_file(
     ok = {"speedup": {"speedup", "step"}, "breakdown": {"speedup"}, "comm": {"comm", "bench"}, "step": {"step"}}
     if kind is not Kind.auto and found not in ok[want] and found != "validation":
         raise InputError(f"--kind: {file} holds a {found} table; it cannot be drawn as {want}")
+    from .progress import progress
+
+    with progress(f"drawing {out}"):
+        saved = _redraw(
+            recs,
+            file,
+            found,
+            want,
+            out,
+            force,
+            fs,
+            threshold,
+            kind,
+            profile,
+            model,
+            batch_per_device,
+            global_batch,
+            algorithm,
+        )
+    _done(saved)
+
+
+def _redraw(
+    recs, file, found, want, out, force, fs, threshold, kind, profile, model, batch_per_device, global_batch, algorithm
+) -> str:  # noqa: ANN001 - plot_file's own values
+    """plot_file's figure of a saved table, written to ``out``; the path written."""
     from .. import plot as P
 
     name = Path(file).name
@@ -407,7 +461,7 @@ def plot_file(
             threshold,
             kind="step-time" if kind is Kind.step else "auto",
         )
-    _done(P.save_figure(fig, out, force, option="--output"))
+    return P.save_figure(fig, out, force, option="--output")
 
 
 def _bench_figure(recs: list[dict[str, Any]], name: str, profile: str | None, algorithm: str, fs: "FigSize"):
@@ -503,10 +557,17 @@ def _step_figure(
                     }
                     for r in rs
                 ]
-                label = "predicted (from the table)"
+                label = "predicted (the table's predicted_* columns)"
             else:
                 line, meas, label = meas, [], "measured"
-            series.append(P.Series(f"{label}{' · ' + tag if tag else ''}", line, measured=meas))
+            series.append(
+                P.Series(
+                    f"{label}{' · ' + tag if tag else ''}",
+                    line,
+                    measured=meas,
+                    measured_label=f"measured{' · ' + tag if tag else ''}",
+                )
+            )
         return P.speedup_figure(series, f"Speedup, measured (x markers) and model (lines): {name}", threshold, fs)
     title = f"Time per step, measured: {name}" + (f"\nline: {label}" if model_recs else "")
     return P.step_figure(recs, k_key, t_key, title, model_recs, fs)

@@ -43,6 +43,14 @@ def _stream_records(scs, k, as_json: bool):
         yield "\n]\n"
 
 
+def _counted(chunks, bar):
+    """The chunks of a streamed CSV or JSON, advancing ``bar`` once per chunk of records."""
+    for text in chunks:
+        yield text
+        if text not in ("[\n", "\n]\n"):
+            bar.advance()
+
+
 @app.command()
 @handle_errors
 def speedup(
@@ -71,19 +79,31 @@ def speedup(
         # a table shows its first and last rows only: compute those (1..5000000 costs as much as 40 points)
         head = out.rows // 2
         shown = np.concatenate([k[:head], k[k.size - (out.rows - head) :]])
+    from .progress import progress
+
     if not out.table and not explain and not pic.plot and k.size > STREAM_CHUNK:
-        # millions of rows: computed and written chunk by chunk, memory stays flat
-        emit(_stream_records(scs, k, out.format is o.Format.json), out.output, out.force)
+        # millions of rows: computed and written chunk by chunk, memory stays flat; a bar counts the chunks
+        # (unless the rows themselves stream to the terminal)
+        import sys
+
+        chunks = len(scs) * -(-k.size // STREAM_CHUNK)
+        with progress(
+            f"simulating and writing {k.size * len(scs):,} rows",
+            total=chunks,
+            when=bool(out.output) or not sys.stdout.isatty(),
+        ) as bar:
+            emit(_counted(_stream_records(scs, k, out.format is o.Format.json), bar), out.output, out.force)
         return
-    results = [simulate(sc, shown) for sc in scs]
-    if explain:  # every term for the largest k of each scenario
-        from ..explain import explain as explain_terms
+    with progress(f"simulating {shown.size:,} k" + (f", drawing {pic.plot}" if pic.plot else "")):
+        results = [simulate(sc, shown) for sc in scs]
+        if explain:  # every term for the largest k of each scenario
+            from ..explain import explain as explain_terms
 
-        terms = [explain_terms(sc, int(k.max())) for sc in scs]
-    if pic.plot:
-        from .plot import draw_speedup
+            terms = [explain_terms(sc, int(k.max())) for sc in scs]
+        if pic.plot:
+            from .plot import draw_speedup
 
-        draw_speedup(results, pic.plot, out.force, size, pic.threshold)
+            draw_speedup(results, pic.plot, out.force, size, pic.threshold)
     if out.table:
         from rich.console import Group
         from rich.text import Text
@@ -171,19 +191,24 @@ def comm(
     out: Annotated[o.OutputOptions, o.tweak(defaults={"rows": 60})] = o.OutputOptions(),
     pic: Annotated[o.PictureOptions, o.tweak(omit=["threshold"])] = o.PictureOptions(),
 ) -> None:
-    """Predicted collective time, algbw and busbw per (k, message size), in nccl-tests' terms."""
-    from ..comm import comm_grid
+    """Predicted collective time, algbw and busbw per (k, message size), in nccl-tests' terms.
+
+    Comma-separated --profile values give one table per profile (a 'profile' column in csv and json).
+    """
+    from ..model import InputError
     from ..profiles import resolve_profile
     from ..ranges import parse_devices, parse_sizes
 
     fig_size = o.check_outputs(out, pic, threshold=False)
     k = parse_devices(devices)
     n = parse_sizes(size)
-    prof = resolve_profile(profile)
-    from ..collectives import default_algorithm
-
-    algorithm = algorithm or default_algorithm(prof)
-    kw = {
+    profs = [resolve_profile(p) for p in o.split_list(profile, "--profile")]
+    if pic.plot and len(profs) > 1:
+        raise InputError(
+            f"--plot: draws one profile's grid; give one --profile (not {len(profs)}), or compare profiles with "
+            "'simcli plot speedup -p a,b'"
+        )
+    kw_base = {
         "algorithm": algorithm,
         "dtype": dtype,
         "collective": collective,
@@ -191,26 +216,50 @@ def comm(
         "gpus_per_process": gpus_per_process,
     }
     total = k.size * n.size
+    parts: list[Any] = []
+    records: list[dict] = []
+    from .progress import progress
+
+    with progress(f"{total * len(profs):,} (k, size) points", total=len(profs)) as bar:
+        for prof in profs:
+            part, recs = _comm_one(prof, k, n, kw_base, out, pic, fig_size, len(profs) > 1)
+            parts += [part] if part is not None else []
+            records += recs
+            bar.advance()
+    if out.table:
+        from rich.console import Group
+        from rich.text import Text
+
+        show(Group(*[x for part in parts for x in (part, Text(""))][:-1]), out.output, out.force)
+        return
+    from ..output import to_csv, to_json
+
+    emit(to_json(records) if out.format is o.Format.json else to_csv(records), out.output, out.force)
+
+
+def _comm_one(
+    prof: Any, k: Any, n: Any, kw_base: dict, out: Any, pic: Any, fig_size: Any, tagged: bool
+) -> tuple[Any, list[dict]]:
+    """One profile's comm grid: its table (or None) and its records (or [] for a table)."""
+    from ..collectives import default_algorithm
+    from ..comm import comm_grid
+    from .views import comm_table
+
+    alg = kw_base["algorithm"] or default_algorithm(prof)
+    kw = dict(kw_base, algorithm=alg)
+    collective, total = kw["collective"], k.size * n.size
     if out.table and not pic.plot and out.rows and total > out.rows:
         # a table shows its first and last rows only: compute those (of the k-major grid), not all k x sizes
-        from .views import comm_table
-
         head = out.rows // 2
         recs = _grid_part(prof, k, n, 0, head, kw) + _grid_part(
             prof, k, n, total - (out.rows - head), out.rows - head, kw
         )
-        show(comm_table(prof, recs, algorithm, out.rows, collective, total=total), out.output, out.force)
-        return
+        return comm_table(prof, recs, alg, out.rows, collective, total=total), []
     recs = comm_grid(prof, k, n, **kw)
     if pic.plot:
         from .plot import draw_comm
 
-        draw_comm(recs, prof, algorithm, dtype, pic.plot, out.force, fig_size, collective)
+        draw_comm(recs, prof, alg, kw["dtype"], pic.plot, out.force, fig_size, collective)
     if out.table:
-        from .views import comm_table
-
-        show(comm_table(prof, recs, algorithm, out.rows, collective), out.output, out.force)
-        return
-    from ..output import to_csv, to_json
-
-    emit(to_json(recs) if out.format is o.Format.json else to_csv(recs), out.output, out.force)
+        return comm_table(prof, recs, alg, out.rows, collective), []
+    return None, [{"profile": prof.name, **r} for r in recs] if tagged else recs

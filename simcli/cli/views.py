@@ -18,7 +18,44 @@ def _num(fmt: str):
     return lambda v: format(v, fmt)
 
 
-def scenario_header(res: Result) -> Text:
+def communicated(sc: Any, sizes: bool = True) -> str:
+    """What a step communicates and how it overlaps, as simulated: the one text that headers, picture titles and
+    plan's answers use (DDP's all-reduce in buckets, ZeRO's reduce-scatter and all-gather, FSDP's per-unit ones)."""
+    w = sc.workload
+
+    def size(n: float, dtype: str) -> str:
+        return f"{fmt_bytes(n, binary=False)} ({dtype})" if sizes else dtype
+
+    grads = size(sc.grad_bytes, sc.grad_dtype)
+    params = size(w.params * DTYPE_BYTES[sc.param_dtype], sc.param_dtype)
+    acc = f"; {sc.accum} micro-steps per optimizer step" if sc.accum > 1 else ""
+    none = sc.overlap == "none"
+    if sc.strategy == "ddp":
+        how = "after backward (no overlap)" if none else f"in {sc.bucket_mb:g} MiB buckets during backward"
+        return f"DDP: {grads} gradients all-reduced with {sc.algorithm} {how}{acc}"
+    if sc.strategy in ("zero1", "zero2"):
+        how = "after backward" if none else "in buckets during backward"
+        return (
+            f"{sc.strategy.upper()}: {grads} gradients reduce-scattered {how}, {params} parameters all-gathered "
+            f"after the step, with {sc.algorithm}{acc}"
+        )
+    group = "over k" if sc.strategy == "fsdp" else f"in groups of {sc.shard_group or sc.profile.node_size}"
+    how = "one after another (no overlap)" if none else "prefetched one unit ahead"
+    return (
+        f"{sc.strategy.upper()} {group}: {params} parameters all-gathered per unit {how}, {grads} gradients "
+        f"reduce-scattered" + (", all-reduced across groups" if sc.strategy == "hsdp" else "") + f", with "
+        f"{sc.algorithm}{acc}"
+    )
+
+
+def scenario_header(res: Result) -> Any:
+    """The block above a speedup table: every input, one labelled line each, wrapped at word boundaries."""
+    from ..render import labelled
+
+    return labelled([(line[:9].rstrip(), line[10:]) for line in _header_lines(res)])
+
+
+def _header_lines(res: Result) -> list[str]:
     sc = res.scenario
     p, w = sc.profile, sc.workload
     inp = sc.inputs()
@@ -76,7 +113,7 @@ def scenario_header(res: Result) -> Text:
         )
     else:
         lines.append(f"overlap   none: one all-reduce after backward; T_step = T_compute + T_comm{acc}")
-    return Text("\n".join(lines))
+    return lines
 
 
 def _sharding_lines(res: Result) -> list[str]:
@@ -118,26 +155,28 @@ def speedup_table(res: Result, max_rows: int = 40, total: int | None = None) -> 
     """``total``: the number of k asked for when ``res`` holds only the first and last rows shown."""
     recs = res.records()
     f, unit = time_unit(list(res.t_step_s))
+    # priority: k, step, S(k), E(k) and samples/s are the answer and never left out; the others go from the
+    # highest number down when the terminal is too narrow (render.FitTable), with a line naming them
     cols = [
         Column("k", "devices"),
-        Column(f"compute {unit}", "t_compute_s", lambda v: _g(v / f)),
-        Column(f"comm {unit}", "t_comm_s", lambda v: _g(v / f)),
-        Column(f"exposed {unit}", "t_comm_exposed_s", lambda v: _g(v / f)),
+        Column(f"compute {unit}", "t_compute_s", lambda v: _g(v / f), priority=4, short=f"comp {unit}"),
+        Column(f"comm {unit}", "t_comm_s", lambda v: _g(v / f), priority=5),
+        Column(f"exposed {unit}", "t_comm_exposed_s", lambda v: _g(v / f), priority=3, short=f"exp {unit}"),
         Column(f"step {unit}", "t_step_s", lambda v: _g(v / f)),
         Column("S(k)", "speedup", _num(".2f")),
         Column("E(k)", "efficiency", _num(".3f")),
         Column("samples/s", "samples_per_s", _g),
-        Column("bottleneck GB/s", "bottleneck_GBps", _num(".4g")),
-        Column("bottleneck", "bottleneck", justify="left"),
+        Column("bottleneck GB/s", "bottleneck_GBps", _num(".4g"), priority=9, short="bn GB/s"),
+        Column("bottleneck", "bottleneck", justify="left", priority=6),
     ]
     if res.scenario.algorithm in _PER_ROW or res.scenario.profile.library == "nccl":
-        cols.append(Column("algorithm", "algorithm", justify="left"))
+        cols.append(Column("algorithm", "algorithm", justify="left", priority=7))
     if res.scenario.profile.library == "nccl" or res.scenario.algorithm == "auto":
-        cols.append(Column("proto", "protocol", lambda v: v or "-", justify="left"))
+        cols.append(Column("proto", "protocol", lambda v: v or "-", justify="left", priority=8))
     if res.scenario.strong:
-        cols.insert(1, Column("batch/device", "batch_per_device", _num(".4g")))
+        cols.insert(1, Column("batch/device", "batch_per_device", _num(".4g"), priority=2, short="b/dev"))
     if res.scenario.strategy != "ddp":
-        cols.append(Column("mem GB", "memory_bytes", lambda v: _g(v / 1e9)))
+        cols.append(Column("mem GB", "memory_bytes", lambda v: _g(v / 1e9), priority=2))
     n = total if total is not None else len(recs)
     t = table(
         recs,
@@ -166,28 +205,29 @@ def comm_table(
 ) -> Group:
     """``total``: the grid's size when ``recs`` holds only the first and last rows shown."""
     f, unit = time_unit([r["time_s"] for r in recs])
+    # k, size, time and busbw are the answer (never left out on a narrow terminal); the rest by priority
     cols = [
         Column("k", "devices"),
         Column("size", "bytes", lambda v: fmt_bytes(v)),
-        Column("count", "count"),
-        Column("type", "dtype", justify="left"),
+        Column("count", "count", priority=8),
+        Column("type", "dtype", justify="left", priority=7),
         Column(f"time {unit}", "time_s", lambda v: _g(v / f)),
-        Column("algbw GB/s", "algbw_GBps", _num(".4g")),
+        Column("algbw GB/s", "algbw_GBps", _num(".4g"), priority=4, short="algbw"),
         Column("busbw GB/s", "busbw_GBps", _num(".4g")),
-        Column("α %", lambda r: 100 * r["latency_s"] / r["time_s"] if r["time_s"] else None, _num(".0f")),
-        Column("bottleneck", "bottleneck", justify="left"),
+        Column("α %", lambda r: 100 * r["latency_s"] / r["time_s"] if r["time_s"] else None, _num(".0f"), priority=3),
+        Column("bottleneck", "bottleneck", justify="left", priority=6),
     ]
     if algorithm in _PER_ROW or profile.library == "nccl":
-        cols.append(Column("algorithm", "algorithm", justify="left"))
+        cols.append(Column("algorithm", "algorithm", justify="left", priority=2))
     if profile.library == "nccl" or algorithm == "auto":
-        cols.append(Column("proto", "protocol", lambda v: v or "-", justify="left"))
+        cols.append(Column("proto", "protocol", lambda v: v or "-", justify="left", priority=5))
     head = Text(
         f"{collective.replace('_', '-')}, {algorithm}, profile {profile.name} ({profile.device.name}); "
         f"algbw = size/time, busbw = algbw·{_COLLECTIVE_FACTOR[collective]} (nccl-tests)"
     )
     caption = f"Times in {unit}; GB/s = 1e9 B/s; α % = share of the latency terms."
     if any(r.get("host_s") for r in recs):
-        cols.append(Column("host +", "host_s", lambda v: _g(v / f) if v else "-"))
+        cols.append(Column("host +", "host_s", lambda v: _g(v / f) if v else "-", priority=1))
         caption += (
             " host +: what the host's launches add (one thread launching on several GPUs, nccl-tests -g;"
             " simcli.nccl.LAUNCH_US each)."

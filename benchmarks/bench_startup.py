@@ -1,0 +1,88 @@
+"""Start-up of every simcli command against a typer hello-world with the same imports. Prints ratios; asserts nothing.
+
+The floor is what no command can avoid: a typer application with one option (so typer builds its parameter
+adapters, as simcli's commands do) that imports what simcli's start-up imports (typer, rich, numpy, yaml)
+and prints one line. Each command and the floor run in turn, one after the other, ``--repeat`` times, so a
+busy machine slows both alike; the ratio is of their medians. The goal (issue 26): every ratio <= 1.5.
+
+    python benchmarks/bench_startup.py [--repeat 15]
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import statistics
+import subprocess
+import sys
+import tempfile
+import time
+
+HELLO = """\
+from typing import Annotated
+import numpy, rich, typer, yaml
+from rich.console import Console
+
+app = typer.Typer(add_completion=False)
+
+@app.command()
+def hello(name: Annotated[str, typer.Option("--name", help="who")] = "world") -> None:
+    Console().print(f"hello {name}")
+
+app()
+"""
+
+#: one command line of each kind a new user runs first (the output is thrown away)
+COMMANDS = [
+    ["--help"],
+    ["speedup", "--devices", "1..64", "--format", "json"],
+    ["speedup", "--devices", "1..64:x2"],
+    ["comm", "--devices", "2..64:x2", "--size", "1KiB..1GiB:x4"],
+    ["algorithms"],
+    ["explain", "-k", "64"],
+    ["plan", "max-devices", "--min-efficiency", "0.9", "--devices", "8..1024:x2"],
+    ["compare", "--profile", "dgx-a100,dgx-h100", "--devices", "8..512:x2"],
+    ["profiles", "list"],
+    ["models", "list"],
+]
+
+
+def _time(args: list[str]) -> float:
+    t = time.perf_counter()
+    subprocess.run(args, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, check=True, env=ENV)
+    return time.perf_counter() - t
+
+
+#: bytecode cached as an installed package has it (a shell with PYTHONDONTWRITEBYTECODE=1 would compile every
+#: simcli module on every run, ~120 ms the floor's one small file does not pay)
+ENV = {k: v for k, v in os.environ.items() if k != "PYTHONDONTWRITEBYTECODE"} | {"COLUMNS": "140"}
+
+
+def main() -> None:
+    ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    ap.add_argument("--repeat", type=int, default=15)
+    args = ap.parse_args()
+    py = sys.executable
+    with tempfile.TemporaryDirectory() as d:
+        hello = os.path.join(d, "hello.py")
+        with open(hello, "w", encoding="utf-8") as f:
+            f.write(HELLO)
+        floor_cmd = [py, hello, "--name", "simcli"]
+        _time(floor_cmd)  # warm the file cache once
+        print(f"{'command':<78} {'median':>8} {'floor':>8} {'ratio':>6}")
+        worst = 0.0
+        for cmd in COMMANDS:
+            full = [py, "-m", "simcli", *cmd]
+            _time(full)
+            mine, floor = [], []
+            for _ in range(args.repeat):  # in turn: the command, then the floor
+                mine.append(_time(full))
+                floor.append(_time(floor_cmd))
+            m, f0 = statistics.median(mine), statistics.median(floor)
+            worst = max(worst, m / f0)
+            print(f"simcli {' '.join(cmd):<71} {m * 1e3:6.0f}ms {f0 * 1e3:6.0f}ms {m / f0:6.2f}")
+    print(f"largest ratio {worst:.2f} (goal <= 1.5); floor: typer hello-world importing numpy, rich, typer, yaml")
+
+
+if __name__ == "__main__":
+    main()

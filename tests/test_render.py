@@ -1,0 +1,122 @@
+"""Tables that fit the terminal (simcli.render.FitTable) and the header block that wraps at word boundaries."""
+
+from __future__ import annotations
+
+import os
+import subprocess
+import sys
+
+import pytest
+
+from simcli.render import Column, Wide, render_text, table
+
+#: the columns that are the answer: never left out, never cut
+ANSWER = ("k", "step ms", "S(k)", "E(k)", "samples/s")
+
+
+def _run(width: int, *args: str) -> str:
+    env = {**os.environ, "COLUMNS": str(width)}
+    r = subprocess.run(
+        [sys.executable, "-m", "simcli", "speedup", "--devices", "1..64:x2", *args],
+        capture_output=True,
+        text=True,
+        env=env,
+        check=True,
+    )
+    return r.stdout
+
+
+def _table(text: str) -> tuple[list[str], list[list[str]]]:
+    """(headers, rows) of the first table in ``text``: the line with '┃' and the lines with '│' below it."""
+    lines = text.splitlines()
+    h = next(i for i, line in enumerate(lines) if "┃" in line)
+    heads = [c.strip() for c in lines[h].split("┃")]
+    rows = []
+    for line in lines[h + 2 :]:
+        if "│" not in line:
+            break
+        rows.append([c.strip() for c in line.split("│")])
+    return heads, rows
+
+
+@pytest.mark.parametrize("width", [80, 100, 140])
+def test_speedup_table_keeps_the_answer_whole_at_every_width(width):
+    text = _run(width)
+    assert max(len(line.rstrip()) for line in text.splitlines()) <= width
+    heads, rows = _table(text)
+    assert len(rows) == 7  # 1, 2, 4, ..., 64
+    for name in ANSWER:
+        assert name in heads, (width, heads)
+        j = heads.index(name)
+        cells = [r[j] for r in rows]
+        assert all(c and "…" not in c for c in cells), (width, name, cells)
+    assert [r[heads.index("k")] for r in rows] == ["1", "2", "4", "8", "16", "32", "64"]
+    assert all(float(r[heads.index("E(k)")]) <= 1 for r in rows)
+    if width == 140:  # every column fits: nothing left out, no note
+        assert "bottleneck GB/s" in heads and "proto" in heads
+        assert "left out" not in text
+    else:  # what is left out is named in one note that says how to see it
+        note = text[text.index("left out to fit") :]
+        assert f"left out to fit {width} columns" in note and "--wide" in note and "-f csv" in note
+
+
+def test_header_block_wraps_at_word_boundaries_under_its_text():
+    text = _run(80)
+    head = text[: text.index("┃")].splitlines()
+    spread = next(i for i, line in enumerate(head) if line.startswith("devices"))
+    # the wrapped part of a line starts under the text (10 columns in), with a whole word
+    assert head[spread + 1].startswith(" " * 10) and not head[spread + 1][10].isspace()
+    assert head[spread].rstrip()[-1] != "-"
+    words = "".join(head[spread : spread + 2]).split()
+    assert "E[max" in words and "normals]" in words  # rich markup characters survive
+
+
+def test_wide_shows_every_column_at_80():
+    text = _run(80, "--wide")
+    heads, rows = _table(text)
+    assert {"bottleneck GB/s", "bottleneck", "algorithm", "proto"} <= set(heads)
+    assert "left out" not in text
+
+
+def _recs(n: int = 3) -> list[dict]:
+    return [{"a": i, "b": "x" * 20, "c": "y" * 30} for i in range(n)]
+
+
+def test_fit_table_drops_the_highest_priority_number_first_and_never_priority_zero():
+    cols = [Column("a", "a"), Column("b", "b", priority=1), Column("c", "c", priority=2)]
+    t = table(_recs(), cols)
+    assert t.fit(200) == ([0, 1, 2], False, [])
+    assert t.fit(30) == ([0, 1], False, ["c"])
+    assert t.fit(5) == ([0], False, ["b", "c"])
+    out = render_text(t, width=30)
+    assert "c" not in out.split("left out")[0].split("\n")[0] and "left out to fit 30 columns: c" in out
+
+
+def test_fit_table_shortens_headers_before_leaving_out():
+    cols = [Column("a long header", "a", short="a"), Column("b", "b", priority=1)]
+    t = table(_recs(), cols)
+    # long: 13 + 3 + 20 = 36; short: 1 + 3 + 20 = 24
+    assert t.fit(36) == ([0, 1], False, [])
+    assert t.fit(30) == ([0, 1], True, [])
+    assert t.fit(20)[2] == ["b"]
+
+
+def test_wide_draws_past_the_width():
+    cols = [Column("a", "a"), Column("b", "b", priority=1), Column("c", "c", priority=2)]
+    out = render_text(Wide(table(_recs(), cols)), width=30)
+    assert "y" * 30 in out and "left out" not in out
+
+
+def test_comm_table_keeps_time_and_busbw_whole_at_80():
+    r = subprocess.run(
+        [sys.executable, "-m", "simcli", "comm", "--devices", "2..64:x2", "--size", "1KiB..1GiB:x4"],
+        capture_output=True,
+        text=True,
+        env={**os.environ, "COLUMNS": "80"},
+        check=True,
+    )
+    assert max(len(line.rstrip()) for line in r.stdout.splitlines()) <= 80
+    heads, rows = _table(r.stdout)
+    for name in ("k", "size", "busbw GB/s"):
+        assert all("…" not in row[heads.index(name)] for row in rows if not row[0].startswith("…"))
+    assert any(h.startswith("time ") for h in heads) and "left out to fit 80 columns" in r.stdout
