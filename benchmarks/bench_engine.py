@@ -32,8 +32,8 @@ def best_of(fn, repeat: int) -> float:
 
 
 def engine_vs_numpy(repeat: int) -> tuple[float, float]:
-    from simcli.collectives import allreduce
-    from simcli.profiles import resolve_profile
+    from simcli.comm.collectives import allreduce
+    from simcli.io.profiles import resolve_profile
 
     prof = resolve_profile("dgx-h100")
     k = np.unique(np.geomspace(1, 1 << 20, 1000).astype(np.int64))
@@ -45,7 +45,7 @@ def engine_vs_numpy(repeat: int) -> tuple[float, float]:
         allreduce("ring", net, k[:, None], n[None, :])
 
     # the floor: alpha and B already known per k, the formula evaluated once
-    from simcli.collectives import ring_params
+    from simcli.comm.collectives import ring_params
 
     alpha, bus, _ = ring_params(net, k)
     a, b, kf = alpha[:, None], bus[:, None], k[:, None].astype(float)
@@ -59,9 +59,9 @@ def engine_vs_numpy(repeat: int) -> tuple[float, float]:
 def nccl_vs_numpy(repeat: int) -> tuple[float, float]:
     """NCCL's choice over 10^6 (k, size) points: the engine (every term, per-tier arrays, the choice) against a
     bare numpy minimum over the same (algorithm, protocol) pairs' latency + size / bandwidth."""
-    from simcli import collectives as C
-    from simcli import nccl
-    from simcli.profiles import resolve_profile
+    from simcli.comm import collectives as C
+    from simcli.comm import nccl
+    from simcli.io.profiles import resolve_profile
 
     prof = resolve_profile("dgx-h100")
     k = np.resize(np.unique(np.geomspace(2, 1 << 20, 1000).astype(np.int64)), 1000)

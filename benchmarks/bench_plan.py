@@ -25,10 +25,10 @@ def main() -> None:
     ap.add_argument("--repeat", type=int, default=3)
     args = ap.parse_args()
 
-    from simcli import plan_best as PB
-    from simcli.engine import Scenario, simulate
-    from simcli.profiles import resolve_profile
-    from simcli.workloads import build_workload
+    from simcli.answers import plan_best as PB
+    from simcli.io.profiles import resolve_profile
+    from simcli.io.workloads import build_workload
+    from simcli.step.engine import Scenario, simulate
 
     sc = Scenario(profile=resolve_profile("dgx-h100"), workload=build_workload(model="llama2-7b"))
     strategies = ("ddp", "zero1", "zero2", "fsdp", "hsdp")

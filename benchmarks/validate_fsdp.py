@@ -29,9 +29,9 @@ from pathlib import Path
 
 import numpy as np
 
-from simcli import straggler
-from simcli.calibrate import minimise_scalar
-from simcli.profiles import resolve_profile
+from simcli.answers.fitting import minimise_scalar
+from simcli.io.profiles import resolve_profile
+from simcli.step import straggler
 
 ROOT = Path(__file__).resolve().parent.parent
 #: file -> the profile its cluster is priced on
@@ -142,7 +142,7 @@ def main() -> None:
     # same with communication alone (--spread 0); beside them: how much the measured step grew from the
     # smallest k, and how much simcli's whole communication time grew (hidden or not): what exposing every
     # collective as priced could add at most;
-    # the per-device spread the slowest-of-k model (simcli.straggler) would need for the row alone; for
+    # the per-device spread the slowest-of-k model (simcli.step.straggler) would need for the row alone; for
     # models measured at three or more k, the prediction with the spread that the two smallest k give; and
     # the prediction with one spread for the cluster, fitted on the other models of the same GPU's table
     print(

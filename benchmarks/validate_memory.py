@@ -1,4 +1,4 @@
-"""The memory model (simcli.memory) against published peak-memory figures. Prints; asserts nothing.
+"""The memory model (simcli.step.memory) against published peak-memory figures. Prints; asserts nothing.
 
 1. torchtitan's Llama 3.1 8B FSDP2 rows on 8 and 128 H100s (validation/published/memory-torchtitan-h100.csv):
    the predicted bytes per device with full activation checkpointing and without; a selective-checkpointing row
@@ -20,7 +20,7 @@ from pathlib import Path
 
 import numpy as np
 
-from simcli import memory as M
+from simcli.step import memory as M
 
 ROOT = Path(__file__).resolve().parents[1] / "validation" / "published"
 GiB = 2.0**30

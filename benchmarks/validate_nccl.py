@@ -3,7 +3,7 @@
 For each curve: the built-in profile of that system, ``--algorithm nccl`` (or the algorithm the run forced:
 ``ring`` for NCCL_ALGO=Ring / NCCL_NVLS_ENABLE=0, ``nvls`` for Azure's NCCL_ALGO=NVLS), the run's nccl-tests
 ``-g`` (a file's ``gpus_per_process`` column: one process launching on 8 GPUs is no faster than 8 launches,
-simcli.nccl.host_floor), and the median of |t_pred/t_meas - 1| in three bands: <= 256 KiB,
+simcli.comm.nccl.host_floor), and the median of |t_pred/t_meas - 1| in three bands: <= 256 KiB,
 0.5-64 MiB, >= 128 MiB, per curve, then the median of the curves' medians and the median over all points of the
 band. The measured time is the better of out-of-place and in-place (a published run is one
 sample), or n·2(k-1)/k / busbw where only busbw is published. Sizes below 1 KiB are left out (launch noise).
@@ -30,10 +30,10 @@ import numpy as np
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 
-from simcli import collectives as C  # noqa: E402
-from simcli import nccl  # noqa: E402
-from simcli.profiles import resolve_profile  # noqa: E402
-from simcli.validate import SIZE_BANDS  # noqa: E402
+from simcli.answers.validate import SIZE_BANDS  # noqa: E402
+from simcli.comm import collectives as C  # noqa: E402
+from simcli.comm import nccl  # noqa: E402
+from simcli.io.profiles import resolve_profile  # noqa: E402
 
 PUB = ROOT / "validation" / "published"
 CASES = [  # file, system column value (or None), profile, algorithm
@@ -132,7 +132,7 @@ def main(verbose: bool = False, textbook: bool = False) -> list[dict]:
             f"{'all points (median over the points)':52s} {'':9s} {'':5s} {band:11s} {len(a):3d} "
             f"{np.median(a):7.1%} {np.median(b):10.1%}"
         )
-    from simcli.check import DEFAULT_TOLERANCE  # noqa: E402
+    from simcli.answers.check import DEFAULT_TOLERANCE  # noqa: E402
 
     for band, _, _ in BANDS:  # what simcli check's default tolerance stands on (simcli/check.py)
         a = [e for r in out if r["band"] == band for e in r["errors"]]

@@ -9,11 +9,11 @@ The Python API the CLI is built on::
     df = res.to_frame()                  # pandas DataFrame (pandas imported on demand)
 """
 
-from .engine import Result, Scenario, simulate  # noqa: E402
-from .model import Device, InputError, Profile, SimcliError, Tier, Workload  # noqa: E402
-from .profiles import load_profile, resolve_profile  # noqa: E402
+from .base.types import Device, InputError, Profile, SimcliError, Tier, Workload  # noqa: E402
+from .io.profiles import load_profile, resolve_profile  # noqa: E402
+from .io.workloads import build_workload, get_model  # noqa: E402
+from .step.engine import Result, Scenario, simulate  # noqa: E402
 from .version import __version__  # noqa: E402
-from .workloads import build_workload, get_model  # noqa: E402
 
 __all__ = [
     "Scenario",

@@ -6,7 +6,7 @@ import os
 
 import pytest
 
-from simcli.model import Device, Profile, Tier
+from simcli.base.types import Device, Profile, Tier
 
 os.environ.setdefault("COLUMNS", "140")
 

@@ -7,9 +7,9 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from simcli import collectives as C
+from simcli.base.types import InputError, Tier
 from simcli.cli import app
-from simcli.model import InputError, Tier
+from simcli.comm import collectives as C
 
 from conftest import make_profile
 

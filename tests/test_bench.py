@@ -10,11 +10,11 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
+from simcli.base.types import InputError
 from simcli.bench.nccltests import parse_nccl_tests
 from simcli.bench.results import ALLREDUCE_COLUMNS, ResultWriter, read_results
 from simcli.bench.stats import NOISY_SPREAD, allreduce_busbw_factor, summarize
 from simcli.cli import app
-from simcli.model import InputError
 
 FIX = Path(__file__).parent / "fixtures"
 PUBLISHED = Path("/work/shared/data/published/nccl-allreduce-8xA100-nvswitch.csv")
@@ -228,7 +228,7 @@ def test_import_records_gpus_per_process(name, tmp_path, runner):
     out = tmp_path / "imported.csv"
     r = runner.invoke(app, ["bench", "import", str(FIX / name), "-o", str(out)])
     assert r.exit_code == 0, r.output
-    from simcli.validate import read_measurements
+    from simcli.answers.validate import read_measurements
 
     assert set(read_measurements(out).number("gpus_per_process")) == {8.0}
 
@@ -236,7 +236,7 @@ def test_import_records_gpus_per_process(name, tmp_path, runner):
 def test_step_table_never_shows_a_negative_rest():
     """compute and step are timed in separate loops: a step faster than compute alone reads '~0', explained."""
     from simcli.cli.bench import _step_table
-    from simcli.render import render_text
+    from simcli.io.render import render_text
 
     base = {"backend": "gloo", "mode": "ddp", "t_comm_s": 0.002, "speedup": 1.0, "efficiency": 1.0}
     rows = [

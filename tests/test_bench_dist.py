@@ -155,9 +155,9 @@ def test_step_gradient_identity_and_prediction(runner, tmp_path, tag):
         assert x["profile"] == "cpu-loopback"
     # the prediction is simcli's engine with the measured T_step(1) of the same mode (all the work but
     # communication), the model's params, and the mode's overlap: none for flat, DDP buckets for ddp
-    from simcli.engine import Scenario, simulate
-    from simcli.profiles import resolve_profile
-    from simcli.workloads import custom_workload
+    from simcli.io.profiles import resolve_profile
+    from simcli.io.workloads import custom_workload
+    from simcli.step.engine import Scenario, simulate
 
     for rec1, rec2, overlap in ((recs[0], recs[2], "none"), (recs[1], recs[3], "buckets")):
         res = simulate(

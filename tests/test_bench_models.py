@@ -12,7 +12,7 @@ import pytest
 from simcli.bench import models as bm
 from simcli.bench.models import ModelSpec
 from simcli.cli import app
-from simcli.workloads import get_model, workload_from_dict
+from simcli.io.workloads import get_model, workload_from_dict
 
 GPT2 = ModelSpec(kind="gpt", layers=12, hidden=768, heads=12, seq_len=1024, vocab=50257)
 RESNET50 = ModelSpec(kind="resnet", width=64, blocks=(3, 4, 6, 3), image_size=224, classes=1000)
@@ -189,7 +189,7 @@ def _steps_csv(path, mfu: dict[str, float], peak: float, bwd: float, noise: floa
 def _cpu_profile(tmp_path):
     import yaml
 
-    from simcli.detect import detect
+    from simcli.io.detect import detect
 
     p = tmp_path / "host.yaml"
     p.write_text(yaml.safe_dump(detect("host", gpus=[], date="2026-01-01T00:00:00Z"), sort_keys=False))
@@ -197,9 +197,9 @@ def _cpu_profile(tmp_path):
 
 
 def test_calibrate_recovers_a_known_mfu_per_dtype(tmp_path):
-    from simcli.calibration import calibrate_profile
-    from simcli.profiles import load_profile
-    from simcli.validate import read_measurements
+    from simcli.answers.calibration import calibrate_profile
+    from simcli.answers.validate import read_measurements
+    from simcli.io.profiles import load_profile
 
     base = load_profile(_cpu_profile(tmp_path))
     peak = base.device.peak("fp32")
@@ -239,9 +239,9 @@ def test_calibrate_recovers_a_known_mfu_per_dtype(tmp_path):
 
 
 def test_without_a_peak_for_a_dtype_no_mfu_is_written(tmp_path):
-    from simcli.calibration import calibrate_profile
-    from simcli.profiles import resolve_profile
-    from simcli.validate import read_measurements
+    from simcli.answers.calibration import calibrate_profile
+    from simcli.answers.validate import read_measurements
+    from simcli.io.profiles import resolve_profile
 
     base = resolve_profile("cpu-loopback")  # fp32 peak only
     steps = _steps_csv(tmp_path / "steps.csv", {"fp32": 0.5, "bf16": 0.3}, base.device.peak("fp32"), bwd=0.6)
@@ -270,7 +270,7 @@ def test_calibrate_then_validate_a_second_run(runner, tmp_path):
     import json
 
     base = _cpu_profile(tmp_path)
-    from simcli.profiles import load_profile
+    from simcli.io.profiles import load_profile
 
     peak = load_profile(base).device.peak("fp32")
     first = _steps_csv(tmp_path / "first.csv", {"fp32": 0.4, "bf16": 0.25}, peak, bwd=0.65, noise=0.02, seed=1)
@@ -294,7 +294,7 @@ def test_one_row_per_dtype_gets_the_median_s_standard_error_and_where_filters_st
 
     import yaml
 
-    from simcli.calibrate import fit_mfu_by_dtype
+    from simcli.answers.fitting import fit_mfu_by_dtype
 
     # one row: the uncertainty is the standard error of that row's median, 1.2533·σ/√steps, σ = (p90 - p10)/2.563
     f = fit_mfu_by_dtype(

@@ -9,8 +9,7 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from simcli import collectives
-from simcli.calibrate import (
+from simcli.answers.fitting import (
     fit_alpha_beta,
     fit_link,
     fit_step,
@@ -20,8 +19,9 @@ from simcli.calibrate import (
     ring_coefficients,
     tier_scale,
 )
+from simcli.base.types import InputError, Tier
 from simcli.cli.app import app
-from simcli.model import InputError, Tier
+from simcli.comm import collectives
 
 HEADER = "collective,backend,world_size,bytes,dtype,iters,time_s,time_p10_s,time_p90_s,algbw_GBps,busbw_GBps"
 
@@ -233,7 +233,7 @@ def test_calibrate_cli_writes_a_profile_that_validates_and_predicts(runner, tmp_
     # round trip through `profiles validate`, and the calibration block is kept
     r2 = runner.invoke(app, ["profiles", "validate", str(out)])
     assert r2.exit_code == 0, r2.output
-    from simcli.profiles import load_profile
+    from simcli.io.profiles import load_profile
 
     p = load_profile(out)
     assert p.name == "cal" and p.calibration["data"]["file"] == str(synthetic_csv)
@@ -299,7 +299,7 @@ def test_calibrate_cli_refuses_degenerate_data(runner, tmp_path, base_profile):
 
 def test_calibrate_per_tier_fits(runner, tmp_path):
     """World sizes inside one node and across nodes: each tier gets its own alpha and B."""
-    from simcli.profiles import load_profile
+    from simcli.io.profiles import load_profile
 
     true = (Tier("nvlink", 100e9, 4e-6, size=4), Tier("ib", 10e9, 12e-6, per="node"))
     k = np.repeat([2, 4, 8, 16], 12)
@@ -354,7 +354,7 @@ def test_calibrate_with_a_step_file_fits_mfu_and_overlap(runner, tmp_path, synth
     rep = json.loads(r.stdout)
     assert rep["step"]["mfu"]["after"] == pytest.approx(0.25)
     assert rep["step"]["overlap"] == pytest.approx(0.0)
-    from simcli.profiles import load_profile
+    from simcli.io.profiles import load_profile
 
     assert load_profile(out).device.mfu == pytest.approx(0.25, rel=1e-5)
 

@@ -9,10 +9,10 @@ import json
 import numpy as np
 import pytest
 
+from simcli.answers.compare import alternatives, compare
+from simcli.base.types import InputError, Tier, Workload
 from simcli.cli import app
-from simcli.compare import alternatives, compare
-from simcli.engine import Scenario, simulate
-from simcli.model import InputError, Tier, Workload
+from simcli.step.engine import Scenario, simulate
 
 from conftest import make_profile
 

@@ -8,8 +8,8 @@ import pytest
 import yaml
 
 from simcli.cli import app
-from simcli.detect import GpuInfo, detect, nics, parse_topo
-from simcli.profiles import load_profile, profile_from_dict
+from simcli.io.detect import GpuInfo, detect, nics, parse_topo
+from simcli.io.profiles import load_profile, profile_from_dict
 
 TOPO = """\
 \tGPU0\tGPU1\tGPU2\tGPU3\tNIC0\tCPU Affinity\tNUMA Affinity

@@ -5,9 +5,9 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from simcli.collectives import busbw_factor, ring_allreduce, tier_bandwidth
-from simcli.engine import Scenario, simulate
-from simcli.model import InputError, Tier, Workload
+from simcli.base.types import InputError, Tier, Workload
+from simcli.comm.collectives import busbw_factor, ring_allreduce, tier_bandwidth
+from simcli.step.engine import Scenario, simulate
 
 from conftest import make_profile
 

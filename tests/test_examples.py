@@ -25,7 +25,7 @@ import sys
 from dataclasses import dataclass
 from pathlib import Path
 
-os.environ.setdefault("COLUMNS", "140")  # as tests/conftest.py: set before simcli.render makes its console
+os.environ.setdefault("COLUMNS", "140")  # as tests/conftest.py: set before simcli.io.render makes its console
 
 import pytest  # noqa: E402
 
@@ -182,7 +182,7 @@ def test_every_block_of_commands_is_re_run_or_a_dated_recorded_run():
 
 def test_formula_table_names_every_algorithm():
     """docs/algorithms.md's formula table has a row for every algorithm of the registry."""
-    from simcli import collectives
+    from simcli.comm import collectives
 
     text = (ROOT / "docs" / "algorithms.md").read_text(encoding="utf-8")
     missing = [a.name for a in collectives.REGISTRY if not re.search(rf"^\| `{re.escape(a.name)}`", text, re.M)]

@@ -4,10 +4,10 @@ import json
 
 import pytest
 
+from simcli.answers.explain import explain
+from simcli.base.types import Tier, Workload
 from simcli.cli import app
-from simcli.engine import Scenario, simulate
-from simcli.explain import explain
-from simcli.model import Tier, Workload
+from simcli.step.engine import Scenario, simulate
 
 from conftest import make_profile
 

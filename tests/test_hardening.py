@@ -8,7 +8,7 @@ import os
 
 import pytest
 
-from simcli.model import InputError
+from simcli.base.types import InputError
 
 # --------------------------------------------------------------------------- numbers beyond int64
 
@@ -18,7 +18,7 @@ from simcli.model import InputError
     ["99999999999999999999999", "1..99999999999999999999999", "1..99999999999999999999999:x2", "9007199254740993"],
 )
 def test_device_counts_beyond_the_model_are_input_errors(text):
-    from simcli.ranges import parse_devices
+    from simcli.base.ranges import parse_devices
 
     with pytest.raises(InputError, match=r"--devices: .*more than simcli models"):
         parse_devices(text)
@@ -26,14 +26,14 @@ def test_device_counts_beyond_the_model_are_input_errors(text):
 
 @pytest.mark.parametrize("text", ["1e23TiB", "1KiB..1e23TiB:x2", "1e19", "5EiB"])
 def test_sizes_beyond_int64_are_input_errors(text):
-    from simcli.ranges import parse_sizes
+    from simcli.base.ranges import parse_sizes
 
     with pytest.raises(InputError, match=r"--size: .*more than simcli models"):
         parse_sizes(text)
 
 
 def test_largest_geometric_ranges_stay_exact():
-    from simcli.ranges import MAX_BYTES, MAX_DEVICES, parse_devices, parse_sizes
+    from simcli.base.ranges import MAX_BYTES, MAX_DEVICES, parse_devices, parse_sizes
 
     assert parse_devices(f"1..{MAX_DEVICES}:x2")[-1] == MAX_DEVICES
     assert parse_sizes("1..4EiB:x2")[-1] == MAX_BYTES
@@ -47,13 +47,13 @@ def test_largest_geometric_ranges_stay_exact():
     [("1G", 2**30), ("16g", 16 * 2**30), ("512M", 512 * 2**20), ("8", 8), ("4k", 4096), ("1K", 1024), ("1GB", 1e9)],
 )
 def test_nccl_tests_size_syntax_is_binary(text, expected):
-    from simcli.units import parse
+    from simcli.base.units import parse
 
     assert parse(text, "bytes") == expected
 
 
 def test_nccl_tests_size_range():
-    from simcli.ranges import parse_sizes
+    from simcli.base.ranges import parse_sizes
 
     assert parse_sizes("8..16G:x1024").tolist() == [8, 8 * 2**10, 8 * 2**20, 8 * 2**30]
 
@@ -64,14 +64,14 @@ def test_nccl_tests_size_range():
 @pytest.mark.parametrize("seq", [-5, 0, 1.5])
 @pytest.mark.parametrize("model", ["gpt2", "resnet50"])
 def test_seq_len_below_one_is_refused_at_the_workload_builder(seq, model):
-    from simcli.workloads import build_workload
+    from simcli.io.workloads import build_workload
 
     with pytest.raises(InputError, match=r"^--seq-len: .*at least 1"):
         build_workload(model=model, seq_len=seq)
 
 
 def test_seq_len_refused_for_workload_files_too(tmp_path):
-    from simcli.workloads import build_workload
+    from simcli.io.workloads import build_workload
 
     f = tmp_path / "w.yaml"
     f.write_text("name: w\nkind: transformer\nparams: 1e6\nseq_len: 128\n")
@@ -91,8 +91,8 @@ def test_cli_negative_seq_len_exits_2(runner, cmd, args):
 
 @pytest.mark.parametrize("mb", [1e-320, 1e-300, 1e-4])
 def test_absurdly_small_buckets_are_refused(two_tier, mb):
-    from simcli.engine import Scenario
-    from simcli.workloads import build_workload
+    from simcli.io.workloads import build_workload
+    from simcli.step.engine import Scenario
 
     with pytest.raises(InputError, match=r"--bucket-mb: .*1 KiB"):
         Scenario(profile=two_tier, workload=build_workload(model="resnet50"), bucket_mb=mb)
@@ -101,8 +101,8 @@ def test_absurdly_small_buckets_are_refused(two_tier, mb):
 def test_one_kib_bucket_is_allowed(two_tier):
     import numpy as np
 
-    from simcli.engine import MIN_BUCKET_MB, Scenario, simulate
-    from simcli.workloads import build_workload
+    from simcli.io.workloads import build_workload
+    from simcli.step.engine import MIN_BUCKET_MB, Scenario, simulate
 
     w = build_workload(model="resnet50")
     sc = Scenario(profile=two_tier, workload=w, bucket_mb=MIN_BUCKET_MB)
@@ -121,7 +121,7 @@ def test_one_kib_bucket_is_allowed(two_tier):
 
 def test_read_text_refuses_devices_at_open():
     """Issue 27 replaces issue 12's bounded read of a device: a device is not a file, refused before any read."""
-    from simcli.inputs import read_text
+    from simcli.io.inputs import read_text
 
     for dev in ("/dev/zero", "/dev/urandom"):
         with pytest.raises(InputError, match=rf"^{dev}: is a character device, not a file; give a profile"):
@@ -132,7 +132,7 @@ def test_read_text_stops_an_anonymous_pipe_at_the_limit():
     """A shell's <(...) is an anonymous pipe with a writer: read, but never past the limit."""
     import threading
 
-    from simcli.inputs import read_text
+    from simcli.io.inputs import read_text
 
     r, w = os.pipe()
     stop = threading.Event()
@@ -176,7 +176,7 @@ def test_profiles_validate_dev_zero_exits_2(runner):
     ],
 )
 def test_duplicated_yaml_keys_are_refused_naming_the_line(tmp_path, text, line, first):
-    from simcli.profiles import read_yaml
+    from simcli.io.profiles import read_yaml
 
     f = tmp_path / "p.yaml"
     f.write_text(text)
@@ -185,7 +185,7 @@ def test_duplicated_yaml_keys_are_refused_naming_the_line(tmp_path, text, line, 
 
 
 def test_same_keys_in_different_mappings_are_fine(tmp_path):
-    from simcli.profiles import read_yaml
+    from simcli.io.profiles import read_yaml
 
     f = tmp_path / "p.yaml"
     f.write_text("a:\n  - {b: 1, c: 2}\n  - {b: 1, c: 2}\nd: [1, 1]\ne: {f: {b: 1}, g: {b: 2}}\n")
@@ -198,7 +198,7 @@ def test_same_keys_in_different_mappings_are_fine(tmp_path):
 def test_a_named_pipe_is_written_into_never_renamed_over(tmp_path):
     import stat
 
-    from simcli.output import write_atomic
+    from simcli.io.output import write_atomic
 
     fifo = tmp_path / "fifo"
     os.mkfifo(fifo)
@@ -214,7 +214,7 @@ def test_a_named_pipe_is_written_into_never_renamed_over(tmp_path):
 def test_a_socket_target_is_refused(tmp_path):
     import socket
 
-    from simcli.output import write_atomic
+    from simcli.io.output import write_atomic
 
     path = tmp_path / "s"
     sock = socket.socket(socket.AF_UNIX)
@@ -227,7 +227,7 @@ def test_a_socket_target_is_refused(tmp_path):
 
 
 def test_a_symlink_is_kept_and_its_file_replaced(tmp_path):
-    from simcli.output import write_atomic
+    from simcli.io.output import write_atomic
 
     real = tmp_path / "real.txt"
     real.write_text("old")
@@ -238,7 +238,7 @@ def test_a_symlink_is_kept_and_its_file_replaced(tmp_path):
 
 
 def test_output_that_is_an_input_is_refused(tmp_path):
-    from simcli.output import check_output_path, write_atomic
+    from simcli.io.output import check_output_path, write_atomic
 
     m = tmp_path / "m.csv"
     m.write_text("measurements\n")
@@ -253,9 +253,9 @@ def test_output_that_is_an_input_is_refused(tmp_path):
 
 
 def test_path_under_a_regular_file_is_one_line_exit_1(tmp_path, runner):
+    from simcli.base.types import EnvironmentFailure
     from simcli.cli import app
-    from simcli.model import EnvironmentFailure
-    from simcli.output import write_atomic
+    from simcli.io.output import write_atomic
 
     f = tmp_path / "file"
     f.write_text("x")
@@ -272,8 +272,8 @@ def test_refused_writes_are_environment_failures_and_leave_nothing(tmp_path, mon
     import errno
     import tempfile
 
-    from simcli.model import EnvironmentFailure
-    from simcli.output import write_atomic
+    from simcli.base.types import EnvironmentFailure
+    from simcli.io.output import write_atomic
 
     def fail(*a, **k):
         raise OSError(getattr(errno, err), os.strerror(getattr(errno, err)))
@@ -291,8 +291,8 @@ def test_write_stdout_closed_full_and_ascii(monkeypatch):
     import errno
     import io
 
-    from simcli.model import EnvironmentFailure
-    from simcli.output import StdoutClosed, write_stdout
+    from simcli.base.types import EnvironmentFailure
+    from simcli.io.output import StdoutClosed, write_stdout
 
     with pytest.raises(StdoutClosed):
         _closed_stdout(monkeypatch, write_stdout)
@@ -322,8 +322,8 @@ def _closed_stdout(monkeypatch, write_stdout):
 def test_result_rows_are_whole_or_absent_when_the_disk_fills(tmp_path, monkeypatch):
     import errno
 
+    from simcli.base.types import EnvironmentFailure
     from simcli.bench.results import ALLREDUCE_COLUMNS, ResultWriter, read_results
-    from simcli.model import EnvironmentFailure
 
     out = tmp_path / "r.csv"
     w = ResultWriter(out, ALLREDUCE_COLUMNS, ["backend: gloo"])
@@ -351,8 +351,8 @@ def test_result_rows_are_whole_or_absent_when_the_disk_fills(tmp_path, monkeypat
 def test_no_empty_results_file_is_left(tmp_path, monkeypatch):
     import errno
 
+    from simcli.base.types import EnvironmentFailure
     from simcli.bench.results import ALLREDUCE_COLUMNS, ResultWriter
-    from simcli.model import EnvironmentFailure
 
     out = tmp_path / "r.csv"
     ResultWriter(out, ALLREDUCE_COLUMNS, ["x"]).close()  # nothing measured
@@ -706,7 +706,7 @@ def test_any_command_refuses_to_write_over_a_file_it_read(runner, prof, tmp_path
 
 
 def test_a_huge_range_table_computes_only_the_rows_shown(runner, monkeypatch):
-    import simcli.engine as engine
+    import simcli.step.engine as engine
     from simcli.cli import app
 
     sizes = []
@@ -888,17 +888,17 @@ def test_profile_on_the_search_path_by_file_name_or_yaml_name(runner, tmp_path, 
     ],
 )
 def test_a_huge_comm_table_computes_only_the_rows_shown(runner, args, tmp_path):
+    from simcli.base.ranges import parse_devices, parse_sizes
     from simcli.cli import app
     from simcli.cli.views import comm_table
-    from simcli.comm import comm_grid
-    from simcli.profiles import resolve_profile
-    from simcli.ranges import parse_devices, parse_sizes
-    from simcli.render import render_text
+    from simcli.comm.grid import comm_grid
+    from simcli.io.profiles import resolve_profile
+    from simcli.io.render import render_text
 
     out = tmp_path / "t.txt"
     r = runner.invoke(app, ["comm", *args, "--rows", "6", "-o", str(out)])
     prof = resolve_profile(None)
-    from simcli.collectives import default_algorithm
+    from simcli.comm.collectives import default_algorithm
 
     alg = default_algorithm(prof)
     full = comm_grid(prof, parse_devices(args[1]), parse_sizes(args[3]), algorithm=alg)
@@ -915,7 +915,7 @@ def test_a_huge_comm_table_computes_only_the_rows_shown(runner, args, tmp_path):
     ],
 )
 def test_a_huge_compare_table_computes_only_the_rows_shown(runner, monkeypatch, args, rows, tmp_path):
-    import simcli.compare as C
+    import simcli.answers.compare as C
     from simcli.cli import app
 
     calls = []
@@ -939,10 +939,10 @@ def test_a_huge_compare_table_computes_only_the_rows_shown(runner, monkeypatch, 
 
 # =========================================================================== issue 27
 # Each class of the third round's fault sweep, at its shared mechanism: outputs claimed at the start
-# (simcli.output.Claim), the finiteness gate (simcli.output.finite_gate), measured tables checked where read
-# (simcli.tables.check_measured, the nccl-tests reader), limits before work (simcli.ranges, inputs.load_json,
-# the profile loader), special files at open (simcli.inputs.read_text), signals (cli.common.handle_errors),
-# control characters (simcli.output.escape_controls).
+# (simcli.io.output.Claim), the finiteness gate (simcli.io.output.finite_gate), measured tables checked where read
+# (simcli.io.tables.check_measured, the nccl-tests reader), limits before work (simcli.base.ranges, inputs.load_json,
+# the profile loader), special files at open (simcli.io.inputs.read_text), signals (cli.common.handle_errors),
+# control characters (simcli.io.output.escape_controls).
 
 import signal  # noqa: E402
 import subprocess  # noqa: E402
@@ -1001,7 +1001,7 @@ def test_two_benches_one_output_file_one_is_refused_before_measuring(tmp_path):
 def test_a_claimed_output_refuses_every_other_command(tmp_path):
     """The claim is the one rule for every command that writes: while one holds the file, speedup, explain,
     bench import and plot are each refused with exit 2, and nothing is written over the claim."""
-    from simcli.output import check_output_path, claims
+    from simcli.io.output import check_output_path, claims
 
     out = tmp_path / "out.csv"
     fix = os.path.join(os.path.dirname(__file__), "fixtures", "all_reduce_perf_8xA100.txt")
@@ -1034,9 +1034,9 @@ def test_a_bench_whose_file_is_replaced_keeps_its_rows_beside_it(tmp_path, fmt):
     keeps every row it measured in NAME.PID.saved and stops with one line (exit 1); the new file is intact."""
     import json
 
+    from simcli.base.types import EnvironmentFailure
     from simcli.bench.results import ALLREDUCE_COLUMNS, ResultWriter, read_results
-    from simcli.model import EnvironmentFailure
-    from simcli.output import claims, write_atomic
+    from simcli.io.output import claims, write_atomic
 
     out = tmp_path / f"r.{fmt}"
     row = {"collective": "all_reduce", "world_size": 2, "bytes": 1024, "time_s": 1e-3}
@@ -1059,8 +1059,8 @@ def test_a_bench_whose_file_is_replaced_keeps_its_rows_beside_it(tmp_path, fmt):
 
 
 def test_a_whole_file_writer_whose_claim_was_replaced_does_not_write_over(tmp_path):
-    from simcli.model import EnvironmentFailure
-    from simcli.output import check_output_path, claims, write_atomic
+    from simcli.base.types import EnvironmentFailure
+    from simcli.io.output import check_output_path, claims, write_atomic
 
     out = tmp_path / "plan.csv"
     with claims():
@@ -1077,7 +1077,7 @@ def test_a_whole_file_writer_whose_claim_was_replaced_does_not_write_over(tmp_pa
 def test_force_replaces_only_when_the_output_is_ready(tmp_path):
     """--force over an existing file: the old one stays whole until the new content replaces it at once."""
     from simcli.bench.results import ALLREDUCE_COLUMNS, ResultWriter
-    from simcli.output import claims
+    from simcli.io.output import claims
 
     out = tmp_path / "r.csv"
     out.write_text("old\n")
@@ -1165,7 +1165,7 @@ def test_numpy_warnings_never_reach_stderr():
 
 
 def test_finite_gate_directly():
-    from simcli.output import NonFiniteResult, finite_gate, to_csv, to_json
+    from simcli.io.output import NonFiniteResult, finite_gate, to_csv, to_json
 
     ok = [{"devices": 1, "t_comm_s": 0.0, "speedup": 1.0, "rse": float("nan")}]  # t_comm 0 at k=1; rse may be nan
     finite_gate(ok)
@@ -1183,7 +1183,7 @@ def test_one_serializer_for_csv_and_json_numbers():
 
     import numpy as np
 
-    from simcli.output import to_csv, to_json
+    from simcli.io.output import to_csv, to_json
 
     rec = {"bytes": np.int64(1024), "busbw_GBps": np.float64(0.0029123456789), "time_s": np.float32(0.5)}
     row = next(csv.DictReader(io.StringIO(to_csv([rec]))))
@@ -1308,7 +1308,7 @@ def test_bench_tables_that_contradict_themselves_are_refused(runner, tmp_path, b
 
 
 def test_declared_repeats_are_taken(runner, tmp_path):
-    from simcli.tables import check_measured
+    from simcli.io.tables import check_measured
 
     rows = [{"world_size": "2", "bytes": "1024", "time_s": t, "repeat": str(i)} for i, t in enumerate(["1", "2"])]
     check_measured(rows, "m.csv")  # numbered repeats: one measurement taken twice, not a contradiction
@@ -1338,8 +1338,8 @@ def test_limits_are_checked_before_any_work(runner, args, line):
 
 
 def test_combination_counts_are_capped(runner):
+    from simcli.base.ranges import MAX_COMBINATIONS
     from simcli.cli import app
-    from simcli.ranges import MAX_COMBINATIONS
 
     algs = "ring,tree,nvls,ps,rabenseifner,hierarchical,recursive-doubling,ps-sharded,auto,nccl"
     bkt = ",".join(str(1 + i) for i in range(120))
@@ -1520,7 +1520,7 @@ def test_rows_below_zero_is_refused(runner):
 
 
 def test_yaml_exponent_without_a_dot_is_a_number(tmp_path):
-    from simcli.profiles import load_profile
+    from simcli.io.profiles import load_profile
     from tests.conftest import TWO_TIER_YAML
 
     f = tmp_path / "e.yaml"
@@ -1534,7 +1534,7 @@ def test_yaml_exponent_without_a_dot_is_a_number(tmp_path):
 def test_a_fit_on_identical_points_says_r2_is_undefined():
     import numpy as np
 
-    from simcli.calibrate import _r2_log
+    from simcli.answers.fitting import _r2_log
     from simcli.cli.calibrate import r2_cell
 
     same = np.array([1e-3, 1e-3, 1e-3])  # no spread of times: R² is 0/0

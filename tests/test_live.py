@@ -16,11 +16,11 @@ from pathlib import Path
 
 import pytest
 
+from simcli.base.types import InputError
 from simcli.bench.calls import collective_name, sniff
 from simcli.bench.inspector import parse_json_records, parse_prometheus, read_inspector
 from simcli.bench.live import read_live
 from simcli.cli.app import app
-from simcli.model import InputError
 
 ROOT = Path(__file__).resolve().parent.parent
 FIX = ROOT / "tests" / "fixtures"

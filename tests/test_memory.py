@@ -1,4 +1,5 @@
-"""The one memory model (simcli.memory): bytes by hand per strategy, its order, and the four commands that read it."""
+"""The one memory model (simcli.step.memory): bytes by hand per strategy, its order, and the four commands that
+read it."""
 
 from __future__ import annotations
 
@@ -10,9 +11,9 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 from typer.testing import CliRunner
 
-from simcli import memory
+from simcli.base.types import InputError
 from simcli.cli.app import app
-from simcli.model import InputError
+from simcli.step import memory
 
 P = 124_439_808  # GPT-2 small
 K8 = np.array([8])
@@ -125,8 +126,8 @@ def test_speedup_compare_plan_and_explain_report_the_same_bytes(strategy):
 
 
 def _scenario(strategy):
-    from simcli.engine import Scenario
-    from simcli.profiles import resolve_profile
-    from simcli.workloads import build_workload
+    from simcli.io.profiles import resolve_profile
+    from simcli.io.workloads import build_workload
+    from simcli.step.engine import Scenario
 
     return Scenario(profile=resolve_profile("dgx-h100"), workload=build_workload(model="llama2-7b"), strategy=strategy)

@@ -1,4 +1,4 @@
-"""NCCL's cost model (simcli.nccl) by hand against NVIDIA/nccl 2.20.3 tuning.cc, on simcli's tiers."""
+"""NCCL's cost model (simcli.comm.nccl) by hand against NVIDIA/nccl 2.20.3 tuning.cc, on simcli's tiers."""
 
 from __future__ import annotations
 
@@ -8,11 +8,11 @@ import json
 import numpy as np
 import pytest
 
-from simcli import collectives as C
-from simcli import nccl
+from simcli.base.types import InputError, NcclSpec, Tier
 from simcli.cli import app
-from simcli.model import InputError, NcclSpec, Tier
-from simcli.profiles import profile_from_dict, resolve_profile
+from simcli.comm import collectives as C
+from simcli.comm import nccl
+from simcli.io.profiles import profile_from_dict, resolve_profile
 
 from conftest import make_profile
 
@@ -285,7 +285,7 @@ def _synthetic(truth, seed):
 
 def test_calibrate_fits_nccls_constants_from_two_or_more_k(tmp_path, runner):
     """NVLink and network hop latencies and the NVLink bandwidth come back from noisy times at k = 8, 16, 32."""
-    from simcli.calibrate import fit_nccl
+    from simcli.answers.fitting import fit_nccl
 
     p = resolve_profile("dgx-h100")
     truth = dataclasses.replace(
@@ -312,7 +312,7 @@ def test_calibrate_fits_nccls_constants_from_two_or_more_k(tmp_path, runner):
     r = runner.invoke(app, ["calibrate", str(tmp_path / "a.csv"), "-p", "dgx-h100", "-o", str(out), "-f", "json"])
     assert r.exit_code == 0, r.output
     assert "NCCL's model" in json.loads(r.stdout)["method"]
-    from simcli.profiles import load_profile
+    from simcli.io.profiles import load_profile
 
     assert load_profile(out).library == "nccl"
     r = runner.invoke(app, ["validate", str(tmp_path / "b.csv"), "-p", str(out), "-f", "json"])

@@ -7,11 +7,11 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from simcli.buckets import BucketPlan, bucket_exposure, bucket_plan, bucket_timeline
+from simcli.base.types import InputError, Tier, Workload
 from simcli.cli import app
-from simcli.collectives import allreduce
-from simcli.engine import Scenario, simulate
-from simcli.model import InputError, Tier, Workload
+from simcli.comm.collectives import allreduce
+from simcli.step.buckets import BucketPlan, bucket_exposure, bucket_plan, bucket_timeline
+from simcli.step.engine import Scenario, simulate
 
 from conftest import make_profile
 

@@ -33,7 +33,7 @@ def test_wheel_installs_and_runs(tmp_path):
 
     names = zipfile.ZipFile(wheel).namelist()
     assert "simcli/hardware_profiles/dgx-h100.yaml" in names
-    assert "simcli/data/models.yaml" in names
+    assert "simcli/io/data/models.yaml" in names
 
     env_dir = tmp_path / "venv"
     venv.EnvBuilder(with_pip=False).create(env_dir)

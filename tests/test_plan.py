@@ -11,10 +11,10 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from simcli import plan as P
+from simcli.answers import plan as P
+from simcli.base.types import InputError, Tier, Workload
 from simcli.cli import app
-from simcli.engine import Scenario, simulate
-from simcli.model import InputError, Tier, Workload
+from simcli.step.engine import Scenario, simulate
 
 from conftest import make_profile
 

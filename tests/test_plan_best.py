@@ -1,5 +1,5 @@
-"""`simcli plan best` (simcli.plan_best): held against a brute force over `simcli speedup`, the frontier, the drop
-reasons, the global batch's syntax, and bad input."""
+"""`simcli plan best` (simcli.answers.plan_best): held against a brute force over `simcli speedup`, the frontier,
+the drop reasons, the global batch's syntax, and bad input."""
 
 from __future__ import annotations
 
@@ -9,13 +9,13 @@ import numpy as np
 import pytest
 from typer.testing import CliRunner
 
-from simcli import plan_best as PB
+from simcli.answers import plan_best as PB
+from simcli.answers.plan import Infeasible
+from simcli.base.types import InputError
 from simcli.cli.app import app
-from simcli.engine import Scenario, accumulated, simulate
-from simcli.model import InputError
-from simcli.plan import Infeasible
-from simcli.profiles import resolve_profile
-from simcli.workloads import build_workload
+from simcli.io.profiles import resolve_profile
+from simcli.io.workloads import build_workload
+from simcli.step.engine import Scenario, accumulated, simulate
 
 STRATEGIES = ("ddp", "zero1", "zero2", "fsdp", "hsdp")
 BASE = ["-m", "llama2-7b", "-p", "dgx-h100"]

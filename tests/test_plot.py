@@ -1,6 +1,6 @@
 """Pictures: the data behind each figure equals `--format json`, files are valid, errors exit 2.
 
-Figures are captured by wrapping :func:`simcli.plot.save_figure`, so every test
+Figures are captured by wrapping :func:`simcli.plot.figures.save_figure`, so every test
 drives the real command line and then reads the lines, bars and images that
 were drawn.
 """
@@ -18,11 +18,11 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from simcli import plot as P
+from simcli.base.ranges import parse_devices
 from simcli.cli import app
-from simcli.comm import comm_grid
-from simcli.profiles import resolve_profile
-from simcli.ranges import parse_devices
+from simcli.comm.grid import comm_grid
+from simcli.io.profiles import resolve_profile
+from simcli.plot import figures as P
 
 A = """\
 name: t-a
@@ -275,7 +275,7 @@ def test_algorithm_map_is_the_argmin(runner, figs, profs, tmp_path):
         )
     )
     (fig,) = figs
-    from simcli import collectives
+    from simcli.comm import collectives
 
     prof = resolve_profile(profs[0])
     k, n = parse_devices("2..64:x2"), np.array([2.0**10 * 8**i for i in range(7)])

@@ -5,7 +5,7 @@ import textwrap
 import pytest
 
 from simcli.cli import app
-from simcli.profiles import DEFAULT_PROFILE, list_profiles, load_profile, profile_from_dict, profile_to_dict
+from simcli.io.profiles import DEFAULT_PROFILE, list_profiles, load_profile, profile_from_dict, profile_to_dict
 
 GOOD = textwrap.dedent("""\
     name: mini
@@ -59,8 +59,8 @@ def test_mfu_by_dtype(tmp_path):
     f.write_text(GOOD.replace("  mfu: 0.5\n", "  mfu: 0.5\n  mfu_by_dtype: {fp32: 0.8}\n"))
     p = load_profile(f)
     assert p.device.mfu_for("fp32") == 0.8 and p.device.mfu_for("bf16") == 0.5
-    from simcli.engine import Scenario
-    from simcli.model import Workload
+    from simcli.base.types import Workload
+    from simcli.step.engine import Scenario
 
     wl = Workload("w", 1e6, 1e9)
     assert Scenario(profile=p, workload=wl, dtype="fp32").achieved_flops == 10e12 * 0.8

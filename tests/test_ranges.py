@@ -1,8 +1,8 @@
 import numpy as np
 import pytest
 
-from simcli.model import InputError
-from simcli.ranges import parse_devices, parse_sizes
+from simcli.base.ranges import parse_devices, parse_sizes
+from simcli.base.types import InputError
 
 
 @pytest.mark.parametrize(

@@ -1,4 +1,4 @@
-"""Tables that fit the terminal (simcli.render.FitTable) and the header block that wraps at word boundaries."""
+"""Tables that fit the terminal (simcli.io.render.FitTable) and the header block that wraps at word boundaries."""
 
 from __future__ import annotations
 
@@ -8,7 +8,7 @@ import sys
 
 import pytest
 
-from simcli.render import Column, Wide, render_text, table
+from simcli.io.render import Column, Wide, render_text, table
 
 #: the columns that are the answer: never left out, never cut
 ANSWER = ("k", "step ms", "S(k)", "E(k)", "samples/s")

@@ -1,4 +1,4 @@
-"""One profile schema (simcli.schema): it drives validation, serialisation, description and the JSON Schema."""
+"""One profile schema (simcli.io.schema): it drives validation, serialisation, description and the JSON Schema."""
 
 from __future__ import annotations
 
@@ -7,10 +7,10 @@ import json
 import pytest
 import yaml
 
-from simcli import schema as S
+from simcli.base.types import InputError
 from simcli.cli import app
-from simcli.model import InputError
-from simcli.profiles import (
+from simcli.io import schema as S
+from simcli.io.profiles import (
     _DEVICE,
     _NCCL,
     _TIER,

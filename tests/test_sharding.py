@@ -1,4 +1,4 @@
-"""Sharded data parallelism (simcli.sharding): bytes by hand, memory, the FSDP timeline against an event loop, and
+"""Sharded data parallelism (simcli.step.sharding): bytes by hand, memory, the FSDP timeline against an event loop, and
 the CLI's memory warning."""
 
 from __future__ import annotations
@@ -14,11 +14,12 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 from typer.testing import CliRunner
 
-from simcli import collectives, memory, sharding
+from simcli.base.types import InputError, Workload
 from simcli.cli.app import app
-from simcli.engine import Scenario, simulate
-from simcli.model import InputError, Workload
-from simcli.profiles import resolve_profile
+from simcli.comm import collectives
+from simcli.io.profiles import resolve_profile
+from simcli.step import memory, sharding
+from simcli.step.engine import Scenario, simulate
 
 P = 124_439_808  # GPT-2 small
 K8 = np.array([8])
@@ -136,8 +137,8 @@ def test_activations_given_replace_the_estimate(tmp_path):
 
 def test_activations_by_compute_dtype(tmp_path):
     """A figure per dtype: bf16 and fp16 take the bf16 entry, fp32 and tf32 the fp32 one; one entry alone scales."""
-    from simcli.model import activations_for
-    from simcli.workloads import get_model
+    from simcli.base.types import activations_for
+    from simcli.io.workloads import get_model
 
     both = {"fp32": 86e6, "bf16": 44e6}
     assert [activations_for(both, d) for d in ("fp32", "tf32", "bf16", "fp16")] == [86e6, 86e6, 44e6, 44e6]
@@ -400,7 +401,7 @@ def test_speedup_strategy_options(runner):
 
 
 def test_explain_sharded_terms_add_up():
-    from simcli.explain import explain
+    from simcli.answers.explain import explain
 
     prof = resolve_profile("dgx-h100")
     for strategy in ("fsdp", "hsdp"):
@@ -500,7 +501,7 @@ def test_compare_and_plan_check_a_sharded_strategy_s_memory(runner):
 
 
 def test_workload_file_gives_layers_and_hidden(tmp_path):
-    from simcli.workloads import get_model, load_workload
+    from simcli.io.workloads import get_model, load_workload
 
     f = tmp_path / "w.yaml"
     f.write_text("name: mine\nkind: transformer\nparams: 1.3e9\nseq_len: 2048\nlayers: 24\nhidden: 2048\n")

@@ -1,4 +1,5 @@
-"""The slowest-of-k model (simcli.straggler): expected maxima of normals, the spread's fit, and the engine's use."""
+"""The slowest-of-k model (simcli.step.straggler): expected maxima of normals, the spread's fit, and the engine's
+use."""
 
 from __future__ import annotations
 
@@ -10,11 +11,11 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from simcli import straggler
+from simcli.base.types import InputError, Workload
 from simcli.cli.app import app
-from simcli.engine import Scenario, simulate
-from simcli.model import InputError, Workload
-from simcli.profiles import list_profiles, profile_from_dict, profile_to_dict, resolve_profile
+from simcli.io.profiles import list_profiles, profile_from_dict, profile_to_dict, resolve_profile
+from simcli.step import straggler
+from simcli.step.engine import Scenario, simulate
 
 
 # E[max of n standard normals]: Tippett (1925) and Harter (1961); n = 2 and 3 in closed form
@@ -159,7 +160,7 @@ def test_cli_spread_option(runner):
 
 
 def test_fit_spread_recovers_the_spread_that_made_the_table():
-    from simcli.calibrate import fit_spread
+    from simcli.answers.fitting import fit_spread
 
     p = resolve_profile("dgx-a100")
     wl = Workload("w", params=125e6, flops_per_sample=None, layers=12, batch_per_device=26)
@@ -243,20 +244,20 @@ def test_plan_says_what_the_wait_costs(runner):
 
 
 def test_minimise_scalar_finds_interior_and_boundary_minima():
-    from simcli.calibrate import minimise_scalar
+    from simcli.answers.fitting import minimise_scalar
 
     assert minimise_scalar(lambda x: (x - 0.3) ** 2, 0.0, 0.9) == pytest.approx(0.3, abs=1e-9)
     assert minimise_scalar(lambda x: (x + 0.1) ** 2, 0.0, 0.9) == 0.0  # the bound itself, exactly
 
 
 def test_the_stored_m_k_table_is_the_integration():
-    """simcli/_mk_table.py holds what straggler._exact integrates at the table's k (no run integrates at start-up);
-    a change to the grid without write_table() fails here."""
+    """simcli/step/straggler_table.py holds what straggler._exact integrates at the table's k (no run integrates at
+    start-up); a change to the grid without write_table() fails here."""
     from pathlib import Path
 
-    from simcli import straggler
+    from simcli.step import straggler
 
-    stored = Path(straggler.__file__).with_name("_mk_table.py").read_text(encoding="utf-8")
+    stored = Path(straggler.__file__).with_name("straggler_table.py").read_text(encoding="utf-8")
     assert stored == straggler.table_source()
     logk, m = straggler._table()
     assert np.array_equal(logk, np.log(straggler._table_k())) and np.array_equal(

@@ -1,4 +1,4 @@
-"""simcli.tables (saved tables read back and recognised) and simcli.calibration (the pure calibration)."""
+"""simcli.io.tables (saved tables read back and recognised) and simcli.answers.calibration (the pure calibration)."""
 
 from __future__ import annotations
 
@@ -8,11 +8,12 @@ import json
 import numpy as np
 import pytest
 
-from simcli import collectives, tables
-from simcli.calibration import calibrate_profile
-from simcli.model import InputError, Tier
-from simcli.profiles import load_profile
-from simcli.validate import read_measurements
+from simcli.answers.calibration import calibrate_profile
+from simcli.answers.validate import read_measurements
+from simcli.base.types import InputError, Tier
+from simcli.comm import collectives
+from simcli.io import tables
+from simcli.io.profiles import load_profile
 
 
 @pytest.mark.parametrize(

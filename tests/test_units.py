@@ -2,7 +2,7 @@ import math
 
 import pytest
 
-from simcli.units import UnitError, fmt_bytes, fmt_count, fmt_rate, fmt_time, parse
+from simcli.base.units import UnitError, fmt_bytes, fmt_count, fmt_rate, fmt_time, parse
 
 
 @pytest.mark.parametrize(

@@ -8,11 +8,11 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from simcli import collectives, nccl
+from simcli.answers.validate import filter_rows, read_measurements, size_band, size_decade, summarise, validate
+from simcli.base.types import InputError, Tier
 from simcli.cli.app import app
-from simcli.model import InputError, Tier
-from simcli.profiles import resolve_profile
-from simcli.validate import filter_rows, read_measurements, size_band, size_decade, summarise, validate
+from simcli.comm import collectives, nccl
+from simcli.io.profiles import resolve_profile
 
 PUBLISHED = Path(__file__).resolve().parent.parent / "validation" / "published"
 A100 = PUBLISHED / "nccl-allreduce-8xA100-nvswitch.csv"
@@ -44,7 +44,7 @@ def test_time_us_is_read_in_microseconds():
 
 def test_errors_are_relative_to_the_measurement_and_summaries_group_them():
     net = (Tier("net", 1e9, 10e-6),)
-    from simcli.model import Device, Profile
+    from simcli.base.types import Device, Profile
 
     prof = Profile("p", "", ("t",), Device("d", {"fp32": 1e12}, 0.5), net)
     k = np.array([2, 2, 4, 4])

@@ -17,7 +17,7 @@ unless it checks that torch is installed.
 
 from __future__ import annotations
 
-from ..model import InputError
+from ..base.types import InputError
 
 __all__ = ["require_torch", "INSTALL_HINT"]
 

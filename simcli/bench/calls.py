@@ -25,8 +25,8 @@ from typing import Any, Iterable
 
 import numpy as np
 
-from ..collectives import busbw_factor
-from ..model import InputError
+from ..base.types import InputError
+from ..comm.collectives import busbw_factor
 from .stats import summarize
 
 __all__ = ["EXTRA_COLUMNS", "table", "sniff", "collective_name", "DTYPE_BYTES", "files_of", "read_log", "peek"]
@@ -101,11 +101,11 @@ def files_of(path: str | os.PathLike[str], what: str) -> list[Path]:
 
 def read_log(path: str | os.PathLike[str], what: str, max_bytes: int = 1 << 30) -> str:
     """The text of a log or trace, gzip-compressed or not (``*.log.gz``, ``*.pt.trace.json.gz``): the content
-    says which, as the gzip magic bytes. Limits and errors as :func:`simcli.inputs.read_text`'s."""
+    says which, as the gzip magic bytes. Limits and errors as :func:`simcli.io.inputs.read_text`'s."""
     p = Path(path)
     magic = peek_bytes(p, 2)
     if magic != b"\x1f\x8b":
-        from ..inputs import read_text
+        from ..io.inputs import read_text
 
         return read_text(p, what, max_bytes)
     import gzip

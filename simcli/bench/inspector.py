@@ -41,7 +41,7 @@ import re
 from pathlib import Path
 from typing import Any
 
-from ..model import InputError
+from ..base.types import InputError
 from .calls import collective_name, files_of, read_log, sniff
 
 __all__ = ["read_inspector", "parse_json_records", "parse_prometheus", "SUPPORTED_VERSIONS"]
@@ -143,7 +143,7 @@ def _record(rec: Any, where: str) -> dict[str, Any]:
 
 def parse_json_records(text: str, source: str) -> list[dict[str, Any]]:
     """Calls from an Inspector JSON log: one object per line, or objects one after another (pretty-printed)."""
-    from ..inputs import check_json_depth
+    from ..io.inputs import check_json_depth
 
     check_json_depth(text, source)  # before json's recursive parser
     dec = json.JSONDecoder()

@@ -38,7 +38,7 @@ from typing import Any, Sequence
 
 import numpy as np
 
-from ..model import InputError
+from ..base.types import InputError
 from .calls import DTYPE_BYTES, collective_name, files_of, read_log, sniff
 
 __all__ = ["Trace", "Step", "read_trace", "read_traces", "parse_trace", "TORCH_DTYPES"]
@@ -229,7 +229,7 @@ def _kernel_name_meta(name: str) -> tuple[str | None, str | None]:
 
 
 def parse_trace(text: str, source: str) -> Trace:
-    from ..inputs import check_json_depth
+    from ..io.inputs import check_json_depth
 
     check_json_depth(text, source)  # before json's recursive parser
     try:

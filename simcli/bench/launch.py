@@ -37,7 +37,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Callable, Mapping
 
-from ..model import InputError, SimcliError
+from ..base.types import InputError, SimcliError
 
 __all__ = [
     "BenchError",

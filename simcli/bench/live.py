@@ -11,7 +11,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from ..model import InputError
+from ..base.types import InputError
 from .calls import EXTRA_COLUMNS, peek, sniff, table
 
 __all__ = ["Live", "detect", "read_live", "columns"]

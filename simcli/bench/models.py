@@ -18,7 +18,7 @@ line (and the tests) use without torch.
 
 FLOPs per sample, forward + backward:
 
-* ``flops_per_sample`` is what simcli's workload presets assume (``simcli/data/models.yaml``), so that an
+* ``flops_per_sample`` is what simcli's workload presets assume (``simcli/io/data/models.yaml``), so that an
   MFU fitted from it transfers to ``simcli speedup``/``plan`` unchanged: 6·N (mlp: 2 FLOPs per weight and
   sample forward, twice that backward); 6·N·seq_len for the transformer (Kaplan et al. 2020, eq. 2.1,
   with N all parameters; with tied embeddings the head's matmul is counted by the embedding's V·H);

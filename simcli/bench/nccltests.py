@@ -21,7 +21,7 @@ Every row is checked (issue 12): a time <= 0, a bandwidth < 0, a ``#wrong`` > 0 
 failed data check: the row is refused, not dropped, since the whole run is suspect), a row cut
 short or a missing in-place/out-of-place column (named), a JSON field of the wrong shape or
 ``null`` (named by its path, ``results[3].out_of_place.time``), and a text run cut before its
-``# Avg bus bandwidth`` footer are one :class:`~simcli.model.InputError` line each.
+``# Avg bus bandwidth`` footer are one :class:`~simcli.base.types.InputError` line each.
 
 The world size is the number of rank lines (devices); without them, for
 all_reduce it follows from busbw/algbw = 2(k-1)/k, or from ``--world-size``.
@@ -36,8 +36,8 @@ import re
 from pathlib import Path
 from typing import Any
 
-from ..inputs import read_text
-from ..model import InputError
+from ..base.types import InputError
+from ..io.inputs import read_text
 from .stats import summarize
 
 __all__ = ["NCCL_TYPES", "parse_nccl_tests", "parse_text", "parse_json", "looks_like_nccl_tests", "measurement_rows"]
@@ -92,7 +92,7 @@ def looks_like_nccl_tests(text: str) -> bool:
 def measurement_rows(text: str, source: str) -> tuple[tuple[str, ...], list[dict[str, str]], list[str]]:
     """(header, rows as CSV strings, comments) of nccl-tests output, as 'bench import' would write them: what
     ``simcli validate`` and ``calibrate`` read when given nccl-tests' own output instead of a CSV."""
-    from ..output import csv_value
+    from ..io.output import csv_value
     from .results import ALLREDUCE_COLUMNS
 
     recs = parse_json(text, source) if text.lstrip().startswith("{") else parse_text(text, source)
@@ -166,8 +166,8 @@ _PLACEMENT = {"out": "out-of-place", "in": "in-place"}
 
 def _check_row(where: str, size: int, count: int, ntype: str) -> None:
     """One result row against itself (issue 27): a known type, count x the type's size = size, a size simcli reads."""
-    from ..ranges import MAX_BYTES
-    from ..tables import ELEMENT_BYTES
+    from ..base.ranges import MAX_BYTES
+    from ..io.tables import ELEMENT_BYTES
 
     if size > MAX_BYTES:
         raise InputError(f"{where}: size {size} B is more than simcli reads (at most 2**62 B = 4 EiB)")
@@ -394,7 +394,7 @@ def parse_json(
     text: str, source: str, world_size: int | None = None, placement: str = "out", collective: str | None = None
 ) -> list[dict[str, Any]]:
     """Rows of an nccl-tests -J report; every field is checked for its shape and named when it is wrong."""
-    from ..inputs import load_json
+    from ..io.inputs import load_json
 
     doc = load_json(
         text,

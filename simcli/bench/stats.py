@@ -12,7 +12,7 @@ from typing import Sequence
 
 import numpy as np
 
-from ..collectives import busbw_factor
+from ..comm.collectives import busbw_factor
 
 __all__ = [
     "Summary",
@@ -145,7 +145,7 @@ def summarize(times: Sequence[float] | np.ndarray) -> Summary:
 
 def allreduce_busbw_factor(k: int | np.ndarray) -> np.ndarray | float:
     """All-reduce bus-bandwidth factor 2(k-1)/k (nccl-tests doc/PERFORMANCE.md#allreduce)."""
-    f = busbw_factor(k)  # the one definition, in simcli.collectives
+    f = busbw_factor(k)  # the one definition, in simcli.comm.collectives
     return float(f) if f.ndim == 0 else f
 
 

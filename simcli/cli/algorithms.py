@@ -6,7 +6,7 @@ from typing import Annotated
 
 import typer
 
-from .. import collectives
+from ..comm import collectives
 from . import options as o
 from .common import emit, handle_errors, new_app, show
 
@@ -32,9 +32,9 @@ def algorithms(
     """Which all-reduce algorithm is fastest at each (k, message size), and the crossover sizes."""
     import numpy as np
 
-    from .. import collectives
-    from ..profiles import resolve_profile
-    from ..ranges import parse_devices, parse_sizes
+    from ..base.ranges import parse_devices, parse_sizes
+    from ..comm import collectives
+    from ..io.profiles import resolve_profile
 
     fig_size = o.check_outputs(out, pic, threshold=False)
     k = parse_devices(devices)
@@ -78,20 +78,20 @@ def algorithms(
                 )
             grid.append(rec)
     if out.format is o.Format.json:
-        from ..output import to_json
+        from ..io.output import to_json
 
         emit(to_json({"profile": prof.name, "grid": grid, "crossovers": cross}), out.output, out.force)
         return
     if out.format is o.Format.csv:
-        from ..output import to_csv
+        from ..io.output import to_csv
 
         emit(to_csv(grid), out.output, out.force)
         return
     from rich.console import Group
     from rich.text import Text
 
-    from ..render import Column, table
-    from ..units import fmt_bytes
+    from ..base.units import fmt_bytes
+    from ..io.render import Column, table
 
     rows = [
         {"size": fmt_bytes(nn), **{str(kk): SHORT[names[int(win[i, j])]] for i, kk in enumerate(k.tolist())}}
@@ -155,8 +155,8 @@ def explain(
     out: Annotated[o.OutputOptions, o.tweak(omit=["rows"])] = o.OutputOptions(),
 ) -> None:
     """Every term of the step on k devices: forward, backward, each tier's terms, T_comm, hidden, exposed, n*."""
-    from ..explain import explain as explain_terms
-    from ..model import InputError
+    from ..answers.explain import explain as explain_terms
+    from ..base.types import InputError
     from .views import explain_view, flat_terms
 
     o.check_outputs(out)
@@ -166,7 +166,7 @@ def explain(
     if out.table:
         show(explain_view(d), out.output, out.force)
         return
-    from ..output import to_csv, to_json
+    from ..io.output import to_csv, to_json
 
     if out.format is o.Format.json:
         emit(to_json(d), out.output, out.force)

@@ -14,8 +14,8 @@ from typing import Annotated, Any, Callable, Optional
 
 import typer
 
-from ..model import InputError
-from ..units import sig4
+from ..base.types import InputError
+from ..base.units import sig4
 from . import options as o
 from .common import emit, handle_errors, new_app
 
@@ -101,8 +101,8 @@ Oversubscribe = Annotated[
 
 
 def _world_sizes(text: str | None, default: str) -> tuple[list[int], dict[str, Any] | None]:
+    from ..base.ranges import parse_devices
     from ..bench.launch import torchrun_env
-    from ..ranges import parse_devices
 
     tr = torchrun_env()
     if tr is not None:
@@ -224,7 +224,7 @@ class Stat(str, enum.Enum):
 
 def _stdout_needed(output: str | None, tr: dict[str, Any] | None) -> None:
     """Refuse before measuring when the results could go nowhere (stdout closed, no --output): none are lost."""
-    from ..output import StdoutClosed, stdout_usable
+    from ..io.output import StdoutClosed, stdout_usable
 
     if output is None and _is_writer(tr) and not stdout_usable():
         raise StdoutClosed(
@@ -249,7 +249,7 @@ def _finish(rows: list[dict[str, Any]], columns, format: o.Format, writer, noun:
             err=True,
         )
     if format is not o.Format.table and writer.path is None:  # with --output the data went into that file
-        from ..output import to_csv, to_json
+        from ..io.output import to_csv, to_json
 
         sys.stdout.write(to_json(rows) if format is o.Format.json else to_csv(rows, columns))
 
@@ -346,12 +346,12 @@ def bench_allreduce(
     force: o.Force = False,
 ) -> None:
     """Time torch.distributed.all_reduce for each world size and message size (nccl-tests' columns)."""
+    from ..base.ranges import parse_sizes
     from ..bench import require_torch
     from ..bench.allreduce import TORCH_DTYPES
     from ..bench.launch import check_port, check_world_size
     from ..bench.results import ALLREDUCE_COLUMNS, ResultWriter, metadata
     from ..bench.stats import DEFAULT_MAX_ITERS
-    from ..ranges import parse_sizes
 
     ks, tr = _world_sizes(world_sizes, "2")
     if dtype not in TORCH_DTYPES:
@@ -409,10 +409,10 @@ def bench_allreduce(
             by_world.setdefault(rec["world_size"], []).append(rec)
 
         def on_world_done(k: int) -> None:
-            from ..output import stdout_usable
+            from ..io.output import stdout_usable
 
             if format is o.Format.table and by_world.get(k) and stdout_usable():
-                from ..render import console
+                from ..io.render import console
 
                 console.print(_allreduce_table(k, be, by_world[k]))
 
@@ -459,8 +459,8 @@ def _allreduce_table(k: int, backend: str, recs: list[dict[str, Any]], title: st
     from rich.console import Group
     from rich.text import Text
 
-    from ..render import Column, table, time_unit
-    from ..units import fmt_bytes
+    from ..base.units import fmt_bytes
+    from ..io.render import Column, table, time_unit
 
     f, unit = time_unit([r["time_s"] for r in recs])
     stat = recs[0].get("stat") or "median"
@@ -612,7 +612,7 @@ def bench_step(
     from ..bench.launch import check_port, check_world_size
     from ..bench.results import STEP_COLUMNS, ResultWriter, metadata
     from ..bench.step import mlp_width_for_params
-    from ..profiles import resolve_profile
+    from ..io.profiles import resolve_profile
 
     if old_width is not None:
         if width is not None:
@@ -636,7 +636,7 @@ def bench_step(
     spec = _step_spec(model.value, width, depth, layers, hidden, heads, seq_len, vocab, blocks, image_size, classes, b)
     if not lr > 0:
         raise InputError(f"--lr: {lr} must be positive")
-    from ..engine import MIN_BUCKET_MB
+    from ..step.engine import MIN_BUCKET_MB
 
     if not (bucket_cap_mb >= MIN_BUCKET_MB and bucket_cap_mb < float("inf")):  # checked before any rank starts
         raise InputError(
@@ -672,7 +672,7 @@ def bench_step(
                 "flops": f"flops_per_sample {bm.flops_per_sample(spec):.6g} (as simcli's presets count it; mfu "
                 f"uses it), flops_per_sample_exact {bm.flops_per_sample_exact(spec):.6g} (achieved_flops uses it)",
                 "times": "median over steps of the slowest rank's time; t_step_ref_s = T_step(1) of the same mode",
-                "prediction": f"simcli.engine.simulate, profile {prof.name}, --params {nparams}, --compute-time = "
+                "prediction": f"simcli.step.engine.simulate, profile {prof.name}, --params {nparams}, --compute-time = "
                 "measured T_step(1) of the same mode (all the work but communication), "
                 "--overlap none for flat, buckets for ddp",
             },
@@ -722,7 +722,7 @@ def bench_step(
     if not _is_writer(tr):
         return
     if format is o.Format.table:
-        from ..render import console
+        from ..io.render import console
 
         console.print(_step_table(rows, prof.name, be))
     _finish(rows, STEP_COLUMNS, format, writer, "step measurements", more="--steps")
@@ -779,8 +779,8 @@ def _step_spec(
 
 def _check_memory(spec, batch: int, backend: str, ranks_here: int, kind: str) -> None:
     """Refuse a model whose step cannot fit: parameters x 4 B x 4 + activations, per rank, vs the memory there."""
+    from ..base.units import fmt_bytes
     from ..bench.models import memory_estimate
-    from ..units import fmt_bytes
 
     need = memory_estimate(spec, batch)
     if backend == "nccl":
@@ -824,8 +824,8 @@ def _add_prediction(
     optimizer), and the comparison isolates the communication model. The flat mode all-reduces
     after backward (``--overlap none``); DDP overlaps its buckets with backward (``buckets``).
     """
-    from ..engine import Scenario, simulate
-    from ..workloads import custom_workload
+    from ..io.workloads import custom_workload
+    from ..step.engine import Scenario, simulate
 
     k, mode = int(rec["world_size"]), rec["mode"]
     if k == 1:
@@ -861,8 +861,8 @@ def _step_table(rows: list[dict[str, Any]], profile: str, backend: str):
     from rich.console import Group
     from rich.text import Text
 
-    from ..render import Column, table, time_unit
-    from ..units import fmt_count, fmt_flops
+    from ..base.units import fmt_count, fmt_flops
+    from ..io.render import Column, table, time_unit
 
     f, unit = time_unit([r["t_step_s"] for r in rows])
 
@@ -961,7 +961,7 @@ def bench_import(
     from ..bench.live import detect
     from ..bench.nccltests import parse_nccl_tests
     from ..bench.results import ALLREDUCE_COLUMNS
-    from ..output import check_output_path, to_csv, to_json
+    from ..io.output import check_output_path, to_csv, to_json
 
     if output:
         check_output_path(output, force, inputs=[file])
@@ -971,7 +971,7 @@ def bench_import(
         return
     recs = parse_nccl_tests(file, world_size, placement.value, collective)
     if format is o.Format.table and not output:
-        from ..render import console
+        from ..io.render import console
 
         console.print(
             _allreduce_table(
@@ -1004,7 +1004,7 @@ def _import_live(file: str, kind: str, format: o.Format, output: str | None, for
     import datetime
 
     from ..bench.live import read_live
-    from ..output import to_csv, to_json
+    from ..io.output import to_csv, to_json
 
     live = read_live(file, kind)
     steps = None
@@ -1013,7 +1013,7 @@ def _import_live(file: str, kind: str, format: o.Format, output: str | None, for
 
         steps = step_summary(live.traces)
     if format is o.Format.table and not output:
-        from ..render import console
+        from ..io.render import console
 
         console.print(_live_table(file, kind, live.rows, steps))
         return
@@ -1038,8 +1038,8 @@ def _live_table(file: str, kind: str, rows: list[dict[str, Any]], steps: dict[st
     from rich.console import Group
     from rich.text import Text
 
-    from ..render import Column, table, time_unit
-    from ..units import fmt_bytes
+    from ..base.units import fmt_bytes
+    from ..io.render import Column, table, time_unit
 
     f, unit = time_unit([r["time_s"] for r in rows])
 

@@ -9,8 +9,8 @@ from typing import Annotated, Any, Optional
 
 import typer
 
-from ..model import InputError
-from ..units import sig4
+from ..base.types import InputError
+from ..base.units import sig4
 from . import options as o
 from .common import answer, handle_errors, new_app, warn
 
@@ -88,7 +88,7 @@ def _backend_of(m) -> str | None:
 
 def profile_for_measurements(profile: str | None, measured: list) -> Any:
     """--profile, or the profile the measurements' backend implies; refused with a hint when it cannot tell."""
-    from ..profiles import resolve_profile
+    from ..io.profiles import resolve_profile
 
     if profile is not None:
         return resolve_profile(profile)
@@ -195,9 +195,9 @@ def calibrate(
     import platform
     from pathlib import Path
 
-    from ..calibration import calibrate_profile
-    from ..output import check_output_path
-    from ..validate import filter_present, filter_rows, read_measurements, scope_where
+    from ..answers.calibration import calibrate_profile
+    from ..answers.validate import filter_present, filter_rows, read_measurements, scope_where
+    from ..io.output import check_output_path
 
     check_output_path(output, force, inputs=[*files, profile])  # never write the profile over an input
     if not 1 <= len(files) <= 3:
@@ -271,19 +271,19 @@ def calibrate(
             run=None if live_run is None else live_run[1],
         )
     text = report["yaml"]
-    from ..output import write_atomic
-    from ..profiles import load_profile
+    from ..io.output import write_atomic
+    from ..io.profiles import load_profile
 
     p = write_atomic(output, text, force=force)
     load_profile(p)  # validate what was written
     for w in report["warnings"]:
         warn(w)
     if format is CalFormat.json:
-        from ..output import to_json
+        from ..io.output import to_json
 
         sys.stdout.write(to_json({k: v for k, v in report.items() if k not in ("yaml", "profile")}))
     else:
-        from ..render import console
+        from ..io.render import console
 
         console.print(_calibrate_view(report))
     typer.echo(f"wrote {p} (checked: it loads as a valid profile)", err=True)
@@ -292,8 +292,8 @@ def calibrate(
 def _live_inputs(f: str, kind: str, run: o.ScenarioOptions, profile: str | None, comm_m, step_m):
     """A trace's or Inspector log's all-reduces (the comm file), a trace's steps (the step file, when the run's
     model is given) and what the run measured beyond both (per-update time, spread across ranks)."""
+    from ..answers.validate import live_measured, trace_step_measured
     from ..bench.live import read_live
-    from ..validate import live_measured, trace_step_measured
 
     if comm_m is not None:
         raise InputError(f"{f}: an all-reduce file was given too; give the trace (or log) or the CSV, not both")
@@ -342,7 +342,7 @@ def _live_inputs(f: str, kind: str, run: o.ScenarioOptions, profile: str | None,
         return (kind, info), comm, step_m
     if step_m is not None:
         raise InputError(f"{f}: a 'bench step' file was given too; give the trace or the step CSV, not both")
-    from ..profiles import resolve_profile
+    from ..io.profiles import resolve_profile
 
     base = profile or BACKEND_PROFILES.get(live.rows[0]["backend"])
     sc = run.replace(profile=base).build()
@@ -359,8 +359,8 @@ def _calibrate_view(report: dict[str, Any]):
     from rich.console import Group
     from rich.text import Text
 
-    from ..render import Column, table
-    from ..units import fmt_rate, fmt_time
+    from ..base.units import fmt_rate, fmt_time
+    from ..io.render import Column, table
 
     parts: list[Any] = [Text(f"profile {report['name']}: calibrated from {report['base']}")]
     rows = []
@@ -504,7 +504,7 @@ def _calibrate_view(report: dict[str, Any]):
         )
     lr = report.get("run")
     if lr is not None:
-        from ..units import fmt_time as ft
+        from ..base.units import fmt_time as ft
 
         items = []
         if lr.get("update_s") is not None:
@@ -563,7 +563,7 @@ def _calibrate_view(report: dict[str, Any]):
                 title=f"fit quality (per-device throughput relative to k = {sp['k0']}, {sp['file']})",
                 caption=(
                     f"median |error| {_pct(sp['median_rel_error_before'])} without a spread, "
-                    f"{_pct(sp['median_rel_error_after'])} with it; T_compute x (1 + σ·m_k), simcli.straggler"
+                    f"{_pct(sp['median_rel_error_after'])} with it; T_compute x (1 + σ·m_k), simcli.step.straggler"
                 ),
             )
         )
@@ -632,9 +632,9 @@ def validate(
 
     Example: simcli validate validation/published/nccl-allreduce-8xA100-nvswitch.csv --profile dgx-a100
     """
-    from ..output import check_output_path
-    from ..validate import filter_rows, read_measurements, scope_where
-    from ..validate import validate as run_validation
+    from ..answers.validate import filter_rows, read_measurements, scope_where
+    from ..answers.validate import validate as run_validation
+    from ..io.output import check_output_path
 
     if out.output:
         check_output_path(out.output, out.force, inputs=[results, profile])
@@ -645,7 +645,7 @@ def validate(
     ct = o.parse_time(compute_time, "--compute-time")
     wl = None
     if model is not None or params is not None:
-        from ..workloads import build_workload
+        from ..io.workloads import build_workload
 
         if params is not None and ct is None:
             wl = build_workload(params=params, flops_per_sample=flops_per_sample or 6.0 * params)
@@ -695,7 +695,7 @@ def validate(
     if plot:
         from pathlib import Path
 
-        from .. import plot as P
+        from ..plot import figures as P
 
         with progress(f"drawing {plot}"):
             fig = P.validation_figure([dict(r) for r in v.records], Path(v.path).name, o.THRESHOLD, fig_size)
@@ -711,10 +711,10 @@ def validate(
 
 
 def _validate_trace(path, profile, wl, batch, dtype, algorithm, ct, out, limit) -> None:
-    """simcli validate TRACE --model M: the traced step term by term (simcli.trace_validate)."""
+    """simcli validate TRACE --model M: the traced step term by term (simcli.answers.trace_validate)."""
+    from ..answers.trace_validate import validate_trace
     from ..bench.kineto import step_summary
     from ..bench.live import read_live
-    from ..trace_validate import validate_trace
 
     live = read_live(path, "kineto")
     prof = profile_for_measurements(profile, [live_measured_any(live)])
@@ -740,7 +740,7 @@ def _validate_trace(path, profile, wl, batch, dtype, algorithm, ct, out, limit) 
 
 
 def live_measured_any(live):
-    from ..validate import live_measured
+    from ..answers.validate import live_measured
 
     return live_measured(live, None)
 
@@ -749,8 +749,8 @@ def _trace_view(v: dict[str, Any]):
     from rich.console import Group
     from rich.text import Text
 
-    from ..render import Column, table, time_unit
-    from ..units import fmt_bytes
+    from ..base.units import fmt_bytes
+    from ..io.render import Column, table, time_unit
 
     f, unit = time_unit([t["measured_s"] for t in v["terms"] if t["term"] == "step"])
 
@@ -815,8 +815,8 @@ def _validate_view(v, max_rows: int):
     from rich.console import Group
     from rich.text import Text
 
-    from ..render import Column, table, time_unit
-    from ..units import fmt_bytes
+    from ..base.units import fmt_bytes
+    from ..io.render import Column, table, time_unit
 
     parts: list[Any] = [
         Text(f"{v.path} ({v.kind}) against profile {v.profile}; error = (predicted - measured) / measured")

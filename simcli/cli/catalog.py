@@ -7,7 +7,7 @@ from typing import Annotated, Optional
 
 import typer
 
-from ..model import InputError
+from ..base.types import InputError
 from . import options as o
 from .common import handle_errors, new_app
 
@@ -19,7 +19,7 @@ models_app = new_app(help="Built-in workloads.", no_args_is_help=True)
 @handle_errors
 def profiles_list(format: o.FormatOpt = o.Format.table) -> None:
     """Every profile --profile can find: name, device, devices per node, where it comes from."""
-    from ..profiles import list_profiles, load_profile
+    from ..io.profiles import list_profiles, load_profile
 
     recs = []
     for e in list_profiles():
@@ -49,11 +49,11 @@ def profiles_list(format: o.FormatOpt = o.Format.table) -> None:
                 }
             )
     if format is not o.Format.table:
-        from ..output import to_csv, to_json
+        from ..io.output import to_csv, to_json
 
         sys.stdout.write(to_json(recs) if format is o.Format.json else to_csv(recs))
         return
-    from ..render import Column, print_table, table
+    from ..io.render import Column, print_table, table
 
     print_table(
         table(
@@ -76,15 +76,15 @@ def profiles_show(
     format: o.FormatOpt = o.Format.table,
 ) -> None:
     """Every value of one profile, with units."""
-    from ..profiles import describe, profile_to_dict, resolve_profile
+    from ..io.profiles import describe, profile_to_dict, resolve_profile
 
     p = resolve_profile(profile)
     if format is o.Format.table:
-        from ..render import kv_table, print_table
+        from ..io.render import kv_table, print_table
 
         print_table(kv_table(describe(p), title=f"profile {p.name}"))
         return
-    from ..output import to_csv, to_json
+    from ..io.output import to_csv, to_json
 
     if format is o.Format.json:
         sys.stdout.write(to_json(profile_to_dict(p)))
@@ -96,7 +96,7 @@ def profiles_show(
 @handle_errors
 def profiles_validate(files: Annotated[list[str], typer.Argument(help="Profile YAML files.")]) -> None:
     """Check profile files; every error names the file, the field and the value. Exit 2 if any is invalid."""
-    from ..profiles import load_profile
+    from ..io.profiles import load_profile
 
     bad = 0
     for f in files:
@@ -121,7 +121,7 @@ def profiles_schema(output: o.Output = None, force: o.Force = False) -> None:
     """
     import json
 
-    from ..schema import json_schema
+    from ..io.schema import json_schema
     from .common import emit
 
     emit(json.dumps(json_schema(), indent=1, ensure_ascii=False) + "\n", output, force)
@@ -146,9 +146,9 @@ def profiles_detect(
 
     import yaml
 
-    from ..detect import detect
-    from ..output import check_output_path, write_atomic
-    from ..profiles import load_profile, profile_from_dict
+    from ..io.detect import detect
+    from ..io.output import check_output_path, write_atomic
+    from ..io.profiles import load_profile, profile_from_dict
 
     if output:
         check_output_path(output, force)
@@ -171,7 +171,7 @@ def profiles_detect(
 @handle_errors
 def models_list(format: o.FormatOpt = o.Format.table) -> None:
     """Built-in models: parameters, training FLOPs per sample, default batch and source."""
-    from ..workloads import presets
+    from ..io.workloads import presets
 
     recs = []
     for m in presets().values():
@@ -188,12 +188,12 @@ def models_list(format: o.FormatOpt = o.Format.table) -> None:
             }
         )
     if format is not o.Format.table:
-        from ..output import to_csv, to_json
+        from ..io.output import to_csv, to_json
 
         sys.stdout.write(to_json(recs) if format is o.Format.json else to_csv(recs))
         return
-    from ..render import Column, print_table, table
-    from ..units import fmt_count
+    from ..base.units import fmt_count
+    from ..io.render import Column, print_table, table
 
     print_table(
         table(

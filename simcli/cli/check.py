@@ -37,9 +37,9 @@ def _measured_times(path: str, m) -> Any:
 
     if Path(path).is_dir():
         return t
+    from ..base.types import InputError
     from ..bench.nccltests import looks_like_nccl_tests, parse_nccl_tests
-    from ..inputs import read_text
-    from ..model import InputError
+    from ..io.inputs import read_text
 
     if looks_like_nccl_tests(read_text(path, "nccl-tests output")):
         try:
@@ -72,10 +72,10 @@ def check(
 
     Example: simcli check all_reduce_perf.txt --profile dgx-h100
     """
-    from ..check import check as run_check
-    from ..check import parse_tolerance
-    from ..output import check_output_path
-    from ..validate import live_measured, read_measurements
+    from ..answers.check import check as run_check
+    from ..answers.check import parse_tolerance
+    from ..answers.validate import live_measured, read_measurements
+    from ..io.output import check_output_path
 
     if out.output:
         check_output_path(out.output, out.force, inputs=[file, profile])
@@ -104,8 +104,8 @@ def _check_view(path: str, profile: str, recs: list[dict[str, Any]], tol: dict[s
     from rich.console import Group
     from rich.text import Text
 
-    from ..render import Column, table
-    from ..units import fmt_bytes
+    from ..base.units import fmt_bytes
+    from ..io.render import Column, table
 
     def bw(x: float) -> str:
         return f"{x:.4g}"

@@ -17,7 +17,7 @@ from typing import Any, Callable, Iterable, Iterator, TypeVar
 import typer
 from typer.core import TyperGroup
 
-from ..model import SimcliError
+from ..base.types import SimcliError
 from .options import command as _expand_groups
 from .progress import suspended
 
@@ -41,13 +41,13 @@ def handle_errors(fn: F) -> F:
     def wrapper(*args: Any, **kwargs: Any) -> Any:
         import warnings
 
-        from ..inputs import SkippedFile
-        from ..output import NonFiniteResult, escape_controls
+        from ..io.inputs import SkippedFile
+        from ..io.output import NonFiniteResult, escape_controls
 
         try:
             with warnings.catch_warnings(), _signals_as_interrupts():
                 # numpy's overflow/invalid-value warnings never reach stderr: the finiteness gate
-                # (simcli.output.finite_gate) refuses what they would have warned about, in one line
+                # (simcli.io.output.finite_gate) refuses what they would have warned about, in one line
                 warnings.filterwarnings(
                     "ignore", message=r"(overflow|invalid value|divide by zero|underflow) encountered"
                 )
@@ -76,7 +76,7 @@ def handle_errors(fn: F) -> F:
 
 def _show_warning(message: Any, category: Any, *args: Any, **kwargs: Any) -> None:
     """A warning raised below the CLI (a skipped file): one 'simcli: warning:' line; others as Python shows them."""
-    from ..inputs import SkippedFile
+    from ..io.inputs import SkippedFile
 
     if isinstance(message, SkippedFile) or (isinstance(category, type) and issubclass(category, SkippedFile)):
         warn(str(message))
@@ -128,7 +128,7 @@ def _signals_as_interrupts() -> Iterator[None]:
 def _given_inputs() -> str:
     """'; from the inputs --mfu 1e-320, profile p.yaml': the options given on the command line and the files read,
     for a result the finiteness gate refused (one of them produced it)."""
-    from ..inputs import files_read
+    from ..io.inputs import files_read
 
     try:
         from typer._click.globals import get_current_context
@@ -229,7 +229,7 @@ class SimcliGroup(TyperGroup):
 
     * a usage error (``--iters 0``, ``--mode weird``, ``-f yaml``, an unknown option): ``simcli: error:
       --iters: 0 is below the minimum 1``, exit 2, as simcli's own input errors;
-    * stdout goes through :class:`simcli.output.GuardedStream`: closed (``>&-``) or refusing writes
+    * stdout goes through :class:`simcli.io.output.GuardedStream`: closed (``>&-``) or refusing writes
       (``> /dev/full``) is one line and exit 1, a stdout that cannot encode 'α' gets 'alpha';
     * a reader that went away (``| head -1``, BrokenPipeError): quiet, exit 1 (as typer does).
     """
@@ -242,9 +242,9 @@ class SimcliGroup(TyperGroup):
         standalone_mode: bool = True,
         **extra: Any,
     ) -> Any:
-        from ..inputs import tracking
-        from ..model import SimcliError
-        from ..output import claims, guard_stdio
+        from ..base.types import SimcliError
+        from ..io.inputs import tracking
+        from ..io.output import claims, guard_stdio
 
         click = _click()
         argv = list(sys.argv[1:] if args is None else args)
@@ -318,7 +318,7 @@ def _check_options(kwargs: dict[str, Any]) -> None:
     ``-k ''``) where the option has a meaning only with a value."""
     import math
 
-    from ..model import InputError
+    from ..base.types import InputError
 
     for name, v in kwargs.items():
         vals = v if isinstance(v, (list, tuple)) else [v]
@@ -339,7 +339,7 @@ def new_app(**kw: Any) -> typer.Typer:
 
 def show(renderable: object, output: str | None, force: bool) -> None:
     """Print a table to the terminal, or its plain text to ``output``; with ``--wide`` every column, however wide."""
-    from ..render import Wide, console, render_text
+    from ..io.render import Wide, console, render_text
 
     if State.wide:
         renderable = Wide(renderable)
@@ -353,7 +353,7 @@ def show(renderable: object, output: str | None, force: bool) -> None:
 def emit(text: str | Iterable[str], output: str | None, force: bool) -> None:
     """Print ``text`` (or an iterable of chunks, streamed) to stdout, or write it atomically to ``output``."""
     if output:
-        from ..output import write_atomic
+        from ..io.output import write_atomic
 
         p = write_atomic(output, text, force=force)
         done(str(p))
@@ -371,7 +371,7 @@ def answer(
     """An answer as ``out`` (an OutputOptions) asks: the rich ``view()`` on the terminal or as text into --output,
     or the data: ``doc()`` as JSON, ``rows()`` (records, comment lines) as CSV."""
     if out.format.value == "table":
-        from ..render import console, render_text
+        from ..io.render import console, render_text
 
         v = view()
         if out.output:
@@ -379,7 +379,7 @@ def answer(
         else:
             console.print(v)
         return
-    from ..output import to_csv, to_json
+    from ..io.output import to_csv, to_json
 
     if out.format.value == "json":
         text = to_json(doc())
@@ -395,7 +395,7 @@ def done(path: str) -> None:
 
 
 def warn(msg: str) -> None:
-    from ..output import escape_controls
+    from ..io.output import escape_controls
 
     with suspended():
         typer.echo(f"simcli: warning: {escape_controls(msg, keep_newlines=False)}", err=True)

@@ -26,15 +26,15 @@ from typing import Annotated, Any, Callable, Optional, TypeVar
 
 import typer
 
-from .. import collectives, nccl
-from ..engine import Scenario
-from ..model import InputError
-from ..profiles import DEFAULT_PROFILE, resolve_profile
-from ..units import parse_at
-from ..workloads import DEFAULT_MODEL, build_workload
+from ..base.types import InputError
+from ..base.units import parse_at
+from ..comm import collectives, nccl
+from ..io.profiles import DEFAULT_PROFILE, resolve_profile
+from ..io.workloads import DEFAULT_MODEL, build_workload
+from ..step.engine import Scenario
 
 if typing.TYPE_CHECKING:  # pragma: no cover
-    from ..plot import FigSize
+    from ..plot.figures import FigSize
 
 F = TypeVar("F", bound=Callable[..., Any])
 
@@ -97,7 +97,7 @@ GradDtype = Annotated[str, typer.Option("--grad-dtype", help="Gradient dtype on 
 Mfu = Annotated[
     Optional[float], typer.Option("--mfu", help="Achieved fraction of peak, 0 < mfu <= 1 [default: the profile's].")
 ]
-#: the algorithms' names, from the one registry in simcli.collectives
+#: the algorithms' names, from the one registry in simcli.comm.collectives
 ALGORITHM_NAMES = [a.name for a in collectives.REGISTRY]
 #: the textbook all-reduce algorithms (affine in the size, so 'simcli algorithms' finds exact crossovers)
 TEXTBOOK_NAMES = list(collectives.ALGORITHMS)
@@ -393,7 +393,7 @@ MULTI = ("profile", "model", "algorithm", "strategy")
 
 @dataclasses.dataclass(frozen=True)
 class ScenarioOptions(OptionGroup):
-    """What to simulate: every option that goes into a :class:`~simcli.engine.Scenario`.
+    """What to simulate: every option that goes into a :class:`~simcli.step.engine.Scenario`.
 
     To add one: a field here (its alias above, or an ``Annotated`` type in place) and its use in :meth:`build`.
     """
@@ -466,7 +466,7 @@ class ScenarioOptions(OptionGroup):
 
         Order: profile-major, then model, then algorithm, then strategy, as given on the command line.
         """
-        from ..ranges import check_combinations
+        from ..base.ranges import check_combinations
 
         lists = [split_list(getattr(self, name), f"--{name}") for name in MULTI]
         check_combinations({f"--{name}": len(v) for name, v in zip(MULTI, lists)})
@@ -533,8 +533,8 @@ def picture_size(
     option: str = "--plot",
 ) -> "FigSize":
     """Check a picture request before any work: suffix, directory, clobbering, size and threshold."""
-    from ..output import check_output_path
-    from ..plot import FigSize, check_figsize, picture_format
+    from ..io.output import check_output_path
+    from ..plot.figures import FigSize, check_figsize, picture_format
 
     picture_format(path, option)
     check_output_path(path, force, option)
@@ -546,7 +546,7 @@ def picture_size(
 def check_outputs(out: OutputOptions, pic: PictureOptions | None = None, threshold: bool = True):
     """Refuse bad --output and --plot requests before any work is done; the picture's size, or None."""
     if out.output:
-        from ..output import check_output_path
+        from ..io.output import check_output_path
 
         check_output_path(out.output, out.force)
     if pic is not None and pic.plot:

@@ -1,6 +1,6 @@
 """`simcli plan` and `simcli compare`: decision answers on top of the analytic model.
 
-The maths lives in :mod:`simcli.plan` and :mod:`simcli.compare` (pure); this
+The maths lives in :mod:`simcli.answers.plan` and :mod:`simcli.answers.compare` (pure); this
 module turns options into scenarios, calls them, and renders the answer with
 its reason, the memory check and the command that shows the curve. rich,
 matplotlib and the engine's answer modules are imported inside the commands.
@@ -15,19 +15,19 @@ from typing import TYPE_CHECKING, Annotated, Any, Optional
 import typer
 from typer.core import TyperGroup
 
-from ..memory import OPTIMIZER_STATE_BYTES, OPTIMIZERS
-from ..model import InputError
-from ..units import sig4
+from ..base.types import InputError
+from ..base.units import sig4
+from ..step.memory import OPTIMIZER_STATE_BYTES, OPTIMIZERS
 from . import options as o
 from .common import emit, handle_errors, new_app, show, warn
 
 app = new_app()  # `compare`, a top-level command
 
 if TYPE_CHECKING:  # pragma: no cover
-    from ..engine import Scenario
+    from ..step.engine import Scenario
 
 
-#: the optimizers whose state the memory model knows (simcli.memory.OPTIMIZER_STATE_BYTES)
+#: the optimizers whose state the memory model knows (simcli.step.memory.OPTIMIZER_STATE_BYTES)
 Optimizer = enum.Enum("Optimizer", {n.replace("-", "_"): n for n in OPTIMIZERS}, type=str)  # type: ignore[misc]
 
 
@@ -101,7 +101,7 @@ OptimizerOpt = Annotated[
         "--optimizer",
         help="Optimizer whose state the memory check counts, fp32 bytes per parameter: "
         + ", ".join(f"{n} ({v:g})" for n, v in OPTIMIZER_STATE_BYTES.items())
-        + " (see simcli.memory).",
+        + " (see simcli.step.memory).",
     ),
 ]
 
@@ -203,7 +203,7 @@ def _on_grid(x: int, lo: int) -> bool:
 
 
 def header_lines(sc: "Scenario") -> list[str]:
-    from ..units import fmt_count, fmt_flops
+    from ..base.units import fmt_count, fmt_flops
     from .views import communicated
 
     p, w = sc.profile, sc.workload
@@ -313,8 +313,8 @@ def plan_max_devices(
 ) -> None:
     """The largest k whose efficiency stays at or above --min-efficiency (scans every k of --devices that fills
     whole nodes past the first; --partial-nodes scans every one)."""
-    from .. import plan as P
-    from ..ranges import parse_devices
+    from ..answers import plan as P
+    from ..base.ranges import parse_devices
 
     sc, mem = _plan_start(scn, out, optimizer)
     cap = sc.profile.max_devices or MAX_SCAN
@@ -340,8 +340,8 @@ def plan_solve(
     out: o.OutputOptions = o.OutputOptions(),
 ) -> None:
     """The value of a profile field that gives --min-efficiency at --devices K."""
-    from .. import plan as P
-    from ..ranges import parse_devices
+    from ..answers import plan as P
+    from ..base.ranges import parse_devices
 
     sc, mem = _plan_start(scn, out, optimizer)
     if devices is None:
@@ -372,8 +372,8 @@ def plan_time_to_train(
     out: o.OutputOptions = o.OutputOptions(),
 ) -> None:
     """Wall-clock time and cost of a whole run (--samples or --tokens) for each k of --devices."""
-    from .. import plan as P
-    from ..ranges import parse_devices
+    from ..answers import plan as P
+    from ..base.ranges import parse_devices
 
     sc, mem = _plan_start(scn, out, optimizer)
     if (samples is None) == (tokens is None):
@@ -393,7 +393,7 @@ def plan_time_to_train(
 def _plan_finish(
     sc: "Scenario", ans: Any, res: dict[str, Any], optimizer: str, out: o.OutputOptions, devices: Any
 ) -> None:
-    from ..plan import training_memory
+    from ..answers.plan import training_memory
 
     mem = training_memory(sc, devices, optimizer)
     res["memory"] = mem.to_dict()
@@ -404,7 +404,7 @@ def _plan_finish(
     if out.table:
         show(_plan_view(sc, ans, res, out.rows), out.output, out.force)
         return
-    from ..output import to_csv, to_json
+    from ..io.output import to_csv, to_json
 
     if out.format is o.Format.json:
         emit(to_json(res), out.output, out.force)
@@ -449,8 +449,8 @@ def _plan_view(sc: "Scenario", ans: Any, out: dict[str, Any], rows: int) -> Any:
     from rich.console import Group
     from rich.text import Text
 
-    from ..render import Column, table
-    from ..units import fmt_count, fmt_time
+    from ..base.units import fmt_count, fmt_time
+    from ..io.render import Column, table
 
     parts: list[Any] = [Text("\n".join(header_lines(sc)))]
     q = out["question"]
@@ -513,7 +513,7 @@ def _plan_view(sc: "Scenario", ans: Any, out: dict[str, Any], rows: int) -> Any:
             )
         )
     if q == "time-to-train":
-        from ..render import time_unit
+        from ..io.render import time_unit
 
         f_, unit = time_unit([r["t_step_s"] for r in out["rows"]])
         ch, fa = ans.cheapest["devices"], ans.fastest["devices"]
@@ -586,10 +586,10 @@ def compare(
 
     Example: simcli compare --profile dgx-a100,dgx-h100 --model llama2-7b --devices 8..512:x2 --grad-dtype fp32,bf16
     """
-    from ..compare import compare as run_compare
-    from ..profiles import resolve_profile
-    from ..ranges import parse_devices
-    from ..workloads import build_workload
+    from ..answers.compare import compare as run_compare
+    from ..base.ranges import parse_devices
+    from ..io.profiles import resolve_profile
+    from ..io.workloads import build_workload
 
     fig_size = o.check_outputs(out, pic)
     k = parse_devices(devices)
@@ -643,7 +643,7 @@ def compare(
         choices["accum"] = parse_numbers(scn.accum, "--accum", int, 1)
     import numpy as np
 
-    from ..compare import alternatives
+    from ..answers.compare import alternatives
 
     n_alt = len(alternatives(sc, choices))
     k_all = k
@@ -656,7 +656,7 @@ def compare(
 
     with progress(f"compare: {n_alt} alternatives x {k.size} device counts"):
         cmp = run_compare(sc, choices, k, optimizer=optimizer.value)
-    from ..plan import training_memory
+    from ..answers.plan import training_memory
 
     misfits: dict[str, list[str]] = {}
     for alt in cmp.alternatives:
@@ -671,7 +671,7 @@ def compare(
     if out.table:
         show(_compare_view(cmp, out.rows, n_devices=k_all.size), out.output, out.force)
         return
-    from ..output import to_csv, to_json
+    from ..io.output import to_csv, to_json
 
     recs = cmp.records()
     emit(to_json(recs) if out.format is o.Format.json else to_csv(recs), out.output, out.force)
@@ -699,8 +699,8 @@ def _compare_view(cmp: Any, rows: int, n_devices: int | None = None) -> Any:
     from rich.console import Group
     from rich.text import Text
 
-    from ..render import Column, table, time_unit
-    from ..units import fmt_bytes
+    from ..base.units import fmt_bytes
+    from ..io.render import Column, table, time_unit
 
     recs = cmp.by_devices()
     first = cmp.alternatives[0]

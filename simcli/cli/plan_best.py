@@ -1,4 +1,4 @@
-"""`simcli plan best`: the fastest or cheapest configuration of a grid that fits (simcli.plan_best, pure).
+"""`simcli plan best`: the fastest or cheapest configuration of a grid that fits (simcli.answers.plan_best, pure).
 
 Registered on :data:`simcli.cli.plan.plan_app`; the options it shares with the other questions are plan's.
 """
@@ -10,8 +10,8 @@ from typing import TYPE_CHECKING, Annotated, Any, Optional
 
 import typer
 
-from ..model import InputError
-from ..units import sig4
+from ..base.types import InputError
+from ..base.units import sig4
 from . import options as o
 from .common import emit, handle_errors, show
 from .plan import (
@@ -28,7 +28,7 @@ from .plan import (
 )
 
 if TYPE_CHECKING:  # pragma: no cover
-    from ..plan_best import Best
+    from ..answers.plan_best import Best
 
 
 class Objective(str, enum.Enum):
@@ -120,9 +120,9 @@ def plan_best(
     Example: simcli plan best -m llama2-7b -p dgx-h100 --global-batch 4Mi-tokens --tokens 2e12 --devices
     64..2048:x2 --price-per-device-hour 2.5 --objective cost
     """
-    from .. import plan as P
-    from .. import plan_best as PB
-    from ..ranges import parse_devices
+    from ..answers import plan as P
+    from ..answers import plan_best as PB
+    from ..base.ranges import parse_devices
 
     size = o.check_outputs(out, pic, threshold=False)
     sc = scn.build()
@@ -167,14 +167,14 @@ def plan_best(
     res["inputs"] = sc.inputs()
     res["command"] = _speedup_command(ans.answer, scn)
     if pic.plot:
-        from .. import plot as PL
+        from ..plot import figures as PL
 
         fig = PL.frontier_figure(ans, _title(sc, ans), size)
         typer.echo(f"wrote {PL.save_figure(fig, pic.plot, out.force)}", err=True)
     if out.table:
         show(_view(sc, ans, res, out.rows), out.output, out.force)
         return
-    from ..output import to_csv, to_json
+    from ..io.output import to_csv, to_json
 
     if out.format is o.Format.json:
         emit(to_json(res), out.output, out.force)
@@ -229,7 +229,7 @@ def _config(r: dict[str, Any]) -> str:
 
 
 def _figures(r: dict[str, Any], price: float | None) -> str:
-    from ..units import fmt_bytes, fmt_count
+    from ..base.units import fmt_bytes, fmt_count
 
     s = (
         f"{r['samples_per_s']:.4g} samples/s (E = {r['efficiency']:.3f}), "
@@ -246,9 +246,9 @@ def _view(sc: Any, ans: "Best", out: dict[str, Any], rows: int) -> Any:
     from rich.console import Group
     from rich.text import Text
 
-    from ..plan_best import REASON_TEXT
-    from ..render import Column, table
-    from ..units import fmt_count
+    from ..answers.plan_best import REASON_TEXT
+    from ..base.units import fmt_count
+    from ..io.render import Column, table
 
     head = [line for line in header_lines(sc) if not line.startswith(("model", "gradient"))]
     w = sc.workload
@@ -302,7 +302,7 @@ def _view(sc: Any, ans: "Best", out: dict[str, Any], rows: int) -> Any:
             max_rows=rows,
             title=f"the frontier: {len(ans.frontier)} configurations no other beats on both time and cost, "
             "fastest first",
-            caption="Memory per device from simcli.memory; days = ceil(samples / global batch) x T_step; cost = "
+            caption="Memory per device from simcli.step.memory; days = ceil(samples / global batch) x T_step; cost = "
             "devices x hours x price.",
         )
     )

@@ -1,7 +1,7 @@
 """`simcli plot`: pictures of scaling curves, time breakdowns, all-reduce costs; redraw of saved tables.
 
 Also the helpers behind ``--plot FILE`` on ``simcli speedup`` and ``simcli comm``. Saved tables are read
-and recognised by :mod:`simcli.tables`; figures are built by :mod:`simcli.plot`. matplotlib and pandas are
+and recognised by :mod:`simcli.io.tables`; figures are built by :mod:`simcli.plot.figures`. matplotlib and pandas are
 imported inside the functions that draw, never at import time: this module is loaded by every ``simcli``
 start-up to register the group.
 """
@@ -15,15 +15,15 @@ from typing import TYPE_CHECKING, Annotated, Any, Mapping, Optional, Sequence
 import typer
 from typer.core import TyperGroup
 
-from .. import tables as T
-from ..model import InputError
+from ..base.types import InputError
+from ..io import tables as T
 from . import options as o
 from .common import done as _done
 from .common import handle_errors, new_app
 
 if TYPE_CHECKING:  # pragma: no cover
-    from ..engine import Result, Scenario
-    from ..plot import FigSize
+    from ..plot.figures import FigSize
+    from ..step.engine import Result, Scenario
 
 
 class _PlotGroup(TyperGroup):
@@ -158,9 +158,9 @@ def speedup_records(results: Sequence["Result"]) -> list[dict[str, Any]]:
 
 
 def scenario_series(results: Sequence["Result"], labels: Sequence[str] | None = None) -> list[Any]:
-    """One :class:`simcli.plot.Series` per result, with the k at which it does not fit the device's memory."""
-    from .. import plot as P
-    from ..engine import memory_fit
+    """One :class:`simcli.plot.figures.Series` per result, with the k at which it does not fit the device's memory."""
+    from ..plot import figures as P
+    from ..step.engine import memory_fit
 
     out = []
     for label, r in zip(labels or series_labels([r.scenario for r in results]), results):
@@ -188,7 +188,7 @@ def draw_speedup(
 ) -> None:
     """Draw speedup+efficiency (``kind='speedup'``; several results add a throughput panel) or the time breakdown
     of ``results`` into ``path``. ``labels``/``title``: the legend and title [default: from the scenarios]."""
-    from .. import plot as P
+    from ..plot import figures as P
 
     scs = [r.scenario for r in results]
     series = scenario_series(results, labels)
@@ -223,7 +223,7 @@ def draw_comm(
     size: "FigSize",
     collective: str = "all_reduce",
 ) -> None:
-    from .. import plot as P
+    from ..plot import figures as P
 
     title = comm_title(profile, algorithm, dtype, collective)
     _done(P.save_figure(P.comm_figure(records, title, size), path, force))
@@ -233,7 +233,7 @@ def draw_algorithm_map(
     profile: Any, devices: Any, sizes: Any, names: Sequence[str], winner: Any, path: str, force: bool, size: "FigSize"
 ) -> None:
     """The fastest algorithm per (k, size) as a heatmap (``winner[i, j]`` indexes ``names``)."""
-    from .. import plot as P
+    from ..plot import figures as P
 
     title = (
         f"Fastest all-reduce algorithm per (k, size) on {profile.name} ({profile.device.name})\n"
@@ -248,8 +248,8 @@ def draw_algorithm_map(
 def _speedup_like(
     kind: str, output: str, devices: str, scn: o.ScenarioOptions, force: bool, pic: o.PictureOptions
 ) -> None:
-    from ..engine import simulate
-    from ..ranges import parse_devices
+    from ..base.ranges import parse_devices
+    from ..step.engine import simulate
     from .progress import progress
 
     size = pic.size(output, force, option="--output")
@@ -302,10 +302,10 @@ def plot_comm(
     pic: Annotated[o.PictureOptions, o.tweak(omit=["plot", "threshold"])] = o.PictureOptions(),
 ) -> None:
     """A collective's time and busbw against message size, one line per k, log axes (as nccl-tests reads)."""
-    from ..collectives import default_algorithm
-    from ..comm import comm_grid
-    from ..profiles import resolve_profile
-    from ..ranges import parse_devices, parse_sizes
+    from ..base.ranges import parse_devices, parse_sizes
+    from ..comm.collectives import default_algorithm
+    from ..comm.grid import comm_grid
+    from ..io.profiles import resolve_profile
 
     fs = pic.size(output, force, option="--output", threshold=False)
     k, n = parse_devices(devices), parse_sizes(size)
@@ -337,9 +337,9 @@ def plot_algorithms(
     """Heatmap of the fastest all-reduce algorithm per (k, message size)."""
     import numpy as np
 
-    from .. import collectives
-    from ..profiles import resolve_profile
-    from ..ranges import parse_devices, parse_sizes
+    from ..base.ranges import parse_devices, parse_sizes
+    from ..comm import collectives
+    from ..io.profiles import resolve_profile
 
     fs = pic.size(output, force, option="--output", threshold=False)
     k, n = parse_devices(devices), parse_sizes(size)
@@ -422,7 +422,7 @@ def _redraw(
     recs, file, found, want, out, force, fs, threshold, kind, profile, model, batch_per_device, global_batch, algorithm
 ) -> str:  # noqa: ANN001 - plot_file's own values
     """plot_file's figure of a saved table, written to ``out``; the path written."""
-    from .. import plot as P
+    from ..plot import figures as P
 
     name = Path(file).name
     if found == "speedup":
@@ -468,15 +468,15 @@ def _bench_figure(recs: list[dict[str, Any]], name: str, profile: str | None, al
     """Measured all-reduce points (markers) over the model's lines for the same world sizes and sizes."""
     import numpy as np
 
-    from .. import plot as P
+    from ..plot import figures as P
 
     measured, backends = T.allreduce_measured(recs, name)
     model: list[dict[str, Any]] = []
     where = f"measured ({', '.join(backends) or 'bench'})"
     title = f"All-reduce {where}: {name}"
     if profile:
-        from ..comm import comm_grid
-        from ..profiles import resolve_profile
+        from ..comm.grid import comm_grid
+        from ..io.profiles import resolve_profile
 
         prof = resolve_profile(profile)
         ks = np.array(sorted({m["devices"] for m in measured if m["devices"] >= 2}), dtype=np.int64)
@@ -504,7 +504,7 @@ def _step_figure(
     The model's line comes from the table's own predicted_* columns when it has them, else from
     --profile (with --model / --batch-per-device, or the table's model and batch_per_device columns).
     """
-    from .. import plot as P
+    from ..plot import figures as P
 
     cols = set(recs[0])
     k_key = "world_size" if "world_size" in cols else "devices"
@@ -527,7 +527,7 @@ def _step_figure(
     model_recs: list[dict[str, Any]] = []
     label = "model"
     if profile or model:
-        from ..engine import simulate
+        from ..step.engine import simulate
 
         first = recs[0]
         sc = o.ScenarioOptions(
@@ -576,7 +576,7 @@ def _step_figure(
 def _algorithms_figure(recs: list[dict[str, Any]], name: str, fs: "FigSize"):
     """`simcli algorithms` grid records (devices, bytes, fastest): the heatmap again."""
 
-    from .. import plot as P
+    from ..plot import figures as P
 
     ks, ns, names, winner = T.algorithm_grid(recs, name)
     return P.algorithm_map_figure(ks, ns, names, winner, f"Fastest all-reduce algorithm per (k, size): {name}", fs)
@@ -584,7 +584,7 @@ def _algorithms_figure(recs: list[dict[str, Any]], name: str, fs: "FigSize"):
 
 def _builtin_model(name: Any) -> str | None:
     """The table's model column when it names a built-in model (bench may use a toy model)."""
-    from ..workloads import presets
+    from ..io.workloads import presets
 
     return str(name) if name is not None and str(name) in presets() else None
 

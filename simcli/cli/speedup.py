@@ -19,8 +19,8 @@ def _stream_records(scs, k, as_json: bool):
     """The CSV or JSON text of every scenario's records, chunk by chunk: the same text as written whole."""
     import json
 
-    from ..engine import simulate
-    from ..output import jsonable, to_csv
+    from ..io.output import jsonable, to_csv
+    from ..step.engine import simulate
 
     vary = (o.varying(scs) or list(o.MULTI)) if len(scs) > 1 else []
     first = True
@@ -66,8 +66,8 @@ def speedup(
     """
     import numpy as np
 
-    from ..engine import simulate
-    from ..ranges import parse_devices
+    from ..base.ranges import parse_devices
+    from ..step.engine import simulate
 
     size = o.check_outputs(out, pic)
     k = parse_devices(devices)
@@ -97,7 +97,7 @@ def speedup(
     with progress(f"simulating {shown.size:,} k" + (f", drawing {pic.plot}" if pic.plot else "")):
         results = [simulate(sc, shown) for sc in scs]
         if explain:  # every term for the largest k of each scenario
-            from ..explain import explain as explain_terms
+            from ..answers.explain import explain as explain_terms
 
             terms = [explain_terms(sc, int(k.max())) for sc in scs]
         if pic.plot:
@@ -115,7 +115,7 @@ def speedup(
             parts += [x for d in terms for x in (Text(""), explain_view(d))]
         show(Group(*parts), out.output, out.force)
         return
-    from ..output import to_csv, to_json
+    from ..io.output import to_csv, to_json
     from .plot import speedup_records
 
     recs = speedup_records(results)
@@ -135,9 +135,9 @@ def speedup(
 
 def _warn_memory(sc: Any, k: Any) -> None:
     """One stderr line when some k does not fit the device's memory, naming the least sharded strategy that does."""
-    from ..engine import memory_fit
-    from ..sharding import STRATEGIES
-    from ..units import fmt_bytes
+    from ..base.units import fmt_bytes
+    from ..step.engine import memory_fit
+    from ..step.sharding import STRATEGIES
 
     fit = memory_fit(sc, k)
     if fit is None:
@@ -166,7 +166,7 @@ def _warn_memory(sc: Any, k: Any) -> None:
 
 def _grid_part(prof, k, n, start: int, count: int, kw: dict) -> list[dict]:
     """Records ``start`` .. ``start + count`` of comm_grid(prof, k, n) (k-major), computing only those."""
-    from ..comm import comm_grid
+    from ..comm.grid import comm_grid
 
     m, out, i = n.size, [], start
     while i < start + count:
@@ -195,9 +195,9 @@ def comm(
 
     Comma-separated --profile values give one table per profile (a 'profile' column in csv and json).
     """
-    from ..model import InputError
-    from ..profiles import resolve_profile
-    from ..ranges import parse_devices, parse_sizes
+    from ..base.ranges import parse_devices, parse_sizes
+    from ..base.types import InputError
+    from ..io.profiles import resolve_profile
 
     fig_size = o.check_outputs(out, pic, threshold=False)
     k = parse_devices(devices)
@@ -232,7 +232,7 @@ def comm(
 
         show(Group(*[x for part in parts for x in (part, Text(""))][:-1]), out.output, out.force)
         return
-    from ..output import to_csv, to_json
+    from ..io.output import to_csv, to_json
 
     emit(to_json(records) if out.format is o.Format.json else to_csv(records), out.output, out.force)
 
@@ -241,8 +241,8 @@ def _comm_one(
     prof: Any, k: Any, n: Any, kw_base: dict, out: Any, pic: Any, fig_size: Any, tagged: bool
 ) -> tuple[Any, list[dict]]:
     """One profile's comm grid: its table (or None) and its records (or [] for a table)."""
-    from ..collectives import default_algorithm
-    from ..comm import comm_grid
+    from ..comm.collectives import default_algorithm
+    from ..comm.grid import comm_grid
     from .views import comm_table
 
     alg = kw_base["algorithm"] or default_algorithm(prof)

@@ -7,11 +7,11 @@ from typing import Any, Sequence
 from rich.console import Group
 from rich.text import Text
 
-from ..engine import Result
-from ..model import DTYPE_BYTES, Profile
-from ..render import Column, table, time_unit
-from ..units import fmt_bytes, fmt_count, fmt_flops, fmt_rate, fmt_time
-from ..units import sig4 as _g
+from ..base.types import DTYPE_BYTES, Profile
+from ..base.units import fmt_bytes, fmt_count, fmt_flops, fmt_rate, fmt_time
+from ..base.units import sig4 as _g
+from ..io.render import Column, table, time_unit
+from ..step.engine import Result
 
 
 def _num(fmt: str):
@@ -50,7 +50,7 @@ def communicated(sc: Any, sizes: bool = True) -> str:
 
 def scenario_header(res: Result) -> Any:
     """The block above a speedup table: every input, one labelled line each, wrapped at word boundaries."""
-    from ..render import labelled
+    from ..io.render import labelled
 
     return labelled([(line[:9].rstrip(), line[10:]) for line in _header_lines(res)])
 
@@ -91,7 +91,7 @@ def _header_lines(res: Result) -> list[str]:
         for t in p.network
     )
     lines.append(f"network   {tiers}")
-    from ..explain_terms import formula
+    from ..answers.explain_terms import formula
 
     if sc.algorithm == "auto":
         lines.append(
@@ -117,8 +117,8 @@ def _header_lines(res: Result) -> list[str]:
 
 
 def _sharding_lines(res: Result) -> list[str]:
-    """The header of a sharded strategy (simcli.sharding): what is gathered and reduced, how it overlaps."""
-    from ..engine import fsdp_units
+    """The header of a sharded strategy (simcli.step.sharding): what is gathered and reduced, how it overlaps."""
+    from ..step.engine import fsdp_units
 
     sc = res.scenario
     L = fsdp_units(sc)
@@ -230,7 +230,7 @@ def comm_table(
         cols.append(Column("host +", "host_s", lambda v: _g(v / f) if v else "-", priority=1))
         caption += (
             " host +: what the host's launches add (one thread launching on several GPUs, nccl-tests -g;"
-            " simcli.nccl.LAUNCH_US each)."
+            " simcli.comm.nccl.LAUNCH_US each)."
         )
     return Group(
         head,
@@ -256,12 +256,12 @@ def _overlap_label(d: dict[str, Any]) -> str:
 
 
 def explain_view(d: dict[str, Any]) -> Any:
-    """A rich renderable of :func:`simcli.explain.explain`'s terms."""
+    """A rich renderable of :func:`simcli.answers.explain.explain`'s terms."""
     from rich.console import Group
     from rich.text import Text
 
-    from ..render import Column, kv_table, table
-    from ..units import fmt_bytes, fmt_rate, fmt_time
+    from ..base.units import fmt_bytes, fmt_rate, fmt_time
+    from ..io.render import Column, kv_table, table
 
     def t(x: float | None) -> str:
         return "-" if x is None else fmt_time(x)
@@ -279,14 +279,14 @@ def explain_view(d: dict[str, Any]) -> Any:
         ("T_compute", t(d["t_compute_s"])),
     ]
     if d["spread"]:
-        from ..straggler import expected_max
+        from ..step.straggler import expected_max
 
         rows.append(
             (
                 "slowest of k",
                 f"{t(d['t_straggler_s'])} of T_compute waits for the slowest device: compute x (1 + spread "
                 f"{d['spread']:.3g} x m_{k} {float(expected_max(k)):.3f}), m_k the expected largest of k standard "
-                "normals (simcli.straggler)",
+                "normals (simcli.step.straggler)",
             )
         )
     for m in d["messages"]:
@@ -330,7 +330,7 @@ def explain_view(d: dict[str, Any]) -> Any:
                 + ("latency-bound" if d["latency_bound"] else "bandwidth-bound"),
             )
         )
-    if "strategy" in d:  # a sharded strategy (simcli.explain_sharding)
+    if "strategy" in d:  # a sharded strategy (simcli.answers.explain_sharding)
         rows.insert(
             1,
             (
@@ -342,7 +342,7 @@ def explain_view(d: dict[str, Any]) -> Any:
     if "memory" in d:
         mem = d["memory"]
         cap = mem["capacity_bytes"]
-        from ..memory import PARTS, describe_parts
+        from ..step.memory import PARTS, describe_parts
 
         parts = describe_parts({p: mem[f"{p}_bytes"] for p in PARTS}, d.get("strategy") or "ddp")
         rows.append(

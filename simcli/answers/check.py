@@ -1,0 +1,138 @@
+"""Is this bandwidth normal? A measured collective curve held against what NCCL should reach on a profile.
+
+For each measured (collective, k, size): the expected time is NCCL's choice on the profile (``--algorithm nccl``,
+the default on GPU profiles: the (algorithm, protocol) pair its tuner prices cheapest, with the run's
+``gpus_per_process``); ``ratio`` = expected / measured time = measured / expected bus bandwidth. The verdict is
+
+* ``LOW``  when ratio < 1 - tolerance: slower than the hardware should run, by more than simcli itself misses
+  on healthy published clusters in that size band;
+* ``HIGH`` when ratio > 1 + tolerance: faster than the profile allows (the profile undersells the hardware:
+  calibrate it);
+* ``OK`` otherwise.
+
+:data:`DEFAULT_TOLERANCE` is per size band (:data:`simcli.answers.validate.SIZE_BANDS`): the 95th percentile of
+|t_pred/t_meas - 1| over every point of that band of the six published nccl-tests curves that
+``benchmarks/validate_nccl.py`` holds simcli to (built-in profiles, nothing fitted), rounded up to a whole
+percent, so that a healthy cluster's point is called LOW or HIGH about one time in twenty. On the points the
+validation run gave (printed by ``python benchmarks/validate_nccl.py``; docs/nccl.md): <= 256 KiB 33.3%,
+0.5-64 MiB 43.7%, >= 128 MiB 12.3%. The middle band is wide because the model is: NCCL's own tuner and simcli
+both miss the ring curves there by ~28% (README, 'How close it is').
+
+The measured time of an nccl-tests run is the better of its out-of-place and in-place times where it has both
+(one run is one sample of each, and the first sizes carry launch outliers; as validate_nccl.py reads them).
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+import numpy as np
+
+from ..base.types import InputError, Profile
+from ..comm import collectives
+from .validate import SIZE_BANDS, Measured, placement_notes, size_band
+
+__all__ = ["DEFAULT_TOLERANCE", "check", "parse_tolerance", "VERDICTS"]
+
+#: per size band: the 95th percentile of |t_pred/t_meas - 1| over the published validation curves' points,
+#: rounded up (see the module docstring; benchmarks/validate_nccl.py prints the percentiles)
+DEFAULT_TOLERANCE = {"<= 256 KiB": 0.34, "0.5-64 MiB": 0.44, ">= 128 MiB": 0.13}
+VERDICTS = ("OK", "LOW", "HIGH")
+
+
+def parse_tolerance(text: str | None) -> dict[str, float]:
+    """--tolerance: one fraction for every band ('15%', 0.15) or three, smallest band first ('30%,40%,10%')."""
+    if text is None:
+        return dict(DEFAULT_TOLERANCE)
+    parts = [p.strip() for p in text.split(",")]
+    if len(parts) not in (1, len(SIZE_BANDS)):
+        raise InputError(
+            f"--tolerance: {text!r} gives {len(parts)} values; give one ('15%') or one per size band, "
+            f"{', '.join(b for b, _, _ in SIZE_BANDS)} ('30%,40%,10%')"
+        )
+    vals = []
+    for p in parts:
+        try:
+            v = float(p[:-1]) / 100 if p.endswith("%") else float(p)
+        except ValueError:
+            raise InputError(f"--tolerance: {p!r} is not a fraction ('15%' or 0.15)") from None
+        if not 0 < v < 1:
+            raise InputError(f"--tolerance: {p!r} must be between 0 and 100% (exclusive)")
+        vals.append(v)
+    if len(vals) == 1:
+        vals *= len(SIZE_BANDS)
+    return {b: v for (b, _, _), v in zip(SIZE_BANDS, vals)}
+
+
+def check(
+    m: Measured,
+    profile: Profile,
+    measured_s: np.ndarray,
+    tolerance: dict[str, float],
+    algorithm: str | None = None,
+) -> tuple[list[dict[str, Any]], list[str]]:
+    """(one record per row, notes): measured beside expected, the verdict, the limiting tier."""
+    k = m.devices()
+    n = m.number("bytes")
+    colls = m.text("collective", "all_reduce") if "collective" in m.header else ["all_reduce"] * len(m)
+    g = m.gpus_per_process()
+    notes: list[str] = placement_notes(m, profile)
+    names = [t.name for t in profile.network]
+    recs: list[dict[str, Any]] = []
+    skipped: dict[str, int] = {}
+    for coll in dict.fromkeys(colls):
+        idx = np.array([i for i, c in enumerate(colls) if c == coll])
+        from ..comm.nccl import COLLECTIVES
+
+        if coll not in COLLECTIVES:
+            skipped[coll] = len(idx)
+            continue
+        if np.any(k[idx] < 2):
+            i = int(idx[np.argmax(k[idx] < 2)])
+            raise InputError(
+                f"{m.path}: line {m.lines[i]}: world size {int(k[i])}: a collective on one device costs nothing"
+            )
+        collectives.check_devices(profile.network, k[idx])
+        cost = collectives.collective(profile, algorithm, k[idx], n[idx], coll, None, 1 if g is None else g[idx])
+        f = collectives.busbw_factor(k[idx], coll)
+        for j, i in enumerate(idx):
+            t_exp, t_meas = float(cost.time[j]), float(measured_s[i])
+            band = size_band(float(n[i]))
+            tol = tolerance[band]
+            ratio = t_exp / t_meas
+            verdict = "LOW" if ratio < 1 - tol else "HIGH" if ratio > 1 + tol else "OK"
+            bi = int(np.asarray(cost.bottleneck)[j]) if np.ndim(cost.bottleneck) else int(cost.bottleneck)
+            tier_Bps = float(np.asarray(cost.bus_Bps)[j]) if np.ndim(cost.bus_Bps) else float(cost.bus_Bps)
+            rec = {
+                "collective": coll,
+                "devices": int(k[i]),
+                "bytes": float(n[i]),
+                "measured_s": t_meas,
+                "expected_s": t_exp,
+                "busbw_measured_GBps": float(n[i] * f[j] / t_meas / 1e9),
+                "busbw_expected_GBps": float(n[i] * f[j] / t_exp / 1e9),
+                "ratio": ratio,
+                "band": band,
+                "tolerance": tol,
+                "verdict": verdict,
+                "algorithm": None if cost.algorithm is None else str(np.asarray(cost.algorithm).ravel()[j]),
+                "protocol": None if cost.protocol is None else str(np.asarray(cost.protocol).ravel()[j]),
+                "tier": names[bi] if 0 <= bi < len(names) else None,
+                "tier_GBps": tier_Bps / 1e9 if np.isfinite(tier_Bps) else None,
+                "line": int(m.lines[i]),
+            }
+            if verdict == "LOW" and rec["tier"] is not None:
+                rec["expected"] = (
+                    f"{rec['tier']} should give {rec['tier_GBps']:.4g} GB/s (the bottleneck bandwidth, as speedup's "
+                    f"'bottleneck GB/s'), busbw "
+                    f"{rec['busbw_expected_GBps']:.4g} GB/s at this size ({rec['algorithm']}/{rec['protocol']})"
+                )
+            recs.append(rec)
+    if skipped:
+        notes.append(
+            "left out (simcli models all_reduce, reduce_scatter, all_gather, broadcast): "
+            + ", ".join(f"{c} ({n_} rows)" for c, n_ in skipped.items())
+        )
+    if not recs:
+        raise InputError(f"{m.path}: no collective simcli can price ({', '.join(skipped)})")
+    return recs, notes

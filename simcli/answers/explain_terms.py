@@ -1,0 +1,145 @@
+"""The rows every explanation shares (DDP's in :mod:`simcli.answers.explain`, the sharded strategies' in
+:mod:`simcli.answers.explain_sharding`): the formula line, one message's terms, one row per tier, the step's keys.
+
+Pure: JSON-ready dicts in SI units. No printing, no CLI imports.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+import numpy as np
+
+from ..comm import collectives
+from ..step.engine import Scenario
+from ..step.memory import PARTS
+
+__all__ = ["FORMULAS", "formula", "proto", "message", "tier_rows", "step_terms", "memory_terms"]
+
+#: the cost each algorithm charges, as printed in explanations: the registry's formulas (one copy)
+FORMULAS: dict[str, str] = {a.name: a.formula for a in collectives.REGISTRY}
+
+
+def formula(algorithm: str, library: str = "textbook") -> str:
+    """The formula line for an algorithm on a profile of ``library``."""
+    if algorithm == "auto":
+        return "the fastest of every algorithm simcli models (no single library reaches it)"
+    spec = collectives.SPECS[algorithm]
+    text = spec.formula
+    if library != "nccl" and spec.textbook is not None and "; on an NCCL profile" in text:
+        text = text.split("; on an NCCL profile")[0]
+    elif library == "nccl" and spec.nccl is not None and "; on an NCCL profile" in text:
+        text = "NCCL's " + text.split("; on an NCCL profile NCCL's ")[-1]
+    return text
+
+
+def _f(x: Any) -> float | None:
+    x = float(x)
+    return x if np.isfinite(x) else None
+
+
+def proto(c: collectives.CommCost) -> str | None:
+    """The protocol NCCL runs for the first element of a cost (None for a textbook algorithm)."""
+    return None if c.protocol is None or c.protocol[0] in (None, "-") else str(c.protocol[0])
+
+
+def message(c: collectives.CommCost, count: float, nbytes: float, **extra: Any) -> dict[str, Any]:
+    """One kind of message of the step: how many, how big, and the terms of one of them (s)."""
+    fill = None if c.fill is None else float(np.asarray(c.fill).reshape(-1)[0])
+    return {
+        **extra,
+        "count": count,
+        "bytes": nbytes,
+        "algorithm": str(c.algorithm[0]),
+        "protocol": proto(c),
+        "time_s": float(c.time[0]),
+        "latency_s": float(c.latency[0]),
+        "bandwidth_s": float(c.bandwidth[0]),
+        "fill_s": fill,  #: the part of bandwidth_s that is pipeline fill (NVLS), None for textbook costs
+        "reduction_s": float(c.reduction[0]),
+    }
+
+
+def tier_rows(sc: Scenario, comm: collectives.CommCost, k: int, hops: np.ndarray | None) -> list[dict[str, Any]]:
+    """One row per tier: what it offers and the latency and bandwidth terms it carries in the step."""
+    net = sc.profile.network
+    karr = np.array([k])
+    ring_bw = collectives.tier_bandwidth(net, karr)[:, 0]
+    link_bw = collectives.tier_link_bandwidth(net, karr)[:, 0]
+    spanned = collectives.tier_spanned(net, karr)[:, 0]
+    return [
+        {
+            "tier": t.name,
+            "spanned": bool(spanned[i]),
+            "per": t.per,
+            "size": t.size,
+            "alpha_s": t.latency_s,
+            "ring_bandwidth_Bps": _f(ring_bw[i]),
+            "link_bandwidth_Bps": _f(link_bw[i]),
+            "latency_term_s": float(comm.tier_latency[i][0]),
+            "bandwidth_term_s": float(comm.tier_bandwidth_s[i][0]),
+            # hops on the chunk's critical path (NCCL model only)
+            "hops": None if hops is None else float(hops[i][0]),
+        }
+        for i, t in enumerate(net)
+    ]
+
+
+def step_terms(
+    sc: Scenario,
+    res: Any,
+    comm: collectives.CommCost,
+    *,
+    algorithm: str,
+    protocol: str | None,
+    formula_of: str,
+    messages: list[dict[str, Any]],
+    tiers: list[dict[str, Any]],
+) -> dict[str, Any]:
+    """The keys every explanation has, in their order (the ddp and the sharded explanations both use it)."""
+    b = int(comm.bottleneck[0])
+    return {
+        "algorithm": algorithm,
+        "protocol": protocol,
+        "library": sc.profile.library,
+        "formula": formula(formula_of, sc.profile.library) if formula_of in collectives.SPECS else "",
+        "nccl_defaulted": (list(collectives.nccl_spec(sc.profile).defaulted) if sc.profile.library == "nccl" else None),
+        "overlap": sc.overlap,
+        "accum": sc.accum,
+        "batch_per_device": float(res.batch_per_device[0]),
+        "t_forward_s": float(res.t_forward_s[0]),
+        "t_backward_s": float(res.t_backward_s[0]),
+        "t_compute_s": float(res.t_compute_s[0]),
+        "spread": sc.device_spread,
+        "t_straggler_s": float(res.t_straggler_s[0]),
+        "messages": messages,
+        "tiers": tiers,
+        "t_latency_s": float(comm.latency[0]),
+        "t_bandwidth_s": float(comm.bandwidth[0]),
+        "t_reduction_s": float(comm.reduction[0]),
+        "t_comm_s": float(res.t_comm_s[0]),
+        "t_comm_hidden_s": float(res.t_comm_hidden_s[0]),
+        "t_comm_exposed_s": float(res.t_comm_exposed_s[0]),
+        "t_step_s": float(res.t_step_s[0]),
+        "speedup": float(res.speedup[0]),
+        "efficiency": float(res.efficiency[0]),
+        "samples_per_s": float(res.samples_per_s[0]),
+        "bottleneck": sc.profile.network[b].name if b >= 0 else None,
+        "alpha_s": float(comm.alpha[0]),
+        "bus_Bps": _f(comm.bus_Bps[0]),
+        "memory": memory_terms(sc, res),
+    }
+
+
+def memory_terms(sc: Scenario, res: Any) -> dict[str, Any]:
+    """The memory per device at the result's first k, part by part (simcli.step.memory, the one memory model)."""
+    mem = res.memory
+    cap = sc.profile.device.memory_bytes
+    total = float(mem.total[0])
+    return {
+        "params_bytes": float(mem.params[0]),
+        **{f"{part}_bytes": float(getattr(mem, part)[0]) for part in PARTS},
+        "total_bytes": total,
+        "capacity_bytes": cap,
+        "fits": None if cap is None else total <= cap,
+    }

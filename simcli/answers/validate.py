@@ -1,0 +1,630 @@
+"""Hold a profile's predictions against measurements: per-row errors and MAPE summaries.
+
+Reads the measurement CSVs simcli and others write (comment lines start with
+``#``), recognised by their header:
+
+* ``allreduce``: ``simcli bench allreduce`` and ``simcli bench import`` (nccl-tests)
+  CSVs (``world_size, bytes, time_s``, ...), and published nccl-tests tables with
+  ``devices, bytes`` and ``time_us`` or only ``busbw_GBps``; where only busbw is
+  given the time is ``bytes · 2(k-1)/k / busbw`` (nccl-tests doc/PERFORMANCE.md).
+  Metric: all-reduce time.
+* ``step``: ``simcli bench step`` CSVs (``world_size, t_step_s``, ...). Metrics:
+  T_step and, where the file has it, the speedup S(k).
+* ``scaling``: published scaling tables (``devices, speedup``, optionally
+  ``batch_per_device`` and ``images_per_s``/``samples_per_s``). Metrics: S(k) for
+  k > 1 (S(1) = 1 by definition on both sides) and throughput.
+
+The error of a row is ``(predicted - measured) / measured``; summaries give the
+median absolute percentage error (MdAPE), the mean and max absolute error and
+the median signed error (bias), overall and per world size and per size decade; for
+all-reduce files also the median and max absolute error of busbw (``pred/meas - 1``).
+"""
+
+from __future__ import annotations
+
+import csv
+import math
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any, Sequence
+
+import numpy as np
+
+from ..base.types import InputError, Profile, Workload
+from ..comm import collectives
+from ..io.inputs import read_text
+from .fitting import rel_error
+
+__all__ = [
+    "Measured",
+    "read_measurements",
+    "filter_rows",
+    "validate",
+    "Validation",
+    "summarise",
+    "PRIMARY_METRIC",
+    "MAX_FILE_BYTES",
+]
+
+#: measurement files larger than this are refused
+MAX_FILE_BYTES = 64 << 20
+#: the metric --max-error holds, per kind of file
+PRIMARY_METRIC = {"allreduce": "time_s", "step": "t_step_s", "scaling": "speedup"}
+_ALLREDUCE_NAMES = {"allreduce", "all_reduce", "all-reduce", "allreduce_perf", "all_reduce_perf"}
+
+
+@dataclass(frozen=True)
+class Measured:
+    """One measurement file: its kind, its rows as raw strings, and the numeric columns simcli uses."""
+
+    path: str
+    kind: str
+    header: tuple[str, ...]
+    rows: tuple[dict[str, str], ...]
+    #: 1-based line number of each row in the file
+    lines: tuple[int, ...]
+    comments: tuple[str, ...] = field(default_factory=tuple)
+
+    def __len__(self) -> int:
+        return len(self.rows)
+
+    def number(self, column: str, integer: bool = False, positive: bool = True) -> np.ndarray:
+        """A column as floats (or ints); every value checked, errors name the file, line and column."""
+        out = np.empty(len(self.rows), dtype=np.int64 if integer else np.float64)
+        for i, r in enumerate(self.rows):
+            raw = (r.get(column) or "").strip()
+            try:
+                v = float(raw)
+            except ValueError:
+                raise InputError(f"{self.path}: line {self.lines[i]}: {column}: {raw!r} is not a number") from None
+            if not math.isfinite(v) or (positive and v <= 0) or (integer and v != int(v)):
+                need = "a whole number >= 1" if integer else "a positive number" if positive else "a finite number"
+                raise InputError(f"{self.path}: line {self.lines[i]}: {column}: {raw!r} must be {need}")
+            out[i] = int(v) if integer else v
+        return out
+
+    def has(self, *columns: str) -> bool:
+        return all(c in self.header for c in columns)
+
+    def optional(self, column: str) -> np.ndarray | None:
+        """A numeric column where every row has a value, else None."""
+        if column not in self.header or any(not (r.get(column) or "").strip() for r in self.rows):
+            return None
+        return self.number(column, positive=False)
+
+    def gpus_per_process(self) -> np.ndarray | None:
+        """nccl-tests' -g per row (the GPUs one thread launched on; bench import records it), None if absent."""
+        g = self.optional("gpus_per_process")
+        if g is None:
+            return None
+        if np.any((g < 1) | (g != np.round(g))):
+            i = int(np.argmax((g < 1) | (g != np.round(g))))
+            raise InputError(
+                f"{self.path}: line {self.lines[i]}: gpus_per_process {g[i]:g} must be a whole number >= 1 "
+                "(nccl-tests' -g: the GPUs one thread launched on)"
+            )
+        return g.astype(np.int64)
+
+    def text(self, column: str, default: str = "") -> list[str]:
+        return [(r.get(column) or default).strip() for r in self.rows]
+
+    def subset(self, keep: np.ndarray) -> "Measured":
+        idx = np.flatnonzero(keep)
+        return Measured(
+            self.path,
+            self.kind,
+            self.header,
+            tuple(self.rows[i] for i in idx),
+            tuple(self.lines[i] for i in idx),
+            self.comments,
+        )
+
+    # -- normalised columns -------------------------------------------------
+    def devices(self) -> np.ndarray:
+        return self.number("world_size" if "world_size" in self.header else "devices", integer=True)
+
+    def allreduce_time(self) -> np.ndarray:
+        """Measured time per all-reduce in seconds (from time_s, time_us, or busbw)."""
+        if "time_s" in self.header:
+            return self.number("time_s")
+        if "time_us" in self.header:
+            return self.number("time_us") * 1e-6
+        k, n = self.devices(), self.number("bytes")
+        return n * collectives.busbw_factor(k) / (self.number("busbw_GBps") * 1e9)
+
+
+def _kind(header: Sequence[str], path: str) -> str:
+    h = set(header)
+    has_k = bool(h & {"world_size", "devices"})
+    if has_k and "bytes" in h and h & {"time_s", "time_us", "busbw_GBps"}:
+        return "allreduce"
+    if has_k and "t_step_s" in h:
+        return "step"
+    if has_k and "speedup" in h:
+        return "scaling"
+    raise InputError(
+        f"{path}: header {', '.join(header) or '(empty)'} is not a measurement file simcli knows; "
+        "expected 'bench allreduce' columns (world_size, bytes, time_s), 'bench step' columns "
+        "(world_size, t_step_s) or a scaling table (devices, speedup)"
+    )
+
+
+def read_measurements(path: str | Path) -> Measured:
+    """Read a measurement CSV (comment lines start with '#'); the kind is told by the header."""
+    p = Path(path)
+    from ..bench.live import detect, read_live
+
+    live = detect(p)
+    if live is not None:  # NCCL Inspector output or a profiler trace: its collectives as 'bench import' writes them
+        return live_measured(read_live(p, live), "all_reduce")
+    text = read_text(p, "a measurement CSV file", MAX_FILE_BYTES)
+    from ..bench.nccltests import looks_like_nccl_tests, measurement_rows
+
+    if looks_like_nccl_tests(text):  # nccl-tests' own output: read as 'bench import' would (issue 12)
+        header, nrows, notes = measurement_rows(text, str(p))
+        return Measured(str(p), "allreduce", header, tuple(nrows), tuple(range(1, len(nrows) + 1)), tuple(notes))
+    comments, body, lines = [], [], []
+    for no, line in enumerate(text.splitlines(), start=1):
+        s = line.strip()
+        if not s:
+            continue
+        if s.startswith("#"):
+            comments.append(s.lstrip("#").strip())
+            continue
+        body.append(line)
+        lines.append(no)
+    if not body:
+        raise InputError(f"{p}: no header and no rows; give a CSV with a header line")
+    reader = csv.reader(body)
+    header = tuple(c.strip() for c in next(reader))
+    kind = _kind(header, str(p))
+    rows = []
+    for i, values in enumerate(reader, start=1):
+        if len(values) != len(header):
+            raise InputError(f"{p}: line {lines[i]}: {len(values)} values for {len(header)} columns")
+        rows.append(dict(zip(header, values)))
+    m = Measured(str(p), kind, header, tuple(rows), tuple(lines[1:]), tuple(comments))
+    from ..io.tables import check_measured
+
+    check_measured(m.rows, str(p), m.lines, m.comments)  # one run, one collective, one row per (size, ranks)
+    if kind == "allreduce" and "collective" in header:
+        keep = np.array([c.lower() in _ALLREDUCE_NAMES for c in m.text("collective")], dtype=bool)
+        if len(m) and not keep.any():
+            raise InputError(
+                f"{p}: collective: no all-reduce rows (found {', '.join(sorted(set(m.text('collective'))))})"
+            )
+        m = m.subset(keep)
+    if not len(m):
+        raise InputError(f"{p}: a header but no measurement rows")
+    return m
+
+
+def live_measured(live: Any, collective: str | None = "all_reduce") -> Measured:
+    """A live job's table (:func:`simcli.bench.live.read_live`) as a Measured all-reduce file; ``collective``
+    None keeps every collective's rows (``simcli check``)."""
+    rows = [r for r in live.rows if collective is None or r["collective"] == collective]
+    if not rows:
+        found = ", ".join(sorted({r["collective"] for r in live.rows}))
+        raise InputError(f"{live.path}: no {collective} collectives (found {found})")
+    from ..io.output import csv_value as fmt
+
+    srows = tuple({c: "" if r.get(c) is None else str(fmt(r[c])) for c in live.columns} for r in rows)
+    notes = (f"backend: {rows[0]['backend']}", *live.notes)
+    return Measured(live.path, "allreduce", live.columns, srows, tuple(range(1, len(srows) + 1)), notes)
+
+
+def placement_notes(m: Measured, profile: Profile) -> list[str]:
+    """Where a file says how many nodes a row's ranks were on (Inspector's nnodes) and the profile would place
+    them otherwise (it fills a node before the next): a note naming the rows, since the prediction prices the
+    profile's placement."""
+    node = profile.network[0].size if profile.network and len(profile.network) > 1 else None
+    if "nodes" not in m.header or not node:
+        return []
+    bad = set()
+    for r in m.rows:
+        k, nodes = (r.get("world_size") or "").strip(), (r.get("nodes") or "").strip()
+        if k and nodes and int(float(nodes)) != -(-int(float(k)) // node):
+            bad.add((int(float(k)), int(float(nodes))))
+    return [
+        f"k = {k} ran on {n} node(s), but {profile.name} puts {node} devices on a node before the next: the "
+        f"prediction prices {-(-k // node)} node(s)"
+        for k, n in sorted(bad)
+    ]
+
+
+def trace_step_measured(live: Any, flops_per_sample: float, params: float, batch: int, dtype: str) -> Any:
+    """A trace's steps as a 'bench step' file (simcli.answers.validate.Measured, kind 'step'): one row per rank, the
+    median over its steps of forward + backward (t_compute_s), p10/p90 over the steps; what calibrate fits
+    mfu_by_dtype and the backward fraction from."""
+    from ..io.output import csv_value
+
+    cols = (
+        "world_size", "backend", "mode", "model", "params", "batch_per_device", "steps", "t_compute_s",
+        "t_compute_p10_s", "t_compute_p90_s", "t_comm_s", "t_step_s", "dtype", "flops_per_sample",
+        "t_forward_s", "t_backward_s", "rank",
+    )  # fmt: skip
+    rows = []
+    for t in live.traces:
+        if not t.steps:
+            continue
+        comp = np.array([s.compute_s for s in t.steps])
+        med = lambda name: float(np.median([getattr(s, name) for s in t.steps]))  # noqa: E731
+        r = {
+            "world_size": t.world_size or len(live.traces),
+            "backend": t.backend or "",
+            "mode": "ddp",
+            "model": "trace",
+            "params": params,
+            "batch_per_device": batch,
+            "steps": len(t.steps),
+            "t_compute_s": float(np.median(comp)),
+            "t_compute_p10_s": float(np.quantile(comp, 0.1)),
+            "t_compute_p90_s": float(np.quantile(comp, 0.9)),
+            "t_comm_s": med("comm_s"),
+            "t_step_s": med("step_s"),
+            "dtype": dtype,
+            "flops_per_sample": flops_per_sample,
+            "t_forward_s": med("forward_s"),
+            "t_backward_s": med("backward_s"),
+            "rank": "" if t.rank is None else t.rank,
+        }
+        rows.append({c: str(csv_value(r[c])) for c in cols})
+    return Measured(live.path, "step", cols, tuple(rows), tuple(range(1, len(rows) + 1)), tuple(live.notes))
+
+
+def filter_rows(
+    m: Measured,
+    where: Sequence[str] = (),
+    min_size: float = 0.0,
+    max_size: float | None = None,
+    option: str = "--where",
+) -> Measured:
+    """Rows matching every ``COLUMN=VALUE`` of ``where`` and, for all-reduce files, within the size bounds."""
+    keep = np.ones(len(m), dtype=bool)
+    for cond in where:
+        col, sep, val = cond.partition("=")
+        col, val = col.strip(), val.strip()
+        if not sep or not col:
+            raise InputError(f"{option}: {cond!r} is not COLUMN=VALUE (for example system=nd-h100-v5)")
+        if col not in m.header:
+            raise InputError(f"{option}: {m.path} has no column {col!r}; it has {', '.join(m.header)}")
+        keep &= np.array([v == val for v in m.text(col)], dtype=bool)
+    if m.kind == "allreduce" and (min_size > 0 or max_size is not None):
+        n = m.number("bytes")
+        keep &= n >= min_size
+        if max_size is not None:
+            keep &= n <= max_size
+    if not keep.any():
+        raise InputError(f"{m.path}: no rows left after {option}/--min-size/--max-size; loosen the filter")
+    return m.subset(keep)
+
+
+def filter_present(m: Measured, where: Sequence[str]) -> Measured:
+    """``filter_rows`` with only the ``COLUMN=VALUE`` conditions whose column ``m`` has: one ``--where`` that
+    names columns of several files (calibrate's step and scaling files) keeps each file's rows by its own."""
+    mine = [c for c in where if c.partition("=")[0].strip() in m.header]
+    return filter_rows(m, mine) if mine else m
+
+
+def scope_where(where: Sequence[str], paths: Sequence[str]) -> tuple[list[str], dict[str, list[str]]]:
+    """Split ``--where`` into the conditions for every file and those scoped to one: ``FILE:COLUMN=VALUE``
+    (FILE as given on the command line, or its name alone) keeps rows of that file only."""
+    from pathlib import Path
+
+    every: list[str] = []
+    scoped: dict[str, list[str]] = {str(p): [] for p in paths}
+    for cond in where:
+        lhs, sep, val = cond.partition("=")
+        if ":" not in lhs:
+            every.append(cond)
+            continue
+        name, _, col = lhs.rpartition(":")
+        hits = [str(p) for p in paths if name.strip() in (str(p), Path(p).name)]
+        if not hits:
+            raise InputError(
+                f"--where: {cond!r} names {name.strip()!r}, which is none of the files given "
+                f"({', '.join(str(p) for p in paths)}); write FILE:COLUMN=VALUE with one of them"
+            )
+        for h in hits:
+            scoped[h].append(f"{col}{sep}{val}")
+    return every, scoped
+
+
+# --------------------------------------------------------------------------- predictions
+
+
+@dataclass(frozen=True)
+class Validation:
+    kind: str
+    path: str
+    profile: str
+    records: list[dict[str, Any]]
+    summary: dict[str, Any]
+    notes: tuple[str, ...] = field(default_factory=tuple)
+
+    @property
+    def primary(self) -> str:
+        return PRIMARY_METRIC[self.kind]
+
+    def median_error(self, metric: str | None = None) -> float | None:
+        s = self.summary.get(metric or self.primary)
+        return None if s is None else s["overall"]["mdape"]
+
+
+def _row(metric: str, k: int, n: float | None, pred: float, meas: float, line: int, **extra: Any) -> dict[str, Any]:
+    err = float(rel_error(np.float64(pred), np.float64(meas)))
+    return {
+        "metric": metric,
+        "devices": int(k),
+        "bytes": None if n is None else float(n),
+        "measured": float(meas),
+        "predicted": float(pred),
+        "error": err,
+        "abs_error": abs(err),
+        "line": int(line),
+        **extra,
+    }
+
+
+def _validate_allreduce(m: Measured, profile: Profile, algorithm: str) -> list[dict[str, Any]]:
+    k, n, t = m.devices(), m.number("bytes"), m.allreduce_time()
+    if np.any(k < 2):
+        i = int(np.argmax(k < 2))
+        raise InputError(
+            f"{m.path}: line {m.lines[i]}: world size {int(k[i])}: an all-reduce on one device "
+            "costs nothing to predict; drop the row"
+        )
+    collectives.check_devices(profile.network, k)
+    g = m.gpus_per_process()  # nccl-tests' -g per row; None: one GPU per process
+    predicted = collectives.collective(profile, algorithm, k, n, "all_reduce", None, 1 if g is None else g).time
+    f = collectives.busbw_factor(k)
+    recs = []
+    for i in range(len(m)):
+        pred = float(predicted[i])
+        bus_m, bus_p = n[i] * f[i] / t[i] / 1e9, n[i] * f[i] / pred / 1e9
+        recs.append(
+            _row(
+                "time_s",
+                k[i],
+                n[i],
+                pred,
+                t[i],
+                m.lines[i],
+                busbw_measured_GBps=bus_m,
+                busbw_predicted_GBps=bus_p,
+                busbw_error=bus_p / bus_m - 1.0,
+            )
+        )
+    return recs
+
+
+def _scenario(
+    profile: Profile,
+    workload: Workload,
+    batch: int,
+    compute_time_s: float | None,
+    overlap: str,
+    grad_dtype: str,
+    algorithm: str,
+    dtype: str | None,
+):
+    from ..step.engine import Scenario
+
+    return Scenario(
+        profile=profile,
+        workload=workload,
+        batch_per_device=batch,
+        compute_time_s=compute_time_s,
+        grad_dtype=grad_dtype,
+        algorithm=algorithm,
+        dtype=dtype,
+        overlap=overlap,
+    )
+
+
+def _groups(m: Measured, columns: Sequence[str]) -> dict[tuple[str, ...], np.ndarray]:
+    keys = [tuple(r.get(c, "").strip() for c in columns) for r in m.rows]
+    out: dict[tuple[str, ...], list[int]] = {}
+    for i, key in enumerate(keys):
+        out.setdefault(key, []).append(i)
+    return {key: np.array(v) for key, v in out.items()}
+
+
+def _validate_step(
+    m: Measured,
+    profile: Profile,
+    workload: Workload | None,
+    compute_time_s: float | None,
+    overlap: str,
+    grad_dtype: str,
+    algorithm: str,
+    dtype: str | None,
+    notes: list[str],
+) -> list[dict[str, Any]]:
+    """bench step rows: predicted T_step and S(k) for the measured model (params from the file)."""
+    from ..step.engine import simulate
+
+    k = m.devices()
+    b = m.number("batch_per_device", integer=True)
+    ts = m.number("t_step_s")
+    sp = m.optional("speedup")
+    params = m.number("params") if "params" in m.header else None
+    fps = m.optional("flops_per_sample")
+    recs = []
+    group_cols = [c for c in ("mode", "backend", "params", "batch_per_device", "model", "dtype") if c in m.header]
+    tcm = m.optional("t_compute_s") if compute_time_s is None and "dtype" in m.header else None
+    for key, idx in _groups(m, group_cols).items():
+        if workload is not None:
+            wl = workload
+        elif params is not None:
+            p = float(params[idx[0]])
+            # dense layers: 2 FLOPs per parameter per sample forward, twice that backward (6·N per sample)
+            f = float(fps[idx[0]]) if fps is not None else 6.0 * p
+            wl = Workload(name="measured", params=p, flops_per_sample=f, batch_per_device=int(b[idx[0]]))
+            if fps is None and "6N" not in " ".join(notes):
+                notes.append(
+                    "FLOPs per sample taken as 6N (dense layers: 2N forward + 4N backward); give --model "
+                    "or --compute-time for another model"
+                )
+        else:
+            raise InputError(f"{m.path}: no params column; give the model with --model or --params")
+        mode = dict(zip(group_cols, key)).get("mode", "")
+        ov = overlap
+        if ov == "auto":
+            ov = "buckets" if mode.lower() == "ddp" else "none"
+        # a bench step --dtype file: each row's compute dtype, where the profile has a peak for it
+        row_dtype = dict(zip(group_cols, key)).get("dtype") or None
+        dt = dtype if dtype is not None or row_dtype not in profile.device.peak_flops else row_dtype
+        sc = _scenario(profile, wl, int(b[idx[0]]), compute_time_s, ov, grad_dtype, algorithm, dt)
+        res = simulate(sc, k[idx])
+        for j, i in enumerate(idx):
+            extra = {"mode": mode} if mode else {}
+            if row_dtype:
+                extra["dtype"] = row_dtype
+            recs.append(_row("t_step_s", k[i], None, float(res.t_step_s[j]), ts[i], m.lines[i], **extra))
+            if tcm is not None and (mode in ("", "flat") or "flat" not in {r.get("mode") for r in m.rows}):
+                # forward + backward alone: what the profile's mfu (mfu_by_dtype) predicts, without the optimizer
+                recs.append(_row("t_compute_s", k[i], None, float(res.t_compute_s[j]), tcm[i], m.lines[i], **extra))
+            if sp is not None and k[i] > 1:
+                recs.append(_row("speedup", k[i], None, float(res.speedup[j]), sp[i], m.lines[i], **extra))
+    return recs
+
+
+def _validate_scaling(
+    m: Measured,
+    profile: Profile,
+    workload: Workload | None,
+    compute_time_s: float | None,
+    overlap: str,
+    grad_dtype: str,
+    algorithm: str,
+    dtype: str | None,
+    batch: int | None,
+) -> list[dict[str, Any]]:
+    """Published scaling tables: predicted S(k) (k > 1) and throughput for the named model."""
+    from ..step.engine import simulate
+
+    if workload is None:
+        raise InputError(
+            f"{m.path}: a scaling table (devices, speedup) does not say which model it measured; "
+            "give --model (for example --model resnet50)"
+        )
+    k = m.devices()
+    sp = m.number("speedup")
+    tput_col = next((c for c in ("samples_per_s", "images_per_s") if c in m.header), None)
+    tput = m.number(tput_col) if tput_col else None
+    if "batch_per_device" in m.header:
+        bs = m.number("batch_per_device", integer=True)
+    elif batch is not None:
+        bs = np.full(len(m), batch)
+    else:
+        bs = np.full(len(m), workload.batch_per_device)
+    recs = []
+    ov = "buckets" if overlap == "auto" else overlap  # published scaling runs use DDP/Horovod-style buckets
+    for b_val in np.unique(bs):
+        idx = np.flatnonzero(bs == b_val)
+        sc = _scenario(profile, workload, int(b_val), compute_time_s, ov, grad_dtype, algorithm, dtype)
+        res = simulate(sc, k[idx])
+        for j, i in enumerate(idx):
+            if k[i] > 1:
+                recs.append(_row("speedup", k[i], None, float(res.speedup[j]), sp[i], m.lines[i]))
+            if tput is not None:
+                recs.append(_row("samples_per_s", k[i], None, float(res.samples_per_s[j]), tput[i], m.lines[i]))
+    return recs
+
+
+def validate(
+    m: Measured,
+    profile: Profile,
+    *,
+    workload: Workload | None = None,
+    compute_time_s: float | None = None,
+    overlap: str = "auto",
+    grad_dtype: str = "fp32",
+    algorithm: str | None = None,
+    dtype: str | None = None,
+    batch: int | None = None,
+) -> Validation:
+    """Predict every measured row with ``profile`` and summarise the errors.
+
+    ``overlap``: "none", "buckets" (PyTorch DDP's gradient buckets, see :mod:`simcli.step.engine`) or "auto":
+    step files by their ``mode`` column (ddp: buckets, else none), scaling tables buckets.
+    """
+    notes: list[str] = []
+    if m.kind == "allreduce":
+        recs = _validate_allreduce(m, profile, algorithm)
+        notes += placement_notes(m, profile)
+    elif m.kind == "step":
+        recs = _validate_step(m, profile, workload, compute_time_s, overlap, grad_dtype, algorithm, dtype, notes)
+    else:
+        recs = _validate_scaling(m, profile, workload, compute_time_s, overlap, grad_dtype, algorithm, dtype, batch)
+        notes.append("S(1) = 1 on both sides by definition: k = 1 rows are left out of the speedup errors")
+    if not recs:
+        raise InputError(f"{m.path}: no rows to compare (a scaling table needs rows with devices > 1)")
+    return Validation(
+        kind=m.kind, path=m.path, profile=profile.name, records=recs, summary=summarise(recs), notes=tuple(notes)
+    )
+
+
+# --------------------------------------------------------------------------- summaries
+
+
+def _stats(err: np.ndarray, bus: np.ndarray | None = None) -> dict[str, Any]:
+    a = np.abs(err)
+    worst = int(np.argmax(a))
+    out = {
+        "n": int(err.size),
+        "mdape": float(np.median(a)),
+        "mean_ape": float(np.mean(a)),
+        "max_ape": float(a[worst]),
+        "worst_error": float(err[worst]),
+        "bias": float(np.median(err)),
+    }
+    if bus is not None:  # all-reduce rows: the same errors in nccl-tests' busbw (pred/meas - 1)
+        out["busbw_mdape"] = float(np.median(np.abs(bus)))
+        out["busbw_max_ape"] = float(np.max(np.abs(bus)))
+    return out
+
+
+#: the size bands the NCCL model is held to (issue 10; nccl-tests' power-of-two sizes): label, low, high, with
+#: low < n <= high, so 0.5-64 MiB is everything between 256 KiB and 128 MiB
+SIZE_BANDS = (
+    ("<= 256 KiB", 0.0, 256.0 * 1024),
+    ("0.5-64 MiB", 256.0 * 1024, 128.0 * 2**20 - 1),
+    (">= 128 MiB", 128.0 * 2**20 - 1, math.inf),
+)
+
+
+def size_band(n: float) -> str:
+    """The size band of a message size in bytes (:data:`SIZE_BANDS`)."""
+    return next(label for label, lo, hi in SIZE_BANDS if lo < n <= hi)
+
+
+def size_decade(n: float) -> str:
+    """The decade of a message size in bytes, as a label: '1e5..1e6 B'."""
+    d = int(math.floor(math.log10(n)))
+    return f"1e{d}..1e{d + 1} B"
+
+
+def summarise(records: Sequence[dict[str, Any]]) -> dict[str, Any]:
+    """Per metric: overall, per world size, per size decade and per size band error statistics."""
+    out: dict[str, Any] = {}
+    for metric in dict.fromkeys(r["metric"] for r in records):
+        rs = [r for r in records if r["metric"] == metric]
+        err = np.array([r["error"] for r in rs])
+        bus = np.array([r["busbw_error"] for r in rs]) if all("busbw_error" in r for r in rs) else None
+
+        def stats(sel: np.ndarray) -> dict[str, Any]:
+            return _stats(err[sel], None if bus is None else bus[sel])
+
+        k = np.array([r["devices"] for r in rs])
+        s: dict[str, Any] = {"overall": stats(np.ones(err.size, dtype=bool)), "by_devices": {}}
+        for kv in np.unique(k):
+            s["by_devices"][int(kv)] = stats(k == kv)
+        if all(r["bytes"] is not None for r in rs):
+            dec = np.array([int(math.floor(math.log10(r["bytes"]))) for r in rs])
+            s["by_size_decade"] = {size_decade(10.0**d): stats(dec == d) for d in np.unique(dec)}
+            band = np.array([size_band(r["bytes"]) for r in rs])
+            s["by_size_band"] = {lab: stats(band == lab) for lab, _, _ in SIZE_BANDS if np.any(band == lab)}
+        out[metric] = s
+    return out

@@ -1,0 +1,78 @@
+"""`simcli comm`: predicted all-reduce time, algbw and busbw over a (k, size) grid."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import numpy as np
+
+from ..base.types import DTYPE_BYTES, InputError, Profile
+from . import collectives
+
+__all__ = ["comm_grid"]
+
+
+def comm_grid(
+    profile: Profile,
+    devices: np.ndarray,
+    sizes: np.ndarray,
+    algorithm: str | None = None,
+    dtype: str = "fp32",
+    collective: str = "all_reduce",
+    protocol: str | None = None,
+    gpus_per_process: int = 1,
+) -> list[dict[str, Any]]:
+    """One record per (k, bytes), k-major, with nccl-tests' columns in SI and GB/s (1e9 B/s).
+
+    ``bytes`` is the collective's size as nccl-tests counts it (all-gather: the gathered output); busbw uses
+    nccl-tests' factor for the collective (:func:`simcli.comm.collectives.busbw_factor`). ``gpus_per_process``
+    is nccl-tests' ``-g``: GPUs one host thread launches on (:func:`simcli.comm.nccl.host_floor`).
+    """
+    if dtype not in DTYPE_BYTES:
+        raise InputError(f"--dtype: unknown dtype {dtype!r}; choose one of {', '.join(DTYPE_BYTES)}")
+    k = np.asarray(devices, dtype=np.int64)
+    n = np.asarray(sizes, dtype=np.float64)
+    collectives.check_devices(profile.network, k)
+    cost = collectives.collective(profile, algorithm, k[:, None], n[None, :], collective, protocol, gpus_per_process)
+    algorithm = algorithm or collectives.default_algorithm(profile)
+    kk, nn = np.broadcast_arrays(k[:, None], n[None, :])
+    t = cost.time
+    with np.errstate(divide="ignore", invalid="ignore"):
+        algbw = np.where(t > 0, nn / t, np.nan) / 1e9
+    busbw = algbw * collectives.busbw_factor(kk, collective)
+    names = [tier.name for tier in profile.network]
+    recs = []
+    for idx in np.ndindex(t.shape):
+        b = int(cost.bottleneck[idx])
+        recs.append(
+            {
+                "devices": int(kk[idx]),
+                "bytes": int(nn[idx]),
+                "count": int(nn[idx] // DTYPE_BYTES[dtype]),
+                "dtype": dtype,
+                "collective": collective,
+                "algorithm": str(cost.algorithm[idx]) if cost.algorithm is not None else algorithm,
+                "protocol": _proto(cost, idx),
+                "time_s": float(t[idx]),
+                "latency_s": float(cost.latency[idx]),
+                "bandwidth_s": float(cost.bandwidth[idx]),
+                "fill_s": None if cost.fill is None else float(np.broadcast_to(cost.fill, t.shape)[idx]),
+                "host_s": None if cost.host is None else float(np.broadcast_to(cost.host, t.shape)[idx]),
+                "algbw_GBps": _f(algbw[idx]),
+                "busbw_GBps": _f(busbw[idx]),
+                "bottleneck": names[b] if b >= 0 else None,
+            }
+        )
+    return recs
+
+
+def _proto(cost: collectives.CommCost, idx: tuple[int, ...]) -> str | None:
+    if cost.protocol is None:
+        return None
+    p = cost.protocol[idx]
+    return None if p in (None, "-") else str(p)
+
+
+def _f(x: float) -> float | None:
+    x = float(x)
+    return x if np.isfinite(x) else None

@@ -1,0 +1,546 @@
+"""NCCL's cost model, generalised to simcli's tiers: every (algorithm, protocol) pair, and NCCL's choice.
+
+Source: NVIDIA/nccl v2.20.3 (makefiles/version.mk), ``src/graph/tuning.cc`` (``ncclTopoTuneModel``,
+``ncclTopoGetAlgoTime``), ``src/enqueue.cc`` (``getAlgoInfo``: channels shrink for small messages) and
+``src/graph/search.cc`` (``sm90SpeedArrayIntra/Inter``: the per-channel speeds a graph may take). NCCL prices
+each pair as ``latency + bytes / bandwidth`` and runs the cheapest; this module does the same, vectorised over
+(k, n), with the hop counts read off simcli's tiers instead of "intra-node" and "inter-node":
+
+* **Ring** (all-reduce: 2 passes of k-1 steps; reduce-scatter and all-gather: 1 pass; broadcast: k steps).
+  A chunk crosses every ring edge but one per pass; the edges that leave a domain of tier i-1 pay tier i's
+  hop latency, the others tier 0's. For two tiers and N nodes that is NCCL's
+  ``base + (nsteps - nInterSteps)·lat_intra + nInterSteps·lat_inter`` with ``nInterSteps = 2N``
+  (all-reduce) or ``N - 1`` (reduce-scatter, all-gather). On multi-node rings each intra hop costs at least
+  NCCL's network post overhead (1 us on Intel/Arm hosts, 2 us on AMD; 3x for Simple).
+  Bandwidth: the ring's bus bandwidth B (``collectives.tier_bandwidth``: the bottleneck tier), times
+  1/4 for LL (capped at ``llMaxBw``), 0.92 for LL128 (0.7 at one device per node; capped at channels x the
+  per-channel LL128 rate), 1 for Simple. Time of the bytes: ``nsteps/k · n / B_p``.
+* **Tree** (all-reduce only): ``base + 2·((ppn-1)·lat_0 + sum_i floor(lg g_i)·lat_i)`` with ppn devices per
+  node and g_i domains of tier i-1 in one domain of tier i; bandwidth ``min(0.92·B, channels·perChMaxTreeBw)``
+  (LL: /3.8, capped at llMaxBw; LL128: 7/9 in one node, 120/128 across, capped per channel), and the bytes
+  take ``n / (0.5·B_p)``; NCCL's size-dependent ``treeCorrectionFactor`` scales B_p.
+* **NVLS** (NVLink SHARP, one NVSwitch domain, Hopper and later, more than 2 GPUs) and **NVLSTree** (NVLS in
+  each node, a tree across nodes): Simple only, latency ``lat_nvls`` (+ ``2·floor(lg N)·lat_net`` for the
+  tree), bandwidth ``5/6 · nvls_channels · s`` where s is the largest per-channel speed of NCCL's search
+  table that ``nvls_channels·s`` does not exceed the GPU's NVLink bandwidth (and, for NVLSTree, its network
+  bandwidth; halved beyond two nodes). Their kernels pipeline chunks through three stages (scatter, multimem
+  reduce + broadcast, gather; ``src/device/all_reduce.h``), so the bytes also pay a fill of
+  ``NVLS_FILL`` chunk times (2 for all-reduce, 1 for reduce-scatter and all-gather),
+  ``fill·min(n, ops·chunk(n)) / bandwidth``, with ops = channels x heads and the
+  chunk NCCL's ``calcCollChunking`` picks for n (:func:`nvls_chunk`); NCCL's tuner leaves the fill out.
+
+Two ways to read the model (``simcli.comm.collectives.nccl_collective(by="tuner")`` chooses on NCCL's own estimate,
+as NCCL does; ``by="time"`` takes the fastest pair): NCCL's tuner multiplies a multi-node Simple ring's
+latency by 1.4 ("plateau effect") and charges every message all channels; what the chosen pair then *costs* is
+priced without the plateau factor (a choice made after looking at the published 16-GPU forced-ring curve,
+whose 1-2 MiB floor of 155 us sits on Simple's plain latency, 153 us with the bytes, not on 1.4x it; the
+tuner itself picks LL128 there, 85 us, which is the ring curves' open error) and with the channels that
+``getAlgoInfo`` really launches for that size (``nc`` shrinks while ``n < nc·nthreads·threshold``), whose
+bandwidth scales by nc/channels.
+
+**The host's issue rate** (:func:`host_floor`). nccl-tests times a loop of back-to-back launches with the
+host's clock, so a run that drives G GPUs from one thread (``-g G``, one process) cannot go faster than the
+host launches: G launches per collective, :data:`LAUNCH_US` each. The time is ``max(t_gpu, G·LAUNCH_US)``.
+NCCL's maintainers name this ("higher latency ... due to using multiple GPUs per node (-g 8) instead of one
+GPU per process ... due to the CUDA latency overheads of single process jobs", NVIDIA/nccl-tests#333).
+One process per GPU (``-g 1``, ``mpirun``, and every torch.distributed job) is G = 1, where the floor never
+binds: every pair's latency is above 4.2 us.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Mapping, Sequence
+
+import numpy as np
+
+from ..base.types import NcclSpec, Tier
+
+__all__ = [
+    "ALGOS",
+    "PROTOS",
+    "COLLECTIVES",
+    "HW_LATENCY_US",
+    "BASE_LATENCY_US",
+    "GENERATIONS",
+    "Pair",
+    "pairs",
+    "default_spec",
+    "tier_kind",
+    "hops",
+]
+
+#: NCCL's algorithms that simcli models and its protocols, in NCCL's order
+ALGOS = ("tree", "ring", "nvls", "nvls-tree")
+PROTOS = ("ll", "ll128", "simple")
+#: collectives, named as nccl-tests names them; which NCCL algorithms run each (tuning.cc: the others skip)
+COLLECTIVES: Mapping[str, tuple[str, ...]] = {
+    "all_reduce": ("tree", "ring", "nvls", "nvls-tree"),
+    "reduce_scatter": ("ring", "nvls"),
+    "all_gather": ("ring", "nvls"),
+    "broadcast": ("ring",),
+}
+
+# ----------------------------------------------------------------------------------------- NCCL's tables
+# All from NVIDIA/nccl v2.20.3 src/graph/tuning.cc (commit b6475625), in NCCL's units (us, GB/s).
+
+#: baseLat[algorithm][protocol], us
+BASE_LATENCY_US: Mapping[str, tuple[float, float, float]] = {
+    "tree": (6.8, 14.0, 0.0),
+    "ring": (6.6, 14.0, 8.4),
+    "nvls": (0.0, 0.0, 0.0),
+    "nvls-tree": (0.0, 0.0, 0.0),
+}
+#: hwLat[link kind][algorithm][protocol], us per hop
+HW_LATENCY_US: Mapping[str, Mapping[str, tuple[float, float, float]]] = {
+    "nvlink": {
+        "tree": (0.6, 1.25, 28.0),
+        "ring": (0.6, 1.9, 3.4),
+        "nvls": (0.0, 0.0, 23.0),
+        "nvls-tree": (0.0, 0.0, 23.0),
+    },
+    "pcie": {"tree": (1.0, 1.9, 28.0), "ring": (1.0, 2.5, 5.7), "nvls": (0.0, 0.0, 0.0), "nvls-tree": (0.0, 0.0, 0.0)},
+    "net": {
+        "tree": (5.0, 8.5, 28.0),
+        "ring": (2.7, 4.0, 14.0),
+        "nvls": (0.0, 0.0, 18.0),
+        "nvls-tree": (0.0, 0.0, 14.0),
+    },
+}
+#: per-generation tables, indexed [one node, two nodes, more]; llMaxBws is indexed by the GPU generation in
+#: one node and by the host CPU (Intel/Arm: the first row, AMD: the second) across nodes
+GENERATIONS: Mapping[str, Mapping[str, tuple[float, float, float]]] = {
+    "volta": {
+        "ll_max": (39.0, 39.0, 20.4),
+        "ring_ll128": (20.0, 20.0, 20.0),
+        "tree_ll128": (20.0, 20.0, 20.0),
+        "tree": (26.5, 18.5, 10.0),
+    },
+    "ampere": {
+        "ll_max": (87.7, 22.5, 19.0),
+        "ring_ll128": (20.0, 20.0, 20.0),
+        "tree_ll128": (20.0, 20.0, 20.0),
+        "tree": (24.0, 23.6, 17.8),
+    },
+    "hopper": {
+        "ll_max": (87.7, 22.5, 19.0),
+        "ring_ll128": (36.7, 36.7, 36.7),
+        "tree_ll128": (36.7, 36.7, 29.0),
+        "tree": (38.7, 41.4, 36.0),
+    },
+}
+#: generations without a table of their own in 2.20.3 take the nearest older one
+GENERATION_TABLE = {
+    "volta": "volta",
+    "ampere": "ampere",
+    "ada": "ampere",
+    "hopper": "hopper",
+    "blackwell": "hopper",
+    "cdna3": "hopper",
+}
+#: llMaxBws rows for multi-node rings, by host CPU vendor
+_LL_MAX_MULTINODE = {"intel": (39.0, 39.0, 20.4), "arm": (39.0, 39.0, 20.4), "amd": (87.7, 22.5, 19.0)}
+#: getNetOverhead (us): the network post overhead every multi-node ring hop pays at least (x3 for Simple)
+NET_OVERHEAD_US = {"intel": 1.0, "amd": 2.0, "arm": 1.0}
+#: treeCorrectionFactor[protocol][log2(n / 64)], n from 64 B to 256 MB (tuning.cc, ncclTopoGetAlgoTime)
+# fmt: off
+TREE_CORRECTION = np.array([
+    [1.0, 1.0, 1.0, 1.0, .9, .8, .7, .7, .7, .7, .6, .5, .4, .4, .5, .6, .7, .8, .9, 1.0, 1.0, 1.0, 1.0],
+    [1.0, 1.0, 1.0, 1.0, 1.0, .9, .8, .8, .8, .7, .6, .6, .6, .6, .6, .6, .8, .9, .9, .9, .9, 1.0, 1.0],
+    [.9, .9, .9, .9, .9, .9, .9, .8, .7, .6, .6, .5, .5, .5, .5, .6, .7, .8, .7, .7, .8, .9, .9]])
+# fmt: on
+#: search.cc: per-channel speeds (GB/s) an SM90 graph may take, inside a node and across nodes
+SPEEDS_INTRA = (60.0, 50.0, 40.0, 30.0, 24.0, 20.0, 15.0, 12.0, 11.0, 6.0, 3.0)
+SPEEDS_INTER = (48.0, 45.0, 42.0, 40.0, 30.0, 24.0, 22.0, 20.0, 17.5, 15.0, 12.0, 6.0, 3.0, 2.4, 1.2, 0.24, 0.12)
+#: getAlgoInfo (enqueue.cc): threads per channel (NCCL_{LL,LL128,SIMPLE}_MAX_NTHREADS) and the bytes per thread
+#: below which a channel is dropped (NCCL_*_THREAD_THRESHOLD; ring LL's is multiplied by the ranks)
+MAX_THREADS = (512, 640, 512)
+THREAD_THRESHOLD = (8, 8, 64)
+#: the tuner's "plateau effect of ring" factor on a multi-node Simple ring's latency (compute capability >= 8.0)
+RING_PLATEAU = 1.4
+NVLS_RATIO = 5.0 / 6.0
+#: NVLS pipeline fill, in chunk times, by collective: a chunk passes the kernel's warp groups one after the
+#: other, so the bytes take m + stages - 1 chunk times for m chunks per concurrent operation (channels x heads),
+#: not m. All-reduce (src/device/all_reduce.h): scatter into the NVLS buffer, multimem reduce + broadcast,
+#: gather out of it (3 stages); reduce-scatter (reduce_scatter.h): scatter, multimem reduce (2); all-gather:
+#: multimem broadcast, gather (2)
+NVLS_FILL = {"all_reduce": 2.0, "reduce_scatter": 1.0, "all_gather": 1.0}
+#: Host time to issue one collective to one GPU (us), measured by a third party: DGX-A100, nccl-tests
+#: ``all_reduce_perf -b 8 -e 128 -g N`` in one process, NCCL_ALGO=Ring, NCCL_MAX_NCHANNELS=1 (NVIDIA/nccl-tests#123,
+#: 2022-12-14): 10, 13.76, 16.88, 20.8, 25.2, 29.5, 33.7 us for N = 2..8, i.e. N x 4.2 us from N = 4 on (4.2,
+#: 4.16, 4.2, 4.2, 4.2 us per GPU), where NCCL's tuner gives the GPU 6.6 + 2(N-1)·0.6 us (15 us at N = 8)
+LAUNCH_US = 4.2
+#: ``comm->nvlsChunkSize`` (NCCL_NVLS_CHUNKSIZE, 128 KiB), the largest NVLS chunk
+NVLS_CHUNK = 128 * 1024
+
+
+def host_floor(gpus_per_process: "int | np.ndarray") -> "float | np.ndarray":
+    """The least time (s) one collective takes when one host thread launches it on ``gpus_per_process`` GPUs
+    (a number, or an array that broadcasts against the collective's grid)."""
+    return np.asarray(gpus_per_process, dtype=np.float64) * (LAUNCH_US * 1e-6)
+
+
+def tier_kind(tier: Tier, index: int) -> str:
+    """The link kind whose NCCL latencies a tier takes: its ``kind``, else guessed from the name and place."""
+    if tier.kind:
+        return tier.kind
+    name = tier.name.lower()
+    if "pci" in name:
+        return "pcie"
+    if index == 0 and any(w in name for w in ("nvlink", "nvswitch", "xgmi", "infinity", "fabric", "nvl")):
+        return "nvlink"
+    return "nvlink" if index == 0 and tier.per == "device" else ("pcie" if index == 0 else "net")
+
+
+def default_spec(device_name: str, network: Sequence[Tier]) -> NcclSpec:
+    """NCCL constants for a profile that gives none: the generation from the device's name, the rest defaulted."""
+    gen = _generation(device_name) or "ampere"
+    nvl = tier_kind(network[0], 0) == "nvlink"
+    return NcclSpec(
+        generation=gen,
+        channels=24 if gen in ("hopper", "blackwell") else 16,
+        nvls=nvl and gen in ("hopper", "blackwell") and (network[0].size or 0) > 2,
+        nvls_channels=32 if gen == "blackwell" else 16,
+        ll128=nvl and gen != "ada",
+        cpu="intel",
+        defaulted=("generation", "channels", "nvls", "nvls_channels", "ll128", "cpu"),
+    )
+
+
+def known_gpu(device_name: str) -> bool:
+    """Does the device's name name a GPU simcli knows the generation of?"""
+    return _generation(device_name, None) is not None
+
+
+def _generation(device_name: str, default: str | None = "ampere") -> str | None:
+    n = device_name.lower()
+    for words, gen in (
+        (("b200", "gb200", "b100", "blackwell", "gb300", "b300"), "blackwell"),
+        (("h100", "h200", "h800", "gh200", "hopper"), "hopper"),
+        (("a100", "a800", "a30", "ampere"), "ampere"),
+        (("l40", "l4", "4090", "ada"), "ada"),
+        (("v100", "volta"), "volta"),
+        (("mi300", "mi325", "mi250"), "cdna3"),
+    ):
+        if any(w in n for w in words):
+            return gen
+    return default
+
+
+@dataclass(frozen=True)
+class Pair:
+    """One (algorithm, protocol) pair for one collective over k (arrays of k's shape; grid terms on demand).
+
+    ``latency`` (s) and ``alg_Bps`` (collective bytes per second at full channels) depend on k only;
+    ``hop_latency`` and ``hops`` are (tiers, ...k). ``enabled`` is False where NCCL does not run the pair.
+    """
+
+    algorithm: str
+    protocol: str
+    enabled: np.ndarray
+    latency: np.ndarray
+    alg_Bps: np.ndarray
+    bus_Bps: np.ndarray
+    base: float
+    hop_latency: np.ndarray
+    hops: np.ndarray
+    plateau: bool  #: the tuner's ring plateau factor applies (multi-node Simple ring all-reduce)
+    multi: np.ndarray
+    channels: float
+    ranks: np.ndarray
+    threshold: np.ndarray  #: bytes per channel below which getAlgoInfo drops a channel (0: never)
+    #: NVLS and NVLSTree: concurrent operations (channels x heads), over k; None for the others (no fill)
+    ops: np.ndarray | None = None
+    stages: float = 0.0  #: NVLS: the pipeline fill in chunk times (NVLS_FILL of the collective)
+    nodes: np.ndarray | None = None  #: nodes the collective spans (NVLSTree's chunk rule reads it)
+
+    def correction(self, n: np.ndarray) -> np.ndarray | float:
+        """NCCL's treeCorrectionFactor for sizes n (tree only; 1.0 for the others), shaped like n."""
+        if self.algorithm != "tree":
+            return 1.0
+        n = np.asarray(n, dtype=np.float64)
+        logsize = np.clip(np.floor(np.log2(np.maximum(n / 64.0, 1.0))).astype(np.int64), 0, 22)
+        return np.where(n / 64.0 < 2.0**23, TREE_CORRECTION[PROTOS.index(self.protocol)][logsize], 1.0)
+
+    def share(self, n: np.ndarray) -> np.ndarray | float:
+        """The fraction of the channels getAlgoInfo launches for sizes n (NVLS: all of its own)."""
+        if not np.any(self.threshold):
+            return 1.0
+        return np.clip(np.floor(np.asarray(n, dtype=np.float64) / self.threshold), 1.0, self.channels) / self.channels
+
+    def tuner_latency(self, latency: np.ndarray, n: np.ndarray) -> np.ndarray:
+        """The tuner's latency: x1.4 on a multi-node Simple ring all-reduce once n/(channels·k) >= 64."""
+        if not self.plateau:
+            return latency
+        return np.where(
+            self.multi & (np.asarray(n) / (self.channels * self.ranks) >= 64), latency * RING_PLATEAU, latency
+        )
+
+    def fill(self, n: np.ndarray) -> np.ndarray | float:
+        """The pipeline fill for sizes n (s): ``stages`` chunk times at the pair's bandwidth; 0 but for NVLS.
+
+        The chunk is what ``calcCollChunking`` (src/enqueue.cc, NCCL 2.2x) picks for n: NVLS starts from
+        nvlsChunkSize and halves to 64, 32, 16 KiB while n < 64, 8, 2 x ops x chunk; NVLSTree starts from
+        nvlsChunkSize (64 KiB from 4 nodes on) and drops to 64, 32 KiB while n < 4, 1 x ops x chunk. A size
+        below ops x chunk gives each operation one partial chunk of n / ops bytes.
+        """
+        if self.ops is None:
+            return 0.0
+        return nvls_fill(self.algorithm, n, self.ops, self.nodes, self.alg_Bps, self.stages)
+
+    def cost(self, n: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+        """(time, tuner's estimate, bandwidth term) for sizes n, inf where the pair does not run (a reference
+        evaluation of one pair; :func:`simcli.comm.collectives.nccl_collective` does the same for all pairs at once)."""
+        corr = self.correction(n)
+        with np.errstate(divide="ignore", invalid="ignore"):
+            bw = n / (self.alg_Bps * corr * self.share(n)) + self.fill(n)
+            tuner = self.tuner_latency(self.latency, n) + n / (self.alg_Bps * corr)
+            t = self.latency + bw
+        off = ~self.enabled
+        if np.any(off):
+            return np.where(off, np.inf, t), np.where(off, np.inf, tuner), bw
+        return t, tuner, bw
+
+
+def _domains(network: Sequence[Tier], k: np.ndarray) -> list[np.ndarray]:
+    """D_i: domains of tier i-1 in use (i >= 1), D_0 = k; the ring crosses D_i boundaries when D_i > 1."""
+    out = [k]
+    for i in range(1, len(network)):
+        out.append(-(-k // network[i - 1].size))
+    return out
+
+
+def hops(network: Sequence[Tier], k: np.ndarray, collective: str = "all_reduce") -> np.ndarray:
+    """Ring hops per collective at each tier, shape (tiers, ...k): the chunk's critical path.
+
+    Per pass a chunk takes k-1 hops; c_i = D_i when D_i > 1 (else 0) edges leave a domain of tier i-1 and,
+    of those, c_{i+1} also leave one of tier i, so c_i - c_{i+1} hops pay tier i's latency (NCCL 2.20.3
+    counts all N inter-node edges in an all-reduce pass and N-1 in a reduce-scatter or all-gather pass).
+    """
+    k = np.asarray(k, dtype=np.int64)
+    dom = _domains(network, k)
+    c = [np.where(d > 1, d, 0) for d in dom] + [np.zeros_like(k)]
+    nt = len(network)
+    per_pass = np.zeros((nt,) + k.shape, dtype=np.float64)
+    for i in range(1, nt):
+        per_pass[i] = c[i] - c[i + 1]
+    if collective != "all_reduce":  # NCCL: nInterSteps = nNodes - 1: one hop fewer at the outermost spanned tier
+        top = np.zeros(k.shape, dtype=np.int64)
+        for i in range(1, nt):
+            top = np.where(c[i] > 0, i, top)
+        for i in range(1, nt):
+            per_pass[i] -= top == i
+    steps = {
+        "all_reduce": 2.0 * (k - 1),
+        "reduce_scatter": k - 1.0,
+        "all_gather": k - 1.0,
+        "broadcast": k.astype(np.float64),
+    }[collective]
+    passes = 2.0 if collective == "all_reduce" else 1.0
+    out = per_pass * passes
+    out[0] = np.maximum(steps - out[1:].sum(axis=0), 0.0)
+    return np.where(k >= 2, out, 0.0)
+
+
+def _tree_hops(network: Sequence[Tier], k: np.ndarray) -> np.ndarray:
+    """Tree hops (up and down) per tier: 2(ppn-1) in the node, 2·floor(lg g_i) at tier i."""
+    k = np.asarray(k, dtype=np.int64)
+    dom = _domains(network, k)
+    nt = len(network)
+    out = np.zeros((nt,) + k.shape)
+    out[0] = 2.0 * (np.minimum(k, network[0].size if network[0].size else k) - 1)
+    for i in range(1, nt):
+        g = (
+            dom[i]
+            if i == nt - 1 or network[i].size is None
+            else np.minimum(dom[i], network[i].size // network[i - 1].size)
+        )
+        out[i] = 2.0 * np.floor(np.log2(np.maximum(g, 1)))
+    return np.where(k >= 2, out, 0.0)
+
+
+def _quantise(bw_GBps: np.ndarray, speeds: Sequence[float]) -> np.ndarray:
+    """The largest per-channel speed of NCCL's search table that does not exceed ``bw_GBps``."""
+    s = np.asarray(speeds)
+    ok = s[None, :] <= np.asarray(bw_GBps, dtype=np.float64).reshape(-1, 1)
+    pick = np.where(ok.any(axis=1), s[np.argmax(ok, axis=1)], s[-1])
+    return pick.reshape(np.shape(bw_GBps))
+
+
+def nvls_chunk(algorithm: str, n: np.ndarray, ops: np.ndarray, nodes: np.ndarray | None) -> np.ndarray:
+    """The chunk (bytes) NCCL's calcCollChunking gives an NVLS or NVLSTree collective of n bytes."""
+    n = np.asarray(n, dtype=np.float64)
+    c = np.full(np.broadcast(n, ops).shape, float(NVLS_CHUNK))
+    if algorithm == "nvls":
+        steps = ((64, 65536), (8, 32768), (2, 16384))
+    else:
+        if nodes is not None:
+            c = np.where(np.asarray(nodes) >= 4, np.minimum(c, 65536.0), c)
+        steps = ((4, 65536), (1, 32768))
+    for times, smaller in steps:
+        c = np.where((n < times * ops * c) & (c > smaller), float(smaller), c)
+    return c
+
+
+def nvls_fill(
+    algorithm: str, n: np.ndarray, ops: np.ndarray, nodes: np.ndarray | None, alg_Bps: np.ndarray, stages: float
+) -> np.ndarray:
+    """``stages`` chunk times (s): ops x min(chunk, n / ops) bytes at the pair's bandwidth, per fill stage."""
+    n = np.asarray(n, dtype=np.float64)
+    c = np.minimum(nvls_chunk(algorithm, n, ops, nodes), n / ops)
+    with np.errstate(divide="ignore", invalid="ignore"):
+        return stages * c * ops / alg_Bps
+
+
+def pairs(
+    network: Sequence[Tier],
+    spec: NcclSpec,
+    k: np.ndarray,
+    tier_Bps: np.ndarray,
+    collective: str = "all_reduce",
+    algorithms: Sequence[str] | None = None,
+    protocols: Sequence[str] | None = None,
+) -> list[Pair]:
+    """Every (algorithm, protocol) pair NCCL could run for this collective over k; see the module docstring.
+
+    ``tier_Bps`` is what each tier offers a ring, (tiers, ...k) (``collectives.tier_bandwidth``; its minimum is
+    the ring's bus bandwidth). Sizes
+    enter through :meth:`Pair.cost`; ``n`` is the collective's size as nccl-tests counts it (all-gather: the
+    gathered output, reduce-scatter: the input).
+    """
+    k = np.asarray(k, dtype=np.int64)
+    kf = k.astype(np.float64)
+    nt = len(network)
+    ring_Bps = np.min(tier_Bps, axis=0)
+    gen = GENERATION_TABLE.get(spec.generation, "ampere")
+    tab = GENERATIONS[gen]
+    dom = _domains(network, k)
+    nodes = dom[1] if nt > 1 else np.ones_like(k)
+    multi = nodes > 1
+    idx2 = np.where(nodes <= 1, 0, np.where(nodes == 2, 1, 2))
+    ppn = kf / np.maximum(nodes, 1)
+    ll_max = (
+        np.where(
+            multi,
+            np.asarray(_LL_MAX_MULTINODE.get(spec.cpu, _LL_MAX_MULTINODE["intel"]))[idx2],
+            np.asarray(tab["ll_max"])[idx2],
+        )
+        * 1e9
+    )
+    ch = float(spec.channels)
+    kinds = [tier_kind(t, i) for i, t in enumerate(network)]
+    shp = (1,) * k.ndim
+    # per-tier scale: the tier's stated latency over NCCL's Ring/Simple hop latency of its kind
+    scale = [
+        t.latency_s / (HW_LATENCY_US[kd]["ring"][2] * 1e-6) if HW_LATENCY_US[kd]["ring"][2] else 1.0
+        for t, kd in zip(network, kinds)
+    ]
+    net_over = NET_OVERHEAD_US.get(spec.cpu, 1.0) * 1e-6
+
+    algos = [a for a in ALGOS if a in COLLECTIVES[collective] and (algorithms is None or a in algorithms)]
+    protos = [p for p in PROTOS if protocols is None or p in protocols]
+    ring_hops = hops(network, k, collective)
+    tree_hops = _tree_hops(network, k)
+    nvl0 = kinds[0] == "nvlink"
+    B0 = network[0].effective_Bps / 1e9 * np.ones(k.shape)  # one GPU's NVLink, GB/s
+    out: list[Pair] = []
+    for a in algos:
+        for p in protos:
+            pidx = PROTOS.index(p)
+            if a.startswith("nvls") and p != "simple":
+                continue
+            if p == "ll128" and not spec.ll128:
+                continue
+            enabled = k >= 2
+            if a == "nvls":
+                enabled = enabled & (~multi) & (k > 2) & spec.nvls & nvl0
+            if a == "nvls-tree":
+                enabled = enabled & multi & spec.nvls & nvl0 & (ppn > 2)
+            # ---- latency: base + hops x per-hop latency of each tier
+            hw = np.stack(
+                [np.full(k.shape, HW_LATENCY_US[kd][a][pidx] * 1e-6 * scale[i]) for i, kd in enumerate(kinds)]
+            )
+            if a == "ring":
+                hc = ring_hops
+                if collective == "all_reduce" or collective in ("reduce_scatter", "all_gather"):
+                    floor = net_over * (3.0 if p == "simple" else 1.0)
+                    hw[0] = np.where(multi, np.maximum(hw[0], floor), hw[0])
+                if collective == "broadcast":  # tuning.cc: Reduce/Broadcast rings pay nsteps x one hop latency
+                    hc = np.zeros_like(ring_hops)
+                    top = np.zeros(k.shape, dtype=np.int64)
+                    for i in range(1, nt):
+                        top = np.where(dom[i] > 1, i, top)
+                    for i in range(nt):
+                        hc[i] = np.where(top == i, kf, 0.0)
+                    hc = np.where(k >= 2, hc, 0.0)
+            elif a == "tree":
+                hc = tree_hops
+            elif a == "nvls":
+                hc = np.zeros((nt,) + k.shape)
+                hc[0] = 1.0
+            else:  # nvls-tree: NVLS in the node, then the tree's network hops
+                hc = np.where(np.arange(nt).reshape((-1,) + shp) == 0, 1.0, tree_hops)
+            base = BASE_LATENCY_US[a][pidx] * 1e-6
+            hop_lat = hc * hw
+            lat = base + hop_lat.sum(axis=0)
+            # ---- bus bandwidth (B/s)
+            bus = np.asarray(ring_Bps, dtype=np.float64) * np.ones(k.shape)
+            if a == "ring":
+                if p == "ll":
+                    frac = 0.25 if (collective == "all_reduce" or np.any(multi)) else 1.0 / 3.0
+                    bus = np.minimum(ll_max, bus * np.where(multi, 0.25, frac))
+                elif p == "ll128":
+                    bus = np.minimum(bus * np.where(ppn < 2, 0.7, 0.92), ch * tab["ring_ll128"][0] * 1e9)
+                steps = {"all_reduce": 2.0 * (kf - 1), "reduce_scatter": kf - 1, "all_gather": kf - 1, "broadcast": kf}[
+                    collective
+                ]
+                ratio = kf / np.maximum(steps, 1.0)
+            elif a == "tree":
+                bus = np.minimum(bus * 0.92, ch * np.asarray(tab["tree"])[idx2] * 1e9)
+                if p == "ll":
+                    bus = np.minimum(bus / 3.8, ll_max)
+                elif p == "ll128":
+                    bus = np.minimum(
+                        bus * np.where(multi, 120.0 / 128.0, 7.0 / 9.0), ch * np.asarray(tab["tree_ll128"])[idx2] * 1e9
+                    )
+                ratio = 0.5
+            else:
+                nch = float(spec.nvls_channels)
+                s = _quantise(B0 / nch, SPEEDS_INTRA)
+                if a == "nvls-tree" and nt > 1:
+                    inter = np.asarray(tier_Bps[1], dtype=np.float64) / 1e9 / nch * np.where(nodes > 2, 0.5, 1.0)
+                    s = np.minimum(s, _quantise(inter * np.ones(k.shape), SPEEDS_INTER))
+                bus = nch * s * 1e9
+                ratio = NVLS_RATIO
+            alg_Bps = bus * ratio  # NCCL's "bandwidth": bytes of the collective's size per second
+            if a.startswith("nvls"):
+                thr = np.zeros(k.shape)  # getAlgoInfo: NVLS always launches all of its channels
+            else:
+                thr = (
+                    MAX_THREADS[pidx]
+                    * THREAD_THRESHOLD[pidx]
+                    * (kf if (a == "ring" and p == "ll") else np.ones(k.shape))
+                )
+            out.append(
+                Pair(
+                    algorithm=a,
+                    protocol=p,
+                    enabled=np.asarray(enabled),
+                    latency=lat,
+                    alg_Bps=alg_Bps,
+                    bus_Bps=bus,
+                    base=base,
+                    hop_latency=hop_lat,
+                    hops=hc,
+                    plateau=(a == "ring" and p == "simple" and collective == "all_reduce"),
+                    multi=multi,
+                    channels=ch,
+                    ranks=kf,
+                    threshold=thr,
+                    # NCCL's NVLS graph has one head per GPU of the node (search.cc: NVLS channels = GPUs)
+                    ops=(float(spec.nvls_channels) * np.minimum(ppn, kf)) if a.startswith("nvls") else None,
+                    nodes=nodes if a.startswith("nvls") else None,
+                    stages=NVLS_FILL.get(collective, 0.0) if a.startswith("nvls") else 0.0,
+                )
+            )
+    return out

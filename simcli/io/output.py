@@ -1,0 +1,701 @@
+"""Writing results: CSV and JSON serialisation, and atomic file writes.
+
+``write_atomic`` writes to a temporary file in the target directory and
+renames it into place, so a failed run leaves no half-written file and never
+clobbers an existing file unless ``force`` is set. What it guarantees (issue 12):
+
+* an existing target that is not a regular file (a named pipe, a character device such as
+  ``/dev/null``) is written into directly, never renamed over; block devices and sockets are refused;
+* a symbolic link to a regular file is kept: the file it points to is replaced;
+* an output that is one of the command's input files is refused: those given as ``inputs=`` (before any
+  work), and every file :func:`simcli.io.inputs.read_text` read in the command so far (the CLI tracks them);
+* a write that the system refuses (a full disk, a read-only file system, no permission) is one
+  :class:`~simcli.base.types.EnvironmentFailure` line (exit 1) naming the file, and nothing is left behind.
+
+``write_stdout`` is the one writer of results to standard output, with the same guarantees for a
+closed stdout, ``> /dev/full`` and a stdout that cannot encode a character.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import csv
+import errno
+import io
+import json
+import math
+import os
+import stat
+import sys
+import tempfile
+from pathlib import Path
+from typing import Any, Callable, Iterable, Iterator, Sequence
+
+from ..base.types import EnvironmentFailure, InputError
+
+__all__ = [
+    "write_atomic",
+    "check_output_path",
+    "check_output_name",
+    "claim",
+    "claims",
+    "Claim",
+    "write_stdout",
+    "StdoutClosed",
+    "GuardedStream",
+    "guard_stdio",
+    "stdout_usable",
+    "to_csv",
+    "to_json",
+    "jsonable",
+    "cannot_write",
+    "to_ascii",
+    "number_text",
+    "finite_gate",
+    "NonFiniteResult",
+    "escape_controls",
+]
+
+
+def cannot_write(what: str, e: OSError) -> EnvironmentFailure:
+    """The one line for a write the system refused (ENOSPC, EROFS, EACCES, EIO, ...)."""
+    hint = {
+        errno.ENOSPC: "; free some space or write elsewhere",
+        errno.EROFS: "; the file system is read-only, write elsewhere",
+        errno.EDQUOT: "; the disk quota is used up, write elsewhere",
+        errno.EACCES: "; you may not write there, choose another place",
+        errno.EPERM: "; you may not write there, choose another place",
+    }.get(e.errno or 0, "")
+    return EnvironmentFailure(f"{what}: cannot write it ({e.strerror or e}){hint}")
+
+
+def _same_file(a: Path, b: str | os.PathLike[str]) -> bool:
+    try:
+        return os.path.samefile(a, b)
+    except OSError:
+        return False
+
+
+def check_output_path(
+    path: str | os.PathLike[str],
+    force: bool,
+    option: str = "--output",
+    inputs: Iterable[str | os.PathLike[str] | None] = (),
+) -> Path:
+    """Refuse, before any work is done, an output that would clobber a file, is an input or has no directory;
+    then claim it (:func:`claim`), so that a second command writing the same file is refused (exit 2)."""
+    p = check_output_name(path, force, option, inputs)
+    claim(p, force, option)
+    return p
+
+
+def check_output_name(
+    path: str | os.PathLike[str],
+    force: bool,
+    option: str = "--output",
+    inputs: Iterable[str | os.PathLike[str] | None] = (),
+) -> Path:
+    """The checks of :func:`check_output_path`, without claiming the file."""
+    if not str(path).strip():
+        raise InputError(f"{option}: an empty file name; give a file name (without {option} the answer is printed)")
+    p = Path(path)
+    if p.is_dir():
+        raise InputError(f"{option}: {p} is a directory; give a file name")
+    from .inputs import files_read
+
+    for inp in [*inputs, *files_read()]:  # the command's inputs, given or read so far: never written over
+        if inp is not None and _same_file(p, inp):
+            raise InputError(
+                f"{option}: {p} is also an input of this command ({inp}); writing it would destroy "
+                "the input, choose another name"
+            )
+    if _key(p) in _CLAIMS:  # claimed by this command at its start: its own
+        return p
+    try:
+        st = os.stat(p)  # follows links: /dev/stdout is whatever it points to
+    except FileNotFoundError:
+        st = None
+    except NotADirectoryError:  # the file system refuses the path (issue 12 counts it with a full disk: exit 1)
+        raise EnvironmentFailure(
+            f"{option}: {p}: cannot write it (a part of the path before the file name is a "
+            "file, not a directory); write elsewhere"
+        ) from None
+    except OSError as e:
+        raise cannot_write(f"{option}: {p}", e) from None
+    if st is not None:
+        if stat.S_ISBLK(st.st_mode) or stat.S_ISSOCK(st.st_mode):
+            kind = "a block device" if stat.S_ISBLK(st.st_mode) else "a socket"
+            raise InputError(f"{option}: {p} is {kind}; give a regular file, a named pipe or a character device")
+        if not force:
+            raise InputError(f"{option}: {p} exists; pass --force to overwrite it or choose another name")
+    parent = p.parent if str(p.parent) else Path(".")
+    if not parent.is_dir():
+        if parent.exists():
+            raise EnvironmentFailure(
+                f"{option}: {p}: cannot write it ({parent} is a file, not a directory); write elsewhere"
+            )
+        raise InputError(f"{option}: directory {parent} does not exist; create it first")
+    return p
+
+
+# --------------------------------------------------------------------------- claims (issue 27)
+
+#: the outputs claimed by the running command, by their real path
+_CLAIMS: dict[str, "Claim"] = {}
+
+
+def _key(p: Path) -> str:
+    return os.path.realpath(p)
+
+
+class Claim:
+    """An output file this command holds from its start (issue 27): a second writer is refused, and a writer
+    whose file another command replaced (``--force``) notices instead of writing into a file nobody sees.
+
+    * a file that does not exist is created empty at once with ``O_EXCL`` (``placeholder``): a second
+      command naming it is refused (exit 2) before it measures anything; a claim never written is removed;
+    * an existing regular file (``--force``) is left as it is until the new content replaces it atomically;
+    * a named pipe or a character device is opened at once, without blocking: a pipe nothing reads is refused.
+    """
+
+    def __init__(self, path: Path, option: str, force: bool):
+        self.path, self.option, self.force = path, option, force
+        self.target = Path(_key(path))
+        self.fd: int | None = None
+        self.ident: tuple[int, int] | None = None  # (device, inode) of the file at target that is this command's
+        self.special = False
+        self.placeholder = False  # created empty by this claim, and nothing written into it yet
+        try:
+            st = os.stat(self.target)
+        except FileNotFoundError:
+            st = None
+        except OSError as e:
+            raise cannot_write(f"{option}: {path}", e) from None
+        if st is not None and not stat.S_ISREG(st.st_mode):
+            self.special = True
+            self.fd = _open_special(self.target, st, option, path)
+            return
+        if st is not None:
+            return  # --force over an existing file: replaced when the output is ready
+        try:
+            self.fd = os.open(self.target, os.O_WRONLY | os.O_CREAT | os.O_EXCL | getattr(os, "O_CLOEXEC", 0), 0o666)
+        except FileExistsError:
+            if not force:
+                raise InputError(
+                    f"{option}: {path} exists (another command has just created it); pass --force to overwrite "
+                    "it or choose another name"
+                ) from None
+            return
+        except OSError as e:
+            raise cannot_write(f"{option}: {path}", e) from None
+        fs = os.fstat(self.fd)
+        self.ident, self.placeholder = (fs.st_dev, fs.st_ino), True
+
+    def ours(self) -> bool:
+        """Is the file at the target still the one this command created or published?"""
+        if self.special or self.ident is None:
+            return True
+        try:
+            st = os.stat(self.target)
+        except OSError:
+            return False
+        return (st.st_dev, st.st_ino) == self.ident
+
+    def published(self, fd: int) -> None:
+        """``fd`` is now the file at the target (renamed into place by this command)."""
+        fs = os.fstat(fd)
+        self.ident, self.placeholder = (fs.st_dev, fs.st_ino), False
+
+    def replaced(self, saved: Path | None, what: str) -> EnvironmentFailure:
+        """The one line for an output that another command replaced or removed while this one wrote it."""
+        where = f"; {what} are in {saved}" if saved is not None else f"; {what} could not be kept"
+        return EnvironmentFailure(
+            f"{self.option}: {self.path} was replaced or removed by another command while this one wrote it"
+            f"{where}; give each run its own --output"
+        )
+
+    def release(self) -> None:
+        """Close the handle; a placeholder never written (the command failed or wrote nothing) is removed."""
+        if self.placeholder and self.ours():
+            try:
+                os.unlink(self.target)
+            except OSError:
+                pass
+        self.placeholder = False
+        if self.fd is not None:
+            try:
+                os.close(self.fd)
+            except OSError:
+                pass
+            self.fd = None
+        if _CLAIMS.get(_key(self.path)) is self:
+            del _CLAIMS[_key(self.path)]
+
+
+def _open_special(target: Path, st: os.stat_result, option: str, shown: Path) -> int:
+    """Open a named pipe or character device for writing without blocking; a pipe with no reader is refused."""
+    if stat.S_ISBLK(st.st_mode) or stat.S_ISSOCK(st.st_mode):
+        kind = "a block device" if stat.S_ISBLK(st.st_mode) else "a socket"
+        raise InputError(f"{option}: {shown} is {kind}; give a regular file, a named pipe or a character device")
+    try:
+        fd = os.open(target, os.O_WRONLY | os.O_NONBLOCK | getattr(os, "O_CLOEXEC", 0))
+    except OSError as e:
+        if e.errno == errno.ENXIO:  # a FIFO that no process has open for reading: writing would block forever
+            raise InputError(
+                f"{option}: {shown} is a named pipe that nothing reads; start its reader first (cat {shown}) "
+                "or write to a regular file"
+            ) from None
+        raise cannot_write(f"{option}: {shown}", e) from None
+    import fcntl
+
+    fcntl.fcntl(fd, fcntl.F_SETFL, fcntl.fcntl(fd, fcntl.F_GETFL) & ~os.O_NONBLOCK)
+    return fd
+
+
+def claim(path: str | os.PathLike[str], force: bool, option: str = "--output") -> Claim:
+    """This command's claim on ``path`` (made now if it has none yet); see :class:`Claim`."""
+    p = Path(path)
+    held = _CLAIMS.get(_key(p))
+    if held is not None:
+        return held
+    c = Claim(p, option, force)
+    _CLAIMS[_key(p)] = c
+    return c
+
+
+@contextlib.contextmanager
+def claims() -> Iterator[None]:
+    """The CLI wraps each command in this: the outputs it claims are released (unused ones removed) at its end."""
+    global _CLAIMS
+    old, _CLAIMS = _CLAIMS, {}
+    try:
+        yield
+    finally:
+        for c in list(_CLAIMS.values()):
+            c.release()
+        _CLAIMS = old
+
+
+def save_aside(target: Path, data: Iterable[bytes]) -> Path | None:
+    """Write ``data`` to a new file beside ``target`` (``NAME.PID.saved``): where a replaced writer keeps its work."""
+    for i in range(100):
+        saved = target.with_name(f"{target.name}.{os.getpid()}{'.' + str(i) if i else ''}.saved")
+        try:
+            fd = os.open(saved, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o666)
+        except FileExistsError:
+            continue
+        except OSError:
+            return None
+        try:
+            with os.fdopen(fd, "wb") as f:
+                for raw in data:
+                    f.write(raw)
+        except OSError:
+            return None
+        return saved
+    return None
+
+
+def write_fd(fd: int, data: bytes) -> None:
+    """All of ``data`` into ``fd`` (``os.write`` may take part of it)."""
+    view = memoryview(data)
+    while view:
+        view = view[os.write(fd, view) :]
+
+
+def _chunks(data: str | bytes | Iterable[str]) -> Iterable[bytes]:
+    if isinstance(data, (str, bytes)):
+        yield data.encode("utf-8") if isinstance(data, str) else data
+        return
+    for chunk in data:
+        yield chunk.encode("utf-8") if isinstance(chunk, str) else chunk
+
+
+def write_atomic(
+    path: str | os.PathLike[str],
+    data: str | bytes | Iterable[str],
+    force: bool = False,
+    option: str = "--output",
+    inputs: Iterable[str | os.PathLike[str] | None] = (),
+) -> Path:
+    """Write ``data`` to ``path`` atomically (temp file + rename in the same directory).
+
+    ``data`` may be an iterable of text chunks (a table of millions of rows, streamed as it is computed).
+    The output is claimed (:class:`Claim`) if the command has not claimed it at its start; a named pipe or
+    character device is written into through the claim's handle (never renamed over); ``inputs`` are the
+    command's input files, refused as the output. A refused write is an EnvironmentFailure (exit 1); an
+    output that another command replaced meanwhile is not written over: the data is kept beside it.
+    """
+    p = check_output_name(path, force, option, inputs)
+    c = claim(p, force, option)
+    if c.special:
+        try:
+            for raw in _chunks(data):
+                write_fd(c.fd, raw)  # type: ignore[arg-type]
+        except OSError as e:
+            raise cannot_write(f"{option}: {p}", e) from None
+        finally:
+            c.release()
+        return p
+    target = c.target  # a symbolic link is kept: what it points to is replaced
+    tmp = None
+    try:
+        fd, tmp = tempfile.mkstemp(
+            prefix=f".{target.name}.", suffix=".tmp", dir=target.parent if str(target.parent) else "."
+        )
+        umask = os.umask(0)
+        os.umask(umask)
+        os.chmod(tmp, 0o666 & ~umask)  # mkstemp creates 0600; give the file the permissions open() would
+        with os.fdopen(fd, "wb") as f:
+            for raw in _chunks(data):
+                f.write(raw)
+            f.flush()
+            os.fsync(f.fileno())
+        if not c.ours():  # another command replaced (or removed) the file this one claimed: keep both
+            saved = target.with_name(f"{target.name}.{os.getpid()}.saved")
+            os.replace(tmp, saved)
+            tmp = None
+            c.placeholder = False
+            raise c.replaced(saved, "this command's results")
+        if not force and c.ident is None and p.exists():  # appeared while we worked (no claim could be made)
+            raise InputError(f"{option}: {p} exists; pass --force to overwrite it or choose another name")
+        os.replace(tmp, target)
+        tmp = None
+        c.placeholder = False
+    except OSError as e:
+        raise cannot_write(f"{option}: {p}", e) from None
+    finally:
+        if tmp is not None:
+            try:
+                os.unlink(tmp)
+            except OSError:
+                pass
+        c.release()
+    return p
+
+
+class StdoutClosed(EnvironmentFailure):
+    """Standard output is closed (``>&-``): nothing can be printed."""
+
+
+#: ASCII spellings of the non-ASCII characters simcli prints, for a stdout that cannot encode them
+ASCII_SPELLINGS = {
+    "α": "alpha",
+    "β": "beta",
+    "γ": "gamma",
+    "µ": "u",
+    "μ": "u",
+    "·": "*",
+    "×": "x",
+    "≤": "<=",
+    "≥": ">=",
+    "−": "-",
+    "–": "-",
+    "—": "-",
+    "…": "...",
+    "→": "->",
+    "²": "^2",
+    "³": "^3",
+    "≈": "~",
+    "│": "|",
+    "─": "-",
+    "┃": "|",
+    "━": "-",
+    "┏": "+",
+    "┓": "+",
+    "┗": "+",
+    "┛": "+",
+    "┡": "+",
+    "┩": "+",
+    "┳": "+",
+    "┻": "+",
+    "╇": "+",
+    "┼": "+",
+    "├": "+",
+    "┤": "+",
+    "┬": "+",
+    "┴": "+",
+    "┌": "+",
+    "┐": "+",
+    "└": "+",
+    "┘": "+",
+    "╭": "+",
+    "╮": "+",
+    "╰": "+",
+    "╯": "+",
+    "‖": "||",
+    "∞": "inf",
+    "σ": "sigma",
+    "Σ": "sum",
+    "±": "+/-",
+}
+
+
+def to_ascii(text: str) -> str:
+    """``text`` with simcli's non-ASCII characters spelled in ASCII (alpha, us, x) and any other replaced by '?'."""
+    out = "".join(ASCII_SPELLINGS.get(c, c) for c in text)
+    return out.encode("ascii", "replace").decode("ascii")
+
+
+class GuardedStream:
+    """The process's stdout (or stderr) behind the guarantees of :func:`write_stdout`, for every writer.
+
+    Installed by the CLI's entry point (:func:`guard_stdio`), so rich tables, ``sys.stdout.write`` and
+    ``typer.echo`` alike: spell non-ASCII characters in ASCII when the stream cannot encode them, raise
+    :class:`StdoutClosed` when stdout is closed, and turn a refused write (``> /dev/full``) into one
+    EnvironmentFailure line. BrokenPipeError passes through, for the entry point to end quietly.
+    """
+
+    def __init__(self, stream: Any, name: str = "standard output"):
+        self._stream = stream
+        self._name = name
+        enc = getattr(stream, "encoding", None) or "utf-8"
+        try:
+            "αµ·×│".encode(enc)
+            self._ascii = False
+        except (UnicodeEncodeError, LookupError):
+            self._ascii = True
+
+    @property
+    def encoding(self) -> str:
+        return getattr(self._stream, "encoding", None) or "utf-8"
+
+    def _closed(self) -> StdoutClosed:
+        return StdoutClosed(f"{self._name} is closed; nothing can be printed (use --output FILE)")
+
+    def write(self, text: str) -> int:
+        if self._stream is None:
+            raise self._closed()
+        if self._ascii:
+            try:
+                text.encode(self.encoding)
+            except (UnicodeEncodeError, LookupError):
+                text = to_ascii(text)
+        try:
+            return self._stream.write(text)
+        except BrokenPipeError:
+            self._quiet()
+            raise
+        except ValueError:  # "I/O operation on closed file"
+            raise self._closed() from None
+        except OSError as e:
+            if e.errno == errno.EBADF:
+                raise self._closed() from None
+            raise cannot_write(self._name, e) from None
+
+    def flush(self) -> None:
+        if self._stream is None:
+            return
+        try:
+            self._stream.flush()
+        except BrokenPipeError:
+            self._quiet()
+            raise
+        except ValueError:
+            pass
+        except OSError as e:
+            if e.errno == errno.EBADF:
+                raise self._closed() from None
+            raise cannot_write(self._name, e) from None
+
+    def _quiet(self) -> None:
+        """The reader went away: point the descriptor at /dev/null, so that the last flush at exit stays quiet."""
+        try:
+            devnull = os.open(os.devnull, os.O_WRONLY)
+            os.dup2(devnull, self._stream.fileno())
+            os.close(devnull)
+        except (OSError, ValueError, AttributeError):
+            pass
+
+    def isatty(self) -> bool:
+        return bool(self._stream is not None and self._stream.isatty())
+
+    @property
+    def closed(self) -> bool:
+        return self._stream is None or bool(getattr(self._stream, "closed", False))
+
+    def __getattr__(self, name: str) -> Any:
+        if self._stream is None:
+            raise AttributeError(name)
+        return getattr(self._stream, name)
+
+
+def stdout_usable() -> bool:
+    """Can results be printed? False when stdout is closed (``>&-``): check before a long measurement."""
+    out = sys.stdout
+    if out is None or getattr(out, "closed", False):
+        return False
+    try:
+        os.fstat(out.fileno())  # a descriptor closed under Python (os.close(1)) is EBADF here
+    except (io.UnsupportedOperation, AttributeError):  # an in-memory stream (a test runner's): usable
+        return True
+    except (OSError, ValueError):
+        return False
+    return True
+
+
+def guard_stdio() -> Callable[[], None]:
+    """Install :class:`GuardedStream` as sys.stdout (and an ASCII-safe sys.stderr); returns an undo function."""
+    old_out, old_err = sys.stdout, sys.stderr
+    if not isinstance(old_out, GuardedStream):
+        sys.stdout = GuardedStream(old_out)
+    if old_err is not None and not isinstance(old_err, GuardedStream):
+        sys.stderr = GuardedStream(old_err, "standard error")
+
+    def undo() -> None:
+        sys.stdout, sys.stderr = old_out, old_err
+
+    return undo
+
+
+def write_stdout(text: str, stream: Any = None) -> None:
+    """Write ``text`` to stdout and flush it: the one place results reach a terminal or a pipe.
+
+    * stdout closed (``>&-``): :class:`StdoutClosed` (exit 1, one line);
+    * ``> /dev/full`` or another refused write: :class:`~simcli.base.types.EnvironmentFailure` (exit 1);
+    * a reader that went away (``| head -1``): BrokenPipeError propagates for the CLI to end quietly;
+    * an encoding without some character (``PYTHONIOENCODING=ascii``): the ASCII spelling is written.
+    """
+    out = sys.stdout if stream is None else stream
+    if out is None or getattr(out, "closed", False):
+        raise StdoutClosed("standard output is closed; nothing can be printed (use --output FILE)")
+    enc = getattr(out, "encoding", None) or "utf-8"
+    try:
+        text.encode(enc)
+    except (UnicodeEncodeError, LookupError):
+        text = to_ascii(text)
+    try:
+        out.write(text)
+        out.flush()
+    except BrokenPipeError:
+        raise
+    except OSError as e:
+        if e.errno == errno.EBADF:
+            raise StdoutClosed("standard output is closed; nothing can be printed (use --output FILE)") from None
+        raise cannot_write("standard output", e) from None
+
+
+def jsonable(v: Any) -> Any:
+    """Plain JSON values: numpy scalars to Python (np.float64 to float), NaN and infinity to None."""
+    if isinstance(v, (str, bool)) or v is None:
+        return v
+    if isinstance(v, int):
+        return int(v)
+    if isinstance(v, float):
+        v = float(v)  # np.float64 is a float whose repr is 'np.float64(...)': never let it reach a file
+        return v if math.isfinite(v) else None
+    if isinstance(v, dict):
+        return {k: jsonable(x) for k, x in v.items()}
+    if isinstance(v, (list, tuple)):
+        return [jsonable(x) for x in v]
+    if hasattr(v, "tolist"):
+        return jsonable(v.tolist())
+    return v
+
+
+def number_text(v: Any) -> Any:
+    """The one spelling of a value in a CSV cell or a JSON number: shortest round-trip repr of a Python float."""
+    v = jsonable(v)
+    if isinstance(v, float):
+        return repr(v)
+    return v
+
+
+# --------------------------------------------------------------------------- the finiteness gate (issue 27)
+
+#: result keys that are times, rates or ratios: each must be a finite number (None means "not computed")
+_MEASURE_SUFFIXES = ("_s", "_GBps", "_Bps", "_bps", "_flops", "_per_s", "_B_per_s")
+_MEASURE_KEYS = {"speedup", "efficiency", "time", "bandwidth", "busbw", "algbw", "achieved_flops", "throughput"}
+#: of those, the ones that must also be greater than zero: a step, a compute time, a speedup, a rate
+_POSITIVE_KEYS = {"speedup", "t_step_s", "t_compute_s", "step_time_s", "predicted_t_step_s", "samples_per_s"}
+#: spreads and fit statistics that may be undefined (shown as '-'), never a result of the model
+_FREE_KEYS = {"rse", "spread", "noise", "r2", "r2_log", "target_se", "error", "error_pct", "rel_error"}
+
+
+class NonFiniteResult(InputError):
+    """A result that is not a finite (or not a positive) number: the inputs were each valid, their result is not.
+
+    The CLI adds the inputs the command was given to the line (:func:`simcli.cli.common.handle_errors`)."""
+
+
+def _is_measure(key: str) -> bool:
+    return key not in _FREE_KEYS and (key in _MEASURE_KEYS or key.endswith(_MEASURE_SUFFIXES))
+
+
+def finite_gate(records: Any, what: str = "result") -> None:
+    """Refuse (:class:`NonFiniteResult`, exit 2) a record whose time, rate or speedup is NaN, infinite, or (for
+    a step time, compute time, speedup) not positive. Every table, CSV and JSON passes here before it is
+    written, so no such number is ever printed with exit 0."""
+    for rec in _records(records):
+        for k, v in rec.items():
+            if not isinstance(k, str) or not _is_measure(k):
+                continue
+            if isinstance(v, (list, tuple)) or v is None or isinstance(v, (bool, str)):
+                continue
+            try:
+                x = float(v)
+            except (TypeError, ValueError):
+                continue
+            bad = not math.isfinite(x) or (k in _POSITIVE_KEYS and x <= 0)
+            if bad:
+                at = ", ".join(
+                    f"{n}={rec[n]}" for n in ("profile", "model", "devices", "world_size", "bytes") if n in rec
+                )
+                shown = "NaN" if x != x else ("infinite" if math.isinf(x) else f"{x:g}")
+                raise NonFiniteResult(
+                    f"the {what} {k} is {shown}{' at ' + at if at else ''}, not a "
+                    f"{'positive ' if k in _POSITIVE_KEYS else ''}finite number: the inputs are each valid "
+                    "but their result is beyond what simcli computes; give values in a realistic range"
+                )
+
+
+def _records(obj: Any) -> Iterator[dict]:
+    if isinstance(obj, dict):
+        yield obj
+        for v in obj.values():
+            if isinstance(v, (dict, list, tuple)):
+                yield from _records(v)
+    elif isinstance(obj, (list, tuple)):
+        for x in obj:
+            if isinstance(x, (dict, list, tuple)):
+                yield from _records(x)
+
+
+def to_json(obj: Any) -> str:
+    """JSON text; a list of records is written one record per line (json's C encoder; indent would not use it)."""
+    finite_gate(obj)
+    obj = jsonable(obj)
+    if isinstance(obj, list) and obj and all(isinstance(r, dict) for r in obj):
+        return "[\n" + ",\n".join(json.dumps(r, allow_nan=False) for r in obj) + "\n]\n"
+    return json.dumps(obj, indent=2, allow_nan=False) + "\n"
+
+
+def to_csv(
+    records: Sequence[dict[str, Any]], columns: Iterable[str] | None = None, comments: Iterable[str] = ()
+) -> str:
+    finite_gate(records)
+    cols = list(columns) if columns is not None else (list(records[0]) if records else [])
+    buf = io.StringIO()
+    for c in comments:
+        buf.write(f"# {escape_controls(c)}\n")
+    w = csv.DictWriter(buf, fieldnames=cols, extrasaction="ignore", lineterminator="\n")
+    w.writeheader()
+    for r in records:
+        w.writerow({k: ("" if r.get(k) is None else csv_value(r.get(k))) for k in cols})
+    return buf.getvalue()
+
+
+def csv_value(v: Any) -> Any:
+    return number_text(v)
+
+
+# --------------------------------------------------------------------------- the terminal (issue 27)
+
+_CONTROL = {c: f"\\x{c:02x}" for c in [*range(0x00, 0x20), 0x7F, *range(0x80, 0xA0)] if c != 0x0A}
+
+
+def escape_controls(text: str, keep_newlines: bool = True) -> str:
+    """``text`` (a name, a description, a source read from a file) with its control characters escaped as
+    ``\\x1b``: an escape code in a profile's device name is shown, never obeyed by the terminal."""
+    table = _CONTROL if keep_newlines else {**_CONTROL, 0x0A: "\\x0a"}
+    return text.translate(table)

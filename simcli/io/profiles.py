@@ -1,0 +1,618 @@
+"""Hardware profiles: YAML files -> validated, frozen :class:`~simcli.base.types.Profile` objects.
+
+Search order for ``--profile NAME`` (a value that names an existing file, or
+ends in ``.yaml``/``.yml``, is read as a path instead):
+
+1. each directory in ``SIMCLI_PROFILE_PATH`` (separated by ``os.pathsep``),
+2. the user's config directory (``platformdirs.user_config_dir("simcli")/profiles``;
+   on Linux ``~/.config/simcli/profiles``),
+3. the built-in profiles shipped inside the package (``simcli.hardware_profiles``).
+
+Validation is strict: every error names the file, the field path and the bad
+value; unknown keys are refused so that a typo such as ``bandwith`` is never
+silently ignored.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import difflib
+import math
+import os
+import re
+from dataclasses import dataclass
+from importlib import resources
+from pathlib import Path
+from typing import Any, Iterable
+
+from ..base.types import COMPUTE_DTYPES, Device, InputError, NcclSpec, Profile, Tier
+from ..base.units import UnitError, fmt_bytes, fmt_flops, fmt_rate, fmt_time, parse
+from . import schema as S
+from .inputs import read_text, skip_special
+
+__all__ = [
+    "DEFAULT_PROFILE",
+    "load_profile",
+    "resolve_profile",
+    "list_profiles",
+    "ProfileEntry",
+    "profile_from_dict",
+    "profile_to_dict",
+    "read_yaml",
+    "search_dirs",
+    "MAX_FILE_BYTES",
+]
+
+#: the profile used when --profile is not given
+DEFAULT_PROFILE = "dgx-h100"
+#: YAML files larger than this are refused (a profile is a few KB)
+MAX_FILE_BYTES = 1 << 20
+
+# the allowed keys of each section, from the one schema (simcli.io.schema)
+_TOP, _DEVICE, _TIER, _NCCL = (S.keys(x) for x in (S.TOP, S.DEVICE, S.TIER, S.NCCL))
+
+
+# --------------------------------------------------------------------------- YAML
+
+
+_DIGITS = re.compile(r"^[-+]?[0-9_,.:eE+-]+$")
+#: YAML nested deeper than this is refused before it is built (a profile is 3 levels deep)
+_MAX_DEPTH = 32
+
+
+def _loader() -> Any:
+    """The safe YAML loader, reading '5e-1' and '1e3' as numbers (YAML 1.2 does; PyYAML's 1.1 wants a dot)."""
+    import yaml
+
+    global _LOADER
+    if _LOADER is None:
+        base = getattr(yaml, "CSafeLoader", yaml.SafeLoader)  # libyaml when available: fast
+
+        class Loader(base):  # type: ignore[misc, valid-type]
+            pass
+
+        Loader.add_implicit_resolver(
+            "tag:yaml.org,2002:float",
+            re.compile(r"^[-+]?(?:[0-9][0-9_]*)(?:\.[0-9_]*)?[eE][-+]?[0-9]+$"),
+            list("-+0123456789"),
+        )
+        _LOADER = Loader
+    return _LOADER
+
+
+_LOADER: Any = None
+
+
+def read_yaml(path: Path, what: str = "file") -> Any:
+    """Safely read one YAML document; aliases (the 'billion laughs' vector) and huge files are refused."""
+    import yaml
+
+    p = Path(path)
+    text = read_text(p, f"a YAML {what} (a .yaml file)", MAX_FILE_BYTES)
+
+    loader = _loader()
+    try:
+        # one pass over the event stream before anything is built: aliases (*name) are refused (the "billion
+        # laughs" vector), and so is a key given twice in one mapping (YAML would keep the last silently)
+        stack: list[list] = []  # per open collection: [is_mapping, expecting_a_key, {key: line}]
+        for event in yaml.parse(text, Loader=loader):
+            if isinstance(event, yaml.AliasEvent):
+                raise InputError(
+                    f"{p}: line {event.start_mark.line + 1}: YAML aliases (*name) are not "
+                    f"allowed in a {what}; write the value out"
+                )
+            if isinstance(event, yaml.ScalarEvent) and len(event.value) > 40 and _DIGITS.match(event.value):
+                raise InputError(
+                    f"{p}: line {event.start_mark.line + 1}: a number of {len(event.value):,} characters is beyond "
+                    f"any quantity a {what} holds; write it with an exponent (1e12)"
+                )
+            if isinstance(event, (yaml.MappingStartEvent, yaml.SequenceStartEvent)) and len(stack) >= _MAX_DEPTH:
+                raise InputError(
+                    f"{p}: line {event.start_mark.line + 1}: nested more than {_MAX_DEPTH} levels deep; a {what} "
+                    "is a few levels of mappings and lists"
+                )
+            if isinstance(event, (yaml.ScalarEvent, yaml.MappingStartEvent, yaml.SequenceStartEvent)):
+                if stack and stack[-1][0]:
+                    frame = stack[-1]
+                    if frame[1] and isinstance(event, yaml.ScalarEvent):
+                        line = event.start_mark.line + 1
+                        if event.value in frame[2]:
+                            raise InputError(
+                                f"{p}: line {line}: key {event.value!r} is given twice in one "
+                                f"mapping (first on line {frame[2][event.value]}); keep one"
+                            )
+                        frame[2][event.value] = line
+                    frame[1] = not frame[1]
+                if isinstance(event, yaml.MappingStartEvent):
+                    stack.append([True, True, {}])
+                elif isinstance(event, yaml.SequenceStartEvent):
+                    stack.append([False, False, {}])
+            elif isinstance(event, (yaml.MappingEndEvent, yaml.SequenceEndEvent)):
+                stack.pop()
+        return yaml.load(text, Loader=loader)  # noqa: S506 - a safe loader
+    except InputError:
+        raise
+    except yaml.YAMLError as e:
+        mark = getattr(e, "problem_mark", None)
+        where = f"line {mark.line + 1}: " if mark is not None else ""
+        problem = getattr(e, "problem", None) or str(e).splitlines()[0]
+        raise InputError(f"{p}: {where}not valid YAML ({problem})") from None
+
+
+# --------------------------------------------------------------------------- validation
+
+
+class _V:
+    """Collects the context (file and field path) for one-line error messages."""
+
+    def __init__(self, source: str, errors: list[InputError] | None = None):
+        self.source = source
+        #: when a list: unknown and missing keys are recorded here and the check goes on (all errors reported)
+        self.errors = errors
+
+    def fail(self, field: str, msg: str) -> InputError:
+        return InputError(f"{self.source}: {field}: {msg}")
+
+    def mapping(self, value: Any, field: str, allowed: set[str], required: Iterable[str]) -> dict:
+        if not isinstance(value, dict):
+            raise self.fail(field or "(top level)", f"expected a mapping of keys to values, got {_show(value)}")
+        for key in value:
+            if key not in allowed:
+                close = difflib.get_close_matches(str(key), sorted(allowed), n=1)
+                hint = f"did you mean '{close[0]}'?" if close else f"allowed keys: {', '.join(sorted(allowed))}"
+                self._soft(self.fail(_join(field, str(key)), f"unknown key ({hint})"))
+        for key in required:
+            if key not in value or value[key] is None:
+                self._soft(self.fail(_join(field, key), "required but missing"))
+        return value
+
+    def _soft(self, e: InputError) -> None:
+        if self.errors is None:
+            raise e
+        self.errors.append(e)
+
+    def text(self, value: Any, field: str) -> str:
+        if not isinstance(value, str) or not value.strip():
+            raise self.fail(field, f"{_show(value)} is not a non-empty string")
+        from .output import escape_controls
+
+        return escape_controls(value.strip())  # an escape code in a name is shown, never obeyed (issue 27)
+
+    def quantity(self, value: Any, field: str, kind: str) -> float:
+        try:
+            x = parse(value, kind)
+        except UnitError as e:
+            raise self.fail(field, str(e)) from None
+        if not x > 0:
+            raise self.fail(field, f"{_show(value)} must be greater than zero")
+        return x
+
+    def fraction(self, value: Any, field: str) -> float:
+        if isinstance(value, bool) or not isinstance(value, (int, float)) or not math.isfinite(value):
+            text = " (the YAML file gives it as text: write it unquoted, as 0.5)" if _numeric_text(value) else ""
+            raise self.fail(field, f"{_show(value)} is not a number{text} (give a fraction such as 0.8)")
+        if not 0 < value <= 1:
+            raise self.fail(field, f"{_show(value)} is not in (0, 1] (give a fraction such as 0.8)")
+        return float(value)
+
+    def count(self, value: Any, field: str) -> int:
+        from ..base.ranges import MAX_DEVICES
+
+        if isinstance(value, bool) or not isinstance(value, int) or value < 1:
+            raise self.fail(field, f"{_show(value)} is not a whole number of devices >= 1")
+        if value > MAX_DEVICES:  # refused at load: beyond int64 arithmetic in the engine (issue 27)
+            raise self.fail(field, f"{value:.4g} devices is more than simcli models (at most 2**53)")
+        return value
+
+    def value(self, f: S.Field, raw: Any, path: str) -> Any:
+        """One value of a schema field, validated and in SI."""
+        if f.kind == "text":
+            return self.text(raw if not isinstance(raw, (int, float)) or isinstance(raw, bool) else str(raw), path)
+        if f.kind == "quantity":
+            return self.quantity(raw, path, f.unit or "bytes")
+        if f.kind == "fraction":
+            return self.fraction(raw, path)
+        if f.kind == "count":
+            return self.count(raw, path)
+        if f.kind == "choice":
+            if raw not in f.choices:
+                raise self.fail(path, f.bad_choice(_show(raw)))
+            return raw
+        if f.kind == "bool":
+            if not isinstance(raw, bool):
+                raise self.fail(path, f"{_show(raw)} is not true or false")
+            return raw
+        raise AssertionError(f"no generic parser for {f.kind}")  # pragma: no cover
+
+    def fields(self, d: dict, section: tuple[S.Field, ...], prefix: str, kinds: tuple[str, ...]) -> dict[str, Any]:
+        """attribute -> value for the section's simple fields (``kinds``) that ``d`` gives."""
+        return {
+            f.name: self.value(f, d[f.key], _join(prefix, f.key))
+            for f in section
+            if f.kind in kinds and d.get(f.key) is not None
+        }
+
+
+_SIMPLE = ("text", "quantity", "fraction", "count", "choice", "bool")
+
+
+def _join(prefix: str, key: str) -> str:
+    return f"{prefix}.{key}" if prefix else key
+
+
+def _numeric_text(value: Any) -> bool:
+    if not isinstance(value, str):
+        return False
+    try:
+        float(value)
+    except ValueError:
+        return False
+    return True
+
+
+def _show(value: Any) -> str:
+    s = repr(value)
+    return s if len(s) <= 60 else s[:57] + "..."
+
+
+class _Section:
+    """Run one part of a profile's check; an error is recorded and the check goes on with the next part."""
+
+    def __init__(self, errors: list[InputError]):
+        self.errors = errors
+
+    def __enter__(self) -> "_Section":
+        return self
+
+    def __exit__(self, kind: Any, e: Any, tb: Any) -> bool:
+        if isinstance(e, InputError):
+            self.errors.append(e)
+            return True
+        # a key the mapping check already reported as missing: nothing more to say about this part
+        return isinstance(e, (KeyError, TypeError)) and bool(self.errors)
+
+
+def profile_from_dict(data: Any, source: str, origin: str = "built-in") -> Profile:
+    """Validate a parsed YAML document and build a :class:`Profile` (SI units inside).
+
+    Every error is found, not only the first: each part (name, sources, device, each tier, calibration,
+    library) is checked on its own. The raised InputError's message is the first error; its ``all_errors``
+    lists every one, in file order (``simcli profiles validate`` prints them all).
+    """
+    errors: list[InputError] = []
+    v = _V(source, errors)
+    if data is None:
+        raise InputError(f"{source}: the file is empty; a profile needs name, sources, device and network")
+    top = v.mapping(data, "", _TOP, S.required(S.TOP))
+    name = description = sources = device = calibration = None
+    tiers: list[Tier] = []
+    with _Section(errors):
+        name = v.text(top["name"], "name")
+    with _Section(errors):
+        description = _profile_description(v, top)
+    with _Section(errors):
+        sources = _profile_sources(v, top)
+    with _Section(errors):
+        device = _profile_device(v, top)
+    with _Section(errors):
+        tiers = _profile_network(v, top, errors)
+    with _Section(errors):
+        calibration = top.get("calibration")
+        if calibration is not None and not isinstance(calibration, dict):
+            raise v.fail("calibration", f"{_show(calibration)} is not a mapping")
+    if not errors:
+        with _Section(errors):
+            library = (
+                v.value(S.field(S.TOP, "library"), top["library"], "library")
+                if top.get("library") is not None
+                else _default_library(device.name, tiers)
+            )
+            spec = _nccl_spec(v, top.get("nccl"), device.name, tiers) if library == "nccl" else None
+            if library != "nccl" and top.get("nccl") is not None:
+                raise v.fail(
+                    "nccl", f"NCCL constants on a profile with library: {library}; remove them or set library: nccl"
+                )
+    if errors:
+        first = InputError(str(errors[0]))
+        first.all_errors = tuple(str(e) for e in errors)  # type: ignore[attr-defined]
+        raise first
+    return Profile(
+        name=name,
+        description=description.strip(),
+        sources=sources,
+        device=device,
+        network=tuple(tiers),
+        origin=origin,
+        calibration=calibration,
+        library=library,
+        nccl=spec,
+    )
+
+
+def _profile_description(v: "_V", top: dict) -> str:
+    description = top.get("description") or ""
+    if not isinstance(description, str):
+        raise v.fail("description", f"{_show(description)} is not a string")
+    from .output import escape_controls
+
+    return escape_controls(description)
+
+
+def _profile_sources(v: "_V", top: dict) -> tuple[str, ...]:
+    sources = top["sources"]
+    if isinstance(sources, str):
+        sources = [sources]
+    if not isinstance(sources, list) or not sources:
+        raise v.fail("sources", "give a list of where each number comes from (datasheet, paper, measurement)")
+    return tuple(v.text(s, f"sources[{i}]") for i, s in enumerate(sources))
+
+
+def _profile_device(v: "_V", top: dict) -> Device:
+    d = v.mapping(top["device"], "device", _DEVICE, S.required(S.DEVICE))
+    peaks_raw = d["peak_flops"]
+    if not isinstance(peaks_raw, dict) or not peaks_raw:
+        raise v.fail(
+            "device.peak_flops",
+            f"{_show(peaks_raw)} is not a mapping of dtype to FLOP/s (for example bf16: 989 TFLOP/s)",
+        )
+    peaks = {}
+    for dt, val in peaks_raw.items():
+        if dt not in COMPUTE_DTYPES:
+            close = difflib.get_close_matches(str(dt), COMPUTE_DTYPES, n=1)
+            hint = f"did you mean '{close[0]}'?" if close else f"use one of {', '.join(COMPUTE_DTYPES)}"
+            raise v.fail(f"device.peak_flops.{dt}", f"unknown dtype ({hint})")
+        peaks[dt] = v.quantity(val, f"device.peak_flops.{dt}", "flops")
+    by_dtype_raw = d.get("mfu_by_dtype") or {}
+    if not isinstance(by_dtype_raw, dict):
+        raise v.fail(
+            "device.mfu_by_dtype",
+            f"{_show(by_dtype_raw)} is not a mapping of dtype to fraction (for example fp32: 0.57)",
+        )
+    mfu_by_dtype = {}
+    for dt, val in by_dtype_raw.items():
+        if dt not in peaks:
+            raise v.fail(f"device.mfu_by_dtype.{dt}", f"{dt!r} has no peak_flops entry; add one or remove this")
+        mfu_by_dtype[dt] = v.fraction(val, f"device.mfu_by_dtype.{dt}")
+    return Device(peak_flops=peaks, mfu_by_dtype=mfu_by_dtype, **v.fields(d, S.DEVICE, "device", _SIMPLE))
+
+
+def _profile_network(v: "_V", top: dict, errors: list[InputError]) -> list[Tier]:
+    net = top["network"]
+    if not isinstance(net, list) or not net:
+        raise v.fail("network", "give a list of tiers, innermost first (for example nvlink, then infiniband)")
+    tiers = []
+    names = set()
+    for i, raw in enumerate(net):
+        with _Section(errors):  # each tier on its own: one bad tier does not hide the next one's error
+            _profile_tier(v, raw, i, len(net), tiers, names)
+    return tiers
+
+
+def _profile_tier(v: "_V", raw: Any, i: int, n_tiers: int, tiers: list[Tier], names: set[str]) -> None:
+    f = f"network[{i}]"
+    t = v.mapping(raw, f, _TIER, S.required(S.TIER))
+    tname = v.text(t["name"], f"{f}.name")
+    if tname in names:
+        raise v.fail(f"{f}.name", f"{tname!r} names two tiers; give each tier its own name")
+    names.add(tname)
+    last = i == n_tiers - 1
+    size = t.get("size")
+    if size is None:
+        if not last:
+            raise v.fail(
+                f"{f}.size", "required on every tier but the last (devices in one domain, for example 8 for one node)"
+            )
+    else:
+        size = v.count(size, f"{f}.size")
+        if tiers and (size <= tiers[-1].size or size % tiers[-1].size):
+            raise v.fail(
+                f"{f}.size",
+                f"{size} must be a multiple of, and larger than, the size of the tier inside it ({tiers[-1].size})",
+            )
+    simple = v.fields(t, S.TIER, f, ("quantity", "fraction", "choice"))
+    tiers.append(Tier(name=tname, size=size, **simple))
+
+
+def _default_library(device_name: str, tiers: list[Tier]) -> str:
+    """A profile that does not say: NCCL for a GPU (known by its name or its links), else the textbook formulas."""
+    from ..comm.nccl import known_gpu
+
+    names = " ".join(t.name.lower() for t in tiers)
+    gpu_links = any(w in names for w in ("nvlink", "nvswitch", "nvl", "infiniband", "roce", "xgmi", "pcie"))
+    return "nccl" if known_gpu(device_name) or gpu_links else "textbook"
+
+
+def _nccl_spec(v: "_V", raw: Any, device_name: str, tiers: list[Tier]) -> NcclSpec:
+    """The profile's ``nccl:`` block over the defaults for its GPU generation (simcli.comm.nccl.default_spec)."""
+    from ..comm.nccl import default_spec
+
+    base = default_spec(device_name, tiers)
+    if raw is None:
+        return base
+    d = v.mapping(raw, "nccl", _NCCL, [])
+    given = v.fields(d, S.NCCL, "nccl", _SIMPLE)
+    defaulted = tuple(f for f in base.defaulted if f not in given and f != "version")
+    return dataclasses.replace(base, defaulted=defaulted, **given)
+
+
+def _dump(f: S.Field, x: Any) -> Any:
+    """A value in the units a person writes (the inverse of :meth:`_V.value`)."""
+    if f.kind == "quantity":
+        return {
+            "bytes": f"{x / 1e9:.6g} GB",
+            "bandwidth": f"{x / 1e9:.6g} GB/s",
+            "time": f"{x * 1e6:.6g} us",
+            "flops": _flops_str(x),
+        }[f.unit or "bytes"]
+    if f.kind == "fraction":
+        return float(f"{x:.6g}")
+    if f.kind == "dtype_map":
+        return {k: (_flops_str(v) if f.unit == "flops" else float(f"{v:.6g}")) for k, v in x.items()}
+    return x
+
+
+def _dump_section(obj: Any, section: tuple[S.Field, ...], skip: tuple[str, ...] = ()) -> dict[str, Any]:
+    out = {}
+    for f in section:
+        x = getattr(obj, f.name, None)
+        if f.key in skip or x is None or (f.kind == "dtype_map" and not x):
+            continue
+        out[f.key] = _dump(f, x)
+    return out
+
+
+def profile_to_dict(p: Profile) -> dict[str, Any]:
+    """The inverse of :func:`profile_from_dict`: a YAML-ready mapping with human units (from the schema)."""
+    out: dict[str, Any] = {
+        "name": p.name,
+        "description": p.description,
+        "sources": list(p.sources),
+        "library": p.library,
+        "device": _dump_section(p.device, S.DEVICE),
+        "network": [_dump_section(t, S.TIER) for t in p.network],
+    }
+    if p.nccl is not None:
+        out["nccl"] = {f.key: getattr(p.nccl, f.name) for f in S.NCCL if f.name not in p.nccl.defaulted}
+    if p.calibration is not None:
+        out["calibration"] = p.calibration
+    return out
+
+
+def _flops_str(x: float) -> str:
+    return f"{x / 1e12:.6g} TFLOP/s"
+
+
+def load_profile(path: str | os.PathLike[str], origin: str | None = None) -> Profile:
+    """Read and validate one profile file."""
+    p = Path(path)
+    data = read_yaml(p, "profile")
+    return profile_from_dict(data, str(p), origin or str(p))
+
+
+# --------------------------------------------------------------------------- search path
+
+
+@dataclass(frozen=True)
+class ProfileEntry:
+    name: str
+    path: str
+    origin: str  #: "built-in" or "user"
+
+
+def search_dirs() -> list[Path]:
+    """User directories searched before the built-ins, in order."""
+    dirs = [Path(d) for d in os.environ.get("SIMCLI_PROFILE_PATH", "").split(os.pathsep) if d.strip()]
+    try:
+        from platformdirs import user_config_dir
+
+        dirs.append(Path(user_config_dir("simcli")) / "profiles")
+    except ImportError:  # pragma: no cover - platformdirs is a dependency
+        dirs.append(Path.home() / ".config" / "simcli" / "profiles")
+    return dirs
+
+
+def _builtin_dir() -> Path:
+    return Path(str(resources.files("simcli.hardware_profiles")))
+
+
+def list_profiles() -> list[ProfileEntry]:
+    """Every profile name that --profile can find; a user profile hides a built-in of the same name."""
+    seen: dict[str, ProfileEntry] = {}
+    for d in search_dirs():
+        if d.is_dir():
+            for f in sorted(d.glob("*.y*ml")):
+                if skip_special(f, "a profile on the search path"):
+                    continue
+                seen.setdefault(f.stem, ProfileEntry(f.stem, str(f), "user"))
+    for f in sorted(_builtin_dir().glob("*.yaml")):
+        seen.setdefault(f.stem, ProfileEntry(f.stem, str(f), "built-in"))
+    return sorted(seen.values(), key=lambda e: (e.origin != "built-in", e.name))
+
+
+def _by_yaml_name(ref: str, entries: list[ProfileEntry]) -> ProfileEntry | None:
+    """The user profile whose YAML ``name`` is ``ref`` (its file may be called otherwise); two are refused."""
+    found = []
+    for e in entries:
+        try:
+            if load_profile(e.path, origin=e.path).name == ref:
+                found.append(e)
+        except InputError:
+            continue
+    if len(found) > 1:
+        raise InputError(
+            f"--profile: {ref!r} is the name of {len(found)} profiles on the search path "
+            f"({', '.join(x.path for x in found)}); give the file's path or rename one"
+        )
+    return found[0] if found else None
+
+
+def resolve_profile(name_or_path: str | None) -> Profile:
+    """Load ``--profile``: a path to a YAML file, or a name on the search path."""
+    ref = name_or_path or DEFAULT_PROFILE
+    p = Path(ref)
+    if p.suffix in (".yaml", ".yml") or os.sep in ref or p.exists():
+        return load_profile(p)
+    entries = {e.name: e for e in list_profiles()}
+    e = entries.get(ref)
+    if e is None:  # a profile on the search path is found by its file name or by the name its YAML gives
+        e = _by_yaml_name(ref, [x for x in entries.values() if x.origin != "built-in"])
+    if e is None:
+        close = difflib.get_close_matches(ref, list(entries), n=3, cutoff=0.5)
+        hint = f"did you mean {', '.join(close)}?" if close else "see 'simcli profiles list'"
+        raise InputError(f"--profile: unknown profile {ref!r} ({hint})")
+    return load_profile(e.path, origin=e.origin if e.origin == "built-in" else e.path)
+
+
+def _human(f: S.Field, x: Any) -> str:
+    """A value with units for `simcli profiles show`."""
+    if f.kind == "quantity":
+        if f.unit == "bytes":
+            return f"{fmt_bytes(x, binary=False)} ({fmt_bytes(x)})"
+        return {"bandwidth": fmt_rate, "time": fmt_time, "flops": fmt_flops}[f.unit or "bandwidth"](x)
+    if f.kind == "fraction":
+        return f"{x:g}"
+    return str(x)
+
+
+def describe(p: Profile) -> list[tuple[str, str]]:
+    """(field, value with units) rows for `simcli profiles show`, in the schema's order."""
+    rows = [("name", p.name), ("description", p.description), ("origin", p.origin), ("library", p.library)]
+    for f in S.DEVICE:
+        x = getattr(p.device, f.name)
+        if x is None:
+            continue
+        if f.kind == "dtype_map":
+            rows += [(f"device.{f.key}.{dt}", fmt_flops(v) if f.unit == "flops" else f"{v:g}") for dt, v in x.items()]
+        else:
+            rows.append((f"device.{f.key}", _human(f, x)))
+    if p.library == "nccl":
+        from ..comm.nccl import tier_kind
+    for i, t in enumerate(p.network):
+        pre = f"network[{i}]"
+        for f in S.TIER:
+            x = getattr(t, f.name)
+            if f.key == "size":
+                rows.append((f"{pre}.size", "unbounded" if x is None else f"{x} devices"))
+            elif f.key == "bandwidth":
+                rows.append((f"{pre}.bandwidth", f"{fmt_rate(x)} ({x * 8 / 1e9:.4g} Gb/s) per {t.per}, one direction"))
+            elif f.key == "per":
+                continue  # said with the bandwidth
+            elif f.key == "efficiency":
+                rows.append((f"{pre}.efficiency", f"{x:g} (effective {fmt_rate(t.effective_Bps)})"))
+            elif f.key == "kind":
+                if p.library == "nccl":
+                    rows.append((f"{pre}.kind", tier_kind(t, i) + ("" if t.kind else " (guessed from the name)")))
+            elif x is not None:
+                rows.append((f"{pre}.{f.key}", _human(f, x)))
+    if p.nccl is not None:
+        for f in S.NCCL:
+            rows.append(
+                (f"nccl.{f.key}", f"{getattr(p.nccl, f.name)}" + (" (default)" if f.name in p.nccl.defaulted else ""))
+            )
+    for i, src in enumerate(p.sources):
+        rows.append((f"sources[{i}]", src))
+    if p.calibration:
+        rows.append(
+            ("calibration", ", ".join(f"{k}={v}" for k, v in p.calibration.items() if not isinstance(v, (dict, list))))
+        )
+    return rows

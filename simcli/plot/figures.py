@@ -1,0 +1,742 @@
+"""Figures: speedup and efficiency curves, time breakdowns, all-reduce time and busbw, algorithm maps.
+
+matplotlib is imported here and nowhere else (``simcli validate --plot`` draws with this module too),
+and this module is imported only
+when a picture is asked for (``--plot FILE`` or ``simcli plot``), so
+``simcli --help`` and ``simcli speedup`` never pay for it. Figures are built as
+bare :class:`matplotlib.figure.Figure` objects on the Agg canvas: no display,
+no pyplot global state.
+
+Every figure is drawn from the records that ``--format json`` prints
+(:meth:`simcli.step.engine.Result.records`, :func:`simcli.comm.grid.comm_grid`), in SI,
+so the numbers behind a line are the numbers in the table; only the axes pick
+human units (µs/ms, KiB/MiB/GiB).
+"""
+
+from __future__ import annotations
+
+import io
+import math
+import os
+from dataclasses import dataclass, field
+from typing import Any, Iterable, Mapping, Sequence
+
+import numpy as np
+from matplotlib.backends.backend_agg import FigureCanvasAgg
+from matplotlib.figure import Figure
+from matplotlib.patches import Patch
+from matplotlib.ticker import FuncFormatter, LogLocator, MaxNLocator, NullFormatter
+
+from ..base.types import InputError
+from ..base.units import fmt_bytes, fmt_count, fmt_time
+
+__all__ = [
+    "FORMATS",
+    "FigSize",
+    "Series",
+    "picture_format",
+    "check_figsize",
+    "is_geometric",
+    "threshold_crossing",
+    "speedup_figure",
+    "breakdown_figure",
+    "comm_figure",
+    "algorithm_map_figure",
+    "step_figure",
+    "validation_figure",
+    "save_figure",
+    "figure_bytes",
+]
+
+#: picture formats by file suffix
+FORMATS = {".png": "png", ".svg": "svg", ".pdf": "pdf"}
+#: ideal-line and threshold styling
+_IDEAL = dict(color="0.45", linestyle="--", linewidth=1.2)
+_THRESH = dict(color="0.35", linestyle=":", linewidth=1.0)
+#: at most this many points per line get markers; denser lines are drawn plain
+_MARKER_MAX = 40
+#: at most this many category labels on a bar axis
+_MAX_TICKLABELS = 16
+#: more points than this per panel are drawn as filled steps rather than separate bars
+_MAX_BARS = 200
+
+
+@dataclass(frozen=True)
+class FigSize:
+    """Picture size: inches and dots per inch (a PNG is width·dpi by height·dpi pixels)."""
+
+    width: float = 10.0
+    height: float | None = None  #: None = the figure's own default
+    dpi: int = 150
+
+    def inches(self, default_height: float) -> tuple[float, float]:
+        return self.width, self.height if self.height is not None else default_height
+
+
+@dataclass(frozen=True)
+class Series:
+    """One line (or one panel of bars): a legend label and the records behind it."""
+
+    label: str
+    records: Sequence[Mapping[str, Any]]
+    #: measured points drawn as markers over the line (same record keys)
+    measured: Sequence[Mapping[str, Any]] = field(default_factory=tuple)
+    #: the legend label of the measured markers [default: the label and 'measured']
+    measured_label: str | None = None
+    #: device counts at which this configuration does not fit the device's memory: drawn greyed and labelled
+    no_fit: Sequence[float] = field(default_factory=tuple)
+    #: the device's memory in bytes (named in the label of what does not fit)
+    capacity_bytes: float | None = None
+
+
+# --------------------------------------------------------------------------- checks
+
+
+def picture_format(path: str | os.PathLike[str], option: str = "--plot") -> str:
+    """The matplotlib format for ``path``'s suffix (png, svg, pdf), or an InputError naming the fix."""
+    suffix = os.path.splitext(str(path))[1].lower()
+    fmt = FORMATS.get(suffix)
+    if fmt is None:
+        raise InputError(f"{option}: {str(path)!r} has suffix {suffix or '(none)'!r}; name a .png, .svg or .pdf file")
+    return fmt
+
+
+def check_figsize(size: FigSize) -> FigSize:
+    """Refuse sizes that are not positive or would make an absurd picture (over 100 megapixels)."""
+    for name, v, lo, hi in (
+        ("--width", size.width, 1.0, 100.0),
+        ("--height", size.height, 1.0, 100.0),
+        ("--dpi", size.dpi, 10, 1200),
+    ):
+        if v is None:
+            continue
+        if not (isinstance(v, (int, float)) and math.isfinite(v) and lo <= v <= hi):
+            unit = "dots per inch" if name == "--dpi" else "inches"
+            raise InputError(f"{name}: {v!r} is out of range; give {lo:g} to {hi:g} {unit}")
+    h = size.height if size.height is not None else 12.0
+    if size.width * h * size.dpi**2 > 100e6:
+        raise InputError(
+            f"--dpi: {size.width:g} x {h:g} in at {size.dpi} dpi is over 100 megapixels; lower --dpi or the size"
+        )
+    return size
+
+
+# --------------------------------------------------------------------------- helpers
+
+
+def is_geometric(values: Sequence[float] | np.ndarray) -> bool:
+    """True when points are spaced more evenly on a log axis than on a linear one ('1..64:x2', sizes).
+
+    Two points count as geometric when they differ by a factor of 4 or more.
+    """
+    v = np.unique(np.asarray(values, dtype=float))
+    v = v[v > 0]
+    if v.size < 2:
+        return False
+    if v.size == 2:
+        return bool(v[1] / v[0] >= 4)
+    lin, log = np.diff(v), np.diff(np.log(v))
+    spread = lambda d: float(np.std(d) / np.mean(d))  # noqa: E731 - coefficient of variation of the steps
+    return spread(log) < spread(lin)
+
+
+def threshold_crossing(devices: Sequence[float], efficiency: Sequence[float | None], threshold: float) -> int | None:
+    """Index of the first k whose efficiency E(k) is below ``threshold``, or None if none is."""
+    for i, e in enumerate(efficiency):
+        if e is not None and e == e and e < threshold:
+            return i
+    return None
+
+
+def _column(records: Sequence[Mapping[str, Any]], key: str) -> np.ndarray:
+    return np.array([np.nan if r.get(key) is None else float(r[key]) for r in records], dtype=float)
+
+
+def _k_formatter(v: float, _pos: Any = None) -> str:
+    return f"{v:,.0f}" if v >= 1 else f"{v:g}"
+
+
+def _size_formatter(v: float, _pos: Any = None) -> str:
+    return fmt_bytes(v) if v > 0 else "0"
+
+
+def _time_formatter(v: float, _pos: Any = None) -> str:
+    return fmt_time(v) if v > 0 else "0"
+
+
+def _log2_axis(axis: Any, formatter: Any) -> None:
+    """Base-2 log axis, at most ~10 major ticks, labels by ``formatter``, no minor labels."""
+    axis.set_major_locator(LogLocator(base=2, numticks=10))
+    axis.set_major_formatter(FuncFormatter(formatter))
+    axis.set_minor_formatter(NullFormatter())
+
+
+def _colors(n: int) -> list[Any]:
+    from matplotlib import colormaps
+
+    if n <= 10:
+        return [colormaps["tab10"](i) for i in range(n)]
+    cmap = colormaps["viridis"]
+    return [cmap(x) for x in np.linspace(0.0, 0.92, n)]
+
+
+def _marker(n: int) -> str | None:
+    return "o" if n <= _MARKER_MAX else None
+
+
+def _wrap(text: str, fig: Figure, fontsize: float) -> str:
+    """Wrap each title line to the figure's width (about 0.55 em per character), so no title runs off."""
+    import textwrap
+
+    chars = max(20, int(fig.get_figwidth() * 72 / (fontsize * 0.55)))
+    return "\n".join(textwrap.fill(line, chars, break_on_hyphens=False) for line in text.split("\n"))
+
+
+def _new_figure(size: FigSize, default_height: float) -> Figure:
+    fig = Figure(figsize=size.inches(default_height), dpi=size.dpi, layout="constrained")
+    FigureCanvasAgg(fig)
+    return fig
+
+
+# --------------------------------------------------------------------------- speedup
+
+
+def _split_fit(k: np.ndarray, y: np.ndarray, no_fit: Sequence[float]) -> tuple[np.ndarray, np.ndarray]:
+    """(y where it fits, y where it does not), NaN elsewhere; the boundary point is in both so the line joins."""
+    bad = np.isin(k, np.asarray(list(no_fit), dtype=float))
+    near = bad | np.concatenate([bad[1:], [False]]) | np.concatenate([[False], bad[:-1]])
+    return np.where(~bad, y, np.nan), np.where(near & bad.any(), y, np.nan)
+
+
+#: what does not fit in memory: greyed, dashed, crossed
+_NO_FIT = dict(color="0.62", linestyle=(0, (4, 2)), linewidth=1.6, marker="x", markersize=6)
+
+
+def speedup_figure(
+    series: Sequence[Series],
+    title: str,
+    threshold: float = 0.8,
+    size: FigSize = FigSize(),
+    throughput: bool | None = None,
+) -> Figure:
+    """Speedup S(k) against k with the ideal line S = k, efficiency E(k) below; one line per series.
+
+    The first k where E(k) < ``threshold`` is marked on both panels with a
+    dotted vertical line and named in the legend. The x axis is log 2 when the
+    device counts are geometric (then S is log 2 too, so S = k is a diagonal).
+
+    ``throughput`` (default: when there are several series) adds a third panel, samples/s against k, so a
+    faster system looks faster: S(k) and E(k) are relative to each line's own one device. The k at which a
+    series does not fit in memory (``Series.no_fit``) are drawn greyed and dashed, and named in the legend.
+    """
+    if not series:
+        raise InputError("nothing to draw: no records")
+    if throughput is None:
+        throughput = len(series) > 1
+    fig = _new_figure(size, 10.0 if throughput else 7.5)
+    if throughput:
+        ax_t, ax_s, ax_e = fig.subplots(3, 1, sharex=True, height_ratios=[3, 3, 2])
+    else:
+        ax_s, ax_e = fig.subplots(2, 1, sharex=True, height_ratios=[3, 2])
+        ax_t = None
+    all_k = np.unique(np.concatenate([_column(s.records, "devices") for s in series]))
+    geometric = is_geometric(all_k)
+    colors = _colors(len(series))
+    first_tp: np.ndarray | None = None
+    first_label = ""
+    for s, color in zip(series, colors):
+        k = _column(s.records, "devices")
+        sp = _column(s.records, "speedup")
+        eff = _column(s.records, "efficiency")
+        fits = ~np.isin(k, np.asarray(list(s.no_fit), dtype=float))
+        i = threshold_crossing(k[fits], eff[fits], threshold) if fits.any() else None
+        if i is not None:
+            i = int(np.flatnonzero(fits)[i])
+        if i is not None:
+            note = f"E < {threshold:g} from k = {k[i]:,.0f}"
+        else:
+            note = f"E ≥ {threshold:g} up to k = {k[fits][-1]:,.0f}" if fits.any() else ""
+        mk = _marker(len(k))
+        panels = [(ax_s, sp), (ax_e, eff)]
+        if ax_t is not None:
+            tp = _column(s.records, "samples_per_s")
+            panels.insert(0, (ax_t, tp))
+        for j, (ax, y) in enumerate(panels):
+            ok, bad = _split_fit(k, y, s.no_fit)
+            ax.plot(
+                k,
+                ok,
+                color=color,
+                marker=mk,
+                markersize=4,
+                linewidth=1.8,
+                label=f"{s.label} ({note})" if j == 0 and fits.any() else f"_{s.label}",
+            )
+            if not fits.all():
+                cap = f" in {fmt_bytes(s.capacity_bytes, binary=False)}" if s.capacity_bytes else ""
+                where = f"every k ({_k_range(k)[4:]})" if not fits.any() else _k_range(k[~fits])
+                ax.plot(
+                    k, bad, label=f"{s.label}: does not fit{cap} at {where} (greyed)" if j == 0 else "_nofit", **_NO_FIT
+                )
+                x0 = float(k[~fits][0])
+                y0 = float(y[~fits][0])
+                ax.annotate(
+                    "does not fit", (x0, y0), xytext=(4, 6), textcoords="offset points", fontsize=7, color="0.4"
+                )
+        if i is not None:
+            for ax, y in ((ax_s, sp[i]), (ax_e, eff[i])):
+                ax.axvline(k[i], color=color, linestyle=":", linewidth=1.0, label="_crossing")
+                ax.plot(
+                    [k[i]],
+                    [y],
+                    linestyle="none",
+                    marker="o",
+                    markersize=9,
+                    markerfacecolor="none",
+                    markeredgecolor=color,
+                    markeredgewidth=1.8,
+                    label="_crossing",
+                )
+        if ax_t is not None:  # the gain over the first line at the largest k, where both fit
+            tp = np.where(fits, _column(s.records, "samples_per_s"), np.nan)
+            if first_tp is None:
+                first_tp, first_label = tp, s.label
+            elif len(tp) == len(first_tp) and np.isfinite(tp[-1]) and np.isfinite(first_tp[-1]) and first_tp[-1] > 0:
+                ax_t.annotate(
+                    f"x{tp[-1] / first_tp[-1]:.2f} over {first_label}",
+                    (float(k[-1]), float(tp[-1])),
+                    xytext=(-8, -6),
+                    textcoords="offset points",
+                    fontsize=8,
+                    color=color,
+                    ha="right",
+                    va="top",
+                )
+        if s.measured:
+            mk_k = _column(s.measured, "devices")
+            ax_s.plot(
+                mk_k,
+                _column(s.measured, "speedup"),
+                linestyle="none",
+                marker="x",
+                color=color,
+                markersize=7,
+                label=s.measured_label or f"{s.label} measured",
+            )
+            ax_e.plot(
+                mk_k,
+                _column(s.measured, "efficiency"),
+                linestyle="none",
+                marker="x",
+                color=color,
+                markersize=7,
+                label="_measured",
+            )
+    ax_s.plot(all_k, all_k, label="ideal S = k", **_IDEAL)
+    ax_e.axhline(threshold, label=f"threshold E = {threshold:g}", **_THRESH)
+    if geometric:
+        ax_s.set_xscale("log", base=2)
+        ax_s.set_yscale("log", base=2)
+        _log2_axis(ax_s.xaxis, _k_formatter)
+        _log2_axis(ax_s.yaxis, _k_formatter)
+    else:
+        ax_s.xaxis.set_major_locator(MaxNLocator(12, integer=True))
+        ax_s.xaxis.set_major_formatter(FuncFormatter(_k_formatter))
+    if ax_t is not None:
+        if geometric:
+            ax_t.set_yscale("log")
+        ax_t.yaxis.set_major_formatter(FuncFormatter(_rate_formatter))
+        ax_t.set_ylabel("throughput (samples/s)")
+        ax_t.legend(loc="upper left", fontsize=8, framealpha=0.9)
+        ax_t.set_title(_wrap(title, fig, 11), fontsize=11, loc="left")
+        ax_s.legend(
+            handles=[h for h in ax_s.get_legend_handles_labels()[0] if h.get_label().startswith("ideal")]
+            + [h for h in ax_s.get_legend_handles_labels()[0] if "measured" in h.get_label()],
+            loc="upper left",
+            fontsize=8,
+            framealpha=0.9,
+        )
+        ax_s.text(
+            0.99,
+            0.03,
+            "S(k) relative to each line's own k = 1",
+            transform=ax_s.transAxes,
+            ha="right",
+            fontsize=7,
+            color="0.35",
+        )
+    else:
+        ax_s.set_title(_wrap(title, fig, 11), fontsize=11, loc="left")
+        ax_s.legend(loc="upper left", fontsize=8, framealpha=0.9)
+    top = max(1.05, float(np.nanmax([np.nanmax(_column(s.records, "efficiency")) for s in series])) * 1.05)
+    ax_e.set_ylim(0.0, top)
+    ax_s.set_ylabel("speedup S(k)")
+    ax_e.set_ylabel("efficiency E(k) = S(k)/k")
+    ax_e.set_xlabel("devices k" + (" (log 2)" if geometric else ""))
+    ax_e.legend(loc="best", fontsize=8, framealpha=0.9)  # the threshold only; lines are named above
+    for ax in (ax_s, ax_e, *([ax_t] if ax_t is not None else [])):
+        ax.grid(True, which="major", alpha=0.3)
+    return fig
+
+
+def _k_range(k: np.ndarray) -> str:
+    return f"k = {k[0]:,.0f}" if len(k) == 1 else f"k = {k[0]:,.0f}..{k[-1]:,.0f}"
+
+
+def _rate_formatter(v: float, _pos: Any = None) -> str:
+    """Samples per second on an axis: 1,200, 45k, 3.2M."""
+    for f, unit in ((1e9, "G"), (1e6, "M"), (1e3, "k")):
+        if abs(v) >= f:
+            return f"{v / f:g}{unit}"
+    return f"{v:g}"
+
+
+# --------------------------------------------------------------------------- breakdown
+
+
+def breakdown_parts(records: Sequence[Mapping[str, Any]]) -> dict[str, np.ndarray]:
+    """Stacked segments of each step, in seconds; they add up to T_step.
+
+    With the overlap model's ``t_comm_exposed_s``: compute alone, compute that
+    hides communication (T_comm − exposed), exposed communication. Without it:
+    compute and communication.
+    """
+    compute = _column(records, "t_compute_s")
+    comm = _column(records, "t_comm_s")
+    if records and all(r.get("t_comm_exposed_s") is not None for r in records):
+        exposed = _column(records, "t_comm_exposed_s")
+        hidden = np.clip(comm - exposed, 0.0, None)
+        return {"compute": compute - hidden, "compute ‖ hidden communication": hidden, "exposed communication": exposed}
+    return {"compute": compute, "communication": comm}
+
+
+_PART_COLORS = {
+    "compute": "#4C72B0",
+    "compute ‖ hidden communication": "#8FB8DE",
+    "exposed communication": "#DD8452",
+    "communication": "#DD8452",
+}
+
+
+def breakdown_figure(series: Sequence[Series], title: str, size: FigSize = FigSize()) -> Figure:
+    """Stacked bars per k: where each step's time goes (one panel per series)."""
+    if not series:
+        raise InputError("nothing to draw: no records")
+    from ..io.render import time_unit
+
+    n = len(series)
+    fig = _new_figure(size, min(3.2 + 2.6 * n, 14.0))
+    axes = fig.subplots(n, 1, squeeze=False, sharey=True)[:, 0]
+    steps = np.concatenate([_column(s.records, "t_step_s") for s in series])
+    f, unit = time_unit(steps)
+    for i, (ax, s) in enumerate(zip(axes, series)):
+        k = _column(s.records, "devices")
+        step = np.diff(k)
+        even = len(k) > 1 and not is_geometric(k) and bool(np.all(step == step[0]))
+        # an evenly spaced range ('1..64') gets a numeric axis with round ticks; others one slot per k
+        pos = k if even else np.arange(len(k), dtype=float)
+        slot = float(step[0]) if even else 1.0
+        bottom = np.zeros(len(k))
+        dense = len(k) > _MAX_BARS
+        edges = np.append(pos - slot / 2, pos[-1] + slot / 2)
+        for name, part in breakdown_parts(s.records).items():
+            if dense:  # one filled step outline per part: the same picture as touching bars, drawn at once
+                ax.stairs(
+                    bottom + part / f,
+                    edges,
+                    baseline=bottom,
+                    fill=True,
+                    label=name,
+                    color=_PART_COLORS[name],
+                    linewidth=0,
+                )
+            else:
+                ax.bar(
+                    pos, part / f, width=0.8 * slot, bottom=bottom, label=name, color=_PART_COLORS[name], linewidth=0
+                )
+            bottom = bottom + part / f
+        if even:
+            ax.xaxis.set_major_locator(MaxNLocator(_MAX_TICKLABELS, integer=True))
+            ax.xaxis.set_major_formatter(FuncFormatter(_k_formatter))
+        else:
+            stride = max(1, math.ceil(len(k) / _MAX_TICKLABELS))
+            ax.set_xticks(pos[::stride], [_k_formatter(x) for x in k[::stride]])
+        ax.set_xlim(pos[0] - 0.6 * slot, pos[-1] + 0.6 * slot)
+        ax.set_ylabel(f"time per step ({unit})")
+        ax.set_title(_wrap(s.label if n > 1 else title, fig, 11), fontsize=10 if n > 1 else 11, loc="left")
+        ax.grid(True, axis="y", alpha=0.3)
+        if i == 0:
+            ax.legend(loc="upper left", bbox_to_anchor=(1.01, 1.0), fontsize=8)
+    axes[-1].set_xlabel("devices k")
+    if n > 1:
+        fig.suptitle(_wrap(title, fig, 11), fontsize=11)
+    return fig
+
+
+# --------------------------------------------------------------------------- comm
+
+
+def _group(records: Sequence[Mapping[str, Any]], keys: Sequence[str]) -> dict[tuple, list[Mapping[str, Any]]]:
+    out: dict[tuple, list[Mapping[str, Any]]] = {}
+    for r in records:
+        out.setdefault(tuple(r.get(k) for k in keys), []).append(r)
+    return out
+
+
+def _varying(records: Sequence[Mapping[str, Any]], keys: Iterable[str]) -> list[str]:
+    return [k for k in keys if len({r.get(k) for r in records}) > 1]
+
+
+def comm_figure(
+    records: Sequence[Mapping[str, Any]],
+    title: str,
+    size: FigSize = FigSize(),
+    measured: Sequence[Mapping[str, Any]] = (),
+    k_key: str = "devices",
+) -> Figure:
+    """All-reduce time (log-log) and busbw (log x) against message size, one line per k.
+
+    ``records`` are :func:`simcli.comm.grid.comm_grid` records (model lines);
+    ``measured`` (optional) are measured points with ``k_key``, ``bytes``,
+    ``time_s`` and ``busbw_GBps``, drawn as markers in the colour of the model's
+    line for the same k. Lines for k = 1 (no communication) are left out.
+    """
+    recs = [r for r in records if (r.get(k_key) or 0) >= 2]
+    meas = [r for r in measured if (r.get(k_key) or 0) >= 2]
+    if not recs and not meas:
+        raise InputError("nothing to draw: all-reduce needs at least 2 devices")
+    fig = _new_figure(size, 5.5)
+    ax_t, ax_b = fig.subplots(1, 2)
+    extra = _varying(recs, ("profile",))
+    groups = _group(recs, [k_key] + extra)
+    # the per-row "algorithm" is what NCCL or auto chose for that size; it is a series of its own only when one
+    # (k, profile) holds a size twice (several --algorithm values redrawn from one table)
+    if any(len({r.get("bytes") for r in rs}) < len(rs) for rs in groups.values()):
+        extra = _varying(recs, ("profile", "algorithm"))
+        groups = _group(recs, [k_key] + extra)
+    mgroups = _group(meas, [k_key])
+    ks = sorted({key[0] for key in groups} | {key[0] for key in mgroups})
+    color_of = dict(zip(ks, _colors(len(ks))))
+    styles = ["-", "--", "-.", ":"]
+    style_of = {v: styles[i % len(styles)] for i, v in enumerate(sorted({key[1:] for key in groups}, key=str))}
+    for key, rs in groups.items():
+        rs = sorted(rs, key=lambda r: r["bytes"])
+        n = _column(rs, "bytes")
+        label = f"k = {key[0]:,}" + "".join(f", {v}" for v in key[1:])
+        kw = dict(
+            color=color_of[key[0]], linestyle=style_of[key[1:]], marker=_marker(len(n)), markersize=3, linewidth=1.6
+        )
+        ax_t.plot(n, _column(rs, "time_s"), label=label, **kw)
+        ax_b.plot(n, _column(rs, "busbw_GBps"), label=label, **kw)
+    for (k,), rs in mgroups.items():
+        rs = sorted(rs, key=lambda r: r["bytes"])
+        n = _column(rs, "bytes")
+        kw = dict(color=color_of[k], linestyle="none", marker="x", markersize=7, markeredgewidth=1.6)
+        ax_t.plot(n, _column(rs, "time_s"), label=f"k = {k:,} measured", **kw)
+        ax_b.plot(n, _column(rs, "busbw_GBps"), label=f"k = {k:,} measured", **kw)
+    for ax in (ax_t, ax_b):
+        ax.set_xscale("log", base=2)
+        _log2_axis(ax.xaxis, _size_formatter)
+        ax.set_xlabel("message size (log 2)")
+        ax.grid(True, which="major", alpha=0.3)
+        ax.tick_params(axis="x", labelrotation=30)
+    ax_t.set_yscale("log")
+    ax_t.yaxis.set_major_formatter(FuncFormatter(_time_formatter))
+    ax_t.set_ylabel("time (log)")
+    ax_b.set_ylabel("busbw (GB/s, 1 GB = 1e9 B)")
+    ax_b.set_ylim(bottom=0)
+    ncol = 1 if len(groups) + len(mgroups) <= 8 else 2
+    ax_t.legend(loc="upper left", fontsize=7, ncol=ncol, framealpha=0.9)
+    fig.suptitle(_wrap(title, fig, 11), fontsize=11)
+    return fig
+
+
+# --------------------------------------------------------------------------- algorithm map
+
+
+def algorithm_map_figure(
+    devices: Sequence[int],
+    sizes: Sequence[float],
+    names: Sequence[str],
+    winner: np.ndarray,
+    title: str,
+    size: FigSize = FigSize(),
+) -> Figure:
+    """Heatmap of the fastest algorithm per (k, message size): ``winner[i, j]`` indexes ``names``."""
+    from matplotlib.colors import BoundaryNorm, ListedColormap
+
+    fig = _new_figure(size, 6.0)
+    ax = fig.subplots()
+    colors = _colors(max(len(names), 1))
+    cmap = ListedColormap(colors[: len(names)])
+    norm = BoundaryNorm(np.arange(len(names) + 1) - 0.5, len(names))
+    ax.imshow(np.asarray(winner), cmap=cmap, norm=norm, aspect="auto", origin="lower", interpolation="nearest")
+    sstride = max(1, math.ceil(len(sizes) / 12))
+    kstride = max(1, math.ceil(len(devices) / 16))
+    ax.set_xticks(np.arange(len(sizes))[::sstride], [fmt_bytes(s) for s in list(sizes)[::sstride]], rotation=30)
+    ax.set_yticks(np.arange(len(devices))[::kstride], [_k_formatter(k) for k in list(devices)[::kstride]])
+    ax.set_xlabel("message size")
+    ax.set_ylabel("devices k")
+    ax.set_title(_wrap(title, fig, 11), fontsize=11, loc="left")
+    won = set(np.unique(np.asarray(winner)).tolist())
+    ax.legend(
+        handles=[
+            Patch(color=c, label=nm if i in won else f"{nm} (never fastest here)")
+            for i, (c, nm) in enumerate(zip(colors, names))
+        ],
+        loc="upper left",
+        bbox_to_anchor=(1.01, 1.0),
+        fontsize=8,
+        title="fastest",
+    )
+    return fig
+
+
+# --------------------------------------------------------------------------- measured step times
+
+
+def step_figure(
+    measured: Sequence[Mapping[str, Any]],
+    k_key: str,
+    t_key: str,
+    title: str,
+    model: Sequence[Mapping[str, Any]] = (),
+    size: FigSize = FigSize(),
+) -> Figure:
+    """Measured step time per k as markers, with the model's T_step line when ``model`` records are given."""
+    fig = _new_figure(size, 5.5)
+    ax = fig.subplots()
+    k = _column(measured, k_key)
+    t = _column(measured, t_key)
+    order = np.argsort(k)
+    ax.plot(
+        k[order],
+        t[order],
+        linestyle="none",
+        marker="x",
+        markersize=8,
+        markeredgewidth=1.6,
+        color="C3",
+        label="measured",
+    )
+    if model:
+        ax.plot(
+            _column(model, "devices"),
+            _column(model, "t_step_s"),
+            color="C0",
+            marker=_marker(len(model)),
+            markersize=4,
+            label="model T_step",
+        )
+        tc = _column(model, "t_compute_s")
+        if np.isfinite(tc).any():
+            ax.plot(_column(model, "devices"), tc, color="C0", linestyle=":", label="model T_compute")
+    allk = np.concatenate([k, _column(model, "devices")]) if model else k
+    if is_geometric(allk):
+        ax.set_xscale("log", base=2)
+        _log2_axis(ax.xaxis, _k_formatter)
+    ax.yaxis.set_major_formatter(FuncFormatter(_time_formatter))
+    ax.set_ylim(bottom=0)
+    ax.set_xlabel("devices k")
+    ax.set_ylabel("time per step")
+    ax.set_title(_wrap(title, fig, 11), fontsize=11, loc="left")
+    ax.grid(True, alpha=0.3)
+    ax.legend(loc="upper left", fontsize=8)
+    return fig
+
+
+# --------------------------------------------------------------------------- writing
+
+
+def validation_figure(
+    records: list[dict[str, Any]], name: str, threshold: float = 0.8, size: FigSize = FigSize()
+) -> Figure:
+    """`simcli validate` records (metric, devices, [bytes,] predicted, measured): measured markers over the
+    predicted lines (all-reduce time and busbw, speedup, or step time, by the main metric)."""
+    from ..io.tables import validation_series
+
+    v = validation_series(records, name)
+    title = f"Measured (x markers) against predicted (lines), {v['metric']}: {name}"
+    if v["kind"] == "comm":
+        return comm_figure(v["line"], title, size, measured=v["measured"])
+    if v["kind"] == "speedup":
+        return speedup_figure([Series("predicted", v["line"], measured=v["measured"])], title, threshold, size)
+    return step_figure(v["measured"], v["k_key"], "t_step_s", title, v["line"], size)
+
+
+def figure_bytes(fig: Figure, fmt: str, dpi: int | None = None) -> bytes:
+    """Render ``fig`` to PNG/SVG/PDF bytes in memory (no date stamp in SVG/PDF, so output is reproducible)."""
+    buf = io.BytesIO()
+    metadata = {"Date": None} if fmt in ("svg", "pdf") else None
+    if fmt == "pdf":
+        metadata = {"CreationDate": None, "ModDate": None}
+    fig.savefig(buf, format=fmt, dpi=dpi or fig.dpi, metadata=metadata)
+    return buf.getvalue()
+
+
+def save_figure(fig: Figure, path: str | os.PathLike[str], force: bool = False, option: str = "--plot") -> str:
+    """Render in memory, then write atomically (never a half-written picture; no clobbering without force)."""
+    from ..io.output import write_atomic
+
+    data = figure_bytes(fig, picture_format(path, option))
+    return str(write_atomic(path, data, force=force, option=option))
+
+
+def frontier_figure(ans: Any, title: str, size: FigSize = FigSize()) -> Figure:
+    """`plan best`: every kept configuration as a point (time against cost, one colour per strategy), the
+    frontier as a line, the answer and the runner-up marked. Time and cost are per run when the run's length is
+    given (days; cost, or device-hours without a price), else per optimizer step (s; device-seconds)."""
+    fig = _new_figure(size, 6.0)
+    ax = fig.add_subplot(1, 1, 1)
+    t = ans.table
+    ok = t["reason"] == ""
+    per_run = ans.samples is not None
+
+    def xy(rows: Any, i: Any = None) -> tuple[Any, Any]:
+        get = (lambda c: np.asarray(rows[c], dtype=float)[i]) if i is not None else (lambda c: rows[c])
+        x = get("days") if per_run else get("t_step_s")
+        if per_run:
+            y = get("cost") if ans.price is not None else get("device_hours")
+        else:
+            y = get("devices") * get("t_step_s")
+        return x, y
+
+    strategies = [s for s in ("ddp", "zero1", "zero2", "hsdp", "fsdp") if np.any(ok & (t["strategy"] == s))]
+    # zero1 and zero2 run the same collectives (they differ in memory only): distinct markers keep both visible
+    markers = {"ddp": "s", "zero1": "o", "zero2": "x", "hsdp": "^", "fsdp": "v"}
+    for s, c in zip(strategies, _colors(len(strategies))):
+        i = np.flatnonzero(ok & (t["strategy"] == s))
+        x, y = xy(t, i)
+        ax.scatter(x, y, s=22, color=c, alpha=0.7, marker=markers[s], label=f"{s} ({i.size} fit)")
+    fx = [xy(r)[0] for r in ans.frontier]
+    fy = [xy(r)[1] for r in ans.frontier]
+    ax.plot(fx, fy, "-", color="black", linewidth=1.2, label=f"frontier ({len(fx)})", zorder=3)
+    ax.scatter(fx, fy, s=22, facecolors="none", edgecolors="black", zorder=4)
+    a = ans.answer
+    ax_, ay = xy(a)
+    ax.scatter([ax_], [ay], marker="*", s=260, color="crimson", zorder=5, label="answer")
+    ax.annotate(
+        f"answer: {a['strategy']}, k = {a['devices']}, micro-batch {a['batch_per_device']} x accum {a['accum']}",
+        (ax_, ay),
+        textcoords="offset points",
+        xytext=(-12, 24),
+        ha="right",
+        fontsize=9,
+        color="crimson",
+    )
+    if ans.runner_up is not None:
+        rx, ry = xy(ans.runner_up)
+        ax.scatter([rx], [ry], marker="D", s=60, facecolors="none", edgecolors="crimson", zorder=5, label="runner-up")
+    ax.set_xscale("log")
+    ax.xaxis.set_major_formatter(FuncFormatter(lambda v, _p: f"{v:g}"))
+    ax.xaxis.set_minor_formatter(FuncFormatter(lambda v, _p: f"{v:g}" if f"{v:g}"[0] in "235" else ""))
+    ax.yaxis.set_major_formatter(FuncFormatter(lambda v, _p: fmt_count(v)))
+    ax.set_xlabel("time to train (days)" if per_run else "step time (s)")
+    if per_run:
+        ax.set_ylabel("cost" if ans.price is not None else "device-hours")
+    else:
+        ax.set_ylabel("device-seconds per optimizer step")
+    ax.grid(True, which="both", alpha=0.3)
+    ax.legend(fontsize=8, loc="best")
+    fig.suptitle(_wrap(title, fig, 11), fontsize=11)
+    return fig

@@ -1,0 +1,568 @@
+"""The analytic engine: step time, speedup and efficiency over a range of device counts.
+
+A pure function of frozen data (:class:`Scenario`) and an array of device
+counts; it prints nothing, reads no files and imports no CLI, YAML, pandas or
+torch. Vectorised over k: no Python loop per device count.
+
+Equations (the README repeats them)::
+
+    T_compute(k) = FLOP per sample · b_k / (peak[dtype] · mfu)      (or --compute-time)
+                   · (1 + σ · m_k)   with a device spread σ: the slowest of k (simcli.step.straggler; m_1 = 0)
+    T_comm(k)    = all-reduce of params · bytes(grad dtype) over k devices
+    T_step(k)    = m · T_compute(k) + T_comm,exposed(k)       (m = --accum micro-steps per all-reduce)
+
+    weak scaling   (fixed batch b per device):  b_k = b,       S(k) = k · m · T_compute(1) / T_step(k)
+    strong scaling (fixed global batch B):      b_k = B/(k·m), S(k) = T_compute(B on one device) / T_step(k)
+    E(k) = S(k) / k;  samples/s = k · m · b_k / T_step(k)
+
+Overlap with backward: :mod:`simcli.step.buckets` (DDP's gradient buckets, closed form over k).
+"""
+
+from __future__ import annotations
+
+import dataclasses
+from dataclasses import dataclass, field
+from typing import Any
+
+import numpy as np
+
+from ..base.types import DTYPE_BYTES, InputError, Profile, Workload
+from ..comm import collectives
+from . import memory as memory_model
+from . import sharding, straggler
+from .buckets import BucketPlan, bucket_exposure, bucket_plan
+
+__all__ = ["Scenario", "Result", "simulate", "accumulated", "OVERLAPS", "fsdp_units"]
+
+#: values of Scenario.overlap
+OVERLAPS = ("buckets", "none")
+
+
+#: the smallest DDP bucket, in MiB: 1 KiB (issue 12)
+MIN_BUCKET_MB = 1.0 / 1024
+
+
+@dataclass(frozen=True)
+class Scenario:
+    """Everything a prediction depends on. Build one, then call :func:`simulate`."""
+
+    profile: Profile
+    workload: Workload
+    #: compute dtype (picks peak_flops); None = the device's default (bf16, fp16, tf32, fp32 in that order)
+    dtype: str | None = None
+    #: gradient dtype (sets the all-reduce bytes)
+    grad_dtype: str = "fp32"
+    #: model FLOPs utilisation; None = the profile's device.mfu
+    mfu: float | None = None
+    #: weak scaling: samples per device per step; None = the workload's default
+    batch_per_device: int | None = None
+    #: strong scaling: samples per step over all devices (split over k); excludes batch_per_device
+    global_batch: int | None = None
+    #: measured single-device compute time per step (s); replaces the FLOP model
+    compute_time_s: float | None = None
+    #: all-reduce algorithm, one of simcli.comm.collectives.CHOICES ("auto": the fastest per k); None: the profile's
+    #: default ("nccl" on a profile that models NCCL, else "ring")
+    algorithm: str | None = None
+    #: NCCL protocol to force ("ll", "ll128", "simple"); None: the one NCCL would pick
+    protocol: str | None = None
+    #: how communication hides behind backward: "none" or "buckets" (PyTorch DDP's gradient buckets)
+    overlap: str = "buckets"
+    #: DDP bucket size in MiB: DDP's bucket_cap_mb (default 25), which torch multiplies by 1024·1024
+    #: (torch/nn/parallel/distributed.py, _MB_TO_BYTES)
+    bucket_mb: float = 25.0
+    #: gradient accumulation: micro-steps of compute per all-reduce (DDP's no_sync)
+    accum: int = 1
+    #: share of forward+backward compute spent in backward
+    backward_fraction: float = 2.0 / 3.0
+    #: data parallelism: "ddp", or sharded "zero1", "zero2", "fsdp", "hsdp" (simcli.step.sharding)
+    strategy: str = "ddp"
+    #: dtype of the all-gathered parameters (zero1/zero2/fsdp/hsdp) and of the parameters in memory
+    param_dtype: str = "bf16"
+    #: hsdp: devices per shard group; None: one node (profile.network[0].size)
+    shard_group: int | None = None
+    #: FSDP units (wrapped modules); None: the workload's layers (1 when it gives none)
+    units: int | None = None
+    #: fsdp/hsdp: all-gather each unit again before its backward (FSDP's reshard_after_forward)
+    reshard_after_forward: bool = True
+    #: the activation estimate assumes activation checkpointing (memory only: the MFU absorbs the recompute)
+    activation_checkpointing: bool = True
+    #: activations kept for backward per sample (bytes), given by the user: replaces the estimate; None: the
+    #: workload's figure, else the estimate
+    activation_bytes_per_sample: float | None = None
+    #: spread of the devices' speed (a fraction of the step; simcli.step.straggler): each synchronised step waits for
+    #: the slowest of k, T_compute · (1 + spread · m_k); None: the profile's device.spread (none when it gives none)
+    spread: float | None = None
+
+    def __post_init__(self) -> None:
+        if self.batch_per_device is not None and self.global_batch is not None:
+            raise InputError(
+                "--batch-per-device and --global-batch exclude each other: give one (weak scaling or strong scaling)"
+            )
+        dev = self.profile.device
+        if self.dtype is not None and self.dtype not in dev.peak_flops:
+            raise InputError(
+                f"--dtype: {self.profile.name} gives no peak for {self.dtype!r}; it has {', '.join(dev.peak_flops)}"
+            )
+        if self.grad_dtype not in DTYPE_BYTES:
+            raise InputError(f"--grad-dtype: unknown dtype {self.grad_dtype!r}; choose one of {', '.join(DTYPE_BYTES)}")
+        if self.mfu is not None and not (0 < self.mfu <= 1):
+            raise InputError(f"--mfu: {self.mfu} is not in (0, 1]; give the achieved fraction of peak, for example 0.4")
+        for name in ("batch_per_device", "global_batch"):
+            v = getattr(self, name)
+            if v is not None and not v >= 1:
+                raise InputError(f"--{name.replace('_', '-')}: {v} must be at least 1")
+        if self.compute_time_s is not None and not self.compute_time_s > 0:
+            raise InputError(f"--compute-time: {self.compute_time_s} must be a positive number of seconds")
+        if self.algorithm is None:
+            object.__setattr__(self, "algorithm", collectives.default_algorithm(self.profile))
+        collectives.check_algorithm(self.algorithm)
+        object.__setattr__(self, "protocol", collectives.check_protocol(self.protocol))
+        if self.overlap not in OVERLAPS:
+            raise InputError(f"--overlap: unknown mode {self.overlap!r}; choose one of {', '.join(OVERLAPS)}")
+        if not (self.bucket_mb > 0 and np.isfinite(self.bucket_mb)):
+            raise InputError(
+                f"--bucket-mb: {self.bucket_mb} must be a positive number of MiB (DDP's bucket_cap_mb), for example 25"
+            )
+        if self.bucket_mb < MIN_BUCKET_MB:  # smaller buckets only multiply latencies (1e-300 MiB: 1e308 buckets)
+            raise InputError(
+                f"--bucket-mb: {self.bucket_mb:g} MiB is below the smallest bucket simcli models, "
+                f"1 KiB ({MIN_BUCKET_MB:g} MiB); DDP's default is 25"
+            )
+        if isinstance(self.accum, bool) or int(self.accum) != self.accum or self.accum < 1:
+            raise InputError(f"--accum: {self.accum} must be a whole number of micro-steps, at least 1")
+        if not 0 <= self.backward_fraction <= 1:
+            raise InputError(
+                f"backward_fraction: {self.backward_fraction} is not in [0, 1]; give the share "
+                "of forward+backward spent in backward, for example 2/3"
+            )
+        sharding.check_strategy(self.strategy)
+        if self.param_dtype not in DTYPE_BYTES:
+            raise InputError(
+                f"--param-dtype: unknown dtype {self.param_dtype!r}; choose one of {', '.join(DTYPE_BYTES)}"
+            )
+        for name in ("shard_group", "units"):
+            v = getattr(self, name)
+            if v is not None and (isinstance(v, bool) or int(v) != v or v < 1):
+                raise InputError(f"--{name.replace('_', '-')}: {v} must be a whole number, at least 1")
+        from ..base.ranges import MAX_UNITS
+
+        if fsdp_units(self) > MAX_UNITS:  # the per-unit timeline loops over them: refused before the loop
+            src = "--units" if self.units else f"the workload's layers ({self.workload.name})"
+            raise InputError(
+                f"{src}: {fsdp_units(self):,} FSDP units is more than simcli models (at most {MAX_UNITS:,}); "
+                "give fewer units"
+            )
+        if self.spread is not None and not (0 <= self.spread <= 1 and np.isfinite(self.spread)):
+            raise InputError(
+                f"--spread: {self.spread} is not in [0, 1]; give the spread of the devices' speed as a fraction "
+                "of the step, for example 3%"
+            )
+        if self.compute_time_s is None and not self.workload.flops_per_sample:
+            raise InputError("the workload has no FLOPs per sample: give --flops-per-sample or --compute-time")
+
+    # -- derived inputs ---------------------------------------------------
+    @property
+    def compute_dtype(self) -> str:
+        return self.dtype or self.profile.device.default_dtype()
+
+    @property
+    def achieved_mfu(self) -> float:
+        return self.mfu if self.mfu is not None else self.profile.device.mfu_for(self.compute_dtype)
+
+    @property
+    def achieved_flops(self) -> float:
+        """FLOP/s one device achieves: peak[dtype] · mfu."""
+        return self.profile.device.peak(self.compute_dtype) * self.achieved_mfu
+
+    @property
+    def device_spread(self) -> float:
+        """σ of the slowest-of-k model: --spread, else the profile's device.spread, else 0."""
+        if self.spread is not None:
+            return float(self.spread)
+        return float(self.profile.device.spread or 0.0)
+
+    @property
+    def strong(self) -> bool:
+        return self.global_batch is not None
+
+    @property
+    def batch(self) -> int:
+        """Per-device batch (weak scaling) or global batch (strong scaling)."""
+        if self.global_batch is not None:
+            return self.global_batch
+        return self.batch_per_device if self.batch_per_device is not None else self.workload.batch_per_device
+
+    @property
+    def grad_bytes(self) -> float:
+        return self.workload.grad_bytes(self.grad_dtype)
+
+    def replace(self, **changes: Any) -> "Scenario":
+        return dataclasses.replace(self, **changes)
+
+    def inputs(self) -> dict[str, Any]:
+        """The formula's inputs in SI, for headers, JSON and explanations."""
+        w = self.workload
+        return {
+            "profile": self.profile.name,
+            "model": w.name,
+            "params": w.params,
+            "grad_dtype": self.grad_dtype,
+            "grad_bytes": self.grad_bytes,
+            "scaling": "strong" if self.strong else "weak",
+            "batch_per_device": None if self.strong else self.batch,
+            "global_batch": self.batch if self.strong else None,
+            "compute_dtype": self.compute_dtype,
+            "peak_flops": self.profile.device.peak(self.compute_dtype),
+            "mfu": self.achieved_mfu,
+            "flops_per_sample": w.flops_per_sample,
+            "compute_time_s": self.compute_time_s,
+            "algorithm": self.algorithm,
+            "protocol": self.protocol,
+            "library": self.profile.library,
+            "overlap": self.overlap,
+            "bucket_bytes": self.bucket_bytes if self.overlap == "buckets" else None,
+            "accum": self.accum,
+            "backward_fraction": self.backward_fraction,
+            "spread": self.device_spread,
+        }
+
+    @property
+    def bucket_bytes(self) -> float:
+        """DDP bucket size in bytes: ``bucket_mb`` · 2^20, as DDP reads bucket_cap_mb."""
+        return self.bucket_mb * 2.0**20
+
+
+@dataclass(frozen=True)
+class Result:
+    scenario: Scenario
+    devices: np.ndarray
+    batch_per_device: np.ndarray
+    t_compute_s: np.ndarray
+    t_comm_s: np.ndarray
+    t_step_s: np.ndarray
+    speedup: np.ndarray
+    efficiency: np.ndarray
+    samples_per_s: np.ndarray
+    #: all the step's all-reduces added up (time, latency, bandwidth, reduction and per-tier terms);
+    #: alpha, bus_Bps, bottleneck and algorithm are those of the main message (a full bucket, or the gradient)
+    comm: collectives.CommCost = field(repr=False)
+    #: T_comm that backward does not hide (T_step = t_compute_s + t_comm_exposed_s)
+    t_comm_exposed_s: np.ndarray = field(repr=False, default=None)  # type: ignore[assignment]
+    t_comm_hidden_s: np.ndarray = field(repr=False, default=None)  # type: ignore[assignment]
+    #: forward and backward seconds per optimizer step (all m micro-steps)
+    t_forward_s: np.ndarray = field(repr=False, default=None)  # type: ignore[assignment]
+    t_backward_s: np.ndarray = field(repr=False, default=None)  # type: ignore[assignment]
+    #: how the gradient was split into all-reduces
+    plan: "BucketPlan | None" = field(repr=False, default=None)
+    #: one all-reduce of a full bucket (None when there is none) and of the remainder (None when none)
+    comm_bucket: collectives.CommCost | None = field(repr=False, default=None)
+    comm_last: collectives.CommCost | None = field(repr=False, default=None)
+    #: bytes per device (simcli.step.memory) and bytes each device sends per step
+    memory: "memory_model.Memory | None" = field(repr=False, default=None)
+    comm_bytes: np.ndarray = field(repr=False, default=None)  # type: ignore[assignment]
+    #: a sharded strategy's communication, collective by collective (None for ddp)
+    sharded: "sharding.Step | None" = field(repr=False, default=None)
+    #: of t_compute_s, the seconds spent waiting for the slowest of k devices (0 without a spread)
+    t_straggler_s: np.ndarray = field(repr=False, default=None)  # type: ignore[assignment]
+
+    @property
+    def bottleneck_names(self) -> list[str]:
+        names = [t.name for t in self.scenario.profile.network]
+        return ["-" if i < 0 else names[i] for i in self.comm.bottleneck.tolist()]
+
+    def columns(self) -> dict[str, np.ndarray | list]:
+        return {
+            "devices": self.devices,
+            "batch_per_device": self.batch_per_device,
+            "t_compute_s": self.t_compute_s,
+            "t_comm_s": self.t_comm_s,
+            "t_step_s": self.t_step_s,
+            "speedup": self.speedup,
+            "efficiency": self.efficiency,
+            "samples_per_s": self.samples_per_s,
+            "alpha_s": self.comm.alpha,
+            # the bottleneck tier's bandwidth, not nccl-tests' busbw (comm's busbw_GBps): issue 12 renamed it
+            "bottleneck_GBps": np.where(np.isfinite(self.comm.bus_Bps), self.comm.bus_Bps / 1e9, np.nan),
+            "bottleneck": self.bottleneck_names,
+            "t_comm_exposed_s": self.t_comm_exposed_s,
+            "t_comm_hidden_s": self.t_comm_hidden_s,
+            "t_forward_s": self.t_forward_s,
+            "t_backward_s": self.t_backward_s,
+            "algorithm": [str(a) for a in self.comm.algorithm.tolist()],
+            "protocol": (
+                [None] * len(self.devices)
+                if self.comm.protocol is None
+                else [None if p in (None, "-") else str(p) for p in np.asarray(self.comm.protocol).tolist()]
+            ),
+            "buckets": np.full(self.devices.shape, self.plan.count if self.plan else 1),
+            **self._sharding_columns(),
+            "t_straggler_s": self.t_straggler_s,
+        }
+
+    def _sharding_columns(self) -> dict[str, np.ndarray | list]:
+        if self.memory is None:
+            return {}
+        mem = self.memory
+        return {
+            "strategy": [self.scenario.strategy] * len(self.devices),
+            "comm_bytes": self.comm_bytes,
+            "memory_bytes": mem.total,
+            # params: the weights held plus fsdp/hsdp's gathered units (also given alone)
+            "memory_params_bytes": mem.params,
+            **{f"memory_{part}_bytes": getattr(mem, part) for part in memory_model.PARTS if part != "weights"},
+        }
+
+    def records(self) -> list[dict[str, Any]]:
+        """One plain-Python dict per k (JSON-ready: NaN becomes None). Built column-wise, not per cell."""
+        cols = self.columns()
+        keys = list(cols)
+        lists = []
+        for arr in cols.values():
+            vals = arr.tolist() if isinstance(arr, np.ndarray) else list(arr)
+            lists.append([None if isinstance(v, float) and v != v else v for v in vals])
+        return [dict(zip(keys, row)) for row in zip(*lists)]
+
+    def to_frame(self):
+        """The result as a pandas DataFrame (pandas is imported only here)."""
+        import pandas as pd
+
+        return pd.DataFrame(self.columns())
+
+
+def _compute_time(sc: Scenario, per_device_batch: np.ndarray) -> np.ndarray:
+    """Seconds of forward + backward for ``per_device_batch`` samples on one device."""
+    if sc.compute_time_s is not None:
+        # measured at the per-device batch (weak) or for the whole global batch on one device (strong)
+        return sc.compute_time_s * per_device_batch / sc.batch
+    return sc.workload.flops_per_sample * per_device_batch / sc.achieved_flops
+
+
+def _total(
+    plan: BucketPlan, full: collectives.CommCost | None, last: collectives.CommCost | None
+) -> collectives.CommCost:
+    """The step's communication: ``plan.full`` all-reduces of a full bucket plus the remainder's, added up."""
+    main = full if full is not None else last
+    assert main is not None
+
+    def add(name: str) -> np.ndarray | None:
+        parts = [(times, getattr(c, name)) for times, c in ((plan.full, full), (1, last)) if c is not None]
+        if all(v is None for _, v in parts):
+            return None
+        return np.asarray(sum(times * v for times, v in parts if v is not None))
+
+    return dataclasses.replace(main, **{name: add(name) for name in collectives.COMM_TERMS})
+
+
+def simulate(scenario: Scenario, devices: np.ndarray | list[int], micro_batch: np.ndarray | None = None) -> Result:
+    """Predict step time, speedup and efficiency for every device count in ``devices``.
+
+    ``micro_batch`` (weak scaling only): samples per device per micro-step for each element of ``devices``,
+    replacing the scenario's batch per device, so that one call prices a (k, micro-batch) grid (plan best)."""
+    sc = scenario
+    k = np.asarray(devices, dtype=np.int64).ravel()
+    if k.size == 0 or np.any(k < 1):
+        raise InputError("--devices: every device count must be at least 1")
+    net = sc.profile.network
+    collectives.check_devices(net, k)
+    kf = k.astype(np.float64)
+    m = int(sc.accum)
+    if micro_batch is not None:
+        if sc.strong:
+            raise ValueError("simulate(micro_batch=...) is for weak scaling")
+        b = np.broadcast_to(np.asarray(micro_batch, dtype=np.float64).ravel(), kf.shape).copy()
+    else:
+        b = sc.batch / (kf * m) if sc.strong else np.full(kf.shape, float(sc.batch))
+    # forward + backward of one micro-step, at the pace of the slowest of k devices (simcli.step.straggler)
+    slow = straggler.slowdown(k, sc.device_spread)
+    t_micro = _compute_time(sc, b) * slow
+    t_bwd_micro = sc.backward_fraction * t_micro
+    if sc.strategy != "ddp":
+        return _simulate_sharded(sc, k, b, t_micro, t_bwd_micro, slow)
+    n = float(sc.grad_bytes)
+    plan = bucket_plan(n, sc.bucket_bytes if sc.overlap == "buckets" else None)
+    comm_full = (
+        collectives.collective(sc.profile, sc.algorithm, k, np.float64(plan.size), "all_reduce", sc.protocol)
+        if plan.full
+        else None
+    )
+    comm_last = (
+        collectives.collective(sc.profile, sc.algorithm, k, np.float64(plan.last), "all_reduce", sc.protocol)
+        if plan.last
+        else None
+    )
+    zero = np.zeros(kf.shape)
+    t_comm, end = bucket_exposure(
+        plan, t_bwd_micro, comm_full.time if comm_full else zero, comm_last.time if comm_last else zero
+    )
+    if sc.overlap == "buckets":
+        exposed = np.clip(end - t_bwd_micro, 0.0, t_comm)  # clip: rounding of t_j at k = 1 and full queues
+    else:
+        exposed = t_comm
+    return _result(
+        sc,
+        k,
+        b,
+        t_micro,
+        t_bwd_micro,
+        t_comm,
+        exposed,
+        slow,
+        comm=_total(plan, comm_full, comm_last),
+        plan=plan,
+        comm_bucket=comm_full,
+        comm_last=comm_last,
+        memory=_memory(sc, k, b),
+        comm_bytes=m
+        * sharding.comm_bytes(
+            "ddp", k, params=sc.workload.params, param_bytes=0.0, grad_bytes=DTYPE_BYTES[sc.grad_dtype]
+        ),
+    )
+
+
+def fsdp_units(sc: Scenario) -> int:
+    """FSDP units: --units, else the workload's layers, else 1 (the whole model one unit)."""
+    return int(sc.units or sc.workload.layers or 1)
+
+
+def _memory(sc: Scenario, k: np.ndarray, b: np.ndarray) -> "memory_model.Memory":
+    return memory_model.for_scenario(sc, k, b=b)
+
+
+def memory(sc: Scenario, k: np.ndarray | list[int], optimizer: str = "adam") -> "memory_model.Memory":
+    """Bytes per device of ``sc``'s strategy at each k (simcli.step.memory, the one memory model), activations
+    included."""
+    return memory_model.for_scenario(sc, k, optimizer)
+
+
+def memory_fit(sc: Scenario, k: np.ndarray | list[int], optimizer: str = "adam") -> dict[str, Any] | None:
+    """Where ``sc`` does not fit the device's memory: the first such k, its bytes per device and, per k that does
+    not fit, the least sharded strategy that would (None: none). None when every k fits or the profile gives no
+    device memory."""
+    cap = sc.profile.device.memory_bytes
+    if cap is None:
+        return None
+    k = np.asarray(k, dtype=np.int64).ravel()
+    kw = memory_model.scenario_kwargs(sc, memory_model.micro_batch(sc, k), optimizer)
+    need = memory_model.per_device(sc.strategy, k, **kw).total
+    bad = need > cap
+    if not np.any(bad):
+        return None
+    best = memory_model.smallest_fitting(
+        cap, k[bad], sharding.STRATEGIES, **{**kw, "activations": np.asarray(kw["activations"])[bad]}
+    )
+    return {
+        "capacity_bytes": float(cap),
+        "devices": k[bad].tolist(),
+        "memory_bytes": need[bad].tolist(),
+        "fits_with": best,
+    }
+
+
+def _result(
+    sc: Scenario,
+    k: np.ndarray,
+    b: np.ndarray,
+    t_micro: np.ndarray,
+    t_bwd_micro: np.ndarray,
+    t_comm: np.ndarray,
+    exposed: np.ndarray,
+    slow: np.ndarray,
+    **rest: Any,
+) -> Result:
+    """The step of m micro-steps, its speedup and throughput, from the compute and the exposed communication.
+
+    ``slow`` is the slowest-of-k factor already in ``t_micro`` (1 + σ·m_k; t_straggler_s is its share).
+    One device runs the same samples per optimizer step with no communication: T_step(1) = T_compute(b1);
+    weak scaling counts samples (S = k·m·T1/T_step), strong scaling the global batch (S = T1/T_step).
+    """
+    kf = k.astype(np.float64)
+    m = int(sc.accum)
+    t_compute = m * t_micro
+    t_step = t_compute + exposed
+    # one device alone: the global batch (strong), or this k's micro-batch (weak; the scenario's, or plan best's)
+    t1 = float(_compute_time(sc, np.array([float(sc.batch)]))[0]) if sc.strong else _compute_time(sc, b)
+    speedup = t1 / t_step if sc.strong else kf * m * t1 / t_step
+    return Result(
+        scenario=sc,
+        devices=k,
+        batch_per_device=b,
+        t_compute_s=t_compute,
+        t_comm_s=t_comm,
+        t_step_s=t_step,
+        speedup=speedup,
+        efficiency=speedup / kf,
+        samples_per_s=kf * b * m / t_step,
+        t_comm_exposed_s=exposed,
+        t_comm_hidden_s=t_comm - exposed,
+        t_forward_s=t_compute - m * t_bwd_micro,
+        t_backward_s=m * t_bwd_micro,
+        t_straggler_s=t_compute - t_compute / slow,
+        **rest,
+    )
+
+
+def accumulated(res: Result, accum: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """(T_step, E) of ``res`` (simulated with accum 1, weak scaling) at ``accum`` micro-steps per optimizer step,
+    per k, without simulating again: :func:`_result`'s rule, m·T_compute + the exposed communication, m times for
+    the sharded strategies (every micro-step communicates, simcli.step.sharding) and once for ddp (no_sync: only the
+    last micro-step's backward reduces). E = m·T_1/T_step with T_1 one device's micro-step alone."""
+    sc = res.scenario
+    if sc.accum != 1 or sc.strong:
+        raise ValueError("accumulated() takes a weak-scaling result simulated with accum 1")
+    m = np.asarray(accum, dtype=np.float64)
+    exposed = res.t_comm_exposed_s * (m if sc.strategy != "ddp" else 1.0)
+    t_step = m * res.t_compute_s + exposed
+    return t_step, m * _compute_time(sc, res.batch_per_device) / t_step
+
+
+def _simulate_sharded(
+    sc: Scenario, k: np.ndarray, b: np.ndarray, t_micro: np.ndarray, t_bwd_micro: np.ndarray, slow: np.ndarray
+) -> Result:
+    """zero1/zero2/fsdp/hsdp: every micro-step communicates (simcli.step.sharding.step)."""
+    m = int(sc.accum)
+    pb, gb = DTYPE_BYTES[sc.param_dtype], DTYPE_BYTES[sc.grad_dtype]
+    st = sharding.step(
+        sc.strategy,
+        sc.profile,
+        k,
+        algorithm=sc.algorithm,
+        protocol=sc.protocol,
+        params=sc.workload.params,
+        units=fsdp_units(sc),
+        param_bytes=pb,
+        grad_bytes=gb,
+        t_forward=t_micro - t_bwd_micro,
+        t_backward=t_bwd_micro,
+        bucket_bytes=sharding.ZERO_BUCKET_ELEMENTS * gb if sc.overlap == "buckets" else None,
+        group=sc.shard_group,
+        reshard_after_forward=sc.reshard_after_forward,
+    )
+    comm = dataclasses.replace(
+        st.comm,
+        **{name: m * getattr(st.comm, name) for name in collectives.COMM_TERMS if getattr(st.comm, name) is not None},
+    )
+    return _result(
+        sc,
+        k,
+        b,
+        t_micro,
+        t_bwd_micro,
+        m * st.t_comm,
+        m * st.exposed,
+        slow,
+        comm=comm,
+        plan=None,
+        memory=_memory(sc, k, b),
+        sharded=st,
+        comm_bytes=m
+        * sharding.comm_bytes(
+            sc.strategy,
+            k,
+            params=sc.workload.params,
+            param_bytes=pb,
+            grad_bytes=gb,
+            group=sc.shard_group,
+            node_size=sc.profile.network[0].size,
+            reshard_after_forward=sc.reshard_after_forward,
+        ),
+    )
