@@ -45,7 +45,7 @@ def engine_vs_numpy(repeat: int) -> tuple[float, float]:
         allreduce("ring", net, k[:, None], n[None, :])
 
     # the floor: alpha and B already known per k, the formula evaluated once
-    from simcli.comm.collectives import ring_params
+    from simcli.comm.topology import ring_params
 
     alpha, bus, _ = ring_params(net, k)
     a, b, kf = alpha[:, None], bus[:, None], k[:, None].astype(float)
@@ -60,7 +60,7 @@ def nccl_vs_numpy(repeat: int) -> tuple[float, float]:
     """NCCL's choice over 10^6 (k, size) points: the engine (every term, per-tier arrays, the choice) against a
     bare numpy minimum over the same (algorithm, protocol) pairs' latency + size / bandwidth."""
     from simcli.comm import collectives as C
-    from simcli.comm import nccl
+    from simcli.comm import nccl, topology
     from simcli.io.profiles import resolve_profile
 
     prof = resolve_profile("dgx-h100")
@@ -70,7 +70,7 @@ def nccl_vs_numpy(repeat: int) -> tuple[float, float]:
     def engine():
         C.collective(prof, "nccl", k[:, None], n[None, :])
 
-    prs = nccl.pairs(prof.network, C.nccl_spec(prof), k[:, None], C.tier_bandwidth(prof.network, k[:, None]))
+    prs = nccl.pairs(prof.network, nccl.nccl_spec(prof), k[:, None], topology.tier_bandwidth(prof.network, k[:, None]))
     lat = [p.latency for p in prs]
     bw = [p.alg_Bps for p in prs]
     nn = n[None, :]

@@ -32,7 +32,7 @@ sys.path.insert(0, str(ROOT))
 
 from simcli.answers.validate import SIZE_BANDS  # noqa: E402
 from simcli.comm import collectives as C  # noqa: E402
-from simcli.comm import nccl  # noqa: E402
+from simcli.comm import nccl, topology  # noqa: E402
 from simcli.io.profiles import resolve_profile  # noqa: E402
 
 PUB = ROOT / "validation" / "published"
@@ -75,7 +75,12 @@ def main(verbose: bool = False, textbook: bool = False) -> list[dict]:
         g = int(rs[0].get("gpus_per_process") or 1)  # nccl-tests' -g: one process launching on g GPUs
         pred = C.collective(p, alg, k, n, "all_reduce", None, g)
         prs = nccl.pairs(
-            p.network, C.nccl_spec(p), k, C.tier_bandwidth(p.network, k), "all_reduce", None if alg == "nccl" else [alg]
+            p.network,
+            nccl.nccl_spec(p),
+            k,
+            topology.tier_bandwidth(p.network, k),
+            "all_reduce",
+            None if alg == "nccl" else [alg],
         )
         tuner = np.min(np.stack([pr.cost(n)[1] for pr in prs]), axis=0)
         err, err_t = pred.time / t - 1, tuner / t - 1

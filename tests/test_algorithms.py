@@ -10,6 +10,7 @@ from hypothesis import strategies as st
 from simcli.base.types import InputError, Tier
 from simcli.cli import app
 from simcli.comm import collectives as C
+from simcli.comm import crossover, registry, topology
 
 from conftest import make_profile
 
@@ -88,7 +89,7 @@ def test_hierarchical_two_tiers_by_hand(two_tier):
 
 def test_flat_algorithms_use_the_per_device_link(two_tier):
     # every device sends across IB at once: 25 GB/s each, not the node's 200 GB/s aggregate
-    assert C.tier_link_bandwidth(two_tier.network, np.array([16]))[:, 0].tolist() == [100e9, 25e9]
+    assert topology.tier_link_bandwidth(two_tier.network, np.array([16]))[:, 0].tolist() == [100e9, 25e9]
     c = t("rabenseifner", two_tier, 16, 1e9)
     assert c.bandwidth[0] == pytest.approx(2 * 15 / 16 * 1e9 / 25e9)
     assert c.latency[0] == pytest.approx(8 * 10e-6)
@@ -119,12 +120,12 @@ def test_dgx_h100_vs_one_shared_nic():
 def test_nvl72_never_touches_the_network_up_to_72():
     p = make_profile(Tier("nvlink", 900e9, 3.4e-6, size=72, efficiency=0.8), Tier("ib", 50e9, 14e-6, per="device"))
     k = np.arange(2, 73)
-    assert not C.tier_spanned(p.network, k)[1].any()
-    for alg in C.TEXTBOOK_CHOICES:
+    assert not topology.tier_spanned(p.network, k)[1].any()
+    for alg in registry.TEXTBOOK_CHOICES:
         c = C.allreduce(alg, p.network, k, 1e8)
         assert np.all(c.tier_latency[1] == 0) and np.all(c.tier_bandwidth_s[1] == 0), alg
         assert np.all(c.bottleneck == 0), alg
-    assert C.tier_spanned(p.network, np.array([73]))[1, 0]
+    assert topology.tier_spanned(p.network, np.array([73]))[1, 0]
 
 
 def test_three_tiers():
@@ -134,7 +135,11 @@ def test_three_tiers():
         Tier("spine", 100e9, 10e-6, per="node"),
     )
     k = np.array([8, 64, 128])
-    assert C.tier_spanned(p.network, k).tolist() == [[True, True, True], [False, True, True], [False, False, True]]
+    assert topology.tier_spanned(p.network, k).tolist() == [
+        [True, True, True],
+        [False, True, True],
+        [False, False, True],
+    ]
     n = 1e9
     c = C.allreduce("hierarchical", p.network, np.array([128]), n)
     # level 0: 8 devices; level 1: 8 nodes in a 64-device leaf domain (8 x 50 GB/s per node);
@@ -150,8 +155,8 @@ def test_three_tiers():
 def test_k_not_a_multiple_of_the_node():
     p = make_profile(Tier("nvlink", 100e9, 5e-6, size=8), Tier("ib", 25e9, 10e-6, per="device"))
     # k = 12: the partial node has 4 devices, so it reaches IB with 4 x 25 GB/s; per-device links stay 25 GB/s
-    assert C.tier_bandwidth(p.network, np.array([12]))[:, 0].tolist() == [100e9, 100e9]
-    assert C.tier_link_bandwidth(p.network, np.array([12]))[:, 0].tolist() == [100e9, 25e9]
+    assert topology.tier_bandwidth(p.network, np.array([12]))[:, 0].tolist() == [100e9, 100e9]
+    assert topology.tier_link_bandwidth(p.network, np.array([12]))[:, 0].tolist() == [100e9, 25e9]
     assert t("ring", p, 12, 1e9).time[0] == pytest.approx(22 * 10e-6 + 22 / 12 * 1e9 / 100e9)
 
 
@@ -185,7 +190,7 @@ def networks(draw, tiers=None):
 
 def _bound(net, k, n):
     """Patarasuk & Yuan's bandwidth lower bound 2(k-1)/k · n/B with B the ring's bottleneck."""
-    _, bus, _ = C.ring_params(net, k)
+    _, bus, _ = topology.ring_params(net, k)
     return 2 * (k - 1) / k * n / bus
 
 
@@ -194,7 +199,7 @@ def _bound(net, k, n):
 def test_every_algorithm_meets_the_bandwidth_bound_on_one_tier(net, n, k, gamma):
     ks = np.array([k])
     lb = _bound(net, ks, n)[0]
-    for alg in C.TEXTBOOK_CHOICES:
+    for alg in registry.TEXTBOOK_CHOICES:
         assert C.allreduce(alg, net, ks, n, gamma).time[0] >= lb * (1 - 1e-12), alg
     assert C.allreduce("hierarchical", net, ks, n, gamma).time[0] == pytest.approx(
         C.allreduce("ring", net, ks, n, gamma).time[0], rel=1e-12
@@ -206,7 +211,7 @@ def test_every_algorithm_meets_the_bandwidth_bound_on_one_tier(net, n, k, gamma)
 def test_bounds_on_any_network(net, n, k, gamma):
     ks = np.array([k])
     lb = _bound(net, ks, n)[0]
-    costs = {alg: C.allreduce(alg, net, ks, n, gamma) for alg in C.TEXTBOOK_CHOICES}
+    costs = {alg: C.allreduce(alg, net, ks, n, gamma) for alg in registry.TEXTBOOK_CHOICES}
     for alg, c in costs.items():
         assert np.isfinite(c.time[0]) and c.time[0] > 0
         assert c.tier_latency[:, 0].sum() == pytest.approx(c.latency[0], rel=1e-9, abs=1e-18)
@@ -214,21 +219,21 @@ def test_bounds_on_any_network(net, n, k, gamma):
         if alg not in ("hierarchical", "auto"):  # hierarchical (so auto) sends less through slow tiers
             assert c.time[0] >= lb * (1 - 1e-12), alg
     # hierarchical still meets the bound of its outermost level: the m outer domains, each with B_outer
-    spanned = C.tier_spanned(net, ks)[:, 0]
+    spanned = topology.tier_spanned(net, ks)[:, 0]
     i = int(np.flatnonzero(spanned)[-1])
     m = k if i == 0 else -(-k // net[i - 1].size)
-    b_outer = C.tier_bandwidth(net, ks)[i, 0]
+    b_outer = topology.tier_bandwidth(net, ks)[i, 0]
     assert costs["hierarchical"].time[0] >= 2 * (m - 1) / m * n / b_outer * (1 - 1e-12)
-    best = min(costs[a].time[0] for a in C.ALGORITHMS)
+    best = min(costs[a].time[0] for a in registry.ALGORITHMS)
     assert costs["auto"].time[0] == best
-    assert costs["auto"].algorithm[0] in C.ALGORITHMS
+    assert costs["auto"].algorithm[0] in registry.ALGORITHMS
 
 
 @settings(max_examples=40, deadline=None)
 @given(networks(), sizes, sizes, st.integers(2, 300))
 def test_every_algorithm_grows_with_bytes(net, n1, n2, k):
     lo, hi = sorted([n1, n2])
-    for alg in C.TEXTBOOK_CHOICES:
+    for alg in registry.TEXTBOOK_CHOICES:
         assert C.allreduce(alg, net, np.array([k]), hi).time[0] >= C.allreduce(alg, net, np.array([k]), lo).time[0], alg
 
 
@@ -245,7 +250,7 @@ def test_auto_reports_its_choice_per_element(two_tier):
 def test_crossovers_are_where_costs_are_equal():
     p = make_profile(Tier("nvlink", 369e9, 3.4e-6, size=8), Tier("ib", 46e9, 14e-6, per="device"))
     k = np.array([8, 16, 1024])
-    cross = C.crossovers(p.network, k, 1024.0, 4 * 2.0**30)
+    cross = crossover.crossovers(p.network, k, 1024.0, 4 * 2.0**30)
     assert cross, "expected at least one crossover"
     for c in cross:
         ks = np.array([c["devices"]])
@@ -271,7 +276,7 @@ def test_cli_algorithms_json_and_table(runner, prof):
     d = json.loads(r.stdout)
     assert len(d["grid"]) == 6 * 5
     for rec in d["grid"]:
-        assert rec["time_s"] == min(rec[f"{a}_s"] for a in C.ALGORITHMS)
+        assert rec["time_s"] == min(rec[f"{a}_s"] for a in registry.ALGORITHMS)
         assert rec["time_s"] == rec[f"{rec['fastest']}_s"]
     assert all(c["from"] != c["to"] for c in d["crossovers"])
     r = runner.invoke(app, ["algorithms", "-p", prof, "-k", "2..64:x2", "-s", "1KiB..1GiB:x32"])
@@ -282,13 +287,13 @@ def test_cli_comm_auto_has_algorithm_per_row(runner, prof):
     r = runner.invoke(app, ["comm", "-p", prof, "-k", "2,64", "-s", "1KiB,1GiB", "-a", "auto", "-f", "json"])
     assert r.exit_code == 0, r.output
     recs = json.loads(r.stdout)
-    assert {x["algorithm"] for x in recs} <= set(C.ALGORITHMS)
+    assert {x["algorithm"] for x in recs} <= set(registry.ALGORITHMS)
     assert len({x["algorithm"] for x in recs}) > 1
 
 
 def test_cli_speedup_auto_and_bad_algorithm(runner, prof):
     r = runner.invoke(app, ["speedup", "-p", prof, "-k", "1..64:x4", "-a", "auto", "-f", "json"])
     assert r.exit_code == 0, r.output
-    assert all(x["algorithm"] in set(C.SPECS) | {"none"} for x in json.loads(r.stdout))
+    assert all(x["algorithm"] in set(registry.SPECS) | {"none"} for x in json.loads(r.stdout))
     r = runner.invoke(app, ["speedup", "-p", prof, "-a", "rings"])
     assert r.exit_code == 2 and "--algorithm" in r.stderr and "ring" in r.stderr and "Traceback" not in r.output

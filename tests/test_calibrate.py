@@ -21,7 +21,7 @@ from simcli.answers.fitting import (
 )
 from simcli.base.types import InputError, Tier
 from simcli.cli.app import app
-from simcli.comm import collectives
+from simcli.comm import collectives, topology
 
 HEADER = "collective,backend,world_size,bytes,dtype,iters,time_s,time_p10_s,time_p90_s,algbw_GBps,busbw_GBps"
 
@@ -164,7 +164,7 @@ def test_outer_tier_and_tier_scale_match_collectives(two_tier):
     k = np.array([2, 8, 9, 12, 16])
     assert outer_tier(net, k).tolist() == [0, 0, 1, 1, 1]
     g = tier_scale(net, 1, k)
-    bw = collectives.tier_bandwidth(net, k)[1]
+    bw = topology.tier_bandwidth(net, k)[1]
     assert np.allclose(g[k > 8] * net[1].effective_Bps, bw[k > 8])
     shared = (Tier("bus", 8e9, 5e-6, per="node"),)
     assert np.allclose(tier_scale(shared, 0, np.array([2, 4])), [0.5, 0.25])

@@ -6,7 +6,9 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from simcli.base.types import InputError, Tier, Workload
-from simcli.comm.collectives import busbw_factor, ring_allreduce, tier_bandwidth
+from simcli.comm.specs import busbw_factor
+from simcli.comm.textbook import ring_allreduce
+from simcli.comm.topology import tier_bandwidth
 from simcli.step.engine import Scenario, simulate
 
 from conftest import make_profile

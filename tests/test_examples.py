@@ -182,10 +182,10 @@ def test_every_block_of_commands_is_re_run_or_a_dated_recorded_run():
 
 def test_formula_table_names_every_algorithm():
     """docs/algorithms.md's formula table has a row for every algorithm of the registry."""
-    from simcli.comm import collectives
+    from simcli.comm import registry
 
     text = (ROOT / "docs" / "algorithms.md").read_text(encoding="utf-8")
-    missing = [a.name for a in collectives.REGISTRY if not re.search(rf"^\| `{re.escape(a.name)}`", text, re.M)]
+    missing = [a.name for a in registry.REGISTRY if not re.search(rf"^\| `{re.escape(a.name)}`", text, re.M)]
     assert missing == []
 
 

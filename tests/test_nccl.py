@@ -11,7 +11,7 @@ import pytest
 from simcli.base.types import InputError, NcclSpec, Tier
 from simcli.cli import app
 from simcli.comm import collectives as C
-from simcli.comm import nccl
+from simcli.comm import crossover, nccl, registry, specs, topology
 from simcli.io.profiles import profile_from_dict, resolve_profile
 
 from conftest import make_profile
@@ -34,8 +34,8 @@ def h100_like(**spec):
 
 def pair(p, k, algorithm, protocol, collective="all_reduce"):
     k = np.asarray([k])
-    tb = C.tier_bandwidth(p.network, k)
-    (pr,) = [x for x in nccl.pairs(p.network, C.nccl_spec(p), k, tb, collective, [algorithm], [protocol])]
+    tb = topology.tier_bandwidth(p.network, k)
+    (pr,) = [x for x in nccl.pairs(p.network, nccl.nccl_spec(p), k, tb, collective, [algorithm], [protocol])]
     return pr
 
 
@@ -147,7 +147,7 @@ def test_the_fastest_pair_is_never_slower_than_nccls_choice():
     p = h100_like()
     k, n = np.array([8, 16, 64, 512])[:, None], 2.0 ** np.arange(10, 35, 3)[None, :]
     pick = C.collective(p, "nccl", k, n)
-    best = C.nccl_collective(p, np.broadcast_to(k, (4, 1)), n, by="time")
+    best = nccl.nccl_collective(p, np.broadcast_to(k, (4, 1)), n, by="time")
     assert np.all(best.time <= pick.time + 1e-15)
     for a in ("ring", "tree", "nvls-tree"):  # NCCL's choice is one of the pairs it could run
         forced = C.collective(p, a, k, n)
@@ -174,8 +174,8 @@ def test_collectives_and_their_busbw_factors():
     rs = C.collective(p, "ring", k, n, "reduce_scatter", "simple").time[0]
     # one ring pass moves (k-1)/k of the bytes: half an all-reduce's bandwidth term
     assert ag == pytest.approx(rs) and ag == pytest.approx(ar / 2, rel=0.02)
-    assert C.busbw_factor(np.array([8.0]), "all_gather")[0] == pytest.approx(7 / 8)
-    assert C.busbw_factor(np.array([8.0]), "broadcast")[0] == 1.0
+    assert specs.busbw_factor(np.array([8.0]), "all_gather")[0] == pytest.approx(7 / 8)
+    assert specs.busbw_factor(np.array([8.0]), "broadcast")[0] == 1.0
     with pytest.raises(InputError, match="does not run reduce_scatter"):
         C.collective(p, "tree", k, n, "reduce_scatter")
     # the textbook ring on a textbook profile: (k-1)·alpha + (k-1)/k · n/B per pass
@@ -186,13 +186,32 @@ def test_collectives_and_their_busbw_factors():
 
 def test_registry_rows_are_complete():
     labels = set()
-    for a in C.REGISTRY:
+    for a in registry.REGISTRY:
         assert a.name and a.label and a.formula and a.source and a.collectives, a
         assert a.textbook is not None or a.nccl is not None, a
-        assert set(a.collectives) <= set(nccl.COLLECTIVES), a
+        assert set(a.collectives) <= set(specs.COLLECTIVES), a
         labels.add(a.label)
-    assert len(labels) == len(C.REGISTRY)
-    assert C.CHOICES == tuple(a.name for a in C.REGISTRY) + ("auto",)
+    assert len(labels) == len(registry.REGISTRY)
+    assert registry.CHOICES == tuple(a.name for a in registry.REGISTRY) + ("auto",)
+
+
+def test_collective_and_protocol_rows_are_complete_and_read_by_the_nccl_model():
+    k = np.array([2.0, 8.0, 64.0])
+    for c in specs.COLLECTIVE_SPECS:
+        assert c.name and c.label and c.busbw and c.source and c.nccl_algorithms, c
+        assert set(c.nccl_algorithms) <= set(nccl.ALGOS), c
+        assert c.ring_passes in (1, 2) and np.all(c.ring_steps(k) >= k - 1), c
+        # the busbw text and function say the same (nccl-tests doc/PERFORMANCE.md) and the bytes a rank reduces
+        # never exceed those it sends
+        text = {"2(k-1)/k": 2 * (k - 1) / k, "(k-1)/k": (k - 1) / k, "1": np.ones_like(k)}[c.busbw]
+        assert c.busbw_of(k) == pytest.approx(text), c
+        assert np.all(c.reduced(k) <= c.busbw_of(k)), c
+        assert ("nvls" in c.nccl_algorithms) == (c.nvls_fill > 0), c
+    assert specs.PROTOCOLS == nccl.PROTOCOLS == tuple(p.name for p in specs.PROTOCOL_SPECS)
+    for p in specs.PROTOCOL_SPECS:
+        assert p.name and p.nccl and p.max_threads > 0 and p.thread_threshold > 0 and p.summary and p.source, p
+    # getAlgoInfo's tables are the rows' (one copy)
+    assert nccl.MAX_THREADS == (512, 640, 512) and nccl.THREAD_THRESHOLD == (8, 8, 64)
 
 
 def test_builtin_profiles_model_nccl_and_cpu_loopback_gloo():
@@ -324,7 +343,7 @@ def test_algorithms_map_on_an_nccl_profile_compares_nccls_algorithms(runner):
     r = runner.invoke(app, ["algorithms", "-p", "dgx-h100", "-k", "8,16", "-s", "64KiB..64MiB:x8", "-f", "json"])
     assert r.exit_code == 0, r.output
     d = json.loads(r.stdout)
-    names = C.algorithm_names(resolve_profile("dgx-h100"))
+    names = crossover.algorithm_names(resolve_profile("dgx-h100"))
     assert "nvls" in names and "nccl" not in names and "recursive-doubling" in names
     for rec in d["grid"]:
         times = {a: rec[f"{a}_s"] for a in names if rec[f"{a}_s"] is not None}

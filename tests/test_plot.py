@@ -275,11 +275,11 @@ def test_algorithm_map_is_the_argmin(runner, figs, profs, tmp_path):
         )
     )
     (fig,) = figs
-    from simcli.comm import collectives
+    from simcli.comm import collectives, registry
 
     prof = resolve_profile(profs[0])
     k, n = parse_devices("2..64:x2"), np.array([2.0**10 * 8**i for i in range(7)])
-    names = list(collectives.ALGORITHMS)
+    names = list(registry.ALGORITHMS)
     times = np.stack([collectives.allreduce(a, prof.network, k[:, None], n[None, :]).time for a in names])
     np.testing.assert_array_equal(np.asarray(fig.axes[0].images[0].get_array()), np.argmin(times, axis=0))
 

@@ -18,7 +18,7 @@ from simcli.base.types import InputError, Workload
 from simcli.cli.app import app
 from simcli.comm import collectives
 from simcli.io.profiles import resolve_profile
-from simcli.step import memory, sharding
+from simcli.step import memory, sharding, strategies
 from simcli.step.engine import Scenario, simulate
 
 P = 124_439_808  # GPT-2 small
@@ -254,7 +254,7 @@ PROFILES = ["dgx-h100", "dgx-a100", "l40s-pcie", "dgx-v100"]
 @settings(max_examples=40, deadline=None)
 @given(
     prof=st.sampled_from(PROFILES),
-    strategy=st.sampled_from(sharding.STRATEGIES),
+    strategy=st.sampled_from(strategies.STRATEGIES),
     params=st.floats(1e7, 2e10),
     layers=st.integers(1, 96),
     batch=st.integers(1, 64),
@@ -274,7 +274,7 @@ def test_every_strategy_equals_ddp_at_one_device(prof, strategy, params, layers,
 @settings(max_examples=40, deadline=None)
 @given(
     prof=st.sampled_from(PROFILES),
-    strategy=st.sampled_from(sharding.SHARDED),
+    strategy=st.sampled_from(strategies.SHARDED),
     params=st.floats(1e7, 2e10),
     layers=st.integers(1, 96),
     batch=st.integers(1, 64),
@@ -514,3 +514,20 @@ def test_workload_file_gives_layers_and_hidden(tmp_path):
         load_workload(str(f))
     assert (get_model("llama2-70b").layers, get_model("llama2-70b").hidden) == (80, 8192)
     assert get_model("resnet50").layers is None
+
+
+def test_every_strategy_row_is_complete_and_drives_memory_and_the_step():
+    specs = strategies.STRATEGY_SPECS
+    assert strategies.STRATEGIES == tuple(s.name for s in specs) and len(set(strategies.STRATEGIES)) == len(specs)
+    for s in specs:
+        assert s.name and s.label and s.buffers and s.source, s
+        assert s.timeline in ("buckets", "zero", "units") and s.group in ("none", "world", "shard_group"), s
+        assert len(s.shards) == 4 and (s.group == "none") == (not any(s.shards)), s
+        assert not s.replicas or s.group == "shard_group", s
+    # memory grows less sharded to more sharded, as the rows are ordered
+    kw = dict(params=7e9, param_bytes=2.0, grad_bytes=4.0, optimizer="adam", activations=0.0, units=32)
+    need = [memory.per_device(s.name, np.array([64]), group=8, node_size=8, **kw).total[0] for s in specs]
+    assert need == sorted(need, reverse=True)
+    assert strategies.shard_divisor("hsdp", np.array([64]), None, 8).tolist() == [8]
+    assert strategies.shard_divisor("zero2", np.array([64]), None, 8).tolist() == [64]
+    assert strategies.shard_divisor("ddp", np.array([64]), None, 8).tolist() == [1]

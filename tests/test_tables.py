@@ -11,7 +11,7 @@ import pytest
 from simcli.answers.calibration import calibrate_profile
 from simcli.answers.validate import read_measurements
 from simcli.base.types import InputError, Tier
-from simcli.comm import collectives
+from simcli.comm import collectives, specs
 from simcli.io import tables
 from simcli.io.profiles import load_profile
 
@@ -50,7 +50,7 @@ def test_read_table_json_and_csv(tmp_path):
 
 def test_busbw_uses_the_collectives_factor():
     assert tables.busbw_GBps(8e9, 8, 1.0) == pytest.approx(8.0 * 2 * 7 / 8)
-    assert tables.busbw_GBps(8e9, 8, 1.0) == pytest.approx(8.0 * float(collectives.busbw_factor(8)))
+    assert tables.busbw_GBps(8e9, 8, 1.0) == pytest.approx(8.0 * float(specs.busbw_factor(8)))
     assert tables.busbw_GBps(1.0, 2, None) is None
 
 

@@ -17,7 +17,7 @@ import yaml
 
 from ..base.types import InputError
 from ..base.units import fmt_bytes, fmt_flops, fmt_rate, fmt_time
-from ..comm.collectives import check_devices, ring_params, tier_spanned
+from ..comm.topology import check_devices, ring_params, tier_spanned
 from ..io.profiles import profile_from_dict, profile_to_dict
 from ..version import __version__
 from .fitting import fit_link, fit_mfu_by_dtype, fit_nccl, fit_spread, fit_step, outer_tier

@@ -29,7 +29,7 @@ from typing import Any
 import numpy as np
 
 from ..base.types import InputError, Profile
-from ..comm import collectives
+from ..comm import collectives, specs, topology
 from .validate import SIZE_BANDS, Measured, placement_notes, size_band
 
 __all__ = ["DEFAULT_TOLERANCE", "check", "parse_tolerance", "VERDICTS"]
@@ -82,7 +82,7 @@ def check(
     skipped: dict[str, int] = {}
     for coll in dict.fromkeys(colls):
         idx = np.array([i for i, c in enumerate(colls) if c == coll])
-        from ..comm.nccl import COLLECTIVES
+        from ..comm.specs import COLLECTIVES
 
         if coll not in COLLECTIVES:
             skipped[coll] = len(idx)
@@ -92,9 +92,9 @@ def check(
             raise InputError(
                 f"{m.path}: line {m.lines[i]}: world size {int(k[i])}: a collective on one device costs nothing"
             )
-        collectives.check_devices(profile.network, k[idx])
+        topology.check_devices(profile.network, k[idx])
         cost = collectives.collective(profile, algorithm, k[idx], n[idx], coll, None, 1 if g is None else g[idx])
-        f = collectives.busbw_factor(k[idx], coll)
+        f = specs.busbw_factor(k[idx], coll)
         for j, i in enumerate(idx):
             t_exp, t_meas = float(cost.time[j]), float(measured_s[i])
             band = size_band(float(n[i]))

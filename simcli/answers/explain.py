@@ -13,16 +13,17 @@ from __future__ import annotations
 
 from typing import Any
 
-from ..comm import collectives
+from ..comm.cost import CommCost
 from ..step.buckets import bucket_timeline
 from ..step.engine import Scenario, simulate
+from ..step.strategies import SPECS
 from .explain_sharding import explain_sharded
 from .explain_terms import message, proto, step_terms, tier_rows
 
 __all__ = ["explain"]
 
 
-def _crossover(cost: collectives.CommCost, nbytes: float) -> float | None:
+def _crossover(cost: CommCost, nbytes: float) -> float | None:
     """n* = L / s for a cost T = L + n·s evaluated at ``nbytes`` (None when there is no bandwidth term)."""
     lat = float(cost.latency[0])
     bw = float(cost.bandwidth[0])
@@ -35,7 +36,7 @@ def explain(scenario: Scenario, devices: int) -> dict[str, Any]:
     """Every term of the step on ``devices`` devices, in SI (JSON-ready)."""
     sc = scenario
     k = int(devices)
-    if sc.strategy != "ddp":  # zero1/zero2/fsdp/hsdp: the same keys, plus the per-unit timeline
+    if SPECS[sc.strategy].timeline != "buckets":  # zero1/zero2/fsdp/hsdp: the same keys, plus the per-unit timeline
         return explain_sharded(sc, k)
     res = simulate(sc, [k])
     plan = res.plan

@@ -11,6 +11,7 @@ from typing import Any
 
 from ..step import sharding
 from ..step.engine import Scenario, fsdp_units, simulate
+from ..step.strategies import SPECS
 from .explain_terms import message, proto, step_terms, tier_rows
 
 __all__ = ["explain_sharded"]
@@ -58,7 +59,7 @@ def explain_sharded(sc: Scenario, k: int) -> dict[str, Any]:
         "latency_bound": False,
         "comm_bytes": float(res.comm_bytes[0]),
     }
-    if sc.strategy in ("fsdp", "hsdp"):
+    if SPECS[sc.strategy].timeline == "units":
         L = fsdp_units(sc)
         ag = next(c for name, _, _, c in st.messages if name == "all_gather")
         R = sum(float(c.time[0]) for name, _, _, c in st.messages if name != "all_gather")

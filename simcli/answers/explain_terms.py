@@ -10,21 +10,22 @@ from typing import Any
 
 import numpy as np
 
-from ..comm import collectives
+from ..comm import nccl, registry, topology
+from ..comm.cost import CommCost
 from ..step.engine import Scenario
 from ..step.memory import PARTS
 
 __all__ = ["FORMULAS", "formula", "proto", "message", "tier_rows", "step_terms", "memory_terms"]
 
 #: the cost each algorithm charges, as printed in explanations: the registry's formulas (one copy)
-FORMULAS: dict[str, str] = {a.name: a.formula for a in collectives.REGISTRY}
+FORMULAS: dict[str, str] = {a.name: a.formula for a in registry.REGISTRY}
 
 
 def formula(algorithm: str, library: str = "textbook") -> str:
     """The formula line for an algorithm on a profile of ``library``."""
     if algorithm == "auto":
         return "the fastest of every algorithm simcli models (no single library reaches it)"
-    spec = collectives.SPECS[algorithm]
+    spec = registry.SPECS[algorithm]
     text = spec.formula
     if library != "nccl" and spec.textbook is not None and "; on an NCCL profile" in text:
         text = text.split("; on an NCCL profile")[0]
@@ -38,12 +39,12 @@ def _f(x: Any) -> float | None:
     return x if np.isfinite(x) else None
 
 
-def proto(c: collectives.CommCost) -> str | None:
+def proto(c: CommCost) -> str | None:
     """The protocol NCCL runs for the first element of a cost (None for a textbook algorithm)."""
     return None if c.protocol is None or c.protocol[0] in (None, "-") else str(c.protocol[0])
 
 
-def message(c: collectives.CommCost, count: float, nbytes: float, **extra: Any) -> dict[str, Any]:
+def message(c: CommCost, count: float, nbytes: float, **extra: Any) -> dict[str, Any]:
     """One kind of message of the step: how many, how big, and the terms of one of them (s)."""
     fill = None if c.fill is None else float(np.asarray(c.fill).reshape(-1)[0])
     return {
@@ -60,13 +61,13 @@ def message(c: collectives.CommCost, count: float, nbytes: float, **extra: Any) 
     }
 
 
-def tier_rows(sc: Scenario, comm: collectives.CommCost, k: int, hops: np.ndarray | None) -> list[dict[str, Any]]:
+def tier_rows(sc: Scenario, comm: CommCost, k: int, hops: np.ndarray | None) -> list[dict[str, Any]]:
     """One row per tier: what it offers and the latency and bandwidth terms it carries in the step."""
     net = sc.profile.network
     karr = np.array([k])
-    ring_bw = collectives.tier_bandwidth(net, karr)[:, 0]
-    link_bw = collectives.tier_link_bandwidth(net, karr)[:, 0]
-    spanned = collectives.tier_spanned(net, karr)[:, 0]
+    ring_bw = topology.tier_bandwidth(net, karr)[:, 0]
+    link_bw = topology.tier_link_bandwidth(net, karr)[:, 0]
+    spanned = topology.tier_spanned(net, karr)[:, 0]
     return [
         {
             "tier": t.name,
@@ -88,7 +89,7 @@ def tier_rows(sc: Scenario, comm: collectives.CommCost, k: int, hops: np.ndarray
 def step_terms(
     sc: Scenario,
     res: Any,
-    comm: collectives.CommCost,
+    comm: CommCost,
     *,
     algorithm: str,
     protocol: str | None,
@@ -102,8 +103,8 @@ def step_terms(
         "algorithm": algorithm,
         "protocol": protocol,
         "library": sc.profile.library,
-        "formula": formula(formula_of, sc.profile.library) if formula_of in collectives.SPECS else "",
-        "nccl_defaulted": (list(collectives.nccl_spec(sc.profile).defaulted) if sc.profile.library == "nccl" else None),
+        "formula": formula(formula_of, sc.profile.library) if formula_of in registry.SPECS else "",
+        "nccl_defaulted": (list(nccl.nccl_spec(sc.profile).defaulted) if sc.profile.library == "nccl" else None),
         "overlap": sc.overlap,
         "accum": sc.accum,
         "batch_per_device": float(res.batch_per_device[0]),

@@ -50,7 +50,7 @@ from typing import Any, Callable, Mapping, Sequence
 import numpy as np
 
 from ..base.types import InputError, Tier
-from ..comm import collectives
+from ..comm import collectives, specs, topology
 
 __all__ = [
     "COEFFICIENTS",
@@ -81,7 +81,7 @@ _MAX_REL_SE = 1.0
 def ring_coefficients(k: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
     """Ring all-reduce: ``c_lat = 2(k-1)`` steps of alpha, ``c_bw = 2(k-1)/k`` of n/B (Patarasuk & Yuan 2009)."""
     kf = np.asarray(k, dtype=np.float64)
-    return 2.0 * (kf - 1.0), collectives.busbw_factor(kf)
+    return 2.0 * (kf - 1.0), specs.busbw_factor(kf)
 
 
 #: per algorithm: k -> (c_lat(k), c_bw(k)) of t = c_lat·alpha + c_bw·n/B
@@ -378,7 +378,7 @@ def fit_alpha_beta(
 
 def outer_tier(network: Sequence[Tier], k: np.ndarray) -> np.ndarray:
     """Index of the outermost tier a ring over k devices spans (the tier whose link a fit describes)."""
-    spanned = collectives.tier_spanned(network, np.asarray(k, dtype=np.int64))
+    spanned = topology.tier_spanned(network, np.asarray(k, dtype=np.int64))
     idx = np.zeros(spanned.shape[1:], dtype=np.int64)
     for i in range(spanned.shape[0]):
         idx = np.where(spanned[i], i, idx)
@@ -391,7 +391,7 @@ def tier_scale(network: Sequence[Tier], tier: int, k: np.ndarray) -> np.ndarray:
 
     unit = list(network)
     unit[tier] = dataclasses.replace(network[tier], bandwidth_Bps=1.0, efficiency=1.0)
-    return collectives.tier_bandwidth(unit, np.asarray(k, dtype=np.int64))[tier]
+    return topology.tier_bandwidth(unit, np.asarray(k, dtype=np.int64))[tier]
 
 
 def fit_link(

@@ -34,7 +34,7 @@ from ..base.types import DTYPE_BYTES, InputError
 from ..base.units import fmt_bytes, fmt_count
 from ..step import memory as M
 from ..step.engine import Scenario, accumulated, simulate
-from ..step.sharding import STRATEGIES, check_strategy
+from ..step.strategies import SPECS, STRATEGIES, check_strategy
 from .plan import Infeasible, breakdown, describe_breakdown, samples_from_tokens
 
 __all__ = ["Grid", "Best", "best", "parse_global_batch", "REASONS", "OBJECTIVES"]
@@ -115,8 +115,8 @@ class Grid:
         shard group matters to hsdp only and the bucket size to ddp only, so the others take one value of each."""
         out = []
         for s, g in itertools.product(self.strategies, self.grad_dtypes):
-            groups = self.shard_groups if s == "hsdp" else (None,)
-            buckets = self.bucket_mbs if s == "ddp" else (self.bucket_mbs[0],)
+            groups = self.shard_groups if SPECS[s].group == "shard_group" else (None,)
+            buckets = self.bucket_mbs if SPECS[s].timeline == "buckets" else (self.bucket_mbs[0],)
             out += [(s, g, sg, bk) for sg in groups for bk in buckets]
         return out
 
@@ -259,7 +259,7 @@ def best(
     for s, g, sg, bk in grid.combos():
         reason = np.where(accum >= 1, "", "global_batch").astype(object)
         priced = np.ones(n, dtype=bool)
-        if s == "hsdp":
+        if SPECS[s].group == "shard_group":
             gsize = sg if sg is not None else node
             if gsize:
                 priced = k % np.minimum(k, gsize) == 0
@@ -292,9 +292,9 @@ def best(
                 "batch_per_device": b,
                 "accum": accum,
                 "grad_dtype": np.full(n, g, dtype=object),
-                "shard_group": np.full(n, sg if sg is not None else (node if s == "hsdp" else 0)),
+                "shard_group": np.full(n, sg if sg is not None else (node if SPECS[s].group == "shard_group" else 0)),
                 "activation_checkpointing": np.full(n, ckpt),
-                "bucket_mb": np.full(n, bk if s == "ddp" else np.nan),
+                "bucket_mb": np.full(n, bk if SPECS[s].timeline == "buckets" else np.nan),
                 "samples_per_s": B / t_step,
                 "t_step_s": t_step,
                 "efficiency": eff,
@@ -395,7 +395,7 @@ def answer_scenario(sc: Scenario, row: dict[str, Any]) -> Scenario:
         global_batch=None,
         accum=int(row["accum"]),
         grad_dtype=row["grad_dtype"],
-        shard_group=row["shard_group"] if row["strategy"] == "hsdp" else sc.shard_group,
+        shard_group=row["shard_group"] if SPECS[row["strategy"]].group == "shard_group" else sc.shard_group,
         activation_checkpointing=bool(row["activation_checkpointing"]),
         bucket_mb=row["bucket_mb"] if row["bucket_mb"] is not None else sc.bucket_mb,
     )

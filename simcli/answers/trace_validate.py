@@ -88,7 +88,7 @@ def validate_trace(
     groups: dict[tuple[str, int], list[dict[str, Any]]] = {}
     for b in summary["buckets"]:
         groups.setdefault((b["collective"], int(b["bytes"])), []).append(b)
-    from ..comm.nccl import COLLECTIVES
+    from ..comm.specs import COLLECTIVES
 
     for (coll, n), bs in groups.items():
         if coll in COLLECTIVES and k > 1:

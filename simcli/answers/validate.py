@@ -31,7 +31,7 @@ from typing import Any, Sequence
 import numpy as np
 
 from ..base.types import InputError, Profile, Workload
-from ..comm import collectives
+from ..comm import collectives, specs, topology
 from ..io.inputs import read_text
 from .fitting import rel_error
 
@@ -130,7 +130,7 @@ class Measured:
         if "time_us" in self.header:
             return self.number("time_us") * 1e-6
         k, n = self.devices(), self.number("bytes")
-        return n * collectives.busbw_factor(k) / (self.number("busbw_GBps") * 1e9)
+        return n * specs.busbw_factor(k) / (self.number("busbw_GBps") * 1e9)
 
 
 def _kind(header: Sequence[str], path: str) -> str:
@@ -374,10 +374,10 @@ def _validate_allreduce(m: Measured, profile: Profile, algorithm: str) -> list[d
             f"{m.path}: line {m.lines[i]}: world size {int(k[i])}: an all-reduce on one device "
             "costs nothing to predict; drop the row"
         )
-    collectives.check_devices(profile.network, k)
+    topology.check_devices(profile.network, k)
     g = m.gpus_per_process()  # nccl-tests' -g per row; None: one GPU per process
     predicted = collectives.collective(profile, algorithm, k, n, "all_reduce", None, 1 if g is None else g).time
-    f = collectives.busbw_factor(k)
+    f = specs.busbw_factor(k)
     recs = []
     for i in range(len(m)):
         pred = float(predicted[i])

@@ -26,7 +26,7 @@ from typing import Any, Iterable
 import numpy as np
 
 from ..base.types import InputError
-from ..comm.collectives import busbw_factor
+from ..comm.specs import busbw_factor
 from .stats import summarize
 
 __all__ = ["EXTRA_COLUMNS", "table", "sniff", "collective_name", "DTYPE_BYTES", "files_of", "read_log", "peek"]

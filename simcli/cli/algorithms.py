@@ -6,7 +6,7 @@ from typing import Annotated
 
 import typer
 
-from ..comm import collectives
+from ..comm import collectives, crossover, registry, topology
 from . import options as o
 from .common import emit, handle_errors, new_app, show
 
@@ -15,7 +15,7 @@ __all__ = ["algorithms", "explain"]
 app = new_app()
 
 #: short names for the winner grid
-SHORT = {a.name: a.label for a in collectives.REGISTRY}
+SHORT = {a.name: a.label for a in registry.REGISTRY}
 
 
 @app.command()
@@ -33,7 +33,6 @@ def algorithms(
     import numpy as np
 
     from ..base.ranges import parse_devices, parse_sizes
-    from ..comm import collectives
     from ..io.profiles import resolve_profile
 
     fig_size = o.check_outputs(out, pic, threshold=False)
@@ -41,14 +40,14 @@ def algorithms(
     n = parse_sizes(size)
     prof = resolve_profile(profile)
     net = prof.network
-    collectives.check_devices(net, k)
+    topology.check_devices(net, k)
     gamma = prof.device.reduce_Bps
     nccl = prof.library == "nccl"
     from .progress import progress
 
     with progress(f"fastest all-reduce over {k.size * n.size:,} (k, size) points and their crossovers"):
-        names = collectives.algorithm_names(prof)
-        times = collectives.allreduce_times(prof, names, k[:, None], n[None, :])
+        names = crossover.algorithm_names(prof)
+        times = crossover.allreduce_times(prof, names, k[:, None], n[None, :])
         win = np.argmin(times, axis=0)
         choice = collectives.collective(prof, "nccl", k[:, None], n[None, :]) if nccl else None
         if pic.plot:
@@ -56,9 +55,9 @@ def algorithms(
 
             draw_algorithm_map(prof, k, n, names, win, pic.plot, out.force, fig_size)
         cross = (
-            collectives.crossovers_numeric(prof, names, k, float(n.min()), float(n.max()))
+            crossover.crossovers_numeric(prof, names, k, float(n.min()), float(n.max()))
             if nccl
-            else collectives.crossovers(net, k, float(n.min()), float(n.max()), gamma)
+            else crossover.crossovers(net, k, float(n.min()), float(n.max()), gamma)
         )
     grid = []
     for i, kk in enumerate(k.tolist()):

@@ -28,7 +28,7 @@ import typer
 
 from ..base.types import InputError
 from ..base.units import parse_at
-from ..comm import collectives, nccl
+from ..comm import nccl, registry, specs
 from ..io.profiles import DEFAULT_PROFILE, resolve_profile
 from ..io.workloads import DEFAULT_MODEL, build_workload
 from ..step.engine import Scenario
@@ -97,10 +97,10 @@ GradDtype = Annotated[str, typer.Option("--grad-dtype", help="Gradient dtype on 
 Mfu = Annotated[
     Optional[float], typer.Option("--mfu", help="Achieved fraction of peak, 0 < mfu <= 1 [default: the profile's].")
 ]
-#: the algorithms' names, from the one registry in simcli.comm.collectives
-ALGORITHM_NAMES = [a.name for a in collectives.REGISTRY]
+#: the algorithms' names, from the one registry in simcli.comm.registry
+ALGORITHM_NAMES = [a.name for a in registry.REGISTRY]
 #: the textbook all-reduce algorithms (affine in the size, so 'simcli algorithms' finds exact crossovers)
-TEXTBOOK_NAMES = list(collectives.ALGORITHMS)
+TEXTBOOK_NAMES = list(registry.ALGORITHMS)
 Algorithm = Annotated[
     Optional[str],
     typer.Option(
@@ -118,7 +118,8 @@ Protocol = Annotated[
     Optional[str],
     typer.Option(
         "--protocol",
-        help="NCCL protocol to force: ll, ll128, simple (NCCL_PROTO) [default: the one NCCL picks per size].",
+        help=f"NCCL protocol to force: {', '.join(specs.PROTOCOLS)} (NCCL_PROTO) [default: the one NCCL picks per "
+        "size].",
     ),
 ]
 GpusPerProcess = Annotated[
@@ -136,9 +137,8 @@ Collective = Annotated[
     str,
     typer.Option(
         "--collective",
-        help="Collective: all_reduce, reduce_scatter, all_gather, "
-        "broadcast (sizes as nccl-tests counts them: all_gather's is the gathered "
-        "output).",
+        help=f"Collective: {', '.join(specs.COLLECTIVES)} (sizes as nccl-tests counts them: all_gather's is the "
+        "gathered output).",
     ),
 ]
 Overlap = Annotated[

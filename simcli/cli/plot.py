@@ -16,6 +16,7 @@ import typer
 from typer.core import TyperGroup
 
 from ..base.types import InputError
+from ..comm.specs import COLLECTIVES
 from ..io import tables as T
 from . import options as o
 from .common import done as _done
@@ -202,14 +203,11 @@ def draw_speedup(
     _done(P.save_figure(fig, path, force))
 
 
-_BUSBW = {"all_reduce": "2(k-1)/k", "reduce_scatter": "(k-1)/k", "all_gather": "(k-1)/k", "broadcast": "1"}
-
-
 def comm_title(profile: Any, algorithm: str, dtype: str, collective: str = "all_reduce") -> str:
     name = collective.replace("_", "-").capitalize()
     return (
         f"{name} ({algorithm}, {dtype}) on {profile.name} ({profile.device.name}): time and busbw\n"
-        f"busbw = size/time · {_BUSBW[collective]} (nccl-tests); GB/s = 1e9 B/s"
+        f"busbw = size/time · {COLLECTIVES[collective].busbw} (nccl-tests); GB/s = 1e9 B/s"
     )
 
 
@@ -338,14 +336,14 @@ def plot_algorithms(
     import numpy as np
 
     from ..base.ranges import parse_devices, parse_sizes
-    from ..comm import collectives
+    from ..comm import collectives, topology
     from ..io.profiles import resolve_profile
 
     fs = pic.size(output, force, option="--output", threshold=False)
     k, n = parse_devices(devices), parse_sizes(size)
     prof = resolve_profile(profile)
     names = [a for a in o.split_list(algorithm, "--algorithm") if a] or list(o.TEXTBOOK_NAMES)
-    collectives.check_devices(prof.network, k)
+    topology.check_devices(prof.network, k)
     from .progress import progress
 
     with progress(f"drawing {output}"):

@@ -137,7 +137,7 @@ def _warn_memory(sc: Any, k: Any) -> None:
     """One stderr line when some k does not fit the device's memory, naming the least sharded strategy that does."""
     from ..base.units import fmt_bytes
     from ..step.engine import memory_fit
-    from ..step.sharding import STRATEGIES
+    from ..step.strategies import STRATEGIES
 
     fit = memory_fit(sc, k)
     if fit is None:

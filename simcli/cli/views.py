@@ -10,8 +10,10 @@ from rich.text import Text
 from ..base.types import DTYPE_BYTES, Profile
 from ..base.units import fmt_bytes, fmt_count, fmt_flops, fmt_rate, fmt_time
 from ..base.units import sig4 as _g
+from ..comm.specs import COLLECTIVES
 from ..io.render import Column, table, time_unit
 from ..step.engine import Result
+from ..step.strategies import SPECS
 
 
 def _num(fmt: str):
@@ -30,20 +32,21 @@ def communicated(sc: Any, sizes: bool = True) -> str:
     params = size(w.params * DTYPE_BYTES[sc.param_dtype], sc.param_dtype)
     acc = f"; {sc.accum} micro-steps per optimizer step" if sc.accum > 1 else ""
     none = sc.overlap == "none"
-    if sc.strategy == "ddp":
+    spec = SPECS[sc.strategy]
+    if spec.timeline == "buckets":
         how = "after backward (no overlap)" if none else f"in {sc.bucket_mb:g} MiB buckets during backward"
         return f"DDP: {grads} gradients all-reduced with {sc.algorithm} {how}{acc}"
-    if sc.strategy in ("zero1", "zero2"):
+    if spec.timeline == "zero":
         how = "after backward" if none else "in buckets during backward"
         return (
-            f"{sc.strategy.upper()}: {grads} gradients reduce-scattered {how}, {params} parameters all-gathered "
+            f"{spec.label}: {grads} gradients reduce-scattered {how}, {params} parameters all-gathered "
             f"after the step, with {sc.algorithm}{acc}"
         )
-    group = "over k" if sc.strategy == "fsdp" else f"in groups of {sc.shard_group or sc.profile.node_size}"
+    group = "over k" if spec.group == "world" else f"in groups of {sc.shard_group or sc.profile.node_size}"
     how = "one after another (no overlap)" if none else "prefetched one unit ahead"
     return (
-        f"{sc.strategy.upper()} {group}: {params} parameters all-gathered per unit {how}, {grads} gradients "
-        f"reduce-scattered" + (", all-reduced across groups" if sc.strategy == "hsdp" else "") + f", with "
+        f"{spec.label} {group}: {params} parameters all-gathered per unit {how}, {grads} gradients "
+        f"reduce-scattered" + (", all-reduced across groups" if spec.replicas else "") + f", with "
         f"{sc.algorithm}{acc}"
     )
 
@@ -104,7 +107,7 @@ def _header_lines(res: Result) -> list[str]:
             + (f"; protocol forced: {sc.protocol}" if sc.protocol else "")
         )
     acc = f"; accum {sc.accum} micro-steps per all-reduce" if sc.accum > 1 else ""
-    if sc.strategy != "ddp":
+    if SPECS[sc.strategy].timeline != "buckets":
         lines += _sharding_lines(res)
     elif sc.overlap == "buckets":
         lines.append(
@@ -123,17 +126,18 @@ def _sharding_lines(res: Result) -> list[str]:
     sc = res.scenario
     L = fsdp_units(sc)
     acc = f"; each of the {sc.accum} micro-steps communicates" if sc.accum > 1 else ""
-    if sc.strategy in ("zero1", "zero2"):
+    spec = SPECS[sc.strategy]
+    if spec.timeline == "zero":
         what = (
             f"{sc.strategy}: reduce-scatter in buckets of 5e8 elements (DeepSpeed's) during backward, one "
             "all-gather of the parameters after the step"
         )
         how = "the reduce-scatters as DDP's buckets during backward, the all-gather after the step exposed"
     else:
-        group = "over k" if sc.strategy == "fsdp" else f"in groups of {sc.shard_group or sc.profile.node_size}"
+        group = "over k" if spec.group == "world" else f"in groups of {sc.shard_group or sc.profile.node_size}"
         gathers = "forward and backward" if sc.reshard_after_forward else "forward"
         what = f"{sc.strategy} {group}, {L} units: all-gather before {gathers}, reduce-scatter after backward" + (
-            ", all-reduce across groups" if sc.strategy == "hsdp" else ""
+            ", all-reduce across groups" if spec.replicas else ""
         )
         how = "all-gathers one unit ahead, reduce-scatters one unit behind; the first all-gather exposed"
     if sc.overlap == "none":
@@ -175,7 +179,7 @@ def speedup_table(res: Result, max_rows: int = 40, total: int | None = None) -> 
         cols.append(Column("proto", "protocol", lambda v: v or "-", justify="left", priority=8))
     if res.scenario.strong:
         cols.insert(1, Column("batch/device", "batch_per_device", _num(".4g"), priority=2, short="b/dev"))
-    if res.scenario.strategy != "ddp":
+    if SPECS[res.scenario.strategy].timeline != "buckets":
         cols.append(Column("mem GB", "memory_bytes", lambda v: _g(v / 1e9), priority=2))
     n = total if total is not None else len(recs)
     t = table(
@@ -192,7 +196,6 @@ def speedup_table(res: Result, max_rows: int = 40, total: int | None = None) -> 
 
 #: algorithms that choose per k and size, so the table shows what they chose
 _PER_ROW = ("auto", "nccl")
-_COLLECTIVE_FACTOR = {"all_reduce": "2(k-1)/k", "reduce_scatter": "(k-1)/k", "all_gather": "(k-1)/k", "broadcast": "1"}
 
 
 def comm_table(
@@ -223,7 +226,7 @@ def comm_table(
         cols.append(Column("proto", "protocol", lambda v: v or "-", justify="left", priority=5))
     head = Text(
         f"{collective.replace('_', '-')}, {algorithm}, profile {profile.name} ({profile.device.name}); "
-        f"algbw = size/time, busbw = algbw·{_COLLECTIVE_FACTOR[collective]} (nccl-tests)"
+        f"algbw = size/time, busbw = algbw·{COLLECTIVES[collective].busbw} (nccl-tests)"
     )
     caption = f"Times in {unit}; GB/s = 1e9 B/s; α % = share of the latency terms."
     if any(r.get("host_s") for r in recs):
@@ -248,9 +251,10 @@ def comm_table(
 def _overlap_label(d: dict[str, Any]) -> str:
     """What hides the communication in this explanation: DDP's buckets, ZeRO's or FSDP's own overlap, or none."""
     strategy = d.get("strategy") or "ddp"
-    if d["overlap"] != "buckets" or strategy == "ddp":
+    timeline = SPECS[strategy].timeline
+    if d["overlap"] != "buckets" or timeline == "buckets":
         return f"overlap {d['overlap']}"
-    if strategy in ("zero1", "zero2"):
+    if timeline == "zero":
         return "overlap buckets: reduce-scatter buckets during backward"
     return "overlap buckets: all-gathers one unit ahead, reduce-scatters one unit behind"
 

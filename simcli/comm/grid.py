@@ -7,7 +7,8 @@ from typing import Any
 import numpy as np
 
 from ..base.types import DTYPE_BYTES, InputError, Profile
-from . import collectives
+from . import collectives, specs, topology
+from .cost import CommCost
 
 __all__ = ["comm_grid"]
 
@@ -32,14 +33,14 @@ def comm_grid(
         raise InputError(f"--dtype: unknown dtype {dtype!r}; choose one of {', '.join(DTYPE_BYTES)}")
     k = np.asarray(devices, dtype=np.int64)
     n = np.asarray(sizes, dtype=np.float64)
-    collectives.check_devices(profile.network, k)
+    topology.check_devices(profile.network, k)
     cost = collectives.collective(profile, algorithm, k[:, None], n[None, :], collective, protocol, gpus_per_process)
     algorithm = algorithm or collectives.default_algorithm(profile)
     kk, nn = np.broadcast_arrays(k[:, None], n[None, :])
     t = cost.time
     with np.errstate(divide="ignore", invalid="ignore"):
         algbw = np.where(t > 0, nn / t, np.nan) / 1e9
-    busbw = algbw * collectives.busbw_factor(kk, collective)
+    busbw = algbw * specs.busbw_factor(kk, collective)
     names = [tier.name for tier in profile.network]
     recs = []
     for idx in np.ndindex(t.shape):
@@ -66,7 +67,7 @@ def comm_grid(
     return recs
 
 
-def _proto(cost: collectives.CommCost, idx: tuple[int, ...]) -> str | None:
+def _proto(cost: CommCost, idx: tuple[int, ...]) -> str | None:
     if cost.protocol is None:
         return None
     p = cost.protocol[idx]

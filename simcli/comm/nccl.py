@@ -49,17 +49,19 @@ binds: every pair's latency is above 4.2 us.
 
 from __future__ import annotations
 
+import dataclasses
 from dataclasses import dataclass
-from typing import Mapping, Sequence
+from typing import Any, Callable, Mapping, Sequence
 
 import numpy as np
 
-from ..base.types import NcclSpec, Tier
+from ..base.types import InputError, NcclSpec, Tier
+from .cost import CommCost, Lazy, per_tier
+from .specs import COLLECTIVES, PROTOCOL_SPECS, PROTOCOLS
+from .topology import ring_params, tier_bandwidth
 
 __all__ = [
     "ALGOS",
-    "PROTOS",
-    "COLLECTIVES",
     "HW_LATENCY_US",
     "BASE_LATENCY_US",
     "GENERATIONS",
@@ -68,18 +70,12 @@ __all__ = [
     "default_spec",
     "tier_kind",
     "hops",
+    "nccl_spec",
+    "nccl_collective",
 ]
 
 #: NCCL's algorithms that simcli models and its protocols, in NCCL's order
 ALGOS = ("tree", "ring", "nvls", "nvls-tree")
-PROTOS = ("ll", "ll128", "simple")
-#: collectives, named as nccl-tests names them; which NCCL algorithms run each (tuning.cc: the others skip)
-COLLECTIVES: Mapping[str, tuple[str, ...]] = {
-    "all_reduce": ("tree", "ring", "nvls", "nvls-tree"),
-    "reduce_scatter": ("ring", "nvls"),
-    "all_gather": ("ring", "nvls"),
-    "broadcast": ("ring",),
-}
 
 # ----------------------------------------------------------------------------------------- NCCL's tables
 # All from NVIDIA/nccl v2.20.3 src/graph/tuning.cc (commit b6475625), in NCCL's units (us, GB/s).
@@ -153,18 +149,20 @@ TREE_CORRECTION = np.array([
 SPEEDS_INTRA = (60.0, 50.0, 40.0, 30.0, 24.0, 20.0, 15.0, 12.0, 11.0, 6.0, 3.0)
 SPEEDS_INTER = (48.0, 45.0, 42.0, 40.0, 30.0, 24.0, 22.0, 20.0, 17.5, 15.0, 12.0, 6.0, 3.0, 2.4, 1.2, 0.24, 0.12)
 #: getAlgoInfo (enqueue.cc): threads per channel (NCCL_{LL,LL128,SIMPLE}_MAX_NTHREADS) and the bytes per thread
-#: below which a channel is dropped (NCCL_*_THREAD_THRESHOLD; ring LL's is multiplied by the ranks)
-MAX_THREADS = (512, 640, 512)
-THREAD_THRESHOLD = (8, 8, 64)
+#: below which a channel is dropped (NCCL_*_THREAD_THRESHOLD; ring LL's is multiplied by the ranks): the rows of
+#: simcli.comm.specs.PROTOCOL_SPECS
+MAX_THREADS = tuple(p.max_threads for p in PROTOCOL_SPECS)
+THREAD_THRESHOLD = tuple(p.thread_threshold for p in PROTOCOL_SPECS)
 #: the tuner's "plateau effect of ring" factor on a multi-node Simple ring's latency (compute capability >= 8.0)
 RING_PLATEAU = 1.4
 NVLS_RATIO = 5.0 / 6.0
-#: NVLS pipeline fill, in chunk times, by collective: a chunk passes the kernel's warp groups one after the
+#: NVLS pipeline fill, in chunk times, by collective (simcli.comm.specs: CollectiveSpec.nvls_fill):
+#: a chunk passes the kernel's warp groups one after the
 #: other, so the bytes take m + stages - 1 chunk times for m chunks per concurrent operation (channels x heads),
 #: not m. All-reduce (src/device/all_reduce.h): scatter into the NVLS buffer, multimem reduce + broadcast,
 #: gather out of it (3 stages); reduce-scatter (reduce_scatter.h): scatter, multimem reduce (2); all-gather:
 #: multimem broadcast, gather (2)
-NVLS_FILL = {"all_reduce": 2.0, "reduce_scatter": 1.0, "all_gather": 1.0}
+NVLS_FILL = {c.name: c.nvls_fill for c in COLLECTIVES.values() if c.nvls_fill}
 #: Host time to issue one collective to one GPU (us), measured by a third party: DGX-A100, nccl-tests
 #: ``all_reduce_perf -b 8 -e 128 -g N`` in one process, NCCL_ALGO=Ring, NCCL_MAX_NCHANNELS=1 (NVIDIA/nccl-tests#123,
 #: 2022-12-14): 10, 13.76, 16.88, 20.8, 25.2, 29.5, 33.7 us for N = 2..8, i.e. N x 4.2 us from N = 4 on (4.2,
@@ -260,7 +258,7 @@ class Pair:
             return 1.0
         n = np.asarray(n, dtype=np.float64)
         logsize = np.clip(np.floor(np.log2(np.maximum(n / 64.0, 1.0))).astype(np.int64), 0, 22)
-        return np.where(n / 64.0 < 2.0**23, TREE_CORRECTION[PROTOS.index(self.protocol)][logsize], 1.0)
+        return np.where(n / 64.0 < 2.0**23, TREE_CORRECTION[PROTOCOLS.index(self.protocol)][logsize], 1.0)
 
     def share(self, n: np.ndarray) -> np.ndarray | float:
         """The fraction of the channels getAlgoInfo launches for sizes n (NVLS: all of its own)."""
@@ -330,13 +328,9 @@ def hops(network: Sequence[Tier], k: np.ndarray, collective: str = "all_reduce")
             top = np.where(c[i] > 0, i, top)
         for i in range(1, nt):
             per_pass[i] -= top == i
-    steps = {
-        "all_reduce": 2.0 * (k - 1),
-        "reduce_scatter": k - 1.0,
-        "all_gather": k - 1.0,
-        "broadcast": k.astype(np.float64),
-    }[collective]
-    passes = 2.0 if collective == "all_reduce" else 1.0
+    spec = COLLECTIVES[collective]
+    steps = spec.ring_steps(k)
+    passes = float(spec.ring_passes)
     out = per_pass * passes
     out[0] = np.maximum(steps - out[1:].sum(axis=0), 0.0)
     return np.where(k >= 2, out, 0.0)
@@ -437,8 +431,10 @@ def pairs(
     ]
     net_over = NET_OVERHEAD_US.get(spec.cpu, 1.0) * 1e-6
 
-    algos = [a for a in ALGOS if a in COLLECTIVES[collective] and (algorithms is None or a in algorithms)]
-    protos = [p for p in PROTOS if protocols is None or p in protocols]
+    algos = [
+        a for a in ALGOS if a in COLLECTIVES[collective].nccl_algorithms and (algorithms is None or a in algorithms)
+    ]
+    protos = [p for p in PROTOCOLS if protocols is None or p in protocols]
     ring_hops = hops(network, k, collective)
     tree_hops = _tree_hops(network, k)
     nvl0 = kinds[0] == "nvlink"
@@ -446,7 +442,7 @@ def pairs(
     out: list[Pair] = []
     for a in algos:
         for p in protos:
-            pidx = PROTOS.index(p)
+            pidx = PROTOCOLS.index(p)
             if a.startswith("nvls") and p != "simple":
                 continue
             if p == "ll128" and not spec.ll128:
@@ -491,9 +487,7 @@ def pairs(
                     bus = np.minimum(ll_max, bus * np.where(multi, 0.25, frac))
                 elif p == "ll128":
                     bus = np.minimum(bus * np.where(ppn < 2, 0.7, 0.92), ch * tab["ring_ll128"][0] * 1e9)
-                steps = {"all_reduce": 2.0 * (kf - 1), "reduce_scatter": kf - 1, "all_gather": kf - 1, "broadcast": kf}[
-                    collective
-                ]
+                steps = COLLECTIVES[collective].ring_steps(kf)
                 ratio = kf / np.maximum(steps, 1.0)
             elif a == "tree":
                 bus = np.minimum(bus * 0.92, ch * np.asarray(tab["tree"])[idx2] * 1e9)
@@ -544,3 +538,178 @@ def pairs(
                 )
             )
     return out
+
+
+# --------------------------------------------------------------------------- NCCL's choice, priced
+
+
+def nccl_spec(profile: Any) -> Any:
+    """The profile's NCCL constants, or the defaults for its GPU generation and link kinds."""
+    return profile.nccl if profile.nccl is not None else default_spec(profile.device.name, profile.network)
+
+
+def nccl_collective(
+    profile: Any,
+    k: np.ndarray,
+    n: np.ndarray,
+    collective: str = "all_reduce",
+    algorithms: Sequence[str] | None = None,
+    protocol: str | None = None,
+    by: str = "tuner",
+) -> CommCost:
+    """NCCL's pick among its (algorithm, protocol) pairs (``by="tuner"``, as NCCL chooses) or the fastest
+    (``by="time"``), priced as :mod:`simcli.comm.nccl` says it costs; vectorised, a running minimum over the pairs."""
+    net = profile.network
+    spec = nccl_spec(profile)
+    tb = tier_bandwidth(net, k)
+    cands = pairs(net, spec, k, tb, collective, algorithms, [protocol] if protocol else None)
+    if not cands:
+        raise InputError(
+            f"--protocol: {protocol} does not run {', '.join(algorithms or ['any algorithm'])} on "
+            f"profile {profile.name}; choose another protocol or leave --protocol out"
+        )
+    if algorithms is not None and "ring" not in algorithms:
+        # NCCL (tuning.cc, "at least set ring algo available"): where the forced algorithm cannot run, Ring does
+        forced_on = np.any(np.stack([np.broadcast_to(p.enabled, k.shape) for p in cands]), axis=0)
+        for r in pairs(net, spec, k, tb, collective, ["ring"], [protocol] if protocol else None):
+            cands.append(dataclasses.replace(r, enabled=np.broadcast_to(r.enabled, k.shape) & ~forced_on))
+    n = np.asarray(n, dtype=np.float64)
+    shape = np.broadcast(k, n).shape
+    P = len(cands)
+    ks = k.shape
+    # per-pair tables over k (disabled pairs: infinite latency, so their time is inf without a mask)
+    lat_t = np.stack([np.where(p.enabled, np.broadcast_to(p.latency, ks), np.inf) for p in cands])
+    inv_t = np.stack([np.where(p.enabled, 1.0 / np.broadcast_to(p.alg_Bps, ks), 0.0) for p in cands])
+    # bytes per channel below which a channel is dropped; NVLS never drops one (a threshold of ~0)
+    thr_t = np.stack(
+        [np.where(np.broadcast_to(p.threshold, ks) > 0, np.broadcast_to(p.threshold, ks), 1e-30) for p in cands]
+    )
+    nn = np.broadcast_to(n, shape)
+    best = np.empty(shape)
+    idx = np.zeros(shape, dtype=np.intp)
+    mask = np.empty(shape, dtype=bool)
+    key = np.empty(shape)
+    corr_by_pair = []
+    fill_by_pair: dict[int, np.ndarray] = {}
+    for j, pr in enumerate(cands):
+        out = best if j == 0 else key  # the first pair's key is the running minimum
+        corr = pr.correction(n)  # tree's size factor (1.0 for the others), shaped like n
+        corr_by_pair.append(corr)
+        np.multiply(nn, inv_t[j], out=out)
+        if np.ndim(corr):
+            out /= corr
+        if by != "tuner":
+            out /= pr.share(n)
+        out += pr.tuner_latency(lat_t[j], n) if (by == "tuner" and pr.plateau) else lat_t[j]
+        if pr.ops is not None and by != "tuner":  # NVLS's pipeline fill: what it costs (NCCL's tuner omits it)
+            fill_by_pair[j] = np.where(np.broadcast_to(pr.enabled, ks), pr.fill(nn), 0.0)
+            out += fill_by_pair[j]
+        if j == 0:
+            continue
+        np.less(key, best, out=mask)
+        np.copyto(best, key, where=mask)
+        np.copyto(idx, j, where=mask)
+    # what the chosen pair costs: its latency, and its bytes at the channels getAlgoInfo launches for the size
+    nk = int(np.prod(ks))
+    flat = idx * nk
+    flat += np.arange(nk).reshape(ks)  # index of (chosen pair, k) in a (pairs, k) table, per element
+
+    def pick(table: np.ndarray) -> np.ndarray:
+        return np.ascontiguousarray(table).reshape(-1).take(flat)
+
+    ch = float(cands[0].channels)
+    lat = pick(lat_t)
+    # nc/ch of the chosen pair: nc = clip(floor(n / threshold), 1, channels)
+    nc = np.divide(nn, pick(thr_t))
+    np.floor(nc, out=nc)
+    np.clip(nc, 1.0, ch, out=nc)
+    if any(np.ndim(c) for c in corr_by_pair):
+        corr_t = np.stack([np.broadcast_to(np.asarray(c, dtype=np.float64), np.shape(n)) for c in corr_by_pair])
+        nsz = int(np.prod(np.shape(n)))
+        fn = idx * nsz
+        fn += np.arange(nsz).reshape(np.shape(n))
+        nc *= corr_t.reshape(-1).take(fn)  # nc x the tree correction: the bandwidth's size factor x ch
+    one = k < 2
+    anyone = bool(np.any(one))
+    with np.errstate(divide="ignore", invalid="ignore"):
+        bandwidth = pick(inv_t * ch)
+        bandwidth *= nn
+        bandwidth /= nc
+    fill = np.zeros(shape)
+    for j, pr in enumerate(cands):
+        if pr.ops is None:
+            continue
+        if j in fill_by_pair:
+            np.copyto(fill, fill_by_pair[j], where=idx == j)
+            continue
+        chosen = idx == j  # priced only where it was chosen: a small part of a large grid
+        if chosen.any():
+            fill[chosen] = nvls_fill(
+                pr.algorithm,
+                nn[chosen],
+                np.broadcast_to(pr.ops, shape)[chosen],
+                np.broadcast_to(pr.nodes, shape)[chosen],
+                np.broadcast_to(pr.alg_Bps, shape)[chosen],
+                pr.stages,
+            )
+    bandwidth += fill
+    if anyone:
+        one = np.broadcast_to(one, shape)
+        bandwidth = np.where(one, 0.0, bandwidth)
+        lat = np.where(one, 0.0, lat)
+        fill = np.where(one, 0.0, fill)
+    time = lat + bandwidth
+    alg_names = np.array([p.algorithm for p in cands] + ["none"])
+    proto_names = np.array([p.protocol for p in cands] + [None], dtype=object)
+    sel = np.where(one, P, idx) if anyone else idx
+    nt = len(net)
+
+    def bottleneck() -> np.ndarray:
+        """NVLS in one node: the NVLink tier; the others: the ring's bottleneck tier; -1 where k == 1."""
+        _, _, ring_b = ring_params(net, k)
+        is_nvls = np.array([p.algorithm == "nvls" for p in cands] + [False])[sel]
+        b = np.where(is_nvls, 0, ring_b)
+        return np.where(one, -1, b) if anyone else b
+
+    def tier_table(attr: str) -> Callable[[], np.ndarray]:
+        def build() -> np.ndarray:
+            tab = np.stack([getattr(p, attr) for p in cands])  # (P, tiers, ...k)
+            out = np.stack([pick(tab[:, i]) for i in range(nt)])
+            if attr == "hop_latency":
+                out[0] += np.array([p.base for p in cands])[idx]  # NCCL's base latency, charged to tier 0
+            return np.where(one, 0.0, out) if anyone else out
+
+        return build
+
+    # the lazy terms share one cache and never name the CommCost itself: a closure over it would make a
+    # reference cycle, so that every result (and its grid-sized arrays) waited for the cyclic garbage collector
+    cache: dict[str, np.ndarray] = {}
+
+    def once(name: str, build: Callable[[], np.ndarray]) -> Callable[[], np.ndarray]:
+        def get() -> np.ndarray:
+            if name not in cache:
+                cache[name] = build()
+            return cache[name]
+
+        return get
+
+    hops_of = once("hops", tier_table("hops"))
+    bneck_of = once("bottleneck", bottleneck)
+    cost = CommCost(
+        time=time,
+        latency=lat,
+        bandwidth=bandwidth,
+        reduction=Lazy(lambda: np.zeros(shape)),
+        alpha=Lazy(lambda: np.where(one, 0.0, lat / np.maximum(hops_of().sum(axis=0), 1.0))),
+        bus_Bps=Lazy(
+            lambda: np.where(one, np.inf, pick(np.stack([np.broadcast_to(p.bus_Bps, ks) for p in cands])) * nc / ch)
+        ),
+        bottleneck=Lazy(bneck_of),
+        tier_latency=Lazy(tier_table("hop_latency")),
+        tier_bandwidth_s=Lazy(lambda: per_tier(nt, bandwidth, bneck_of())),
+        algorithm=Lazy(lambda: alg_names[sel]),
+        protocol=Lazy(lambda: proto_names[sel]),
+        tier_hops=Lazy(hops_of),
+        fill=fill,
+    )
+    return cost

@@ -11,7 +11,7 @@ from pathlib import Path
 from typing import Any, Mapping, Sequence
 
 from ..base.types import InputError
-from ..comm.collectives import busbw_factor
+from ..comm.specs import busbw_factor
 
 __all__ = [
     "read_table",

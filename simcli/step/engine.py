@@ -27,9 +27,10 @@ from typing import Any
 import numpy as np
 
 from ..base.types import DTYPE_BYTES, InputError, Profile, Workload
-from ..comm import collectives
+from ..comm import collectives, topology
+from ..comm.cost import COMM_TERMS, CommCost
 from . import memory as memory_model
-from . import sharding, straggler
+from . import sharding, straggler, strategies
 from .buckets import BucketPlan, bucket_exposure, bucket_plan
 
 __all__ = ["Scenario", "Result", "simulate", "accumulated", "OVERLAPS", "fsdp_units"]
@@ -135,7 +136,7 @@ class Scenario:
                 f"backward_fraction: {self.backward_fraction} is not in [0, 1]; give the share "
                 "of forward+backward spent in backward, for example 2/3"
             )
-        sharding.check_strategy(self.strategy)
+        strategies.check_strategy(self.strategy)
         if self.param_dtype not in DTYPE_BYTES:
             raise InputError(
                 f"--param-dtype: unknown dtype {self.param_dtype!r}; choose one of {', '.join(DTYPE_BYTES)}"
@@ -245,7 +246,7 @@ class Result:
     samples_per_s: np.ndarray
     #: all the step's all-reduces added up (time, latency, bandwidth, reduction and per-tier terms);
     #: alpha, bus_Bps, bottleneck and algorithm are those of the main message (a full bucket, or the gradient)
-    comm: collectives.CommCost = field(repr=False)
+    comm: CommCost = field(repr=False)
     #: T_comm that backward does not hide (T_step = t_compute_s + t_comm_exposed_s)
     t_comm_exposed_s: np.ndarray = field(repr=False, default=None)  # type: ignore[assignment]
     t_comm_hidden_s: np.ndarray = field(repr=False, default=None)  # type: ignore[assignment]
@@ -255,8 +256,8 @@ class Result:
     #: how the gradient was split into all-reduces
     plan: "BucketPlan | None" = field(repr=False, default=None)
     #: one all-reduce of a full bucket (None when there is none) and of the remainder (None when none)
-    comm_bucket: collectives.CommCost | None = field(repr=False, default=None)
-    comm_last: collectives.CommCost | None = field(repr=False, default=None)
+    comm_bucket: CommCost | None = field(repr=False, default=None)
+    comm_last: CommCost | None = field(repr=False, default=None)
     #: bytes per device (simcli.step.memory) and bytes each device sends per step
     memory: "memory_model.Memory | None" = field(repr=False, default=None)
     comm_bytes: np.ndarray = field(repr=False, default=None)  # type: ignore[assignment]
@@ -337,9 +338,7 @@ def _compute_time(sc: Scenario, per_device_batch: np.ndarray) -> np.ndarray:
     return sc.workload.flops_per_sample * per_device_batch / sc.achieved_flops
 
 
-def _total(
-    plan: BucketPlan, full: collectives.CommCost | None, last: collectives.CommCost | None
-) -> collectives.CommCost:
+def _total(plan: BucketPlan, full: CommCost | None, last: CommCost | None) -> CommCost:
     """The step's communication: ``plan.full`` all-reduces of a full bucket plus the remainder's, added up."""
     main = full if full is not None else last
     assert main is not None
@@ -350,7 +349,7 @@ def _total(
             return None
         return np.asarray(sum(times * v for times, v in parts if v is not None))
 
-    return dataclasses.replace(main, **{name: add(name) for name in collectives.COMM_TERMS})
+    return dataclasses.replace(main, **{name: add(name) for name in COMM_TERMS})
 
 
 def simulate(scenario: Scenario, devices: np.ndarray | list[int], micro_batch: np.ndarray | None = None) -> Result:
@@ -363,7 +362,7 @@ def simulate(scenario: Scenario, devices: np.ndarray | list[int], micro_batch: n
     if k.size == 0 or np.any(k < 1):
         raise InputError("--devices: every device count must be at least 1")
     net = sc.profile.network
-    collectives.check_devices(net, k)
+    topology.check_devices(net, k)
     kf = k.astype(np.float64)
     m = int(sc.accum)
     if micro_batch is not None:
@@ -376,7 +375,7 @@ def simulate(scenario: Scenario, devices: np.ndarray | list[int], micro_batch: n
     slow = straggler.slowdown(k, sc.device_spread)
     t_micro = _compute_time(sc, b) * slow
     t_bwd_micro = sc.backward_fraction * t_micro
-    if sc.strategy != "ddp":
+    if strategies.SPECS[sc.strategy].timeline != "buckets":  # the sharded strategies' own step
         return _simulate_sharded(sc, k, b, t_micro, t_bwd_micro, slow)
     n = float(sc.grad_bytes)
     plan = bucket_plan(n, sc.bucket_bytes if sc.overlap == "buckets" else None)
@@ -448,7 +447,7 @@ def memory_fit(sc: Scenario, k: np.ndarray | list[int], optimizer: str = "adam")
     if not np.any(bad):
         return None
     best = memory_model.smallest_fitting(
-        cap, k[bad], sharding.STRATEGIES, **{**kw, "activations": np.asarray(kw["activations"])[bad]}
+        cap, k[bad], strategies.STRATEGIES, **{**kw, "activations": np.asarray(kw["activations"])[bad]}
     )
     return {
         "capacity_bytes": float(cap),
@@ -510,7 +509,7 @@ def accumulated(res: Result, accum: np.ndarray) -> tuple[np.ndarray, np.ndarray]
     if sc.accum != 1 or sc.strong:
         raise ValueError("accumulated() takes a weak-scaling result simulated with accum 1")
     m = np.asarray(accum, dtype=np.float64)
-    exposed = res.t_comm_exposed_s * (m if sc.strategy != "ddp" else 1.0)
+    exposed = res.t_comm_exposed_s * (m if strategies.SPECS[sc.strategy].timeline != "buckets" else 1.0)
     t_step = m * res.t_compute_s + exposed
     return t_step, m * _compute_time(sc, res.batch_per_device) / t_step
 
@@ -539,7 +538,7 @@ def _simulate_sharded(
     )
     comm = dataclasses.replace(
         st.comm,
-        **{name: m * getattr(st.comm, name) for name in collectives.COMM_TERMS if getattr(st.comm, name) is not None},
+        **{name: m * getattr(st.comm, name) for name in COMM_TERMS if getattr(st.comm, name) is not None},
     )
     return _result(
         sc,

@@ -3,7 +3,8 @@
 Pure numpy, vectorised: every argument that varies (k, the per-device micro-batch's activations) broadcasts,
 so `plan best` prices a whole grid in one call per strategy. No typer, yaml or torch.
 
-Bytes per device of one data-parallel rank, P parameters, k devices, shard group d (:func:`shard_divisor`:
+Bytes per device of one data-parallel rank, P parameters, k devices, shard group d
+(:func:`simcli.step.strategies.shard_divisor`:
 1 for ddp, k for zero1/zero2/fsdp, G for hsdp), L units (FSDP's wrapped modules), p = bytes per parameter in
 the param dtype, g = bytes per gradient value (the grad dtype), o = optimizer state bytes per parameter:
 
@@ -59,6 +60,7 @@ from typing import Any
 import numpy as np
 
 from ..base.types import DTYPE_BYTES, InputError
+from .strategies import SPECS, shard_divisor
 
 __all__ = [
     "OPTIMIZER_STATE_BYTES",
@@ -98,15 +100,6 @@ LOGIT_BYTES = 10.0
 #: the parts of :class:`Memory`, in the order they are shown (records: memory_<part>_bytes)
 PARTS = ("weights", "master", "grads", "optimizer", "gathered", "buffers", "activations")
 
-#: which parts each strategy shards over its group: weights/master, gradients, optimizer state
-_SHARDS = {
-    "ddp": (False, False, False, False),
-    "zero1": (False, True, False, True),
-    "zero2": (False, True, True, True),
-    "fsdp": (True, True, True, True),
-    "hsdp": (True, True, True, True),
-}
-
 
 def check_optimizer(optimizer: str) -> str:
     if optimizer not in OPTIMIZER_STATE_BYTES:
@@ -123,25 +116,10 @@ def bytes_per_param(
     ``master`` (or fsdp's fp32 ``weights``) + ``grads`` + ``optimizer``."""
     check_optimizer(optimizer)
     opt = OPTIMIZER_STATE_BYTES[optimizer]
-    if strategy in ("fsdp", "hsdp"):
+    if SPECS[strategy].shards[0]:  # the parameters are sharded: their fp32 shard is the weights
         return {"weights": MASTER_BYTES, "master": 0.0, "grads": float(grad_bytes), "optimizer": opt}
     master = MASTER_BYTES if param_bytes < MASTER_BYTES else 0.0
     return {"weights": float(param_bytes), "master": master, "grads": float(grad_bytes), "optimizer": opt}
-
-
-def shard_divisor(strategy: str, k: Any, group: int | None, node_size: int | None) -> np.ndarray:
-    """Devices one copy of the sharded state is split over, per k: k (zero*, fsdp), min(G, k) (hsdp), 1 (ddp).
-
-    hsdp's G defaults to one node (``node_size``; the whole of k on a one-tier profile)."""
-    k = np.asarray(k, dtype=np.int64)
-    if strategy == "ddp":
-        return np.ones_like(k)
-    if strategy != "hsdp":
-        return k
-    g = group if group is not None else node_size
-    if g is None:
-        return k
-    return np.minimum(k, int(g))
 
 
 @dataclass(frozen=True)
@@ -210,7 +188,8 @@ def per_device(
     d = np.broadcast_to(shard_divisor(strategy, k, group, node_size).astype(np.float64), shape)
     P = float(params)
     per = bytes_per_param(strategy, param_bytes=param_bytes, grad_bytes=1.0, optimizer=optimizer)
-    sh_w, sh_m, sh_g, sh_o = _SHARDS[strategy]
+    spec = SPECS[strategy]
+    sh_w, sh_m, sh_g, sh_o = spec.shards
     one = np.ones(shape)
 
     def div(on: bool) -> np.ndarray:
@@ -218,12 +197,12 @@ def per_device(
 
     zero = np.zeros(shape)
     gathered = zero
-    if strategy in ("fsdp", "hsdp"):
+    if spec.timeline == "units":
         L = max(int(units), 1)
         whole = P * param_bytes * (min(2, L) / L if reshard_after_forward else 1.0)
         gathered = np.where(d > 1, whole, 0.0)  # k = 1: the parameters are whole already
         buffers = np.where(d > 1, P / L * g, 0.0) * one
-    elif strategy == "ddp":
+    elif spec.timeline == "buckets":
         buffers = P * g * one
     else:
         buffers = min(P, ZERO_BUCKET_ELEMENTS) * (g + param_bytes) * one
@@ -309,12 +288,11 @@ _LABELS = {
     "buffers": "{buffers}",
     "activations": "activations",
 }
-_BUFFERS = {"ddp": "DDP buckets", "zero1": "ZeRO buckets", "zero2": "ZeRO buckets"}
 
 
 def part_label(part: str, strategy: str, optimizer: str = "adam") -> str:
     """How a part of :class:`Memory` is named in messages and tables."""
-    return _LABELS[part].format(optimizer=optimizer, buffers=_BUFFERS.get(strategy, "FSDP buffers"))
+    return _LABELS[part].format(optimizer=optimizer, buffers=SPECS[strategy].buffers)
 
 
 def describe_parts(parts: dict[str, float], strategy: str, optimizer: str = "adam") -> str:
@@ -379,7 +357,7 @@ class MemoryCheck:
         hint = (
             "; plain data parallelism keeps a full replica on every device, so more devices do not help: try "
             "--strategy zero1, zero2, fsdp or hsdp"
-            if self.strategy == "ddp"
+            if SPECS[self.strategy].group == "none"
             else ""
         )
         return (

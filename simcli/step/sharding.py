@@ -56,43 +56,26 @@ from typing import Any
 import numpy as np
 
 from ..base.types import InputError, Profile, Tier
-from ..comm import collectives
+from ..comm import collectives, nccl, registry
+from ..comm.cost import COMM_TERMS, CommCost
 from .buckets import bucket_exposure, bucket_plan  # DDP's bucket timeline, reused for zero1/zero2's reduce-scatter
 from .memory import ZERO_BUCKET_ELEMENTS
-from .memory import shard_divisor as shard_group
+from .strategies import SHARDED, SPECS
+from .strategies import shard_divisor as shard_group
 
 __all__ = [
-    "STRATEGIES",
-    "SHARDED",
     "comm_bytes",
     "replica_profile",
     "fsdp_times",
     "unit_timeline",
     "Step",
     "step",
-    "shard_group",
     "ZERO_BUCKET_ELEMENTS",
 ]
 
-#: values of Scenario.strategy, from the least to the most sharded memory (hsdp shards within a group only)
-STRATEGIES = ("ddp", "zero1", "zero2", "hsdp", "fsdp")
-#: the strategies whose step this module prices (ddp stays the engine's bucketed all-reduce)
-SHARDED = ("zero1", "zero2", "fsdp", "hsdp")
 #: zero1/zero2 reduce-scatter the gradients in buckets of ZERO_BUCKET_ELEMENTS elements (simcli.step.memory: DeepSpeed's
-#: reduce_bucket_size default); shard_group is simcli.step.memory.shard_divisor
-
-
-def check_strategy(strategy: str) -> str:
-    if strategy not in STRATEGIES:
-        import difflib
-
-        close = difflib.get_close_matches(strategy, STRATEGIES, n=1)
-        hint = f" (did you mean {close[0]}?)" if close else ""
-        raise InputError(
-            f"--strategy: unknown strategy {strategy!r}{hint}; choose one of "
-            f"{', '.join(('ddp', 'zero1', 'zero2', 'fsdp', 'hsdp'))}"
-        )
-    return strategy
+#: reduce_bucket_size default); shard_group is simcli.step.strategies.shard_divisor; the strategies' rows are
+#: simcli.step.strategies.STRATEGY_SPECS
 
 
 # --------------------------------------------------------------------------- communicated bytes
@@ -113,14 +96,15 @@ def comm_bytes(
     per all-reduce; nccl-tests doc/PERFORMANCE.md)."""
     kf = np.asarray(k, dtype=np.float64)
     P, p, g = float(params), float(param_bytes), float(grad_bytes)
-    if strategy == "ddp":
+    timeline = SPECS[strategy].timeline
+    if timeline == "buckets":
         return 2.0 * (kf - 1.0) / kf * P * g
-    if strategy in ("zero1", "zero2"):
+    if timeline == "zero":
         return (kf - 1.0) / kf * P * (g + p)
     gathers = 2.0 if reshard_after_forward else 1.0
     d = shard_group(strategy, np.asarray(k, dtype=np.int64), group, node_size).astype(np.float64)
     out = (d - 1.0) / d * P * (gathers * p + g)
-    if strategy == "hsdp":
+    if SPECS[strategy].replicas:
         r = kf / d
         out = out + 2.0 * (r - 1.0) / r * P * g / d
     return out
@@ -155,8 +139,8 @@ def replica_profile(profile: Profile, group: int) -> Profile:
         bw = t.bandwidth_Bps / group if t.per == "node" else t.bandwidth_Bps
         kind = t.kind or _tier_kind(t, i)
         tiers.append(dataclasses.replace(t, size=size, bandwidth_Bps=bw, kind=kind))
-    nccl = collectives.nccl_spec(profile) if profile.library == "nccl" else profile.nccl
-    return dataclasses.replace(profile, name=f"{profile.name} (replicas of {group})", network=tuple(tiers), nccl=nccl)
+    spec = nccl.nccl_spec(profile) if profile.library == "nccl" else profile.nccl
+    return dataclasses.replace(profile, name=f"{profile.name} (replicas of {group})", network=tuple(tiers), nccl=spec)
 
 
 def _tier_kind(t: Tier, i: int) -> str:
@@ -205,31 +189,26 @@ class Step:
 
     t_comm: np.ndarray  #: every collective's time added up
     exposed: np.ndarray  #: what compute does not hide
-    comm: collectives.CommCost  #: all collectives added up (alpha, bus_Bps, bottleneck: the main one's)
+    comm: CommCost  #: all collectives added up (alpha, bus_Bps, bottleneck: the main one's)
     parts: dict[str, np.ndarray]  #: seconds per collective kind and phase, added up over units/buckets
     first_gather: np.ndarray  #: the first forward all-gather (fsdp/hsdp; 0 for zero1/zero2)
     #: every kind of collective once: (name, how many per micro-step, bytes as nccl-tests counts them, its cost)
-    messages: tuple[tuple[str, float, float, collectives.CommCost], ...] = ()
+    messages: tuple[tuple[str, float, float, CommCost], ...] = ()
 
 
-def _price(
-    profile: Profile, algorithm: str, protocol: str | None, k: np.ndarray, n: float, kind: str
-) -> collectives.CommCost:
+def _price(profile: Profile, algorithm: str, protocol: str | None, k: np.ndarray, n: float, kind: str) -> CommCost:
     """One collective; an algorithm that does not run ``kind`` gives way to the profile's default."""
     alg = algorithm
-    if alg != "auto" and kind not in collectives.SPECS[alg].collectives:
+    if alg != "auto" and kind not in registry.SPECS[alg].collectives:
         alg = collectives.default_algorithm(profile)
     return collectives.collective(profile, alg, k, np.float64(n), kind, protocol)
 
 
-def _scaled(c: collectives.CommCost, times: float) -> dict[str, Any]:
-    return {
-        name: (None if getattr(c, name) is None else times * np.asarray(getattr(c, name)))
-        for name in collectives.COMM_TERMS
-    }
+def _scaled(c: CommCost, times: float) -> dict[str, Any]:
+    return {name: (None if getattr(c, name) is None else times * np.asarray(getattr(c, name))) for name in COMM_TERMS}
 
 
-def _add(main: collectives.CommCost, terms: list[tuple[collectives.CommCost, float]]) -> collectives.CommCost:
+def _add(main: CommCost, terms: list[tuple[CommCost, float]]) -> CommCost:
     total: dict[str, Any] = {}
     for c, times in terms:
         for name, v in _scaled(c, times).items():
@@ -262,7 +241,8 @@ def step(
     k = np.asarray(k, dtype=np.int64)
     P = float(params)
     zero = np.zeros(k.shape)
-    if strategy in ("zero1", "zero2"):
+    spec = SPECS[strategy]
+    if spec.timeline == "zero":
         n = P * grad_bytes
         plan = bucket_plan(n, bucket_bytes)
         rs_full = _price(profile, algorithm, protocol, k, plan.size, "reduce_scatter") if plan.full else None
@@ -292,7 +272,7 @@ def step(
             first_gather=zero,
             messages=msgs,
         )
-    if strategy not in ("fsdp", "hsdp"):
+    if spec.timeline != "units":
         raise InputError(f"--strategy: {strategy!r} is not a sharded strategy ({', '.join(SHARDED)})")
     L = int(units)
     d = shard_group(strategy, k, group, profile.network[0].size)
@@ -304,7 +284,7 @@ def step(
     terms = [(ag, 2.0 * L if reshard_after_forward else 1.0 * L), (rs, 1.0 * L)]
     parts = {"all_gather_s": L * ag.time * (2.0 if reshard_after_forward else 1.0), "reduce_scatter_s": L * rs.time}
     msgs = [("all_gather", (2.0 if reshard_after_forward else 1.0) * L, unit_p, ag), ("reduce_scatter", L, unit_g, rs)]
-    if strategy == "hsdp":
+    if spec.replicas:
         gsize = int(group if group is not None else (profile.network[0].size or 0)) or None
         r = k // d
         if np.any(k % d):

@@ -1,0 +1,360 @@
+"""The textbook (alpha-beta) all-reduce algorithms, vectorised over device counts and message sizes.
+
+Ring all-reduce (Patarasuk & Yuan 2009; Thakur, Rabenseifner & Gropp 2005)
+---------------------------------------------------------------------------
+``T = 2(k-1)·alpha + 2(k-1)/k · n / B`` (reduce-scatter then all-gather,
+k-1 steps each, n/k bytes per step). ``T(1) = 0``.
+
+Other algorithms (see each function's docstring for its formula and source)
+------------------------------------------------------------------------------
+``tree`` (NCCL's pipelined double binary tree), ``recursive-doubling``,
+``rabenseifner``, ``hierarchical`` (reduce-scatter in the node, all-reduce of
+1/g across nodes, all-gather in the node; recursively over any number of
+tiers), ``ps`` (one parameter server) and ``ps-sharded`` (the server role
+spread over all k devices). Tiers, their bandwidths and latencies: :mod:`simcli.comm.topology`.
+"""
+
+from __future__ import annotations
+
+from typing import Sequence
+
+import numpy as np
+
+from ..base.types import Tier
+from .cost import CommCost, pack
+from .specs import busbw_factor
+from .topology import bottleneck_of, latency_params, ring_params, tier_bandwidth, tier_link_bandwidth, tier_spanned
+
+__all__ = [
+    "ring_allreduce",
+    "tree_allreduce",
+    "recursive_doubling_allreduce",
+    "rabenseifner_allreduce",
+    "hierarchical_allreduce",
+    "ps_allreduce",
+    "ps_sharded_allreduce",
+]
+
+
+def _pow2_floor(k: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """(lg = floor(log2 k), k' = 2**lg) for integer k >= 1 (exact: integer arithmetic)."""
+    k = np.maximum(np.asarray(k, dtype=np.int64), 1)
+    lg = np.zeros(k.shape, dtype=np.int64)
+    x = k.copy()
+    while np.any(x > 1):
+        more = x > 1
+        lg += more
+        x = np.where(more, x >> 1, x)
+    return lg, np.left_shift(np.int64(1), lg)
+
+
+def ring_allreduce(
+    network: Sequence[Tier], k: np.ndarray, nbytes: np.ndarray, reduce_Bps: float | None = None
+) -> CommCost:
+    """Ring all-reduce: T = 2(k-1)·alpha + 2(k-1)/k · n/B [+ (k-1)/k · n/gamma].
+
+    Patarasuk & Yuan 2009 (bandwidth-optimal all-reduce); the gamma term, when
+    the device gives a reduce rate, is Thakur, Rabenseifner & Gropp 2005's
+    (k-1)/k · n · gamma for the reduce-scatter half. alpha and B: the largest
+    latency and the smallest ring bandwidth (``tier_bandwidth``) of the spanned tiers.
+    """
+    k = np.asarray(k, dtype=np.int64)
+    n = np.asarray(nbytes, dtype=np.float64)
+    alpha, bus, bottleneck = ring_params(network, k)
+    _, lat_tier = latency_params(network, k)
+    kf = k.astype(np.float64)
+    with np.errstate(divide="ignore", invalid="ignore"):
+        # 2(k-1)/k / B per byte, over k only (0 at k = 1, where B is inf), then one product over the grid
+        bandwidth = n * (busbw_factor(np.maximum(kf, 1.0)) / bus)
+    return pack(
+        network,
+        k,
+        n,
+        "ring",
+        latency=2.0 * (kf - 1.0) * alpha,
+        bandwidth=bandwidth,
+        reduced=(kf - 1.0) / np.maximum(kf, 1.0) * n,
+        reduce_Bps=reduce_Bps,
+        alpha=alpha,
+        bus=bus,
+        bottleneck=bottleneck,
+        lat_tier=lat_tier,
+        zero_at_one=True,
+    )
+
+
+def tree_allreduce(
+    network: Sequence[Tier], k: np.ndarray, nbytes: np.ndarray, reduce_Bps: float | None = None
+) -> CommCost:
+    """Pipelined double binary tree (NCCL's "Tree"; Sanders, Speck & Träff 2009).
+
+    Two binary trees, each carrying half of the data; every device is an inner
+    node of one tree and a leaf of the other. Each half is reduced up its tree
+    and broadcast down, pipelined in small chunks, so the first chunk pays the
+    depth twice and the rest streams behind it::
+
+        T = 2·ceil(log2 k)·alpha + f_k · n/B  [+ r_k · n/gamma]
+
+    f_k is what the busiest device sends: as an inner node with a parent and two
+    children, n/2 up and 2·n/2 down; as a leaf of the other tree, n/2 up: 2n
+    in all (f_2 = 1: each device is the root of one tree and the leaf of the
+    other; f_3 = 1.5: the inner node has no parent). r_k: an inner node adds its
+    two children's halves (n; n/2 for k = 2). alpha, B: the ring's (NCCL builds
+    the trees on the same channels as its rings, one per NIC). Since f_k >= 2(k-1)/k
+    the tree never beats the ring on bandwidth; it wins on latency at large k.
+    """
+    k = np.asarray(k, dtype=np.int64)
+    n = np.asarray(nbytes, dtype=np.float64)
+    alpha, bus, bottleneck = ring_params(network, k)
+    _, lat_tier = latency_params(network, k)
+    lg, p2 = _pow2_floor(k)
+    depth = np.where(p2 == k, lg, lg + 1).astype(np.float64)  # ceil(log2 k)
+    f = np.select([k <= 1, k == 2, k == 3], [0.0, 1.0, 1.5], 2.0)
+    with np.errstate(divide="ignore", invalid="ignore"):
+        bandwidth = f * n / bus
+    reduced = np.where(k == 2, 0.5, 1.0) * n
+    return pack(
+        network,
+        k,
+        n,
+        "tree",
+        latency=2.0 * depth * alpha,
+        bandwidth=bandwidth,
+        reduced=reduced,
+        reduce_Bps=reduce_Bps,
+        alpha=alpha,
+        bus=bus,
+        bottleneck=bottleneck,
+        lat_tier=lat_tier,
+    )
+
+
+def _flat(network: Sequence[Tier], k: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
+    """(alpha, B, bottleneck tier, latency tier) of a hierarchy-blind algorithm: slowest spanned tier."""
+    alpha, lat_tier = latency_params(network, k)
+    bus, bottleneck = bottleneck_of(tier_link_bandwidth(network, k), k)
+    return alpha, bus, bottleneck, lat_tier
+
+
+def recursive_doubling_allreduce(
+    network: Sequence[Tier], k: np.ndarray, nbytes: np.ndarray, reduce_Bps: float | None = None
+) -> CommCost:
+    """Recursive doubling (Thakur, Rabenseifner & Gropp 2005, §4): lg k steps, each exchanging all n bytes.
+
+    k a power of two: ``T = lg k · (alpha + n/B) [+ lg k · n/gamma]``. Otherwise
+    (the same paper's extra steps, no silent rounding) with k' = 2^floor(lg k):
+    the r = k - k' surplus devices first send their vector to a partner, which
+    reduces it (one step), the k' devices do recursive doubling, and the result
+    goes back (one more step)::
+
+        T = (floor(lg k) + 2) · (alpha + n/B) [+ (floor(lg k) + 1) · n/gamma]
+
+    alpha, B: the slowest spanned tier when every device sends at once
+    (``tier_link_bandwidth``).
+    """
+    k = np.asarray(k, dtype=np.int64)
+    n = np.asarray(nbytes, dtype=np.float64)
+    alpha, bus, bottleneck, lat_tier = _flat(network, k)
+    lg, p2 = _pow2_floor(k)
+    extra = (p2 != k).astype(np.float64)
+    steps = lg + 2.0 * extra
+    with np.errstate(divide="ignore", invalid="ignore"):
+        bandwidth = steps * n / bus
+    return pack(
+        network,
+        k,
+        n,
+        "recursive-doubling",
+        latency=steps * alpha,
+        bandwidth=bandwidth,
+        reduced=(lg + extra) * n,
+        reduce_Bps=reduce_Bps,
+        alpha=alpha,
+        bus=bus,
+        bottleneck=bottleneck,
+        lat_tier=lat_tier,
+    )
+
+
+def rabenseifner_allreduce(
+    network: Sequence[Tier], k: np.ndarray, nbytes: np.ndarray, reduce_Bps: float | None = None
+) -> CommCost:
+    """Rabenseifner: reduce-scatter by recursive halving, all-gather by recursive doubling.
+
+    Thakur, Rabenseifner & Gropp 2005, §4.1. k a power of two::
+
+        T = 2·lg k · alpha + 2(k-1)/k · n/B [+ (k-1)/k · n/gamma]
+
+    Otherwise, with k' = 2^floor(lg k), the surplus devices fold their whole
+    vector into a partner first (alpha + n/B, and n/gamma to reduce it) and get
+    the result back at the end (alpha + n/B)::
+
+        T = (2·floor(lg k) + 2)·alpha + (2(k'-1)/k' + 2) · n/B [+ ((k'-1)/k' + 1) · n/gamma]
+
+    alpha, B: the slowest spanned tier when every device sends at once.
+    """
+    k = np.asarray(k, dtype=np.int64)
+    n = np.asarray(nbytes, dtype=np.float64)
+    alpha, bus, bottleneck, lat_tier = _flat(network, k)
+    lg, p2 = _pow2_floor(k)
+    extra = (p2 != k).astype(np.float64)
+    pf = p2.astype(np.float64)
+    with np.errstate(divide="ignore", invalid="ignore"):
+        bandwidth = (2.0 * (pf - 1.0) / pf + 2.0 * extra) * n / bus
+    return pack(
+        network,
+        k,
+        n,
+        "rabenseifner",
+        latency=(2.0 * lg + 2.0 * extra) * alpha,
+        bandwidth=bandwidth,
+        reduced=((pf - 1.0) / pf + extra) * n,
+        reduce_Bps=reduce_Bps,
+        alpha=alpha,
+        bus=bus,
+        bottleneck=bottleneck,
+        lat_tier=lat_tier,
+    )
+
+
+def hierarchical_allreduce(
+    network: Sequence[Tier], k: np.ndarray, nbytes: np.ndarray, reduce_Bps: float | None = None
+) -> CommCost:
+    """Hierarchical (2D) all-reduce over any number of tiers (Horovod's hierarchical all-reduce).
+
+    Level 0: the ``g_0 = min(k, size_0)`` devices of a node reduce-scatter the
+    n bytes over tier 0 (a ring), leaving n/g_0 on each; level i >= 1: the
+    ``g_i`` domains of tier i-1 inside one domain of tier i (all of them on the
+    last tier: ``ceil(k / size_{i-1})``) all-reduce what they hold, recursively;
+    then every level all-gathers back in reverse. Each level is a ring whose
+    units are whole domains, so it runs at that tier's ring bandwidth B_i
+    (``tier_bandwidth``: a domain's per-device links add up; the smallest,
+    partial domain limits) and pays that tier's alpha_i::
+
+        T = sum over spanned tiers i of [ 2(g_i-1)·alpha_i + 2(g_i-1)/g_i · n/B_i ]  [+ (k-1)/k · n/gamma]
+
+    With one tier (or k inside one node) this is the ring exactly. Across nodes
+    it moves 2(m-1)/m · n through each node's links (m nodes) where the ring
+    moves 2(k-1)/k · n: that is why it wins when the inter-node tier is slow,
+    and why it may beat the single-link bound 2(k-1)/k · n/B of Patarasuk & Yuan
+    (which assumes one link per device). The partial node (k not a multiple of
+    the node size) is priced like the others at level 0 and limits B_i above.
+    """
+    k = np.asarray(k, dtype=np.int64)
+    n = np.asarray(nbytes, dtype=np.float64)
+    kf = k.astype(np.float64)
+    bw = tier_bandwidth(network, k)
+    spanned = tier_spanned(network, k)
+    alpha, lat_tier = latency_params(network, k)
+    bus, _ = bottleneck_of(bw, k)
+    shape = np.broadcast(k, n).shape
+    tl = np.zeros((len(network),) + shape)
+    tb = np.zeros((len(network),) + shape)
+    for i, t in enumerate(network):
+        if i == 0:
+            g = np.minimum(k, t.size) if t.size is not None else k
+        else:
+            below = network[i - 1].size
+            units = -(-k // below)  # ceil(k / size_{i-1}): domains of tier i-1 in use
+            g = np.minimum(units, max(1, t.size // below)) if t.size is not None else units
+        g = np.where(spanned[i], g, 1).astype(np.float64)
+        tl[i] = 2.0 * (g - 1.0) * t.latency_s
+        with np.errstate(divide="ignore", invalid="ignore"):
+            tb[i] = np.where(g > 1, 2.0 * (g - 1.0) / g * n / bw[i], 0.0)
+    bottleneck = np.where(k >= 2, np.argmax(tb, axis=0), -1)
+    return pack(
+        network,
+        k,
+        n,
+        "hierarchical",
+        latency=tl.sum(axis=0),
+        bandwidth=tb.sum(axis=0),
+        reduced=(kf - 1.0) / np.maximum(kf, 1.0) * n,
+        reduce_Bps=reduce_Bps,
+        alpha=alpha,
+        bus=bus,
+        bottleneck=bottleneck,
+        lat_tier=lat_tier,
+        tier_latency=tl,
+        tier_bw=tb,
+    )
+
+
+def ps_allreduce(
+    network: Sequence[Tier], k: np.ndarray, nbytes: np.ndarray, reduce_Bps: float | None = None
+) -> CommCost:
+    """One parameter server (Li et al. 2014's parameter server; what all-reduce replaces).
+
+    The server is one of the k devices; the other k-1 push their n bytes to it,
+    it adds them up, and they pull the n-byte result back. Every byte passes
+    through the server's one link, B_s = min over spanned tiers of one device's
+    raw link ``b·e`` (we assume the server's link is an ordinary device's:
+    the outermost tier it spans, or a shared medium it does not have to itself
+    share)::
+
+        T = 2(k-1)·alpha + 2(k-1) · n/B_s  [+ (k-1) · n/gamma]
+
+    (the server takes the k-1 pushes and serves the k-1 pulls one message at a
+    time, each paying alpha, as LogP's per-message gap; all bytes through one link).
+    """
+    k = np.asarray(k, dtype=np.int64)
+    n = np.asarray(nbytes, dtype=np.float64)
+    kf = k.astype(np.float64)
+    alpha, lat_tier = latency_params(network, k)
+    spanned = tier_spanned(network, k)
+    raw = np.array([t.effective_Bps for t in network]).reshape((-1,) + (1,) * k.ndim)
+    bus, bottleneck = bottleneck_of(np.where(spanned, raw, np.inf), k)
+    with np.errstate(divide="ignore", invalid="ignore"):
+        bandwidth = 2.0 * (kf - 1.0) * n / bus
+    return pack(
+        network,
+        k,
+        n,
+        "ps",
+        latency=2.0 * (kf - 1.0) * alpha,
+        bandwidth=bandwidth,
+        reduced=(kf - 1.0) * n,
+        reduce_Bps=reduce_Bps,
+        alpha=alpha,
+        bus=bus,
+        bottleneck=bottleneck,
+        lat_tier=lat_tier,
+    )
+
+
+def ps_sharded_allreduce(
+    network: Sequence[Tier], k: np.ndarray, nbytes: np.ndarray, reduce_Bps: float | None = None
+) -> CommCost:
+    """Sharded parameter server: every device serves 1/k of the gradient (as BytePS / PS-Lite shard keys).
+
+    Each device pushes the k-1 shards it does not own to their owners and pulls
+    them back: a reduce-scatter and an all-gather by direct (pairwise) exchange,
+    k-1 rounds each, n/k bytes a round (Thakur, Rabenseifner & Gropp 2005, §3:
+    pairwise-exchange reduce-scatter)::
+
+        T = 2(k-1)·alpha + 2(k-1)/k · n/B  [+ (k-1)/k · n/gamma]
+
+    The same bytes per device as the ring, but every device talks to every other
+    at once, so B is the slowest spanned tier's per-device share
+    (``tier_link_bandwidth``), not the ring's.
+    """
+    k = np.asarray(k, dtype=np.int64)
+    n = np.asarray(nbytes, dtype=np.float64)
+    kf = k.astype(np.float64)
+    alpha, bus, bottleneck, lat_tier = _flat(network, k)
+    with np.errstate(divide="ignore", invalid="ignore"):
+        bandwidth = busbw_factor(np.maximum(kf, 1.0)) * n / bus
+    return pack(
+        network,
+        k,
+        n,
+        "ps-sharded",
+        latency=2.0 * (kf - 1.0) * alpha,
+        bandwidth=bandwidth,
+        reduced=(kf - 1.0) / np.maximum(kf, 1.0) * n,
+        reduce_Bps=reduce_Bps,
+        alpha=alpha,
+        bus=bus,
+        bottleneck=bottleneck,
+        lat_tier=lat_tier,
+    )
