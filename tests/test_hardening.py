@@ -930,7 +930,7 @@ def test_a_huge_compare_table_computes_only_the_rows_shown(runner, monkeypatch, 
     assert runner.invoke(app, ["compare", *args, "--rows", str(rows), "-o", str(part)]).exit_code == 0
     assert calls[-1] < 64
     # the whole computation, shown with the same elision: the same text
-    import simcli.cli.plan as cp
+    import simcli.cli.compare as cp
 
     monkeypatch.setattr(cp, "_compare_view", lambda cmp, r, n_devices=None, _v=cp._compare_view: _v(cmp, rows))
     assert runner.invoke(app, ["compare", *args, "--rows", "0", "-o", str(whole)]).exit_code == 0
@@ -1535,7 +1535,7 @@ def test_a_fit_on_identical_points_says_r2_is_undefined():
     import numpy as np
 
     from simcli.answers.fitting import _r2_log
-    from simcli.cli.calibrate import r2_cell
+    from simcli.cli.measured import r2_cell
 
     same = np.array([1e-3, 1e-3, 1e-3])  # no spread of times: R² is 0/0
     assert r2_cell(_r2_log(same, same)) == "undefined"

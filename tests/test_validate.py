@@ -14,7 +14,9 @@ from simcli.cli.app import app
 from simcli.comm import collectives, nccl
 from simcli.io.profiles import resolve_profile
 
-PUBLISHED = Path(__file__).resolve().parent.parent / "validation" / "published"
+ROOT = Path(__file__).resolve().parent.parent
+
+PUBLISHED = ROOT / "validation" / "published"
 A100 = PUBLISHED / "nccl-allreduce-8xA100-nvswitch.csv"
 AZURE = PUBLISHED / "nccl-allreduce-8xH100-8xH200-azure.csv"
 DLPERF = PUBLISHED / "dlperf-resnet50-fp32-v100.csv"
@@ -209,13 +211,13 @@ def test_validate_reads_gpus_per_process(tmp_path):
     for g in (1, 8):
         f = tmp_path / f"g{g}.csv"
         f.write_text(rows.format(g=g))
-        recs = validate(read_measurements(f), resolve_profile("dgx-h100"), algorithm="nvls").records
+        recs = validate(read_measurements(f), resolve_profile("dgx-h100"), scenario={"algorithm": "nvls"}).records
         preds[g] = [r["predicted"] for r in recs]
     assert preds[8][0] == pytest.approx(8 * nccl.LAUNCH_US * 1e-6) and preds[1][0] < preds[8][0]
     assert preds[8][1] == preds[1][1]
     (tmp_path / "bad.csv").write_text(rows.format(g=0))
     with pytest.raises(InputError, match="gpus_per_process 0"):
-        validate(read_measurements(tmp_path / "bad.csv"), resolve_profile("dgx-h100"), algorithm="nvls")
+        validate(read_measurements(tmp_path / "bad.csv"), resolve_profile("dgx-h100"), scenario={"algorithm": "nvls"})
 
 
 def test_calibrate_refuses_a_bad_gpus_per_process_in_one_line(tmp_path, runner):
@@ -254,3 +256,27 @@ def test_fsdp_weak_scaling_files_hold_one_batch_per_model_and_cite_their_source(
         # the reduction dtype: a grad_dtype column, else Composer's mixed-precision mode names it
         assert all(r.get("grad_dtype") in ("fp32", "bf16") or r["mp_mode"] in ("PURE", "DEFAULT") for r in rs)
         assert all(float(r["tps_gpu"]) > 0 for r in rs)
+
+
+def test_validate_takes_every_scenario_option(runner):
+    """validate reads the scenario options as speedup does (issue 25): --spread and --strategy change the
+    prediction of a scaling table, --overlap none is the one all-reduce after backward, and a bad value of any
+    of them is the same one-line error as in speedup."""
+    f = str(ROOT / "validation" / "published" / "dlperf-resnet50-fp32-v100.csv")
+    prof = str(ROOT / "validation" / "published" / "profiles" / "dgx-v100-1xedr.yaml")
+    base = ["validate", f, "-p", prof, "--model", "resnet50", "-f", "json"]
+
+    def speedups(*extra: str) -> list[float]:
+        r = runner.invoke(app, [*base, *extra])
+        assert r.exit_code == 0, r.output
+        return [x["predicted"] for x in json.loads(r.stdout)["rows"] if x["metric"] == "speedup"]
+
+    plain = speedups()
+    assert speedups("--spread", "0") != plain
+    assert speedups("--spread", "5%") < plain  # a wider spread waits longer for the slowest device
+    assert speedups("--overlap", "none") <= plain
+    assert speedups("--strategy", "zero2") != plain
+    for bad, msg in (("--strategy", "zero9"), ("--spread", "-1"), ("--overlap", "sideways")):
+        r = runner.invoke(app, [*base, bad, {"--strategy": "zero9", "--spread": "-1", "--overlap": "sideways"}[bad]])
+        assert r.exit_code == 2 and len(r.stderr.strip().splitlines()) == 1, r.output
+        assert bad in r.stderr

@@ -26,7 +26,7 @@ import csv
 import math
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, Sequence
+from typing import Any, Mapping, Sequence
 
 import numpy as np
 
@@ -366,7 +366,9 @@ def _row(metric: str, k: int, n: float | None, pred: float, meas: float, line: i
     }
 
 
-def _validate_allreduce(m: Measured, profile: Profile, algorithm: str) -> list[dict[str, Any]]:
+def _validate_allreduce(
+    m: Measured, profile: Profile, algorithm: str | None, protocol: str | None = None
+) -> list[dict[str, Any]]:
     k, n, t = m.devices(), m.number("bytes"), m.allreduce_time()
     if np.any(k < 2):
         i = int(np.argmax(k < 2))
@@ -376,7 +378,7 @@ def _validate_allreduce(m: Measured, profile: Profile, algorithm: str) -> list[d
         )
     topology.check_devices(profile.network, k)
     g = m.gpus_per_process()  # nccl-tests' -g per row; None: one GPU per process
-    predicted = collectives.collective(profile, algorithm, k, n, "all_reduce", None, 1 if g is None else g).time
+    predicted = collectives.collective(profile, algorithm, k, n, "all_reduce", protocol, 1 if g is None else g).time
     f = specs.busbw_factor(k)
     recs = []
     for i in range(len(m)):
@@ -398,28 +400,12 @@ def _validate_allreduce(m: Measured, profile: Profile, algorithm: str) -> list[d
     return recs
 
 
-def _scenario(
-    profile: Profile,
-    workload: Workload,
-    batch: int,
-    compute_time_s: float | None,
-    overlap: str,
-    grad_dtype: str,
-    algorithm: str,
-    dtype: str | None,
-):
+def _scenario(profile: Profile, workload: Workload, opts: Mapping[str, Any], **row: Any):
+    """The run's scenario for some rows: the run's options (``opts``, Scenario fields) with the rows' own batch,
+    overlap and dtype."""
     from ..step.engine import Scenario
 
-    return Scenario(
-        profile=profile,
-        workload=workload,
-        batch_per_device=batch,
-        compute_time_s=compute_time_s,
-        grad_dtype=grad_dtype,
-        algorithm=algorithm,
-        dtype=dtype,
-        overlap=overlap,
-    )
+    return Scenario(profile=profile, workload=workload, **{**opts, **row})
 
 
 def _groups(m: Measured, columns: Sequence[str]) -> dict[tuple[str, ...], np.ndarray]:
@@ -431,15 +417,7 @@ def _groups(m: Measured, columns: Sequence[str]) -> dict[tuple[str, ...], np.nda
 
 
 def _validate_step(
-    m: Measured,
-    profile: Profile,
-    workload: Workload | None,
-    compute_time_s: float | None,
-    overlap: str,
-    grad_dtype: str,
-    algorithm: str,
-    dtype: str | None,
-    notes: list[str],
+    m: Measured, profile: Profile, workload: Workload | None, opts: Mapping[str, Any], overlap: str, notes: list[str]
 ) -> list[dict[str, Any]]:
     """bench step rows: predicted T_step and S(k) for the measured model (params from the file)."""
     from ..step.engine import simulate
@@ -452,7 +430,8 @@ def _validate_step(
     fps = m.optional("flops_per_sample")
     recs = []
     group_cols = [c for c in ("mode", "backend", "params", "batch_per_device", "model", "dtype") if c in m.header]
-    tcm = m.optional("t_compute_s") if compute_time_s is None and "dtype" in m.header else None
+    dtype = opts.get("dtype")
+    tcm = m.optional("t_compute_s") if opts.get("compute_time_s") is None and "dtype" in m.header else None
     for key, idx in _groups(m, group_cols).items():
         if workload is not None:
             wl = workload
@@ -475,7 +454,7 @@ def _validate_step(
         # a bench step --dtype file: each row's compute dtype, where the profile has a peak for it
         row_dtype = dict(zip(group_cols, key)).get("dtype") or None
         dt = dtype if dtype is not None or row_dtype not in profile.device.peak_flops else row_dtype
-        sc = _scenario(profile, wl, int(b[idx[0]]), compute_time_s, ov, grad_dtype, algorithm, dt)
+        sc = _scenario(profile, wl, opts, batch_per_device=int(b[idx[0]]), overlap=ov, dtype=dt)
         res = simulate(sc, k[idx])
         for j, i in enumerate(idx):
             extra = {"mode": mode} if mode else {}
@@ -491,15 +470,7 @@ def _validate_step(
 
 
 def _validate_scaling(
-    m: Measured,
-    profile: Profile,
-    workload: Workload | None,
-    compute_time_s: float | None,
-    overlap: str,
-    grad_dtype: str,
-    algorithm: str,
-    dtype: str | None,
-    batch: int | None,
+    m: Measured, profile: Profile, workload: Workload | None, opts: Mapping[str, Any], overlap: str
 ) -> list[dict[str, Any]]:
     """Published scaling tables: predicted S(k) (k > 1) and throughput for the named model."""
     from ..step.engine import simulate
@@ -515,15 +486,15 @@ def _validate_scaling(
     tput = m.number(tput_col) if tput_col else None
     if "batch_per_device" in m.header:
         bs = m.number("batch_per_device", integer=True)
-    elif batch is not None:
-        bs = np.full(len(m), batch)
+    elif opts.get("batch_per_device") is not None:
+        bs = np.full(len(m), opts["batch_per_device"])
     else:
         bs = np.full(len(m), workload.batch_per_device)
     recs = []
     ov = "buckets" if overlap == "auto" else overlap  # published scaling runs use DDP/Horovod-style buckets
     for b_val in np.unique(bs):
         idx = np.flatnonzero(bs == b_val)
-        sc = _scenario(profile, workload, int(b_val), compute_time_s, ov, grad_dtype, algorithm, dtype)
+        sc = _scenario(profile, workload, opts, batch_per_device=int(b_val), overlap=ov)
         res = simulate(sc, k[idx])
         for j, i in enumerate(idx):
             if k[i] > 1:
@@ -538,26 +509,25 @@ def validate(
     profile: Profile,
     *,
     workload: Workload | None = None,
-    compute_time_s: float | None = None,
-    overlap: str = "auto",
-    grad_dtype: str = "fp32",
-    algorithm: str | None = None,
-    dtype: str | None = None,
-    batch: int | None = None,
+    scenario: Mapping[str, Any] | None = None,
 ) -> Validation:
     """Predict every measured row with ``profile`` and summarise the errors.
 
-    ``overlap``: "none", "buckets" (PyTorch DDP's gradient buckets, see :mod:`simcli.step.engine`) or "auto":
-    step files by their ``mode`` column (ddp: buckets, else none), scaling tables buckets.
+    ``scenario``: the :class:`~simcli.step.engine.Scenario` fields the run's options set (every scenario option
+    works here: strategy, spread, accumulation, ...; the CLI passes ``ScenarioOptions.scenario_fields()``), with
+    the rows' own batch. Its ``overlap`` may also be "auto" (the default): step files by their ``mode`` column
+    (ddp: buckets, else none), scaling tables buckets (DDP's).
     """
     notes: list[str] = []
+    opts = {k: v for k, v in (scenario or {}).items() if k != "overlap"}
+    overlap = (scenario or {}).get("overlap", "auto")
     if m.kind == "allreduce":
-        recs = _validate_allreduce(m, profile, algorithm)
+        recs = _validate_allreduce(m, profile, opts.get("algorithm"), opts.get("protocol"))
         notes += placement_notes(m, profile)
     elif m.kind == "step":
-        recs = _validate_step(m, profile, workload, compute_time_s, overlap, grad_dtype, algorithm, dtype, notes)
+        recs = _validate_step(m, profile, workload, opts, overlap, notes)
     else:
-        recs = _validate_scaling(m, profile, workload, compute_time_s, overlap, grad_dtype, algorithm, dtype, batch)
+        recs = _validate_scaling(m, profile, workload, opts, overlap)
         notes.append("S(1) = 1 on both sides by definition: k = 1 rows are left out of the speedup errors")
     if not recs:
         raise InputError(f"{m.path}: no rows to compare (a scaling table needs rows with devices > 1)")

@@ -19,10 +19,12 @@ from . import (
     calibrate,
     catalog,
     check,
+    compare,
     plan,
     plan_best,  # noqa: F401 - registers `plan best` on plan.plan_app
     plot,
     speedup,
+    validate,
 )
 from .common import CONTEXT, SimcliGroup, State
 
@@ -56,7 +58,7 @@ def root(
 
 
 # top-level commands, in the order --help lists them
-for _module in (speedup, algorithms, plan, calibrate, check):
+for _module in (speedup, algorithms, compare, calibrate, validate, check):
     app.add_typer(_module.app)
 # command groups
 app.add_typer(catalog.profiles_app, name="profiles")

@@ -389,6 +389,8 @@ def split_list(value: str | None, option: str) -> list[str | None]:
 
 #: options that take several comma-separated values, one scenario per combination
 MULTI = ("profile", "model", "algorithm", "strategy")
+#: Scenario's defaults: an option that sets a Scenario field defaults to the field's default (written once, there)
+SCENARIO_DEFAULTS = {f.name: f.default for f in dataclasses.fields(Scenario)}
 
 
 @dataclasses.dataclass(frozen=True)
@@ -408,15 +410,15 @@ class ScenarioOptions(OptionGroup):
     batch_per_device: BatchPerDevice = None
     global_batch: GlobalBatch = None
     dtype: Dtype = None
-    grad_dtype: GradDtype = "fp32"
+    grad_dtype: GradDtype = SCENARIO_DEFAULTS["grad_dtype"]
     mfu: Mfu = None
     algorithm: Algorithm = None
     protocol: Protocol = None
-    overlap: Overlap = "buckets"
-    bucket_mb: BucketMb = 25.0
-    accum: Accum = 1
-    strategy: Strategy = "ddp"
-    param_dtype: ParamDtype = "bf16"
+    overlap: Overlap = SCENARIO_DEFAULTS["overlap"]
+    bucket_mb: BucketMb = SCENARIO_DEFAULTS["bucket_mb"]
+    accum: Accum = SCENARIO_DEFAULTS["accum"]
+    strategy: Strategy = SCENARIO_DEFAULTS["strategy"]
+    param_dtype: ParamDtype = SCENARIO_DEFAULTS["param_dtype"]
     shard_group: ShardGroup = None
     units: Units = None
     no_reshard_after_forward: NoReshard = False
@@ -436,15 +438,18 @@ class ScenarioOptions(OptionGroup):
             seq_len=self.seq_len,
             compute_time=ct,
         )
-        return Scenario(
-            profile=prof,
-            workload=wl,
+        return Scenario(profile=prof, workload=wl, **self.scenario_fields())
+
+    def scenario_fields(self) -> dict[str, Any]:
+        """The :class:`Scenario` fields these options set, besides the profile and the workload (validate and
+        calibrate price measured rows with them, on the rows' own profile, model and batch)."""
+        return dict(
             dtype=self.dtype,
             grad_dtype=self.grad_dtype,
             mfu=self.mfu,
             batch_per_device=self.batch_per_device,
             global_batch=self.global_batch,
-            compute_time_s=ct,
+            compute_time_s=parse_time(self.compute_time, "--compute-time"),
             algorithm=self.algorithm,
             protocol=self.protocol,
             overlap=self.overlap,

@@ -1,6 +1,7 @@
-"""`simcli plan` and `simcli compare`: decision answers on top of the analytic model.
+"""`simcli plan`: decision answers on top of the analytic model (max-devices, solve, time-to-train; plan best
+in :mod:`simcli.cli.plan_best`, compare in :mod:`simcli.cli.compare`).
 
-The maths lives in :mod:`simcli.answers.plan` and :mod:`simcli.answers.compare` (pure); this
+The maths lives in :mod:`simcli.answers.plan` (pure); this
 module turns options into scenarios, calls them, and renders the answer with
 its reason, the memory check and the command that shows the curve. rich,
 matplotlib and the engine's answer modules are imported inside the commands.
@@ -13,15 +14,12 @@ import shlex
 from typing import TYPE_CHECKING, Annotated, Any, Optional
 
 import typer
-from typer.core import TyperGroup
 
 from ..base.types import InputError
 from ..base.units import sig4
 from ..step.memory import OPTIMIZER_STATE_BYTES, OPTIMIZERS
 from . import options as o
 from .common import emit, handle_errors, new_app, show, warn
-
-app = new_app()  # `compare`, a top-level command
 
 if TYPE_CHECKING:  # pragma: no cover
     from ..step.engine import Scenario
@@ -115,45 +113,6 @@ PartialNodes = Annotated[
 ]
 
 # compare's options take comma-separated alternatives
-ProfileList = Annotated[
-    Optional[str],
-    typer.Option("--profile", "-p", help="Profiles to compare, comma-separated names or paths: 'dgx-a100,dgx-h100'."),
-]
-ModelList = Annotated[Optional[str], typer.Option("--model", "-m", help="Built-in models to compare, comma-separated.")]
-DtypeList = Annotated[
-    Optional[str], typer.Option("--dtype", help="Compute dtypes to compare, comma-separated [default: the device's].")
-]
-GradDtypeList = Annotated[
-    str, typer.Option("--grad-dtype", help="Gradient dtypes to compare, comma-separated: 'fp32,bf16'.")
-]
-MfuList = Annotated[
-    Optional[str],
-    typer.Option("--mfu", help="Achieved fractions of peak to compare, comma-separated [default: the profile's]."),
-]
-BatchList = Annotated[
-    Optional[str],
-    typer.Option(
-        "--batch-per-device", "-b", help="Per-device batches to compare, comma-separated [default: the model's]."
-    ),
-]
-AlgorithmList = Annotated[
-    str, typer.Option("--algorithm", "-a", help="All-reduce algorithms to compare, comma-separated: 'ring,auto'.")
-]
-OverlapList = Annotated[
-    Optional[str],
-    typer.Option(
-        "--overlap", help="Overlap modes to compare, comma-separated: 'none,buckets' [default: the engine's]."
-    ),
-]
-BucketList = Annotated[
-    Optional[str],
-    typer.Option(
-        "--bucket-mb", help="DDP bucket sizes in MiB to compare, comma-separated: '25,100' [default: the engine's]."
-    ),
-]
-AccumList = Annotated[
-    Optional[str], typer.Option("--accum", help="Gradient accumulation steps to compare, comma-separated: '1,4'.")
-]
 
 
 # --------------------------------------------------------------------------- helpers
@@ -230,59 +189,7 @@ def header_lines(sc: "Scenario") -> list[str]:
 # --------------------------------------------------------------------------- plan
 
 
-class _PlanGroup(TyperGroup):
-    """``simcli plan`` has one sub-command per question; the older spellings ``plan --max-devices``,
-    ``plan --solve FIELD`` and ``plan --time-to-train`` (anywhere on the line) still work."""
-
-    def parse_args(self, ctx, args):  # noqa: ANN001, ANN201 - click's signature
-        if args and not any(a in ("-h", "--help") for a in args[:1]):
-            args = self._rewrite(ctx, list(args))
-        return super().parse_args(ctx, args)
-
-    def _rewrite(self, ctx: Any, args: list[str]) -> list[str]:
-        def fail(msg: str) -> None:
-            typer.echo(f"simcli: error: {msg}", err=True)
-            ctx.exit(2)
-
-        mode = args[0] if args[0] in self.commands else None
-        rest = args[1:] if mode else []
-        if mode is None:  # the older spellings
-            found: list[str] = []
-            field: list[str] = []
-            it = iter(args)
-            for a in it:
-                name, eq, value = a.partition("=")
-                if name not in _LEGACY:
-                    rest.append(a)
-                    continue
-                found.append(_LEGACY[name])
-                if name == "--solve":
-                    field.append(value if eq else next(it, ""))
-            if not found:
-                if any(a in ("-h", "--help") for a in args):
-                    return args
-                fail("give one question: " + _QUESTIONS)
-            if len(found) > 1:
-                fail(f"{' and '.join(_FLAG[m] for m in found)} exclude each other; give one of: " + _QUESTIONS)
-            mode = found[0]
-            rest = field + rest  # `plan solve FIELD ...`
-        own = {n for p in self.commands[mode].params for n in p.opts}
-        for a in rest:
-            name = a.split("=", 1)[0]
-            if name.startswith("-") and name not in own:
-                others = {m: p for m, c in self.commands.items() for p in c.params if name in p.opts}
-                if others:
-                    long = max(next(iter(others.values())).opts, key=len)
-                    fail(f"{long} goes with {' or '.join(_FLAG[m] for m in others)}, not {_FLAG[mode]}")
-        return [mode, *rest]
-
-
-_LEGACY = {"--max-devices": "max-devices", "--solve": "solve", "--time-to-train": "time-to-train"}
-_FLAG = {"max-devices": "--max-devices", "solve": "--solve", "time-to-train": "--time-to-train", "best": "plan best"}
-_QUESTIONS = "--max-devices, --solve FIELD or --time-to-train (or: plan max-devices | solve FIELD | time-to-train)"
-
 plan_app = new_app(
-    cls=_PlanGroup,
     help="Answer a sizing question: the most devices at an efficiency, the profile value that reaches one, the "
     "time and cost of a whole run, or the best configuration of a grid (plan best); each with the reason (the "
     "dominant term), a memory check and the command that shows the curve. JSON: one object whose key 'answer' "
@@ -290,8 +197,7 @@ plan_app = new_app(
     epilog="Examples: simcli plan max-devices --min-efficiency 0.9 --profile dgx-h100 --model llama2-7b; "
     "simcli plan solve inter_node.bandwidth --devices 512 --min-efficiency 0.85 --profile dgx-a100 "
     "--model bert-large; simcli plan time-to-train --tokens 2e12 --devices 1024 --model llama2-70b "
-    "--price-per-device-hour 2.5 (the older spellings --max-devices, --solve FIELD and --time-to-train "
-    "work too)",
+    "--price-per-device-hour 2.5",
     no_args_is_help=True,
 )
 
@@ -552,206 +458,3 @@ def _plan_view(sc: "Scenario", ans: Any, out: dict[str, Any], rows: int) -> Any:
             )
         )
     return Group(*parts)
-
-
-# --------------------------------------------------------------------------- compare
-
-
-#: compare takes comma-separated alternatives for these scenario options
-_COMPARE = o.tweak(
-    profile=ProfileList,
-    model=ModelList,
-    batch_per_device=BatchList,
-    dtype=DtypeList,
-    grad_dtype=GradDtypeList,
-    mfu=MfuList,
-    algorithm=AlgorithmList,
-    overlap=(OverlapList, None),
-    bucket_mb=(BucketList, None),
-    accum=(AccumList, None),
-)
-
-
-@app.command()
-@handle_errors
-def compare(
-    devices: o.Devices = "1..64:x2",
-    scn: Annotated[o.ScenarioOptions, _COMPARE] = o.ScenarioOptions(),
-    optimizer: OptimizerOpt = Optimizer.adam,
-    out: Annotated[o.OutputOptions, o.tweak(defaults={"rows": 80})] = o.OutputOptions(),
-    pic: o.PictureOptions = o.PictureOptions(),
-) -> None:
-    """Every combination of the comma-separated alternatives, side by side: step time, speedup, efficiency and
-    the gain (throughput over the first combination at the same k).
-
-    Example: simcli compare --profile dgx-a100,dgx-h100 --model llama2-7b --devices 8..512:x2 --grad-dtype fp32,bf16
-    """
-    from ..answers.compare import compare as run_compare
-    from ..base.ranges import parse_devices
-    from ..io.profiles import resolve_profile
-    from ..io.workloads import build_workload
-
-    fig_size = o.check_outputs(out, pic)
-    k = parse_devices(devices)
-    profiles = o.split_list(scn.profile, "--profile")
-    models = o.split_list(scn.model, "--model")
-    dtypes = o.split_list(scn.dtype, "--dtype")
-    grads = o.split_list(scn.grad_dtype, "--grad-dtype")
-    algs = o.split_list(scn.algorithm, "--algorithm")
-    strategies = o.split_list(scn.strategy, "--strategy")
-    mfus = parse_numbers(scn.mfu, "--mfu", float, 0.0, 1.0) or [None]
-    if 0.0 in mfus:
-        raise InputError("--mfu: 0 is not in (0, 1]")
-    batches = parse_numbers(scn.batch_per_device, "--batch-per-device", int, 1) or [None]
-    first = o.ScenarioOptions()  # the engine's overlap, bucket and accumulation unless compared
-    sc = scn.replace(
-        profile=profiles[0],
-        model=models[0],
-        batch_per_device=batches[0],
-        dtype=dtypes[0],
-        grad_dtype=grads[0],
-        mfu=mfus[0],
-        algorithm=algs[0],
-        strategy=strategies[0],
-        overlap=first.overlap,
-        bucket_mb=first.bucket_mb,
-        accum=first.accum,
-    ).build()
-    choices: dict[str, list[Any]] = {}
-    if len(profiles) > 1:
-        choices["profile"] = [resolve_profile(p) for p in profiles]
-    if len(models) > 1:
-        if scn.params is not None or scn.workload is not None:
-            raise InputError("--model with several names excludes --params and --workload")
-        ct = sc.compute_time_s
-        choices["workload"] = [build_workload(model=m, seq_len=scn.seq_len, compute_time=ct) for m in models]
-    for name, vals in (
-        ("dtype", dtypes),
-        ("grad_dtype", grads),
-        ("mfu", mfus),
-        ("batch_per_device", batches),
-        ("algorithm", algs),
-        ("strategy", strategies),
-    ):
-        if len(vals) > 1:
-            choices[name] = vals
-    if scn.overlap is not None:
-        choices["overlap"] = o.split_list(scn.overlap, "--overlap")
-    if scn.bucket_mb is not None:
-        choices["bucket_mb"] = parse_numbers(scn.bucket_mb, "--bucket-mb", float, 1e-9)
-    if scn.accum is not None:
-        choices["accum"] = parse_numbers(scn.accum, "--accum", int, 1)
-    import numpy as np
-
-    from ..answers.compare import alternatives
-
-    n_alt = len(alternatives(sc, choices))
-    k_all = k
-    if out.table and not pic.plot and out.rows and k.size * n_alt > out.rows:
-        # a table shows its first and last rows only (k-major, every alternative per k): compute those k
-        head = out.rows // 2
-        nh, nt = -(-head // n_alt), -(-(out.rows - head) // n_alt)
-        k = np.concatenate([k[:nh], k[k.size - nt :]]) if nh + nt < k.size else k
-    from .progress import progress
-
-    with progress(f"compare: {n_alt} alternatives x {k.size} device counts"):
-        cmp = run_compare(sc, choices, k, optimizer=optimizer.value)
-    from ..answers.plan import training_memory
-
-    misfits: dict[str, list[str]] = {}
-    for alt in cmp.alternatives:
-        mem = training_memory(alt.scenario, k, optimizer.value)
-        if mem.fits is False:
-            misfits.setdefault(mem.message(), []).append(alt.label)
-    for msg, labels in misfits.items():
-        warn(("every alternative" if len(labels) == len(cmp.alternatives) else ", ".join(labels)) + ": " + msg)
-    if pic.plot:
-        with progress(f"drawing {pic.plot}"):
-            _draw_compare(cmp, pic.plot, out.force, fig_size, pic.threshold)
-    if out.table:
-        show(_compare_view(cmp, out.rows, n_devices=k_all.size), out.output, out.force)
-        return
-    from ..io.output import to_csv, to_json
-
-    recs = cmp.records()
-    emit(to_json(recs) if out.format is o.Format.json else to_csv(recs), out.output, out.force)
-
-
-def _compare_title(cmp: Any) -> str:
-    from .plot import scenario_title
-
-    varied = cmp.varied or ["nothing"]
-    return scenario_title(
-        [a.scenario for a in cmp.alternatives], f"Compare {', '.join(varied)}: throughput, S(k) and E(k):"
-    )
-
-
-def _draw_compare(cmp: Any, path: str, force: bool, size: Any, threshold: float) -> None:
-    from .plot import draw_speedup
-
-    draw_speedup(
-        cmp.results, path, force, size, threshold, labels=[a.label for a in cmp.alternatives], title=_compare_title(cmp)
-    )
-
-
-def _compare_view(cmp: Any, rows: int, n_devices: int | None = None) -> Any:
-    """``n_devices``: how many k were asked for when ``cmp`` holds only the first and last ones shown."""
-    from rich.console import Group
-    from rich.text import Text
-
-    from ..base.units import fmt_bytes
-    from ..io.render import Column, table, time_unit
-
-    recs = cmp.by_devices()
-    first = cmp.alternatives[0]
-    f, unit = time_unit([r["t_step_s"] for r in recs])
-    keys = cmp.varied
-    label_cols = [
-        Column(key, key, lambda v: f"{v:g}" if isinstance(v, float) else str(v), justify="left") for key in keys
-    ]
-    cols = [
-        Column("k", "devices"),
-        *label_cols,
-        Column(f"compute {unit}", "t_compute_s", lambda v: sig4(v / f), priority=3, short=f"comp {unit}"),
-        Column(f"comm {unit}", "t_comm_s", lambda v: sig4(v / f), priority=4),
-        *(
-            [Column(f"exposed {unit}", "t_comm_exposed_s", lambda v: sig4(v / f), priority=2, short=f"exp {unit}")]
-            if any(r.get("t_comm_exposed_s") is not None and r["t_comm_exposed_s"] != r["t_comm_s"] for r in recs)
-            else []
-        ),
-        Column(f"step {unit}", "t_step_s", lambda v: sig4(v / f)),
-        Column("S(k)", "speedup", lambda v: f"{v:.2f}"),
-        Column("E(k)", "efficiency", lambda v: f"{v:.3f}"),
-        Column("samples/s", "samples_per_s", sig4),
-        Column("gain", "gain", lambda v: f"x{v:.3f}"),
-    ]
-    if any(r["fits_memory"] is False for r in recs):
-        cols.append(
-            Column(
-                "memory",
-                lambda r: (
-                    None
-                    if r["fits_memory"] is None
-                    else ("fits" if r["fits_memory"] else f"NO ({fmt_bytes(r['memory_bytes'], binary=False)})")
-                ),
-                justify="left",
-            )
-        )
-    n_k = n_devices or len(cmp.results[0].devices)
-    total = len(cmp.alternatives) * n_k
-    t = table(
-        recs,
-        cols,
-        max_rows=rows,
-        total=total,
-        caption=f"Times in {unit}. gain = samples/s over the first alternative ({first.label}) at the same k. "
-        f"{len(cmp.alternatives)} alternatives x {n_k} device counts."
-        + (" --format csv or json holds every row." if rows and total > rows else ""),
-    )
-    head = Text(
-        "\n".join(header_lines(first.scenario))
-        + "\n(first alternative; the table's columns "
-        + ", ".join(keys or ["none"])
-        + " vary)"
-    )
-    return Group(head, Text(""), t)

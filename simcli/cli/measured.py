@@ -1,0 +1,109 @@
+"""What `simcli calibrate` and `simcli validate` share: the options that select measured rows, and the profile the
+measurements belong to."""
+
+from __future__ import annotations
+
+import math
+from typing import Annotated, Any, Optional
+
+import typer
+
+from ..base.types import InputError
+from . import options as o
+
+__all__ = [
+    "Where",
+    "MinSize",
+    "MaxSize",
+    "MeasuredProfile",
+    "BACKEND_PROFILES",
+    "parse_size",
+    "pct",
+    "backend_of",
+    "profile_for_measurements",
+    "r2_cell",
+]
+
+
+Where = Annotated[
+    Optional[list[str]],
+    typer.Option(
+        "--where",
+        help="Keep only rows whose COLUMN equals VALUE (COLUMN=VALUE, repeatable), e.g. --where system=nd-h100-v5; "
+        "FILE:COLUMN=VALUE keeps rows of that file only.",
+    ),
+]
+MinSize = Annotated[
+    str, typer.Option("--min-size", help="Leave out all-reduce rows smaller than this (bytes, units allowed: '64MiB').")
+]
+MaxSize = Annotated[
+    Optional[str], typer.Option("--max-size", help="Leave out all-reduce rows larger than this (bytes, units allowed).")
+]
+
+
+#: a size option ('64MiB') in bytes
+parse_size = o.parse_bytes
+
+
+def pct(v: float | None) -> str:
+    return "-" if v is None else f"{100 * v:.1f}%"
+
+
+# --------------------------------------------------------------------------- the profile measurements belong to
+
+#: the profile each backend's measurements default to, as bench step picks its prediction profile: gloo runs
+#: on this host's CPU cores (cpu-loopback); nccl could be any GPU system, so it needs --profile
+BACKEND_PROFILES = {"gloo": "cpu-loopback"}
+
+MeasuredProfile = Annotated[
+    Optional[str],
+    typer.Option(
+        "--profile",
+        "-p",
+        help="Built-in profile name or path "
+        "to a YAML profile [default: from the file's backend: "
+        "cpu-loopback for gloo; nccl and unknown backends need "
+        "--profile].",
+    ),
+]
+
+
+def backend_of(m) -> str | None:
+    for c in m.comments:
+        if c.startswith("backend:"):
+            return c.split(":", 1)[1].strip() or None
+    if "backend" in m.header:
+        found = {b for b in m.text("backend") if b}
+        if len(found) == 1:
+            return found.pop()
+    return None
+
+
+def profile_for_measurements(profile: str | None, measured: list) -> Any:
+    """--profile, or the profile the measurements' backend implies; refused with a hint when it cannot tell."""
+    from ..io.profiles import resolve_profile
+
+    if profile is not None:
+        return resolve_profile(profile)
+    backends = {b for b in (backend_of(m) for m in measured)}
+    paths = ", ".join(m.path for m in measured)
+    if len(backends) == 1 and None not in backends:
+        (backend,) = backends
+        if backend in BACKEND_PROFILES:
+            name = BACKEND_PROFILES[backend]
+            typer.echo(f"simcli: --profile {name} (the measurements' backend is {backend})", err=True)
+            return resolve_profile(name)
+        raise InputError(
+            f"--profile: {paths} was measured with {backend}, on hardware simcli cannot tell from the "
+            "file; give --profile (for example dgx-a100, dgx-h100; see 'simcli profiles list')"
+        )
+    raise InputError(
+        f"--profile: {paths} does not say which backend measured it; give --profile (the hardware "
+        "the measurements were taken on; see 'simcli profiles list')"
+    )
+
+
+def r2_cell(r2: float | None) -> str:
+    """R² for the fit-quality table: 'undefined' where the points have no spread of times to explain (their R² is
+    0/0, NaN), never 'nan'."""
+    return f"{r2:.4f}" if r2 is not None and math.isfinite(r2) else "undefined"

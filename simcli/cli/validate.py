@@ -1,0 +1,317 @@
+"""`simcli validate`: hold a profile's predictions to measurements, row by row, or a traced step term by term."""
+
+from __future__ import annotations
+
+from typing import Annotated, Any, Optional
+
+import typer
+
+from ..base.units import sig4
+from . import options as o
+from .common import answer, handle_errors, new_app
+from .measured import MaxSize, MeasuredProfile, MinSize, Where, parse_size, pct, profile_for_measurements
+
+app = new_app()  # `validate`, a top-level command
+
+
+#: validate's --overlap: DDP's buckets or none, as everywhere, and "auto" (its default) that reads each row
+ValidateOverlap = Annotated[
+    str,
+    typer.Option(
+        "--overlap",
+        help="Step and scaling files: how communication hides behind backward, 'buckets' (DDP's) or 'none'; "
+        "auto: buckets for scaling tables and for step rows whose mode is ddp, none for other step rows.",
+    ),
+]
+MeasuredModel = Annotated[
+    Optional[str],
+    typer.Option(
+        "--model",
+        "-m",
+        help="Built-in model the measurements trained (step files without a params column, scaling tables, "
+        "traces; see 'simcli models list').",
+    ),
+]
+
+
+@app.command()
+@handle_errors
+def validate(
+    results: Annotated[
+        str,
+        typer.Argument(
+            help="Measurements: a 'bench allreduce', 'bench import' or "
+            "'bench step' CSV, or a published table (see validation/published)."
+        ),
+    ],
+    run: Annotated[
+        o.ScenarioOptions,
+        o.tweak(profile=MeasuredProfile, model=MeasuredModel, overlap=ValidateOverlap, defaults={"overlap": "auto"}),
+    ] = o.ScenarioOptions(),
+    where: Where = None,
+    min_size: MinSize = "0",
+    max_size: MaxSize = None,
+    max_error: Annotated[
+        Optional[str],
+        typer.Option(
+            "--max-error",
+            help="Exit 1 when the median absolute error of the main metric is above this ('15%' or 0.15).",
+        ),
+    ] = None,
+    plot: Annotated[
+        Optional[str],
+        typer.Option(
+            "--plot",
+            help="Draw measured markers over predicted lines "
+            "into this file (.png, .svg, .pdf; as 'simcli plot' draws a "
+            "saved validate table).",
+        ),
+    ] = None,
+    out: o.OutputOptions = o.OutputOptions(),
+) -> None:
+    """Compare a profile's predictions with measurements: error per row, median and max error per k and size.
+
+    Example: simcli validate validation/published/nccl-allreduce-8xA100-nvswitch.csv --profile dgx-a100
+    """
+    from ..answers.validate import filter_rows, read_measurements, scope_where
+    from ..answers.validate import validate as run_validation
+    from ..io.output import check_output_path
+
+    profile = run.profile
+    if out.output:
+        check_output_path(out.output, out.force, inputs=[results, profile])
+    if plot:
+        check_output_path(plot, out.force, "--plot", inputs=[results, profile])
+    fig_size = o.picture_size(plot, out.force, o.DPI, o.WIDTH, None) if plot else None
+    limit = _max_error(max_error)
+    fields = run.scenario_fields()  # every scenario option, checked before any work
+    ct = fields["compute_time_s"]
+    wl = None
+    if run.model is not None or run.params is not None or run.workload is not None:
+        from ..io.workloads import build_workload
+
+        fps = run.flops_per_sample
+        if run.params is not None and ct is None and fps is None:
+            fps = 6.0 * run.params  # dense layers: 2N forward + 4N backward
+        wl = build_workload(
+            model=run.model,
+            params=run.params,
+            flops_per_sample=fps,
+            workload_file=run.workload,
+            seq_len=run.seq_len,
+            compute_time=ct,
+        )
+    from ..bench.live import detect
+
+    if wl is not None and detect(results) == "kineto":  # a traced step, term by term (issue 23)
+        _validate_trace(results, profile, wl, run.batch_per_device, run.dtype, run.algorithm, ct, out, limit)
+        return
+    measured = read_measurements(results)
+    prof = profile_for_measurements(profile, [measured])
+    every, scoped = scope_where(where or [], [str(results)])
+    lo, hi = parse_size(min_size, "--min-size") or 0.0, parse_size(max_size, "--max-size")
+    m = filter_rows(measured, every + scoped[str(results)], lo, hi)
+    from .progress import progress
+
+    with progress(f"validate: predicting {len(m)} rows of {results}"):
+        v = run_validation(m, prof, workload=wl, scenario=fields)
+    for note in v.notes:
+        typer.echo(f"simcli: note: {note}", err=True)
+    answer(
+        out,
+        lambda: _validate_view(v, out.rows),
+        lambda: {
+            "file": v.path,
+            "kind": v.kind,
+            "profile": v.profile,
+            "primary_metric": v.primary,
+            "rows": v.records,
+            "summary": v.summary,
+            "notes": list(v.notes),
+        },
+        lambda: (v.records, [f"simcli validate {v.path} --profile {v.profile}"]),
+    )
+    if plot:
+        from pathlib import Path
+
+        from ..plot import figures as P
+
+        with progress(f"drawing {plot}"):
+            fig = P.validation_figure([dict(r) for r in v.records], Path(v.path).name, o.THRESHOLD, fig_size)
+            saved = P.save_figure(fig, plot, out.force, option="--plot")
+        typer.echo(f"wrote {saved}", err=True)
+    med = v.median_error()
+    if limit is not None and med is not None and med > limit:
+        typer.echo(
+            f"simcli: error: median error of {v.primary} is {100 * med:.1f}%, above --max-error {100 * limit:g}%",
+            err=True,
+        )
+        raise typer.Exit(1)
+
+
+def _validate_trace(path, profile, wl, batch, dtype, algorithm, ct, out, limit) -> None:
+    """simcli validate TRACE --model M: the traced step term by term (simcli.answers.trace_validate)."""
+    from ..answers.trace_validate import validate_trace
+    from ..bench.kineto import step_summary
+    from ..bench.live import read_live
+
+    live = read_live(path, "kineto")
+    prof = profile_for_measurements(profile, [live_measured_any(live)])
+    v = validate_trace(
+        step_summary(live.traces), prof, wl, batch=batch, dtype=dtype, algorithm=algorithm, compute_time_s=ct, path=path
+    )
+    for note in v["notes"]:
+        typer.echo(f"simcli: note: {note}", err=True)
+    answer(
+        out,
+        lambda: _trace_view(v),
+        lambda: v,
+        lambda: (v["terms"], [f"simcli validate {path} --profile {prof.name} (a traced step)"]),
+    )
+    worst = next(t for t in v["terms"] if t["term"] == v["differs_most"])
+    if limit is not None and worst["error"] is not None and abs(worst["error"]) > limit:
+        typer.echo(
+            f"simcli: error: {worst['term']} differs by {100 * worst['error']:+.1f}%, above --max-error "
+            f"{100 * limit:g}%",
+            err=True,
+        )
+        raise typer.Exit(1)
+
+
+def live_measured_any(live):
+    from ..answers.validate import live_measured
+
+    return live_measured(live, None)
+
+
+def _trace_view(v: dict[str, Any]):
+    from rich.console import Group
+    from rich.text import Text
+
+    from ..base.units import fmt_bytes
+    from ..io.render import Column, table, time_unit
+
+    f, unit = time_unit([t["measured_s"] for t in v["terms"] if t["term"] == "step"])
+
+    def ms(x: float | None) -> str:
+        return "-" if x is None else sig4(x / f)
+
+    head = Text(
+        f"{v['file']}: {v['steps']} step(s) of {v['ranks']} rank(s), k = {v['devices']}, against profile "
+        f"{v['profile']}; batch {v['batch_per_device']} per device, DDP buckets of {v['bucket_mb']:g} MiB (the "
+        f"trace's), gradient {fmt_bytes(v['gradient_bytes_measured'])} all-reduced a step (model: "
+        f"{fmt_bytes(v['gradient_bytes_predicted'])} {v['grad_dtype']}); measured: {v['step']}, the slowest "
+        "rank's median step"
+    )
+    rows = [
+        {
+            **t,
+            "pred": ms(t["predicted_s"]) if t["modelled"] else "- (no term: 0)",
+            "err": "-" if t["error"] is None or not t["modelled"] else f"{100 * t['error']:+.1f}%",
+        }
+        for t in v["terms"]
+    ]
+    terms = table(
+        rows,
+        [
+            Column("term", "term", justify="left"),
+            Column(f"measured {unit}", "measured_s", ms),
+            Column(f"predicted {unit}", "pred", justify="right"),
+            Column(f"predicted - measured {unit}", "difference_s", lambda x: f"{x / f:+.4g}"),
+            Column("error", "err", justify="right"),
+            Column("", "note", justify="left"),
+        ],
+        title="the step, term by term",
+    )
+    bk = table(
+        [{**b, "i": i} for i, b in enumerate(v["buckets"])],
+        [
+            Column("#", "i"),
+            Column("collective", "collective", justify="left"),
+            Column("size", "bytes", fmt_bytes),
+            Column("dtype", "dtype", justify="left"),
+            Column(f"starts at {unit}", "start_s", ms),
+            Column(f"time {unit}", "time_s", ms),
+            Column(f"hidden {unit}", "hidden_s", ms),
+            Column(f"exposed {unit}", "exposed_s", ms),
+        ],
+        title="the step's collectives (measured; hidden = overlapped by compute)",
+    )
+    worst = next(t for t in v["terms"] if t["term"] == v["differs_most"])
+    tail = Text(
+        f"differs most: {worst['term']}, predicted {'-' if not worst['modelled'] else ms(worst['predicted_s'])} "
+        f"vs measured {ms(worst['measured_s'])} {unit} ({worst['difference_s'] / f:+.4g} {unit} of the step)"
+        + ("" if v["rank_spread"] is None else f"; compute spread across ranks {100 * v['rank_spread']:.1f}%")
+    )
+    return Group(head, terms, bk, tail)
+
+
+def _max_error(value: str | None) -> float | None:
+    return o.parse_fraction(value, "--max-error", "'15%' or 0.15")
+
+
+def _validate_view(v, max_rows: int):
+    from rich.console import Group
+    from rich.text import Text
+
+    from ..base.units import fmt_bytes
+    from ..io.render import Column, table, time_unit
+
+    parts: list[Any] = [
+        Text(f"{v.path} ({v.kind}) against profile {v.profile}; error = (predicted - measured) / measured")
+    ]
+    for metric in sorted(v.summary, key=lambda x: x != v.primary):  # the main metric first
+        s = v.summary[metric]
+        rs = [r for r in v.records if r["metric"] == metric]
+        if metric == "time_s":
+            f, unit = time_unit([r["measured"] for r in rs])
+            fmt = lambda x, f=f: sig4(x / f)  # noqa: E731
+            label = f"time {unit}"
+        elif metric == "t_step_s":
+            f, unit = time_unit([r["measured"] for r in rs])
+            fmt = lambda x, f=f: sig4(x / f)  # noqa: E731
+            label = f"T_step {unit}"
+        else:
+            fmt = lambda x: f"{x:.4g}"  # noqa: E731
+            label = {"speedup": "S(k)", "samples_per_s": "samples/s"}.get(metric, metric)
+        cols = [Column("k", "devices")]
+        if rs and rs[0]["bytes"] is not None:
+            cols.append(Column("size", "bytes", fmt_bytes))
+        if any("mode" in r for r in rs):
+            cols.append(Column("mode", "mode", justify="left"))
+        if any("dtype" in r for r in rs):
+            cols.append(Column("dtype", "dtype", justify="left"))
+        cols += [
+            Column(f"measured {label}", "measured", fmt),
+            Column(f"predicted {label}", "predicted", fmt),
+            Column("error", "error", lambda e: f"{100 * e:+.1f}%"),
+        ]
+        if metric == "time_s":
+            cols += [
+                Column("busbw meas GB/s", "busbw_measured_GBps", lambda x: f"{x:.4g}"),
+                Column("busbw pred GB/s", "busbw_predicted_GBps", lambda x: f"{x:.4g}"),
+            ]
+        parts.append(table(rs, cols, title=f"{metric}: per row", max_rows=max_rows))
+        summ = [{"group": "all", **s["overall"]}]
+        summ += [{"group": f"k = {k}", **st} for k, st in s["by_devices"].items()]
+        summ += [{"group": dec, **st} for dec, st in s.get("by_size_decade", {}).items()]
+        summ += [{"group": band, **st} for band, st in s.get("by_size_band", {}).items()]
+        scols = [
+            Column("group", "group", justify="left"),
+            Column("rows", "n"),
+            Column("median |err|", "mdape", pct),
+            Column("mean |err|", "mean_ape", pct),
+            Column("max |err|", "max_ape", pct),
+            Column("median err (bias)", "bias", lambda e: f"{100 * e:+.1f}%"),
+        ]
+        if "busbw_mdape" in s["overall"]:
+            scols += [
+                Column("busbw median |err|", "busbw_mdape", pct),
+                Column("busbw max |err|", "busbw_max_ape", pct),
+            ]
+        parts.append(
+            table(
+                summ, scols, title=f"{metric}: summary" + (" (main metric, --max-error)" if metric == v.primary else "")
+            )
+        )
+    return Group(*parts)
