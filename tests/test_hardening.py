@@ -1164,8 +1164,49 @@ def test_numpy_warnings_never_reach_stderr():
     _one_line(r, "simcli: error: the result t_compute_s is infinite")
 
 
+@pytest.mark.parametrize(
+    "cmd",
+    [
+        ["explain", "-k", "8", "--mfu", "1e-320"],
+        ["plan", "max-devices", "-e", "0.9", "--mfu", "1e-320"],
+        ["plan", "solve", "device.mfu", "-k", "64", "-e", "0.8", "--compute-time", "1e308"],
+        ["plan", "best", "-m", "llama2-7b", "--global-batch", "512", "--devices", "64", "--mfu", "1e-320"],
+        ["plan", "time-to-train", "-k", "8", "--samples", "1e6", "--compute-time", "1e308"],
+        ["compare", "-k", "8", "-p", "dgx-a100,dgx-h100", "--mfu", "1e-320"],
+    ],
+)
+def test_the_engine_refuses_a_non_finite_step_for_every_command(runner, cmd):
+    """The gate at the engine (simcli.step.engine._finite): the commands whose answer is prose or a picture, not
+    only the tables, refuse a step that is not a positive finite number, with one line and exit 2."""
+    from simcli.cli import app
+
+    r = runner.invoke(app, cmd)
+    assert r.exit_code == 2, r.output
+    _one_line(r, "simcli: error: the result ")
+
+
+def test_a_library_warning_is_one_line_not_a_crash(runner, monkeypatch):
+    """warnings.showwarning is called with a file argument; the CLI's handler takes it and prints one line."""
+    import warnings
+
+    from simcli.cli import app
+
+    orig = warnings.warn
+
+    def noisy(*a, **k):
+        orig("a library's own warning", RuntimeWarning, stacklevel=1)
+
+    from simcli.step import engine
+
+    monkeypatch.setattr(engine, "_finite", lambda *a, **k: noisy())
+    r = runner.invoke(app, ["speedup", "-k", "1,8", "-f", "csv"])
+    assert r.exit_code == 0, r.output
+    assert "simcli: warning: a library's own warning" in r.stderr and "Traceback" not in r.output
+
+
 def test_finite_gate_directly():
-    from simcli.io.output import NonFiniteResult, finite_gate, to_csv, to_json
+    from simcli.base.types import NonFiniteResult
+    from simcli.io.output import finite_gate, to_csv, to_json
 
     ok = [{"devices": 1, "t_comm_s": 0.0, "speedup": 1.0, "rse": float("nan")}]  # t_comm 0 at k=1; rse may be nan
     finite_gate(ok)
@@ -1557,3 +1598,16 @@ def test_empty_and_non_finite_option_values_are_refused(runner, args, line):
     r = runner.invoke(app, args)
     assert r.exit_code == 2, r.output
     _one_line(r, line)
+
+
+@pytest.mark.parametrize("cmd", [["validate"], ["check"], ["calibrate", "-o", "cal.yaml"]])
+def test_a_csv_field_over_csvs_limit_is_one_line(runner, tmp_path, cmd, monkeypatch):
+    """csv refuses a field over 128 KiB with its own error; every CSV reader turns it into the file and line."""
+    from simcli.cli import app
+
+    monkeypatch.chdir(tmp_path)
+    f = tmp_path / "big.csv"
+    f.write_text("devices,bytes,time_us\n8,1048576," + "9" * 200_000 + "\n", encoding="utf-8")
+    r = runner.invoke(app, [cmd[0], str(f), "-p", "dgx-h100", *cmd[1:]])
+    assert r.exit_code == 2, r.output
+    _one_line(r, f"simcli: error: {f}: line 2: not a CSV row")

@@ -22,7 +22,6 @@ all-reduce files also the median and max absolute error of busbw (``pred/meas - 
 
 from __future__ import annotations
 
-import csv
 import math
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -32,7 +31,7 @@ import numpy as np
 
 from ..base.types import InputError, Profile, Workload
 from ..comm import collectives, specs, topology
-from ..io.inputs import read_text
+from ..io.inputs import csv_rows, read_text
 from .fitting import rel_error
 
 __all__ = [
@@ -175,11 +174,11 @@ def read_measurements(path: str | Path) -> Measured:
         lines.append(no)
     if not body:
         raise InputError(f"{p}: no header and no rows; give a CSV with a header line")
-    reader = csv.reader(body)
-    header = tuple(c.strip() for c in next(reader))
+    records = csv_rows(body, str(p), lines)
+    header = tuple(c.strip() for c in records[0])
     kind = _kind(header, str(p))
     rows = []
-    for i, values in enumerate(reader, start=1):
+    for i, values in enumerate(records[1:], start=1):
         if len(values) != len(header):
             raise InputError(f"{p}: line {lines[i]}: {len(values)} values for {len(header)} columns")
         rows.append(dict(zip(header, values)))

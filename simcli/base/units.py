@@ -141,8 +141,12 @@ def _sig(v: float, digits: int) -> str:
     if v == 0:
         return "0"
     s = f"{v:.{digits}g}"
-    if "e" in s:  # a mantissa of 1000 or more, or a tiny value: write it out
-        s = f"{v:.0f}" if abs(v) >= 1 else f"{v:.{digits + 3}f}".rstrip("0")
+    if "e" in s:  # a mantissa of 1000 or more, or a tiny value: write it out while that stays short
+        if 1 <= abs(v) < 1e15:
+            s = f"{v:.0f}"
+        elif abs(v) < 1:
+            short = f"{v:.{digits + 3}f}".rstrip("0")
+            s = short if short.rstrip(".") not in ("0", "-0") else s
     return s
 
 
@@ -178,4 +182,6 @@ def fmt_count(n: float) -> str:
 
 def sig4(v: float) -> str:
     """Four significant digits without scientific notation, for table cells: 0.2838, 7.935, 1,209, 120,934."""
+    if abs(v) >= 1e15 or not math.isfinite(v):  # past a quadrillion: scientific, not a 300-digit number
+        return f"{v:.4g}"
     return f"{v:,.0f}" if abs(v) >= 1000 else f"{v:.4g}"

@@ -27,6 +27,7 @@ import stat
 from pathlib import Path
 from typing import Any, Iterable, Mapping, Sequence
 
+from ..io.inputs import csv_rows
 from ..io.output import Claim, cannot_write, check_output_path, claim, csv_value, jsonable, save_aside
 
 __all__ = ["ALLREDUCE_COLUMNS", "STEP_COLUMNS", "ResultWriter", "metadata", "cpu_model", "read_results"]
@@ -325,4 +326,14 @@ def read_results(path: str | os.PathLike[str]) -> tuple[list[str], list[dict[str
                 comments.append(line[1:].strip())
             else:
                 body.append(line)
-    return comments, list(csv.DictReader(body))
+    records = [r for r in csv_rows(body, str(path)) if r]  # as csv.DictReader: blank rows skipped
+    if not records:
+        return comments, []
+    head, n = records[0], len(records[0])
+    out = []
+    for r in records[1:]:  # csv.DictReader's rule: missing values None, extra ones under the key None
+        row: dict = dict(zip(head, r + [None] * (n - len(r))))
+        if len(r) > n:
+            row[None] = r[n:]
+        out.append(row)
+    return comments, out

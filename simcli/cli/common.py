@@ -41,8 +41,9 @@ def handle_errors(fn: F) -> F:
     def wrapper(*args: Any, **kwargs: Any) -> Any:
         import warnings
 
+        from ..base.types import NonFiniteResult
         from ..io.inputs import SkippedFile
-        from ..io.output import NonFiniteResult, escape_controls
+        from ..io.output import escape_controls
 
         try:
             with warnings.catch_warnings(), _signals_as_interrupts():
@@ -74,16 +75,12 @@ def handle_errors(fn: F) -> F:
     return wrapper  # type: ignore[return-value]
 
 
-def _show_warning(message: Any, category: Any, *args: Any, **kwargs: Any) -> None:
-    """A warning raised below the CLI (a skipped file): one 'simcli: warning:' line; others as Python shows them."""
-    from ..io.inputs import SkippedFile
-
-    if isinstance(message, SkippedFile) or (isinstance(category, type) and issubclass(category, SkippedFile)):
-        warn(str(message))
-        return
-    import warnings
-
-    sys.stderr.write(warnings.formatwarning(message, category, *args, **kwargs))
+def _show_warning(
+    message: Any, category: Any, filename: str = "", lineno: int = 0, file: Any = None, line: Any = None
+) -> None:
+    """Every warning raised below the CLI (a skipped file, a library's RuntimeWarning) as one 'simcli: warning:'
+    line on stderr (warnings.showwarning's signature: a ``file`` argument is accepted and ignored)."""
+    warn(str(message))
 
 
 class Terminated(KeyboardInterrupt):

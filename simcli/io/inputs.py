@@ -33,6 +33,7 @@ __all__ = [
     "tracking",
     "files_read",
     "load_json",
+    "csv_rows",
     "special_kind",
     "MAX_JSON_DEPTH",
     "MAX_INT_DIGITS",
@@ -216,3 +217,24 @@ def check_json_depth(text: str, source: str) -> None:
                 )
         elif t in "]}":
             depth -= 1
+
+
+def csv_rows(body: list[str], source: str, lines: list[int] | None = None) -> list[list[str]]:
+    """The rows of a CSV's non-comment lines. A line csv cannot read (a field over its 128 KiB limit, a quote left
+    open) is an InputError naming the file and line (``lines``: each body line's number in the file), not csv's
+    traceback."""
+    import csv
+
+    reader = csv.reader(body)
+    out: list[list[str]] = []
+    while True:
+        try:
+            out.append(next(reader))
+        except StopIteration:
+            return out
+        except csv.Error as e:
+            at = reader.line_num
+            no = lines[at - 1] if lines and 0 < at <= len(lines) else at
+            raise InputError(
+                f"{source}: line {no}: not a CSV row ({e}); give one value per column, at most 128 KiB each"
+            ) from None

@@ -31,7 +31,7 @@ import tempfile
 from pathlib import Path
 from typing import Any, Callable, Iterable, Iterator, Sequence
 
-from ..base.types import EnvironmentFailure, InputError
+from ..base.types import EnvironmentFailure, InputError, NonFiniteResult
 
 __all__ = [
     "write_atomic",
@@ -610,12 +610,6 @@ _MEASURE_KEYS = {"speedup", "efficiency", "time", "bandwidth", "busbw", "algbw",
 _POSITIVE_KEYS = {"speedup", "t_step_s", "t_compute_s", "step_time_s", "predicted_t_step_s", "samples_per_s"}
 #: spreads and fit statistics that may be undefined (shown as '-'), never a result of the model
 _FREE_KEYS = {"rse", "spread", "noise", "r2", "r2_log", "target_se", "error", "error_pct", "rel_error"}
-
-
-class NonFiniteResult(InputError):
-    """A result that is not a finite (or not a positive) number: the inputs were each valid, their result is not.
-
-    The CLI adds the inputs the command was given to the line (:func:`simcli.cli.common.handle_errors`)."""
 
 
 def _is_measure(key: str) -> bool:

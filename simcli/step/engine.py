@@ -26,7 +26,7 @@ from typing import Any
 
 import numpy as np
 
-from ..base.types import DTYPE_BYTES, InputError, Profile, Workload
+from ..base.types import DTYPE_BYTES, InputError, NonFiniteResult, Profile, Workload
 from ..comm import collectives, topology
 from ..comm.cost import COMM_TERMS, CommCost
 from . import memory as memory_model
@@ -481,6 +481,7 @@ def _result(
     # one device alone: the global batch (strong), or this k's micro-batch (weak; the scenario's, or plan best's)
     t1 = float(_compute_time(sc, np.array([float(sc.batch)]))[0]) if sc.strong else _compute_time(sc, b)
     speedup = t1 / t_step if sc.strong else kf * m * t1 / t_step
+    _finite(k, {"t_compute_s": t_compute, "t_step_s": t_step, "speedup": speedup})  # the cause first
     return Result(
         scenario=sc,
         devices=k,
@@ -498,6 +499,24 @@ def _result(
         t_straggler_s=t_compute - t_compute / slow,
         **rest,
     )
+
+
+def _finite(k: np.ndarray, terms: dict[str, np.ndarray]) -> None:
+    """The finiteness gate at its source: a step, compute time or speedup that is NaN, infinite or not positive
+    (inputs each valid, their result beyond float64: ``--compute-time 1e308``, ``--mfu 1e-320``) is refused here,
+    once for every command that simulates (tables, explain, plan, pictures), naming the quantity and the k."""
+    for name, v in terms.items():
+        v = np.broadcast_to(v, np.shape(v))
+        bad = ~(np.isfinite(v) & (v > 0))
+        if np.any(bad):
+            i = np.unravel_index(int(np.argmax(bad)), bad.shape)
+            x = float(v[i])
+            shown = "NaN" if x != x else ("infinite" if np.isinf(x) else f"{x:g}")
+            at = int(np.broadcast_to(k, bad.shape)[i]) if np.size(k) else None
+            raise NonFiniteResult(
+                f"the result {name} is {shown} at k = {at}, not a positive finite number: the inputs "
+                "are each valid but their result is beyond what simcli computes; give values in a realistic range"
+            )
 
 
 def accumulated(res: Result, accum: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
