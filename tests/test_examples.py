@@ -1,4 +1,5 @@
-"""Every `$ simcli ...` example in README.md and docs/*.md, run again and compared with what the file shows.
+"""Every `$ simcli ...` example in README.md and docs/*.md, run again and compared with what the file shows (and
+every `$ python benchmarks/...` block of a deterministic validation script, run the same way).
 
 A fenced block whose first line is ``$ simcli ...`` is one example: that command, and below it the output it
 prints (stdout and stderr as a terminal shows them; trailing spaces ignored), optionally ending in a line
@@ -54,9 +55,12 @@ def examples(path: Path) -> list[Example]:
     return [
         Example(path, start + 1, end, body[0][2:], "\n".join(body[1:]))
         for start, end, body in fenced(lines)
-        if body and body[0].startswith("$ simcli ")
+        if body and body[0].startswith(RERUN)
     ]
 
+
+#: the first lines of a re-run block: a simcli command, or one of the deterministic validation scripts
+RERUN = ("$ simcli ", "$ python benchmarks/")
 
 ALL = [e for f in FILES if f.exists() for e in examples(f)]
 
@@ -87,10 +91,11 @@ def run(command: str) -> tuple[str, int]:
 
 
 def _run(command: str, where: Path) -> tuple[str, int]:
-    if any(c in command for c in "|<>;&"):
+    if any(c in command for c in "|<>;&") or command.startswith("python "):
         import subprocess
 
         cmd = re.sub(r"(^|\|\s*)simcli ", lambda m: f"{m.group(1)}{shlex.quote(sys.executable)} -m simcli ", command)
+        cmd = re.sub(r"^python ", lambda m: f"{shlex.quote(sys.executable)} ", cmd)
         env = dict(os.environ, COLUMNS="140")
         p = subprocess.run(
             ["bash", "-o", "pipefail", "-c", cmd], cwd=where, env=env, capture_output=True, text=True, timeout=120
@@ -174,7 +179,7 @@ def test_every_block_of_commands_is_re_run_or_a_dated_recorded_run():
     bad = []
     for f in FILES:
         for start, _, body in fenced(f.read_text(encoding="utf-8").splitlines()):
-            if any(line.startswith("$ ") for line in body) and not body[0].startswith("$ simcli "):
+            if any(line.startswith("$ ") for line in body) and not body[0].startswith(RERUN):
                 if not (body[0].startswith(HEADER) and HEADER_RE.match(body[0])):
                     bad.append(f"{f.relative_to(ROOT)}:{start + 1}: {body[0][:80]}")
     assert bad == [], "blocks of commands neither re-run nor a dated recorded run: " + "; ".join(bad)

@@ -287,6 +287,18 @@ def test_inspector_record_without_exec_time(runner, tmp_path):
     _bad(runner, ["bench", "import", f], "coll_perf.coll_exec_time_us", "record 1")
 
 
+def test_inspector_one_communicator_with_two_sizes_is_refused(runner, tmp_path):
+    """A communicator id seen with two sizes is two runs' records mixed: refused with both files named, never
+    silently split into two groups."""
+    a, b = _first_record(), _first_record()
+    b["header"]["n_ranks"] = a["header"]["n_ranks"] * 2
+    d = tmp_path / "dump"
+    d.mkdir()
+    (d / "h1-pid1.log").write_text(json.dumps(a) + "\n")
+    (d / "h2-pid2.log").write_text(json.dumps(b) + "\n")
+    _bad(runner, ["bench", "import", d], f"communicator {a['header']['id']}", "two runs")
+
+
 def test_inspector_unknown_version_is_named(runner, tmp_path):
     rec = _first_record()
     rec["metadata"]["inspector_output_format_version"] = "v5.0"
@@ -346,7 +358,11 @@ def test_check_the_same_curve_1_6x_slower_is_low(runner, tmp_path):
     low = [x for x in doc["rows"] if x["verdict"] == "LOW"]
     assert low and all(x["bytes"] >= 128 << 20 for x in doc["rows"] if x["bytes"] >= 128 << 20 and x in low)
     assert all(x["verdict"] == "LOW" for x in doc["rows"] if x["bytes"] >= 128 << 20)
-    assert all("should give" in x["expected"] for x in low)
+    # a bandwidth-bound size names the tier's bandwidth; a latency-bound one the latency it should take
+    for x in low:
+        bound = x["latency_s"] > 0.5 * x["expected_s"]
+        assert ("latency-bound" in x["expected"]) == bound and ("should give" in x["expected"]) == (not bound), x
+    assert any("latency-bound" in x["expected"] for x in low) and any("should give" in x["expected"] for x in low)
     text = _ok(runner, ["check", slow, "-p", "dgx-h100"], 1).stdout
     assert "LOW" in text and "infiniband" in text
 

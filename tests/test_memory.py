@@ -109,9 +109,10 @@ def _bytes(runner, *args):
     return json.loads(r.stdout)
 
 
-@pytest.mark.parametrize("strategy", ["ddp", "fsdp"])
+@pytest.mark.parametrize("strategy", ["ddp", "zero1", "zero2", "fsdp", "hsdp"])
 def test_speedup_compare_plan_and_explain_report_the_same_bytes(strategy):
-    """llama2-7b on dgx-h100 at k = 8: one memory model, so the four commands give the same bytes per device."""
+    """llama2-7b on dgx-h100 at k = 8: one memory model, so every command gives the same bytes per device (speedup,
+    compare, plan max-devices, plan time-to-train, plan best where the configuration fits, explain)."""
     runner = CliRunner()
     common = ["-m", "llama2-7b", "-p", "dgx-h100", "--strategy", strategy, "-f", "json"]
     s = _bytes(runner, "speedup", "-k", "8", *common)[0]["memory_bytes"]
@@ -119,10 +120,15 @@ def test_speedup_compare_plan_and_explain_report_the_same_bytes(strategy):
     p = _bytes(runner, "plan", "max-devices", "-e", "0.5", "-k", "1..8", *common)
     e = _bytes(runner, "explain", "-k", "8", *common)
     e = (e["explain"][0] if isinstance(e, dict) and "explain" in e else e)["memory"]["total_bytes"]
+    t = _bytes(runner, "plan", "time-to-train", "--samples", "1e6", "-k", "8", *common)["memory"]["total_bytes"]
     by_hand = memory.for_scenario(_scenario(strategy), [8]).total[0]
-    assert s == c == p["memory"]["total_bytes"] == e == pytest.approx(by_hand, rel=1e-12)
+    assert s == c == p["memory"]["total_bytes"] == t == e == pytest.approx(by_hand, rel=1e-12)
     if strategy == "ddp":
         assert s > 80e9 and p["memory"]["fits"] is False
+    else:  # plan best with the one configuration: the same bytes for its answer
+        best = ["best", "-m", "llama2-7b", "-p", "dgx-h100", "--strategy", strategy, "--devices", "8"]
+        b = _bytes(runner, "plan", *best, "--batch-per-device", "1", "--global-batch", "8", "-f", "json")
+        assert b["answer"]["memory_bytes"] == pytest.approx(by_hand, rel=1e-12)
 
 
 def _scenario(strategy):

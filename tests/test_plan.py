@@ -358,3 +358,20 @@ def test_the_older_flag_spellings_are_retired_with_one_line(runner, prof, old):
     r = run(runner, "plan", old, "--profile", prof)
     assert r.exit_code == 2 and "Traceback" not in r.output
     assert len(r.stderr.strip().splitlines()) == 1 and old in r.stderr
+
+
+def test_max_devices_and_plan_best_say_they_scanned_whole_nodes(runner):
+    """Past one node both scan whole nodes by default and say so (table and JSON); --partial-nodes scans every
+    count and says nothing."""
+    args = ["-e", "0.9", "-p", "dgx-h100", "-m", "llama2-7b", "--strategy", "fsdp", "--devices", "1..256"]
+    r = run(runner, "plan", "max-devices", *args)
+    assert r.exit_code == 0 and "whole nodes past the first" in r.stdout, r.output
+    assert json.loads(run(runner, "plan", "max-devices", *args, "-f", "json").stdout)["scan"] == (
+        "whole nodes past the first"
+    )
+    r = run(runner, "plan", "max-devices", *args, "--partial-nodes")
+    assert r.exit_code == 0 and "whole nodes" not in r.stdout
+    best = ["best", "-m", "llama2-7b", "-p", "dgx-h100", "--global-batch", "512", "--devices", "1..128"]
+    r = run(runner, "plan", *best)
+    assert r.exit_code == 0 and "device counts: whole nodes past the first" in r.stdout, r.output
+    assert json.loads(run(runner, "plan", *best, "-f", "json").stdout)["scan"] == "whole nodes past the first"

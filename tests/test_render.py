@@ -120,3 +120,39 @@ def test_comm_table_keeps_time_and_busbw_whole_at_80():
     for name in ("k", "size", "busbw GB/s"):
         assert all("…" not in row[heads.index(name)] for row in rows if not row[0].startswith("…"))
     assert any(h.startswith("time ") for h in heads) and "left out to fit 80 columns" in r.stdout
+
+
+ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+
+
+@pytest.mark.parametrize(
+    "args, answer",
+    [
+        (
+            ["validate", f"{ROOT}/validation/published/nccl-allreduce-8xA100-nvswitch.csv", "-p", "dgx-a100"],
+            ("k", "size", "meas µs", "pred µs", "error"),
+        ),
+        (
+            ["validate", f"{ROOT}/measurements/kineto-ddp-gloo-cpu", "-p", "cpu-loopback", "--params", "786432"]
+            + ["--flops-per-sample", "4718592", "--batch-per-device", "64"],
+            ("term", "meas ms", "pred ms", "error"),
+        ),
+        (["compare", "-p", "dgx-a100,dgx-h100", "-k", "8..64:x2", "--strategy", "ddp,fsdp"], ("k", "S(k)", "E(k)")),
+        (["models", "list"], ("name", "params")),
+        (["profiles", "list"], ("name", "device")),
+    ],
+)
+def test_other_tables_keep_their_answer_whole_at_80(args, answer):
+    """validate (a measured table and a traced step), compare, models list and profiles list at 80 columns: no line
+    wider, and the answer's columns present and uncut in every row."""
+    r = subprocess.run(
+        [sys.executable, "-m", "simcli", *args], capture_output=True, text=True, env={**os.environ, "COLUMNS": "80"}
+    )
+    assert r.returncode == 0, r.stderr
+    assert max(len(line.rstrip()) for line in r.stdout.splitlines()) <= 80
+    heads, rows = _table(r.stdout)
+    assert rows
+    for name in answer:
+        assert name in heads, (args, heads)
+        j = heads.index(name)
+        assert all(row[j] and "…" not in row[j] for row in rows), (args, name)

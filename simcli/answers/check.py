@@ -121,7 +121,17 @@ def check(
                 "tier_GBps": tier_Bps / 1e9 if np.isfinite(tier_Bps) else None,
                 "line": int(m.lines[i]),
             }
-            if verdict == "LOW" and rec["tier"] is not None:
+            lat = float(np.broadcast_to(cost.latency, np.shape(cost.time))[j])
+            rec["latency_s"] = lat
+            if verdict == "LOW" and lat > 0.5 * t_exp:  # latency-bound: a bandwidth says nothing here
+                tl = np.asarray(cost.tier_latency)[:, j] if cost.tier_latency is not None else None
+                li = int(np.argmax(tl)) if tl is not None and tl.size else -1
+                where = f", most of it per hop on {names[li]}" if 0 <= li < len(names) else ""
+                rec["expected"] = (
+                    f"latency-bound at this size: {t_exp * 1e6:.4g} us expected, of which {lat * 1e6:.4g} us is "
+                    f"latency ({rec['algorithm']}/{rec['protocol']}: base + hops x per-hop latency{where})"
+                )
+            elif verdict == "LOW" and rec["tier"] is not None:
                 rec["expected"] = (
                     f"{rec['tier']} should give {rec['tier_GBps']:.4g} GB/s (the bottleneck bandwidth, as speedup's "
                     f"'bottleneck GB/s'), busbw "

@@ -54,13 +54,21 @@ _WHAT = "NCCL Inspector output (its JSON log or Prometheus file, or the dump dir
 def read_inspector(path: str | Path) -> tuple[list[dict[str, Any]], list[str]]:
     """(calls, notes) of an Inspector file or dump directory (every file in it, JSON or Prometheus)."""
     calls: list[dict[str, Any]] = []
+    seen: dict[str, tuple[int, str]] = {}  # communicator id -> (its size, the file that first said so)
     for f in files_of(path, _WHAT):
         text = read_log(f, _WHAT)
         kind = sniff(text)
-        if kind == "inspector":
-            calls += parse_json_records(text, str(f))
-        elif kind == "inspector-prometheus":
-            calls += parse_prometheus(text, str(f))
+        if kind in ("inspector", "inspector-prometheus"):
+            new = parse_json_records(text, str(f)) if kind == "inspector" else parse_prometheus(text, str(f))
+            for c in new:  # one communicator has one size: records that disagree cannot be told apart
+                comm = c["rank"][0]
+                size, where = seen.setdefault(comm, (c["ranks"], str(f)))
+                if c["ranks"] != size:
+                    raise InputError(
+                        f"{f}: communicator {comm} has {c['ranks']} ranks here and {size} in {where}: records of "
+                        "two runs mixed in one input (communicator ids repeat across jobs); give one run's files"
+                    )
+            calls += new
         elif not text.strip():
             continue  # a rank that had not written yet
         else:

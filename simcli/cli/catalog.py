@@ -61,9 +61,14 @@ def profiles_list(format: o.FormatOpt = o.Format.table) -> None:
             [
                 Column("name", "name", justify="left"),
                 Column("device", lambda r: r["device"] or f"invalid: {r['error']}", justify="left"),
-                Column("devices/node", "devices_per_node"),
-                Column("tiers", "tiers"),
-                Column("source", lambda r: "built-in" if r["origin"] == "built-in" else r["path"], justify="left"),
+                Column("devices/node", "devices_per_node", short="/node"),
+                Column("tiers", "tiers", priority=2),
+                Column(
+                    "source",
+                    lambda r: "built-in" if r["origin"] == "built-in" else r["path"],
+                    justify="left",
+                    priority=3,
+                ),
             ],
         )
     )
@@ -202,10 +207,10 @@ def models_list(format: o.FormatOpt = o.Format.table) -> None:
                 Column("name", "name", justify="left"),
                 Column("kind", "kind", justify="left"),
                 Column("params", "params", fmt_count),
-                Column("seq", "seq_len"),
-                Column("train FLOP/sample", "flops_per_sample", lambda v: fmt_count(v) + "FLOP"),
-                Column("batch/device", "batch_per_device"),
-                Column("description", "description", justify="left"),
+                Column("seq", "seq_len", priority=3),
+                Column("train FLOP/sample", "flops_per_sample", lambda v: fmt_count(v) + "FLOP", short="FLOP/sample"),
+                Column("batch/device", "batch_per_device", priority=2, short="batch"),
+                Column("description", "description", justify="left", priority=4),
             ],
             caption="Training FLOPs = 3 x forward (CNNs: forward = 2 x MACs); transformers 6·N·seq_len.",
         )

@@ -225,10 +225,13 @@ def plan_max_devices(
     sc, mem = _plan_start(scn, out, optimizer)
     cap = sc.profile.max_devices or MAX_SCAN
     k = parse_devices(devices if devices is not None else f"1..{cap}")
+    every = k.size
     if not partial_nodes:
         k = P.whole_nodes(sc, k)
     ans = P.max_devices(sc, k, target=min_efficiency)  # type: ignore[arg-type]
     res = ans.to_dict()
+    # what was scanned, said: whole nodes past the first (a 9th device alone on a second node is not a plan)
+    res["scan"] = "every count" if partial_nodes or k.size == every else "whole nodes past the first"
     nxt = ans.beyond["devices"] if ans.beyond else None
     res["command"] = _curve_command(_scan_string(ans.result.devices, devices, ans.answer, nxt), scn)
     _plan_finish(sc, ans, res, mem, out, [ans.answer] if ans.answer else k)
@@ -362,8 +365,9 @@ def _plan_view(sc: "Scenario", ans: Any, out: dict[str, Any], rows: int) -> Any:
     q = out["question"]
     if q == "max-devices":
         lo, hi, n = ans.scanned
+        scan = "" if out.get("scan", "every count") == "every count" else f", {out['scan']}"
         headline = (
-            f"answer    k = {ans.answer}: the largest k in {lo}..{hi} ({n:,} counts scanned) before "
+            f"answer    k = {ans.answer}: the largest k in {lo}..{hi} ({n:,} counts scanned{scan}) before "
             f"E(k) first falls below {ans.target:g} (E({ans.answer}) = {ans.efficiency:.4f})"
         )
     elif q == "solve":

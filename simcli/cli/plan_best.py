@@ -129,8 +129,10 @@ def plan_best(
     B, given_as = PB.parse_global_batch(global_batch, sc.workload.seq_len)
     cap = sc.profile.max_devices or 4096
     k = parse_devices(devices if devices is not None else f"1..{cap}")
+    every = k.size
     if not partial_nodes:
         k = P.whole_nodes(sc, k)
+    scan = "every count" if partial_nodes or k.size == every else "whole nodes past the first"
     micro = [int(x) for x in parse_devices(batch_per_device, "--batch-per-device")] if batch_per_device else []
     ckpt = {"on": True, "off": False}
     ck = []
@@ -165,6 +167,7 @@ def plan_best(
     if tokens is not None:
         res["tokens"] = tokens
     res["inputs"] = sc.inputs()
+    res["scan"] = scan
     res["command"] = _speedup_command(ans.answer, scn)
     if pic.plot:
         from ..plot import figures as PL
@@ -268,7 +271,8 @@ def _view(sc: Any, ans: "Best", out: dict[str, Any], rows: int) -> Any:
         run += f"; within --{', --'.join(cons)}"
     head.append(run)
     drops = "; ".join(f"{n:,} {REASON_TEXT[r]}" for r, n in ans.dropped.items()) or "none"
-    head.append(f"searched  {ans.scanned:,} configurations, {out['kept']:,} kept; dropped: {drops}")
+    nodes = "" if out.get("scan", "every count") == "every count" else f" (device counts: {out['scan']})"
+    head.append(f"searched  {ans.scanned:,} configurations{nodes}, {out['kept']:,} kept; dropped: {drops}")
     a = ans.answer
     lines = [f"answer    {_config(a)}: {_figures(a, ans.price)}"]
     parts: list[Any] = [Text("\n".join(head)), Text("\n".join(lines), style="bold")]

@@ -215,11 +215,11 @@ def _trace_view(v: dict[str, Any]):
         rows,
         [
             Column("term", "term", justify="left"),
-            Column(f"measured {unit}", "measured_s", ms),
-            Column(f"predicted {unit}", "pred", justify="right"),
-            Column(f"predicted - measured {unit}", "difference_s", lambda x: f"{x / f:+.4g}"),
+            Column(f"measured {unit}", "measured_s", ms, short=f"meas {unit}"),
+            Column(f"predicted {unit}", "pred", justify="right", short=f"pred {unit}"),
+            Column(f"predicted - measured {unit}", "difference_s", lambda x: f"{x / f:+.4g}", priority=2, short="diff"),
             Column("error", "err", justify="right"),
-            Column("", "note", justify="left"),
+            Column("note", "note", justify="left", priority=3),
         ],
         title="the step, term by term",
     )
@@ -274,22 +274,23 @@ def _validate_view(v, max_rows: int):
         else:
             fmt = lambda x: f"{x:.4g}"  # noqa: E731
             label = {"speedup": "S(k)", "samples_per_s": "samples/s"}.get(metric, metric)
+        # k, size, measured, predicted and the error are the answer (never left out on a narrow terminal)
         cols = [Column("k", "devices")]
         if rs and rs[0]["bytes"] is not None:
             cols.append(Column("size", "bytes", fmt_bytes))
         if any("mode" in r for r in rs):
-            cols.append(Column("mode", "mode", justify="left"))
+            cols.append(Column("mode", "mode", justify="left", priority=4))
         if any("dtype" in r for r in rs):
-            cols.append(Column("dtype", "dtype", justify="left"))
+            cols.append(Column("dtype", "dtype", justify="left", priority=5))
         cols += [
-            Column(f"measured {label}", "measured", fmt),
-            Column(f"predicted {label}", "predicted", fmt),
+            Column(f"measured {label}", "measured", fmt, short=f"meas {label.split()[-1]}"),
+            Column(f"predicted {label}", "predicted", fmt, short=f"pred {label.split()[-1]}"),
             Column("error", "error", lambda e: f"{100 * e:+.1f}%"),
         ]
         if metric == "time_s":
             cols += [
-                Column("busbw meas GB/s", "busbw_measured_GBps", lambda x: f"{x:.4g}"),
-                Column("busbw pred GB/s", "busbw_predicted_GBps", lambda x: f"{x:.4g}"),
+                Column("busbw meas GB/s", "busbw_measured_GBps", lambda x: f"{x:.4g}", priority=2, short="bus m"),
+                Column("busbw pred GB/s", "busbw_predicted_GBps", lambda x: f"{x:.4g}", priority=3, short="bus p"),
             ]
         parts.append(table(rs, cols, title=f"{metric}: per row", max_rows=max_rows))
         summ = [{"group": "all", **s["overall"]}]
@@ -298,16 +299,16 @@ def _validate_view(v, max_rows: int):
         summ += [{"group": band, **st} for band, st in s.get("by_size_band", {}).items()]
         scols = [
             Column("group", "group", justify="left"),
-            Column("rows", "n"),
-            Column("median |err|", "mdape", pct),
-            Column("mean |err|", "mean_ape", pct),
-            Column("max |err|", "max_ape", pct),
-            Column("median err (bias)", "bias", lambda e: f"{100 * e:+.1f}%"),
+            Column("rows", "n", priority=3, short="n"),
+            Column("median |err|", "mdape", pct, short="med |err|"),
+            Column("mean |err|", "mean_ape", pct, priority=4, short="mean"),
+            Column("max |err|", "max_ape", pct, short="max"),
+            Column("median err (bias)", "bias", lambda e: f"{100 * e:+.1f}%", priority=2, short="bias"),
         ]
         if "busbw_mdape" in s["overall"]:
             scols += [
-                Column("busbw median |err|", "busbw_mdape", pct),
-                Column("busbw max |err|", "busbw_max_ape", pct),
+                Column("busbw median |err|", "busbw_mdape", pct, priority=5, short="bus med"),
+                Column("busbw max |err|", "busbw_max_ape", pct, priority=6, short="bus max"),
             ]
         parts.append(
             table(
