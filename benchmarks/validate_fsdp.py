@@ -29,7 +29,7 @@ from pathlib import Path
 
 import numpy as np
 
-from simcli.answers.fitting import minimise_scalar
+from simcli.answers.fit_compute import minimise_scalar
 from simcli.io.profiles import resolve_profile
 from simcli.step import straggler
 

@@ -280,3 +280,18 @@ def test_the_layer_check_catches_an_upward_import_a_circle_and_a_private_name(tm
     # and a module nobody placed is named
     (pkg / "stray.py").write_text("", encoding="utf-8")
     assert layer_violations(pkg, layers) == ["stray: has no layer"]
+
+
+def test_the_package_shape_says_what_it_is():
+    """Folders by layer (issue 25): at most 10 modules directly in simcli/, at least 4 sub-packages, each with an
+    __init__ that says what it holds, and no module over 800 lines."""
+    pkg = ROOT / "simcli"
+    top = [p for p in pkg.glob("*.py")]
+    subs = [d for d in pkg.iterdir() if d.is_dir() and (d / "__init__.py").exists()]
+    assert len(top) <= 10, [p.name for p in top]
+    assert len(subs) >= 4
+    for d in subs:
+        doc = ast.get_docstring(ast.parse((d / "__init__.py").read_text(encoding="utf-8")))
+        assert doc, f"{d.name}/__init__.py says nothing about what it holds"
+    long = {str(p.relative_to(ROOT)): n for p in pkg.rglob("*.py") if (n := len(p.read_text().splitlines())) > 800}
+    assert long == {}, long

@@ -294,7 +294,7 @@ def test_one_row_per_dtype_gets_the_median_s_standard_error_and_where_filters_st
 
     import yaml
 
-    from simcli.answers.fitting import fit_mfu_by_dtype
+    from simcli.answers.fit_compute import fit_mfu_by_dtype
 
     # one row: the uncertainty is the standard error of that row's median, 1.2533·σ/√steps, σ = (p90 - p10)/2.563
     f = fit_mfu_by_dtype(

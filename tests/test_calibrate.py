@@ -9,16 +9,8 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from simcli.answers.fitting import (
-    fit_alpha_beta,
-    fit_link,
-    fit_step,
-    holdout_mask,
-    outer_tier,
-    overlap_fraction,
-    ring_coefficients,
-    tier_scale,
-)
+from simcli.answers.fit_compute import fit_step, overlap_fraction
+from simcli.answers.fitting import fit_alpha_beta, fit_link, holdout_mask, outer_tier, ring_coefficients, tier_scale
 from simcli.base.types import InputError, Tier
 from simcli.cli.app import app
 from simcli.comm import collectives, topology

@@ -1575,11 +1575,11 @@ def test_yaml_exponent_without_a_dot_is_a_number(tmp_path):
 def test_a_fit_on_identical_points_says_r2_is_undefined():
     import numpy as np
 
-    from simcli.answers.fitting import _r2_log
+    from simcli.answers.fitting import r2_log
     from simcli.cli.measured import r2_cell
 
     same = np.array([1e-3, 1e-3, 1e-3])  # no spread of times: R² is 0/0
-    assert r2_cell(_r2_log(same, same)) == "undefined"
+    assert r2_cell(r2_log(same, same)) == "undefined"
     assert r2_cell(None) == "undefined" and r2_cell(0.98765) == "0.9877"
 
 

@@ -20,7 +20,9 @@ from ..base.units import fmt_bytes, fmt_flops, fmt_rate, fmt_time
 from ..comm.topology import check_devices, ring_params, tier_spanned
 from ..io.profiles import profile_from_dict, profile_to_dict
 from ..version import __version__
-from .fitting import fit_link, fit_mfu_by_dtype, fit_nccl, fit_spread, fit_step, outer_tier
+from .fit_compute import fit_mfu_by_dtype, fit_spread, fit_step
+from .fit_nccl import fit_nccl
+from .fitting import fit_link, outer_tier
 from .validate import filter_present, filter_rows, placement_notes
 
 if TYPE_CHECKING:  # pragma: no cover
@@ -221,7 +223,7 @@ def _fit_dtypes(
 def _fit_spread(
     base: Profile, network: list, device: Any, scaling: "tuple[Measured, Any]", warnings: list[str], cal: dict
 ) -> tuple[Any, dict[str, Any]]:
-    """device.spread from a scaling table (simcli.answers.fitting.fit_spread), on the profile calibrated so far."""
+    """device.spread from a scaling table (simcli.answers.fit_compute.fit_spread), on the profile calibrated so far."""
     m, sc = scaling
     so_far = dataclasses.replace(base, network=tuple(network), device=dataclasses.replace(device, spread=None))
     sf = fit_spread(sc.replace(profile=so_far), m.devices(), m.number("speedup"), what=m.path)

@@ -17,7 +17,7 @@ spread them. P. Sinha et al. ("Not All GPUs Are Created Equal", SC22; arXiv:2208
 (hal-uw/gpu_variability_sc22_artifact, plot_script/plot_aggregated.py) as 4·IQR / median: 5.40 σ for a normal
 spread, so σ = 1.48%. Every built-in GPU profile carries that as ``device.spread`` (no A100/H100 population
 was measured, so it is one number for all). A cluster's own σ differs: ``simcli calibrate`` fits it from a
-training run's scaling table (simcli.answers.fitting.fit_spread), and :func:`spread_from` solves it from two
+training run's scaling table (simcli.answers.fit_compute.fit_spread), and :func:`spread_from` solves it from two
 measured throughputs of one weak-scaling run; ``--spread`` overrides both (``--spread 0``: none).
 """
 
