@@ -135,7 +135,7 @@ LAYERS: dict[str, tuple[str, ...]] = {
     + ("bench.calls", "bench.inspector", "bench.kineto", "bench.live"),
     "answers": ("answers",),
     "measurement and pictures": ("bench.launch", "bench.dist", "bench.models", "bench.allreduce", "bench.step")
-    + ("bench.worker", "plot"),
+    + ("bench.worker", "bench.runs", "plot"),
     "command line": ("cli", "__main__", ""),
 }
 
