@@ -18,6 +18,7 @@ from typing import Any, Callable
 from ..base.types import InputError
 
 __all__ = [
+    "BACKENDS",
     "world_sizes",
     "is_writer",
     "resolve_backend",
@@ -29,6 +30,9 @@ __all__ = [
     "add_prediction",
     "add_mfu",
 ]
+
+#: --backend's choices: auto picks nccl where torch sees a CUDA device, gloo otherwise (:func:`resolve_backend`)
+BACKENDS = ("auto", "gloo", "nccl")
 
 
 def world_sizes(text: str | None, default: str) -> tuple[list[int], dict[str, Any] | None]:

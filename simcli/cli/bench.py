@@ -113,7 +113,9 @@ def _stdout_needed(output: str | None, tr: dict[str, Any] | None) -> None:
         )
 
 
-def _finish(rows: list[dict[str, Any]], columns, format: o.Format, writer, noun: str, more: str = "--iters") -> None:
+def _finish(
+    rows: list[dict[str, Any]], columns, out: o.OutputOptions, writer, noun: str, more: str = "--iters"
+) -> None:
     from ..bench.stats import NOISY_SPREAD
 
     if writer.path is not None:
@@ -125,10 +127,10 @@ def _finish(rows: list[dict[str, Any]], columns, format: o.Format, writer, noun:
             f"{NOISY_SPREAD:.0%} of the median); use more {more} on a quieter machine",
             err=True,
         )
-    if format is not o.Format.table and writer.path is None:  # with --output the data went into that file
+    if not out.table and writer.path is None:  # with --output the data went into that file
         from ..io.output import to_csv, to_json
 
-        sys.stdout.write(to_json(rows) if format is o.Format.json else to_csv(rows, columns))
+        sys.stdout.write(to_json(rows) if out.format is o.Format.json else to_csv(rows, columns))
 
 
 # --------------------------------------------------------------------------- allreduce
@@ -306,7 +308,7 @@ def bench_allreduce(
                 "their time_s may differ in another run",
                 err=True,
             )
-        _finish(rows, ALLREDUCE_COLUMNS, out.format, writer, "measurements")
+        _finish(rows, ALLREDUCE_COLUMNS, out, writer, "measurements")
 
 
 def _allreduce_table(k: int, backend: str, recs: list[dict[str, Any]], title: str | None = None):
@@ -496,7 +498,7 @@ def bench_step(
         from ..io.render import console
 
         console.print(_step_table(rows, prof.name, be))
-    _finish(rows, STEP_COLUMNS, out.format, writer, "step measurements", more="--steps")
+    _finish(rows, STEP_COLUMNS, out, writer, "step measurements", more="--steps")
 
 
 def _step_table(rows: list[dict[str, Any]], profile: str, backend: str):
@@ -591,9 +593,7 @@ def bench_import(
     collective: Annotated[
         Optional[str], typer.Option("--collective", help="Collective name [default: from the file, else all_reduce].")
     ] = None,
-    format: o.FormatOpt = o.Format.table,
-    output: o.Output = None,
-    force: o.Force = False,
+    out: Annotated[o.OutputOptions, o.tweak(omit=_OUTPUT)] = o.OutputOptions(),
 ) -> None:
     """Turn nccl-tests output, NCCL Inspector logs or a PyTorch profiler trace into simcli's benchmark CSV.
 
@@ -605,14 +605,14 @@ def bench_import(
     from ..bench.results import ALLREDUCE_COLUMNS
     from ..io.output import check_output_path, to_csv, to_json
 
-    if output:
-        check_output_path(output, force, inputs=[file])
+    if out.output:
+        check_output_path(out.output, out.force, inputs=[file])
     live = detect(file)
     if live is not None:
-        _import_live(file, live, format, output, force)
+        _import_live(file, live, out)
         return
     recs = parse_nccl_tests(file, world_size, placement.value, collective)
-    if format is o.Format.table and not output:
+    if out.table and not out.output:
         from ..io.render import console
 
         console.print(
@@ -625,8 +625,8 @@ def bench_import(
             )
         )
         return
-    if format is o.Format.json:
-        emit(to_json(recs), output, force)
+    if out.format is o.Format.json:
+        emit(to_json(recs), out.output, out.force)
         return
     import datetime
 
@@ -638,10 +638,10 @@ def bench_import(
         f"imported: {datetime.datetime.now(datetime.timezone.utc).isoformat(timespec='seconds')}",
         "units: bytes B, times s, algbw/busbw GB/s = 1e9 B/s",
     ]
-    emit(to_csv(recs, ALLREDUCE_COLUMNS, comments), output, force)
+    emit(to_csv(recs, ALLREDUCE_COLUMNS, comments), out.output, out.force)
 
 
-def _import_live(file: str, kind: str, format: o.Format, output: str | None, force: bool) -> None:
+def _import_live(file: str, kind: str, out: o.OutputOptions) -> None:
     """bench import of an Inspector log or a profiler trace: the measured table, and a trace's steps."""
     import datetime
 
@@ -654,14 +654,14 @@ def _import_live(file: str, kind: str, format: o.Format, output: str | None, for
         from ..bench.kineto import step_summary
 
         steps = step_summary(live.traces)
-    if format is o.Format.table and not output:
+    if out.table and not out.output:
         from ..io.render import console
 
         console.print(_live_table(file, kind, live.rows, steps))
         return
-    if format is o.Format.json:
+    if out.format is o.Format.json:
         doc: Any = live.rows if steps is None else {"collectives": live.rows, "step": steps}
-        emit(to_json(doc), output, force)
+        emit(to_json(doc), out.output, out.force)
         return
     what = "NCCL Inspector output" if kind == "inspector" else "PyTorch profiler trace"
     comments = [
@@ -673,7 +673,7 @@ def _import_live(file: str, kind: str, format: o.Format, output: str | None, for
         "fastest rank) / slowest",
         "units: bytes B, times s, algbw/busbw GB/s = 1e9 B/s",
     ]
-    emit(to_csv(live.rows, live.columns, comments), output, force)
+    emit(to_csv(live.rows, live.columns, comments), out.output, out.force)
 
 
 def _live_table(file: str, kind: str, rows: list[dict[str, Any]], steps: dict[str, Any] | None):

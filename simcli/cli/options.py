@@ -31,6 +31,7 @@ import typer
 from ..base.types import InputError
 from ..base.units import parse_at
 from ..bench import models as bench_models
+from ..bench import runs as bench_runs
 from ..comm import nccl, registry, specs
 from ..io.profiles import DEFAULT_PROFILE, resolve_profile
 from ..io.workloads import DEFAULT_MODEL, build_workload
@@ -576,7 +577,7 @@ def choices(name: str, values: typing.Iterable[str]) -> Any:
     return enum.Enum(name, {v.replace("-", "_"): v for v in values}, type=str)  # type: ignore[misc]
 
 
-Backend = choices("Backend", ("auto", "gloo", "nccl"))
+Backend = choices("Backend", bench_runs.BACKENDS)
 #: what ``bench step`` trains, and in which compute dtype (the tuples of simcli.bench.models)
 ModelKind = choices("ModelKind", bench_models.KINDS)
 StepDtype = choices("StepDtype", bench_models.DTYPES)
