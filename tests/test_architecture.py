@@ -101,6 +101,31 @@ def test_only_cli_imports_typer():
     assert offenders == []
 
 
+def test_torch_is_imported_only_inside_functions_and_never_by_the_command_line():
+    """torch is an optional extra: no module imports it at import time, and cli/ leaves it to simcli.bench."""
+    top, cli = [], []
+    for p in (ROOT / "simcli").rglob("*.py"):
+        tree = ast.parse(p.read_text(encoding="utf-8"))
+        where = str(p.relative_to(ROOT))
+        torch = {
+            n
+            for n in ast.walk(tree)
+            if isinstance(n, (ast.Import, ast.ImportFrom))
+            and any(m == "torch" or m.startswith("torch.") for m in _imports_of(n))
+        }
+        top += [f"{where}:{n.lineno}" for n in tree.body if n in torch]
+        if p.relative_to(ROOT / "simcli").parts[0] == "cli":
+            cli += [f"{where}:{n.lineno}" for n in torch]
+    assert top == [], top
+    assert cli == [], cli
+
+
+def _imports_of(node: ast.Import | ast.ImportFrom) -> list[str]:
+    if isinstance(node, ast.Import):
+        return [a.name for a in node.names]
+    return [node.module or ""] if not node.level else []
+
+
 def test_no_cli_module_imports_the_root_app_back():
     """Command modules own their typer apps; only simcli/cli/__init__.py imports simcli.cli.app."""
     cli = ROOT / "simcli" / "cli"
@@ -135,7 +160,7 @@ LAYERS: dict[str, tuple[str, ...]] = {
     + ("bench.calls", "bench.inspector", "bench.kineto", "bench.live"),
     "answers": ("answers",),
     "measurement and pictures": ("bench.launch", "bench.dist", "bench.models", "bench.allreduce", "bench.step")
-    + ("bench.worker", "plot"),
+    + ("bench.worker", "bench.runs", "plot"),
     "command line": ("cli", "__main__", ""),
 }
 

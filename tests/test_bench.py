@@ -177,6 +177,31 @@ def test_bad_input_exits_2_before_starting_ranks(runner, args, match):
     assert match in r.output and "Traceback" not in r.output
 
 
+def test_the_bench_option_groups_are_declared_once_and_reach_their_commands():
+    """WorldOptions reach both measuring commands, ModelShapeOptions bench step; their values build the model."""
+    import dataclasses
+
+    import typer
+
+    from simcli.bench.models import ModelSpec
+    from simcli.bench.step import mlp_width_for_params
+    from simcli.cli.options import ModelShapeOptions, WorldOptions
+
+    bench = typer.main.get_command(app).commands["bench"]
+    for name, groups in (("allreduce", [WorldOptions]), ("step", [WorldOptions, ModelShapeOptions])):
+        params = {p.name: p for p in bench.commands[name].params}
+        for g in groups:
+            missing = [f.name for f in dataclasses.fields(g) if f.name not in params]
+            assert not missing, (name, g.__name__, missing)
+        assert params["warmup"].default == (5 if name == "allreduce" else 3)
+    assert ModelShapeOptions().spec(32) == ModelSpec()
+    assert ModelShapeOptions(old_width=64).spec(32) == ModelSpec(width=64)  # --width: --model-width's old spelling
+    assert ModelShapeOptions(params=1e6, depth=4).spec(32).width == mlp_width_for_params(1e6, 4)
+    assert ModelShapeOptions(model="resnet", blocks="3,4,6,3").spec(2).blocks == (3, 4, 6, 3)
+    with pytest.raises(InputError, match="--width and --model-width"):
+        ModelShapeOptions(width=4, old_width=3)
+
+
 def test_busy_port_is_refused(runner):
     import socket
 

@@ -5,6 +5,7 @@ Layout:
 * :mod:`.stats`     pure maths: median/p10/p90 of per-iteration times, algbw/busbw, the alpha-beta fit
 * :mod:`.results`   CSV written row by row as measured, with a metadata header
 * :mod:`.launch`    spawn one process per rank on 127.0.0.1 (or join a torchrun world), timeouts, cleanup
+* :mod:`.runs`      a command's worlds: sizes (or torchrun's), backend, each world in turn; a step record's prediction
 * :mod:`.worker`    what each rank runs: process group, device, fault hook, dispatch to a task
 * :mod:`.allreduce` the all_reduce timing loop
 * :mod:`.step`      the data-parallel training step and the gradient identity check
@@ -12,7 +13,8 @@ Layout:
 
 Only :mod:`.worker`, :mod:`.allreduce` and :mod:`.step` import torch, and only
 inside the rank processes (or under torchrun); the parent imports none of it
-unless it checks that torch is installed.
+unless it checks that torch is installed (:func:`require_torch`) or which backend
+and memory it has (:mod:`.runs`, inside those functions).
 """
 
 from __future__ import annotations

@@ -1,14 +1,14 @@
 """`simcli bench`: real measurements with torch.distributed, and nccl-tests' output read in.
 
-torch is imported only inside the commands (an optional extra); without it a
-command prints one line naming ``pip install 'simcli[bench]'`` and exits 2.
+The options are parsed here (the worlds' as :class:`~simcli.cli.options.WorldOptions`, the model's as
+:class:`~simcli.cli.options.ModelShapeOptions`); :mod:`simcli.bench.runs` runs the worlds and completes the
+records; this module draws the progress bar and the tables. torch is imported only below :mod:`simcli.bench`
+(an optional extra); without it a command prints one line naming ``pip install 'simcli[bench]'`` and exits 2.
 """
 
 from __future__ import annotations
 
-import enum
 import math
-import os
 import sys
 from typing import Annotated, Any, Callable, Optional
 
@@ -16,6 +16,8 @@ import typer
 
 from ..base.types import InputError
 from ..base.units import sig4
+from ..bench import runs
+from ..bench.stats import DEFAULT_STAT, STATS
 from . import options as o
 from .common import emit, handle_errors, new_app
 
@@ -23,116 +25,28 @@ app = new_app(
     help="Measure all-reduce and training steps with torch.distributed; import nccl-tests output.", no_args_is_help=True
 )
 
-
-class Backend(str, enum.Enum):
-    auto = "auto"
-    gloo = "gloo"
-    nccl = "nccl"
-
-
-class Mode(str, enum.Enum):
-    flat = "flat"
-    ddp = "ddp"
-    both = "both"
-
-
-class ModelKind(str, enum.Enum):
-    mlp = "mlp"
-    gpt = "gpt"
-    resnet = "resnet"
-
-
-class StepDtype(str, enum.Enum):
-    fp32 = "fp32"
-    tf32 = "tf32"
-    bf16 = "bf16"
-    fp16 = "fp16"
-
-
-class Placement(str, enum.Enum):
-    out = "out"
-    inplace = "in"
-
-
-WorldSizes = Annotated[
+#: the step's gradient all-reduce: flat, ddp, or both one after the other
+Mode = o.choices("Mode", ("flat", "ddp", "both"))
+Placement = o.choices("Placement", ("out", "in"))
+Stat = o.choices("Stat", STATS)
+#: the bench commands take only --format, --output and --force of the output options
+_OUTPUT = ("rows", "wide")
+_ALLREDUCE_OUTPUT = Annotated[
     Optional[str],
     typer.Option(
-        "--world-sizes",
-        "-k",
-        help="Ranks per world, one fresh world each: '2,4', '1..4'. Under torchrun: the launcher's WORLD_SIZE.",
+        "--output",
+        "-o",
+        help="Write the measurements here in the "
+        "--format (csv for table); rows are added as they are "
+        "measured, and the file is valid after each.",
     ),
 ]
-BackendOpt = Annotated[
-    Backend, typer.Option("--backend", help="torch.distributed backend; auto: nccl with CUDA devices, gloo otherwise.")
-]
-Warmup = Annotated[int, typer.Option("--warmup", min=0, help="Untimed iterations before timing.")]
-Timeout = Annotated[
-    float,
-    typer.Option(
-        "--timeout",
-        min=1,
-        help="Seconds a world may go without any rank "
-        "starting a new size or step (start-up gets at least 120 s); then every "
-        "rank is stopped and the command exits 1.",
-    ),
-]
-Port = Annotated[
-    int, typer.Option("--port", help="TCP port of the rendezvous on 127.0.0.1 [default: a free one per world size].")
-]
-Threads = Annotated[
-    Optional[int],
-    typer.Option(
-        "--threads",
-        min=1,
-        help="torch threads per rank on CPU, the "
-        "same in every world [default: cores // largest world size, "
-        "at least 1].",
-    ),
-]
-Oversubscribe = Annotated[
-    bool,
-    typer.Option(
-        "--oversubscribe", help="Allow more CPU ranks than max(4, 2 x cores) (the times then measure the scheduler)."
-    ),
+_STEP_OUTPUT = Annotated[
+    Optional[str], typer.Option("--output", "-o", help="CSV file; rows are appended as they are measured.")
 ]
 
 
 # --------------------------------------------------------------------------- shared plumbing
-
-
-def _world_sizes(text: str | None, default: str) -> tuple[list[int], dict[str, Any] | None]:
-    from ..base.ranges import parse_devices
-    from ..bench.launch import torchrun_env
-
-    tr = torchrun_env()
-    if tr is not None:
-        if text is not None and [int(x) for x in parse_devices(text, "--world-sizes")] != [tr["world_size"]]:
-            raise InputError(
-                f"--world-sizes: {text!r} differs from the launcher's WORLD_SIZE={tr['world_size']}; "
-                "under torchrun leave --world-sizes out (the launcher sets the world)"
-            )
-        return [int(tr["world_size"])], tr
-    return [int(x) for x in parse_devices(text or default, "--world-sizes")], None
-
-
-def _backend(backend: Backend) -> tuple[str, int | None]:
-    import torch
-
-    cuda = torch.cuda.device_count() if torch.cuda.is_available() else 0
-    if backend is Backend.auto:
-        return ("nccl" if cuda else "gloo"), cuda
-    if backend is Backend.nccl and not cuda:
-        raise InputError("--backend nccl: this host has no CUDA device torch can use; use --backend gloo")
-    return backend.value, cuda
-
-
-def _threads(threads: int | None, k_max: int, backend: str) -> int | None:
-    """torch threads per CPU rank: the same for every world size (a fixed "device"), cores // largest k."""
-    if threads is not None:
-        return threads
-    if backend == "nccl":
-        return None
-    return max(1, (os.cpu_count() or 1) // k_max)
 
 
 def _run_worlds(
@@ -140,103 +54,68 @@ def _run_worlds(
     sizes_k: list[int],
     tr: dict[str, Any] | None,
     backend: str,
+    world: o.WorldOptions,
     config: dict[str, Any],
     *,
-    timeout: float,
-    port: int,
-    threads: int | None,
     on_record: Callable[[dict], None],
     on_world_done: Callable[[int], None],
     records_per_world: int = 1,
 ) -> None:
-    """Spawn each world in turn (or, under torchrun, be one rank of the given world).
-
-    On a terminal, a progress bar on stderr counts the records (``records_per_world`` per world) and names the
-    world and the unit its slowest rank has reached."""
+    """:func:`simcli.bench.runs.run_worlds` with the command's worlds; on a terminal, a progress bar on stderr
+    counts the records (``records_per_world`` per world) and names the world and the unit its slowest rank has
+    reached (none under torchrun)."""
+    kw = dict(timeout=world.timeout, port=world.port, threads=world.threads)
     if tr is not None:
-        from ..bench import worker
-
-        d = worker.init(
-            backend,
-            int(tr["rank"]),
-            int(tr["world_size"]),
-            int(tr["local_rank"]),
-            int(tr["local_world_size"]),
-            timeout,
-            emit_fn=on_record,
-        )
-        cfg = {k: v for k, v in config.items() if k not in ("backend", "progress_unit")}
-        try:
-            worker.run_task(task, d, cfg)
-        except worker.IdentityError as e:
-            raise _bench_error(f"rank {d.rank} of world size {d.world_size}: {e}") from None
-        except RuntimeError as e:  # a peer died: torch.distributed raises on the survivors
-            raise _bench_error(f"rank {d.rank} of world size {d.world_size}: {str(e).splitlines()[0]}") from None
-        finally:
-            import torch.distributed as dist
-
-            if dist.is_initialized():
-                dist.destroy_process_group()
-        if d.rank == 0:
-            on_world_done(d.world_size)
+        runs.run_worlds(task, sizes_k, tr, backend, config, **kw, on_record=on_record, on_world_done=on_world_done)
         return
-    from ..bench.launch import run_world
     from .progress import progress
 
     unit = str(config.get("progress_unit", "step"))
     with progress(f"bench {task}", total=len(sizes_k) * records_per_world) as bar:
+        label = f"bench {task}"
+
+        def start(i: int, k: int) -> None:
+            nonlocal label
+            label = f"bench {task}: world size {k} ({i + 1} of {len(sizes_k)})"
+            with bar.suspend():
+                typer.echo(f"simcli: world size {k}: {k} rank(s), {backend} on 127.0.0.1 ...", err=True)
+            bar.update(description=label)
 
         def record(rec: dict) -> None:
             on_record(rec)
             bar.advance()
 
-        for i, k in enumerate(sizes_k):
-            label = f"bench {task}: world size {k} ({i + 1} of {len(sizes_k)})"
-            with bar.suspend():
-                typer.echo(f"simcli: world size {k}: {k} rank(s), {backend} on 127.0.0.1 ...", err=True)
-            bar.update(description=label)
-            run_world(
-                k,
-                task,
-                dict(config, backend=backend),
-                timeout_s=timeout,
-                on_record=record,
-                port=port,
-                threads=_threads(threads, max(sizes_k), backend),
-                on_progress=lambda u, label=label: bar.update(description=f"{label}, {unit} {u}" if u > 0 else label),
-            )
+        def done(k: int) -> None:
             with bar.suspend():
                 on_world_done(k)
 
-
-def _bench_error(msg: str):
-    from ..bench.launch import BenchError
-
-    return BenchError(msg)
-
-
-class Stat(str, enum.Enum):
-    min = "min"
-    p10 = "p10"
-    median = "median"
-    mean = "mean"
+        runs.run_worlds(
+            task,
+            sizes_k,
+            tr,
+            backend,
+            config,
+            **kw,
+            on_record=record,
+            on_world_done=done,
+            on_world_start=start,
+            on_progress=lambda u: bar.update(description=f"{label}, {unit} {u}" if u > 0 else label),
+        )
 
 
 def _stdout_needed(output: str | None, tr: dict[str, Any] | None) -> None:
     """Refuse before measuring when the results could go nowhere (stdout closed, no --output): none are lost."""
     from ..io.output import StdoutClosed, stdout_usable
 
-    if output is None and _is_writer(tr) and not stdout_usable():
+    if output is None and runs.is_writer(tr) and not stdout_usable():
         raise StdoutClosed(
             "standard output is closed and no --output is given: the measurements would be lost; give --output FILE"
         )
 
 
-def _is_writer(tr: dict[str, Any] | None) -> bool:
-    return tr is None or int(tr["rank"]) == 0
-
-
-def _finish(rows: list[dict[str, Any]], columns, format: o.Format, writer, noun: str, more: str = "--iters") -> None:
+def _finish(
+    rows: list[dict[str, Any]], columns, out: o.OutputOptions, writer, noun: str, more: str = "--iters"
+) -> None:
     from ..bench.stats import NOISY_SPREAD
 
     if writer.path is not None:
@@ -248,10 +127,10 @@ def _finish(rows: list[dict[str, Any]], columns, format: o.Format, writer, noun:
             f"{NOISY_SPREAD:.0%} of the median); use more {more} on a quieter machine",
             err=True,
         )
-    if format is not o.Format.table and writer.path is None:  # with --output the data went into that file
+    if not out.table and writer.path is None:  # with --output the data went into that file
         from ..io.output import to_csv, to_json
 
-        sys.stdout.write(to_json(rows) if format is o.Format.json else to_csv(rows, columns))
+        sys.stdout.write(to_json(rows) if out.format is o.Format.json else to_csv(rows, columns))
 
 
 # --------------------------------------------------------------------------- allreduce
@@ -260,15 +139,13 @@ def _finish(rows: list[dict[str, Any]], columns, format: o.Format, writer, noun:
 @app.command("allreduce")
 @handle_errors
 def bench_allreduce(
-    world_sizes: WorldSizes = None,
+    world: o.WorldOptions = o.WorldOptions(),
     size: Annotated[
         str, typer.Option("--size", "-s", help="Message sizes: '1KiB..64MiB:x4', '1MiB,1GiB'.")
     ] = "1KiB..16MiB:x4",
-    backend: BackendOpt = Backend.auto,
     dtype: Annotated[
         str, typer.Option("--dtype", help="Element type: fp32, fp16, bf16, fp64, int32, int64, int8, uint8.")
     ] = "fp32",
-    warmup: Warmup = 5,
     iters: Annotated[
         int,
         typer.Option(
@@ -307,10 +184,6 @@ def bench_allreduce(
             "at most half of --timeout).",
         ),
     ] = 30.0,
-    timeout: Timeout = 300.0,
-    port: Port = 0,
-    threads: Threads = None,
-    oversubscribe: Oversubscribe = False,
     stat: Annotated[
         Stat,
         typer.Option(
@@ -320,7 +193,7 @@ def bench_allreduce(
             "(nccl-tests' choice). A busy machine only adds time, so a low quantile "
             "estimates the uncontended cost; all four are kept in the CSV.",
         ),
-    ] = Stat.p10,
+    ] = Stat(DEFAULT_STAT),
     rounds: Annotated[
         Optional[int],
         typer.Option(
@@ -332,35 +205,23 @@ def bench_allreduce(
         ),
     ] = None,
     seed: Annotated[int, typer.Option("--seed", help="Seed of the shuffled size order.")] = 0,
-    format: o.FormatOpt = o.Format.table,
-    output: Annotated[
-        Optional[str],
-        typer.Option(
-            "--output",
-            "-o",
-            help="Write the measurements here in the "
-            "--format (csv for table); rows are added as they are "
-            "measured, and the file is valid after each.",
-        ),
-    ] = None,
-    force: o.Force = False,
+    out: Annotated[o.OutputOptions, o.tweak(omit=_OUTPUT, output=_ALLREDUCE_OUTPUT)] = o.OutputOptions(),
 ) -> None:
     """Time torch.distributed.all_reduce for each world size and message size (nccl-tests' columns)."""
     from ..base.ranges import parse_sizes
     from ..bench import require_torch
     from ..bench.allreduce import TORCH_DTYPES
-    from ..bench.launch import check_port, check_world_size
     from ..bench.results import ALLREDUCE_COLUMNS, ResultWriter, metadata
     from ..bench.stats import DEFAULT_MAX_ITERS
 
-    ks, tr = _world_sizes(world_sizes, "2")
+    ks, tr = runs.world_sizes(world.world_sizes, "2")
     if dtype not in TORCH_DTYPES:
         raise InputError(f"--dtype: {dtype!r} is not one of {', '.join(TORCH_DTYPES)}")
     target = o.parse_fraction(target_se, "--target-se", "'3%' or 0.03", zero=True)
     if max_iters is not None and max_iters < iters:
         raise InputError(f"--max-iters: {max_iters} is below --iters {iters}; give at least {iters}")
     cap = max(iters, DEFAULT_MAX_ITERS if max_iters is None else max_iters)
-    budget = min(max_time, timeout / 2)  # the watchdog sees no new size while settled sizes are repeated
+    budget = min(max_time, world.timeout / 2)  # the watchdog sees no new size while settled sizes are repeated
     esize = TORCH_DTYPES[dtype][1]
     sizes = [int(n) for n in parse_sizes(size)]
     small = [n for n in sizes if n < esize]
@@ -368,15 +229,12 @@ def bench_allreduce(
         raise InputError(
             f"--size: {small[0]} B is less than one {dtype} element ({esize} B); start at {esize}B or more"
         )
-    _stdout_needed(output, tr)
+    _stdout_needed(out.output, tr)
     torch_version = require_torch()
-    be, cuda = _backend(backend)
+    be, cuda = runs.resolve_backend(world.backend.value)
     if tr is None:
-        for k in ks:
-            check_world_size(k, be, oversubscribe, cuda)
-        if port:
-            check_port(port)
-    writer_path = output if _is_writer(tr) else None
+        runs.check_worlds(ks, be, world.oversubscribe, cuda, world.port)
+    writer_path = out.output if runs.is_writer(tr) else None
     rows: list[dict[str, Any]] = []
     by_world: dict[int, list[dict[str, Any]]] = {}
     n_rounds = rounds if rounds is not None else iters
@@ -399,8 +257,8 @@ def bench_allreduce(
                 "units": "bytes B, times s, algbw/busbw GB/s = 1e9 B/s, busbw = algbw*2(k-1)/k",
             },
         ),
-        force=force,
-        fmt="json" if format is o.Format.json else "csv",
+        force=out.force,
+        fmt="json" if out.format is o.Format.json else "csv",
     ) as writer:
 
         def on_record(rec: dict[str, Any]) -> None:
@@ -411,7 +269,7 @@ def bench_allreduce(
         def on_world_done(k: int) -> None:
             from ..io.output import stdout_usable
 
-            if format is o.Format.table and by_world.get(k) and stdout_usable():
+            if out.table and by_world.get(k) and stdout_usable():
                 from ..io.render import console
 
                 console.print(_allreduce_table(k, be, by_world[k]))
@@ -421,10 +279,11 @@ def bench_allreduce(
             ks,
             tr,
             be,
+            world,
             {
                 "sizes": sizes,
                 "dtype": dtype,
-                "warmup": warmup,
+                "warmup": world.warmup,
                 "iters": iters,
                 "progress_unit": "size",
                 "rounds": n_rounds,
@@ -434,14 +293,11 @@ def bench_allreduce(
                 "max_iters": cap,
                 "max_time": budget,
             },
-            timeout=timeout,
-            port=port,
-            threads=threads,
             on_record=on_record,
             on_world_done=on_world_done,
             records_per_world=len(sizes),
         )
-    if _is_writer(tr):
+    if runs.is_writer(tr):
         unsettled_rows = [r for r in rows if not (r.get("rse") or 0) <= target]
         if unsettled_rows and target > 0:
             worst = max(unsettled_rows, key=lambda r: r["rse"])
@@ -452,7 +308,7 @@ def bench_allreduce(
                 "their time_s may differ in another run",
                 err=True,
             )
-        _finish(rows, ALLREDUCE_COLUMNS, format, writer, "measurements")
+        _finish(rows, ALLREDUCE_COLUMNS, out, writer, "measurements")
 
 
 def _allreduce_table(k: int, backend: str, recs: list[dict[str, Any]], title: str | None = None):
@@ -509,67 +365,17 @@ def _allreduce_table(k: int, backend: str, recs: list[dict[str, Any]], title: st
 @app.command("step")
 @handle_errors
 def bench_step(
-    world_sizes: WorldSizes = None,
-    model: Annotated[
-        ModelKind,
-        typer.Option(
-            "--model",
-            "-m",
-            help="Model to train: mlp (--depth "
-            "Linear(width, width) layers), gpt (a GPT-style decoder stack: "
-            "--layers, --hidden, --heads, --seq-len, --vocab), resnet "
-            "(bottleneck blocks: --model-width, --blocks, --image-size, --classes).",
-        ),
-    ] = ModelKind.mlp,
-    width: Annotated[
-        Optional[int],
-        typer.Option(
-            "--model-width",
-            min=1,
-            help="mlp: layer width [default: "
-            "1024]; resnet: the first stage's bottleneck width [default: "
-            "16]. (Not --width, which is a picture's width elsewhere.)",
-        ),
-    ] = None,
-    old_width: Annotated[
-        Optional[int], typer.Option("--width", min=1, hidden=True, help="Old spelling of --model-width.")
-    ] = None,
-    depth: Annotated[int, typer.Option("--depth", min=1, help="MLP layers.")] = 8,
-    params: Annotated[
-        Optional[float],
-        typer.Option("--params", help="Size the MLP to about this many parameters (sets the width for --depth)."),
-    ] = None,
-    layers: Annotated[int, typer.Option("--layers", min=1, help="gpt: decoder blocks.")] = 2,
-    hidden: Annotated[int, typer.Option("--hidden", min=1, help="gpt: hidden size.")] = 128,
-    heads: Annotated[int, typer.Option("--heads", min=1, help="gpt: attention heads (must divide --hidden).")] = 4,
-    seq_len: Annotated[int, typer.Option("--seq-len", min=1, help="gpt: tokens per sample.")] = 128,
-    vocab: Annotated[
-        int, typer.Option("--vocab", min=2, help="gpt: vocabulary (the tied embedding and head; GPT-2: 50257).")
-    ] = 1024,
-    blocks: Annotated[
-        str,
-        typer.Option(
-            "--blocks", help="resnet: bottleneck blocks per stage, the width doubling per stage (ResNet-50: 3,4,6,3)."
-        ),
-    ] = "1,1,1,1",
-    image_size: Annotated[
-        int,
-        typer.Option(
-            "--image-size",
-            min=8,
-            help="resnet: image side in pixels (64 or more: ResNet-50's 7x7/2 stem and max pool; less: a 3x3/1 stem).",
-        ),
-    ] = 32,
-    classes: Annotated[int, typer.Option("--classes", min=2, help="resnet: classifier outputs.")] = 10,
+    world: Annotated[o.WorldOptions, o.tweak(defaults={"warmup": 3})] = o.WorldOptions(),
+    shape: o.ModelShapeOptions = o.ModelShapeOptions(),
     dtype: Annotated[
-        StepDtype,
+        o.StepDtype,
         typer.Option(
             "--dtype",
             help="Compute dtype: fp32, tf32 (TF32 matmuls), bf16 or "
             "fp16 (torch.autocast). CPU: fp32 and bf16; tf32 and fp16 need "
             "CUDA.",
         ),
-    ] = StepDtype.fp32,
+    ] = o.StepDtype.fp32,
     batch_per_device: o.BatchPerDevice = None,
     mode: Annotated[
         Mode,
@@ -580,7 +386,6 @@ def bench_step(
         ),
     ] = Mode.both,
     steps: Annotated[int, typer.Option("--steps", min=1, help="Timed steps per measurement.")] = 20,
-    warmup: Warmup = 3,
     lr: Annotated[float, typer.Option("--lr", help="SGD learning rate η in θ ← θ − η·g.")] = 0.01,
     bucket_cap_mb: Annotated[
         float,
@@ -595,45 +400,24 @@ def bench_step(
             "--profile", "-p", help="Profile for the prediction [default: cpu-loopback with gloo, dgx-h100 with nccl]."
         ),
     ] = None,
-    backend: BackendOpt = Backend.auto,
-    timeout: Timeout = 300.0,
-    port: Port = 0,
-    threads: Threads = None,
-    oversubscribe: Oversubscribe = False,
-    format: o.FormatOpt = o.Format.table,
-    output: Annotated[
-        Optional[str], typer.Option("--output", "-o", help="CSV file; rows are appended as they are measured.")
-    ] = None,
-    force: o.Force = False,
+    out: Annotated[o.OutputOptions, o.tweak(omit=_OUTPUT, output=_STEP_OUTPUT)] = o.OutputOptions(),
 ) -> None:
     """Time real data-parallel training steps; check the averaged gradient; compare S(k) with the prediction."""
     from ..bench import models as bm
     from ..bench import require_torch
-    from ..bench.launch import check_port, check_world_size
     from ..bench.results import STEP_COLUMNS, ResultWriter, metadata
-    from ..bench.step import mlp_width_for_params
     from ..io.profiles import resolve_profile
 
-    if old_width is not None:
-        if width is not None:
-            raise InputError("--width and --model-width are the same option (--width is its old spelling); give one")
-        width = old_width
     if old_bucket is not None:
         bucket_cap_mb = old_bucket
-    ks, tr = _world_sizes(world_sizes, "1,2")
+    ks, tr = runs.world_sizes(world.world_sizes, "1,2")
     if tr is None and 1 not in ks:
         ks = [1] + ks
         typer.echo("simcli: world size 1 is measured too: it is T_step(1) for the speedup", err=True)
     b = batch_per_device if batch_per_device is not None else 32
     if b < 1:
         raise InputError(f"--batch-per-device: {b} must be at least 1")
-    if params is not None:
-        if model is not ModelKind.mlp:
-            raise InputError(f"--params: sizes the mlp only; give --model {model.value}'s shape options instead")
-        if not params >= 1:
-            raise InputError(f"--params: {params!r} must be at least 1")
-        width = mlp_width_for_params(params, depth)
-    spec = _step_spec(model.value, width, depth, layers, hidden, heads, seq_len, vocab, blocks, image_size, classes, b)
+    spec = shape.spec(b)
     if not lr > 0:
         raise InputError(f"--lr: {lr} must be positive")
     from ..step.engine import MIN_BUCKET_MB
@@ -644,22 +428,19 @@ def bench_step(
         )
     nparams = bm.params(spec)
     torch_version = require_torch()
-    be, cuda = _backend(backend)
+    be, cuda = runs.resolve_backend(world.backend.value)
     if be != "nccl" and dtype.value not in bm.CPU_DTYPES:
         why = "this host has no CUDA device torch can use" if not cuda else "--backend gloo runs on the CPU"
         raise InputError(f"--dtype: {dtype.value} needs a CUDA device ({why}); on the CPU use --dtype fp32 or bf16")
     prof = resolve_profile(profile or ("dgx-h100" if be == "nccl" else "cpu-loopback"))
     if tr is None:
-        for k in ks:
-            check_world_size(k, be, oversubscribe, cuda)
-        if port:
-            check_port(port)
-    _check_memory(spec, b, be, max(ks) if tr is None else int(tr["local_world_size"]), model.value)
+        runs.check_worlds(ks, be, world.oversubscribe, cuda, world.port)
+    runs.check_memory(spec, b, be, max(ks) if tr is None else int(tr["local_world_size"]), spec.kind)
     modes = ["flat", "ddp"] if mode is Mode.both else [mode.value]
     ref: dict[str, float] = {}
     rows: list[dict[str, Any]] = []
     with ResultWriter(
-        output if _is_writer(tr) else None,
+        out.output if runs.is_writer(tr) else None,
         STEP_COLUMNS,
         metadata(
             "bench step",
@@ -677,19 +458,13 @@ def bench_step(
                 "--overlap none for flat, buckets for ddp",
             },
         ),
-        force=force,
-        fmt="json" if format is o.Format.json else "csv",
+        force=out.force,
+        fmt="json" if out.format is o.Format.json else "csv",
     ) as writer:
 
         def on_record(rec: dict[str, Any]) -> None:
-            _add_prediction(rec, ref, prof, tr, bucket_cap_mb)
-            peak = prof.device.peak_flops.get(rec.get("dtype") or "fp32")
-            rec["peak_flops"] = peak
-            rec["mfu"] = (
-                rec["flops_per_sample"] * rec["batch_per_device"] / rec["t_compute_s"] / peak
-                if peak and rec.get("flops_per_sample")
-                else None
-            )
+            runs.add_prediction(rec, ref, prof, tr, bucket_cap_mb)
+            runs.add_mfu(rec, prof)
             writer.append(rec)
             rows.append(rec)
 
@@ -698,163 +473,32 @@ def bench_step(
             ks,
             tr,
             be,
+            world,
             {
                 "model": spec.to_dict(),
                 "dtype": dtype.value,
                 "width": spec.width,
-                "depth": depth,
+                "depth": spec.depth,
                 "batch_per_device": b,
                 "steps": steps,
-                "warmup": warmup,
+                "warmup": world.warmup,
                 "modes": modes,
                 "lr": lr,
                 "bucket_cap_mb": bucket_cap_mb,
                 "solo_reference": tr is not None,
                 "progress_unit": "timed iteration",
             },
-            timeout=timeout,
-            port=port,
-            threads=threads,
             on_record=on_record,
             on_world_done=lambda k: None,
             records_per_world=len(modes),
         )
-    if not _is_writer(tr):
+    if not runs.is_writer(tr):
         return
-    if format is o.Format.table:
+    if out.table:
         from ..io.render import console
 
         console.print(_step_table(rows, prof.name, be))
-    _finish(rows, STEP_COLUMNS, format, writer, "step measurements", more="--steps")
-
-
-def _step_spec(
-    kind: str,
-    width: int | None,
-    depth: int,
-    layers: int,
-    hidden: int,
-    heads: int,
-    seq_len: int,
-    vocab: int,
-    blocks: str,
-    image_size: int,
-    classes: int,
-    batch: int,
-):
-    """The bench model's shape from the options, every value checked (one line per bad option)."""
-    from ..bench.models import ModelSpec, resnet_final_size
-
-    if kind == "gpt" and hidden % heads:
-        raise InputError(f"--heads: {heads} does not divide --hidden {hidden}; give heads that divide the hidden size")
-    try:
-        bl = tuple(int(x) for x in blocks.split(","))
-    except ValueError:
-        bl = ()
-    if not bl or any(x < 1 for x in bl) or len(bl) > 6:
-        raise InputError(f"--blocks: {blocks!r} is not 1 to 6 whole numbers >= 1 separated by commas (e.g. 3,4,6,3)")
-    spec = ModelSpec(
-        kind=kind,
-        width=width or 0,
-        depth=depth,
-        layers=layers,
-        hidden=hidden,
-        heads=heads,
-        seq_len=seq_len,
-        vocab=vocab,
-        blocks=bl,
-        image_size=image_size,
-        classes=classes,
-    )
-    if kind == "resnet":
-        side = resnet_final_size(spec)
-        if side < 1 or batch * side * side < 2:
-            raise InputError(
-                f"--image-size: {image_size} px leaves {max(side, 0)}x{max(side, 0)} pixels after "
-                f"{len(bl)} stages, too few for BatchNorm with batch {batch}; give a larger --image-size "
-                "or fewer --blocks stages"
-            )
-    return spec
-
-
-def _check_memory(spec, batch: int, backend: str, ranks_here: int, kind: str) -> None:
-    """Refuse a model whose step cannot fit: parameters x 4 B x 4 + activations, per rank, vs the memory there."""
-    from ..base.units import fmt_bytes
-    from ..bench.models import memory_estimate
-
-    need = memory_estimate(spec, batch)
-    if backend == "nccl":
-        import torch
-
-        have, where, total = float(torch.cuda.get_device_properties(0).total_memory), "GPU 0 has", need
-    else:
-        have, where, total = _available_memory(), "this host has available", need * ranks_here
-    if have and total > have:
-        per = f"{fmt_bytes(need, binary=False)} per rank: parameters x 4 B x 4 + activations"
-        if total != need:
-            per += f", x {ranks_here} ranks"
-        raise InputError(
-            f"--model {kind}: a step needs about {fmt_bytes(total, binary=False)} ({per}) but {where} "
-            f"{fmt_bytes(have, binary=False)}; use a smaller model or --batch-per-device"
-        )
-
-
-def _available_memory() -> float:
-    """MemAvailable from /proc/meminfo (Linux), else physical pages x page size, else 0 (unknown: no check)."""
-    try:
-        with open("/proc/meminfo") as f:
-            for line in f:
-                if line.startswith("MemAvailable:"):
-                    return float(line.split()[1]) * 1024
-    except OSError:
-        pass
-    try:
-        return float(os.sysconf("SC_PAGE_SIZE") * os.sysconf("SC_AVPHYS_PAGES"))
-    except (ValueError, OSError, AttributeError):
-        return 0.0
-
-
-def _add_prediction(
-    rec: dict[str, Any], ref: dict[str, float], prof, tr: dict[str, Any] | None, bucket_cap_mb: float = 25.0
-) -> None:
-    """Measured S(k), E(k) and the engine's prediction for the same profile and params.
-
-    The prediction's compute time is the measured T_step(1) of the same mode: at k = 1 there is no
-    communication, so it is everything else the step does (forward, backward, flattening, the
-    optimizer), and the comparison isolates the communication model. The flat mode all-reduces
-    after backward (``--overlap none``); DDP overlaps its buckets with backward (``buckets``).
-    """
-    from ..io.workloads import custom_workload
-    from ..step.engine import Scenario, simulate
-
-    k, mode = int(rec["world_size"]), rec["mode"]
-    if k == 1:
-        ref[mode] = rec["t_step_s"]
-    t_ref = ref.get(mode) if tr is None else (rec["t_step_s"] if k == 1 else rec.get("t_solo_step_s"))
-    rec["profile"] = prof.name
-    rec["t_step_ref_s"] = t_ref
-    if t_ref:
-        rec["speedup"] = k * t_ref / rec["t_step_s"]
-        rec["efficiency"] = rec["speedup"] / k
-    wl = custom_workload(float(rec["params"]), None, int(rec["batch_per_device"]))
-    sc = Scenario(
-        profile=prof,
-        workload=wl,
-        batch_per_device=int(rec["batch_per_device"]),
-        compute_time_s=float(t_ref or rec["t_compute_s"]),
-        grad_dtype="fp32",
-        overlap="buckets" if mode == "ddp" else "none",
-        bucket_mb=bucket_cap_mb,
-    )
-    res = simulate(sc, [k])
-    rec.update(
-        {
-            "predicted_t_comm_s": float(res.t_comm_s[0]),
-            "predicted_t_step_s": float(res.t_step_s[0]),
-            "predicted_speedup": float(res.speedup[0]),
-            "predicted_efficiency": float(res.efficiency[0]),
-        }
-    )
+    _finish(rows, STEP_COLUMNS, out, writer, "step measurements", more="--steps")
 
 
 def _step_table(rows: list[dict[str, Any]], profile: str, backend: str):
@@ -949,9 +593,7 @@ def bench_import(
     collective: Annotated[
         Optional[str], typer.Option("--collective", help="Collective name [default: from the file, else all_reduce].")
     ] = None,
-    format: o.FormatOpt = o.Format.table,
-    output: o.Output = None,
-    force: o.Force = False,
+    out: Annotated[o.OutputOptions, o.tweak(omit=_OUTPUT)] = o.OutputOptions(),
 ) -> None:
     """Turn nccl-tests output, NCCL Inspector logs or a PyTorch profiler trace into simcli's benchmark CSV.
 
@@ -963,14 +605,14 @@ def bench_import(
     from ..bench.results import ALLREDUCE_COLUMNS
     from ..io.output import check_output_path, to_csv, to_json
 
-    if output:
-        check_output_path(output, force, inputs=[file])
+    if out.output:
+        check_output_path(out.output, out.force, inputs=[file])
     live = detect(file)
     if live is not None:
-        _import_live(file, live, format, output, force)
+        _import_live(file, live, out)
         return
     recs = parse_nccl_tests(file, world_size, placement.value, collective)
-    if format is o.Format.table and not output:
+    if out.table and not out.output:
         from ..io.render import console
 
         console.print(
@@ -983,8 +625,8 @@ def bench_import(
             )
         )
         return
-    if format is o.Format.json:
-        emit(to_json(recs), output, force)
+    if out.format is o.Format.json:
+        emit(to_json(recs), out.output, out.force)
         return
     import datetime
 
@@ -996,10 +638,10 @@ def bench_import(
         f"imported: {datetime.datetime.now(datetime.timezone.utc).isoformat(timespec='seconds')}",
         "units: bytes B, times s, algbw/busbw GB/s = 1e9 B/s",
     ]
-    emit(to_csv(recs, ALLREDUCE_COLUMNS, comments), output, force)
+    emit(to_csv(recs, ALLREDUCE_COLUMNS, comments), out.output, out.force)
 
 
-def _import_live(file: str, kind: str, format: o.Format, output: str | None, force: bool) -> None:
+def _import_live(file: str, kind: str, out: o.OutputOptions) -> None:
     """bench import of an Inspector log or a profiler trace: the measured table, and a trace's steps."""
     import datetime
 
@@ -1012,14 +654,14 @@ def _import_live(file: str, kind: str, format: o.Format, output: str | None, for
         from ..bench.kineto import step_summary
 
         steps = step_summary(live.traces)
-    if format is o.Format.table and not output:
+    if out.table and not out.output:
         from ..io.render import console
 
         console.print(_live_table(file, kind, live.rows, steps))
         return
-    if format is o.Format.json:
+    if out.format is o.Format.json:
         doc: Any = live.rows if steps is None else {"collectives": live.rows, "step": steps}
-        emit(to_json(doc), output, force)
+        emit(to_json(doc), out.output, out.force)
         return
     what = "NCCL Inspector output" if kind == "inspector" else "PyTorch profiler trace"
     comments = [
@@ -1031,7 +673,7 @@ def _import_live(file: str, kind: str, format: o.Format, output: str | None, for
         "fastest rank) / slowest",
         "units: bytes B, times s, algbw/busbw GB/s = 1e9 B/s",
     ]
-    emit(to_csv(live.rows, live.columns, comments), output, force)
+    emit(to_csv(live.rows, live.columns, comments), out.output, out.force)
 
 
 def _live_table(file: str, kind: str, rows: list[dict[str, Any]], steps: dict[str, Any] | None):
