@@ -81,7 +81,7 @@ def test_trace_has_three_1mib_allreduces_a_step_adding_up_to_the_gradient(trace_
                 assert b["exposed_s"] == pytest.approx(b["time_s"] - b["hidden_s"], abs=1e-9)
             assert s.forward_s > 0 and s.backward_s > 0 and s.optimizer_s > 0
             assert s.exposed_s <= s.comm_s + 1e-9
-            assert s.compute_s + s.optimizer_s <= s.step_s
+            assert s.compute_s + s.optimizer_s <= s.step_s + 1e-9  # terms of one step, summed in floating point
     row = next(r for r in live.rows if r["collective"] == "all_reduce")
     assert (row["world_size"], row["bytes"], row["count"], row["dtype"]) == (2, 1 << 20, 262144, "fp32")
     assert row["iters"] >= 6  # 3 a step, 2 steps, warm-up not profiled

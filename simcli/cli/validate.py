@@ -219,9 +219,9 @@ def _trace_view(v: dict[str, Any]):
             Column(f"predicted {unit}", "pred", justify="right", short=f"pred {unit}"),
             Column(f"predicted - measured {unit}", "difference_s", lambda x: f"{x / f:+.4g}", priority=2, short="diff"),
             Column("error", "err", justify="right"),
-            Column("note", "note", justify="left", priority=3),
         ],
         title="the step, term by term",
+        caption="; ".join(f"{t['term']}: {t['note']}" for t in v["terms"] if t.get("note")) or None,
     )
     bk = table(
         [{**b, "i": i} for i, b in enumerate(v["buckets"])],
