@@ -292,29 +292,21 @@ def _calibrate_view(report: dict[str, Any]):
     parts: list[Any] = [Text(f"profile {report['name']}: calibrated from {report['base']}")]
     rows = []
     for r in report["tiers"]:
-        lat, bw = r["latency"], r["bandwidth"]
-        rows.append(
-            {
-                "tier": r["tier"],
-                "param": "latency α",
-                "before": fmt_time(lat["before_s"]),
-                "after": fmt_time(lat["after_s"]),
-                "se": ("± " + fmt_time(lat["se_s"]))
-                if lat["identified"] and lat["se_s"] is not None
-                else ("kept: not identified" if not lat["identified"] else "-"),
-            }
-        )
-        rows.append(
-            {
-                "tier": r["tier"],
-                "param": "bandwidth B·eff",
-                "before": fmt_rate(bw["before_Bps"]),
-                "after": fmt_rate(bw["after_Bps"]),
-                "se": ("± " + fmt_rate(bw["se_Bps"]))
-                if bw["identified"] and bw["se_Bps"] is not None
-                else ("kept: not identified" if not bw["identified"] else "-"),
-            }
-        )
+        for param, d, unit, fmt in (
+            ("latency α", r["latency"], "s", fmt_time),
+            ("bandwidth B·eff", r["bandwidth"], "Bps", fmt_rate),
+        ):
+            se = d[f"se_{unit}"]
+            shown_se = ("± " + fmt(se)) if d["identified"] and se is not None else "-"
+            rows.append(
+                {
+                    "tier": r["tier"],
+                    "param": param,
+                    "before": fmt(d[f"before_{unit}"]),
+                    "after": fmt(d[f"after_{unit}"]),
+                    "se": shown_se if d["identified"] else "kept: not identified",
+                }
+            )
     st = report["step"]
     if st is not None:
         rows.append(

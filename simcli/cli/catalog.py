@@ -48,30 +48,36 @@ def profiles_list(format: o.FormatOpt = o.Format.table) -> None:
                     "error": str(err),
                 }
             )
+    from ..io.render import Column
+
+    _listing(
+        recs,
+        format,
+        [
+            Column("name", "name", justify="left"),
+            Column("device", lambda r: r["device"] or f"invalid: {r['error']}", justify="left"),
+            Column("devices/node", "devices_per_node", short="/node"),
+            Column("tiers", "tiers", priority=2),
+            Column(
+                "source",
+                lambda r: "built-in" if r["origin"] == "built-in" else r["path"],
+                justify="left",
+                priority=3,
+            ),
+        ],
+    )
+
+
+def _listing(recs: list[dict], format: "o.Format", columns: list, caption: str | None = None) -> None:
+    """A list command's answer: JSON or CSV of the records, or their table (one place for every list)."""
     if format is not o.Format.table:
         from ..io.output import to_csv, to_json
 
         sys.stdout.write(to_json(recs) if format is o.Format.json else to_csv(recs))
         return
-    from ..io.render import Column, print_table, table
+    from ..io.render import print_table, table
 
-    print_table(
-        table(
-            recs,
-            [
-                Column("name", "name", justify="left"),
-                Column("device", lambda r: r["device"] or f"invalid: {r['error']}", justify="left"),
-                Column("devices/node", "devices_per_node", short="/node"),
-                Column("tiers", "tiers", priority=2),
-                Column(
-                    "source",
-                    lambda r: "built-in" if r["origin"] == "built-in" else r["path"],
-                    justify="left",
-                    priority=3,
-                ),
-            ],
-        )
-    )
+    print_table(table(recs, columns, caption=caption))
 
 
 @profiles_app.command("show")
@@ -192,26 +198,20 @@ def models_list(format: o.FormatOpt = o.Format.table) -> None:
                 "source": "; ".join(m.sources),
             }
         )
-    if format is not o.Format.table:
-        from ..io.output import to_csv, to_json
-
-        sys.stdout.write(to_json(recs) if format is o.Format.json else to_csv(recs))
-        return
     from ..base.units import fmt_count
-    from ..io.render import Column, print_table, table
+    from ..io.render import Column
 
-    print_table(
-        table(
-            recs,
-            [
-                Column("name", "name", justify="left"),
-                Column("kind", "kind", justify="left"),
-                Column("params", "params", fmt_count),
-                Column("seq", "seq_len", priority=3),
-                Column("train FLOP/sample", "flops_per_sample", lambda v: fmt_count(v) + "FLOP", short="FLOP/sample"),
-                Column("batch/device", "batch_per_device", priority=2, short="batch"),
-                Column("description", "description", justify="left", priority=4),
-            ],
-            caption="Training FLOPs = 3 x forward (CNNs: forward = 2 x MACs); transformers 6·N·seq_len.",
-        )
+    _listing(
+        recs,
+        format,
+        [
+            Column("name", "name", justify="left"),
+            Column("kind", "kind", justify="left"),
+            Column("params", "params", fmt_count),
+            Column("seq", "seq_len", priority=3),
+            Column("train FLOP/sample", "flops_per_sample", lambda v: fmt_count(v) + "FLOP", short="FLOP/sample"),
+            Column("batch/device", "batch_per_device", priority=2, short="batch"),
+            Column("description", "description", justify="left", priority=4),
+        ],
+        caption="Training FLOPs = 3 x forward (CNNs: forward = 2 x MACs); transformers 6·N·seq_len.",
     )

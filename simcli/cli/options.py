@@ -516,6 +516,25 @@ class OutputOptions(OptionGroup):
 
 
 @dataclasses.dataclass(frozen=True)
+class CommOptions(OptionGroup):
+    """Which collective to price, on what, over which (k, size) grid: `simcli comm` and `simcli plot comm`."""
+
+    devices: Devices = "2..64:x2"
+    size: Size = "1KiB..1GiB:x4"
+    profile: Profile = None
+    algorithm: Algorithm = None
+    protocol: Protocol = None
+    collective: Collective = "all_reduce"
+    dtype: CommDtype = "fp32"
+
+    def grid(self) -> tuple[Any, Any]:
+        """(k, sizes) as arrays, checked against their limits before anything is allocated."""
+        from ..base.ranges import parse_devices, parse_sizes
+
+        return parse_devices(self.devices), parse_sizes(self.size)
+
+
+@dataclasses.dataclass(frozen=True)
 class PictureOptions(OptionGroup):
     """A picture besides the answer (or instead of it): --plot, --dpi, --width, --height, --threshold."""
 

@@ -289,31 +289,26 @@ def plot_breakdown(
 @handle_errors
 def plot_comm(
     output: PictureOut,
-    devices: o.Devices = "2..64:x2",
-    size: o.Size = "1KiB..1GiB:x4",
-    profile: o.Profile = None,
-    algorithm: o.Algorithm = None,
-    protocol: o.Protocol = None,
-    collective: o.Collective = "all_reduce",
-    dtype: o.CommDtype = "fp32",
+    co: o.CommOptions = o.CommOptions(),
     force: o.Force = False,
     pic: Annotated[o.PictureOptions, o.tweak(omit=["plot", "threshold"])] = o.PictureOptions(),
 ) -> None:
     """A collective's time and busbw against message size, one line per k, log axes (as nccl-tests reads)."""
-    from ..base.ranges import parse_devices, parse_sizes
     from ..comm.collectives import default_algorithm
     from ..comm.grid import comm_grid
     from ..io.profiles import resolve_profile
 
     fs = pic.size(output, force, option="--output", threshold=False)
-    k, n = parse_devices(devices), parse_sizes(size)
-    prof = resolve_profile(profile)
-    algorithm = algorithm or default_algorithm(prof)
+    k, n = co.grid()
+    prof = resolve_profile(co.profile)
+    algorithm = co.algorithm or default_algorithm(prof)
     from .progress import progress
 
     with progress(f"drawing {output}"):
-        recs = comm_grid(prof, k, n, algorithm=algorithm, dtype=dtype, collective=collective, protocol=protocol)
-        draw_comm(recs, prof, algorithm, dtype, output, force, fs, collective)
+        recs = comm_grid(
+            prof, k, n, algorithm=algorithm, dtype=co.dtype, collective=co.collective, protocol=co.protocol
+        )
+        draw_comm(recs, prof, algorithm, co.dtype, output, force, fs, co.collective)
 
 
 @app.command("algorithms")

@@ -180,13 +180,7 @@ def _grid_part(prof, k, n, start: int, count: int, kw: dict) -> list[dict]:
 @app.command()
 @handle_errors
 def comm(
-    devices: o.Devices = "2..64:x2",
-    size: o.Size = "1KiB..1GiB:x4",
-    profile: o.Profile = None,
-    algorithm: o.Algorithm = None,
-    protocol: o.Protocol = None,
-    collective: o.Collective = "all_reduce",
-    dtype: o.CommDtype = "fp32",
+    co: o.CommOptions = o.CommOptions(),
     gpus_per_process: o.GpusPerProcess = 1,
     out: Annotated[o.OutputOptions, o.tweak(defaults={"rows": 60})] = o.OutputOptions(),
     pic: Annotated[o.PictureOptions, o.tweak(omit=["threshold"])] = o.PictureOptions(),
@@ -195,24 +189,22 @@ def comm(
 
     Comma-separated --profile values give one table per profile (a 'profile' column in csv and json).
     """
-    from ..base.ranges import parse_devices, parse_sizes
     from ..base.types import InputError
     from ..io.profiles import resolve_profile
 
     fig_size = o.check_outputs(out, pic, threshold=False)
-    k = parse_devices(devices)
-    n = parse_sizes(size)
-    profs = [resolve_profile(p) for p in o.split_list(profile, "--profile")]
+    k, n = co.grid()
+    profs = [resolve_profile(p) for p in o.split_list(co.profile, "--profile")]
     if pic.plot and len(profs) > 1:
         raise InputError(
             f"--plot: draws one profile's grid; give one --profile (not {len(profs)}), or compare profiles with "
             "'simcli plot speedup -p a,b'"
         )
     kw_base = {
-        "algorithm": algorithm,
-        "dtype": dtype,
-        "collective": collective,
-        "protocol": protocol,
+        "algorithm": co.algorithm,
+        "dtype": co.dtype,
+        "collective": co.collective,
+        "protocol": co.protocol,
         "gpus_per_process": gpus_per_process,
     }
     total = k.size * n.size

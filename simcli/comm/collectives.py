@@ -12,9 +12,10 @@ import numpy as np
 
 from ..base.types import InputError, Tier
 from . import nccl
-from .cost import CommCost, fastest, pack
+from .cost import CommCost, fastest
 from .registry import ALGORITHMS, CHOICES, REGISTRY, SPECS
 from .specs import PROTOCOLS, check_collective
+from .textbook import ring_pass
 from .topology import latency_params, ring_params
 
 __all__ = [
@@ -170,21 +171,5 @@ def textbook_collective(
     spec = check_collective(collective)
     kf = np.maximum(k.astype(np.float64), 1.0)
     steps = np.where(k >= 2, spec.ring_steps(kf), 0.0)  # one ring pass: NCCL's nsteps
-    frac = spec.busbw_of(kf)  # the bytes each rank sends per byte of n
-    with np.errstate(divide="ignore", invalid="ignore"):
-        bandwidth = frac * n / bus
-    reduced = spec.reduced(kf) * n
-    return pack(
-        network,
-        k,
-        n,
-        "ring",
-        latency=steps * alpha,
-        bandwidth=bandwidth,
-        reduced=reduced,
-        reduce_Bps=reduce_Bps,
-        alpha=alpha,
-        bus=bus,
-        bottleneck=bottleneck,
-        lat_tier=lat_tier,
-    )
+    link = (alpha, bus, bottleneck, lat_tier)
+    return ring_pass(network, k, n, "ring", reduce_Bps, link, steps, spec.busbw_of(kf), spec.reduced(kf))

@@ -26,6 +26,7 @@ from .specs import busbw_factor
 from .topology import bottleneck_of, latency_params, ring_params, tier_bandwidth, tier_link_bandwidth, tier_spanned
 
 __all__ = [
+    "ring_pass",
     "ring_allreduce",
     "tree_allreduce",
     "recursive_doubling_allreduce",
@@ -59,21 +60,52 @@ def ring_allreduce(
     latency and the smallest ring bandwidth (``tier_bandwidth``) of the spanned tiers.
     """
     k = np.asarray(k, dtype=np.int64)
-    n = np.asarray(nbytes, dtype=np.float64)
     alpha, bus, bottleneck = ring_params(network, k)
     _, lat_tier = latency_params(network, k)
-    kf = k.astype(np.float64)
+    return _two_passes(network, k, nbytes, "ring", reduce_Bps, alpha, bus, bottleneck, lat_tier)
+
+
+def _two_passes(
+    network: Sequence[Tier],
+    k: np.ndarray,
+    nbytes: np.ndarray,
+    name: str,
+    reduce_Bps: float | None,
+    *link: np.ndarray,
+) -> CommCost:
+    """A reduce-scatter then an all-gather of k-1 steps each, n/k bytes a step, at the link's alpha and B:
+    T = 2(k-1)·alpha + 2(k-1)/k · n/B [+ (k-1)/k · n/gamma] (the ring's and the sharded server's one formula)."""
+    kf = np.maximum(np.asarray(k, dtype=np.float64), 1.0)
+    steps = 2.0 * (kf - 1.0)
+    return ring_pass(network, k, nbytes, name, reduce_Bps, link, steps, busbw_factor(kf), (kf - 1.0) / kf)
+
+
+def ring_pass(
+    network: Sequence[Tier],
+    k: np.ndarray,
+    nbytes: np.ndarray,
+    name: str,
+    reduce_Bps: float | None,
+    link: Sequence[np.ndarray],
+    steps: np.ndarray,
+    sent: np.ndarray,
+    reduced: np.ndarray,
+) -> CommCost:
+    """Ring-shaped passes priced at one link: ``steps`` hops of alpha, ``sent``·n bytes per device at B, and
+    ``reduced``·n bytes reduced at gamma (``steps``, ``sent``, ``reduced`` over k, 0 at k = 1). The link is
+    (alpha, B, bottleneck tier, latency tier)."""
+    alpha, bus, bottleneck, lat_tier = link
+    n = np.asarray(nbytes, dtype=np.float64)
     with np.errstate(divide="ignore", invalid="ignore"):
-        # 2(k-1)/k / B per byte, over k only (0 at k = 1, where B is inf), then one product over the grid
-        bandwidth = n * (busbw_factor(np.maximum(kf, 1.0)) / bus)
+        bandwidth = n * (sent / bus)  # per byte over k only (0 at k = 1, where B is inf), then one product
     return pack(
         network,
         k,
         n,
-        "ring",
-        latency=2.0 * (kf - 1.0) * alpha,
+        name,
+        latency=steps * alpha,
         bandwidth=bandwidth,
-        reduced=(kf - 1.0) / np.maximum(kf, 1.0) * n,
+        reduced=reduced * n,
         reduce_Bps=reduce_Bps,
         alpha=alpha,
         bus=bus,
@@ -339,22 +371,4 @@ def ps_sharded_allreduce(
     (``tier_link_bandwidth``), not the ring's.
     """
     k = np.asarray(k, dtype=np.int64)
-    n = np.asarray(nbytes, dtype=np.float64)
-    kf = k.astype(np.float64)
-    alpha, bus, bottleneck, lat_tier = _flat(network, k)
-    with np.errstate(divide="ignore", invalid="ignore"):
-        bandwidth = busbw_factor(np.maximum(kf, 1.0)) * n / bus
-    return pack(
-        network,
-        k,
-        n,
-        "ps-sharded",
-        latency=2.0 * (kf - 1.0) * alpha,
-        bandwidth=bandwidth,
-        reduced=(kf - 1.0) / np.maximum(kf, 1.0) * n,
-        reduce_Bps=reduce_Bps,
-        alpha=alpha,
-        bus=bus,
-        bottleneck=bottleneck,
-        lat_tier=lat_tier,
-    )
+    return _two_passes(network, k, nbytes, "ps-sharded", reduce_Bps, *_flat(network, k))

@@ -170,24 +170,18 @@ def validation_series(recs: list[dict[str, Any]], name: str) -> dict[str, Any]:
     rs = [r for r in recs if str(r["metric"]) == metric]
     out: dict[str, Any] = {"metric": metric, "k_key": k_key}
     if rs and rs[0].get("bytes") is not None:
-        line = [
-            {
-                "devices": r[k_key],
-                "bytes": r["bytes"],
-                "time_s": r["predicted"],
-                "busbw_GBps": busbw_GBps(r["bytes"], r[k_key], r["predicted"]),
-            }
-            for r in rs
-        ]
-        meas = [
-            {
-                "devices": r[k_key],
-                "bytes": r["bytes"],
-                "time_s": r["measured"],
-                "busbw_GBps": busbw_GBps(r["bytes"], r[k_key], r["measured"]),
-            }
-            for r in rs
-        ]
+        line, meas = (
+            [
+                {
+                    "devices": r[k_key],
+                    "bytes": r["bytes"],
+                    "time_s": r[which],
+                    "busbw_GBps": busbw_GBps(r["bytes"], r[k_key], r[which]),
+                }
+                for r in rs
+            ]
+            for which in ("predicted", "measured")
+        )
         return {**out, "kind": "comm", "line": line, "measured": meas}
     rs = sorted(rs, key=lambda r: r[k_key])
     if metric == "speedup":

@@ -314,24 +314,13 @@ def speedup_figure(
                 )
         if s.measured:
             mk_k = _column(s.measured, "devices")
-            ax_s.plot(
-                mk_k,
-                _column(s.measured, "speedup"),
-                linestyle="none",
-                marker="x",
-                color=color,
-                markersize=7,
-                label=s.measured_label or f"{s.label} measured",
-            )
-            ax_e.plot(
-                mk_k,
-                _column(s.measured, "efficiency"),
-                linestyle="none",
-                marker="x",
-                color=color,
-                markersize=7,
-                label="_measured",
-            )
+            for ax, key, label in (
+                (ax_s, "speedup", s.measured_label or f"{s.label} measured"),
+                (ax_e, "efficiency", "_measured"),
+            ):
+                ax.plot(
+                    mk_k, _column(s.measured, key), linestyle="none", marker="x", color=color, markersize=7, label=label
+                )
     ax_s.plot(all_k, all_k, label="ideal S = k", **_IDEAL)
     ax_e.axhline(threshold, label=f"threshold E = {threshold:g}", **_THRESH)
     if geometric:
