@@ -713,9 +713,29 @@ def frontier_figure(ans: Any, title: str, size: FigSize = FigSize()) -> Figure:
         fontsize=9,
         color="crimson",
     )
-    if ans.runner_up is not None:
-        rx, ry = xy(ans.runner_up)
-        ax.scatter([rx], [ry], marker="D", s=60, facecolors="none", edgecolors="crimson", zorder=5, label="runner-up")
+    if ans.runner_up is not None:  # drawn over the answer (it is often its neighbour) and named
+        r = ans.runner_up
+        rx, ry = xy(r)
+        ax.scatter(
+            [rx],
+            [ry],
+            marker="D",
+            s=90,
+            facecolors="none",
+            edgecolors="darkorange",
+            linewidths=2,
+            zorder=6,
+            label="runner-up",
+        )
+        ax.annotate(
+            f"runner-up: {r['strategy']}, k = {r['devices']}, micro-batch {r['batch_per_device']} x accum {r['accum']}",
+            (rx, ry),
+            textcoords="offset points",
+            xytext=(-12, -26),
+            ha="right",
+            fontsize=9,
+            color="darkorange",
+        )
     ax.set_xscale("log")
     ax.xaxis.set_major_formatter(FuncFormatter(lambda v, _p: f"{v:g}"))
     ax.xaxis.set_minor_formatter(FuncFormatter(lambda v, _p: f"{v:g}" if f"{v:g}"[0] in "235" else ""))
