@@ -10,7 +10,10 @@ sample), or n·2(k-1)/k / busbw where only busbw is published. Sizes below 1 KiB
 Beside it, NCCL's own tuner estimate of the pair it picks (tuning.cc 2.20.3 re-implemented: ring plateau factor,
 all channels). Sources: the header of each file under validation/published/.
 
-    python benchmarks/validate_nccl.py [-v] [--textbook]
+    python benchmarks/validate_nccl.py [-v] [--textbook] [--ll128-net-off]
+
+``--ll128-net-off`` runs every profile with ``nccl.ll128_net: false`` (LL128 only inside a node), the open
+hypothesis of issue 21 for the H100 clusters whose forced-ring floor sits on Ring/Simple's latency.
 
 ``-v`` prints every point; where NCCL runs NVLS it also prints the pipeline fill the measurement implies, in
 chunk times: (measured - the modelled time without its fill) / one chunk time; the model charges 2.
@@ -43,6 +46,9 @@ CASES = [  # file, system column value (or None), profile, algorithm
     ("nccl-allreduce-8xH100-8xH200-azure.csv", "nd-h100-v5", "dgx-h100", "nvls"),  # NCCL_ALGO=NVLS, -g 8
     ("nccl-allreduce-8xH100-8xH200-azure.csv", "nd-h200-v5", "hgx-h200", "nvls"),
     ("nccl-allreduce-8xH200-ring-nvls-off.csv", None, "hgx-h200", "ring"),
+    ("nccl-allreduce-32xH100-4node-ib400.csv", None, "dgx-h100", "nccl"),  # past two nodes (issue 21)
+    ("nccl-allreduce-16xH100-2node-aws-p5-efa.csv", None, "aws-p5", "nccl"),  # EFA (issue 21)
+    ("nccl-allreduce-144xGB200-2rack.csv", None, "gb200-nvl72", "nccl"),  # two NVL72 racks (issue 21)
 ]
 BANDS = SIZE_BANDS
 
@@ -58,7 +64,7 @@ def _measured(r: dict[str, str]) -> float:
     return n * 2 * (k - 1) / k / (float(r["busbw_GBps"]) * 1e9)
 
 
-def main(verbose: bool = False, textbook: bool = False) -> list[dict]:
+def main(verbose: bool = False, textbook: bool = False, ll128_net: bool = True) -> list[dict]:
     out = []
     print(
         f"{'curve':52s} {'profile':9s} {'alg':5s} {'band':11s} {'n':>3s} {'simcli':>7s} {'NCCL tuner':>10s}"
@@ -66,6 +72,10 @@ def main(verbose: bool = False, textbook: bool = False) -> list[dict]:
     )
     for name, system, prof, alg in CASES:
         p = resolve_profile(prof)
+        if not ll128_net and p.nccl is not None:  # issue 21's open question: LL128 not across the network
+            import dataclasses
+
+            p = dataclasses.replace(p, nccl=dataclasses.replace(p.nccl, ll128_net=False))
         rs = [
             r for r in _rows(PUB / name) if (system is None or r.get("system") == system) and float(r["bytes"]) >= 1024
         ]
@@ -149,4 +159,4 @@ def main(verbose: bool = False, textbook: bool = False) -> list[dict]:
 
 
 if __name__ == "__main__":
-    main("-v" in sys.argv, "--textbook" in sys.argv)
+    main("-v" in sys.argv, "--textbook" in sys.argv, "--ll128-net-off" not in sys.argv)

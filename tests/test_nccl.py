@@ -319,7 +319,8 @@ def test_calibrate_fits_nccls_constants_from_two_or_more_k(tmp_path, runner):
     assert f.latency_identified[0] and f.latency_identified[1] and f.bandwidth_identified[0]
     assert f.latency_s[0] == pytest.approx(4e-6, rel=0.1)
     assert f.latency_s[1] == pytest.approx(10e-6, rel=0.1)
-    assert f.bandwidth_Bps[0] == pytest.approx(450e9 * 0.75, rel=0.05)
+    # NVLink binds only the one-node sizes once the multi-node trees are priced by their own network traffic
+    assert f.bandwidth_Bps[0] == pytest.approx(450e9 * 0.75, rel=0.1)
     assert f.holdout_median_rel < 0.05
     # through the CLI: calibrate on one run, validate on another; the profile still models NCCL
     for name, seed in (("a", 7), ("b", 8)):
