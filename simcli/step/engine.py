@@ -27,13 +27,13 @@ from typing import Any
 import numpy as np
 
 from ..base.types import DTYPE_BYTES, InputError, Profile, Workload
-from ..comm import collectives, topology
+from ..comm import collectives, nccl, topology
 from ..comm.cost import COMM_TERMS, CommCost
 from . import memory as memory_model
 from . import sharding, straggler, strategies
 from .buckets import BucketPlan, bucket_exposure, bucket_plan
 
-__all__ = ["Scenario", "Result", "simulate", "accumulated", "OVERLAPS", "fsdp_units"]
+__all__ = ["Scenario", "Result", "simulate", "accumulated", "OVERLAPS", "fsdp_units", "nccl_faster"]
 
 #: values of Scenario.overlap
 OVERLAPS = ("buckets", "none")
@@ -565,3 +565,60 @@ def _simulate_sharded(
             reshard_after_forward=sc.reshard_after_forward,
         ),
     )
+
+
+def nccl_faster(res: Result, margin: float = nccl.FASTER_MARGIN) -> list[dict[str, Any]]:
+    """Where the step runs NCCL's own choice and simcli prices another of NCCL's pairs cheaper by more than
+    ``margin`` (a fraction of the pick's time): one JSON-ready row per (message, k), k-major.
+
+    Only when NCCL chooses (a profile that models NCCL, ``--algorithm nccl``, no ``--protocol``): the pick is
+    what NCCL's tuner prefers, the cheaper pair what simcli's cost prefers (:func:`simcli.comm.nccl.nccl_faster_pair`;
+    docs/nccl.md says where the two part). ``setting`` is the NCCL_ALGO/NCCL_PROTO that runs the cheaper pair;
+    ``saving_s`` the communication one micro-step saves with it, before overlap (count x the difference).
+    """
+    sc = res.scenario
+    if sc.profile.library != "nccl" or sc.algorithm != "nccl" or sc.protocol is not None:
+        return []
+    if res.sharded is not None:
+        msgs = [
+            (coll, count, float(nbytes), cost, prof, devs)
+            for (_, count, nbytes, cost), (coll, prof, devs) in zip(res.sharded.messages, res.sharded.priced_on)
+            if count
+        ]
+    else:
+        plan = res.plan
+        assert plan is not None
+        msgs = [
+            ("all_reduce", float(count), float(nbytes), cost, sc.profile, res.devices)
+            for count, nbytes, cost in ((plan.full, plan.size, res.comm_bucket), (1, plan.last, res.comm_last))
+            if cost is not None and count
+        ]
+    found: list[tuple[int, int, dict[str, Any]]] = []
+    for m, (coll, count, nbytes, cost, prof, devs) in enumerate(msgs):
+        devs = np.asarray(devs, dtype=np.int64)
+        faster, alg, proto, t = nccl.nccl_faster_pair(prof, devs, np.float64(nbytes), coll, margin, picked=cost)
+        picked_t = np.broadcast_to(cost.time, devs.shape)
+        for i in np.flatnonzero(faster):
+            p_alg, p_proto = str(cost.algorithm[i]), cost.protocol[i] if cost.protocol is not None else None
+            f_proto = None if proto[i] in (None, "-") else str(proto[i])
+            found.append(
+                (
+                    int(i),
+                    m,
+                    {
+                        "devices": int(res.devices[i]),
+                        "collective": coll,
+                        "bytes": nbytes,
+                        "count": count,
+                        "algorithm": p_alg,
+                        "protocol": None if p_proto in (None, "-") else str(p_proto),
+                        "time_s": float(picked_t[i]),
+                        "faster_algorithm": str(alg[i]),
+                        "faster_protocol": f_proto,
+                        "faster_time_s": float(t[i]),
+                        "setting": nccl.nccl_env(str(alg[i]), f_proto),
+                        "saving_s": count * float(picked_t[i] - t[i]),
+                    },
+                )
+            )
+    return [row for _, _, row in sorted(found, key=lambda x: (x[0], x[1]))]
