@@ -175,3 +175,32 @@ def test_explain_and_profiles_show_name_the_kinds_and_their_defaults(runner):
     assert "link kinds" in out and "the kind's defaults" in out
     out = runner.invoke(app, ["profiles", "show", "aws-p5"]).stdout
     assert "(default of its kind)" in out and "NCCL class net" in out
+
+
+# --------------------------------------------------------------------------- plan solve over a non-monotone E
+
+
+def test_plan_solve_finds_the_smallest_value_and_the_ranges_where_more_is_worse(runner):
+    """dgx-h100, bert-large, k = 512: E rises with the InfiniBand bandwidth until NCCL's tuner switches the 25 MiB
+    buckets from Tree/LL128 to NVLSTree (~696 Gb/s), which simcli prices higher: E falls there."""
+    import json
+
+    from simcli.cli import app
+
+    args = ["plan", "solve", "network[1].bandwidth", "--devices", "512", "-p", "dgx-h100", "-m", "bert-large"]
+    r = runner.invoke(app, [*args, "-e", "0.8765", "-f", "json"])
+    assert r.exit_code == 0, r.output
+    d = json.loads(r.stdout)
+    assert d["bound"] == "minimum" and 400e9 / 8 < d["answer"] < 402e9 / 8
+    assert d["efficiency_at_answer"] >= 0.8765
+    drop = [w for w in d["worse_ranges"] if w["efficiency_from"] >= 0.8765 > w["efficiency_to"]]
+    assert len(drop) == 1 and 650e9 / 8 < drop[0]["from"] < 750e9 / 8
+    assert (drop[0]["picks_from"], drop[0]["picks_to"]) == ("tree/ll128", "nvls-tree/simple")
+    assert drop[0]["to"] / drop[0]["from"] - 1 < 1e-5  # the switch, bisected to the tolerance
+    table = runner.invoke(app, [*args, "-e", "0.8765"]).stdout
+    assert "a larger value is worse" in table and "where a larger network[1].bandwidth is worse" in table
+    # the issue's question: answered with the best E, where it is reached and where more bandwidth is worse
+    r = runner.invoke(app, [*args, "-e", "0.9125"])
+    assert r.exit_code == 1
+    assert "the best is E = 0.87" in r.stderr and "a larger value is worse" in r.stderr
+    assert "tree/ll128 to nvls-tree/simple" in r.stderr
