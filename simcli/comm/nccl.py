@@ -714,7 +714,13 @@ def nccl_collective(
             out /= corr
         if by != "tuner":
             out /= pr.share(n)
-        out += pr.tuner_latency(tlat_t[j], n) if (by == "tuner" and pr.plateau) else tlat_t[j]
+        out += tlat_t[j]
+        if by == "tuner" and pr.plateau:
+            # the tuner's ring plateau (Pair.tuner_latency), in place: +0.4 x latency where n >= 64 x channels x k
+            # on more than one node; one comparison against a per-k threshold
+            at = np.where(np.broadcast_to(pr.multi, ks), 64.0 * pr.channels * np.broadcast_to(pr.ranks, ks), np.inf)
+            np.greater_equal(nn, at, out=mask)
+            np.add(out, (RING_PLATEAU - 1.0) * tlat_t[j], out=out, where=mask)
         if pr.ops is not None and by != "tuner":  # NVLS's pipeline fill: what it costs (NCCL's tuner omits it)
             fill_by_pair[j] = np.where(np.broadcast_to(pr.enabled, ks), pr.fill(nn), 0.0)
             out += fill_by_pair[j]
