@@ -122,7 +122,7 @@ def test_one_size_and_an_array_of_sizes_price_the_tree_alike():
 
 def test_the_step_names_the_cheaper_pair_and_its_setting(tmp_path):
     from simcli.io.workloads import get_model
-    from simcli.step.engine import Scenario, nccl_faster, simulate
+    from simcli.step.engine import STEP_MARGIN, Scenario, nccl_faster, simulate
 
     p = resolve_profile(str(_fast_ib(tmp_path)))
     res = simulate(Scenario(p, get_model("bert-large").workload(None)), [16, 512])
@@ -132,7 +132,9 @@ def test_the_step_names_the_cheaper_pair_and_its_setting(tmp_path):
     assert (r["algorithm"], r["protocol"]) == ("nvls-tree", "simple")
     assert (r["faster_algorithm"], r["faster_protocol"]) == ("tree", "ll128")
     assert r["setting"] == "NCCL_ALGO=Tree NCCL_PROTO=LL128"
-    assert r["faster_time_s"] < r["time_s"] * (1 - nccl.FASTER_MARGIN)
+    assert r["faster_time_s"] < r["time_s"]
+    step = float(res.t_step_s[1])
+    assert sum(x["saving_s"] for x in rows) > STEP_MARGIN * step  # said only where the step gains more than 1%
     # a forced algorithm or protocol, or a textbook profile: NCCL does not choose, nothing to say
     assert nccl_faster(simulate(Scenario(p, get_model("bert-large").workload(None), protocol="simple"), [512])) == []
 
@@ -214,19 +216,19 @@ def test_a_better_tier_never_makes_speedup_slower_without_saying_why():
     line (:func:`simcli.cli.common.warn_nccl_faster`, fed by :func:`simcli.step.engine.nccl_faster`) names the cause
     at that k: NCCL's tuner picking a pair that simcli prices higher, and the NCCL_ALGO/NCCL_PROTO of the cheaper one.
 
-    Every built-in profile, every transformer and CNN preset, k = 16..1024:x2. Below the stated threshold
-    (nccl.FASTER_MARGIN of the pick's time) nothing is said, so a step may then be slower by at most that fraction
-    of its communication: each pair's cost never grows with a better tier, so a new pick costs at most the margin
-    more than the old pick does on the better tier. Sweeps all 484 cases in about a second.
+    Every built-in profile, every transformer and CNN preset, k = 16..1024:x2. The line names the k where the
+    cheaper pairs would save more than STEP_MARGIN (1%) of the step; elsewhere a better tier can make the step slower
+    by at most that much (each pair's cost never grows with a better tier, so the step with the new picks is at most
+    their saving above the step with the old ones), and the sweep holds that bound. 484 cases in about a second.
     """
     from simcli.io.profiles import list_profiles
     from simcli.io.workloads import presets
-    from simcli.step.engine import Scenario, nccl_faster, simulate
+    from simcli.step.engine import STEP_MARGIN, Scenario, nccl_faster, simulate
 
     K = 2 ** np.arange(4, 11)
     models = {n: m for n, m in presets().items() if m.kind in ("transformer", "cnn")}
     assert {m.kind for m in models.values()} == {"transformer", "cnn"}
-    checked, silent = 0, []
+    checked, slower_named, silent = 0, 0, []
     for entry in (e for e in list_profiles() if e.origin == "built-in"):
         p = resolve_profile(entry.name)
         for name, preset in models.items():
@@ -247,10 +249,9 @@ def test_a_better_tier_never_makes_speedup_slower_without_saying_why():
                     named = {r["devices"] for r in nccl_faster(res) if r["setting"].startswith("NCCL_ALGO=")}
                     for j in np.flatnonzero(slower):
                         if int(K[j]) in named:
+                            slower_named += 1
                             continue
                         extra = res.t_step_s[j] - base.t_step_s[j]
-                        silent.append((entry.name, name, t.name, what, int(K[j]), extra / base.t_step_s[j]))
-                        assert extra <= nccl.FASTER_MARGIN * res.t_comm_s[j] * (1 + 1e-9), silent[-1]
-    assert checked >= 400
-    # what stays unsaid is small: under 0.1% of the step in every case
-    assert all(frac < 1e-3 for *_, frac in silent), silent
+                        silent.append((entry.name, name, t.name, what, int(K[j]), extra / res.t_step_s[j]))
+                        assert extra <= STEP_MARGIN * res.t_step_s[j] * (1 + 1e-9), silent[-1]
+    assert checked >= 400 and slower_named > 0  # the paradox exists, and is named where it matters

@@ -366,7 +366,9 @@ def test_speedup_one_result_per_strategy(runner):
     assert r.exit_code == 0, r.output
     recs = json.loads(r.stdout)
     assert [x["strategy"] for x in recs] == ["ddp", "ddp", "fsdp", "fsdp", "hsdp", "hsdp"]
-    assert r.stderr == ""
+    # nothing on stderr but, once, the note that hsdp's replica all-reduce runs faster with NCCL_ALGO=Ring (issue 21)
+    assert [x for x in r.stderr.splitlines() if "NCCL's own choice" not in x] == []
+    assert len(r.stderr.splitlines()) <= 1
 
 
 def test_speedup_strategy_options(runner):

@@ -405,14 +405,16 @@ def warn(msg: str) -> None:
 FASTER_GROUPS = 3
 
 
-def warn_nccl_faster(rows: Iterable[dict[str, Any]]) -> None:
+def warn_nccl_faster(rows: Iterable[dict[str, Any]], step: bool = True) -> None:
     """One stderr line for a whole command: where NCCL's own pick costs more, in simcli's model, than another of its
     pairs (simcli.step.engine.nccl_faster, simcli.comm.grid's ``faster``), naming that pair's NCCL_ALGO/NCCL_PROTO.
 
-    Each row: profile, collective, bytes, devices, algorithm, protocol, time_s, setting, faster_time_s.
+    Each row: profile, collective, bytes, devices, algorithm, protocol, time_s, setting, faster_time_s. ``step``:
+    the rows are a step's messages (said past STEP_MARGIN of the step), else single collectives (FASTER_MARGIN).
     """
     from ..base.units import fmt_bytes, fmt_time
     from ..comm.nccl import FASTER_MARGIN
+    from ..step.engine import STEP_MARGIN
 
     groups: dict[tuple, list[dict[str, Any]]] = {}
     for r in rows:
@@ -436,7 +438,13 @@ def warn_nccl_faster(rows: Iterable[dict[str, Any]]) -> None:
         )
     more = len(groups) - FASTER_GROUPS
     warn(
-        f"simcli prices another NCCL pair cheaper than NCCL's own choice (by more than {FASTER_MARGIN:.0%}): "
+        "simcli prices another NCCL pair cheaper than NCCL's own choice ("
+        + (
+            f"saving more than {STEP_MARGIN:.0%} of the step"
+            if step
+            else f"by more than {FASTER_MARGIN:.0%} of the collective"
+        )
+        + "): "
         + "; ".join(parts)
         + (f"; and {more} more" if more > 0 else "")
         + " (NCCL's tuner and simcli's cost part where docs/nccl.md says; explain shows each message)"

@@ -245,7 +245,7 @@ def comm(
                 if r.get("faster")
             ]
             bar.advance()
-    warn_nccl_faster(faster)
+    warn_nccl_faster(faster, step=False)
     if out.table:
         from rich.console import Group
         from rich.text import Text

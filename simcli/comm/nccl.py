@@ -837,10 +837,8 @@ def nccl_collective(
 
 #: NCCL_ALGO's spellings of simcli's NCCL algorithm names (NCCL_PROTO's are the ProtocolSpec rows' ``nccl``)
 NCCL_ALGO_ENV = {"ring": "Ring", "tree": "Tree", "nvls": "NVLS", "nvls-tree": "NVLSTree"}
-#: by how much the cheapest pair by simcli's cost must beat NCCL's pick before simcli says so, as a fraction of the
-#: pick's time. Below it a faster network can still predict a slower step, by at most this fraction of the step's
-#: communication (each pair's cost never grows with bandwidth or shrinking latency, so a new pick is at most this
-#: much above the old pick's new cost): tests/test_nccl_issue21.py's property test holds that bound
+#: by how much the cheapest pair by simcli's cost must beat NCCL's pick of one collective before ``comm`` says so,
+#: as a fraction of the pick's time (a step says so by its own measure: simcli.step.engine.STEP_MARGIN)
 FASTER_MARGIN = 0.02
 
 
