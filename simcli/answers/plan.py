@@ -500,8 +500,15 @@ class Solved:
             f"; the current {f.fmt(self.current)} gives E = {self.current_efficiency:.4f} "
             f"({'meets' if meets else 'misses'} the target)"
         )
-        if self.worse:
-            s += "; " + worse_text(f, self.worse, self.bound, self.target)
+        above = [w for w in self.worse if w["efficiency_from"] >= self.target]
+        if above:
+            s += "; " + worse_text(f, above, self.bound, self.target)
+        if len(above) < len(self.worse):
+            n = len(self.worse) - len(above)
+            s += (
+                f"; {'also ' if above else ''}{n} range{'s' if n > 1 else ''} where a "
+                f"{'larger' if self.bound != 'maximum' else 'smaller'} value is worse, below the target (worse_ranges)"
+            )
         return s
 
     def reason(self) -> str:
@@ -532,11 +539,16 @@ class Solved:
         }
 
 
+#: ranges :func:`worse_text` names before it says "and N more"
+WORSE_SHOWN = 3
+
+
 def worse_text(f: FieldRef, worse: tuple[dict[str, Any], ...] | list[dict[str, Any]], bound: str, target: float) -> str:
-    """The ranges where going further in the field's better direction lowers E, in words."""
+    """The ranges where going further in the field's better direction lowers E, in words (the largest drops first)."""
     word = "larger" if bound != "maximum" else "smaller"
     parts = []
-    for w in worse:
+    shown = sorted(worse, key=lambda w: w["efficiency_to"] - w["efficiency_from"])[:WORSE_SHOWN]
+    for w in sorted(shown, key=lambda w: worse.index(w)):
         lo, hi = sorted((w["from"], w["to"]))
         where = f"at {f.fmt(w['to'])}" if hi / lo <= 1.0 + 1e-3 else f"from {f.fmt(w['from'])} to {f.fmt(w['to'])}"
         why = ""
@@ -547,7 +559,8 @@ def worse_text(f: FieldRef, worse: tuple[dict[str, Any], ...] | list[dict[str, A
             + (", below the target" if w["efficiency_to"] < target <= w["efficiency_from"] else "")
             + why
         )
-    return f"a {word} value is worse: " + "; ".join(parts)
+    more = len(worse) - len(shown)
+    return f"a {word} value is worse: " + "; ".join(parts) + (f"; and {more} more (worse_ranges)" if more > 0 else "")
 
 
 def _search_grid(kind: str, x0: float) -> np.ndarray:
@@ -708,8 +721,13 @@ def solve_field(sc: Scenario, *, devices: int, target: float, path: str, rtol: f
     )
 
 
+#: the least relative fall of E that counts as a range where a better value is worse (below it: rounding, or a
+#: last bucket's pick that changes nothing one can see)
+WORSE_MIN = 1e-3
+
+
 def _worse_ranges(xs: np.ndarray, es: np.ndarray, picks: list[str]) -> list[dict[str, Any]]:
-    """Runs of samples, in the field's better direction, along which E falls (by more than rounding)."""
+    """Runs of samples, in the field's better direction, along which E falls (by more than WORSE_MIN of E)."""
     out: list[dict[str, Any]] = []
     start = None
     for j in range(1, len(xs) + 1):
@@ -718,6 +736,9 @@ def _worse_ranges(xs: np.ndarray, es: np.ndarray, picks: list[str]) -> list[dict
             start = j - 1
         elif not falling and start is not None:
             end = j - 1
+            if es[end] >= es[start] * (1.0 - WORSE_MIN):
+                start = None
+                continue
             out.append(
                 {
                     "from": float(xs[start]),

@@ -447,5 +447,9 @@ def warn_nccl_faster(rows: Iterable[dict[str, Any]], step: bool = True) -> None:
         + "): "
         + "; ".join(parts)
         + (f"; and {more} more" if more > 0 else "")
-        + " (NCCL's tuner and simcli's cost part where docs/nccl.md says; explain shows each message)"
+        + (
+            " (NCCL's tuner and simcli's cost part where docs/nccl.md says; 'simcli explain -k K' shows each message)"
+            if step
+            else " (NCCL's tuner and simcli's cost part where docs/nccl.md says; --format json: 'faster' per row)"
+        )
     )
