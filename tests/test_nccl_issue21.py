@@ -255,3 +255,20 @@ def test_a_better_tier_never_makes_speedup_slower_without_saying_why():
                         silent.append((entry.name, name, t.name, what, int(K[j]), extra / res.t_step_s[j]))
                         assert extra <= STEP_MARGIN * res.t_step_s[j] * (1 + 1e-9), silent[-1]
     assert checked >= 400 and slower_named > 0  # the paradox exists, and is named where it matters
+
+
+def test_a_kind_default_changed_later_is_the_tiers_own():
+    """A calibrated or solved latency replaces the kind's default: written out, shown without the mark."""
+    from simcli.io.profiles import describe, profile_to_dict
+
+    p = resolve_profile("aws-p5")
+    assert "latency" not in profile_to_dict(p)["network"][1]  # still the kind's: left to it
+    net = list(p.network)
+    net[1] = dataclasses.replace(net[1], latency_s=30e-6)
+    q = p.replace(network=tuple(net))
+    assert profile_to_dict(q)["network"][1]["latency"] == "30 us"
+    assert nccl.tier_defaulted(q.network[1]) == ("efficiency",)
+    rows = dict(describe(q))
+    assert "default" not in rows["network[1].latency"] and "default of its kind" in rows["network[1].efficiency"]
+    again = profile_from_dict(yaml.safe_load(yaml.safe_dump(profile_to_dict(q))), "test")
+    assert again.network[1].latency_s == pytest.approx(30e-6) and again.network[1].efficiency == pytest.approx(0.92)

@@ -79,7 +79,7 @@ def tier_rows(sc: Scenario, comm: CommCost, k: int, hops: np.ndarray | None) -> 
             # profile left to the kind's defaults
             "kind": nccl.tier_kind(t, i),
             "kind_note": kind_text(t, i),
-            "defaulted": list(t.defaulted),
+            "defaulted": list(nccl.tier_defaulted(t)),
             "alpha_s": t.latency_s,
             "efficiency": t.efficiency,
             "ring_bandwidth_Bps": _f(ring_bw[i]),

@@ -70,6 +70,7 @@ __all__ = [
     "default_spec",
     "tier_kind",
     "tier_hw",
+    "tier_defaulted",
     "tree_groups",
     "hops",
     "nccl_spec",
@@ -206,6 +207,16 @@ def tier_kind(tier: Tier, index: int) -> str:
         if w in name:
             return k
     return "infiniband"
+
+
+def tier_defaulted(tier: Tier) -> tuple[str, ...]:
+    """The fields of ``tier`` that still hold its kind's default (``Tier.defaulted`` less any field changed since:
+    a calibrated or solved latency is the tier's own)."""
+    if not tier.defaulted or not tier.kind:
+        return ()
+    lk = link_kind(tier.kind)
+    now = {"latency": (tier.latency_s, lk.latency_us * 1e-6), "efficiency": (tier.efficiency, lk.efficiency)}
+    return tuple(f for f in tier.defaulted if f in now and abs(now[f][0] - now[f][1]) <= 1e-12 * abs(now[f][1]))
 
 
 def tier_hw(tier: Tier, index: int) -> str:

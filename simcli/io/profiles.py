@@ -481,7 +481,7 @@ def profile_to_dict(p: Profile) -> dict[str, Any]:
         "sources": list(p.sources),
         "library": p.library,
         "device": _dump_section(p.device, S.DEVICE),
-        "network": [_dump_section(t, S.TIER, t.defaulted) for t in p.network],
+        "network": [_dump_section(t, S.TIER, _defaulted(t)) for t in p.network],
     }
     if p.nccl is not None:
         out["nccl"] = {f.key: getattr(p.nccl, f.name) for f in S.NCCL if f.name not in p.nccl.defaulted}
@@ -586,6 +586,12 @@ def _human(f: S.Field, x: Any) -> str:
     return str(x)
 
 
+def _defaulted(t: Tier) -> tuple[str, ...]:
+    from ..comm.nccl import tier_defaulted
+
+    return tier_defaulted(t)
+
+
 def kind_text(t: Tier, index: int) -> str:
     """A tier's link kind as the tables say it: the name, how it was known, NCCL's class, what it changes."""
     from ..comm.nccl import tier_kind
@@ -612,7 +618,7 @@ def describe(p: Profile) -> list[tuple[str, str]]:
         pre = f"network[{i}]"
         for f in S.TIER:
             x = getattr(t, f.name)
-            dflt = " (default of its kind)" if f.key in t.defaulted else ""
+            dflt = " (default of its kind)" if f.key in _defaulted(t) else ""
             if f.key == "size":
                 rows.append((f"{pre}.size", "unbounded" if x is None else f"{x} devices"))
             elif f.key == "bandwidth":
