@@ -11,7 +11,7 @@ import pytest
 from simcli.base.types import InputError, NcclSpec, Tier
 from simcli.cli import app
 from simcli.comm import collectives as C
-from simcli.comm import crossover, nccl, registry, specs, topology
+from simcli.comm import crossover, nccl, nccl_choice, registry, specs, topology
 from simcli.io.profiles import profile_from_dict, resolve_profile
 
 from conftest import make_profile
@@ -35,7 +35,7 @@ def h100_like(**spec):
 def pair(p, k, algorithm, protocol, collective="all_reduce"):
     k = np.asarray([k])
     tb = topology.tier_bandwidth(p.network, k)
-    (pr,) = [x for x in nccl.pairs(p.network, nccl.nccl_spec(p), k, tb, collective, [algorithm], [protocol])]
+    (pr,) = [x for x in nccl.pairs(p.network, nccl_choice.nccl_spec(p), k, tb, collective, [algorithm], [protocol])]
     return pr
 
 
@@ -147,7 +147,7 @@ def test_the_fastest_pair_is_never_slower_than_nccls_choice():
     p = h100_like()
     k, n = np.array([8, 16, 64, 512])[:, None], 2.0 ** np.arange(10, 35, 3)[None, :]
     pick = C.collective(p, "nccl", k, n)
-    best = nccl.nccl_collective(p, np.broadcast_to(k, (4, 1)), n, by="time")
+    best = nccl_choice.nccl_collective(p, np.broadcast_to(k, (4, 1)), n, by="time")
     assert np.all(best.time <= pick.time + 1e-15)
     for a in ("ring", "tree", "nvls-tree"):  # NCCL's choice is one of the pairs it could run
         forced = C.collective(p, a, k, n)

@@ -10,7 +10,7 @@ import pytest
 import yaml
 
 from simcli.comm import collectives as C
-from simcli.comm import nccl, topology
+from simcli.comm import nccl, nccl_choice, topology
 from simcli.io.profiles import profile_from_dict, resolve_profile
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -20,7 +20,13 @@ def _pair(profile, k, algorithm, protocol):
     p = resolve_profile(profile) if isinstance(profile, str) else profile
     K = np.array([k])
     (pr,) = nccl.pairs(
-        p.network, nccl.nccl_spec(p), K, topology.tier_bandwidth(p.network, K), "all_reduce", [algorithm], [protocol]
+        p.network,
+        nccl_choice.nccl_spec(p),
+        K,
+        topology.tier_bandwidth(p.network, K),
+        "all_reduce",
+        [algorithm],
+        [protocol],
     )
     return pr
 
@@ -38,7 +44,9 @@ network:
     t = p.network[1]
     assert t.latency_s == pytest.approx(23e-6) and t.efficiency == pytest.approx(0.92)
     assert set(t.defaulted) == {"latency", "efficiency"}
-    assert nccl.nccl_spec(p).protocols == ("simple",)  # aws-ofi-nccl: NCCL_PROTO=simple without 128-byte ordering
+    assert nccl_choice.nccl_spec(p).protocols == (
+        "simple",
+    )  # aws-ofi-nccl: NCCL_PROTO=simple without 128-byte ordering
 
 
 def test_efa_floor_is_nvls_tree_with_the_plugins_hop_latency():
@@ -81,7 +89,7 @@ def test_mnnvl_rack_is_one_nccl_node():
 
 def test_ll128_net_off_drops_ll128_only_across_nodes():
     p = resolve_profile("dgx-h100")
-    off = dataclasses.replace(p, nccl=dataclasses.replace(nccl.nccl_spec(p), ll128_net=False))
+    off = dataclasses.replace(p, nccl=dataclasses.replace(nccl_choice.nccl_spec(p), ll128_net=False))
     assert _pair(off, 8, "ring", "ll128").enabled[0] and not _pair(off, 16, "ring", "ll128").enabled[0]
 
 
@@ -89,11 +97,11 @@ def test_faster_pair_names_the_env_that_gets_it():
     p = resolve_profile("dgx-h100")
     k = np.array([[8], [16], [32]])
     n = 2.0 ** np.arange(10, 34, 2)[None, :]
-    faster, alg, proto, t = nccl.nccl_faster_pair(p, k, n)
-    picked = nccl.nccl_collective(p, k, n)
+    faster, alg, proto, t = nccl_choice.nccl_faster_pair(p, k, n)
+    picked = nccl_choice.nccl_collective(p, k, n)
     assert np.all(t <= picked.time * (1 + 1e-12))
-    assert np.all(~faster | (t < (1 - nccl.FASTER_MARGIN) * picked.time))
-    assert nccl.nccl_env("nvls-tree", "simple") == "NCCL_ALGO=NVLSTree NCCL_PROTO=Simple"
+    assert np.all(~faster | (t < (1 - nccl_choice.FASTER_MARGIN) * picked.time))
+    assert nccl_choice.nccl_env("nvls-tree", "simple") == "NCCL_ALGO=NVLSTree NCCL_PROTO=Simple"
 
 
 # --------------------------------------------------------------------------- saying where NCCL's pick costs more

@@ -10,7 +10,7 @@ from typing import Any
 
 import numpy as np
 
-from ..comm import nccl, registry, topology
+from ..comm import nccl, nccl_choice, registry, topology
 from ..comm.cost import CommCost
 from ..io.profiles import kind_text
 from ..step.engine import Scenario, nccl_faster
@@ -111,7 +111,7 @@ def step_terms(
         "protocol": protocol,
         "library": sc.profile.library,
         "formula": formula(formula_of, sc.profile.library) if formula_of in registry.SPECS else "",
-        "nccl_defaulted": (list(nccl.nccl_spec(sc.profile).defaulted) if sc.profile.library == "nccl" else None),
+        "nccl_defaulted": (list(nccl_choice.nccl_spec(sc.profile).defaulted) if sc.profile.library == "nccl" else None),
         "overlap": sc.overlap,
         "accum": sc.accum,
         "batch_per_device": float(res.batch_per_device[0]),

@@ -413,7 +413,7 @@ def warn_nccl_faster(rows: Iterable[dict[str, Any]], step: bool = True) -> None:
     the rows are a step's messages (said past STEP_MARGIN of the step), else single collectives (FASTER_MARGIN).
     """
     from ..base.units import fmt_bytes, fmt_time
-    from ..comm.nccl import FASTER_MARGIN
+    from ..comm.nccl_choice import FASTER_MARGIN
     from ..step.engine import STEP_MARGIN
 
     groups: dict[tuple, list[dict[str, Any]]] = {}

@@ -7,7 +7,7 @@ from typing import Any
 import numpy as np
 
 from ..base.types import DTYPE_BYTES, InputError, Profile
-from . import collectives, nccl, specs, topology
+from . import collectives, nccl_choice, specs, topology
 from .cost import CommCost
 
 __all__ = ["comm_grid"]
@@ -48,7 +48,7 @@ def comm_grid(
     faster = None
     if profile.library == "nccl" and algorithm == "nccl" and protocol is None:
         # issue 21: where simcli's cost of NCCL's own pick is above another pair's, the setting that runs that pair
-        faster, f_alg, f_proto, f_time = nccl.nccl_faster_pair(profile, k[:, None], n[None, :], collective)
+        faster, f_alg, f_proto, f_time = nccl_choice.nccl_faster_pair(profile, k[:, None], n[None, :], collective)
     recs = []
     for idx in np.ndindex(t.shape):
         b = int(cost.bottleneck[idx])
@@ -74,7 +74,7 @@ def comm_grid(
         if faster is not None:
             fast = bool(faster[idx])
             proto = None if f_proto[idx] in (None, "-") else str(f_proto[idx])
-            recs[-1]["faster"] = nccl.nccl_env(str(f_alg[idx]), proto) if fast else None
+            recs[-1]["faster"] = nccl_choice.nccl_env(str(f_alg[idx]), proto) if fast else None
             recs[-1]["faster_s"] = float(f_time[idx]) if fast else None
     return recs
 

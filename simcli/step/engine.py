@@ -27,7 +27,7 @@ from typing import Any
 import numpy as np
 
 from ..base.types import DTYPE_BYTES, InputError, Profile, Workload
-from ..comm import collectives, nccl, topology
+from ..comm import collectives, nccl_choice, topology
 from ..comm.cost import COMM_TERMS, CommCost
 from . import memory as memory_model
 from . import sharding, straggler, strategies
@@ -607,7 +607,7 @@ def nccl_faster(res: Result, margin: float = STEP_MARGIN) -> list[dict[str, Any]
     total = np.zeros(res.devices.shape)
     for m, (coll, count, nbytes, cost, prof, devs) in enumerate(msgs):
         devs = np.asarray(devs, dtype=np.int64)
-        faster, alg, proto, t = nccl.nccl_faster_pair(prof, devs, np.float64(nbytes), coll, 1e-9, picked=cost)
+        faster, alg, proto, t = nccl_choice.nccl_faster_pair(prof, devs, np.float64(nbytes), coll, 1e-9, picked=cost)
         picked_t = np.broadcast_to(cost.time, devs.shape)
         for i in np.flatnonzero(faster):
             p_proto = cost.protocol[i] if cost.protocol is not None else None
@@ -629,7 +629,7 @@ def nccl_faster(res: Result, margin: float = STEP_MARGIN) -> list[dict[str, Any]
                         "faster_algorithm": str(alg[i]),
                         "faster_protocol": f_proto,
                         "faster_time_s": float(t[i]),
-                        "setting": nccl.nccl_env(str(alg[i]), f_proto),
+                        "setting": nccl_choice.nccl_env(str(alg[i]), f_proto),
                         "saving_s": saving,
                     },
                 )

@@ -56,7 +56,7 @@ from typing import Any
 import numpy as np
 
 from ..base.types import InputError, Profile, Tier
-from ..comm import collectives, nccl, registry
+from ..comm import collectives, nccl, nccl_choice, registry
 from ..comm.cost import COMM_TERMS, CommCost
 from .buckets import bucket_exposure, bucket_plan  # DDP's bucket timeline, reused for zero1/zero2's reduce-scatter
 from .memory import ZERO_BUCKET_ELEMENTS
@@ -139,12 +139,11 @@ def replica_profile(profile: Profile, group: int) -> Profile:
         bw = t.bandwidth_Bps / group if t.per == "node" else t.bandwidth_Bps
         kind = t.kind or _tier_kind(t, i)
         tiers.append(dataclasses.replace(t, size=size, bandwidth_Bps=bw, kind=kind))
-    spec = nccl.nccl_spec(profile) if profile.library == "nccl" else profile.nccl
+    spec = nccl_choice.nccl_spec(profile) if profile.library == "nccl" else profile.nccl
     return dataclasses.replace(profile, name=f"{profile.name} (replicas of {group})", network=tuple(tiers), nccl=spec)
 
 
 def _tier_kind(t: Tier, i: int) -> str:
-    from ..comm import nccl
 
     return nccl.tier_kind(t, i)
 
