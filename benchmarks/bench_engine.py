@@ -60,7 +60,7 @@ def nccl_vs_numpy(repeat: int) -> tuple[float, float]:
     """NCCL's choice over 10^6 (k, size) points: the engine (every term, per-tier arrays, the choice) against a
     bare numpy minimum over the same (algorithm, protocol) pairs' latency + size / bandwidth."""
     from simcli.comm import collectives as C
-    from simcli.comm import nccl, topology
+    from simcli.comm import nccl, nccl_choice, topology
     from simcli.io.profiles import resolve_profile
 
     prof = resolve_profile("dgx-h100")
@@ -70,7 +70,9 @@ def nccl_vs_numpy(repeat: int) -> tuple[float, float]:
     def engine():
         C.collective(prof, "nccl", k[:, None], n[None, :])
 
-    prs = nccl.pairs(prof.network, nccl.nccl_spec(prof), k[:, None], topology.tier_bandwidth(prof.network, k[:, None]))
+    prs = nccl.pairs(
+        prof.network, nccl_choice.nccl_spec(prof), k[:, None], topology.tier_bandwidth(prof.network, k[:, None])
+    )
     lat = [p.latency for p in prs]
     bw = [p.alg_Bps for p in prs]
     nn = n[None, :]

@@ -10,7 +10,14 @@ sample), or n·2(k-1)/k / busbw where only busbw is published. Sizes below 1 KiB
 Beside it, NCCL's own tuner estimate of the pair it picks (tuning.cc 2.20.3 re-implemented: ring plateau factor,
 all channels). Sources: the header of each file under validation/published/.
 
-    python benchmarks/validate_nccl.py [-v] [--textbook]
+    python benchmarks/validate_nccl.py [-v] [--textbook] [--ll128-net-off] [--extra DIR[:PROFILE]]
+
+``--extra DIR[:PROFILE]`` adds every CSV of DIR (columns devices, bytes, time_us[, time_inplace_us]; NCCL's default
+choice, -g 1) priced with PROFILE (default dgx-h100): curves held out of the project (issue 21 phase 2 used the other
+runs of the nccl-tests#309 thread) to check that a mechanism was not chosen on the rows it is judged by.
+
+``--ll128-net-off`` runs every profile with ``nccl.ll128_net: false`` (LL128 only inside a node), the open
+hypothesis of issue 21 for the H100 clusters whose forced-ring floor sits on Ring/Simple's latency.
 
 ``-v`` prints every point; where NCCL runs NVLS it also prints the pipeline fill the measurement implies, in
 chunk times: (measured - the modelled time without its fill) / one chunk time; the model charges 2.
@@ -32,7 +39,7 @@ sys.path.insert(0, str(ROOT))
 
 from simcli.answers.validate import SIZE_BANDS  # noqa: E402
 from simcli.comm import collectives as C  # noqa: E402
-from simcli.comm import nccl, topology  # noqa: E402
+from simcli.comm import nccl, nccl_choice, topology  # noqa: E402
 from simcli.io.profiles import resolve_profile  # noqa: E402
 
 PUB = ROOT / "validation" / "published"
@@ -43,6 +50,13 @@ CASES = [  # file, system column value (or None), profile, algorithm
     ("nccl-allreduce-8xH100-8xH200-azure.csv", "nd-h100-v5", "dgx-h100", "nvls"),  # NCCL_ALGO=NVLS, -g 8
     ("nccl-allreduce-8xH100-8xH200-azure.csv", "nd-h200-v5", "hgx-h200", "nvls"),
     ("nccl-allreduce-8xH200-ring-nvls-off.csv", None, "hgx-h200", "ring"),
+    ("nccl-allreduce-32xH100-4node-ib400.csv", None, "dgx-h100", "nccl"),  # past two nodes (issue 21)
+    ("nccl-allreduce-16xH100-2node-aws-p5-efa.csv", None, "aws-p5", "nccl"),  # EFA (issue 21)
+    ("nccl-allreduce-144xGB200-2rack.csv", None, "gb200-nvl72", "nccl"),  # two NVL72 racks (issue 21)
+    # the other runs of the nccl-tests#309 thread, held out while the mechanisms were chosen (headers say so)
+    ("nccl-allreduce-16xH100-2node-gjaion.csv", None, "dgx-h100", "nccl"),
+    ("nccl-allreduce-32xH100-4node-vm.csv", None, "dgx-h100", "nccl"),
+    ("nccl-allreduce-64xH100-8node-gjaion.csv", None, "dgx-h100", "nccl"),
 ]
 BANDS = SIZE_BANDS
 
@@ -58,17 +72,24 @@ def _measured(r: dict[str, str]) -> float:
     return n * 2 * (k - 1) / k / (float(r["busbw_GBps"]) * 1e9)
 
 
-def main(verbose: bool = False, textbook: bool = False) -> list[dict]:
+def main(verbose: bool = False, textbook: bool = False, ll128_net: bool = True, extra: str | None = None) -> list[dict]:
     out = []
+    cases = [(PUB / f, s, p, a) for f, s, p, a in CASES]
+    if extra:
+        d, _, prof = extra.partition(":")
+        cases += [(f, None, prof or "dgx-h100", "nccl") for f in sorted(Path(d).glob("*.csv"))]
     print(
         f"{'curve':52s} {'profile':9s} {'alg':5s} {'band':11s} {'n':>3s} {'simcli':>7s} {'NCCL tuner':>10s}"
         + (f" {'textbook':>10s}" if textbook else "")
     )
-    for name, system, prof, alg in CASES:
+    for path, system, prof, alg in cases:
+        name = path.name
         p = resolve_profile(prof)
-        rs = [
-            r for r in _rows(PUB / name) if (system is None or r.get("system") == system) and float(r["bytes"]) >= 1024
-        ]
+        if not ll128_net and p.nccl is not None:  # issue 21's open question: LL128 not across the network
+            import dataclasses
+
+            p = dataclasses.replace(p, nccl=dataclasses.replace(p.nccl, ll128_net=False))
+        rs = [r for r in _rows(path) if (system is None or r.get("system") == system) and float(r["bytes"]) >= 1024]
         k = np.array([int(r["devices"]) for r in rs])
         n = np.array([float(r["bytes"]) for r in rs])
         t = np.array([_measured(r) for r in rs])
@@ -76,7 +97,7 @@ def main(verbose: bool = False, textbook: bool = False) -> list[dict]:
         pred = C.collective(p, alg, k, n, "all_reduce", None, g)
         prs = nccl.pairs(
             p.network,
-            nccl.nccl_spec(p),
+            nccl_choice.nccl_spec(p),
             k,
             topology.tier_bandwidth(p.network, k),
             "all_reduce",
@@ -149,4 +170,5 @@ def main(verbose: bool = False, textbook: bool = False) -> list[dict]:
 
 
 if __name__ == "__main__":
-    main("-v" in sys.argv, "--textbook" in sys.argv)
+    ex = sys.argv[sys.argv.index("--extra") + 1] if "--extra" in sys.argv else None
+    main("-v" in sys.argv, "--textbook" in sys.argv, "--ll128-net-off" not in sys.argv, ex)

@@ -559,9 +559,11 @@ def test_stdout_on_a_full_device_is_one_line_exit_1():
             timeout=120,
         )
     assert p.returncode == 1
-    assert p.stderr.strip() == (
+    # the model's own notes (NCCL's choice at partial nodes, issue 21) may come before the error
+    lines = [x for x in p.stderr.strip().splitlines() if "NCCL's own choice" not in x]
+    assert lines == [
         "simcli: error: standard output: cannot write it (No space left on device); free some space or write elsewhere"
-    )
+    ]
 
 
 def test_broken_pipe_is_quiet():

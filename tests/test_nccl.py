@@ -11,7 +11,7 @@ import pytest
 from simcli.base.types import InputError, NcclSpec, Tier
 from simcli.cli import app
 from simcli.comm import collectives as C
-from simcli.comm import crossover, nccl, registry, specs, topology
+from simcli.comm import crossover, nccl, nccl_choice, registry, specs, topology
 from simcli.io.profiles import profile_from_dict, resolve_profile
 
 from conftest import make_profile
@@ -35,7 +35,7 @@ def h100_like(**spec):
 def pair(p, k, algorithm, protocol, collective="all_reduce"):
     k = np.asarray([k])
     tb = topology.tier_bandwidth(p.network, k)
-    (pr,) = [x for x in nccl.pairs(p.network, nccl.nccl_spec(p), k, tb, collective, [algorithm], [protocol])]
+    (pr,) = [x for x in nccl.pairs(p.network, nccl_choice.nccl_spec(p), k, tb, collective, [algorithm], [protocol])]
     return pr
 
 
@@ -147,7 +147,7 @@ def test_the_fastest_pair_is_never_slower_than_nccls_choice():
     p = h100_like()
     k, n = np.array([8, 16, 64, 512])[:, None], 2.0 ** np.arange(10, 35, 3)[None, :]
     pick = C.collective(p, "nccl", k, n)
-    best = nccl.nccl_collective(p, np.broadcast_to(k, (4, 1)), n, by="time")
+    best = nccl_choice.nccl_collective(p, np.broadcast_to(k, (4, 1)), n, by="time")
     assert np.all(best.time <= pick.time + 1e-15)
     for a in ("ring", "tree", "nvls-tree"):  # NCCL's choice is one of the pairs it could run
         forced = C.collective(p, a, k, n)
@@ -319,7 +319,8 @@ def test_calibrate_fits_nccls_constants_from_two_or_more_k(tmp_path, runner):
     assert f.latency_identified[0] and f.latency_identified[1] and f.bandwidth_identified[0]
     assert f.latency_s[0] == pytest.approx(4e-6, rel=0.1)
     assert f.latency_s[1] == pytest.approx(10e-6, rel=0.1)
-    assert f.bandwidth_Bps[0] == pytest.approx(450e9 * 0.75, rel=0.05)
+    # NVLink binds only the one-node sizes once the multi-node trees are priced by their own network traffic
+    assert f.bandwidth_Bps[0] == pytest.approx(450e9 * 0.75, rel=0.1)
     assert f.holdout_median_rel < 0.05
     # through the CLI: calibrate on one run, validate on another; the profile still models NCCL
     for name, seed in (("a", 7), ("b", 8)):

@@ -309,7 +309,7 @@ def test_replica_profile_counts_domains_in_groups():
     prof = resolve_profile("dgx-h100")
     sub = sharding.replica_profile(prof, 8)
     assert [t.size for t in sub.network] == [1, None]
-    assert [t.kind for t in sub.network] == ["nvlink", "net"]
+    assert [t.kind for t in sub.network] == ["nvlink", "infiniband"]
     three = prof.replace(
         network=(
             prof.network[0],
@@ -366,7 +366,9 @@ def test_speedup_one_result_per_strategy(runner):
     assert r.exit_code == 0, r.output
     recs = json.loads(r.stdout)
     assert [x["strategy"] for x in recs] == ["ddp", "ddp", "fsdp", "fsdp", "hsdp", "hsdp"]
-    assert r.stderr == ""
+    # nothing on stderr but, once, the note that hsdp's replica all-reduce runs faster with NCCL_ALGO=Ring (issue 21)
+    assert [x for x in r.stderr.splitlines() if "NCCL's own choice" not in x] == []
+    assert len(r.stderr.splitlines()) <= 1
 
 
 def test_speedup_strategy_options(runner):

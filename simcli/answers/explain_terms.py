@@ -10,12 +10,13 @@ from typing import Any
 
 import numpy as np
 
-from ..comm import nccl, registry, topology
+from ..comm import nccl, nccl_choice, registry, topology
 from ..comm.cost import CommCost
-from ..step.engine import Scenario
+from ..io.profiles import kind_text
+from ..step.engine import Scenario, nccl_faster
 from ..step.memory import PARTS
 
-__all__ = ["FORMULAS", "formula", "proto", "message", "tier_rows", "step_terms", "memory_terms"]
+__all__ = ["FORMULAS", "formula", "proto", "message", "tier_rows", "step_terms", "memory_terms", "faster_terms"]
 
 #: the cost each algorithm charges, as printed in explanations: the registry's formulas (one copy)
 FORMULAS: dict[str, str] = {a.name: a.formula for a in registry.REGISTRY}
@@ -74,7 +75,13 @@ def tier_rows(sc: Scenario, comm: CommCost, k: int, hops: np.ndarray | None) -> 
             "spanned": bool(spanned[i]),
             "per": t.per,
             "size": t.size,
+            # the link kind (given, or guessed from the name), what it changes in NCCL's model, and the fields the
+            # profile left to the kind's defaults
+            "kind": nccl.tier_kind(t, i),
+            "kind_note": kind_text(t, i),
+            "defaulted": list(nccl.tier_defaulted(t)),
             "alpha_s": t.latency_s,
+            "efficiency": t.efficiency,
             "ring_bandwidth_Bps": _f(ring_bw[i]),
             "link_bandwidth_Bps": _f(link_bw[i]),
             "latency_term_s": float(comm.tier_latency[i][0]),
@@ -104,7 +111,7 @@ def step_terms(
         "protocol": protocol,
         "library": sc.profile.library,
         "formula": formula(formula_of, sc.profile.library) if formula_of in registry.SPECS else "",
-        "nccl_defaulted": (list(nccl.nccl_spec(sc.profile).defaulted) if sc.profile.library == "nccl" else None),
+        "nccl_defaulted": (list(nccl_choice.nccl_spec(sc.profile).defaulted) if sc.profile.library == "nccl" else None),
         "overlap": sc.overlap,
         "accum": sc.accum,
         "batch_per_device": float(res.batch_per_device[0]),
@@ -129,7 +136,16 @@ def step_terms(
         "alpha_s": float(comm.alpha[0]),
         "bus_Bps": _f(comm.bus_Bps[0]),
         "memory": memory_terms(sc, res),
+        "nccl_faster": faster_terms(sc, res),
     }
+
+
+def faster_terms(sc: Scenario, res: Any) -> list[dict[str, Any]] | None:
+    """Where NCCL's own pick costs more than another of its pairs (simcli.step.engine.nccl_faster) at the result's
+    k; None where NCCL does not choose (a textbook profile, a forced algorithm or protocol)."""
+    if sc.profile.library != "nccl" or sc.algorithm != "nccl" or sc.protocol is not None:
+        return None
+    return [{k: v for k, v in row.items() if k != "devices"} for row in nccl_faster(res)]
 
 
 def memory_terms(sc: Scenario, res: Any) -> dict[str, Any]:

@@ -52,6 +52,7 @@ __all__ = [
     "max_devices",
     "field_ref",
     "solve_field",
+    "worse_text",
     "samples_from_tokens",
     "time_to_train",
     "DEFAULT_RTOL",
@@ -473,6 +474,9 @@ class Solved:
     at_answer: dict[str, Any] | None
     searched: tuple[float, float]
     evaluations: int
+    #: where E is not monotone: the ranges in which a value further in the field's better direction (larger for a
+    #: "minimum" bound, smaller for a "maximum") gives a lower E, each with E at its ends and NCCL's picks there
+    worse: tuple[dict[str, Any], ...] = ()
 
     def statement(self) -> str:
         f, k = self.field, self.devices
@@ -496,6 +500,15 @@ class Solved:
             f"; the current {f.fmt(self.current)} gives E = {self.current_efficiency:.4f} "
             f"({'meets' if meets else 'misses'} the target)"
         )
+        above = [w for w in self.worse if w["efficiency_from"] >= self.target]
+        if above:
+            s += "; " + worse_text(f, above, self.bound, self.target)
+        if len(above) < len(self.worse):
+            n = len(self.worse) - len(above)
+            s += (
+                f"; {'also ' if above else ''}{n} range{'s' if n > 1 else ''} where a "
+                f"{'larger' if self.bound != 'maximum' else 'smaller'} value is worse, below the target (worse_ranges)"
+            )
         return s
 
     def reason(self) -> str:
@@ -519,10 +532,35 @@ class Solved:
             "at_limit": self.at_limit,
             "searched": list(self.searched),
             "evaluations": self.evaluations,
+            "worse_ranges": [dict(w) for w in self.worse],
             "statement": self.statement(),
             "reason": self.reason(),
             "at_answer": self.at_answer,
         }
+
+
+#: ranges :func:`worse_text` names before it says "and N more"
+WORSE_SHOWN = 3
+
+
+def worse_text(f: FieldRef, worse: tuple[dict[str, Any], ...] | list[dict[str, Any]], bound: str, target: float) -> str:
+    """The ranges where going further in the field's better direction lowers E, in words (the largest drops first)."""
+    word = "larger" if bound != "maximum" else "smaller"
+    parts = []
+    shown = sorted(worse, key=lambda w: w["efficiency_to"] - w["efficiency_from"])[:WORSE_SHOWN]
+    for w in sorted(shown, key=lambda w: worse.index(w)):
+        lo, hi = sorted((w["from"], w["to"]))
+        where = f"at {f.fmt(w['to'])}" if hi / lo <= 1.0 + 1e-3 else f"from {f.fmt(w['from'])} to {f.fmt(w['to'])}"
+        why = ""
+        if w["picks_from"] != w["picks_to"]:
+            why = f" (NCCL's pick goes from {w['picks_from']} to {w['picks_to']})"
+        parts.append(
+            f"{where} E falls from {w['efficiency_from']:.4f} to {w['efficiency_to']:.4f}"
+            + (", below the target" if w["efficiency_to"] < target <= w["efficiency_from"] else "")
+            + why
+        )
+    more = len(worse) - len(shown)
+    return f"a {word} value is worse: " + "; ".join(parts) + (f"; and {more} more (worse_ranges)" if more > 0 else "")
 
 
 def _search_grid(kind: str, x0: float) -> np.ndarray:
@@ -532,18 +570,39 @@ def _search_grid(kind: str, x0: float) -> np.ndarray:
     return x0 * 10.0 ** np.arange(-12.0, 12.0 + 1e-9, 0.25)
 
 
+#: points sampled inside a grid step where NCCL's pick changes (then each change is bisected to the tolerance)
+REFINE_POINTS = 12
+
+
+def _picks(r: Result) -> str:
+    """NCCL's (or the algorithm's) pick for each of the step's messages at the result's one k, as text."""
+    if r.sharded is not None:
+        costs = [c for _, count, _, c in r.sharded.messages if count]
+    else:
+        costs = [c for c in (r.comm_bucket, r.comm_last) if c is not None]
+    out = []
+    for c in costs:
+        proto = None if c.protocol is None or c.protocol[0] in (None, "-") else str(c.protocol[0])
+        name = str(c.algorithm[0]) + (f"/{proto}" if proto else "")
+        if name not in out:
+            out.append(name)
+    return ", ".join(out)
+
+
 def solve_field(sc: Scenario, *, devices: int, target: float, path: str, rtol: float = DEFAULT_RTOL) -> Solved:
     """The value of the field at ``path`` at which E(devices) reaches ``target``.
 
-    E is monotone in each solvable field for a fixed k (more bandwidth, less
-    latency, a higher link efficiency never lower it; a faster device, higher
-    mfu or peak, lowers it because the same communication is then a larger
-    share of a shorter step). The search evaluates a quarter-decade grid from
-    1e-12 to 1e12 times the current value (fractions: 1e-12 to 1), finds the
-    grid step where the target is crossed, then bisects in log space until the
-    two ends differ by a factor of at most 1 + rtol, and returns the end that
-    meets the target. Raises :class:`Infeasible` when no value in the interval
-    reaches the target, with the reason.
+    E follows each solvable field for a fixed k in one direction while NCCL's picks stay the same (more bandwidth,
+    less latency, a higher link efficiency never lower one pair's cost; a faster device, higher mfu or peak, lowers
+    E because the same communication is then a larger share of a shorter step). Where NCCL's tuner then switches to
+    a pair that simcli prices higher (docs/nccl.md), E can fall although the field got better: the search allows it.
+    It evaluates a quarter-decade grid from 1e-12 to 1e12 times the current value (fractions: 1e-12 to 1), samples
+    :data:`REFINE_POINTS` more values inside every grid step where NCCL's picks change and bisects each change
+    to the tolerance, so that E is monotone between neighbouring samples. The answer is the first value, from
+    the worse end of the field (the smallest bandwidth, the largest latency), that meets the target: the grid
+    step where it is crossed is bisected in log space until its ends differ by a factor of at most 1 + rtol, and
+    the end that meets the target is returned. ``worse`` lists the ranges where a better value lowers E. Raises
+    :class:`Infeasible` when no value in the interval reaches the target, with the reason (and the best E found).
     """
     target = _check_target(target)
     if not (isinstance(rtol, (int, float)) and 0 < rtol < 1):
@@ -553,20 +612,27 @@ def solve_field(sc: Scenario, *, devices: int, target: float, path: str, rtol: f
     x0 = ref.get(sc)
     assert x0 is not None
     evals = 0
+    seen: dict[float, tuple[float, str]] = {}
 
     def run(x: float) -> Result:
         nonlocal evals
         evals += 1
         return simulate(ref.apply(sc, float(x)), np.array([k]))
 
+    def at(x: float) -> tuple[float, str]:
+        x = float(x)
+        if x not in seen:
+            r = run(x)
+            seen[x] = (float(r.efficiency[0]), _picks(r))
+        return seen[x]
+
     def eff(x: float) -> float:
-        return float(run(x).efficiency[0])
+        return at(x)[0]
 
     e0 = eff(x0)
     grid = _search_grid(ref.kind, x0)
     es = np.array([eff(x) for x in grid])
     searched = (float(grid[0]), float(grid[-1]))
-    meets = es >= target
     flat = float(np.max(es) - np.min(es)) <= 1e-12 * max(1.0, float(np.max(np.abs(es))))
     if flat:
         if e0 >= target:
@@ -582,27 +648,53 @@ def solve_field(sc: Scenario, *, devices: int, target: float, path: str, rtol: f
             f"no value of {ref.path} reaches E({k}) >= {target:g}: efficiency at k={k} does not "
             f"depend on it{why} (E = {e0:.4f} for every value); " + describe_breakdown(breakdown(res0, 0))
         )
+    increasing = es[-1] > es[0]
+    # where NCCL's picks change inside a grid step, sample inside it and bisect every change to the tolerance
+    for lo, hi in zip(grid[:-1], grid[1:]):
+        if at(lo)[1] == at(hi)[1]:
+            continue
+        inner = np.exp(np.linspace(math.log(lo), math.log(hi), REFINE_POINTS + 2))
+        for a, b in zip(inner[:-1], inner[1:]):
+            if at(a)[1] == at(b)[1]:
+                continue
+            while b / a > 1.0 + rtol:
+                mid = math.sqrt(a * b)
+                if at(mid)[1] == at(a)[1]:
+                    a = mid
+                else:
+                    b = mid
+    xs = np.array(sorted(seen))
+    if not increasing:
+        xs = xs[::-1]  # from the field's worse end to its better end
+    ev = np.array([seen[float(x)][0] for x in xs])
+    worse = _worse_ranges(xs, ev, [seen[float(x)][1] for x in xs])
+    meets = ev >= target
     if not meets.any():
-        best = len(grid) - 1 if es[-1] >= es[0] else 0
-        rb = run(grid[best])
+        best = int(np.argmax(ev))
+        top = np.flatnonzero(ev >= ev[best] - 1e-9 * max(1.0, abs(ev[best])))
+        last = best
+        while last + 1 in top:
+            last += 1
+        rb = run(xs[best])
+        where = (
+            f"at {ref.fmt(xs[best])}"
+            if last == best
+            else f"from {ref.fmt(xs[best])} to {ref.fmt(xs[last])} (as sampled)"
+        )
         raise Infeasible(
-            f"no value of {ref.path} reaches E({k}) >= {target:g}: even at {ref.fmt(grid[best])} "
-            f"({'the largest' if best else 'the smallest'} value searched, from {ref.fmt(grid[0])} to "
-            f"{ref.fmt(grid[-1])}) E = {es[best]:.4f}; "
+            f"no value of {ref.path} reaches E({k}) >= {target:g} (searched from {ref.fmt(grid[0])} to "
+            f"{ref.fmt(grid[-1])}): the best is E = {ev[best]:.4f}, {where}"
+            + (f"; {worse_text(ref, worse, 'minimum' if increasing else 'maximum', target)}" if worse else "")
+            + "; "
             + describe_breakdown(breakdown(rb, 0))
             + "; the other terms cap it, so relax the target or solve for another field"
         )
-    increasing = es[-1] > es[0]
-    if increasing:
-        i = int(np.flatnonzero(meets)[0])
-        at_limit = i == 0
-        good, bad = grid[i], (grid[i - 1] if i > 0 else None)
-    else:
-        i = int(np.flatnonzero(meets)[-1])
-        at_limit = i == len(grid) - 1
-        good, bad = grid[i], (grid[i + 1] if i < len(grid) - 1 else None)
+    i = int(np.flatnonzero(meets)[0])
+    at_limit = i == 0
+    good, bad = float(xs[i]), (float(xs[i - 1]) if i > 0 else None)
     if bad is not None:
-        # bisection in log space: the geometric mean halves log(bad/good) each step
+        # bisection in log space between two neighbouring samples (E is monotone between them): the geometric mean
+        # halves log(bad/good) each step
         while max(good, bad) / min(good, bad) > 1.0 + rtol:
             mid = math.sqrt(good * bad)
             if eff(mid) >= target:
@@ -625,7 +717,40 @@ def solve_field(sc: Scenario, *, devices: int, target: float, path: str, rtol: f
         breakdown(r, 0),
         searched,
         evals,
+        tuple(worse),
     )
+
+
+#: the least relative fall of E that counts as a range where a better value is worse (below it: rounding, or a
+#: last bucket's pick that changes nothing one can see)
+WORSE_MIN = 1e-3
+
+
+def _worse_ranges(xs: np.ndarray, es: np.ndarray, picks: list[str]) -> list[dict[str, Any]]:
+    """Runs of samples, in the field's better direction, along which E falls (by more than WORSE_MIN of E)."""
+    out: list[dict[str, Any]] = []
+    start = None
+    for j in range(1, len(xs) + 1):
+        falling = j < len(xs) and es[j] < es[j - 1] - 1e-9 * max(1.0, abs(es[j - 1]))
+        if falling and start is None:
+            start = j - 1
+        elif not falling and start is not None:
+            end = j - 1
+            if es[end] >= es[start] * (1.0 - WORSE_MIN):
+                start = None
+                continue
+            out.append(
+                {
+                    "from": float(xs[start]),
+                    "to": float(xs[end]),
+                    "efficiency_from": float(es[start]),
+                    "efficiency_to": float(es[end]),
+                    "picks_from": picks[start],
+                    "picks_to": picks[end],
+                }
+            )
+            start = None
+    return out
 
 
 # --------------------------------------------------------------------------- --time-to-train

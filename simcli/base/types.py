@@ -77,8 +77,11 @@ class Tier:
     size: int | None = None
     per: str = "device"
     efficiency: float = 1.0
-    #: link kind for NCCL's per-hop latencies: "nvlink", "pcie" or "net" (None: guessed from name and place)
+    #: link kind (simcli.comm.specs.LINK_KINDS: nvlink, nvswitch, mnnvl, pcie, infiniband, roce, efa, ethernet; the
+    #: old "net" reads as infiniband); None: guessed from the name and place
     kind: str | None = None
+    #: the fields the profile left to the kind's defaults (latency, efficiency)
+    defaulted: tuple[str, ...] = field(default=(), compare=False)
 
     @property
     def effective_Bps(self) -> float:
@@ -135,6 +138,12 @@ class NcclSpec:
     cpu: str = "intel"
     version: str = "2.20.3"
     defaulted: tuple[str, ...] = ()
+    #: the protocols NCCL may run (a network plugin can restrict them process-wide, e.g. EFA without 128-byte
+    #: in-order delivery: aws-ofi-nccl sets NCCL_PROTO=simple); from the tiers' link kinds
+    protocols: tuple[str, ...] = ("ll", "ll128", "simple")
+    #: LL128 also runs on graphs that cross the network (tuning.cc: only while the GPU-NIC path is at most PXB,
+    #: or PXN on Hopper and later with NCCL_LL128_C2C); False where the NIC sits beyond that (PHB, SYS)
+    ll128_net: bool = True
 
 
 @dataclass(frozen=True)

@@ -8,7 +8,7 @@ import typer
 
 from ..comm import collectives, crossover, registry, topology
 from . import options as o
-from .common import emit, handle_errors, new_app, show
+from .common import emit, handle_errors, new_app, show, warn_nccl_faster
 
 __all__ = ["algorithms", "explain"]
 
@@ -162,6 +162,9 @@ def explain(
     if devices < 1:
         raise InputError(f"--devices: {devices} must be at least 1")
     d = explain_terms(scn.build(), devices)
+    warn_nccl_faster(
+        {"profile": d["inputs"]["profile"], "devices": d["devices"], **row} for row in d.get("nccl_faster") or []
+    )
     if out.table:
         show(explain_view(d), out.output, out.force)
         return

@@ -396,3 +396,57 @@ def warn(msg: str) -> None:
 
     with suspended():
         typer.echo(f"simcli: warning: {escape_controls(msg, keep_newlines=False)}", err=True)
+
+
+#: groups of (profile, message, NCCL's pick, the cheaper pair) one warning names before it says "and N more"
+FASTER_GROUPS = 3
+
+
+def warn_nccl_faster(rows: Iterable[dict[str, Any]], step: bool = True) -> None:
+    """One stderr line for a whole command: where NCCL's own pick costs more, in simcli's model, than another of its
+    pairs (simcli.step.engine.nccl_faster, simcli.comm.grid's ``faster``), naming that pair's NCCL_ALGO/NCCL_PROTO.
+
+    Each row: profile, collective, bytes, devices, algorithm, protocol, time_s, setting, faster_time_s. ``step``:
+    the rows are a step's messages (said past STEP_MARGIN of the step), else single collectives (FASTER_MARGIN).
+    """
+    from ..base.units import fmt_bytes, fmt_time
+    from ..comm.nccl_choice import FASTER_MARGIN
+    from ..step.engine import STEP_MARGIN
+
+    groups: dict[tuple, list[dict[str, Any]]] = {}
+    for r in rows:
+        key = (r["profile"], r["collective"], r["bytes"], r["algorithm"], r["protocol"], r["setting"])
+        groups.setdefault(key, []).append(r)
+    if not groups:
+        return
+
+    def span(xs: list[float]) -> str:
+        lo, hi = fmt_time(min(xs)), fmt_time(max(xs))
+        return lo if lo == hi else f"{lo}-{hi}"
+
+    parts = []
+    for (prof, coll, nbytes, alg, proto, setting), rs in list(groups.items())[:FASTER_GROUPS]:
+        ks = sorted({int(r["devices"]) for r in rs})
+        where = f"k = {ks[0]}" if len(ks) == 1 else f"k = {ks[0]}..{ks[-1]} ({len(ks)} device counts)"
+        pick = alg + (f"/{proto}" if proto else "")
+        parts.append(
+            f"{prof}: the {fmt_bytes(nbytes)} {coll.replace('_', '-')} at {where} runs NCCL's pick {pick} "
+            f"({span([r['time_s'] for r in rs])}); {setting} costs {span([r['faster_time_s'] for r in rs])}"
+        )
+    more = len(groups) - FASTER_GROUPS
+    warn(
+        "simcli prices another NCCL pair cheaper than NCCL's own choice ("
+        + (
+            f"saving more than {STEP_MARGIN:.0%} of the step"
+            if step
+            else f"by more than {FASTER_MARGIN:.0%} of the collective"
+        )
+        + "): "
+        + "; ".join(parts)
+        + (f"; and {more} more" if more > 0 else "")
+        + (
+            " (NCCL's tuner and simcli's cost part where docs/nccl.md says; 'simcli explain -k K' shows each message)"
+            if step
+            else " (NCCL's tuner and simcli's cost part where docs/nccl.md says; --format json: 'faster' per row)"
+        )
+    )

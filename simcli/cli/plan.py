@@ -351,7 +351,11 @@ def _plan_rows(out: dict[str, Any]) -> list[dict[str, Any]]:
         "rtol",
         "at_limit",
     )
-    return [{**{key: out[key] for key in keys}, "fits_memory": out["memory"]["fits"]}]
+    worse = "; ".join(
+        f"{w['from']:.6g}..{w['to']:.6g}: E {w['efficiency_from']:.4f} -> {w['efficiency_to']:.4f}"
+        for w in out.get("worse_ranges") or []
+    )
+    return [{**{key: out[key] for key in keys}, "worse_ranges": worse or None, "fits_memory": out["memory"]["fits"]}]
 
 
 def _plan_view(sc: "Scenario", ans: Any, out: dict[str, Any], rows: int) -> Any:
@@ -407,6 +411,28 @@ def _plan_view(sc: "Scenario", ans: Any, out: dict[str, Any], rows: int) -> Any:
     fits = out["memory"]["fits"]
     parts.append(Text(f"memory    {out['memory']['message']}", style="bold red" if fits is False else ""))
     parts.append(Text(f"curve     {out['command']}"))
+    if q == "solve" and out.get("worse_ranges"):
+        fmt = ans.field.fmt
+        parts.append(Text(""))
+        parts.append(
+            table(
+                out["worse_ranges"],
+                [
+                    Column("from", "from", fmt, justify="left"),
+                    Column("to", "to", fmt, justify="left"),
+                    Column("E from", "efficiency_from", lambda v: f"{v:.4f}"),
+                    Column("E to", "efficiency_to", lambda v: f"{v:.4f}"),
+                    Column("NCCL's picks from", "picks_from", justify="left"),
+                    Column("to", "picks_to", justify="left"),
+                ],
+                title=f"where a {'larger' if ans.bound != 'maximum' else 'smaller'} {ans.field.path} is worse "
+                f"({len(out['worse_ranges'])})",
+                caption="Where NCCL's picks differ, its tuner switches to a pair that simcli's cost prices higher "
+                "(docs/nccl.md); "
+                "'simcli explain' at a value past the range names the cheaper pair and its NCCL_ALGO/NCCL_PROTO.",
+                max_rows=rows,
+            )
+        )
     if q == "max-devices" and out["crossings"]:
         parts.append(Text(""))
         parts.append(

@@ -5,7 +5,7 @@ from __future__ import annotations
 from typing import Annotated, Any
 
 from . import options as o
-from .common import emit, handle_errors, new_app, show, warn
+from .common import emit, handle_errors, new_app, show, warn, warn_nccl_faster
 
 app = new_app()
 
@@ -96,6 +96,7 @@ def speedup(
         return
     with progress(f"simulating {shown.size:,} k" + (f", drawing {pic.plot}" if pic.plot else "")):
         results = [simulate(sc, shown) for sc in scs]
+        _warn_faster(results)
         if explain:  # every term for the largest k of each scenario
             from ..answers.explain import explain as explain_terms
 
@@ -131,6 +132,13 @@ def speedup(
             comments=[f"explain k={d['devices']}: {r['term']} = {r['value']}" for d in terms for r in flat_terms(d)],
         )
     emit(text, out.output, out.force)
+
+
+def _warn_faster(results: Any) -> None:
+    """One stderr line for every result together where NCCL's own pick costs more than another of its pairs."""
+    from ..step.engine import nccl_faster
+
+    warn_nccl_faster({"profile": res.scenario.profile.name, **row} for res in results for row in nccl_faster(res))
 
 
 def _warn_memory(sc: Any, k: Any) -> None:
@@ -212,12 +220,24 @@ def comm(
     records: list[dict] = []
     from .progress import progress
 
+    faster: list[dict] = []
     with progress(f"{total * len(profs):,} (k, size) points", total=len(profs)) as bar:
         for prof in profs:
-            part, recs = _comm_one(prof, k, n, kw_base, out, pic, fig_size, len(profs) > 1)
+            part, recs, seen = _comm_one(prof, k, n, kw_base, out, pic, fig_size, len(profs) > 1)
             parts += [part] if part is not None else []
             records += recs
+            faster += [
+                {
+                    **r,
+                    "profile": prof.name,
+                    "setting": r["faster"],
+                    "faster_time_s": r["faster_s"],
+                }
+                for r in seen
+                if r.get("faster")
+            ]
             bar.advance()
+    warn_nccl_faster(faster, step=False)
     if out.table:
         from rich.console import Group
         from rich.text import Text
@@ -231,8 +251,8 @@ def comm(
 
 def _comm_one(
     prof: Any, k: Any, n: Any, kw_base: dict, out: Any, pic: Any, fig_size: Any, tagged: bool
-) -> tuple[Any, list[dict]]:
-    """One profile's comm grid: its table (or None) and its records (or [] for a table)."""
+) -> tuple[Any, list[dict], list[dict]]:
+    """One profile's comm grid: its table (or None), its records (or [] for a table) and the records computed."""
     from ..comm.collectives import default_algorithm
     from ..comm.grid import comm_grid
     from .views import comm_table
@@ -246,12 +266,12 @@ def _comm_one(
         recs = _grid_part(prof, k, n, 0, head, kw) + _grid_part(
             prof, k, n, total - (out.rows - head), out.rows - head, kw
         )
-        return comm_table(prof, recs, alg, out.rows, collective, total=total), []
+        return comm_table(prof, recs, alg, out.rows, collective, total=total), [], recs
     recs = comm_grid(prof, k, n, **kw)
     if pic.plot:
         from .plot import draw_comm
 
         draw_comm(recs, prof, alg, kw["dtype"], pic.plot, out.force, fig_size, collective)
     if out.table:
-        return comm_table(prof, recs, alg, out.rows, collective), []
-    return None, [{"profile": prof.name, **r} for r in recs] if tagged else recs
+        return comm_table(prof, recs, alg, out.rows, collective), [], recs
+    return None, ([{"profile": prof.name, **r} for r in recs] if tagged else recs), recs

@@ -325,6 +325,28 @@ def explain_view(d: dict[str, Any]) -> Any:
     ]
     if d.get("nccl_defaulted"):
         rows.append(("NCCL constants", "defaulted by GPU generation and link kind: " + ", ".join(d["nccl_defaulted"])))
+    kinds = []
+    for r in d["tiers"]:
+        if r.get("kind_note") and (r.get("defaulted") or d.get("library") == "nccl"):
+            kept = [f for f in ("latency", "efficiency") if f in (r.get("defaulted") or [])]
+            vals = {"latency": t(r["alpha_s"]), "efficiency": f"{r.get('efficiency', 1.0):g}"}
+            kinds.append(
+                f"{r['tier']}: {r['kind_note']}"
+                + (f" ({', '.join(f'{f} {vals[f]}' for f in kept)}: the kind's defaults)" if kept else "")
+            )
+    if kinds:
+        rows.append(("link kinds", "; ".join(kinds)))
+    for r in d.get("nccl_faster") or []:
+        pick = r["algorithm"] + (f"/{r['protocol']}" if r["protocol"] else "")
+        fast = r["faster_algorithm"] + (f"/{r['faster_protocol']}" if r["faster_protocol"] else "")
+        rows.append(
+            (
+                "NCCL's choice",
+                f"the {fmt_bytes(r['bytes'], binary=False)} {r['collective'].replace('_', '-')} runs NCCL's pick "
+                f"{pick} ({t(r['time_s'])}); simcli prices {fast} at {t(r['faster_time_s'])}: {r['setting']} "
+                f"saves {t(r['saving_s'])} per micro-step before overlap",
+            )
+        )
     if d["n_star_bytes"] is not None:
         rows.append(
             (
@@ -420,11 +442,15 @@ def flat_terms(d: dict[str, Any]) -> list[dict[str, Any]]:
             rows += [{"term": f"inputs.{a}", "value": b} for a, b in v.items()]
         elif key == "tiers":
             for tier in v:
-                rows += [{"term": f"tiers.{tier['tier']}.{a}", "value": b} for a, b in tier.items() if a != "tier"]
+                rows += [
+                    {"term": f"tiers.{tier['tier']}.{a}", "value": ",".join(b) if isinstance(b, list) else b}
+                    for a, b in tier.items()
+                    if a != "tier"
+                ]
         elif key == "memory":
             rows += [{"term": f"memory.{a}", "value": b} for a, b in v.items()]
-        elif key in ("messages", "timeline", "units_timeline"):
-            for i, m in enumerate(v):
+        elif key in ("messages", "timeline", "units_timeline", "nccl_faster"):
+            for i, m in enumerate(v or []):
                 rows += [{"term": f"{key}[{i}].{a}", "value": b} for a, b in m.items()]
         else:
             rows.append({"term": key, "value": v})

@@ -11,7 +11,7 @@ from typing import Any, Sequence
 import numpy as np
 
 from ..base.types import InputError, Tier
-from . import nccl
+from . import nccl, nccl_choice
 from .cost import CommCost, fastest
 from .registry import ALGORITHMS, CHOICES, REGISTRY, SPECS
 from .specs import PROTOCOLS, check_collective
@@ -146,11 +146,11 @@ def _collective(
                 )
             return textbook_collective(algorithm, net, k, n, collective, gamma)
         algos = None if spec.nccl == "*" else [spec.nccl]
-        return nccl.nccl_collective(profile, k, n, collective, algos, protocol)
+        return nccl_choice.nccl_collective(profile, k, n, collective, algos, protocol)
     # auto: the fastest of NCCL's pairs and every textbook algorithm that runs this collective
     costs = []
     if is_nccl or protocol is not None:
-        costs.append(nccl.nccl_collective(profile, k, n, collective, None, protocol, by="time"))
+        costs.append(nccl_choice.nccl_collective(profile, k, n, collective, None, protocol, by="time"))
     if protocol is None:
         costs += [
             textbook_collective(a.name, net, k, n, collective, gamma)

@@ -7,7 +7,7 @@ from typing import Any
 import numpy as np
 
 from ..base.types import DTYPE_BYTES, InputError, Profile
-from . import collectives, specs, topology
+from . import collectives, nccl_choice, specs, topology
 from .cost import CommCost
 
 __all__ = ["comm_grid"]
@@ -27,7 +27,10 @@ def comm_grid(
 
     ``bytes`` is the collective's size as nccl-tests counts it (all-gather: the gathered output); busbw uses
     nccl-tests' factor for the collective (:func:`simcli.comm.collectives.busbw_factor`). ``gpus_per_process``
-    is nccl-tests' ``-g``: GPUs one host thread launches on (:func:`simcli.comm.nccl.host_floor`).
+    is nccl-tests' ``-g``: GPUs one host thread launches on (:func:`simcli.comm.nccl.host_floor`). Where NCCL
+    chooses (``algorithm`` nccl, no ``protocol``), ``faster`` is the NCCL_ALGO/NCCL_PROTO setting of a pair simcli
+    prices cheaper than NCCL's pick by more than :data:`simcli.comm.nccl.FASTER_MARGIN` (None elsewhere) and
+    ``faster_s`` its time.
     """
     if dtype not in DTYPE_BYTES:
         raise InputError(f"--dtype: unknown dtype {dtype!r}; choose one of {', '.join(DTYPE_BYTES)}")
@@ -42,6 +45,10 @@ def comm_grid(
         algbw = np.where(t > 0, nn / t, np.nan) / 1e9
     busbw = algbw * specs.busbw_factor(kk, collective)
     names = [tier.name for tier in profile.network]
+    faster = None
+    if profile.library == "nccl" and algorithm == "nccl" and protocol is None:
+        # issue 21: where simcli's cost of NCCL's own pick is above another pair's, the setting that runs that pair
+        faster, f_alg, f_proto, f_time = nccl_choice.nccl_faster_pair(profile, k[:, None], n[None, :], collective)
     recs = []
     for idx in np.ndindex(t.shape):
         b = int(cost.bottleneck[idx])
@@ -64,6 +71,11 @@ def comm_grid(
                 "bottleneck": names[b] if b >= 0 else None,
             }
         )
+        if faster is not None:
+            fast = bool(faster[idx])
+            proto = None if f_proto[idx] in (None, "-") else str(f_proto[idx])
+            recs[-1]["faster"] = nccl_choice.nccl_env(str(f_alg[idx]), proto) if fast else None
+            recs[-1]["faster_s"] = float(f_time[idx]) if fast else None
     return recs
 
 

@@ -49,16 +49,13 @@ binds: every pair's latency is above 4.2 us.
 
 from __future__ import annotations
 
-import dataclasses
 from dataclasses import dataclass
-from typing import Any, Callable, Mapping, Sequence
+from typing import Mapping, Sequence
 
 import numpy as np
 
-from ..base.types import InputError, NcclSpec, Tier
-from .cost import CommCost, Lazy, per_tier
-from .specs import COLLECTIVES, PROTOCOL_SPECS, PROTOCOLS
-from .topology import ring_params, tier_bandwidth
+from ..base.types import NcclSpec, Tier
+from .specs import COLLECTIVES, KIND_ALIASES, PROTOCOL_SPECS, PROTOCOLS, link_kind
 
 __all__ = [
     "ALGOS",
@@ -69,9 +66,11 @@ __all__ = [
     "pairs",
     "default_spec",
     "tier_kind",
+    "tier_hw",
+    "tier_defaulted",
+    "tree_groups",
     "hops",
-    "nccl_spec",
-    "nccl_collective",
+    "NVLS_MAX_HEADS",
 ]
 
 #: NCCL's algorithms that simcli models and its protocols, in NCCL's order
@@ -178,30 +177,62 @@ def host_floor(gpus_per_process: "int | np.ndarray") -> "float | np.ndarray":
     return np.asarray(gpus_per_process, dtype=np.float64) * (LAUNCH_US * 1e-6)
 
 
+#: NCCL_MAX_NVLS_ARITY (src/include/device.h): NVLS heads per node, 32 from NCCL 2.20.1 on (8 before)
+NVLS_MAX_HEADS = 32
+
+
 def tier_kind(tier: Tier, index: int) -> str:
-    """The link kind whose NCCL latencies a tier takes: its ``kind``, else guessed from the name and place."""
+    """The link kind of a tier: its ``kind``, else guessed from the name and place."""
     if tier.kind:
-        return tier.kind
+        return KIND_ALIASES.get(tier.kind, tier.kind)
     name = tier.name.lower()
     if "pci" in name:
         return "pcie"
-    if index == 0 and any(w in name for w in ("nvlink", "nvswitch", "xgmi", "infinity", "fabric", "nvl")):
+    if index == 0 and any(w in name for w in ("mnnvl", "nvl72", "nvl36")):
+        return "mnnvl"
+    if index == 0 and "nvswitch" in name:
+        return "nvswitch"
+    if index == 0 and any(w in name for w in ("nvlink", "xgmi", "infinity", "fabric", "nvl")):
         return "nvlink"
-    return "nvlink" if index == 0 and tier.per == "device" else ("pcie" if index == 0 else "net")
+    if index == 0:
+        return "nvlink" if tier.per == "device" else "pcie"
+    for w, k in (("efa", "efa"), ("roce", "roce"), ("ether", "ethernet"), ("gbe", "ethernet"), ("tcp", "ethernet")):
+        if w in name:
+            return k
+    return "infiniband"
+
+
+def tier_defaulted(tier: Tier) -> tuple[str, ...]:
+    """The fields of ``tier`` that still hold its kind's default (``Tier.defaulted`` less any field changed since:
+    a calibrated or solved latency is the tier's own)."""
+    if not tier.defaulted or not tier.kind:
+        return ()
+    lk = link_kind(tier.kind)
+    now = {"latency": (tier.latency_s, lk.latency_us * 1e-6), "efficiency": (tier.efficiency, lk.efficiency)}
+    return tuple(f for f in tier.defaulted if f in now and abs(now[f][0] - now[f][1]) <= 1e-12 * abs(now[f][1]))
+
+
+def tier_hw(tier: Tier, index: int) -> str:
+    """NCCL's hardware class (nvlink, pcie, net) of a tier."""
+    return link_kind(tier_kind(tier, index)).hw
 
 
 def default_spec(device_name: str, network: Sequence[Tier]) -> NcclSpec:
     """NCCL constants for a profile that gives none: the generation from the device's name, the rest defaulted."""
     gen = _generation(device_name) or "ampere"
-    nvl = tier_kind(network[0], 0) == "nvlink"
+    nvl = tier_hw(network[0], 0) == "nvlink"
+    protos = tuple(
+        p for p in PROTOCOLS if all(p in link_kind(tier_kind(t, i)).protocols for i, t in enumerate(network))
+    )
     return NcclSpec(
+        protocols=protos,
         generation=gen,
         channels=24 if gen in ("hopper", "blackwell") else 16,
         nvls=nvl and gen in ("hopper", "blackwell") and (network[0].size or 0) > 2,
         nvls_channels=32 if gen == "blackwell" else 16,
         ll128=nvl and gen != "ada",
         cpu="intel",
-        defaulted=("generation", "channels", "nvls", "nvls_channels", "ll128", "cpu"),
+        defaulted=("generation", "channels", "nvls", "nvls_channels", "ll128", "cpu", "ll128_net"),
     )
 
 
@@ -251,6 +282,10 @@ class Pair:
     ops: np.ndarray | None = None
     stages: float = 0.0  #: NVLS: the pipeline fill in chunk times (NVLS_FILL of the collective)
     nodes: np.ndarray | None = None  #: nodes the collective spans (NVLSTree's chunk rule reads it)
+    #: what NCCL's tuner believes the latency and bandwidth are (None: the same as the cost's): its own hwLat
+    #: table plus the network plugin's latency, and its graph's per-channel bandwidths
+    tuner_lat: np.ndarray | None = None
+    tuner_alg_Bps: np.ndarray | None = None
 
     def correction(self, n: np.ndarray) -> np.ndarray | float:
         """NCCL's treeCorrectionFactor for sizes n (tree only; 1.0 for the others), shaped like n."""
@@ -290,9 +325,11 @@ class Pair:
         """(time, tuner's estimate, bandwidth term) for sizes n, inf where the pair does not run (a reference
         evaluation of one pair; :func:`simcli.comm.collectives.nccl_collective` does the same for all pairs at once)."""
         corr = self.correction(n)
+        tlat = self.latency if self.tuner_lat is None else self.tuner_lat
+        tbw = self.alg_Bps if self.tuner_alg_Bps is None else self.tuner_alg_Bps
         with np.errstate(divide="ignore", invalid="ignore"):
             bw = n / (self.alg_Bps * corr * self.share(n)) + self.fill(n)
-            tuner = self.tuner_latency(self.latency, n) + n / (self.alg_Bps * corr)
+            tuner = self.tuner_latency(tlat, n) + n / (tbw * corr)
             t = self.latency + bw
         off = ~self.enabled
         if np.any(off):
@@ -339,17 +376,11 @@ def hops(network: Sequence[Tier], k: np.ndarray, collective: str = "all_reduce")
 def _tree_hops(network: Sequence[Tier], k: np.ndarray) -> np.ndarray:
     """Tree hops (up and down) per tier: 2(ppn-1) in the node, 2·floor(lg g_i) at tier i."""
     k = np.asarray(k, dtype=np.int64)
-    dom = _domains(network, k)
-    nt = len(network)
-    out = np.zeros((nt,) + k.shape)
-    out[0] = 2.0 * (np.minimum(k, network[0].size if network[0].size else k) - 1)
-    for i in range(1, nt):
-        g = (
-            dom[i]
-            if i == nt - 1 or network[i].size is None
-            else np.minimum(dom[i], network[i].size // network[i - 1].size)
-        )
-        out[i] = 2.0 * np.floor(np.log2(np.maximum(g, 1)))
+    groups = tree_groups(network, k)
+    out = np.zeros((len(network),) + k.shape)
+    out[0] = 2.0 * (groups[0] - 1)
+    for i in range(1, len(network)):
+        out[i] = 2.0 * np.floor(np.log2(np.maximum(groups[i], 1)))
     return np.where(k >= 2, out, 0.0)
 
 
@@ -359,6 +390,61 @@ def _quantise(bw_GBps: np.ndarray, speeds: Sequence[float]) -> np.ndarray:
     ok = s[None, :] <= np.asarray(bw_GBps, dtype=np.float64).reshape(-1, 1)
     pick = np.where(ok.any(axis=1), s[np.argmax(ok, axis=1)], s[-1])
     return pick.reshape(np.shape(bw_GBps))
+
+
+#: MAXCHANNELS (src/include/device.h, 2.20.3): the most channels a communicator keeps after ncclTopoPostset
+MAX_CHANNELS = 32
+
+
+def graph_channels(
+    network: Sequence[Tier], spec: NcclSpec, k: np.ndarray, nodes: np.ndarray
+) -> tuple[np.ndarray, np.ndarray]:
+    """(G, runtime): the channels of NCCL's search graph, which its tuner multiplies every per-channel figure by
+    (tuning.cc: ``busBw = graphs[a]->nChannels * bw`` and the caps ``graphs[a]->nChannels*perChMax...``), and
+    the channels the kernels then run on (``comm->nChannels``), over k.
+
+    ncclTopoPostset (connect.cc) always doubles the graph: "Duplication should be complete now: nChannels =
+    comm->nChannels = std::min(MAXCHANNELS,nChannels*2)", so a profile's ``channels`` (what NCCL logs, runtime)
+    is 2G on one node. Across nodes the graph is searched on NCCL's inter-node speed table (search.cc
+    ``sm90SpeedArrayInter``: 48, 45, 42, 40, ...): one channel per NIC while a NIC carries only one channel of
+    that speed, at most as many as one GPU's NVLink carries; and on compute capability > 8.0
+    ncclTopoDupChannels does not duplicate it ("if (ccMin > 80 && graph->bwIntra < 50.0 && graph->nChannels >
+    4) return ncclSuccess;"). So a DGX/HGX H100 with 8 NDR NICs runs G = 8 graph channels of 45 GB/s, and
+    2G = 16 kernels (the "default number of SMs is 16" of NVIDIA/nccl#1649), not the 24 of one node.
+    Applied where the NIC tier is per device on Hopper and later (the rule's compute-capability branch);
+    elsewhere G = channels/2 and runtime = channels.
+    """
+    k = np.asarray(k)
+    ch = float(spec.channels)
+    G = np.full(k.shape, ch / 2.0)
+    rt = np.full(k.shape, ch)
+    if len(network) < 2 or spec.generation not in ("hopper", "blackwell") or network[1].per != "device":
+        return G, rt
+    nvl = network[0].effective_Bps / 1e9
+    nic = network[1].effective_Bps / 1e9
+    ppn = np.minimum(k, network[0].size or k)
+    # ncclTopoCompute walks the speeds down from the highest the system allows, keeps the graph with the most
+    # nChannels x bw (ncclTopoCompareGraphs), stops once that reaches the GPU's total bandwidth ("if
+    # (graph->nChannels*graph->bwInter >= system->totalBw) goto done") and never tries a speed at or below
+    # 0.49x the best solution's ("speedArray[speedIndex+1]/graph->bwInter > .49")
+    best_g, best, best_s = np.zeros(k.shape), np.zeros(k.shape), np.zeros(k.shape)
+    for s in SPEEDS_INTER:
+        if s > nvl or s > nic:
+            continue
+        live = (best_s == 0) | ((s / np.maximum(best_s, 1e-9) > 0.49) & (best < nvl))
+        g = np.minimum(np.floor(nvl / s), ppn * np.floor(nic / s))
+        take = live & (g * s > best)
+        best_g = np.where(take, g, best_g)
+        best_s = np.where(take, s, best_s)
+        best = np.where(take, g * s, best)
+    best_g = np.maximum(best_g, 1.0)
+    s_pick = best_s
+    dup = (s_pick >= 50.0) | (best_g <= 4)
+    gm = np.where(dup, np.minimum(2 * best_g, MAX_CHANNELS), best_g)
+    multi = nodes > 1
+    G = np.where(multi, gm, G)
+    rt = np.where(multi, np.minimum(2 * gm, MAX_CHANNELS), rt)
+    return G, rt
 
 
 def nvls_chunk(algorithm: str, n: np.ndarray, ops: np.ndarray, nodes: np.ndarray | None) -> np.ndarray:
@@ -421,24 +507,50 @@ def pairs(
         )
         * 1e9
     )
-    ch = float(spec.channels)
+    gch, ch = graph_channels(network, spec, k, nodes)  # graph channels (tuner caps) and runtime channels
     kinds = [tier_kind(t, i) for i, t in enumerate(network)]
+    lks = [link_kind(kd) for kd in kinds]
+    hws = [lk.hw for lk in lks]
     shp = (1,) * k.ndim
-    # per-tier scale: the tier's stated latency over NCCL's Ring/Simple hop latency of its kind
-    scale = [
-        t.latency_s / (HW_LATENCY_US[kd]["ring"][2] * 1e-6) if HW_LATENCY_US[kd]["ring"][2] else 1.0
-        for t, kd in zip(network, kinds)
-    ]
+    # per-tier scale: the tier's stated latency over the Ring/Simple hop latency of its kind (NCCL's table, or the
+    # transport's own published per-hop latency where it has one: EFA)
+    scale = []
+    for t, lk in zip(network, lks):
+        ref = lk.hop_us[2] if lk.hop_us else HW_LATENCY_US[lk.hw]["ring"][2]
+        scale.append(t.latency_s / (ref * 1e-6) if ref else 1.0)
     net_over = NET_OVERHEAD_US.get(spec.cpu, 1.0) * 1e-6
 
     algos = [
         a for a in ALGOS if a in COLLECTIVES[collective].nccl_algorithms and (algorithms is None or a in algorithms)
     ]
-    protos = [p for p in PROTOCOLS if protocols is None or p in protocols]
+    protos = [p for p in PROTOCOLS if p in spec.protocols and (protocols is None or p in protocols)]
     ring_hops = hops(network, k, collective)
     tree_hops = _tree_hops(network, k)
-    nvl0 = kinds[0] == "nvlink"
+    nvl0 = hws[0] == "nvlink"
+    # NCCL 2.20.3 (tuning.cc, ncclTopoTuneModel): "MNNVL: NVLS not yet supported" -- NVLSTree is disabled when
+    # comm->MNNVL, and NVLS too (without CollNet); a multi-node NVLink domain runs Ring and Tree only
+    nvls_ok = nvl0 and not lks[0].multinode
     B0 = network[0].effective_Bps / 1e9 * np.ones(k.shape)  # one GPU's NVLink, GB/s
+    tiers_i = np.arange(nt).reshape((-1,) + shp)
+    # ---- what a tree (and NVLSTree) sends over tier i >= 1, per byte of the message, per domain below it: a
+    # double binary tree over g domains has every domain send and receive n per direction when g = 2 (one
+    # edge, each tree carries n/2 up and n/2 down) and up to 2n when g > 2 (an inner node of one tree: n/2 up,
+    # 2 x n/2 down, plus n/2 up as a leaf of the other): NCCL's tuner says the same with "bwIntra for nNodes
+    # <= 2, bwInter beyond" (Tree) and "bwInter/2 beyond 2 nodes" (NVLSTree), tuning.cc 2.20.3-2.26
+    groups = tree_groups(network, k)
+    tree_net_bus = np.full(k.shape, np.inf)  # bus-bandwidth equivalent of the network tiers for a tree
+    for i in range(1, nt):
+        load = np.where(groups[i] <= 2, 1.0, 2.0)  # L_i
+        tree_net_bus = np.minimum(tree_net_bus, np.where(groups[i] >= 2, 2.0 * tier_Bps[i] / load, np.inf))
+    # NVLSTree: the node's heads (one per NIC, at most NCCL_MAX_NVLS_ARITY) carry the network part
+    if nt > 1:
+        sub = network[0].size or 1
+        r = kf - (np.ceil(kf / sub) - 1) * sub  # devices in the smallest node
+        heads = np.minimum(r, NVLS_MAX_HEADS) if network[1].per == "device" else np.ones(k.shape)
+        net_heads = np.where(network[1].per == "device", tier_Bps[1] * heads / np.maximum(r, 1), tier_Bps[1])
+    else:
+        heads = np.ones(k.shape)
+        net_heads = np.full(k.shape, np.inf)
     out: list[Pair] = []
     for a in algos:
         for p in protos:
@@ -448,19 +560,30 @@ def pairs(
             if p == "ll128" and not spec.ll128:
                 continue
             enabled = k >= 2
+            if p == "ll128" and not spec.ll128_net:
+                enabled = enabled & ~multi
             if a == "nvls":
-                enabled = enabled & (~multi) & (k > 2) & spec.nvls & nvl0
+                enabled = enabled & (~multi) & (k > 2) & spec.nvls & nvls_ok
             if a == "nvls-tree":
-                enabled = enabled & multi & spec.nvls & nvl0 & (ppn > 2)
-            # ---- latency: base + hops x per-hop latency of each tier
-            hw = np.stack(
-                [np.full(k.shape, HW_LATENCY_US[kd][a][pidx] * 1e-6 * scale[i]) for i, kd in enumerate(kinds)]
-            )
+                enabled = enabled & multi & spec.nvls & nvls_ok & (ppn > 2)
+            # ---- latency: base + hops x per-hop latency of each tier; the tuner's view adds the network
+            # plugin's latency to every inter-node hop (twice for Simple) and reads NCCL's table, not the
+            # transport's own per-hop figure
+            cost_hw, tuner_hw = [], []
+            for i, lk in enumerate(lks):
+                table = HW_LATENCY_US[lk.hw][a][pidx] * 1e-6
+                real = (lk.hop_us[pidx] * 1e-6 if table else 0.0) if lk.hop_us else table
+                cost_hw.append(np.full(k.shape, real * scale[i]))
+                plug = lk.plugin_latency_us * 1e-6 * (2.0 if p == "simple" else 1.0) if (i and table) else 0.0
+                tuner_hw.append(np.full(k.shape, (table * (scale[i] if not lk.hop_us else 1.0)) + plug))
+            hw = np.stack(cost_hw)
+            thw = np.stack(tuner_hw)
             if a == "ring":
                 hc = ring_hops
-                if collective == "all_reduce" or collective in ("reduce_scatter", "all_gather"):
+                if collective in ("all_reduce", "reduce_scatter", "all_gather"):
                     floor = net_over * (3.0 if p == "simple" else 1.0)
                     hw[0] = np.where(multi, np.maximum(hw[0], floor), hw[0])
+                    thw[0] = np.where(multi, np.maximum(thw[0], floor), thw[0])
                 if collective == "broadcast":  # tuning.cc: Reduce/Broadcast rings pay nsteps x one hop latency
                     hc = np.zeros_like(ring_hops)
                     top = np.zeros(k.shape, dtype=np.int64)
@@ -475,36 +598,50 @@ def pairs(
                 hc = np.zeros((nt,) + k.shape)
                 hc[0] = 1.0
             else:  # nvls-tree: NVLS in the node, then the tree's network hops
-                hc = np.where(np.arange(nt).reshape((-1,) + shp) == 0, 1.0, tree_hops)
+                hc = np.where(tiers_i == 0, 1.0, tree_hops)
             base = BASE_LATENCY_US[a][pidx] * 1e-6
             hop_lat = hc * hw
             lat = base + hop_lat.sum(axis=0)
-            # ---- bus bandwidth (B/s)
+            tlat = base + (hc * thw).sum(axis=0)
+            # ---- bus bandwidth (B/s): what it costs (bus) and what NCCL's tuner believes (tbus)
             bus = np.asarray(ring_Bps, dtype=np.float64) * np.ones(k.shape)
             if a == "ring":
                 if p == "ll":
                     frac = 0.25 if (collective == "all_reduce" or np.any(multi)) else 1.0 / 3.0
                     bus = np.minimum(ll_max, bus * np.where(multi, 0.25, frac))
                 elif p == "ll128":
-                    bus = np.minimum(bus * np.where(ppn < 2, 0.7, 0.92), ch * tab["ring_ll128"][0] * 1e9)
+                    bus = np.minimum(bus * np.where(ppn < 2, 0.7, 0.92), gch * tab["ring_ll128"][0] * 1e9)
+                tbus = bus
                 steps = COLLECTIVES[collective].ring_steps(kf)
                 ratio = kf / np.maximum(steps, 1.0)
             elif a == "tree":
-                bus = np.minimum(bus * 0.92, ch * np.asarray(tab["tree"])[idx2] * 1e9)
-                if p == "ll":
-                    bus = np.minimum(bus / 3.8, ll_max)
-                elif p == "ll128":
-                    bus = np.minimum(
-                        bus * np.where(multi, 120.0 / 128.0, 7.0 / 9.0), ch * np.asarray(tab["tree_ll128"])[idx2] * 1e9
-                    )
+                intra = np.asarray(tier_Bps[0], dtype=np.float64) * np.ones(k.shape)
+                phys = np.minimum(intra, tree_net_bus)  # the tree's own per-tier traffic
+                tuner = np.where(nodes <= 2, intra, bus)  # NCCL: bwIntra up to 2 nodes, bwInter beyond
+                both = []
+                for b in (phys, tuner):
+                    b = np.minimum(b * 0.92, gch * np.asarray(tab["tree"])[idx2] * 1e9)
+                    if p == "ll":
+                        b = np.minimum(b / 3.8, ll_max)
+                    elif p == "ll128":
+                        b = np.minimum(
+                            b * np.where(multi, 120.0 / 128.0, 7.0 / 9.0),
+                            gch * np.asarray(tab["tree_ll128"])[idx2] * 1e9,
+                        )
+                    both.append(b)
+                bus, tbus = both
                 ratio = 0.5
             else:
                 nch = float(spec.nvls_channels)
                 s = _quantise(B0 / nch, SPEEDS_INTRA)
-                if a == "nvls-tree" and nt > 1:
-                    inter = np.asarray(tier_Bps[1], dtype=np.float64) / 1e9 / nch * np.where(nodes > 2, 0.5, 1.0)
-                    s = np.minimum(s, _quantise(inter * np.ones(k.shape), SPEEDS_INTER))
                 bus = nch * s * 1e9
+                tbus = bus
+                if a == "nvls-tree" and nt > 1:
+                    # NCCL's tuner: per channel min(bwIntra, bwInter), bwInter halved beyond 2 nodes (the graph's
+                    # quantised speed, then halved); the cost: the heads' NICs carry n (2 nodes) or 2n per node
+                    s_inter = _quantise(net_heads / 1e9 / nch, SPEEDS_INTER) * np.where(nodes > 2, 0.5, 1.0)
+                    tbus = nch * np.minimum(s, s_inter) * 1e9
+                    bus = np.minimum(bus, net_heads / np.where(nodes > 2, 2.0, 1.0) / NVLS_RATIO)
                 ratio = NVLS_RATIO
             alg_Bps = bus * ratio  # NCCL's "bandwidth": bytes of the collective's size per second
             if a.startswith("nvls"):
@@ -532,184 +669,28 @@ def pairs(
                     ranks=kf,
                     threshold=thr,
                     # NCCL's NVLS graph has one head per GPU of the node (search.cc: NVLS channels = GPUs)
-                    ops=(float(spec.nvls_channels) * np.minimum(ppn, kf)) if a.startswith("nvls") else None,
+                    ops=(float(spec.nvls_channels) * (heads if a == "nvls-tree" else np.minimum(ppn, NVLS_MAX_HEADS)))
+                    if a.startswith("nvls")
+                    else None,
                     nodes=nodes if a.startswith("nvls") else None,
                     stages=NVLS_FILL.get(collective, 0.0) if a.startswith("nvls") else 0.0,
+                    tuner_lat=tlat,
+                    tuner_alg_Bps=tbus * ratio,
                 )
             )
     return out
 
 
-# --------------------------------------------------------------------------- NCCL's choice, priced
-
-
-def nccl_spec(profile: Any) -> Any:
-    """The profile's NCCL constants, or the defaults for its GPU generation and link kinds."""
-    return profile.nccl if profile.nccl is not None else default_spec(profile.device.name, profile.network)
-
-
-def nccl_collective(
-    profile: Any,
-    k: np.ndarray,
-    n: np.ndarray,
-    collective: str = "all_reduce",
-    algorithms: Sequence[str] | None = None,
-    protocol: str | None = None,
-    by: str = "tuner",
-) -> CommCost:
-    """NCCL's pick among its (algorithm, protocol) pairs (``by="tuner"``, as NCCL chooses) or the fastest
-    (``by="time"``), priced as :mod:`simcli.comm.nccl` says it costs; vectorised, a running minimum over the pairs."""
-    net = profile.network
-    spec = nccl_spec(profile)
-    tb = tier_bandwidth(net, k)
-    cands = pairs(net, spec, k, tb, collective, algorithms, [protocol] if protocol else None)
-    if not cands:
-        raise InputError(
-            f"--protocol: {protocol} does not run {', '.join(algorithms or ['any algorithm'])} on "
-            f"profile {profile.name}; choose another protocol or leave --protocol out"
+def tree_groups(network: Sequence[Tier], k: np.ndarray) -> list[np.ndarray]:
+    """g_i: domains of tier i-1 that one domain of tier i joins (index 0: devices in the node), over k."""
+    k = np.asarray(k, dtype=np.int64)
+    dom = _domains(network, k)
+    nt = len(network)
+    out = [np.minimum(k, network[0].size if network[0].size else k)]
+    for i in range(1, nt):
+        out.append(
+            dom[i]
+            if i == nt - 1 or network[i].size is None
+            else np.minimum(dom[i], network[i].size // network[i - 1].size)
         )
-    if algorithms is not None and "ring" not in algorithms:
-        # NCCL (tuning.cc, "at least set ring algo available"): where the forced algorithm cannot run, Ring does
-        forced_on = np.any(np.stack([np.broadcast_to(p.enabled, k.shape) for p in cands]), axis=0)
-        for r in pairs(net, spec, k, tb, collective, ["ring"], [protocol] if protocol else None):
-            cands.append(dataclasses.replace(r, enabled=np.broadcast_to(r.enabled, k.shape) & ~forced_on))
-    n = np.asarray(n, dtype=np.float64)
-    shape = np.broadcast(k, n).shape
-    P = len(cands)
-    ks = k.shape
-    # per-pair tables over k (disabled pairs: infinite latency, so their time is inf without a mask)
-    lat_t = np.stack([np.where(p.enabled, np.broadcast_to(p.latency, ks), np.inf) for p in cands])
-    inv_t = np.stack([np.where(p.enabled, 1.0 / np.broadcast_to(p.alg_Bps, ks), 0.0) for p in cands])
-    # bytes per channel below which a channel is dropped; NVLS never drops one (a threshold of ~0)
-    thr_t = np.stack(
-        [np.where(np.broadcast_to(p.threshold, ks) > 0, np.broadcast_to(p.threshold, ks), 1e-30) for p in cands]
-    )
-    nn = np.broadcast_to(n, shape)
-    best = np.empty(shape)
-    idx = np.zeros(shape, dtype=np.intp)
-    mask = np.empty(shape, dtype=bool)
-    key = np.empty(shape)
-    corr_by_pair = []
-    fill_by_pair: dict[int, np.ndarray] = {}
-    for j, pr in enumerate(cands):
-        out = best if j == 0 else key  # the first pair's key is the running minimum
-        corr = pr.correction(n)  # tree's size factor (1.0 for the others), shaped like n
-        corr_by_pair.append(corr)
-        np.multiply(nn, inv_t[j], out=out)
-        if np.ndim(corr):
-            out /= corr
-        if by != "tuner":
-            out /= pr.share(n)
-        out += pr.tuner_latency(lat_t[j], n) if (by == "tuner" and pr.plateau) else lat_t[j]
-        if pr.ops is not None and by != "tuner":  # NVLS's pipeline fill: what it costs (NCCL's tuner omits it)
-            fill_by_pair[j] = np.where(np.broadcast_to(pr.enabled, ks), pr.fill(nn), 0.0)
-            out += fill_by_pair[j]
-        if j == 0:
-            continue
-        np.less(key, best, out=mask)
-        np.copyto(best, key, where=mask)
-        np.copyto(idx, j, where=mask)
-    # what the chosen pair costs: its latency, and its bytes at the channels getAlgoInfo launches for the size
-    nk = int(np.prod(ks))
-    flat = idx * nk
-    flat += np.arange(nk).reshape(ks)  # index of (chosen pair, k) in a (pairs, k) table, per element
-
-    def pick(table: np.ndarray) -> np.ndarray:
-        return np.ascontiguousarray(table).reshape(-1).take(flat)
-
-    ch = float(cands[0].channels)
-    lat = pick(lat_t)
-    # nc/ch of the chosen pair: nc = clip(floor(n / threshold), 1, channels)
-    nc = np.divide(nn, pick(thr_t))
-    np.floor(nc, out=nc)
-    np.clip(nc, 1.0, ch, out=nc)
-    if any(np.ndim(c) for c in corr_by_pair):
-        corr_t = np.stack([np.broadcast_to(np.asarray(c, dtype=np.float64), np.shape(n)) for c in corr_by_pair])
-        nsz = int(np.prod(np.shape(n)))
-        fn = idx * nsz
-        fn += np.arange(nsz).reshape(np.shape(n))
-        nc *= corr_t.reshape(-1).take(fn)  # nc x the tree correction: the bandwidth's size factor x ch
-    one = k < 2
-    anyone = bool(np.any(one))
-    with np.errstate(divide="ignore", invalid="ignore"):
-        bandwidth = pick(inv_t * ch)
-        bandwidth *= nn
-        bandwidth /= nc
-    fill = np.zeros(shape)
-    for j, pr in enumerate(cands):
-        if pr.ops is None:
-            continue
-        if j in fill_by_pair:
-            np.copyto(fill, fill_by_pair[j], where=idx == j)
-            continue
-        chosen = idx == j  # priced only where it was chosen: a small part of a large grid
-        if chosen.any():
-            fill[chosen] = nvls_fill(
-                pr.algorithm,
-                nn[chosen],
-                np.broadcast_to(pr.ops, shape)[chosen],
-                np.broadcast_to(pr.nodes, shape)[chosen],
-                np.broadcast_to(pr.alg_Bps, shape)[chosen],
-                pr.stages,
-            )
-    bandwidth += fill
-    if anyone:
-        one = np.broadcast_to(one, shape)
-        bandwidth = np.where(one, 0.0, bandwidth)
-        lat = np.where(one, 0.0, lat)
-        fill = np.where(one, 0.0, fill)
-    time = lat + bandwidth
-    alg_names = np.array([p.algorithm for p in cands] + ["none"])
-    proto_names = np.array([p.protocol for p in cands] + [None], dtype=object)
-    sel = np.where(one, P, idx) if anyone else idx
-    nt = len(net)
-
-    def bottleneck() -> np.ndarray:
-        """NVLS in one node: the NVLink tier; the others: the ring's bottleneck tier; -1 where k == 1."""
-        _, _, ring_b = ring_params(net, k)
-        is_nvls = np.array([p.algorithm == "nvls" for p in cands] + [False])[sel]
-        b = np.where(is_nvls, 0, ring_b)
-        return np.where(one, -1, b) if anyone else b
-
-    def tier_table(attr: str) -> Callable[[], np.ndarray]:
-        def build() -> np.ndarray:
-            tab = np.stack([getattr(p, attr) for p in cands])  # (P, tiers, ...k)
-            out = np.stack([pick(tab[:, i]) for i in range(nt)])
-            if attr == "hop_latency":
-                out[0] += np.array([p.base for p in cands])[idx]  # NCCL's base latency, charged to tier 0
-            return np.where(one, 0.0, out) if anyone else out
-
-        return build
-
-    # the lazy terms share one cache and never name the CommCost itself: a closure over it would make a
-    # reference cycle, so that every result (and its grid-sized arrays) waited for the cyclic garbage collector
-    cache: dict[str, np.ndarray] = {}
-
-    def once(name: str, build: Callable[[], np.ndarray]) -> Callable[[], np.ndarray]:
-        def get() -> np.ndarray:
-            if name not in cache:
-                cache[name] = build()
-            return cache[name]
-
-        return get
-
-    hops_of = once("hops", tier_table("hops"))
-    bneck_of = once("bottleneck", bottleneck)
-    cost = CommCost(
-        time=time,
-        latency=lat,
-        bandwidth=bandwidth,
-        reduction=Lazy(lambda: np.zeros(shape)),
-        alpha=Lazy(lambda: np.where(one, 0.0, lat / np.maximum(hops_of().sum(axis=0), 1.0))),
-        bus_Bps=Lazy(
-            lambda: np.where(one, np.inf, pick(np.stack([np.broadcast_to(p.bus_Bps, ks) for p in cands])) * nc / ch)
-        ),
-        bottleneck=Lazy(bneck_of),
-        tier_latency=Lazy(tier_table("hop_latency")),
-        tier_bandwidth_s=Lazy(lambda: per_tier(nt, bandwidth, bneck_of())),
-        algorithm=Lazy(lambda: alg_names[sel]),
-        protocol=Lazy(lambda: proto_names[sel]),
-        tier_hops=Lazy(hops_of),
-        fill=fill,
-    )
-    return cost
+    return out

@@ -4,8 +4,10 @@ A :class:`CollectiveSpec` is what nccl-tests' ``struct testColl`` (``src/common.
 say about one collective: its name, the bytes each rank moves (``busbw/algbw``, nccl-tests
 ``doc/PERFORMANCE.md``), the ring's step count in NCCL's tuner (``src/graph/tuning.cc``), which of NCCL's
 algorithms run it, and the NVLS kernel's pipeline stages (``src/device/*.h``). A :class:`ProtocolSpec` is one of
-NCCL's protocols with the thread counts ``getAlgoInfo`` (``src/enqueue.cc``) sizes its channels by.
-Adding a collective or a protocol is one row here plus its cost (docs/ARCHITECTURE.md).
+NCCL's protocols with the thread counts ``getAlgoInfo`` (``src/enqueue.cc``) sizes its channels by. A
+:class:`LinkKind` is what a tier's ``kind`` carries: NCCL's hardware class, the transport's own constants and the
+defaults a datasheet profile leaves out (issue 21; docs/nccl.md, docs/profiles.md).
+Adding a collective, a protocol or a link kind is one row here plus its cost (docs/ARCHITECTURE.md).
 """
 
 from __future__ import annotations
@@ -24,6 +26,11 @@ __all__ = [
     "COLLECTIVES",
     "PROTOCOL_SPECS",
     "PROTOCOLS",
+    "LinkKind",
+    "LINK_KIND_SPECS",
+    "LINK_KINDS",
+    "KIND_ALIASES",
+    "link_kind",
     "busbw_factor",
     "check_collective",
 ]
@@ -138,6 +145,139 @@ PROTOCOL_SPECS: tuple[ProtocolSpec, ...] = (
 )
 #: what --protocol accepts, in NCCL's order (NCCL_PROTO_LL, LL128, SIMPLE)
 PROTOCOLS: tuple[str, ...] = tuple(p.name for p in PROTOCOL_SPECS)
+
+
+@dataclass(frozen=True)
+class LinkKind:
+    """One link kind a tier may name: NCCL's hardware class and the defaults a datasheet profile leaves out.
+
+    ``hw`` is the row of NCCL's ``hwLat`` table the kind takes (nvlink, pcie, net). ``latency_us`` (a Ring/Simple
+    hop) and ``efficiency`` are used when the tier gives none. ``plugin_latency_us`` is the network plugin's
+    ``props->latency``, which NCCL's tuner adds to every inter-node hop (twice for Simple:
+    ``interLat = hwLat[NET][a][p] + graph->latencyInter; if (p == SIMPLE) interLat += latencyInter``,
+    tuning.cc 2.20.3-2.26): a term of NCCL's *choice* only. ``hop_us`` (LL, LL128, Simple) replaces NCCL's row
+    in what a hop *costs* where the transport has its own published per-hop latency. ``protocols`` are those the
+    transport lets NCCL run (a plugin that cannot deliver 128-byte lines in order sets NCCL_PROTO=simple for the
+    whole process). ``multinode``: a domain of this tier is an NVLink domain that spans hosts (MNNVL), which NCCL
+    fuses into one node and on which NCCL 2.20.3 runs no NVLS.
+    """
+
+    name: str
+    hw: str
+    latency_us: float
+    efficiency: float
+    summary: str
+    source: str
+    plugin_latency_us: float = 0.0
+    hop_us: tuple[float, float, float] | None = None
+    protocols: tuple[str, ...] = PROTOCOLS
+    multinode: bool = False
+
+    def tuner_note(self) -> str:
+        """What the kind changes in NCCL's choice beyond its hwLat row ("" if nothing): for tables."""
+        parts = []
+        if self.plugin_latency_us:
+            parts.append(f"tuner adds {self.plugin_latency_us:g} us per inter-node hop (x2 Simple)")
+        if self.hop_us:
+            parts.append("hop costs " + "/".join(f"{x:g}" for x in self.hop_us) + " us (LL/LL128/Simple)")
+        if self.protocols != PROTOCOLS:
+            parts.append("protocols " + "/".join(self.protocols))
+        if self.multinode:
+            parts.append("one NCCL node, no NVLS")
+        return ", ".join(parts)
+
+
+_TUNING = "NVIDIA/nccl v2.20.3 src/graph/tuning.cc (hwLat)"
+LINK_KIND_SPECS: tuple[LinkKind, ...] = (
+    LinkKind(
+        "nvlink",
+        "nvlink",
+        3.4,
+        0.8,
+        "NVLink between GPUs of one node (point to point or through NVSwitch)",
+        f"{_TUNING}: hwLat[NVLINK][Ring][Simple] 3.4 us; 20 of 25 GB/s per NVLink (SM80_NVLINK_BW 20.0, "
+        "src/graph/topo.h; NCCL maintainer, NVIDIA/nccl-tests#149)",
+    ),
+    LinkKind(
+        "nvswitch",
+        "nvlink",
+        3.4,
+        0.8,
+        "NVLink through NVSwitch inside one node (NVLS may run)",
+        f"as nvlink: the same hwLat row ({_TUNING})",
+    ),
+    LinkKind(
+        "mnnvl",
+        "nvlink",
+        3.4,
+        0.8,
+        "a multi-node NVLink domain (GB200 NVL72, NVL36x2): one NCCL node",
+        "NCCL fuses the topology over the NVLink clique, so the domain is one NCCL node; tuning.cc 2.20.3: "
+        "'MNNVL: NVLS not yet supported' (NVLS and NVLSTree off); hwLat NVLINK row; SM100_NVLINK_BW 40.1 of 50 GB/s "
+        "(src/graph/topo.h)",
+        multinode=True,
+    ),
+    LinkKind(
+        "pcie",
+        "pcie",
+        5.7,
+        0.76,
+        "PCIe between GPUs of one host",
+        f"{_TUNING}: hwLat[PCI][Ring][Simple] 5.7 us; PCI_BW 12 GB/s of a Gen3 x16's 15.75 (src/graph/topo.h), the "
+        "same fraction for later generations (estimate)",
+    ),
+    LinkKind(
+        "infiniband",
+        "net",
+        14.0,
+        0.92,
+        "InfiniBand NICs (NCCL's IB verbs transport)",
+        f"{_TUNING}: hwLat[NET][Ring][Simple] 14 us; 46-48 of 50 GB/s per NDR NIC (NVIDIA, NVIDIA/nccl-tests#290)",
+    ),
+    LinkKind(
+        "roce",
+        "net",
+        14.0,
+        0.92,
+        "RoCE NICs (NCCL's IB verbs transport over Ethernet)",
+        "as infiniband: NCCL's IB verbs transport and hwLat NET row, the same NICs (estimate: NCCL publishes no "
+        "separate RoCE figure)",
+    ),
+    LinkKind(
+        "efa",
+        "net",
+        23.0,
+        0.92,
+        "AWS Elastic Fabric Adapter through aws-ofi-nccl",
+        "aws/aws-ofi-nccl src/tuner/nccl_ofi_model.c, include/tuner/nccl_ofi_tuner.h: net_lat 20 us '2 nodes, 8B "
+        "RDMA w/imm lat' for every protocol, + TUNER_NET_COMP_OVERHEAD 3 us for Simple ('~2 us in the device and "
+        "~1 us to write that completion up to the host stack'); src/platform-aws.cpp: .latency = 75.0 us on "
+        "p4d/p4de/p5 ('NCCL's internal tuner choices work better with this value'), NCCL_PROTO=simple forced "
+        "('the LL/LL128 protocols can lead to data corruption without data delivery ordering'); efficiency as "
+        "infiniband (estimate)",
+        plugin_latency_us=75.0,
+        hop_us=(20.0, 20.0, 23.0),
+        protocols=("simple",),
+    ),
+    LinkKind(
+        "ethernet",
+        "net",
+        14.0,
+        0.9,
+        "plain Ethernet (NCCL's socket transport)",
+        f"{_TUNING}: NCCL prices its socket transport with the NET row (14 us Ring/Simple); 0.9 of line rate "
+        "(estimate)",
+    ),
+)
+#: the link kinds by name
+LINK_KINDS: dict[str, LinkKind] = {lk.name: lk for lk in LINK_KIND_SPECS}
+#: kind names of earlier versions, read as their successors ("net" was every network before issue 21)
+KIND_ALIASES: dict[str, str] = {"net": "infiniband"}
+
+
+def link_kind(name: str) -> LinkKind:
+    """The LinkKind of a kind name (an alias is read as its successor)."""
+    return LINK_KINDS[KIND_ALIASES.get(name, name)]
 
 
 def check_collective(collective: str, option: str = "--collective") -> CollectiveSpec:

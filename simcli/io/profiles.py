@@ -410,7 +410,19 @@ def _profile_tier(v: "_V", raw: Any, i: int, n_tiers: int, tiers: list[Tier], na
                 f"{size} must be a multiple of, and larger than, the size of the tier inside it ({tiers[-1].size})",
             )
     simple = v.fields(t, S.TIER, f, ("quantity", "fraction", "choice"))
-    tiers.append(Tier(name=tname, size=size, **simple))
+    defaulted = []
+    if "kind" in simple:
+        # a datasheet profile: the link kind it names supplies what the tier leaves out (simcli.comm.specs)
+        from ..comm.specs import link_kind
+
+        lk = link_kind(simple["kind"])
+        for key, attr, value in (("latency", "latency_s", lk.latency_us * 1e-6), ("efficiency", "efficiency", None)):
+            if attr not in simple:
+                simple[attr] = lk.efficiency if value is None else value
+                defaulted.append(key)
+    elif "latency_s" not in simple:
+        raise v.fail(f"{f}.latency", "required unless the tier names its kind (whose default it then takes)")
+    tiers.append(Tier(name=tname, size=size, defaulted=tuple(defaulted), **simple))
 
 
 def _default_library(device_name: str, tiers: list[Tier]) -> str:
@@ -469,7 +481,7 @@ def profile_to_dict(p: Profile) -> dict[str, Any]:
         "sources": list(p.sources),
         "library": p.library,
         "device": _dump_section(p.device, S.DEVICE),
-        "network": [_dump_section(t, S.TIER) for t in p.network],
+        "network": [_dump_section(t, S.TIER, _defaulted(t)) for t in p.network],
     }
     if p.nccl is not None:
         out["nccl"] = {f.key: getattr(p.nccl, f.name) for f in S.NCCL if f.name not in p.nccl.defaulted}
@@ -574,6 +586,23 @@ def _human(f: S.Field, x: Any) -> str:
     return str(x)
 
 
+def _defaulted(t: Tier) -> tuple[str, ...]:
+    from ..comm.nccl import tier_defaulted
+
+    return tier_defaulted(t)
+
+
+def kind_text(t: Tier, index: int) -> str:
+    """A tier's link kind as the tables say it: the name, how it was known, NCCL's class, what it changes."""
+    from ..comm.nccl import tier_kind
+    from ..comm.specs import link_kind
+
+    kd = tier_kind(t, index)
+    lk = link_kind(kd)
+    note = lk.tuner_note()
+    return kd + ("" if t.kind else " (guessed from the name)") + f"; NCCL class {lk.hw}" + (f", {note}" if note else "")
+
+
 def describe(p: Profile) -> list[tuple[str, str]]:
     """(field, value with units) rows for `simcli profiles show`, in the schema's order."""
     rows = [("name", p.name), ("description", p.description), ("origin", p.origin), ("library", p.library)]
@@ -585,12 +614,11 @@ def describe(p: Profile) -> list[tuple[str, str]]:
             rows += [(f"device.{f.key}.{dt}", fmt_flops(v) if f.unit == "flops" else f"{v:g}") for dt, v in x.items()]
         else:
             rows.append((f"device.{f.key}", _human(f, x)))
-    if p.library == "nccl":
-        from ..comm.nccl import tier_kind
     for i, t in enumerate(p.network):
         pre = f"network[{i}]"
         for f in S.TIER:
             x = getattr(t, f.name)
+            dflt = " (default of its kind)" if f.key in _defaulted(t) else ""
             if f.key == "size":
                 rows.append((f"{pre}.size", "unbounded" if x is None else f"{x} devices"))
             elif f.key == "bandwidth":
@@ -598,12 +626,12 @@ def describe(p: Profile) -> list[tuple[str, str]]:
             elif f.key == "per":
                 continue  # said with the bandwidth
             elif f.key == "efficiency":
-                rows.append((f"{pre}.efficiency", f"{x:g} (effective {fmt_rate(t.effective_Bps)})"))
+                rows.append((f"{pre}.efficiency", f"{x:g} (effective {fmt_rate(t.effective_Bps)})" + dflt))
             elif f.key == "kind":
-                if p.library == "nccl":
-                    rows.append((f"{pre}.kind", tier_kind(t, i) + ("" if t.kind else " (guessed from the name)")))
+                if p.library == "nccl" or t.kind:
+                    rows.append((f"{pre}.kind", kind_text(t, i)))
             elif x is not None:
-                rows.append((f"{pre}.{f.key}", _human(f, x)))
+                rows.append((f"{pre}.{f.key}", _human(f, x) + dflt))
     if p.nccl is not None:
         for f in S.NCCL:
             rows.append(

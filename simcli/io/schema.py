@@ -17,10 +17,12 @@ from dataclasses import dataclass
 from typing import Any, Mapping
 
 from ..base.types import COMPUTE_DTYPES, LIBRARIES
+from ..comm.specs import KIND_ALIASES, LINK_KINDS
 
 __all__ = ["Field", "TOP", "DEVICE", "TIER", "NCCL", "SECTIONS", "keys", "required", "json_schema", "solvable"]
 
-KINDS = ("nvlink", "pcie", "net")
+#: the link kinds (simcli.comm.specs.LINK_KIND_SPECS), then the old names still read
+KINDS = (*LINK_KINDS, *KIND_ALIASES)
 GENERATIONS = ("volta", "ampere", "ada", "hopper", "blackwell", "cdna3")
 CPUS = ("intel", "amd", "arm")
 
@@ -147,23 +149,29 @@ TIER: tuple[Field, ...] = (
     Field(
         "latency",
         "quantity",
-        "per-hop latency (NCCL: the Ring/Simple hop latency of this link kind)",
+        "per-hop latency (NCCL: the Ring/Simple hop latency of this link kind) [default: the kind's, when the "
+        "tier names its kind]",
         attr="latency_s",
         unit="time",
-        required=True,
         example="14 us",
         solvable=True,
     ),
     Field(
-        "efficiency", "fraction", "achieved fraction of the link bandwidth [default: 1]", example=0.92, solvable=True
+        "efficiency",
+        "fraction",
+        "achieved fraction of the link bandwidth [default: the kind's when the tier names its kind, else 1]",
+        example=0.92,
+        solvable=True,
     ),
     Field(
         "kind",
         "choice",
-        "link kind whose NCCL latencies the tier takes [default: guessed from the name]",
+        "link kind: NCCL's hardware class, the transport's constants and the defaults for latency and efficiency "
+        "(simcli.comm.specs.LINK_KINDS; docs/profiles.md) [default: guessed from the name]",
         choices=KINDS,
-        invalid="is not a link kind; use one of nvlink, pcie, net (NVLink/NVSwitch/xGMI, PCIe, or "
-        "a network: InfiniBand, RoCE, Ethernet)",
+        invalid="is not a link kind; use one of "
+        + ", ".join(LINK_KINDS)
+        + " (mnnvl: a multi-node NVLink domain such as a GB200 NVL72 rack)",
     ),
 )
 
@@ -187,6 +195,12 @@ NCCL: tuple[Field, ...] = (
     Field("nvls", "bool", "NVLink SHARP available (NVSwitch, Hopper or later)"),
     Field("nvls_channels", "count", "NVLS channels (16 on SM90)", example=16),
     Field("ll128", "bool", "the LL128 protocol runs (NVLink on Volta/Ampere/Hopper)"),
+    Field(
+        "ll128_net",
+        "bool",
+        "LL128 also runs across the network (NCCL: only while the GPU-NIC path is at most PXB, PXN on Hopper+) "
+        "[default: true]",
+    ),
 )
 
 SECTIONS: Mapping[str, tuple[Field, ...]] = {"": TOP, "device": DEVICE, "network[]": TIER, "nccl": NCCL}

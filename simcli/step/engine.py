@@ -27,13 +27,13 @@ from typing import Any
 import numpy as np
 
 from ..base.types import DTYPE_BYTES, InputError, NonFiniteResult, Profile, Workload
-from ..comm import collectives, topology
+from ..comm import collectives, nccl_choice, topology
 from ..comm.cost import COMM_TERMS, CommCost
 from . import memory as memory_model
 from . import sharding, straggler, strategies
 from .buckets import BucketPlan, bucket_exposure, bucket_plan
 
-__all__ = ["Scenario", "Result", "simulate", "accumulated", "OVERLAPS", "fsdp_units"]
+__all__ = ["Scenario", "Result", "simulate", "accumulated", "OVERLAPS", "fsdp_units", "nccl_faster", "STEP_MARGIN"]
 
 #: values of Scenario.overlap
 OVERLAPS = ("buckets", "none")
@@ -584,3 +584,74 @@ def _simulate_sharded(
             reshard_after_forward=sc.reshard_after_forward,
         ),
     )
+
+
+#: how much of the step NCCL_ALGO/NCCL_PROTO must save before simcli says NCCL's own choice is not its cheapest:
+#: at every other k a better network can make the step slower by at most this fraction (each pair's cost never
+#: grows with a better tier, so the step with the new picks is at most their total saving above the step with the
+#: old ones; tests/test_nccl_issue21.py holds it for every built-in profile and preset)
+STEP_MARGIN = 0.01
+
+
+def nccl_faster(res: Result, margin: float = STEP_MARGIN) -> list[dict[str, Any]]:
+    """Where the step runs NCCL's own choice and simcli prices other pairs of NCCL's cheaper, by more than
+    ``margin`` of the step in all: one JSON-ready row per (message, k) whose pick is not the cheapest, k-major, at
+    the k where the rows' savings add up to more than ``margin`` x T_step.
+
+    Only when NCCL chooses (a profile that models NCCL, ``--algorithm nccl``, no ``--protocol``): the pick is
+    what NCCL's tuner prefers, the cheaper pair what simcli's cost prefers (:func:`simcli.comm.nccl.nccl_faster_pair`;
+    docs/nccl.md says where the two part). ``setting`` is the NCCL_ALGO/NCCL_PROTO that runs the cheaper pair;
+    ``saving_s`` the communication one micro-step saves with it, before overlap (count x the difference).
+    """
+    sc = res.scenario
+    if sc.profile.library != "nccl" or sc.algorithm != "nccl" or sc.protocol is not None:
+        return []
+    per_step = 1.0  # the step's messages, once per optimizer step (ddp: the last micro-step's backward)
+    if res.sharded is not None:
+        per_step = float(sc.accum)  # the sharded strategies communicate every micro-step
+        msgs = [
+            (coll, count, float(nbytes), cost, prof, devs)
+            for (_, count, nbytes, cost), (coll, prof, devs) in zip(res.sharded.messages, res.sharded.priced_on)
+            if count
+        ]
+    else:
+        plan = res.plan
+        assert plan is not None
+        msgs = [
+            ("all_reduce", float(count), float(nbytes), cost, sc.profile, res.devices)
+            for count, nbytes, cost in ((plan.full, plan.size, res.comm_bucket), (1, plan.last, res.comm_last))
+            if cost is not None and count
+        ]
+    found: list[tuple[int, int, dict[str, Any]]] = []
+    total = np.zeros(res.devices.shape)
+    for m, (coll, count, nbytes, cost, prof, devs) in enumerate(msgs):
+        devs = np.asarray(devs, dtype=np.int64)
+        faster, alg, proto, t = nccl_choice.nccl_faster_pair(prof, devs, np.float64(nbytes), coll, 1e-9, picked=cost)
+        picked_t = np.broadcast_to(cost.time, devs.shape)
+        for i in np.flatnonzero(faster):
+            p_proto = cost.protocol[i] if cost.protocol is not None else None
+            f_proto = None if proto[i] in (None, "-") else str(proto[i])
+            saving = count * float(picked_t[i] - t[i])
+            total[i] += per_step * saving
+            found.append(
+                (
+                    int(i),
+                    m,
+                    {
+                        "devices": int(res.devices[i]),
+                        "collective": coll,
+                        "bytes": nbytes,
+                        "count": count,
+                        "algorithm": str(cost.algorithm[i]),
+                        "protocol": None if p_proto in (None, "-") else str(p_proto),
+                        "time_s": float(picked_t[i]),
+                        "faster_algorithm": str(alg[i]),
+                        "faster_protocol": f_proto,
+                        "faster_time_s": float(t[i]),
+                        "setting": nccl_choice.nccl_env(str(alg[i]), f_proto),
+                        "saving_s": saving,
+                    },
+                )
+            )
+    said = total > margin * res.t_step_s
+    return [row for i, _, row in sorted(found, key=lambda x: (x[0], x[1])) if said[i]]

@@ -56,7 +56,7 @@ from typing import Any
 import numpy as np
 
 from ..base.types import InputError, Profile, Tier
-from ..comm import collectives, nccl, registry
+from ..comm import collectives, nccl, nccl_choice, registry
 from ..comm.cost import COMM_TERMS, CommCost
 from .buckets import bucket_exposure, bucket_plan  # DDP's bucket timeline, reused for zero1/zero2's reduce-scatter
 from .memory import ZERO_BUCKET_ELEMENTS
@@ -139,12 +139,11 @@ def replica_profile(profile: Profile, group: int) -> Profile:
         bw = t.bandwidth_Bps / group if t.per == "node" else t.bandwidth_Bps
         kind = t.kind or _tier_kind(t, i)
         tiers.append(dataclasses.replace(t, size=size, bandwidth_Bps=bw, kind=kind))
-    spec = nccl.nccl_spec(profile) if profile.library == "nccl" else profile.nccl
+    spec = nccl_choice.nccl_spec(profile) if profile.library == "nccl" else profile.nccl
     return dataclasses.replace(profile, name=f"{profile.name} (replicas of {group})", network=tuple(tiers), nccl=spec)
 
 
 def _tier_kind(t: Tier, i: int) -> str:
-    from ..comm import nccl
 
     return nccl.tier_kind(t, i)
 
@@ -194,6 +193,8 @@ class Step:
     first_gather: np.ndarray  #: the first forward all-gather (fsdp/hsdp; 0 for zero1/zero2)
     #: every kind of collective once: (name, how many per micro-step, bytes as nccl-tests counts them, its cost)
     messages: tuple[tuple[str, float, float, CommCost], ...] = ()
+    #: what each message was priced on, in the order of ``messages``: (collective, profile, devices over k)
+    priced_on: tuple[tuple[str, Profile, np.ndarray], ...] = ()
 
 
 def _price(profile: Profile, algorithm: str, protocol: str | None, k: np.ndarray, n: float, kind: str) -> CommCost:
@@ -264,6 +265,7 @@ def step(
             )
             if m[3] is not None
         )
+        on = tuple((m[0].split()[0], profile, k) for m in msgs)
         return Step(
             t_comm=t_rs + t_ag,
             exposed=rs_exposed + t_ag,
@@ -271,6 +273,7 @@ def step(
             parts={"reduce_scatter_s": t_rs, "all_gather_step_s": t_ag},
             first_gather=zero,
             messages=msgs,
+            priced_on=on,
         )
     if spec.timeline != "units":
         raise InputError(f"--strategy: {strategy!r} is not a sharded strategy ({', '.join(SHARDED)})")
@@ -284,6 +287,7 @@ def step(
     terms = [(ag, 2.0 * L if reshard_after_forward else 1.0 * L), (rs, 1.0 * L)]
     parts = {"all_gather_s": L * ag.time * (2.0 if reshard_after_forward else 1.0), "reduce_scatter_s": L * rs.time}
     msgs = [("all_gather", (2.0 if reshard_after_forward else 1.0) * L, unit_p, ag), ("reduce_scatter", L, unit_g, rs)]
+    on = [("all_gather", profile, d), ("reduce_scatter", profile, d)]
     if spec.replicas:
         gsize = int(group if group is not None else (profile.network[0].size or 0)) or None
         r = k // d
@@ -300,6 +304,7 @@ def step(
             parts["all_reduce_replicas_s"] = L * ar.time
             terms.append((ar, 1.0 * L))
             msgs.append(("all_reduce across groups", L, unit_g / gsize, ar))
+            on.append(("all_reduce", sub, r))
     fwd_u = np.asarray(t_forward, dtype=np.float64) / L
     bwd_u = np.asarray(t_backward, dtype=np.float64) / L
     F, B = fsdp_times(
@@ -314,6 +319,7 @@ def step(
         parts=parts,
         first_gather=ag.time,
         messages=tuple(msgs),
+        priced_on=tuple(on),
     )
 
 

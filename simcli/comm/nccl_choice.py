@@ -1,0 +1,252 @@
+"""NCCL's choice, priced: the pair NCCL's tuner picks for each (k, n) (:func:`nccl_collective`, a running minimum
+over :func:`simcli.comm.nccl.pairs`, vectorised), what that pair costs, and where another pair would cost less
+(:func:`nccl_faster_pair`, with the ``NCCL_ALGO``/``NCCL_PROTO`` setting that gets it)."""
+
+from __future__ import annotations
+
+import dataclasses
+from typing import Any, Callable, Sequence
+
+import numpy as np
+
+from ..base.types import InputError
+from .cost import CommCost, Lazy, per_tier
+from .nccl import RING_PLATEAU, default_spec, nvls_fill, pairs
+from .specs import PROTOCOL_SPECS
+from .topology import ring_params, tier_bandwidth
+
+__all__ = ["nccl_spec", "nccl_collective", "nccl_faster_pair", "nccl_env", "NCCL_ALGO_ENV", "FASTER_MARGIN"]
+
+
+def nccl_spec(profile: Any) -> Any:
+    """The profile's NCCL constants, or the defaults for its GPU generation and link kinds."""
+    return profile.nccl if profile.nccl is not None else default_spec(profile.device.name, profile.network)
+
+
+def nccl_collective(
+    profile: Any,
+    k: np.ndarray,
+    n: np.ndarray,
+    collective: str = "all_reduce",
+    algorithms: Sequence[str] | None = None,
+    protocol: str | None = None,
+    by: str = "tuner",
+) -> CommCost:
+    """NCCL's pick among its (algorithm, protocol) pairs (``by="tuner"``, as NCCL chooses) or the fastest
+    (``by="time"``), priced as :mod:`simcli.comm.nccl` says it costs; vectorised, a running minimum over the pairs."""
+    net = profile.network
+    spec = nccl_spec(profile)
+    tb = tier_bandwidth(net, k)
+    cands = pairs(net, spec, k, tb, collective, algorithms, [protocol] if protocol else None)
+    if not cands:
+        raise InputError(
+            f"--protocol: {protocol} does not run {', '.join(algorithms or ['any algorithm'])} on "
+            f"profile {profile.name}; choose another protocol or leave --protocol out"
+        )
+    if algorithms is not None and "ring" not in algorithms:
+        # NCCL (tuning.cc, "at least set ring algo available"): where the forced algorithm cannot run, Ring does
+        forced_on = np.any(np.stack([np.broadcast_to(p.enabled, k.shape) for p in cands]), axis=0)
+        for r in pairs(net, spec, k, tb, collective, ["ring"], [protocol] if protocol else None):
+            cands.append(dataclasses.replace(r, enabled=np.broadcast_to(r.enabled, k.shape) & ~forced_on))
+    n = np.asarray(n, dtype=np.float64)
+    shape = np.broadcast(k, n).shape
+    P = len(cands)
+    ks = k.shape
+    # per-pair tables over k (disabled pairs: infinite latency, so their time is inf without a mask)
+    lat_t = np.stack([np.where(p.enabled, np.broadcast_to(p.latency, ks), np.inf) for p in cands])
+    inv_t = np.stack([np.where(p.enabled, 1.0 / np.broadcast_to(p.alg_Bps, ks), 0.0) for p in cands])
+    if by == "tuner":  # NCCL's own estimate: its tables, its plugin's latency, its graph's bandwidths
+        tlat_t = np.stack(
+            [
+                np.where(p.enabled, np.broadcast_to(p.latency if p.tuner_lat is None else p.tuner_lat, ks), np.inf)
+                for p in cands
+            ]
+        )
+        tinv_t = np.stack(
+            [
+                np.where(
+                    p.enabled, 1.0 / np.broadcast_to(p.alg_Bps if p.tuner_alg_Bps is None else p.tuner_alg_Bps, ks), 0.0
+                )
+                for p in cands
+            ]
+        )
+    else:
+        tlat_t, tinv_t = lat_t, inv_t
+    # bytes per channel below which a channel is dropped; NVLS never drops one (a threshold of ~0)
+    thr_t = np.stack(
+        [np.where(np.broadcast_to(p.threshold, ks) > 0, np.broadcast_to(p.threshold, ks), 1e-30) for p in cands]
+    )
+    nn = np.broadcast_to(n, shape)
+    best = np.empty(shape)
+    idx = np.zeros(shape, dtype=np.intp)
+    mask = np.empty(shape, dtype=bool)
+    key = np.empty(shape)
+    corr_by_pair = []
+    fill_by_pair: dict[int, np.ndarray] = {}
+    for j, pr in enumerate(cands):
+        out = best if j == 0 else key  # the first pair's key is the running minimum
+        corr = pr.correction(n)  # tree's size factor (1.0 for the others), shaped like n
+        corr_by_pair.append(corr)
+        np.multiply(nn, tinv_t[j], out=out)
+        if isinstance(corr, np.ndarray):  # the tree's factor (a 0-d array for one size: still applied)
+            out /= corr
+        if by != "tuner":
+            out /= pr.share(n)
+        out += tlat_t[j]
+        if by == "tuner" and pr.plateau:
+            # the tuner's ring plateau (Pair.tuner_latency), in place: +0.4 x latency where n >= 64 x channels x k
+            # on more than one node; one comparison against a per-k threshold
+            at = np.where(np.broadcast_to(pr.multi, ks), 64.0 * pr.channels * np.broadcast_to(pr.ranks, ks), np.inf)
+            np.greater_equal(nn, at, out=mask)
+            np.add(out, (RING_PLATEAU - 1.0) * tlat_t[j], out=out, where=mask)
+        if pr.ops is not None and by != "tuner":  # NVLS's pipeline fill: what it costs (NCCL's tuner omits it)
+            fill_by_pair[j] = np.where(np.broadcast_to(pr.enabled, ks), pr.fill(nn), 0.0)
+            out += fill_by_pair[j]
+        if j == 0:
+            continue
+        np.less(key, best, out=mask)
+        np.copyto(best, key, where=mask)
+        np.copyto(idx, j, where=mask)
+    # what the chosen pair costs: its latency, and its bytes at the channels getAlgoInfo launches for the size
+    nk = int(np.prod(ks))
+    flat = idx * nk
+    flat += np.arange(nk).reshape(ks)  # index of (chosen pair, k) in a (pairs, k) table, per element
+
+    def pick(table: np.ndarray) -> np.ndarray:
+        return np.ascontiguousarray(table).reshape(-1).take(flat)
+
+    ch = np.broadcast_to(np.asarray(cands[0].channels, dtype=np.float64), ks)  # runtime channels, over k
+    lat = pick(lat_t)
+    # nc/ch of the chosen pair: nc = clip(floor(n / threshold), 1, channels)
+    nc = np.divide(nn, pick(thr_t))
+    np.floor(nc, out=nc)
+    np.clip(nc, 1.0, ch, out=nc)
+    if any(isinstance(c, np.ndarray) for c in corr_by_pair):
+        corr_t = np.stack([np.broadcast_to(np.asarray(c, dtype=np.float64), np.shape(n)) for c in corr_by_pair])
+        nsz = int(np.prod(np.shape(n)))
+        fn = idx * nsz
+        fn += np.arange(nsz).reshape(np.shape(n))
+        nc *= corr_t.reshape(-1).take(fn)  # nc x the tree correction: the bandwidth's size factor x ch
+    one = k < 2
+    anyone = bool(np.any(one))
+    with np.errstate(divide="ignore", invalid="ignore"):
+        bandwidth = pick(inv_t * ch)
+        bandwidth *= nn
+        bandwidth /= nc
+    fill = np.zeros(shape)
+    for j, pr in enumerate(cands):
+        if pr.ops is None:
+            continue
+        if j in fill_by_pair:
+            np.copyto(fill, fill_by_pair[j], where=idx == j)
+            continue
+        chosen = idx == j  # priced only where it was chosen: a small part of a large grid
+        if chosen.any():
+            fill[chosen] = nvls_fill(
+                pr.algorithm,
+                nn[chosen],
+                np.broadcast_to(pr.ops, shape)[chosen],
+                np.broadcast_to(pr.nodes, shape)[chosen],
+                np.broadcast_to(pr.alg_Bps, shape)[chosen],
+                pr.stages,
+            )
+    bandwidth += fill
+    if anyone:
+        one = np.broadcast_to(one, shape)
+        bandwidth = np.where(one, 0.0, bandwidth)
+        lat = np.where(one, 0.0, lat)
+        fill = np.where(one, 0.0, fill)
+    time = lat + bandwidth
+    alg_names = np.array([p.algorithm for p in cands] + ["none"])
+    proto_names = np.array([p.protocol for p in cands] + [None], dtype=object)
+    sel = np.where(one, P, idx) if anyone else idx
+    nt = len(net)
+
+    def bottleneck() -> np.ndarray:
+        """NVLS in one node: the NVLink tier; the others: the ring's bottleneck tier; -1 where k == 1."""
+        _, _, ring_b = ring_params(net, k)
+        is_nvls = np.array([p.algorithm == "nvls" for p in cands] + [False])[sel]
+        b = np.where(is_nvls, 0, ring_b)
+        return np.where(one, -1, b) if anyone else b
+
+    def tier_table(attr: str) -> Callable[[], np.ndarray]:
+        def build() -> np.ndarray:
+            tab = np.stack([getattr(p, attr) for p in cands])  # (P, tiers, ...k)
+            out = np.stack([pick(tab[:, i]) for i in range(nt)])
+            if attr == "hop_latency":
+                out[0] += np.array([p.base for p in cands])[idx]  # NCCL's base latency, charged to tier 0
+            return np.where(one, 0.0, out) if anyone else out
+
+        return build
+
+    # the lazy terms share one cache and never name the CommCost itself: a closure over it would make a
+    # reference cycle, so that every result (and its grid-sized arrays) waited for the cyclic garbage collector
+    cache: dict[str, np.ndarray] = {}
+
+    def once(name: str, build: Callable[[], np.ndarray]) -> Callable[[], np.ndarray]:
+        def get() -> np.ndarray:
+            if name not in cache:
+                cache[name] = build()
+            return cache[name]
+
+        return get
+
+    hops_of = once("hops", tier_table("hops"))
+    bneck_of = once("bottleneck", bottleneck)
+    cost = CommCost(
+        time=time,
+        latency=lat,
+        bandwidth=bandwidth,
+        reduction=Lazy(lambda: np.zeros(shape)),
+        alpha=Lazy(lambda: np.where(one, 0.0, lat / np.maximum(hops_of().sum(axis=0), 1.0))),
+        bus_Bps=Lazy(
+            lambda: np.where(one, np.inf, pick(np.stack([np.broadcast_to(p.bus_Bps, ks) for p in cands])) * nc / ch)
+        ),
+        bottleneck=Lazy(bneck_of),
+        tier_latency=Lazy(tier_table("hop_latency")),
+        tier_bandwidth_s=Lazy(lambda: per_tier(nt, bandwidth, bneck_of())),
+        algorithm=Lazy(lambda: alg_names[sel]),
+        protocol=Lazy(lambda: proto_names[sel]),
+        tier_hops=Lazy(hops_of),
+        fill=fill,
+    )
+    return cost
+
+
+#: NCCL_ALGO's spellings of simcli's NCCL algorithm names (NCCL_PROTO's are the ProtocolSpec rows' ``nccl``)
+NCCL_ALGO_ENV = {"ring": "Ring", "tree": "Tree", "nvls": "NVLS", "nvls-tree": "NVLSTree"}
+#: by how much the cheapest pair by simcli's cost must beat NCCL's pick of one collective before ``comm`` says so,
+#: as a fraction of the pick's time (a step says so by its own measure: simcli.step.engine.STEP_MARGIN)
+FASTER_MARGIN = 0.02
+
+
+def nccl_faster_pair(
+    profile: Any,
+    k: np.ndarray,
+    n: np.ndarray,
+    collective: str = "all_reduce",
+    margin: float = FASTER_MARGIN,
+    picked: CommCost | None = None,
+) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
+    """Where NCCL's own pick costs more (by more than ``margin``) than another of its pairs, in simcli's cost.
+
+    Returns (faster, algorithm, protocol, time) over the (k, n) grid: ``faster`` is True where the cheapest pair
+    by cost beats NCCL's pick by more than ``margin``; ``algorithm``/``protocol`` name that pair and ``time`` its
+    cost. Both are one model: NCCL's choice is made on its tuner's view (its tables, the network plugin's
+    latency, the ring plateau, all channels), the cost on simcli's; the difference is what
+    ``NCCL_ALGO``/``NCCL_PROTO`` would buy (:func:`nccl_env`). ``picked``: NCCL's pick, if already priced.
+    """
+    if picked is None:
+        picked = nccl_collective(profile, k, n, collective)
+    best = nccl_collective(profile, k, n, collective, by="time")
+    faster = best.time < picked.time * (1.0 - margin)
+    return faster, np.asarray(best.algorithm), np.asarray(best.protocol), best.time
+
+
+def nccl_env(algorithm: str, protocol: str | None) -> str:
+    """The environment that makes NCCL run one pair: ``NCCL_ALGO=Tree NCCL_PROTO=LL128``."""
+    env = f"NCCL_ALGO={NCCL_ALGO_ENV.get(algorithm, algorithm)}"
+    if protocol:
+        proto = next((p.nccl for p in PROTOCOL_SPECS if p.name == protocol), protocol)
+        env += f" NCCL_PROTO={proto}"
+    return env
