@@ -345,14 +345,14 @@ def test_units_override():
 def test_speedup_says_ddp_does_not_fit_and_fsdp_does(runner):
     r = runner.invoke(app, ["speedup", "-m", "llama2-70b", "-p", "dgx-h100", "-k", "64", "-f", "json"])
     assert r.exit_code == 0, r.output
-    lines = r.stderr.strip().splitlines()
+    lines = [x for x in r.stderr.strip().splitlines() if "NCCL" not in x]  # NCCL's-choice notes aside
     assert len(lines) == 1 and "ddp" in lines[0] and "does not fit" in lines[0] and "--strategy fsdp fits" in lines[0]
     rec = json.loads(r.stdout)[0]
     assert rec["strategy"] == "ddp" and rec["memory_bytes"] > 80e9
     r = runner.invoke(
         app, ["speedup", "-m", "llama2-70b", "-p", "dgx-h100", "-k", "64", "--strategy", "fsdp", "-f", "json"]
     )
-    assert r.exit_code == 0 and r.stderr == ""
+    assert r.exit_code == 0 and all("NCCL" in x for x in r.stderr.splitlines())  # nothing but NCCL's-choice notes
     rec = json.loads(r.stdout)[0]
     assert rec["strategy"] == "fsdp" and rec["memory_bytes"] <= 80e9
     parts = [f"memory_{p}_bytes" for p in ("params", "master", "grads", "optimizer", "buffers", "activations")]

@@ -136,9 +136,22 @@ def speedup(
 
 def _warn_faster(results: Any) -> None:
     """One stderr line for every result together where NCCL's own pick costs more than another of its pairs."""
-    from ..step.engine import nccl_faster
+    from ..step.engine import graph_notes, nccl_faster
 
     warn_nccl_faster({"profile": res.scenario.profile.name, **row} for res in results for row in nccl_faster(res))
+    for res in results:
+        rows = graph_notes(res)
+        if rows:
+            ks = [r["devices"] for r in rows]
+            r = rows[0]
+            warn(
+                f"{res.scenario.profile.name}: NCCL's search graph across nodes takes {r['channels']} channels of "
+                f"{r['speed_GBps']:g} GB/s; a network just under {r['speed_GBps']:g} GB/s per NIC would give "
+                f"{r['alt_channels']} of {r['alt_speed_GBps']:g} GB/s, which NCCL's per-channel caps price faster "
+                f"(k = {ks[0]}{'' if len(ks) == 1 else f'..{ks[-1]}'}: T_step {r['alt_t_step_s'] * 1e3:.4g} ms instead "
+                f"of {r['t_step_s'] * 1e3:.4g} ms at k = {r['devices']}; ncclTopoCompareGraphs keeps the first of "
+                "equal graphs, docs/nccl.md)"
+            )
 
 
 def _warn_memory(sc: Any, k: Any) -> None:

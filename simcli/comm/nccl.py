@@ -420,23 +420,7 @@ def graph_channels(
     rt = np.full(k.shape, ch)
     if len(network) < 2 or spec.generation not in ("hopper", "blackwell") or network[1].per != "device":
         return G, rt
-    nvl = network[0].effective_Bps / 1e9
-    nic = network[1].effective_Bps / 1e9
-    ppn = np.minimum(k, network[0].size or k)
-    # ncclTopoCompute walks the speeds down from the highest the system allows, keeps the graph with the most
-    # nChannels x bw (ncclTopoCompareGraphs), stops once that reaches the GPU's total bandwidth ("if
-    # (graph->nChannels*graph->bwInter >= system->totalBw) goto done") and never tries a speed at or below
-    # 0.49x the best solution's ("speedArray[speedIndex+1]/graph->bwInter > .49")
-    best_g, best, best_s = np.zeros(k.shape), np.zeros(k.shape), np.zeros(k.shape)
-    for s in SPEEDS_INTER:
-        if s > nvl or s > nic:
-            continue
-        live = (best_s == 0) | ((s / np.maximum(best_s, 1e-9) > 0.49) & (best < nvl))
-        g = np.minimum(np.floor(nvl / s), ppn * np.floor(nic / s))
-        take = live & (g * s > best)
-        best_g = np.where(take, g, best_g)
-        best_s = np.where(take, s, best_s)
-        best = np.where(take, g * s, best)
+    best_g, best_s = _graph_search(network, k)
     best_g = np.maximum(best_g, 1.0)
     s_pick = best_s
     dup = (s_pick >= 50.0) | (best_g <= 4)
@@ -445,6 +429,48 @@ def graph_channels(
     G = np.where(multi, gm, G)
     rt = np.where(multi, np.minimum(2 * gm, MAX_CHANNELS), rt)
     return G, rt
+
+
+def _graph_search(
+    network: Sequence[Tier], k: np.ndarray, nic: np.ndarray | None = None
+) -> tuple[np.ndarray, np.ndarray]:
+    """(channels, speed GB/s) of NCCL's inter-node search graph over k: ncclTopoCompute walks the speeds down from
+    the highest the system allows, keeps the graph with the most nChannels x bw (ncclTopoCompareGraphs keeps the
+    first of equal ones), stops once that reaches the GPU's total bandwidth ("if (graph->nChannels*graph->bwInter
+    >= system->totalBw) goto done") and never tries a speed at or below 0.49x the best solution's
+    ("speedArray[speedIndex+1]/graph->bwInter > .49"). ``nic``: the NIC's effective GB/s over k (default the
+    tier's)."""
+    nvl = network[0].effective_Bps / 1e9
+    nic = np.full(k.shape, network[1].effective_Bps / 1e9) if nic is None else np.broadcast_to(nic, k.shape)
+    ppn = np.minimum(k, network[0].size or k)
+    best_g, best, best_s = np.zeros(k.shape), np.zeros(k.shape), np.zeros(k.shape)
+    for s in SPEEDS_INTER:
+        if s > nvl:
+            continue
+        live = (s <= nic) & ((best_s == 0) | ((s / np.maximum(best_s, 1e-9) > 0.49) & (best < nvl)))
+        g = np.minimum(np.floor(nvl / s), ppn * np.floor(nic / s))
+        take = live & (g * s > best)
+        best_g = np.where(take, g, best_g)
+        best_s = np.where(take, s, best_s)
+        best = np.where(take, g * s, best)
+    return best_g, best_s
+
+
+def graph_tie(network: Sequence[Tier], spec: NcclSpec, k: np.ndarray) -> dict[str, np.ndarray] | None:
+    """Where a NIC just under the speed of NCCL's inter-node search graph would give the graph more channels
+    (``alt_channels`` of ``alt_speed_GBps`` against ``channels`` of ``speed_GBps``): the search walks down from the
+    fastest speed the NIC allows and keeps the first of equal nChannels x bw, so a faster NIC can stop it at fewer,
+    faster channels. The tuner's per-channel caps count the channels, so there a faster NIC can price some pairs
+    slower: with :func:`simcli.comm.nccl_choice.nccl_faster_pair`, the way a better tier makes NCCL's own pick
+    slower. None where the rule does not apply (one tier, before Hopper, NICs per node); else arrays over k
+    (``tie`` True where the slower NIC's graph has more channels, past one node)."""
+    if len(network) < 2 or spec.generation not in ("hopper", "blackwell") or network[1].per != "device":
+        return None
+    k = np.asarray(k)
+    g, s = _graph_search(network, k)
+    g2, s2 = _graph_search(network, k, nic=s * (1 - 1e-6))
+    tie = (k > (network[0].size or k)) & (s > 0) & (g2 > g)
+    return {"tie": tie, "channels": g, "speed_GBps": s, "alt_channels": g2, "alt_speed_GBps": s2}
 
 
 def nvls_chunk(algorithm: str, n: np.ndarray, ops: np.ndarray, nodes: np.ndarray | None) -> np.ndarray:

@@ -33,7 +33,17 @@ from . import memory as memory_model
 from . import sharding, straggler, strategies
 from .buckets import BucketPlan, bucket_exposure, bucket_plan
 
-__all__ = ["Scenario", "Result", "simulate", "accumulated", "OVERLAPS", "fsdp_units", "nccl_faster", "STEP_MARGIN"]
+__all__ = [
+    "Scenario",
+    "Result",
+    "simulate",
+    "accumulated",
+    "OVERLAPS",
+    "fsdp_units",
+    "nccl_faster",
+    "graph_notes",
+    "STEP_MARGIN",
+]
 
 #: values of Scenario.overlap
 OVERLAPS = ("buckets", "none")
@@ -655,3 +665,35 @@ def nccl_faster(res: Result, margin: float = STEP_MARGIN) -> list[dict[str, Any]
             )
     said = total > margin * res.t_step_s
     return [row for i, _, row in sorted(found, key=lambda x: (x[0], x[1])) if said[i]]
+
+
+def graph_notes(res: Result, margin: float = STEP_MARGIN) -> list[dict[str, Any]]:
+    """Where NCCL's inter-node search graph is a tie that the profile's NIC speed breaks toward fewer channels, and
+    a NIC just under the graph's speed would run the step faster by more than ``margin`` of it (the per-channel
+    caps count the channels; :func:`simcli.comm.nccl.graph_tie`): one row per such k. The other way, besides
+    :func:`nccl_faster`, that a better tier can make NCCL's step slower; the CLI says it on stderr."""
+    sc = res.scenario
+    if sc.profile.library != "nccl" or sc.algorithm != "nccl" or sc.protocol is not None:
+        return []
+    from ..comm import nccl
+
+    net = sc.profile.network
+    tie = nccl.graph_tie(net, nccl_choice.nccl_spec(sc.profile), res.devices)
+    if tie is None or not tie["tie"].any():
+        return []
+    slower_Bps = float(np.max(tie["speed_GBps"])) * 1e9 * (1 - 1e-6) / max(net[1].efficiency, 1e-12)
+    alt_net = (net[0], dataclasses.replace(net[1], bandwidth_Bps=slower_Bps), *net[2:])
+    alt = simulate(sc.replace(profile=dataclasses.replace(sc.profile, network=alt_net)), res.devices)
+    said = tie["tie"] & (alt.t_step_s < res.t_step_s * (1 - margin))
+    return [
+        {
+            "devices": int(res.devices[i]),
+            "channels": int(tie["channels"][i]),
+            "speed_GBps": float(tie["speed_GBps"][i]),
+            "alt_channels": int(tie["alt_channels"][i]),
+            "alt_speed_GBps": float(tie["alt_speed_GBps"][i]),
+            "t_step_s": float(res.t_step_s[i]),
+            "alt_t_step_s": float(alt.t_step_s[i]),
+        }
+        for i in np.flatnonzero(said)
+    ]
