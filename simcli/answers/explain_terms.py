@@ -14,6 +14,7 @@ from ..comm import nccl, registry, topology
 from ..comm.cost import CommCost
 from ..step.engine import Scenario
 from ..step.memory import PARTS
+from ..step.update import describe as update_describe
 
 __all__ = ["FORMULAS", "formula", "proto", "message", "tier_rows", "step_terms", "memory_terms"]
 
@@ -113,6 +114,10 @@ def step_terms(
         "t_compute_s": float(res.t_compute_s[0]),
         "spread": sc.device_spread,
         "t_straggler_s": float(res.t_straggler_s[0]),
+        "reference_k": sc.reference_k,
+        "t_update_s": float(res.t_update_s[0]),
+        "update_what": update_describe(sc),
+        "optimizer": sc.optimizer,
         "messages": messages,
         "tiers": tiers,
         "t_latency_s": float(comm.latency[0]),
