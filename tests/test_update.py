@@ -70,12 +70,16 @@ def test_a_sharded_optimizer_steps_its_shard_and_extras_add_their_passes():
     m=st.integers(min_value=1, max_value=64),
     more=st.integers(min_value=1, max_value=64),
     k=st.integers(min_value=1, max_value=2048),
-    strategy=st.sampled_from(["ddp", "zero2", "fsdp"]),
+    strategy=st.sampled_from(["ddp", "zero1", "zero2", "fsdp", "hsdp"]),
     optimizer=st.sampled_from(sorted(update.OPTIMIZERS)),
 )
 def test_the_step_never_falls_when_accum_rises_at_a_fixed_micro_batch(m, more, k, strategy, optimizer):
+    """Issue 22's property: every micro-step adds compute (and, sharded, its communication); the update is paid
+    once per optimizer step, so more micro-steps at the same micro-batch never make the step shorter."""
     p = resolve_profile("dgx-a100")
     wl = Workload("w", params=3e8, flops_per_sample=6 * 3e8 * 512, batch_per_device=8, layers=12)
+    if strategy == "hsdp":
+        k = 8 * max(1, k // 8)  # whole shard groups of one node
     a = simulate(Scenario(profile=p, workload=wl, strategy=strategy, accum=m, optimizer=optimizer), [k])
     b = simulate(Scenario(profile=p, workload=wl, strategy=strategy, accum=m + more, optimizer=optimizer), [k])
     assert b.t_step_s[0] >= a.t_step_s[0]
@@ -183,3 +187,123 @@ def test_update_cli_options(runner=None):
 def test_dataclass_replace_keeps_the_update_fields():
     sc = Scenario(profile=resolve_profile("dgx-a100"), workload=get_model("gpt2").workload(), optimizer="sgd")
     assert dataclasses.replace(sc, accum=2).optimizer == "sgd"
+
+
+# --------------------------------------------------------------------------- the rows, the strategies, the fits
+
+
+def test_each_row_is_the_sum_of_its_passes_and_the_sources_say_so():
+    for spec in update.OPTIMIZER_SPECS:
+        assert spec.bytes_per_param == sum(p.read + p.written for p in spec.passes) > 0
+        assert spec.source and spec.label
+    # Composer's DecoupledAdamW: one more pass than torch's lerp (mul_ then add_), the decay pass skipped at 0
+    assert update.SPECS["decoupled-adamw"].bytes_per_param == 88
+    assert update.SPECS["decoupled-adamw-wd0"].bytes_per_param == 80
+    assert update.EXTRAS == {"unscale": 8, "clip": 12, "flatten": 16}
+    assert update.bytes_per_param("decoupled-adamw-wd0", ("clip",)) == 92
+    from simcli.step.memory import OPTIMIZER_STATE_BYTES
+
+    assert OPTIMIZER_STATE_BYTES == {s.name: s.state_bytes for s in update.OPTIMIZER_SPECS}
+
+
+def test_the_update_is_divided_as_the_strategy_row_shards_the_optimizer_state():
+    from simcli.step import strategies
+
+    k = np.array([1, 8, 64])
+    for spec in strategies.STRATEGY_SPECS:
+        held = update.params_held(spec.name, k, 1e9, group=8, node_size=8)
+        if spec.shards_update:
+            assert held == pytest.approx(1e9 / strategies.shard_divisor(spec.name, k, 8, 8))
+        else:
+            assert held == pytest.approx(np.full(3, 1e9))
+    assert update.params_held("zero1", k, 1e9) == pytest.approx(1e9 / k)
+    assert update.params_held("hsdp", k, 1e9, group=8) == pytest.approx(1e9 / np.array([1, 8, 8]))
+
+
+def test_a_calibrated_update_bandwidth_replaces_the_datasheet_and_update_time_replaces_both():
+    p = resolve_profile("dgx-h100")
+    d = profile_to_dict(p)
+    d["device"]["update_bandwidth"] = "1 TB/s"
+    mine = profile_from_dict(d, "mine.yaml")
+    wl = get_model("gpt2").workload()
+    a = simulate(Scenario(profile=p, workload=wl), [8]).t_update_s[0]
+    b = simulate(Scenario(profile=mine, workload=wl), [8]).t_update_s[0]
+    assert a == pytest.approx(wl.params * 80 / 3.35e12) and b == pytest.approx(wl.params * 80 / 1e12)
+    assert simulate(Scenario(profile=mine, workload=wl, update_time_s=0.02), [8, 64]).t_update_s == pytest.approx(
+        [0.02, 0.02]
+    )
+
+
+def _table(sc, ks, ms, sigma, u, micro):
+    """samples/s of ``sc`` at (k, accum) with a spread and an update time, the micro-step measured at ks[0]."""
+    base = sc.replace(spread=sigma, update_time_s=u, compute_time_s=micro, compute_time_at_k=ks[0])
+    return [k * base.batch * m / float(simulate(base.replace(accum=m), [k]).t_step_s[0]) for k, m in zip(ks, ms)]
+
+
+def test_the_fit_recovers_a_spread_and_an_update_time_it_was_given_in_well_under_a_second():
+    import time
+
+    from simcli.answers.fit_update import fit_spread_update
+
+    sc = Scenario(
+        profile=resolve_profile("dgx-a100"),
+        workload=get_model("bert-large").workload(),
+        batch_per_device=32,
+        overlap="none",
+        optimizer="lamb",
+    )
+    ks, ms = [8, 16, 32, 64, 128, 256], [32, 16, 8, 4, 2, 1]  # a fixed global batch: the accumulation falls
+    thr = _table(sc, ks, ms, 0.02, 0.030, 0.4)
+    t = time.perf_counter()
+    f = fit_spread_update(sc, ks, thr, ms, batch=32)
+    assert time.perf_counter() - t < 1.0
+    assert f.spread == pytest.approx(0.02, abs=2e-3) and f.update_s == pytest.approx(0.030, rel=0.05)
+    assert f.separable and f.k0 == 8 and len(f.rows) == 6
+    assert all(r["predicted_after"] == pytest.approx(r["measured"], rel=1e-3) for r in f.rows)
+    # the same accumulation in every row: the two cannot be told apart, and the fit says so
+    same = fit_spread_update(sc, ks, _table(sc, ks, [4] * 6, 0.02, 0.03, 0.4), [4] * 6, batch=32)
+    assert not same.separable and any("cannot be told apart" in w for w in same.warnings)
+
+
+def test_the_update_bandwidth_fit_of_timed_optimizer_steps():
+    from simcli.answers.fit_update import fit_update_bandwidth
+
+    params = np.array([1e6, 4e6, 16e6])
+    f = fit_update_bandwidth(params, [80.0] * 3, params * 80 / 2e10)
+    assert f.bandwidth_Bps == pytest.approx(2e10) and f.bandwidth_se == pytest.approx(0.0, abs=1.0)
+    with pytest.raises(Exception, match="nothing to fit"):
+        fit_update_bandwidth([1e6], [80.0], [0.0])
+
+
+def test_calibrate_fits_both_from_a_throughput_table_and_writes_them(tmp_path):
+    from typer.testing import CliRunner
+
+    from simcli.cli.app import app
+    from simcli.io.profiles import load_profile
+
+    out = tmp_path / "cal.yaml"
+    from pathlib import Path
+
+    src = str(Path(__file__).resolve().parent.parent / "validation/published/ddp/dle-bert-pytorch-a100.csv")
+    args = ["calibrate", src, "--where", "series=pyt-a100-s128-fp16", "-p", "dgx-a100", "-m", "bert-large"]
+    args += ["--seq-len", "128", "--optimizer", "lamb", "--update-extras", "flatten", "--overlap", "none"]
+    r = CliRunner().invoke(app, [*args, "-o", str(out), "-f", "json"])
+    assert r.exit_code == 0, r.output
+    import json
+
+    rep = json.loads(r.stdout)
+    sp = rep["spread"]
+    assert sp["k0"] == 8 and sp["rows"] == 5 and sp["separable"] is True
+    assert 0 <= sp["after"] < 0.03 and 0 < sp["update_s"] < 0.05 and sp["correlation"] is not None
+    p = load_profile(out)
+    assert p.device.update_Bps == pytest.approx(sp["update_bandwidth_Bps"])
+    assert p.calibration["spread"]["told_apart"] is True
+
+
+def test_the_breakdown_picture_stacks_the_optimizer_step():
+    from simcli.plot.figures import breakdown_parts
+
+    res = simulate(Scenario(profile=resolve_profile("dgx-h100"), workload=get_model("gpt2").workload()), [1, 8])
+    parts = breakdown_parts(res.records())
+    assert list(parts)[-1] == "optimizer step"
+    assert sum(parts.values()) == pytest.approx(res.t_step_s)

@@ -453,7 +453,9 @@ def _validate_step(
         # a bench step --dtype file: each row's compute dtype, where the profile has a peak for it
         row_dtype = dict(zip(group_cols, key)).get("dtype") or None
         dt = dtype if dtype is not None or row_dtype not in profile.device.peak_flops else row_dtype
-        sc = _scenario(profile, wl, opts, batch_per_device=int(b[idx[0]]), overlap=ov, dtype=dt)
+        # the optimizer the measured step ran (bench step: plain SGD), where the file says
+        step_opt = {"optimizer": m.rows[idx[0]]["step_optimizer"]} if m.rows[idx[0]].get("step_optimizer") else {}
+        sc = _scenario(profile, wl, opts, batch_per_device=int(b[idx[0]]), overlap=ov, dtype=dt, **step_opt)
         res = simulate(sc, k[idx])
         for j, i in enumerate(idx):
             extra = {"mode": mode} if mode else {}

@@ -108,6 +108,7 @@ STEP_COLUMNS = (
     "device",
     # bench step: the optimizer step alone (torch.optim.AdamW's default implementation on the device), what
     # calibrate fits device.update_bandwidth from (simcli.step.update)
+    "step_optimizer",
     "t_update_s",
     "update_optimizer",
     "update_bytes_per_param",

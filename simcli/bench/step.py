@@ -368,6 +368,7 @@ def measure_step(
                 "backward_fraction": t_bwd.median / (t_fwd.median + t_bwd.median),
                 "device": _device_name(d.device),
                 "spread": max(t_compute.spread, t_comm.spread if k > 1 else 0.0, t_step.spread),
+                "step_optimizer": "sgd",  # what T_step's update runs (torch.optim.SGD, no momentum)
                 "t_update_s": t_update.median,
                 "update_optimizer": UPDATE_OPTIMIZER,
                 "update_bytes_per_param": UPDATE_BYTES,
