@@ -4,10 +4,18 @@ For each model: the file's profile (A100 40GB: ``dgx-a100``, 8 GPUs per node and
 cluster measured; H100 80GB: ``dgx-h100``, whose 8x 400 Gb/s the source does not state), ``--strategy fsdp``
 with the run's reduction dtype (bf16 PURE: ``--grad-dtype bf16``; Composer's DEFAULT reduces in fp32), ``--units``
 = the model's layers, ``--accum`` = its gradient accumulation, and the measured micro-step time at the model's
-smallest GPU count as ``--compute-time`` (micro-batch x 2048 tokens / tokens per second per GPU). It then
-prints the measured tokens/s per GPU relative to that smallest k beside simcli's E(k)/E(k0) from the profile
-as built in (``datasheet``: its device.spread, the 1.48% GPU speed spread of Sinha et al., included) and with
-communication alone (``--spread 0``), and the errors of both.
+smallest GPU count as ``--compute-time`` measured at that k (``--compute-time-at-k``: its wait for the slowest
+device is in it), and the optimizer step the runs took (``--optimizer``, ``--update-extras clip``): llm-foundry's
+MPT configurations step Composer's DecoupledAdamW with weight_decay 0.0 (``decoupled-adamw-wd0``: eight passes,
+80 B per parameter of the shard) after FSDP's clip_grad_norm_ (``gradient_clipping: norm``: 12 B); torchtitan's
+default is torch's fused AdamW (28 B) with clip_grad_norm_ (max_norm 1.0). It then prints the measured tokens/s
+per GPU relative to that smallest k beside simcli's samples/s per device relative to k0 from the profile as built
+in (``datasheet``: the default spread of its device kind, only its excess over k0) and with communication and the
+update alone (``--spread 0``), and the errors of both. ``--no-update`` prints the table without the update term
+(the model before issue 22's per-update cost).
+
+Each scenario is built in-process (``simcli.cli.options.ScenarioOptions(...).build()``, what ``simcli speedup``
+builds from the same options) and priced with ``simcli.step.engine.simulate``.
 
     python benchmarks/validate_fsdp.py
 
@@ -20,9 +28,7 @@ the reduction dtype).
 from __future__ import annotations
 
 import csv
-import json
 import statistics
-import subprocess
 import sys
 from collections import defaultdict
 from pathlib import Path
@@ -30,8 +36,10 @@ from pathlib import Path
 import numpy as np
 
 from simcli.answers.fit_compute import minimise_scalar
+from simcli.cli.options import OptimizerChoice, ScenarioOptions
 from simcli.io.profiles import resolve_profile
 from simcli.step import straggler
+from simcli.step.engine import simulate
 
 ROOT = Path(__file__).resolve().parent.parent
 #: file -> the profile its cluster is priced on
@@ -41,6 +49,13 @@ FILES = {
     "fsdp-llm-foundry-h100.csv": "dgx-h100",
     "fsdp-torchtitan-h100.csv": "dgx-h100",
 }
+#: the optimizer step each GPU's runs take and the passes around it (simcli.step.update; docs/sharding.md):
+#: llm-foundry's MPT yamls (scripts/train/yamls/pretrain/mpt-*.yaml) name decoupled_adamw with weight_decay 0.0
+#: and gradient_clipping (clipping_type norm: FSDP's clip_grad_norm_, composer/algorithms/gradient_clipping);
+#: torchtitan's default --optimizer.implementation is fused, with clip_grad_norm_ (--training.max_norm 1.0)
+OPTIMIZER = {"h100_96gb": "adamw-fused"}
+DEFAULT_OPTIMIZER = "decoupled-adamw-wd0"
+EXTRAS = "clip"
 #: Composer's mixed-precision modes -> the reduction dtype (composer/trainer/mosaic_fsdp_utils.py)
 GRAD_DTYPE = {"PURE": "bf16", "DEFAULT": "fp32"}
 #: layers of the small models (llm-foundry scripts/train/yamls/pretrain/mpt-{125m,350m,760m}.yaml: n_layers)
@@ -60,39 +75,32 @@ def rows() -> dict[tuple[str, str], list[dict]]:
     return out
 
 
-def predict(r: dict, compute_s: float, ks: list[int], spread: float | None = None) -> dict[int, dict]:
-    """simcli's records per k; ``spread`` None: the profile's own device.spread (the datasheet's)."""
-    cmd = [
-        sys.executable,
-        "-m",
-        "simcli",
-        "speedup",
-        "-p",
-        r["profile"],
-        "--params",
-        r["params"],
-        "--compute-time",
-        repr(compute_s),
-        "--units",
-        r["layers"],
-        "--strategy",
-        "fsdp",
-        "--grad-dtype",
-        r.get("grad_dtype") or GRAD_DTYPE[r["mp_mode"]],
-        "--accum",
-        r["accum"],
-        "-k",
-        ",".join(map(str, ks)),
-        "-f",
-        "json",
-    ]
-    if r["act_ckpt"] != "True":
-        cmd.append("--no-activation-checkpointing")
-    if spread is not None:
-        cmd += ["--spread", repr(spread)]
-    d = json.loads(subprocess.run(cmd, capture_output=True, text=True, check=True).stdout)
-    recs = d["records"] if isinstance(d, dict) else d
-    return {int(x["devices"]): x for x in recs}
+def predict(
+    r: dict, compute_s: float, ks: list[int], spread: float | None = None, update: bool = True
+) -> dict[int, dict]:
+    """simcli's records per k; ``spread`` None: the default of the profile's device kind (its excess over k0);
+    ``update`` False: no per-update term (--update-time 0)."""
+    sc = ScenarioOptions(
+        profile=r["profile"],
+        params=float(r["params"]),
+        compute_time=repr(compute_s),
+        compute_time_at_k=ks[0],
+        units=int(r["layers"]),
+        strategy="fsdp",
+        grad_dtype=r.get("grad_dtype") or GRAD_DTYPE[r["mp_mode"]],
+        accum=int(r["accum"]),
+        optimizer=OptimizerChoice(OPTIMIZER.get(r["gpu"], DEFAULT_OPTIMIZER)),
+        update_extras=EXTRAS,
+        update_time=None if update else "0",
+        no_activation_checkpointing=r["act_ckpt"] != "True",
+        spread=None if spread is None else repr(spread),
+    ).build()
+    return {int(x["devices"]): x for x in simulate(sc, ks).records()}
+
+
+def per_device(recs: dict[int, dict], k: int) -> float:
+    """simcli's samples/s per device at k (E(k) leaves a sharded update's gain out: issue 22)."""
+    return recs[k]["samples_per_s"] / k
 
 
 def _log_ratio(sigma: float, k0: np.ndarray, k: np.ndarray) -> np.ndarray:
@@ -109,12 +117,14 @@ def cluster_spread(points: list[tuple[int, int, float]]) -> float:
 def _summary(label: str, e: list[float]) -> str:
     a = [abs(x) for x in e]
     return (
-        f"{label}: {len(e)} rows: median |error| {statistics.median(a):.1%}, max {max(a):.1%}, "
+        f"{label}: {len(e)} rows: median |error| {statistics.median(a):.1%}, p90 {np.percentile(a, 90):.1%}, "
+        f"max {max(a):.1%}, "
         f"mean error {statistics.mean(e):+.1%}"
     )
 
 
-def main() -> None:
+def main(argv: list[str]) -> None:
+    update = "--no-update" not in argv
     # per (gpu, model): its rows, the measured ratios to the smallest k and simcli's without a spread
     groups = {}
     for key, rs in rows().items():
@@ -122,17 +132,18 @@ def main() -> None:
         ks = [int(r["k"]) for r in rs]
         tps0 = float(rs[0]["tps_gpu"])
         compute = int(rs[0]["mb"]) * int(rs[0]["seq"]) / tps0  # one micro-step
-        rec = predict(rs[0], compute, ks, spread=0.0)  # communication alone
-        sheet = predict(rs[0], compute, ks)  # the datasheet profile as it is, its device.spread included
+        rec = predict(rs[0], compute, ks, spread=0.0, update=update)  # communication (and the update) alone
+        sheet = predict(rs[0], compute, ks, update=update)  # the datasheet profile, its kind's spread included
         meas = {int(r["k"]): float(r["tps_gpu"]) / tps0 for r in rs}
-        pred = {k: rec[k]["efficiency"] / rec[ks[0]]["efficiency"] for k in ks}
-        dsh = {k: sheet[k]["efficiency"] / sheet[ks[0]]["efficiency"] for k in ks}
-        sigma = resolve_profile(rs[0]["profile"]).device.spread or 0.0
+        pred = {k: per_device(rec, k) / per_device(rec, ks[0]) for k in ks}
+        dsh = {k: per_device(sheet, k) / per_device(sheet, ks[0]) for k in ks}
+        prof = resolve_profile(rs[0]["profile"])
+        sigma = prof.device.spread if prof.device.spread is not None else straggler.default_spread(prof)[0]
         groups[key] = dict(rs=rs, ks=ks, compute=compute, rec=rec, meas=meas, pred=pred, sheet=dsh, sigma=sigma)
 
     def ratio_of(g: dict, spread: float) -> dict[int, float]:
-        r = predict(g["rs"][0], g["compute"], g["ks"], spread=spread)
-        return {k: r[k]["efficiency"] / r[g["ks"][0]]["efficiency"] for k in g["ks"]}
+        r = predict(g["rs"][0], g["compute"], g["ks"], spread=spread, update=update)
+        return {k: per_device(r, k) / per_device(r, g["ks"][0]) for k in g["ks"]}
 
     errs: dict[str, list[float]] = defaultdict(list)
     errs0: list[float] = []
@@ -187,13 +198,16 @@ def main() -> None:
                 f"{comm:17.1f} {alone:13.1%} {col2:>15} {col3:>21}"
             )
     sigmas = sorted({g["sigma"] for g in groups.values()})
-    print(f"datasheet: each profile as built in, device.spread {', '.join(f'{s:.2%}' for s in sigmas)}")
+    print(
+        f"datasheet: each profile as built in, spread {', '.join(f'{s:.2%}' for s in sigmas)} above k0; update: "
+        + (f"{DEFAULT_OPTIMIZER} (torchtitan: {OPTIMIZER['h100_96gb']}) + {EXTRAS}" if update else "none")
+    )
     for name, e in [*errs.items(), ("all", [x for v in errs.values() for x in v])]:
         print(_summary(name, e))
-    print(_summary("communication alone (--spread 0)", errs0))
+    print(_summary("communication" + (" and the update" if update else "") + " alone (--spread 0)", errs0))
     print(_summary("from the two smallest k (--spread fitted there, models with 3+ k)", errs2))
     print(_summary("one spread per cluster, fitted on its other models (leave one model out)", errs3))
 
 
 if __name__ == "__main__":
-    main()
+    main(sys.argv[1:])

@@ -153,6 +153,10 @@ def test_step_gradient_identity_and_prediction(runner, tmp_path, tag):
         assert x["t_compute_s"] > 0 and x["t_step_s"] > 0 and x["t_comm_s"] > 0
         assert x["speedup"] == pytest.approx(x["world_size"] * x["t_step_ref_s"] / x["t_step_s"])
         assert x["profile"] == "cpu-loopback"
+        # the optimizer step alone (torch.optim.AdamW's default), what calibrate fits device.update_bandwidth from
+        assert x["t_update_s"] > 0 and x["update_optimizer"] == "adamw" and x["update_bytes_per_param"] == 80
+        assert x["update_Bps"] == pytest.approx(x["params"] * 80 / x["t_update_s"])
+        assert x["step_optimizer"] == "sgd"
     # the prediction is simcli's engine with the measured T_step(1) of the same mode (all the work but
     # communication), the model's params, and the mode's overlap: none for flat, DDP buckets for ddp
     from simcli.io.profiles import resolve_profile

@@ -132,7 +132,8 @@ def test_the_step_names_the_cheaper_pair_and_its_setting(tmp_path):
     """dgx-h100 as built in (400 Gb/s): past two nodes NCCL's tuner picks NVLSTree for bert-large's 25 MiB buckets,
     which simcli prices above Tree/LL128 (the tuner's caps count the 8 graph channels, the cost the heads' NICs)."""
     from simcli.io.workloads import get_model
-    from simcli.step.engine import STEP_MARGIN, Scenario, nccl_faster, simulate
+    from simcli.step.engine import Scenario, simulate
+    from simcli.step.notes import STEP_MARGIN, nccl_faster
 
     p = resolve_profile("dgx-h100")
     res = simulate(Scenario(p, get_model("bert-large").workload(None)), [16, 512])
@@ -223,7 +224,7 @@ def test_plan_solve_finds_the_smallest_value_and_the_ranges_where_more_is_worse(
 
 def test_a_better_tier_never_makes_speedup_slower_without_saying_why():
     """Doubling any tier's bandwidth, or halving its latency, never makes ``simcli speedup`` slower unless its stderr
-    line (:func:`simcli.cli.common.warn_nccl_faster`, fed by :func:`simcli.step.engine.nccl_faster`) names the cause
+    line (:func:`simcli.cli.common.warn_nccl_faster`, fed by :func:`simcli.step.notes.nccl_faster`) names the cause
     at that k: NCCL's tuner picking a pair that simcli prices higher, and the NCCL_ALGO/NCCL_PROTO of the cheaper one.
 
     Every built-in profile, every transformer and CNN preset, k = 16..1024:x2. The line names the k where the
@@ -233,7 +234,8 @@ def test_a_better_tier_never_makes_speedup_slower_without_saying_why():
     """
     from simcli.io.profiles import list_profiles
     from simcli.io.workloads import presets
-    from simcli.step.engine import STEP_MARGIN, Scenario, graph_notes, nccl_faster, simulate
+    from simcli.step.engine import Scenario, simulate
+    from simcli.step.notes import STEP_MARGIN, graph_notes, nccl_faster
 
     K = 2 ** np.arange(4, 11)
     models = {n: m for n, m in presets().items() if m.kind in ("transformer", "cnn")}
@@ -289,7 +291,8 @@ def test_a_faster_nic_that_stops_the_graph_search_at_fewer_channels_is_said():
     """gb200-nvl72 with its NICs doubled: NCCL's inter-node search takes 15 channels of 48 GB/s where a NIC just under
     48 GB/s would give 16 of 45 GB/s; the tuner's per-channel caps make the step slower, and graph_notes says so."""
     from simcli.io.workloads import get_model
-    from simcli.step.engine import STEP_MARGIN, Scenario, graph_notes, simulate
+    from simcli.step.engine import Scenario, simulate
+    from simcli.step.notes import STEP_MARGIN, graph_notes
 
     p = resolve_profile("gb200-nvl72")
     net = list(p.network)

@@ -67,7 +67,7 @@ def test_header_block_wraps_at_word_boundaries_under_its_text():
     # the wrapped part of a line starts under the text (10 columns in), with a whole word
     assert head[spread + 1].startswith(" " * 10) and not head[spread + 1][10].isspace()
     assert head[spread].rstrip()[-1] != "-"
-    words = "".join(head[spread : spread + 2]).split()
+    words = " ".join(head[spread : spread + 4]).split()
     assert "E[max" in words and "normals]" in words  # rich markup characters survive
 
 

@@ -414,7 +414,7 @@ def test_explain_sharded_terms_add_up():
         assert len(tl) == 8  # 4 units, forward and backward: all shown
         tail = tl[-1]["reduce_end_s"] - tl[-1]["end_s"]
         assert sum(r["wait_s"] for r in tl) + tail == pytest.approx(d["t_comm_exposed_s"])
-        assert d["t_step_s"] == pytest.approx(d["t_compute_s"] + d["t_comm_exposed_s"])
+        assert d["t_step_s"] == pytest.approx(d["t_compute_s"] + d["t_comm_exposed_s"] + d["t_update_s"])
         per_collective = sum(m["count"] * m["time_s"] for m in d["messages"])
         assert per_collective == pytest.approx(d["t_comm_s"])
         assert d["memory"]["total_bytes"] == pytest.approx(sum(d["memory"][f"{p}_bytes"] for p in memory.PARTS))

@@ -226,6 +226,8 @@ def _fit_spread(
     """device.spread from a scaling table (simcli.answers.fit_compute.fit_spread), on the profile calibrated so far."""
     m, sc = scaling
     so_far = dataclasses.replace(base, network=tuple(network), device=dataclasses.replace(device, spread=None))
+    if "speedup" not in m.header:  # (k, samples/s, accum): the spread and the per-update time together
+        return _fit_spread_update(base, m, sc.replace(profile=so_far), device, warnings, cal)
     sf = fit_spread(sc.replace(profile=so_far), m.devices(), m.number("speedup"), what=m.path)
     warnings.extend(f"{m.path}: {w}" for w in sf.warnings)
     device = dataclasses.replace(device, spread=sf.spread or None)
@@ -258,6 +260,101 @@ def _fit_spread(
             f"the per-device throughput ratio to k = {sf.k0}, (S(k)/k)/(S(k0)/k0), by least squares on its log, "
             "with simcli's communication kept in the prediction and T_compute x (1 + spread x m_k) "
             "(simcli.step.straggler); golden-section search on [0, 0.9]"
+        ),
+        "median_rel_error": {
+            "before": round(out["median_rel_error_before"], 5),
+            "after": round(out["median_rel_error_after"], 5),
+        },
+    }
+    return device, out
+
+
+def _fit_update_bandwidth(base: Profile, device: Any, sm: Measured, k: np.ndarray, cal: dict) -> tuple[Any, dict]:
+    """device.update_bandwidth from a bench step file's timed optimizer steps (t_update_s, update_bytes_per_param,
+    params): the one-rank rows where there are any (more ranks on one host share its memory bandwidth)."""
+    from .fit_update import fit_update_bandwidth
+
+    one = k == 1 if np.any(k == 1) else np.ones(k.shape, dtype=bool)
+    per = sm.optional("update_bytes_per_param")
+    per = per[one] if per is not None else np.full(int(one.sum()), 80.0)
+    # every mode's row of a world repeats its one measurement: each (params, bytes, time) once
+    trip = np.unique(np.column_stack([sm.number("params")[one], per, sm.number("t_update_s")[one]]), axis=0)
+    f = fit_update_bandwidth(trip[:, 0], trip[:, 1], trip[:, 2], what=sm.path)
+    device = dataclasses.replace(device, update_Bps=f.bandwidth_Bps)
+    out = {
+        "rows": f.n_rows,
+        "before": base.device.update_Bps or base.device.memory_bandwidth_Bps,
+        "after": f.bandwidth_Bps,
+        "se": f.bandwidth_se,
+        "per_row": list(f.rows),
+    }
+    cal["step"]["update_bandwidth"] = f"{f.bandwidth_Bps / 1e9:.6g} GB/s" + (
+        f" +- {f.bandwidth_se / 1e9:.2g}" if f.bandwidth_se is not None else ""
+    )
+    cal["step"]["update_method"] = (
+        "t_update_s = params x update_bytes_per_param / B (the optimizer step alone, simcli.step.update), least "
+        "squares on the relative error through the origin" + (", world size 1 rows only" if np.any(k == 1) else "")
+    )
+    return device, out
+
+
+def _fit_spread_update(
+    base: Profile, m: Measured, sc: Any, device: Any, warnings: list[str], cal: dict
+) -> tuple[Any, dict[str, Any]]:
+    """device.spread and device.update_bandwidth from a (devices, samples_per_s, accum) table
+    (simcli.answers.fit_update: both at once, with standard errors; a warning when they cannot be told apart)."""
+    from .fit_update import fit_spread_update
+
+    b = m.number("batch_per_device") if "batch_per_device" in m.header else None
+    f = fit_spread_update(
+        sc,
+        m.devices(),
+        m.number("samples_per_s"),
+        m.number("accum", integer=True),
+        batch=None if b is None else b[0],
+        what=m.path,
+    )
+    warnings.extend(f"{m.path}: {w}" for w in f.warnings)
+    bw = f.update_bandwidth_Bps
+    device = dataclasses.replace(device, spread=f.spread or None, update_Bps=bw)
+    errs = [abs(r["predicted_after"] / r["measured"] - 1) for r in f.rows[1:]]
+    before = [abs(r["predicted_before"] / r["measured"] - 1) for r in f.rows[1:]]
+    out = {
+        "file": m.path,
+        "rows": len(f.rows) - 1,
+        "k0": f.k0,
+        "before": base.device.spread,
+        "after": f.spread,
+        "se": f.spread_se,
+        "update_s": f.update_s,
+        "update_se": f.update_se,
+        "update_bandwidth_Bps": bw,
+        "correlation": f.correlation,
+        "separable": f.separable,
+        "median_rel_error_before": float(np.median(before)),
+        "median_rel_error_after": float(np.median(errs)),
+        "per_row": list(f.rows),
+    }
+    cal["spread"] = {
+        "file": m.path,
+        "rows": len(f.rows) - 1,
+        "scenario": {
+            key: v
+            for key, v in sc.inputs().items()
+            if key in ("model", "params", "batch_per_device", "compute_time_s", "grad_dtype", "algorithm", "optimizer")
+        }
+        | {"strategy": sc.strategy, "update_extras": list(sc.update_extras)},
+        "spread": round(f.spread, 6),
+        "standard_error": None if f.spread_se is None else round(f.spread_se, 6),
+        "update_time_at_k0": f"{f.update_s:.6g} s" + (f" +- {f.update_se:.2g}" if f.update_se is not None else ""),
+        "update_bandwidth": None if bw is None else f"{bw / 1e9:.6g} GB/s",
+        "correlation": None if f.correlation is None else round(f.correlation, 4),
+        "told_apart": f.separable,
+        "method": (
+            f"samples/s per row, the micro-step solved so that the first row (k = {f.k0}) is met; the spread "
+            "(T_compute x (1 + σ·m_k) / (1 + σ·m_k0)) and the per-update time (u_k = the optimizer's bytes at k x "
+            "seconds per byte) by least squares on log(predicted / measured) (simcli.answers.fit_update); "
+            "standard errors and their correlation from the Jacobian"
         ),
         "median_rel_error": {
             "before": round(out["median_rel_error_before"], 5),
@@ -520,6 +617,8 @@ def calibrate_profile(
         if dts is not None and fps is not None:
             device, by_dtype = _fit_dtypes(base, device, sm, dts, k, b, tc, fps, warnings, cal)
             step_out["by_dtype"] = by_dtype
+        if sm.optional("t_update_s") is not None and "params" in sm.header:
+            device, step_out["update"] = _fit_update_bandwidth(base, device, sm, k, cal)
     spread_out = None
     if scaling is not None:
         device, spread_out = _fit_spread(base, network, device, scaling, warnings, cal)
@@ -535,8 +634,12 @@ def calibrate_profile(
         fitted.append(f"tier {r['tier']}: {' and '.join(what) or 'nothing (kept)'}")
     if step_m is not None:
         fitted.append("device: compute rate (mfu)")
+        if (step_out or {}).get("update"):
+            fitted.append("device: update bandwidth (the optimizer step)")
     if scaling is not None:
         fitted.append("device: speed spread (the slowest of k)")
+        if "speedup" not in scaling[0].header:
+            fitted.append("device: update bandwidth (the per-update time)")
     if step_m is not None and cal.get("step", {}).get("sources"):
         parent += list(cal["step"].pop("sources"))
     sources = parent + [

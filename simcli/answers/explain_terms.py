@@ -13,8 +13,10 @@ import numpy as np
 from ..comm import nccl, nccl_choice, registry, topology
 from ..comm.cost import CommCost
 from ..io.profiles import kind_text
-from ..step.engine import Scenario, nccl_faster
+from ..step.engine import Scenario
 from ..step.memory import PARTS
+from ..step.notes import nccl_faster
+from ..step.update import describe as update_describe
 
 __all__ = ["FORMULAS", "formula", "proto", "message", "tier_rows", "step_terms", "memory_terms", "faster_terms"]
 
@@ -120,6 +122,10 @@ def step_terms(
         "t_compute_s": float(res.t_compute_s[0]),
         "spread": sc.device_spread,
         "t_straggler_s": float(res.t_straggler_s[0]),
+        "reference_k": sc.reference_k,
+        "t_update_s": float(res.t_update_s[0]),
+        "update_what": update_describe(sc),
+        "optimizer": sc.optimizer,
         "messages": messages,
         "tiers": tiers,
         "t_latency_s": float(comm.latency[0]),
@@ -141,7 +147,7 @@ def step_terms(
 
 
 def faster_terms(sc: Scenario, res: Any) -> list[dict[str, Any]] | None:
-    """Where NCCL's own pick costs more than another of its pairs (simcli.step.engine.nccl_faster) at the result's
+    """Where NCCL's own pick costs more than another of its pairs (simcli.step.notes.nccl_faster) at the result's
     k; None where NCCL does not choose (a textbook profile, a forced algorithm or protocol)."""
     if sc.profile.library != "nccl" or sc.algorithm != "nccl" or sc.protocol is not None:
         return None

@@ -106,6 +106,7 @@ _TERMS = (
     "speedup",
     "t_compute_s",
     "t_straggler_s",
+    "t_update_s",
     "t_comm_s",
     "t_comm_exposed_s",
     "t_step_s",
@@ -138,10 +139,13 @@ def breakdown(res: Result, i: int) -> dict[str, Any]:
 
 
 def _compute(b: dict[str, Any]) -> str:
-    """'compute 480 ms', with the part spent waiting for the slowest device when the scenario has a spread."""
+    """ "compute 480 ms", with the part spent waiting for the slowest device (a spread) and the optimizer step."""
     wait = b.get("t_straggler_s") or 0.0
-    return f"compute {fmt_time(b['t_compute_s'])}" + (
-        f" ({fmt_time(wait)} of it waiting for the slowest device)" if wait > 0 else ""
+    upd = b.get("t_update_s") or 0.0
+    return (
+        f"compute {fmt_time(b['t_compute_s'])}"
+        + (f" ({fmt_time(wait)} of it waiting for the slowest device)" if wait > 0 else "")
+        + (f" + optimizer step {fmt_time(upd)}" if upd > 0 else "")
     )
 
 

@@ -139,12 +139,12 @@ def _kind(header: Sequence[str], path: str) -> str:
         return "allreduce"
     if has_k and "t_step_s" in h:
         return "step"
-    if has_k and "speedup" in h:
+    if has_k and ("speedup" in h or {"samples_per_s", "accum"} <= h):
         return "scaling"
     raise InputError(
         f"{path}: header {', '.join(header) or '(empty)'} is not a measurement file simcli knows; "
         "expected 'bench allreduce' columns (world_size, bytes, time_s), 'bench step' columns "
-        "(world_size, t_step_s) or a scaling table (devices, speedup)"
+        "(world_size, t_step_s) or a scaling table (devices, speedup; or devices, samples_per_s, accum)"
     )
 
 
@@ -453,7 +453,9 @@ def _validate_step(
         # a bench step --dtype file: each row's compute dtype, where the profile has a peak for it
         row_dtype = dict(zip(group_cols, key)).get("dtype") or None
         dt = dtype if dtype is not None or row_dtype not in profile.device.peak_flops else row_dtype
-        sc = _scenario(profile, wl, opts, batch_per_device=int(b[idx[0]]), overlap=ov, dtype=dt)
+        # the optimizer the measured step ran (bench step: plain SGD), where the file says
+        step_opt = {"optimizer": m.rows[idx[0]]["step_optimizer"]} if m.rows[idx[0]].get("step_optimizer") else {}
+        sc = _scenario(profile, wl, opts, batch_per_device=int(b[idx[0]]), overlap=ov, dtype=dt, **step_opt)
         res = simulate(sc, k[idx])
         for j, i in enumerate(idx):
             extra = {"mode": mode} if mode else {}
@@ -480,7 +482,8 @@ def _validate_scaling(
             "give --model (for example --model resnet50)"
         )
     k = m.devices()
-    sp = m.number("speedup")
+    sp = m.optional("speedup")
+    acc = m.number("accum", integer=True) if "accum" in m.header else np.ones(len(m), dtype=np.int64)
     tput_col = next((c for c in ("samples_per_s", "images_per_s") if c in m.header), None)
     tput = m.number(tput_col) if tput_col else None
     if "batch_per_device" in m.header:
@@ -491,12 +494,13 @@ def _validate_scaling(
         bs = np.full(len(m), workload.batch_per_device)
     recs = []
     ov = "buckets" if overlap == "auto" else overlap  # published scaling runs use DDP/Horovod-style buckets
-    for b_val in np.unique(bs):
-        idx = np.flatnonzero(bs == b_val)
-        sc = _scenario(profile, workload, opts, batch_per_device=int(b_val), overlap=ov)
+    for b_val, a_val in sorted({(int(x), int(y)) for x, y in zip(bs, acc)}):
+        idx = np.flatnonzero((bs == b_val) & (acc == a_val))
+        extra = {"accum": a_val} if "accum" in m.header else {}
+        sc = _scenario(profile, workload, opts, batch_per_device=int(b_val), overlap=ov, **extra)
         res = simulate(sc, k[idx])
         for j, i in enumerate(idx):
-            if k[i] > 1:
+            if k[i] > 1 and sp is not None:
                 recs.append(_row("speedup", k[i], None, float(res.speedup[j]), sp[i], m.lines[i]))
             if tput is not None:
                 recs.append(_row("samples_per_s", k[i], None, float(res.samples_per_s[j]), tput[i], m.lines[i]))

@@ -100,8 +100,14 @@ class Device:
     #: optional achieved fraction of peak per compute dtype, where it differs from ``mfu``
     mfu_by_dtype: Mapping[str, float] = field(default_factory=dict)
     #: spread of the devices' speed (a fraction of the step): every synchronised step waits for the slowest of k
-    #: (simcli.step.straggler); None = identical devices
+    #: (simcli.step.straggler); None = the default of the device's kind (simcli.step.straggler.default_spread)
     spread: float | None = None
+    #: the device count of the run the mfu was measured in (its slowest-of-k wait is in it); None: 1
+    mfu_at_k: int | None = None
+    #: the workload family the mfu was measured on (cnn or transformer); None: transformer
+    mfu_family: str | None = None
+    #: the memory bandwidth an optimizer step achieves (calibrated, bytes/s); None: memory_bandwidth_Bps
+    update_Bps: float | None = None
 
     def mfu_for(self, dtype: str) -> float:
         return self.mfu_by_dtype.get(dtype, self.mfu)
@@ -215,6 +221,10 @@ class Workload:
     activation_bytes_per_sample: float | dict[str, float] | None = None
     #: vocabulary size (transformers): the fp32 logits the loss keeps, in the activation estimate; None: unknown
     vocab: int | None = None
+    #: the workload family (cnn, transformer) whose MFU applies (simcli.io.workloads.families); None: custom
+    family: str | None = None
+    #: the family's MFU per device kind (simcli/io/data/families.yaml: generation -> {dtype: mfu, at_k, source})
+    family_mfu: Mapping[str, Mapping[str, Any]] | None = None
 
     def grad_bytes(self, grad_dtype: str) -> float:
         return self.params * DTYPE_BYTES[grad_dtype]

@@ -106,6 +106,13 @@ STEP_COLUMNS = (
     "peak_flops",
     "mfu",
     "device",
+    # bench step: the optimizer step alone (torch.optim.AdamW's default implementation on the device), what
+    # calibrate fits device.update_bandwidth from (simcli.step.update)
+    "step_optimizer",
+    "t_update_s",
+    "update_optimizer",
+    "update_bytes_per_param",
+    "update_Bps",
 )
 
 

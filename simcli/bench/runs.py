@@ -228,6 +228,7 @@ def add_prediction(
         grad_dtype="fp32",
         overlap="buckets" if mode == "ddp" else "none",
         bucket_mb=bucket_cap_mb,
+        update_time_s=0.0,  # the measured T_step(1) holds the step's SGD update (simcli.step.update)
     )
     res = simulate(sc, [k])
     rec.update(

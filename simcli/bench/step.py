@@ -15,7 +15,11 @@ timed with a barrier before each step and the slowest rank's time per step
   T_forward (forward and loss) and T_backward timed apart in the same steps;
 * T_comm: the all-reduce of the gradients alone (flat: one tensor of all
   parameters; ddp: one all_reduce per DDP bucket, as DDP issues them);
-* T_step: the whole step: forward, backward, all-reduce, SGD update θ ← θ − η·g.
+* T_step: the whole step: forward, backward, all-reduce, SGD update θ ← θ − η·g;
+* T_update: ``torch.optim.AdamW(...).step()`` alone on the gradients of the T_compute model, in the
+  implementation torch picks on the device (``foreach`` on CUDA, the per-tensor loop on CPU: the same passes,
+  80 B per parameter, simcli.step.update), as ``t_update_s`` with the bandwidth it achieved (``update_Bps``):
+  what ``simcli calibrate`` fits ``device.update_bandwidth`` from.
 
 The identity, checked once per mode before timing (an error, not a warning):
 after the all-reduce every rank holds the same averaged gradient, and it
@@ -31,6 +35,7 @@ import math
 import time
 from typing import TYPE_CHECKING, Any, Sequence
 
+from ..step.update import SPECS
 from .launch import IdentityError
 from .stats import summarize
 
@@ -42,6 +47,10 @@ __all__ = ["GRAD_RTOL", "mlp_width_for_params", "mlp_params", "measure_step"]
 #: tolerance of the averaged gradient against the one-process global-batch gradient, relative to the
 #: largest gradient element (fp32 sums in a different order differ by ~1e-7 relative)
 GRAD_RTOL = 1e-4
+#: the optimizer whose step alone ``t_update_s`` times, and the bytes it moves per parameter (simcli.step.update:
+#: torch.optim.AdamW's default implementation, foreach on CUDA, the per-tensor loop on CPU, the same eight passes)
+UPDATE_OPTIMIZER = "adamw"
+UPDATE_BYTES = SPECS[UPDATE_OPTIMIZER].bytes_per_param
 #: DDP's default bucket_cap_mb (MiB) and its first, smaller bucket (torch.distributed._DEFAULT_FIRST_BUCKET_BYTES)
 DDP_BUCKET_MB = 25.0
 DDP_FIRST_BUCKET_BYTES = 1024 * 1024
@@ -233,6 +242,15 @@ def measure_step(
         tot.append(clock.seconds(t0, t2))
     t_fwd, t_bwd, t_compute = reduce_max([fw, bw, tot])
     buckets = _bucket_sizes(net0, bucket_cap_mb)
+    # ---- T_update: the optimizer step alone, AdamW as torch runs it by default on this device (its state: two fp32
+    # tensors per parameter; the gradients are the last compute step's)
+    opt_u = [torch.optim.AdamW(net0.parameters(), lr=1e-6)]
+
+    def update_step(i: int) -> None:
+        opt_u[0].step()
+
+    t_update = timed(update_step, steps, warmup)
+    opt_u.clear()  # its state: two tensors per parameter
     net0 = None  # one model at a time on the device from here on (a large model on one GPU)
     flat = torch.zeros(nparams, dtype=torch.float32, device=d.device)
 
@@ -350,6 +368,11 @@ def measure_step(
                 "backward_fraction": t_bwd.median / (t_fwd.median + t_bwd.median),
                 "device": _device_name(d.device),
                 "spread": max(t_compute.spread, t_comm.spread if k > 1 else 0.0, t_step.spread),
+                "step_optimizer": "sgd",  # what T_step's update runs (torch.optim.SGD, no momentum)
+                "t_update_s": t_update.median,
+                "update_optimizer": UPDATE_OPTIMIZER,
+                "update_bytes_per_param": UPDATE_BYTES,
+                "update_Bps": nparams * UPDATE_BYTES / t_update.median,
                 **ident,
             }
         )

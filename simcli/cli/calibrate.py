@@ -66,9 +66,10 @@ def calibrate(
         list[str],
         typer.Argument(
             help="Measurement CSVs, told apart by header: a 'bench allreduce' (or 'bench import') file, a "
-            "'bench step' file, and a scaling table (devices, speedup) of a training run, from which the "
-            "devices' speed spread is fitted (the run's scenario: --model or --params, --compute-time, "
-            "--strategy, ...; see docs/calibration.md)."
+            "'bench step' file, and a scaling table of a training run: (devices, speedup), from which the "
+            "devices' speed spread is fitted, or (devices, samples_per_s, accum), from which the spread and the "
+            "per-update time are fitted together (the run's scenario: --model or --params, --compute-time, "
+            "--strategy, --optimizer, ...; see docs/calibration.md)."
         ),
     ],
     output: Annotated[
@@ -112,7 +113,9 @@ def calibrate(
         CalFormat, typer.Option("--format", "-f", help="table, or json (the fit report only, to stdout).")
     ] = CalFormat.table,
     force: o.Force = False,
-    run: Annotated[o.ScenarioOptions, o.tweak(omit=["profile", "algorithm", "spread"])] = o.ScenarioOptions(),
+    run: Annotated[
+        o.ScenarioOptions, o.tweak(omit=["profile", "algorithm", "spread", "update_time"])
+    ] = o.ScenarioOptions(),
 ) -> None:
     """Fit a profile's latency and bandwidth (compute rate, device spread) to measurements; write the profile.
 
@@ -358,6 +361,17 @@ def _calibrate_view(report: dict[str, Any]):
                 "se": f"± {st['overlap_se']:.2g}" if st["overlap_se"] else "-",
             }
         )
+    up = (st or {}).get("update")
+    if up is not None:
+        rows.append(
+            {
+                "tier": "device",
+                "param": "update bandwidth",
+                "before": fmt_rate(up["before"]) if up["before"] else "-",
+                "after": fmt_rate(up["after"]),
+                "se": f"± {fmt_rate(up['se'])}" if up["se"] else "-",
+            }
+        )
     sp = report.get("spread")
     if sp is not None:
         rows.append(
@@ -369,6 +383,19 @@ def _calibrate_view(report: dict[str, Any]):
                 "se": f"± {sp['se']:.2g}" if sp["se"] else "-",
             }
         )
+        if sp.get("update_s") is not None:  # a (k, samples/s, accum) table: the per-update time with σ
+            bw = sp["update_bandwidth_Bps"]
+            rows.append(
+                {
+                    "tier": "device",
+                    "param": f"per-update time at k = {sp['k0']}",
+                    "before": "-",
+                    "after": fmt_time(sp["update_s"]) + (f" ({fmt_rate(bw)} update bandwidth)" if bw else ""),
+                    "se": (f"± {fmt_time(sp['update_se'])}" if sp["update_se"] is not None else "-")
+                    + (f", corr {sp['correlation']:+.2f}" if sp["correlation"] is not None else "")
+                    + ("" if sp["separable"] else " (not told apart from σ)"),
+                }
+            )
     parts.append(
         table(
             rows,
@@ -459,7 +486,9 @@ def _calibrate_view(report: dict[str, Any]):
                     title=f"{lr['file']} ({'profiler trace' if lr['kind'] == 'kineto' else 'NCCL Inspector'})",
                 )
             )
-    if sp is not None:
+    if sp is not None and sp.get("update_s") is not None:
+        parts.append(_throughput_fit_table(sp))
+    elif sp is not None:
         parts.append(
             table(
                 [
@@ -487,3 +516,36 @@ def _calibrate_view(report: dict[str, Any]):
             )
         )
     return Group(*parts)
+
+
+def _throughput_fit_table(sp: dict[str, Any]):
+    """The rows of a (k, samples/s, accum) table beside simcli's prediction, without and with the fitted σ and
+    per-update time."""
+    from ..io.render import Column, table
+
+    return table(
+        [
+            {
+                "k": r["devices"],
+                "m": r["accum"],
+                "meas": f"{r['measured']:,.1f}",
+                "before": f"{r['predicted_before']:,.1f}",
+                "after": f"{r['predicted_after']:,.1f}",
+                "err": f"{r['predicted_after'] / r['measured'] - 1:+.1%}",
+            }
+            for r in sp["per_row"]
+        ],
+        [
+            Column("k", "k"),
+            Column("accum", "m"),
+            Column("measured samples/s", "meas"),
+            Column("predicted, no spread or update", "before"),
+            Column("predicted, fitted", "after"),
+            Column("error", "err"),
+        ],
+        title=f"fit quality ({sp['file']}; the micro-step solved at k = {sp['k0']})",
+        caption=(
+            f"median |error| {pct(sp['median_rel_error_before'])} without, {pct(sp['median_rel_error_after'])} with "
+            "the spread and the per-update time (simcli.answers.fit_update)"
+        ),
+    )

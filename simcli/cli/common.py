@@ -404,14 +404,14 @@ FASTER_GROUPS = 3
 
 def warn_nccl_faster(rows: Iterable[dict[str, Any]], step: bool = True) -> None:
     """One stderr line for a whole command: where NCCL's own pick costs more, in simcli's model, than another of its
-    pairs (simcli.step.engine.nccl_faster, simcli.comm.grid's ``faster``), naming that pair's NCCL_ALGO/NCCL_PROTO.
+    pairs (simcli.step.notes.nccl_faster, simcli.comm.grid's ``faster``), naming that pair's NCCL_ALGO/NCCL_PROTO.
 
     Each row: profile, collective, bytes, devices, algorithm, protocol, time_s, setting, faster_time_s. ``step``:
     the rows are a step's messages (said past STEP_MARGIN of the step), else single collectives (FASTER_MARGIN).
     """
     from ..base.units import fmt_bytes, fmt_time
     from ..comm.nccl_choice import FASTER_MARGIN
-    from ..step.engine import STEP_MARGIN
+    from ..step.notes import STEP_MARGIN
 
     groups: dict[tuple, list[dict[str, Any]]] = {}
     for r in rows:

@@ -10,7 +10,7 @@ from ..base.types import InputError
 from ..base.units import sig4
 from . import options as o
 from .common import emit, handle_errors, new_app, show, warn
-from .plan import Optimizer, OptimizerOpt, header_lines, parse_numbers
+from .plan import header_lines, parse_numbers
 
 app = new_app()  # `compare`, a top-level command
 
@@ -75,7 +75,6 @@ _COMPARE = o.tweak(
 def compare(
     devices: o.Devices = "1..64:x2",
     scn: Annotated[o.ScenarioOptions, _COMPARE] = o.ScenarioOptions(),
-    optimizer: OptimizerOpt = Optimizer.adam,
     out: Annotated[o.OutputOptions, o.tweak(defaults={"rows": 80})] = o.OutputOptions(),
     pic: o.PictureOptions = o.PictureOptions(),
 ) -> None:
@@ -153,12 +152,12 @@ def compare(
     from .progress import progress
 
     with progress(f"compare: {n_alt} alternatives x {k.size} device counts"):
-        cmp = run_compare(sc, choices, k, optimizer=optimizer.value)
+        cmp = run_compare(sc, choices, k, optimizer=sc.optimizer)
     from ..answers.plan import training_memory
 
     misfits: dict[str, list[str]] = {}
     for alt in cmp.alternatives:
-        mem = training_memory(alt.scenario, k, optimizer.value)
+        mem = training_memory(alt.scenario, k, alt.scenario.optimizer)
         if mem.fits is False:
             misfits.setdefault(mem.message(), []).append(alt.label)
     for msg, labels in misfits.items():

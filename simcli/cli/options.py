@@ -35,6 +35,7 @@ from ..bench import runs as bench_runs
 from ..comm import nccl, registry, specs
 from ..io.profiles import DEFAULT_PROFILE, resolve_profile
 from ..io.workloads import DEFAULT_MODEL, build_workload
+from ..step import update
 from ..step.engine import Scenario
 
 if typing.TYPE_CHECKING:  # pragma: no cover
@@ -212,7 +213,45 @@ Spread = Annotated[
         "--spread",
         help="Spread of the devices' speed, a fraction of the step ('3%' or 0.03): each synchronised step waits "
         "for the slowest of k, T_compute x (1 + spread x E[max of k normals]) [default: the profile's "
-        "device.spread, else none].",
+        "device.spread, else the default of its device kind (GPUs: 0.0148), else none].",
+    ),
+]
+ComputeTimeAtK = Annotated[
+    Optional[int],
+    typer.Option(
+        "--compute-time-at-k",
+        help="The device count at which --compute-time was measured: its step already waited for the slowest of "
+        "that many devices, so only the excess slowest-of-k factor is applied [default: 1].",
+    ),
+]
+#: the optimizers simcli prices (simcli.step.update.OPTIMIZER_SPECS: their passes and fp32 state)
+OptimizerChoice = enum.Enum(  # type: ignore[misc]
+    "OptimizerChoice", {n.replace("-", "_"): n for n in update.OPTIMIZERS}, type=str
+)
+OptimizerName = Annotated[
+    OptimizerChoice,
+    typer.Option(
+        "--optimizer",
+        help="Optimizer whose state the memory counts and whose step is priced once per optimizer step over the "
+        "device's memory bandwidth (bytes read and written per parameter): "
+        + ", ".join(f"{s.name} ({s.bytes_per_param:g})" for s in update.OPTIMIZER_SPECS)
+        + "; adamw is torch.optim.AdamW's default on CUDA (foreach) (docs/model.md).",
+    ),
+]
+UpdateExtras = Annotated[
+    Optional[str],
+    typer.Option(
+        "--update-extras",
+        help="Comma-separated passes around the optimizer step, each priced over the memory bandwidth: unscale "
+        "(AMP's GradScaler, 8 B/param), clip (clip_grad_norm_, 12), flatten (an all-reduce after accumulation on "
+        "one flat buffer, 16).",
+    ),
+]
+UpdateTime = Annotated[
+    Optional[str],
+    typer.Option(
+        "--update-time",
+        help="Measured seconds of one optimizer step per device ('12 ms'); replaces the memory-bandwidth price.",
     ),
 ]
 Accum = Annotated[
@@ -429,6 +468,10 @@ class ScenarioOptions(OptionGroup):
     no_activation_checkpointing: NoCheckpointing = False
     activations: Activations = None
     spread: Spread = None
+    compute_time_at_k: ComputeTimeAtK = None
+    optimizer: OptimizerName = OptimizerChoice(SCENARIO_DEFAULTS["optimizer"])
+    update_extras: UpdateExtras = None
+    update_time: UpdateTime = None
 
     def build(self) -> Scenario:
         """The one place where command-line options become a :class:`Scenario`."""
@@ -467,6 +510,10 @@ class ScenarioOptions(OptionGroup):
             activation_checkpointing=not self.no_activation_checkpointing,
             activation_bytes_per_sample=parse_bytes(self.activations, "--activations"),
             spread=parse_fraction(self.spread, "--spread", "3%", zero=True),
+            compute_time_at_k=self.compute_time_at_k,
+            optimizer=OptimizerChoice(self.optimizer).value,
+            update_extras=tuple(x.strip() for x in (self.update_extras or "").split(",") if x.strip()),
+            update_time_s=None if self.update_time is None else parse_at(self.update_time, "time", "--update-time"),
         )
 
     def build_all(self) -> list[Scenario]:

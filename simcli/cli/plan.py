@@ -9,7 +9,6 @@ matplotlib and the engine's answer modules are imported inside the commands.
 
 from __future__ import annotations
 
-import enum
 import shlex
 from typing import TYPE_CHECKING, Annotated, Any, Optional
 
@@ -17,16 +16,11 @@ import typer
 
 from ..base.types import InputError
 from ..base.units import sig4
-from ..step.memory import OPTIMIZER_STATE_BYTES, OPTIMIZERS
 from . import options as o
 from .common import emit, handle_errors, new_app, show, warn
 
 if TYPE_CHECKING:  # pragma: no cover
     from ..step.engine import Scenario
-
-
-#: the optimizers whose state the memory model knows (simcli.step.memory.OPTIMIZER_STATE_BYTES)
-Optimizer = enum.Enum("Optimizer", {n.replace("-", "_"): n for n in OPTIMIZERS}, type=str)  # type: ignore[misc]
 
 
 #: the default scan for --max-devices when the profile sets no limit (cheap: one vectorised simulate)
@@ -91,15 +85,6 @@ MaxCost = Annotated[
     Optional[float],
     typer.Option(
         "--max-cost", help="--time-to-train: only plans that cost at most this (needs --price-per-device-hour)."
-    ),
-]
-OptimizerOpt = Annotated[
-    Optimizer,
-    typer.Option(
-        "--optimizer",
-        help="Optimizer whose state the memory check counts, fp32 bytes per parameter: "
-        + ", ".join(f"{n} ({v:g})" for n, v in OPTIMIZER_STATE_BYTES.items())
-        + " (see simcli.step.memory).",
     ),
 ]
 
@@ -202,9 +187,11 @@ plan_app = new_app(
 )
 
 
-def _plan_start(scn: o.ScenarioOptions, out: o.OutputOptions, optimizer: Optimizer):
+def _plan_start(scn: o.ScenarioOptions, out: o.OutputOptions):
+    """The scenario, and its --optimizer: the state the memory check counts and the step priced once per update."""
     o.check_outputs(out)
-    return scn.build(), optimizer.value
+    sc = scn.build()
+    return sc, sc.optimizer
 
 
 @plan_app.command("max-devices")
@@ -212,7 +199,6 @@ def _plan_start(scn: o.ScenarioOptions, out: o.OutputOptions, optimizer: Optimiz
 def plan_max_devices(
     min_efficiency: MinEfficiency = None,
     devices: PlanDevices = None,
-    optimizer: OptimizerOpt = Optimizer.adam,
     partial_nodes: PartialNodes = False,
     scn: o.ScenarioOptions = o.ScenarioOptions(),
     out: o.OutputOptions = o.OutputOptions(),
@@ -222,7 +208,7 @@ def plan_max_devices(
     from ..answers import plan as P
     from ..base.ranges import parse_devices
 
-    sc, mem = _plan_start(scn, out, optimizer)
+    sc, mem = _plan_start(scn, out)
     cap = sc.profile.max_devices or MAX_SCAN
     k = parse_devices(devices if devices is not None else f"1..{cap}")
     every = k.size
@@ -244,7 +230,6 @@ def plan_solve(
     min_efficiency: MinEfficiency = None,
     devices: PlanDevices = None,
     tolerance: Tolerance = 1e-6,
-    optimizer: OptimizerOpt = Optimizer.adam,
     scn: o.ScenarioOptions = o.ScenarioOptions(),
     out: o.OutputOptions = o.OutputOptions(),
 ) -> None:
@@ -252,7 +237,7 @@ def plan_solve(
     from ..answers import plan as P
     from ..base.ranges import parse_devices
 
-    sc, mem = _plan_start(scn, out, optimizer)
+    sc, mem = _plan_start(scn, out)
     if devices is None:
         raise InputError("--devices: --solve needs the device count to solve at, for example --devices 256")
     k = parse_devices(devices)
@@ -276,7 +261,6 @@ def plan_time_to_train(
     price_per_device_hour: Price = None,
     max_hours: MaxHours = None,
     max_cost: MaxCost = None,
-    optimizer: OptimizerOpt = Optimizer.adam,
     scn: o.ScenarioOptions = o.ScenarioOptions(),
     out: o.OutputOptions = o.OutputOptions(),
 ) -> None:
@@ -284,7 +268,7 @@ def plan_time_to_train(
     from ..answers import plan as P
     from ..base.ranges import parse_devices
 
-    sc, mem = _plan_start(scn, out, optimizer)
+    sc, mem = _plan_start(scn, out)
     if (samples is None) == (tokens is None):
         raise InputError("--time-to-train needs the size of the run: give --samples N or --tokens N (one)")
     if devices is None:

@@ -16,8 +16,6 @@ from . import options as o
 from .common import emit, handle_errors, show
 from .plan import (
     MinEfficiency,
-    Optimizer,
-    OptimizerOpt,
     PartialNodes,
     Price,
     Samples,
@@ -107,7 +105,6 @@ def plan_best(
     max_days: MaxDays = None,
     budget: Budget = None,
     min_efficiency: MinEfficiency = None,
-    optimizer: OptimizerOpt = Optimizer.adam,
     partial_nodes: PartialNodes = False,
     scn: Annotated[o.ScenarioOptions, o.tweak(omit=_OWN + ("no_activation_checkpointing",))] = o.ScenarioOptions(),
     out: Annotated[o.OutputOptions, o.tweak(defaults={"rows": 30})] = o.OutputOptions(),
@@ -160,7 +157,7 @@ def plan_best(
         max_days=max_days,
         budget=budget,
         min_efficiency=min_efficiency,
-        optimizer=optimizer.value,
+        optimizer=sc.optimizer,
     )
     res = ans.to_dict()
     res["global_batch_given"] = {"text": global_batch, "as": given_as}

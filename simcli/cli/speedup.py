@@ -136,7 +136,7 @@ def speedup(
 
 def _warn_faster(results: Any) -> None:
     """One stderr line for every result together where NCCL's own pick costs more than another of its pairs."""
-    from ..step.engine import graph_notes, nccl_faster
+    from ..step.notes import graph_notes, nccl_faster
 
     warn_nccl_faster({"profile": res.scenario.profile.name, **row} for res in results for row in nccl_faster(res))
     for res in results:

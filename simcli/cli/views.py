@@ -75,19 +75,27 @@ def _header_lines(res: Result) -> list[str]:
         f"{fmt_bytes(w.params * DTYPE_BYTES[sc.param_dtype], binary=False)} ({sc.param_dtype}) all-gathered, with "
         f"{sc.algorithm}",
     ]
+    k0 = sc.reference_k
     if sc.compute_time_s is not None:
-        lines.append(f"compute   measured {fmt_time(sc.compute_time_s)} per step on one device (--compute-time)")
+        where = "on one device" if k0 == 1 else f"at k = {k0} (--compute-time-at-k)"
+        lines.append(f"compute   measured {fmt_time(sc.compute_time_s)} per step {where} (--compute-time)")
     else:
+        mfu, src, _ = sc.mfu_choice
         lines.append(
             f"compute   {fmt_count(w.flops_per_sample)}FLOP/sample / ({fmt_flops(inp['peak_flops'])} "
-            f"{sc.compute_dtype} peak x mfu {sc.achieved_mfu:g} = {fmt_flops(sc.achieved_flops)})"
+            f"{sc.compute_dtype} peak x mfu {mfu:g} = {fmt_flops(sc.achieved_flops)}; mfu: {src}"
+            + (f", measured at k = {k0})" if k0 > 1 else ")")
         )
-    if sc.device_spread:
-        given = "--spread" if sc.spread is not None else "device.spread"
+    sigma, given = sc.spread_and_source
+    if sigma:
+        excess = f" / (1 + σ·m_{k0}) (the compute speed's k = {k0} holds its wait)" if k0 > 1 else ""
         lines.append(
-            f"devices   speed spread σ = {sc.device_spread:.3g} ({given}): each step waits for the slowest of k, "
-            "T_compute x (1 + σ·m_k), m_k = E[max of k normals]"
+            f"devices   speed spread σ = {sigma:.3g} ({given}): each step waits for the slowest of k, "
+            f"T_compute x (1 + σ·m_k){excess}, m_k = E[max of k normals]"
         )
+    from ..step.update import describe
+
+    lines.append(f"update    {describe(sc)} (simcli.step.update)")
     tiers = ", ".join(
         f"{t.name} {fmt_rate(t.bandwidth_Bps)}/{t.per} x{t.efficiency:g}, α {fmt_time(t.latency_s)}"
         + (f", {t.size}/domain" if t.size else "")
@@ -112,10 +120,10 @@ def _header_lines(res: Result) -> list[str]:
     elif sc.overlap == "buckets":
         lines.append(
             f"overlap   DDP buckets of {sc.bucket_mb:g} MiB reduced during backward "
-            f"({sc.backward_fraction:.3g} of compute); T_step = T_compute + exposed T_comm{acc}"
+            f"({sc.backward_fraction:.3g} of compute); T_step = T_compute + exposed T_comm + T_update{acc}"
         )
     else:
-        lines.append(f"overlap   none: one all-reduce after backward; T_step = T_compute + T_comm{acc}")
+        lines.append(f"overlap   none: one all-reduce after backward; T_step = T_compute + T_comm + T_update{acc}")
     return lines
 
 
@@ -152,7 +160,7 @@ def _sharding_lines(res: Result) -> list[str]:
         )
         + (f" (device: {fmt_bytes(cap, binary=False)})" if cap else "")
     )
-    return [f"strategy  {what}", f"overlap   {how}; T_step = T_compute + exposed T_comm{acc}", mem]
+    return [f"strategy  {what}", f"overlap   {how}; T_step = T_compute + exposed T_comm + T_update{acc}", mem]
 
 
 def speedup_table(res: Result, max_rows: int = 40, total: int | None = None) -> Group:
@@ -285,14 +293,28 @@ def explain_view(d: dict[str, Any]) -> Any:
     if d["spread"]:
         from ..step.straggler import expected_max
 
+        k0 = d.get("reference_k", 1)
         rows.append(
             (
                 "slowest of k",
-                f"{t(d['t_straggler_s'])} of T_compute waits for the slowest device: compute x (1 + spread "
-                f"{d['spread']:.3g} x m_{k} {float(expected_max(k)):.3f}), m_k the expected largest of k standard "
-                "normals (simcli.step.straggler)",
+                (
+                    f"{t(d['t_straggler_s'])} of T_compute waits for the slowest device"
+                    if d["t_straggler_s"] >= 0
+                    else f"T_compute is {t(-d['t_straggler_s'])} shorter than in the run its speed was measured on "
+                    "(fewer devices to wait for)"
+                )
+                + f": compute x (1 + spread {d['spread']:.3g} x m_{k} {float(expected_max(k)):.3f})"
+                + (
+                    f" / (1 + spread x m_{k0} {float(expected_max(k0)):.3f}), the wait already in a compute speed "
+                    f"measured at k = {k0}"
+                    if k0 > 1
+                    else ""
+                )
+                + ", m_k the expected largest of k standard normals (simcli.step.straggler)",
             )
         )
+    if d.get("t_update_s") is not None:
+        rows.append(("update", f"{t(d['t_update_s'])}: {d.get('update_what', '')}"))
     for m in d["messages"]:
         alg = m["algorithm"] + (f"/{m['protocol']}" if m.get("protocol") else "")
         rows.append(
@@ -315,7 +337,7 @@ def explain_view(d: dict[str, Any]) -> Any:
         ("T_comm (total)", t(d["t_comm_s"])),
         ("hidden by overlap", t(d["t_comm_hidden_s"]) + f"  ({_overlap_label(d)})"),
         ("exposed", t(d["t_comm_exposed_s"])),
-        ("T_step", f"{t(d['t_step_s'])} = T_compute + exposed"),
+        ("T_step", f"{t(d['t_step_s'])} = T_compute + exposed + update"),
         ("speedup S(k)", f"{d['speedup']:.4g}   E(k) = {d['efficiency']:.4g}"),
         (
             "bottleneck tier",
@@ -370,7 +392,9 @@ def explain_view(d: dict[str, Any]) -> Any:
         cap = mem["capacity_bytes"]
         from ..step.memory import PARTS, describe_parts
 
-        parts = describe_parts({p: mem[f"{p}_bytes"] for p in PARTS}, d.get("strategy") or "ddp")
+        parts = describe_parts(
+            {p: mem[f"{p}_bytes"] for p in PARTS}, d.get("strategy") or "ddp", d.get("optimizer", "adam")
+        )
         rows.append(
             (
                 "memory",

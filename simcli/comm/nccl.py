@@ -236,6 +236,11 @@ def default_spec(device_name: str, network: Sequence[Tier]) -> NcclSpec:
     )
 
 
+def generation(device_name: str) -> str | None:
+    """The GPU generation a device's name names (volta, ampere, ada, hopper, blackwell, cdna3), else None."""
+    return _generation(device_name, None)
+
+
 def known_gpu(device_name: str) -> bool:
     """Does the device's name name a GPU simcli knows the generation of?"""
     return _generation(device_name, None) is not None

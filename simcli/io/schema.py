@@ -112,9 +112,34 @@ DEVICE: tuple[Field, ...] = (
         "spread",
         "fraction",
         "spread of the devices' speed, a fraction of the step: each synchronised step waits for the slowest of "
-        "k (T_compute x (1 + spread x E[max of k standard normals])) [default: none; the built-in GPU "
-        "profiles carry 0.0148, the same-SKU GPU spread Sinha et al. measured (SC22)]",
+        "k (T_compute x (1 + spread x E[max of k standard normals])) [default: the default of the device's "
+        "kind, the same for a built-in and a user-written GPU profile (0.0148, the same-SKU GPU spread Sinha et al. "
+        "measured, SC22); none for a device that is not a GPU]",
         example=0.03,
+    ),
+    Field(
+        "mfu_at_k",
+        "count",
+        "the device count of the run the mfu was measured in: its wait for the slowest of that many devices is in "
+        "the mfu, so only the excess slowest-of-k factor is applied [default: 1]",
+        example=16384,
+    ),
+    Field(
+        "mfu_family",
+        "choice",
+        "the workload family the mfu was measured on; a workload of another family takes its family's MFU on "
+        "this device kind where simcli/io/data/families.yaml has one [default: transformer]",
+        choices=("transformer", "cnn"),
+        invalid="is not a workload family; use transformer or cnn",
+    ),
+    Field(
+        "update_bandwidth",
+        "quantity",
+        "the memory bandwidth an optimizer step achieves (simcli calibrate fits it from a bench step file's "
+        "optimizer step or a scaling table's per-update time) [default: memory_bandwidth]",
+        attr="update_Bps",
+        unit="bandwidth",
+        example="2.9 TB/s",
     ),
     Field(
         "reduce_bandwidth",

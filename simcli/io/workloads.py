@@ -21,6 +21,7 @@ from ..base.types import InputError, Workload
 __all__ = [
     "DEFAULT_MODEL",
     "ModelPreset",
+    "families",
     "presets",
     "get_model",
     "load_workload",
@@ -89,7 +90,23 @@ class ModelPreset:
             hidden=self.hidden,
             activation_bytes_per_sample=self.activation_bytes_per_sample,
             vocab=self.vocab,
+            family=self.kind if self.kind in ("cnn", "transformer") else None,
+            family_mfu=families().get(self.kind) if self.kind in ("cnn", "transformer") else None,
         )
+
+
+_FAMILIES: dict[str, Any] | None = None
+
+
+def families() -> dict[str, Any]:
+    """simcli/io/data/families.yaml: the MFU of each workload family per device kind, with its source (read once)."""
+    global _FAMILIES
+    if _FAMILIES is None:
+        from .profiles import read_yaml
+
+        path = Path(str(resources.files("simcli.io.data") / "families.yaml"))
+        _FAMILIES = read_yaml(path, "family MFU table") or {}
+    return _FAMILIES
 
 
 def check_seq_len(seq_len: Any, option: str = "--seq-len") -> None:

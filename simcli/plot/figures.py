@@ -388,15 +388,26 @@ def breakdown_parts(records: Sequence[Mapping[str, Any]]) -> dict[str, np.ndarra
 
     With the overlap model's ``t_comm_exposed_s``: compute alone, compute that
     hides communication (T_comm − exposed), exposed communication. Without it:
-    compute and communication.
+    compute and communication. Records with ``t_update_s`` (simcli.step.update)
+    add the optimizer step, once per optimizer step, on top.
     """
     compute = _column(records, "t_compute_s")
     comm = _column(records, "t_comm_s")
+    upd = (
+        {"optimizer step": _column(records, "t_update_s")}
+        if records and all(r.get("t_update_s") is not None for r in records)
+        else {}
+    )
     if records and all(r.get("t_comm_exposed_s") is not None for r in records):
         exposed = _column(records, "t_comm_exposed_s")
         hidden = np.clip(comm - exposed, 0.0, None)
-        return {"compute": compute - hidden, "compute ‖ hidden communication": hidden, "exposed communication": exposed}
-    return {"compute": compute, "communication": comm}
+        parts = {
+            "compute": compute - hidden,
+            "compute ‖ hidden communication": hidden,
+            "exposed communication": exposed,
+        }
+        return {**parts, **upd}
+    return {"compute": compute, "communication": comm, **upd}
 
 
 _PART_COLORS = {
@@ -404,6 +415,7 @@ _PART_COLORS = {
     "compute ‖ hidden communication": "#8FB8DE",
     "exposed communication": "#DD8452",
     "communication": "#DD8452",
+    "optimizer step": "#55A868",
 }
 
 

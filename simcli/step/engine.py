@@ -7,12 +7,16 @@ torch. Vectorised over k: no Python loop per device count.
 Equations (the README repeats them)::
 
     T_compute(k) = FLOP per sample · b_k / (peak[dtype] · mfu)      (or --compute-time)
-                   · (1 + σ · m_k)   with a device spread σ: the slowest of k (simcli.step.straggler; m_1 = 0)
+                   · (1 + σ · m_k) / (1 + σ · m_k0)   with a device spread σ: the slowest of k (simcli.step.straggler;
+                   m_1 = 0), less the wait already in a speed measured on k0 devices (--compute-time-at-k, mfu_at_k)
     T_comm(k)    = all-reduce of params · bytes(grad dtype) over k devices
-    T_step(k)    = m · T_compute(k) + T_comm,exposed(k)       (m = --accum micro-steps per all-reduce)
+    T_step(k)    = m · T_compute(k) + T_comm,exposed(k) + T_update(k)   (m = --accum micro-steps per all-reduce)
+    T_update(k)  = params held · bytes per param (optimizer, extras) / memory bandwidth   (simcli.step.update;
+                   once per optimizer step)
 
-    weak scaling   (fixed batch b per device):  b_k = b,       S(k) = k · m · T_compute(1) / T_step(k)
-    strong scaling (fixed global batch B):      b_k = B/(k·m), S(k) = T_compute(B on one device) / T_step(k)
+    weak scaling   (fixed batch b per device):  b_k = b,       S(k) = k · T_1 / T_step(k)
+    strong scaling (fixed global batch B):      b_k = B/(k·m), S(k) = T_1(B on one device) / T_step(k)
+    T_1 = m · T_compute(1) + T_update(k): one device alone, with the update as a device runs it at k
     E(k) = S(k) / k;  samples/s = k · m · b_k / T_step(k)
 
 Overlap with backward: :mod:`simcli.step.buckets` (DDP's gradient buckets, closed form over k).
@@ -27,10 +31,10 @@ from typing import Any
 import numpy as np
 
 from ..base.types import DTYPE_BYTES, InputError, NonFiniteResult, Profile, Workload
-from ..comm import collectives, nccl_choice, topology
+from ..comm import collectives, topology
 from ..comm.cost import COMM_TERMS, CommCost
 from . import memory as memory_model
-from . import sharding, straggler, strategies
+from . import sharding, straggler, strategies, update
 from .buckets import BucketPlan, bucket_exposure, bucket_plan
 
 __all__ = [
@@ -40,9 +44,7 @@ __all__ = [
     "accumulated",
     "OVERLAPS",
     "fsdp_units",
-    "nccl_faster",
-    "graph_notes",
-    "STEP_MARGIN",
+    "update_seconds",
 ]
 
 #: values of Scenario.overlap
@@ -101,8 +103,18 @@ class Scenario:
     #: workload's figure, else the estimate
     activation_bytes_per_sample: float | None = None
     #: spread of the devices' speed (a fraction of the step; simcli.step.straggler): each synchronised step waits for
-    #: the slowest of k, T_compute · (1 + spread · m_k); None: the profile's device.spread (none when it gives none)
+    #: the slowest of k, T_compute · (1 + spread · m_k); None: the profile's device.spread, else the default of the
+    #: device's kind (simcli.step.straggler.default_spread)
     spread: float | None = None
+    #: the device count at which --compute-time was measured: its step already waited for the slowest of that many,
+    #: so only the excess slowest-of-k factor is applied ((1 + σ·m_k) / (1 + σ·m_k0)); None: 1 (one device)
+    compute_time_at_k: int | None = None
+    #: the optimizer whose step is priced once per optimizer step (simcli.step.update.OPTIMIZERS)
+    optimizer: str = "adamw"
+    #: passes around the optimizer step, each priced over the memory bandwidth (simcli.step.update.EXTRAS)
+    update_extras: tuple[str, ...] = ()
+    #: measured seconds of one optimizer step per device (replaces the memory-bandwidth price; constant in k)
+    update_time_s: float | None = None
 
     def __post_init__(self) -> None:
         if self.batch_per_device is not None and self.global_batch is not None:
@@ -168,6 +180,13 @@ class Scenario:
                 f"--spread: {self.spread} is not in [0, 1]; give the spread of the devices' speed as a fraction "
                 "of the step, for example 3%"
             )
+        update.check_optimizer(self.optimizer)
+        object.__setattr__(self, "update_extras", update.check_extras(tuple(self.update_extras)))
+        if self.update_time_s is not None and not (self.update_time_s >= 0 and np.isfinite(self.update_time_s)):
+            raise InputError(f"--update-time: {self.update_time_s} must be a non-negative number of seconds")
+        v = self.compute_time_at_k
+        if v is not None and (isinstance(v, bool) or int(v) != v or v < 1):
+            raise InputError(f"--compute-time-at-k: {v} must be a whole number of devices, at least 1")
         if self.compute_time_s is None and not self.workload.flops_per_sample:
             raise InputError("the workload has no FLOPs per sample: give --flops-per-sample or --compute-time")
 
@@ -178,7 +197,30 @@ class Scenario:
 
     @property
     def achieved_mfu(self) -> float:
-        return self.mfu if self.mfu is not None else self.profile.device.mfu_for(self.compute_dtype)
+        return self.mfu_choice[0]
+
+    @property
+    def mfu_choice(self) -> tuple[float, str, int | None]:
+        """(mfu, where it came from, the k it was measured at): --mfu, the workload family's MFU on this device
+        kind (simcli/io/data/families.yaml) where the profile's was measured on another family, else the
+        profile's device.mfu / mfu_by_dtype."""
+        dev = self.profile.device
+        if self.mfu is not None:
+            return float(self.mfu), "--mfu", 1
+        fam = _family_mfu(self.workload, dev, self.compute_dtype)
+        if fam is not None:
+            return fam
+        src = f"device.mfu_by_dtype.{self.compute_dtype}" if self.compute_dtype in dev.mfu_by_dtype else "device.mfu"
+        return float(dev.mfu_for(self.compute_dtype)), src, dev.mfu_at_k
+
+    @property
+    def reference_k(self) -> int:
+        """The device count the compute speed was measured at (its slowest-of-k wait is already in it):
+        --compute-time-at-k with --compute-time; the MFU's (family table or device.mfu_at_k) with the FLOP
+        model; 1 with --mfu or when nothing says."""
+        if self.compute_time_s is not None:
+            return int(self.compute_time_at_k or 1)
+        return int(self.mfu_choice[2] or 1)
 
     @property
     def achieved_flops(self) -> float:
@@ -187,10 +229,27 @@ class Scenario:
 
     @property
     def device_spread(self) -> float:
-        """σ of the slowest-of-k model: --spread, else the profile's device.spread, else 0."""
+        """σ of the slowest-of-k model: --spread, else the profile's device.spread, else the default of the
+        device's kind (the same for a built-in and a user-written profile)."""
+        return self.spread_and_source[0]
+
+    @property
+    def spread_and_source(self) -> tuple[float, str]:
+        """(σ, where it came from): --spread, device.spread, or the default of the device's kind with its source."""
         if self.spread is not None:
-            return float(self.spread)
-        return float(self.profile.device.spread or 0.0)
+            return float(self.spread), "--spread"
+        if self.profile.device.spread is not None:
+            return float(self.profile.device.spread), "device.spread"
+        return straggler.default_spread(self.profile)
+
+    @property
+    def update_bandwidth(self) -> tuple[float | None, str]:
+        """(bytes/s an optimizer step moves, its field): device.update_bandwidth (calibrated), else
+        device.memory_bandwidth (the datasheet's), else None (the update is not priced)."""
+        dev = self.profile.device
+        if dev.update_Bps:
+            return float(dev.update_Bps), "device.update_bandwidth"
+        return dev.memory_bandwidth_Bps, "device.memory_bandwidth"
 
     @property
     def strong(self) -> bool:
@@ -235,6 +294,12 @@ class Scenario:
             "accum": self.accum,
             "backward_fraction": self.backward_fraction,
             "spread": self.device_spread,
+            "spread_source": self.spread_and_source[1],
+            "reference_k": self.reference_k,
+            "optimizer": self.optimizer,
+            "update_extras": list(self.update_extras),
+            "update_time_s": self.update_time_s,
+            "update_bandwidth_Bps": self.update_bandwidth[0],
         }
 
     @property
@@ -273,8 +338,11 @@ class Result:
     comm_bytes: np.ndarray = field(repr=False, default=None)  # type: ignore[assignment]
     #: a sharded strategy's communication, collective by collective (None for ddp)
     sharded: "sharding.Step | None" = field(repr=False, default=None)
-    #: of t_compute_s, the seconds spent waiting for the slowest of k devices (0 without a spread)
+    #: of t_compute_s, the seconds spent waiting for the slowest of k devices (0 without a spread; negative below
+    #: the k the compute speed was measured at)
     t_straggler_s: np.ndarray = field(repr=False, default=None)  # type: ignore[assignment]
+    #: seconds of the optimizer step (and its extra passes) per device, once per optimizer step (simcli.step.update)
+    t_update_s: np.ndarray = field(repr=False, default=None)  # type: ignore[assignment]
 
     @property
     def bottleneck_names(self) -> list[str]:
@@ -308,6 +376,7 @@ class Result:
             "buckets": np.full(self.devices.shape, self.plan.count if self.plan else 1),
             **self._sharding_columns(),
             "t_straggler_s": self.t_straggler_s,
+            "t_update_s": self.t_update_s,
         }
 
     def _sharding_columns(self) -> dict[str, np.ndarray | list]:
@@ -348,6 +417,46 @@ def _compute_time(sc: Scenario, per_device_batch: np.ndarray) -> np.ndarray:
     return sc.workload.flops_per_sample * per_device_batch / sc.achieved_flops
 
 
+def _family_mfu(workload: Workload, dev: Any, dtype: str) -> tuple[float, str, int | None] | None:
+    """(mfu, source, at_k) of the workload's family on the device's kind (simcli/io/data/families.yaml, carried by
+    the workload) where the profile's mfu was measured on another family (device.mfu_family, default transformer)
+    and the table gives one for the dtype; None otherwise (the profile's mfu applies)."""
+    from ..comm.nccl import generation
+
+    fam = workload.family
+    if fam is None or fam == (dev.mfu_family or "transformer") or not workload.family_mfu:
+        return None
+    gen = generation(dev.name)
+    entry = workload.family_mfu.get(gen) if gen else None
+    if not entry or dtype not in entry:
+        return None
+    return float(entry[dtype]), f"{fam} on {gen} GPUs (simcli/io/data/families.yaml)", entry.get("at_k")
+
+
+def _reference(sc: Scenario) -> float:
+    """1 / (1 + σ·m_k0): what the measured (or MFU-derived) compute time is divided by to take out the wait for
+    the slowest of the k0 devices it was measured on (1 when k0 = 1)."""
+    return float(1.0 / straggler.slowdown(sc.reference_k, sc.device_spread))
+
+
+def update_seconds(sc: Scenario, k: np.ndarray) -> np.ndarray:
+    """Seconds of one optimizer step per device at each k (simcli.step.update): --update-time, else the
+    optimizer's and the extras' bytes over the update bandwidth (0 when the profile gives none)."""
+    k = np.asarray(k, dtype=np.int64)
+    if sc.update_time_s is not None:
+        return np.full(k.shape, float(sc.update_time_s))
+    return update.update_time(
+        sc.strategy,
+        k,
+        sc.workload.params,
+        sc.update_bandwidth[0],
+        sc.optimizer,
+        sc.update_extras,
+        sc.shard_group,
+        sc.profile.network[0].size,
+    )
+
+
 def _total(plan: BucketPlan, full: CommCost | None, last: CommCost | None) -> CommCost:
     """The step's communication: ``plan.full`` all-reduces of a full bucket plus the remainder's, added up."""
     main = full if full is not None else last
@@ -381,8 +490,9 @@ def simulate(scenario: Scenario, devices: np.ndarray | list[int], micro_batch: n
         b = np.broadcast_to(np.asarray(micro_batch, dtype=np.float64).ravel(), kf.shape).copy()
     else:
         b = sc.batch / (kf * m) if sc.strong else np.full(kf.shape, float(sc.batch))
-    # forward + backward of one micro-step, at the pace of the slowest of k devices (simcli.step.straggler)
-    slow = straggler.slowdown(k, sc.device_spread)
+    # forward + backward of one micro-step, at the pace of the slowest of k devices (simcli.step.straggler), less
+    # the wait for the slowest of the k0 devices the speed was measured on (only the excess is applied)
+    slow = straggler.slowdown(k, sc.device_spread) * _reference(sc)
     t_micro = _compute_time(sc, b) * slow
     t_bwd_micro = sc.backward_fraction * t_micro
     if strategies.SPECS[sc.strategy].timeline != "buckets":  # the sharded strategies' own step
@@ -434,7 +544,7 @@ def fsdp_units(sc: Scenario) -> int:
 
 
 def _memory(sc: Scenario, k: np.ndarray, b: np.ndarray) -> "memory_model.Memory":
-    return memory_model.for_scenario(sc, k, b=b)
+    return memory_model.for_scenario(sc, k, sc.optimizer, b=b)
 
 
 def memory(sc: Scenario, k: np.ndarray | list[int], optimizer: str = "adam") -> "memory_model.Memory":
@@ -480,17 +590,24 @@ def _result(
 ) -> Result:
     """The step of m micro-steps, its speedup and throughput, from the compute and the exposed communication.
 
-    ``slow`` is the slowest-of-k factor already in ``t_micro`` (1 + σ·m_k; t_straggler_s is its share).
-    One device runs the same samples per optimizer step with no communication: T_step(1) = T_compute(b1);
-    weak scaling counts samples (S = k·m·T1/T_step), strong scaling the global batch (S = T1/T_step).
+    ``slow`` is the slowest-of-k factor already in ``t_micro`` ((1 + σ·m_k)/(1 + σ·m_k0); t_straggler_s is its
+    share, negative below k0). One device runs the same samples per optimizer step with no communication and no
+    wait, and its update as a device runs it at k (a sharded update's gain shows in samples/s, not in S(k), so that
+    E(k) <= 1 keeps meaning "lost to scaling"): T_1 = m·T_compute(b1) + T_update(k); weak scaling counts samples
+    (S = k·T_1/T_step), strong scaling the global batch (S = T_1/T_step).
     """
     kf = k.astype(np.float64)
     m = int(sc.accum)
     t_compute = m * t_micro
-    t_step = t_compute + exposed
-    # one device alone: the global batch (strong), or this k's micro-batch (weak; the scenario's, or plan best's)
-    t1 = float(_compute_time(sc, np.array([float(sc.batch)]))[0]) if sc.strong else _compute_time(sc, b)
-    speedup = t1 / t_step if sc.strong else kf * m * t1 / t_step
+    t_update = update_seconds(sc, k)
+    t_step = t_compute + exposed + t_update
+    # one device alone: the global batch (strong), or this k's micro-batch m times (weak; the scenario's, or plan
+    # best's), plus the update as a device runs it at k
+    ref = _reference(sc)
+    if sc.strong:
+        speedup = (float(_compute_time(sc, np.array([float(sc.batch)]))[0]) * ref + t_update) / t_step
+    else:
+        speedup = kf * (m * _compute_time(sc, b) * ref + t_update) / t_step
     _finite(k, {"t_compute_s": t_compute, "t_step_s": t_step, "speedup": speedup})  # the cause first
     return Result(
         scenario=sc,
@@ -507,6 +624,7 @@ def _result(
         t_forward_s=t_compute - m * t_bwd_micro,
         t_backward_s=m * t_bwd_micro,
         t_straggler_s=t_compute - t_compute / slow,
+        t_update_s=t_update,
         **rest,
     )
 
@@ -533,14 +651,15 @@ def accumulated(res: Result, accum: np.ndarray) -> tuple[np.ndarray, np.ndarray]
     """(T_step, E) of ``res`` (simulated with accum 1, weak scaling) at ``accum`` micro-steps per optimizer step,
     per k, without simulating again: :func:`_result`'s rule, m·T_compute + the exposed communication, m times for
     the sharded strategies (every micro-step communicates, simcli.step.sharding) and once for ddp (no_sync: only the
-    last micro-step's backward reduces). E = m·T_1/T_step with T_1 one device's micro-step alone."""
+    last micro-step's backward reduces), plus the update once. E = (m·T_1 + T_update(k))/T_step with T_1 one
+    device's micro-step alone."""
     sc = res.scenario
     if sc.accum != 1 or sc.strong:
         raise ValueError("accumulated() takes a weak-scaling result simulated with accum 1")
     m = np.asarray(accum, dtype=np.float64)
     exposed = res.t_comm_exposed_s * (m if strategies.SPECS[sc.strategy].timeline != "buckets" else 1.0)
-    t_step = m * res.t_compute_s + exposed
-    return t_step, m * _compute_time(sc, res.batch_per_device) / t_step
+    t_step = m * res.t_compute_s + exposed + res.t_update_s
+    return t_step, (m * _compute_time(sc, res.batch_per_device) * _reference(sc) + res.t_update_s) / t_step
 
 
 def _simulate_sharded(
@@ -594,106 +713,3 @@ def _simulate_sharded(
             reshard_after_forward=sc.reshard_after_forward,
         ),
     )
-
-
-#: how much of the step NCCL_ALGO/NCCL_PROTO must save before simcli says NCCL's own choice is not its cheapest:
-#: at every other k a better network can make the step slower by at most this fraction (each pair's cost never
-#: grows with a better tier, so the step with the new picks is at most their total saving above the step with the
-#: old ones; tests/test_nccl_issue21.py holds it for every built-in profile and preset)
-STEP_MARGIN = 0.01
-
-
-def nccl_faster(res: Result, margin: float = STEP_MARGIN) -> list[dict[str, Any]]:
-    """Where the step runs NCCL's own choice and simcli prices other pairs of NCCL's cheaper, by more than
-    ``margin`` of the step in all: one JSON-ready row per (message, k) whose pick is not the cheapest, k-major, at
-    the k where the rows' savings add up to more than ``margin`` x T_step.
-
-    Only when NCCL chooses (a profile that models NCCL, ``--algorithm nccl``, no ``--protocol``): the pick is
-    what NCCL's tuner prefers, the cheaper pair what simcli's cost prefers (:func:`simcli.comm.nccl.nccl_faster_pair`;
-    docs/nccl.md says where the two part). ``setting`` is the NCCL_ALGO/NCCL_PROTO that runs the cheaper pair;
-    ``saving_s`` the communication one micro-step saves with it, before overlap (count x the difference).
-    """
-    sc = res.scenario
-    if sc.profile.library != "nccl" or sc.algorithm != "nccl" or sc.protocol is not None:
-        return []
-    per_step = 1.0  # the step's messages, once per optimizer step (ddp: the last micro-step's backward)
-    if res.sharded is not None:
-        per_step = float(sc.accum)  # the sharded strategies communicate every micro-step
-        msgs = [
-            (coll, count, float(nbytes), cost, prof, devs)
-            for (_, count, nbytes, cost), (coll, prof, devs) in zip(res.sharded.messages, res.sharded.priced_on)
-            if count
-        ]
-    else:
-        plan = res.plan
-        assert plan is not None
-        msgs = [
-            ("all_reduce", float(count), float(nbytes), cost, sc.profile, res.devices)
-            for count, nbytes, cost in ((plan.full, plan.size, res.comm_bucket), (1, plan.last, res.comm_last))
-            if cost is not None and count
-        ]
-    found: list[tuple[int, int, dict[str, Any]]] = []
-    total = np.zeros(res.devices.shape)
-    for m, (coll, count, nbytes, cost, prof, devs) in enumerate(msgs):
-        devs = np.asarray(devs, dtype=np.int64)
-        faster, alg, proto, t = nccl_choice.nccl_faster_pair(prof, devs, np.float64(nbytes), coll, 1e-9, picked=cost)
-        picked_t = np.broadcast_to(cost.time, devs.shape)
-        for i in np.flatnonzero(faster):
-            p_proto = cost.protocol[i] if cost.protocol is not None else None
-            f_proto = None if proto[i] in (None, "-") else str(proto[i])
-            saving = count * float(picked_t[i] - t[i])
-            total[i] += per_step * saving
-            found.append(
-                (
-                    int(i),
-                    m,
-                    {
-                        "devices": int(res.devices[i]),
-                        "collective": coll,
-                        "bytes": nbytes,
-                        "count": count,
-                        "algorithm": str(cost.algorithm[i]),
-                        "protocol": None if p_proto in (None, "-") else str(p_proto),
-                        "time_s": float(picked_t[i]),
-                        "faster_algorithm": str(alg[i]),
-                        "faster_protocol": f_proto,
-                        "faster_time_s": float(t[i]),
-                        "setting": nccl_choice.nccl_env(str(alg[i]), f_proto),
-                        "saving_s": saving,
-                    },
-                )
-            )
-    said = total > margin * res.t_step_s
-    return [row for i, _, row in sorted(found, key=lambda x: (x[0], x[1])) if said[i]]
-
-
-def graph_notes(res: Result, margin: float = STEP_MARGIN) -> list[dict[str, Any]]:
-    """Where NCCL's inter-node search graph is a tie that the profile's NIC speed breaks toward fewer channels, and
-    a NIC just under the graph's speed would run the step faster by more than ``margin`` of it (the per-channel
-    caps count the channels; :func:`simcli.comm.nccl.graph_tie`): one row per such k. The other way, besides
-    :func:`nccl_faster`, that a better tier can make NCCL's step slower; the CLI says it on stderr."""
-    sc = res.scenario
-    if sc.profile.library != "nccl" or sc.algorithm != "nccl" or sc.protocol is not None:
-        return []
-    from ..comm import nccl
-
-    net = sc.profile.network
-    tie = nccl.graph_tie(net, nccl_choice.nccl_spec(sc.profile), res.devices)
-    if tie is None or not tie["tie"].any():
-        return []
-    slower_Bps = float(np.max(tie["speed_GBps"])) * 1e9 * (1 - 1e-6) / max(net[1].efficiency, 1e-12)
-    alt_net = (net[0], dataclasses.replace(net[1], bandwidth_Bps=slower_Bps), *net[2:])
-    alt = simulate(sc.replace(profile=dataclasses.replace(sc.profile, network=alt_net)), res.devices)
-    said = tie["tie"] & (alt.t_step_s < res.t_step_s * (1 - margin))
-    return [
-        {
-            "devices": int(res.devices[i]),
-            "channels": int(tie["channels"][i]),
-            "speed_GBps": float(tie["speed_GBps"][i]),
-            "alt_channels": int(tie["alt_channels"][i]),
-            "alt_speed_GBps": float(tie["alt_speed_GBps"][i]),
-            "t_step_s": float(res.t_step_s[i]),
-            "alt_t_step_s": float(alt.t_step_s[i]),
-        }
-        for i in np.flatnonzero(said)
-    ]

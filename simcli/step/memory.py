@@ -61,6 +61,7 @@ import numpy as np
 
 from ..base.types import DTYPE_BYTES, InputError
 from .strategies import SPECS, shard_divisor
+from .update import OPTIMIZER_SPECS
 
 __all__ = [
     "OPTIMIZER_STATE_BYTES",
@@ -86,8 +87,9 @@ __all__ = [
 ]
 
 #: optimizer state in bytes per parameter, kept in fp32 (torch.optim: Adam/AdamW exp_avg and exp_avg_sq,
-#: SGD momentum_buffer; LAMB as DeepSpeed's and apex's FusedLAMB, m and v)
-OPTIMIZER_STATE_BYTES: dict[str, float] = {"adam": 8.0, "adamw": 8.0, "lamb": 8.0, "sgd-momentum": 4.0, "sgd": 0.0}
+#: SGD momentum_buffer; LAMB as DeepSpeed's and apex's FusedLAMB, m and v): the optimizers' rows
+#: (simcli.step.update.OPTIMIZER_SPECS, which also price their step)
+OPTIMIZER_STATE_BYTES: dict[str, float] = {s.name: s.state_bytes for s in OPTIMIZER_SPECS}
 OPTIMIZERS = tuple(OPTIMIZER_STATE_BYTES)
 #: the fp32 master copy kept beside 16-bit (or 8-bit) weights (ZeRO sec. 3.1, mixed-precision training)
 MASTER_BYTES = 4.0

@@ -15,10 +15,13 @@ Where σ comes from. GPUs of one SKU do not run at one speed: power management a
 spread them. P. Sinha et al. ("Not All GPUs Are Created Equal", SC22; arXiv:2208.11035v3) measured more than
 90% of the GPUs of five clusters and found 8% variation on average (max 22%), defined in their artifact
 (hal-uw/gpu_variability_sc22_artifact, plot_script/plot_aggregated.py) as 4·IQR / median: 5.40 σ for a normal
-spread, so σ = 1.48%. Every built-in GPU profile carries that as ``device.spread`` (no A100/H100 population
-was measured, so it is one number for all). A cluster's own σ differs: ``simcli calibrate`` fits it from a
-training run's scaling table (simcli.answers.fit_compute.fit_spread), and :func:`spread_from` solves it from two
-measured throughputs of one weak-scaling run; ``--spread`` overrides both (``--spread 0``: none).
+spread, so σ = 1.48%. It is the default of every GPU kind (:data:`DEFAULT_SPREAD`, :func:`default_spread`) for
+every GPU profile that states no ``device.spread``, built in or written by a user (no A100/H100 population was
+measured with a spread, so it is one number for all; docs/model.md gives the evidence). A cluster's own σ
+differs: ``simcli calibrate`` fits it from a training run's scaling table (simcli.answers.fit_compute.fit_spread,
+and with the per-update time simcli.answers.fit_update), and :func:`spread_from` solves it from two measured
+throughputs of one weak-scaling run; ``--spread`` overrides both (``--spread 0``: none). Only the excess over the
+k0 a speed was measured at is applied: (1 + σ·m_k) / (1 + σ·m_k0).
 """
 
 from __future__ import annotations
@@ -28,7 +31,39 @@ from functools import lru_cache
 
 import numpy as np
 
-__all__ = ["expected_max", "spread_from", "slowdown"]
+__all__ = ["expected_max", "spread_from", "slowdown", "default_spread", "DEFAULT_SPREAD", "SPREAD_SOURCE"]
+
+#: the default σ of a GPU's speed per device kind (the GPU generation simcli.comm.nccl reads from the device's name),
+#: for every GPU profile that states no device.spread, built in or written by a user. Sinha et al. (SC22) measured
+#: 8% variation (4·IQR/median = 5.40 σ) between same-SKU GPUs over >90% of five clusters' GPUs (V100, RTX 5000,
+#: MI60): σ = 1.48%. No A100, H100 or later population was found measured with a spread (the ICPP'22 study of 856
+#: P100/V100/A100 devices reports a "non-negligible" variation that depends on the kernel and the generation;
+#: Llama 3's 1-2% diurnal variation moves all GPUs together, which no slowest-of-k wait sees), so every kind carries
+#: the measured figure until one is measured (docs/model.md).
+SPREAD_SOURCE = "Sinha et al. SC22: 8% same-SKU variation = 5.4 σ"
+DEFAULT_SPREAD: dict[str, float] = {
+    "volta": 0.0148,
+    "ampere": 0.0148,
+    "ada": 0.0148,
+    "hopper": 0.0148,
+    "blackwell": 0.0148,
+    "cdna3": 0.0148,
+    "gpu": 0.0148,  # a GPU whose generation simcli does not read from its name (a profile with library: nccl)
+}
+
+
+def default_spread(profile: object) -> tuple[float, str]:
+    """(σ, its source) for a profile that states no device.spread: the default of its device kind; 0 for a device
+    that is not a GPU (cpu-loopback: gloo processes on one host)."""
+    from ..comm.nccl import generation
+
+    gen = generation(getattr(profile, "device").name)
+    if gen is None and getattr(profile, "library", None) == "nccl":
+        gen = "gpu"
+    if gen is None:
+        return 0.0, "not a GPU: none"
+    return DEFAULT_SPREAD[gen], f"default for {gen} GPUs, {SPREAD_SOURCE}"
+
 
 #: the integration grid (midpoint rule on [-10, 10]); the integrand is smooth and negligible beyond
 _H = 2e-3

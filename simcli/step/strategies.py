@@ -16,7 +16,16 @@ import numpy as np
 
 from ..base.types import InputError
 
-__all__ = ["StrategySpec", "STRATEGY_SPECS", "SPECS", "STRATEGIES", "SHARDED", "check_strategy", "shard_divisor"]
+__all__ = [
+    "StrategySpec",
+    "STRATEGY_SPECS",
+    "SPECS",
+    "STRATEGIES",
+    "SHARDED",
+    "check_strategy",
+    "shard_divisor",
+    "update_divisor",
+]
 
 
 @dataclass(frozen=True)
@@ -40,6 +49,12 @@ class StrategySpec:
     replicas: bool
     buffers: str  #: how its communication buffers are named in memory tables
     source: str
+
+    @property
+    def shards_update(self) -> bool:
+        """Does a device step only its shard of the optimizer state (ZeRO's P_os, FSDP's sharded FlatParameter)?
+        The per-update cost (simcli.step.update) is then the shard's: divided as the optimizer state is."""
+        return self.shards[3]
 
 
 STRATEGY_SPECS: tuple[StrategySpec, ...] = (  # from the least to the most sharded memory
@@ -126,3 +141,11 @@ def shard_divisor(strategy: str, k: object, group: int | None, node_size: int | 
     if g is None:
         return k
     return np.minimum(k, int(g))
+
+
+def update_divisor(strategy: str, k: object, group: int | None, node_size: int | None) -> np.ndarray:
+    """Devices the optimizer step is divided over, per k (simcli.step.update): the optimizer state's divisor
+    (:func:`shard_divisor`) where the row shards it (:attr:`StrategySpec.shards_update`), else 1 (ddp)."""
+    if not SPECS[strategy].shards_update:
+        return np.ones_like(np.asarray(k, dtype=np.int64))
+    return shard_divisor(strategy, k, group, node_size)
