@@ -185,7 +185,7 @@ def test_the_bench_option_groups_are_declared_once_and_reach_their_commands():
 
     from simcli.bench.models import ModelSpec
     from simcli.bench.step import mlp_width_for_params
-    from simcli.cli.options import ModelShapeOptions, WorldOptions
+    from simcli.cli.bench_options import ModelShapeOptions, WorldOptions
 
     bench = typer.main.get_command(app).commands["bench"]
     for name, groups in (("allreduce", [WorldOptions]), ("step", [WorldOptions, ModelShapeOptions])):

@@ -85,7 +85,8 @@ def test_trace_has_three_1mib_allreduces_a_step_adding_up_to_the_gradient(trace_
     row = next(r for r in live.rows if r["collective"] == "all_reduce")
     assert (row["world_size"], row["bytes"], row["count"], row["dtype"]) == (2, 1 << 20, 262144, "fp32")
     assert row["iters"] >= 6  # 3 a step, 2 steps, warm-up not profiled
-    assert row["time_p10_s"] <= row["time_s"] <= row["time_p90_s"]
+    eps = 1e-9 * row["time_s"]  # order statistics of the same samples, computed apart: equal up to rounding
+    assert row["time_p10_s"] <= row["time_s"] + eps and row["time_s"] <= row["time_p90_s"] + eps
 
 
 def test_bench_import_trace(runner, trace_dir):

@@ -12,6 +12,7 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from simcli.answers import plan as P
+from simcli.answers import solve as S
 from simcli.base.types import InputError, Tier, Workload
 from simcli.cli import app
 from simcli.step.engine import Scenario, simulate
@@ -117,7 +118,7 @@ def test_max_devices_infeasible_and_bad_target(two_tier):
 # --------------------------------------------------------------------------- --solve
 
 
-def eff_at(sc: Scenario, ref: P.FieldRef, value: float, k: int) -> float:
+def eff_at(sc: Scenario, ref: S.FieldRef, value: float, k: int) -> float:
     return float(simulate(ref.apply(sc, value), [k]).efficiency[0])
 
 
@@ -133,10 +134,10 @@ def eff_at(sc: Scenario, ref: P.FieldRef, value: float, k: int) -> float:
 def test_solved_value_put_back_gives_the_target(p, target, k, path):
     sc = scenario(p, batch_per_device=4)
     try:
-        s = P.solve_field(sc, devices=k, target=target, path=path)
+        s = S.solve_field(sc, devices=k, target=target, path=path)
     except P.Infeasible:
         # then not even the best end of the interval reaches it
-        ref = P.field_ref(sc, path)
+        ref = S.field_ref(sc, path)
         best = 1.0 if ref.kind == "fraction" else (ref.get(sc) * (1e12 if ref.kind == "bandwidth" else 1e-12))
         assert eff_at(sc, ref, best, k) < target
         return
@@ -152,21 +153,21 @@ def test_solved_value_put_back_gives_the_target(p, target, k, path):
 
 def test_solve_mfu_overrides_the_mfu_option(two_tier):
     sc = scenario(two_tier, batch_per_device=4, mfu=0.3)
-    s = P.solve_field(sc, devices=64, target=0.9, path="device.mfu")
+    s = S.solve_field(sc, devices=64, target=0.9, path="device.mfu")
     assert s.current == 0.3 and s.bound == "maximum"
     assert eff_at(sc, s.field, s.answer, 64) == pytest.approx(0.9, abs=1e-5)
-    peak = P.solve_field(sc, devices=64, target=0.9, path="device.peak_flops")  # the compute dtype's peak
+    peak = S.solve_field(sc, devices=64, target=0.9, path="device.peak_flops")  # the compute dtype's peak
     assert peak.field.path == "device.peak_flops.bf16" and peak.bound == "maximum"
 
 
 def test_solve_infeasible_questions_say_why(two_tier):
     sc = scenario(two_tier, batch_per_device=4)
     with pytest.raises(P.Infeasible, match=r"does not depend on it \(a ring over 8 devices stays inside"):
-        P.solve_field(sc, devices=8, target=0.9999, path="inter_node.bandwidth")
+        S.solve_field(sc, devices=8, target=0.9999, path="inter_node.bandwidth")
     slow = make_profile(Tier("nvlink", 100e9, 5e-6, size=8), Tier("ib", 25e9, 5e-3))  # 5 ms per step
     with pytest.raises(P.Infeasible, match="latency terms"):
-        P.solve_field(scenario(slow, batch_per_device=4), devices=256, target=0.9, path="inter_node.bandwidth")
-    s = P.solve_field(sc, devices=8, target=0.5, path="inter_node.bandwidth")  # no effect, target already met
+        S.solve_field(scenario(slow, batch_per_device=4), devices=256, target=0.9, path="inter_node.bandwidth")
+    s = S.solve_field(sc, devices=8, target=0.5, path="inter_node.bandwidth")  # no effect, target already met
     assert s.bound == "any" and s.answer is None
 
 
@@ -184,18 +185,18 @@ def test_solve_infeasible_questions_say_why(two_tier):
 )
 def test_field_paths_refused(two_tier, path, fragment):
     with pytest.raises(InputError, match=None) as e:
-        P.field_ref(scenario(two_tier), path)
+        S.field_ref(scenario(two_tier), path)
     assert fragment in str(e.value) and str(e.value).startswith("--solve:")
 
 
 def test_field_aliases_resolve(two_tier, one_tier):
     sc = scenario(two_tier)
-    assert P.field_ref(sc, "inter_node.bandwidth").path == "network[1].bandwidth"
-    assert P.field_ref(sc, "intra_node.latency").path == "network[0].latency"
-    assert P.field_ref(sc, "ib.efficiency").path == "network[1].efficiency"
-    assert P.field_ref(sc, "network[-1].latency").path == "network[1].latency"
+    assert S.field_ref(sc, "inter_node.bandwidth").path == "network[1].bandwidth"
+    assert S.field_ref(sc, "intra_node.latency").path == "network[0].latency"
+    assert S.field_ref(sc, "ib.efficiency").path == "network[1].efficiency"
+    assert S.field_ref(sc, "network[-1].latency").path == "network[1].latency"
     with pytest.raises(InputError, match="no inter-node tier"):
-        P.field_ref(scenario(one_tier), "inter_node.bandwidth")
+        S.field_ref(scenario(one_tier), "inter_node.bandwidth")
 
 
 # --------------------------------------------------------------------------- --time-to-train

@@ -18,6 +18,7 @@ from ..base.types import InputError
 from ..base.units import sig4
 from ..bench import runs
 from ..bench.stats import DEFAULT_STAT, STATS
+from . import bench_options as bo
 from . import options as o
 from .common import emit, handle_errors, new_app
 
@@ -54,7 +55,7 @@ def _run_worlds(
     sizes_k: list[int],
     tr: dict[str, Any] | None,
     backend: str,
-    world: o.WorldOptions,
+    world: bo.WorldOptions,
     config: dict[str, Any],
     *,
     on_record: Callable[[dict], None],
@@ -139,7 +140,7 @@ def _finish(
 @app.command("allreduce")
 @handle_errors
 def bench_allreduce(
-    world: o.WorldOptions = o.WorldOptions(),
+    world: bo.WorldOptions = bo.WorldOptions(),
     size: Annotated[
         str, typer.Option("--size", "-s", help="Message sizes: '1KiB..64MiB:x4', '1MiB,1GiB'.")
     ] = "1KiB..16MiB:x4",
@@ -365,17 +366,17 @@ def _allreduce_table(k: int, backend: str, recs: list[dict[str, Any]], title: st
 @app.command("step")
 @handle_errors
 def bench_step(
-    world: Annotated[o.WorldOptions, o.tweak(defaults={"warmup": 3})] = o.WorldOptions(),
-    shape: o.ModelShapeOptions = o.ModelShapeOptions(),
+    world: Annotated[bo.WorldOptions, o.tweak(defaults={"warmup": 3})] = bo.WorldOptions(),
+    shape: bo.ModelShapeOptions = bo.ModelShapeOptions(),
     dtype: Annotated[
-        o.StepDtype,
+        bo.StepDtype,
         typer.Option(
             "--dtype",
             help="Compute dtype: fp32, tf32 (TF32 matmuls), bf16 or "
             "fp16 (torch.autocast). CPU: fp32 and bf16; tf32 and fp16 need "
             "CUDA.",
         ),
-    ] = o.StepDtype.fp32,
+    ] = bo.StepDtype.fp32,
     batch_per_device: o.BatchPerDevice = None,
     mode: Annotated[
         Mode,

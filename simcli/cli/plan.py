@@ -234,7 +234,7 @@ def plan_solve(
     out: o.OutputOptions = o.OutputOptions(),
 ) -> None:
     """The value of a profile field that gives --min-efficiency at --devices K."""
-    from ..answers import plan as P
+    from ..answers import solve as S
     from ..base.ranges import parse_devices
 
     sc, mem = _plan_start(scn, out)
@@ -246,7 +246,7 @@ def plan_solve(
             f"--devices: {devices!r} gives {len(k)} device counts; --solve answers for one, for example --devices 256"
         )
     kk = int(k[0])
-    ans = P.solve_field(sc, devices=kk, target=min_efficiency, path=field, rtol=tolerance)  # type: ignore[arg-type]
+    ans = S.solve_field(sc, devices=kk, target=min_efficiency, path=field, rtol=tolerance)  # type: ignore[arg-type]
     res = ans.to_dict()
     res["command"] = _curve_command(_scan_string([1, kk], None, kk), scn)
     _plan_finish(sc, ans, res, mem, out, [kk])
