@@ -5,10 +5,16 @@ from __future__ import annotations
 import os
 
 import pytest
+from hypothesis import settings
 
 from simcli.base.types import Device, Profile, Tier
 
 os.environ.setdefault("COLUMNS", "140")
+
+#: the same examples on every run (CI must not fail one run in ten on a case a random draw found once); a
+#: property a run finds broken is a bug to fix, and the examples it draws are the same next time
+settings.register_profile("simcli", derandomize=True, print_blob=True)
+settings.load_profile("simcli")
 
 
 def make_profile(

@@ -76,11 +76,12 @@ def test_activations_with_the_logits():
     act=st.floats(0, 1e11),
 )
 def test_memory_ordered_ddp_zero1_zero2_fsdp(k, params, units, pdt, gdt, act):
-    """k >= 2, at least 5 units: each more sharded strategy needs less (zero1 and zero2's buckets stop at 5e8
-    elements; below that they hold a copy as ddp's buckets do)."""
+    """k >= 2, at least 5 units: each more sharded strategy needs no more (zero1 and zero2's buckets stop at 5e8
+    elements; below that they hold a copy as ddp's buckets do; at k = 2 fsdp's gathered units can weigh what zero2's
+    unsharded weights do: 10e9 fp32 parameters in 5 units tie)."""
     kw = dict(params=params, units=units, param_bytes=pdt, grad_bytes=gdt, activations=act)
     t = [float(memory.per_device(s, np.array([k]), **kw).total[0]) for s in ("ddp", "zero1", "zero2", "fsdp")]
-    assert t[0] >= t[1] > t[2] > t[3]
+    assert t[0] >= t[1] > t[2] >= t[3]
 
 
 def test_hsdp_shards_within_its_group():

@@ -240,8 +240,7 @@ def _fit_spread(
         "before": base.device.spread,
         "after": sf.spread,
         "se": sf.spread_se,
-        "median_rel_error_before": float(np.median(before)),
-        "median_rel_error_after": float(np.median(errs)),
+        **_medians(before, errs),
         "per_row": list(sf.rows),
     }
     cal["spread"] = {
@@ -261,12 +260,19 @@ def _fit_spread(
             "with simcli's communication kept in the prediction and T_compute x (1 + spread x m_k) "
             "(simcli.step.straggler); golden-section search on [0, 0.9]"
         ),
-        "median_rel_error": {
-            "before": round(out["median_rel_error_before"], 5),
-            "after": round(out["median_rel_error_after"], 5),
-        },
+        "median_rel_error": _before_after(out),
     }
     return device, out
+
+
+def _medians(before: Any, after: Any) -> dict[str, float]:
+    """A scaling fit's median relative error over its rows without and with what was fitted."""
+    return {"median_rel_error_before": float(np.median(before)), "median_rel_error_after": float(np.median(after))}
+
+
+def _before_after(out: dict[str, Any]) -> dict[str, float]:
+    """A scaling fit's median relative error without and with what was fitted, as the report records it."""
+    return {"before": round(out["median_rel_error_before"], 5), "after": round(out["median_rel_error_after"], 5)}
 
 
 def _fit_update_bandwidth(base: Profile, device: Any, sm: Measured, k: np.ndarray, cal: dict) -> tuple[Any, dict]:
@@ -331,8 +337,7 @@ def _fit_spread_update(
         "update_bandwidth_Bps": bw,
         "correlation": f.correlation,
         "separable": f.separable,
-        "median_rel_error_before": float(np.median(before)),
-        "median_rel_error_after": float(np.median(errs)),
+        **_medians(before, errs),
         "per_row": list(f.rows),
     }
     cal["spread"] = {
@@ -356,10 +361,7 @@ def _fit_spread_update(
             "seconds per byte) by least squares on log(predicted / measured) (simcli.answers.fit_update); "
             "standard errors and their correlation from the Jacobian"
         ),
-        "median_rel_error": {
-            "before": round(out["median_rel_error_before"], 5),
-            "after": round(out["median_rel_error_after"], 5),
-        },
+        "median_rel_error": _before_after(out),
     }
     return device, out
 

@@ -32,19 +32,15 @@ Placement = o.choices("Placement", ("out", "in"))
 Stat = o.choices("Stat", STATS)
 #: the bench commands take only --format, --output and --force of the output options
 _OUTPUT = ("rows", "wide")
-_ALLREDUCE_OUTPUT = Annotated[
+_ALLREDUCE_OUTPUT = o.opt(
     Optional[str],
-    typer.Option(
-        "--output",
-        "-o",
-        help="Write the measurements here in the "
-        "--format (csv for table); rows are added as they are "
-        "measured, and the file is valid after each.",
-    ),
-]
-_STEP_OUTPUT = Annotated[
-    Optional[str], typer.Option("--output", "-o", help="CSV file; rows are appended as they are measured.")
-]
+    "--output",
+    "-o",
+    help="Write the measurements here in the "
+    "--format (csv for table); rows are added as they are "
+    "measured, and the file is valid after each.",
+)
+_STEP_OUTPUT = o.opt(Optional[str], "--output", "-o", help="CSV file; rows are appended as they are measured.")
 
 
 # --------------------------------------------------------------------------- shared plumbing

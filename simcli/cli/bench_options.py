@@ -11,7 +11,7 @@ import typer
 from ..base.types import InputError
 from ..bench import models as bench_models
 from ..bench import runs as bench_runs
-from .options import OptionGroup, choices
+from .options import OptionGroup, choices, opt
 
 __all__ = ["WorldOptions", "ModelShapeOptions", "Backend", "ModelKind", "StepDtype"]
 
@@ -20,47 +20,32 @@ Backend = choices("Backend", bench_runs.BACKENDS)
 ModelKind = choices("ModelKind", bench_models.KINDS)
 StepDtype = choices("StepDtype", bench_models.DTYPES)
 
-WorldSizes = Annotated[
+WorldSizes = opt(
     Optional[str],
-    typer.Option(
-        "--world-sizes",
-        "-k",
-        help="Ranks per world, one fresh world each: '2,4', '1..4'. Under torchrun: the launcher's WORLD_SIZE.",
-    ),
-]
-BackendOpt = Annotated[
-    Backend, typer.Option("--backend", help="torch.distributed backend; auto: nccl with CUDA devices, gloo otherwise.")
-]
-Warmup = Annotated[int, typer.Option("--warmup", min=0, help="Untimed iterations before timing.")]
-Timeout = Annotated[
+    "--world-sizes",
+    "-k",
+    help="Ranks per world, one fresh world each: '2,4', '1..4'. Under torchrun: the launcher's WORLD_SIZE.",
+)
+BackendOpt = opt(Backend, "--backend", help="torch.distributed backend; auto: nccl with CUDA devices, gloo otherwise.")
+Warmup = opt(int, "--warmup", min=0, help="Untimed iterations before timing.")
+Timeout = opt(
     float,
-    typer.Option(
-        "--timeout",
-        min=1,
-        help="Seconds a world may go without any rank "
-        "starting a new size or step (start-up gets at least 120 s); then every "
-        "rank is stopped and the command exits 1.",
-    ),
-]
-Port = Annotated[
-    int, typer.Option("--port", help="TCP port of the rendezvous on 127.0.0.1 [default: a free one per world size].")
-]
-Threads = Annotated[
+    "--timeout",
+    min=1,
+    help="Seconds a world may go without any rank "
+    "starting a new size or step (start-up gets at least 120 s); then every "
+    "rank is stopped and the command exits 1.",
+)
+Port = opt(int, "--port", help="TCP port of the rendezvous on 127.0.0.1 [default: a free one per world size].")
+Threads = opt(
     Optional[int],
-    typer.Option(
-        "--threads",
-        min=1,
-        help="torch threads per rank on CPU, the "
-        "same in every world [default: cores // largest world size, "
-        "at least 1].",
-    ),
-]
-Oversubscribe = Annotated[
-    bool,
-    typer.Option(
-        "--oversubscribe", help="Allow more CPU ranks than max(4, 2 x cores) (the times then measure the scheduler)."
-    ),
-]
+    "--threads",
+    min=1,
+    help="torch threads per rank on CPU, the same in every world [default: cores // largest world size, at least 1].",
+)
+Oversubscribe = opt(
+    bool, "--oversubscribe", help="Allow more CPU ranks than max(4, 2 x cores) (the times then measure the scheduler)."
+)
 
 
 @dataclasses.dataclass(frozen=True)

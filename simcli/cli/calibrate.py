@@ -486,66 +486,53 @@ def _calibrate_view(report: dict[str, Any]):
                     title=f"{lr['file']} ({'profiler trace' if lr['kind'] == 'kineto' else 'NCCL Inspector'})",
                 )
             )
-    if sp is not None and sp.get("update_s") is not None:
-        parts.append(_throughput_fit_table(sp))
-    elif sp is not None:
-        parts.append(
-            table(
-                [
-                    {
-                        "k": r["devices"],
-                        "meas": f"{r['measured']:.4f}",
-                        "before": f"{r['predicted_before']:.4f}",
-                        "after": f"{r['predicted_after']:.4f}",
-                        "err": f"{r['predicted_after'] / r['measured'] - 1:+.1%}",
-                    }
-                    for r in sp["per_row"]
-                ],
-                [
-                    Column("k", "k"),
-                    Column(f"measured ÷ k = {sp['k0']}", "meas"),
-                    Column("predicted, no spread", "before"),
-                    Column("predicted, fitted spread", "after"),
-                    Column("error", "err"),
-                ],
-                title=f"fit quality (per-device throughput relative to k = {sp['k0']}, {sp['file']})",
-                caption=(
-                    f"median |error| {pct(sp['median_rel_error_before'])} without a spread, "
-                    f"{pct(sp['median_rel_error_after'])} with it; T_compute x (1 + σ·m_k), simcli.step.straggler"
-                ),
-            )
-        )
+    if sp is not None:
+        parts.append(_fit_quality_table(sp))
     return Group(*parts)
 
 
-def _throughput_fit_table(sp: dict[str, Any]):
-    """The rows of a (k, samples/s, accum) table beside simcli's prediction, without and with the fitted σ and
-    per-update time."""
+def _fit_quality_table(sp: dict[str, Any]):
+    """A scaling table's rows beside simcli's prediction without and with what was fitted: the spread alone (the
+    per-device throughput relative to k0), or the spread and the per-update time together (samples/s, each row's
+    accumulation)."""
     from ..io.render import Column, table
 
+    both = sp.get("update_s") is not None
+    fmt = "{:,.1f}" if both else "{:.4f}"
+    rows = [
+        {
+            "k": r["devices"],
+            "m": r.get("accum"),
+            "meas": fmt.format(r["measured"]),
+            "before": fmt.format(r["predicted_before"]),
+            "after": fmt.format(r["predicted_after"]),
+            "err": f"{r['predicted_after'] / r['measured'] - 1:+.1%}",
+        }
+        for r in sp["per_row"]
+    ]
+    cols = [Column("k", "k"), *([Column("accum", "m")] if both else [])]
+    cols += [
+        Column("measured samples/s" if both else f"measured ÷ k = {sp['k0']}", "meas"),
+        Column("predicted, no spread or update" if both else "predicted, no spread", "before"),
+        Column("predicted, fitted" if both else "predicted, fitted spread", "after"),
+        Column("error", "err"),
+    ]
+    fitted = (
+        "the spread and the per-update time (simcli.answers.fit_update)"
+        if both
+        else "it; T_compute x (1 + σ·m_k), simcli.step.straggler"
+    )
     return table(
-        [
-            {
-                "k": r["devices"],
-                "m": r["accum"],
-                "meas": f"{r['measured']:,.1f}",
-                "before": f"{r['predicted_before']:,.1f}",
-                "after": f"{r['predicted_after']:,.1f}",
-                "err": f"{r['predicted_after'] / r['measured'] - 1:+.1%}",
-            }
-            for r in sp["per_row"]
-        ],
-        [
-            Column("k", "k"),
-            Column("accum", "m"),
-            Column("measured samples/s", "meas"),
-            Column("predicted, no spread or update", "before"),
-            Column("predicted, fitted", "after"),
-            Column("error", "err"),
-        ],
-        title=f"fit quality ({sp['file']}; the micro-step solved at k = {sp['k0']})",
+        rows,
+        cols,
+        title=(
+            f"fit quality ({sp['file']}; the micro-step solved at k = {sp['k0']})"
+            if both
+            else f"fit quality (per-device throughput relative to k = {sp['k0']}, {sp['file']})"
+        ),
         caption=(
-            f"median |error| {pct(sp['median_rel_error_before'])} without, {pct(sp['median_rel_error_after'])} with "
-            "the spread and the per-update time (simcli.answers.fit_update)"
+            f"median |error| {pct(sp['median_rel_error_before'])} without"
+            + (", " if both else " a spread, ")
+            + f"{pct(sp['median_rel_error_after'])} with {fitted}"
         ),
     )

@@ -12,15 +12,13 @@ from .common import answer, handle_errors, new_app
 
 app = new_app()  # `check`, a top-level command
 
-Tolerance = Annotated[
+Tolerance = o.opt(
     Optional[str],
-    typer.Option(
-        "--tolerance",
-        help="Allowed |measured/expected busbw - 1| before a size is LOW or HIGH: one value ('15%') or one per "
-        "size band, smallest first ('34%,44%,13%') [default: per band, 34%, 44%, 13%: the 95th percentile of "
-        "simcli's own error on the published validation curves; docs/calibration.md].",
-    ),
-]
+    "--tolerance",
+    help="Allowed |measured/expected busbw - 1| before a size is LOW or HIGH: one value ('15%') or one per "
+    "size band, smallest first ('34%,44%,13%') [default: per band, 34%, 44%, 13%: the 95th percentile of "
+    "simcli's own error on the published validation curves; docs/calibration.md].",
+)
 
 
 def _measured_times(path: str, m) -> Any:

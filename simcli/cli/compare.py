@@ -4,8 +4,6 @@ from __future__ import annotations
 
 from typing import Annotated, Any, Optional
 
-import typer
-
 from ..base.types import InputError
 from ..base.units import sig4
 from . import options as o
@@ -14,45 +12,33 @@ from .plan import header_lines, parse_numbers
 
 app = new_app()  # `compare`, a top-level command
 
-ProfileList = Annotated[
+ProfileList = o.opt(
+    Optional[str], "--profile", "-p", help="Profiles to compare, comma-separated names or paths: 'dgx-a100,dgx-h100'."
+)
+ModelList = o.opt(Optional[str], "--model", "-m", help="Built-in models to compare, comma-separated.")
+DtypeList = o.opt(Optional[str], "--dtype", help="Compute dtypes to compare, comma-separated [default: the device's].")
+GradDtypeList = o.opt(str, "--grad-dtype", help="Gradient dtypes to compare, comma-separated: 'fp32,bf16'.")
+MfuList = o.opt(
+    Optional[str], "--mfu", help="Achieved fractions of peak to compare, comma-separated [default: the profile's]."
+)
+BatchList = o.opt(
     Optional[str],
-    typer.Option("--profile", "-p", help="Profiles to compare, comma-separated names or paths: 'dgx-a100,dgx-h100'."),
-]
-ModelList = Annotated[Optional[str], typer.Option("--model", "-m", help="Built-in models to compare, comma-separated.")]
-DtypeList = Annotated[
-    Optional[str], typer.Option("--dtype", help="Compute dtypes to compare, comma-separated [default: the device's].")
-]
-GradDtypeList = Annotated[
-    str, typer.Option("--grad-dtype", help="Gradient dtypes to compare, comma-separated: 'fp32,bf16'.")
-]
-MfuList = Annotated[
+    "--batch-per-device",
+    "-b",
+    help="Per-device batches to compare, comma-separated [default: the model's].",
+)
+AlgorithmList = o.opt(str, "--algorithm", "-a", help="All-reduce algorithms to compare, comma-separated: 'ring,auto'.")
+OverlapList = o.opt(
     Optional[str],
-    typer.Option("--mfu", help="Achieved fractions of peak to compare, comma-separated [default: the profile's]."),
-]
-BatchList = Annotated[
+    "--overlap",
+    help="Overlap modes to compare, comma-separated: 'none,buckets' [default: the engine's].",
+)
+BucketList = o.opt(
     Optional[str],
-    typer.Option(
-        "--batch-per-device", "-b", help="Per-device batches to compare, comma-separated [default: the model's]."
-    ),
-]
-AlgorithmList = Annotated[
-    str, typer.Option("--algorithm", "-a", help="All-reduce algorithms to compare, comma-separated: 'ring,auto'.")
-]
-OverlapList = Annotated[
-    Optional[str],
-    typer.Option(
-        "--overlap", help="Overlap modes to compare, comma-separated: 'none,buckets' [default: the engine's]."
-    ),
-]
-BucketList = Annotated[
-    Optional[str],
-    typer.Option(
-        "--bucket-mb", help="DDP bucket sizes in MiB to compare, comma-separated: '25,100' [default: the engine's]."
-    ),
-]
-AccumList = Annotated[
-    Optional[str], typer.Option("--accum", help="Gradient accumulation steps to compare, comma-separated: '1,4'.")
-]
+    "--bucket-mb",
+    help="DDP bucket sizes in MiB to compare, comma-separated: '25,100' [default: the engine's].",
+)
+AccumList = o.opt(Optional[str], "--accum", help="Gradient accumulation steps to compare, comma-separated: '1,4'.")
 
 
 #: compare takes comma-separated alternatives for these scenario options

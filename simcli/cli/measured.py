@@ -4,7 +4,7 @@ measurements belong to."""
 from __future__ import annotations
 
 import math
-from typing import Annotated, Any, Optional
+from typing import Any, Optional
 
 import typer
 
@@ -25,20 +25,14 @@ __all__ = [
 ]
 
 
-Where = Annotated[
+Where = o.opt(
     Optional[list[str]],
-    typer.Option(
-        "--where",
-        help="Keep only rows whose COLUMN equals VALUE (COLUMN=VALUE, repeatable), e.g. --where system=nd-h100-v5; "
-        "FILE:COLUMN=VALUE keeps rows of that file only.",
-    ),
-]
-MinSize = Annotated[
-    str, typer.Option("--min-size", help="Leave out all-reduce rows smaller than this (bytes, units allowed: '64MiB').")
-]
-MaxSize = Annotated[
-    Optional[str], typer.Option("--max-size", help="Leave out all-reduce rows larger than this (bytes, units allowed).")
-]
+    "--where",
+    help="Keep only rows whose COLUMN equals VALUE (COLUMN=VALUE, repeatable), e.g. --where system=nd-h100-v5; "
+    "FILE:COLUMN=VALUE keeps rows of that file only.",
+)
+MinSize = o.opt(str, "--min-size", help="Leave out all-reduce rows smaller than this (bytes, units allowed: '64MiB').")
+MaxSize = o.opt(Optional[str], "--max-size", help="Leave out all-reduce rows larger than this (bytes, units allowed).")
 
 
 #: a size option ('64MiB') in bytes
@@ -55,17 +49,15 @@ def pct(v: float | None) -> str:
 #: on this host's CPU cores (cpu-loopback); nccl could be any GPU system, so it needs --profile
 BACKEND_PROFILES = {"gloo": "cpu-loopback"}
 
-MeasuredProfile = Annotated[
+MeasuredProfile = o.opt(
     Optional[str],
-    typer.Option(
-        "--profile",
-        "-p",
-        help="Built-in profile name or path "
-        "to a YAML profile [default: from the file's backend: "
-        "cpu-loopback for gloo; nccl and unknown backends need "
-        "--profile].",
-    ),
-]
+    "--profile",
+    "-p",
+    help="Built-in profile name or path "
+    "to a YAML profile [default: from the file's backend: "
+    "cpu-loopback for gloo; nccl and unknown backends need "
+    "--profile].",
+)
 
 
 def backend_of(m) -> str | None:

@@ -36,66 +36,51 @@ SolveField = Annotated[
         "device.mfu, device.peak_flops[.bf16], device.reduce_bandwidth."
     ),
 ]
-MinEfficiency = Annotated[
+MinEfficiency = o.opt(
     Optional[float],
-    typer.Option(
-        "--min-efficiency", "-e", help="Target efficiency E(k) = S(k)/k, 0 < x <= 1 (for --max-devices and --solve)."
-    ),
-]
-PlanDevices = Annotated[
+    "--min-efficiency",
+    "-e",
+    help="Target efficiency E(k) = S(k)/k, 0 < x <= 1 (for --max-devices and --solve).",
+)
+PlanDevices = o.opt(
     Optional[str],
-    typer.Option(
-        "--devices",
-        "-k",
-        help="--max-devices: the k to scan "
-        "[default: 1..the profile's limit, or 1..100000]; --solve: "
-        "one k; --time-to-train: the k to cost ('8..1024:x2').",
-    ),
-]
-Tolerance = Annotated[
+    "--devices",
+    "-k",
+    help="--max-devices: the k to scan "
+    "[default: 1..the profile's limit, or 1..100000]; --solve: "
+    "one k; --time-to-train: the k to cost ('8..1024:x2').",
+)
+Tolerance = o.opt(
     float,
-    typer.Option(
-        "--tolerance",
-        help="--solve: relative tolerance on the solved "
-        "value (bisection in log space stops when the bracket is this "
-        "narrow).",
-    ),
-]
-Samples = Annotated[
-    Optional[float], typer.Option("--samples", help="--time-to-train: samples in the whole run (e.g. 1.2e9 images).")
-]
-Tokens = Annotated[
+    "--tolerance",
+    help="--solve: relative tolerance on the solved "
+    "value (bisection in log space stops when the bracket is this "
+    "narrow).",
+)
+Samples = o.opt(Optional[float], "--samples", help="--time-to-train: samples in the whole run (e.g. 1.2e9 images).")
+Tokens = o.opt(
     Optional[float],
-    typer.Option(
-        "--tokens",
-        help="--time-to-train: tokens in the whole run for a transformer (samples = tokens / seq_len), e.g. 2e12.",
-    ),
-]
-Price = Annotated[
+    "--tokens",
+    help="--time-to-train: tokens in the whole run for a transformer (samples = tokens / seq_len), e.g. 2e12.",
+)
+Price = o.opt(
     Optional[float],
-    typer.Option(
-        "--price-per-device-hour",
-        help="Price of one device for one hour (any currency); gives cost = device-hours x price.",
-    ),
-]
-MaxHours = Annotated[
-    Optional[float], typer.Option("--max-hours", help="--time-to-train: only plans that finish within this many hours.")
-]
-MaxCost = Annotated[
+    "--price-per-device-hour",
+    help="Price of one device for one hour (any currency); gives cost = device-hours x price.",
+)
+MaxHours = o.opt(Optional[float], "--max-hours", help="--time-to-train: only plans that finish within this many hours.")
+MaxCost = o.opt(
     Optional[float],
-    typer.Option(
-        "--max-cost", help="--time-to-train: only plans that cost at most this (needs --price-per-device-hour)."
-    ),
-]
+    "--max-cost",
+    help="--time-to-train: only plans that cost at most this (needs --price-per-device-hour).",
+)
 
-PartialNodes = Annotated[
+PartialNodes = o.opt(
     bool,
-    typer.Option(
-        "--partial-nodes",
-        help="Scan every device count, not only whole nodes past the first (a 9th device alone on a second node "
-        "sends every collective through one NIC; see docs/plan.md).",
-    ),
-]
+    "--partial-nodes",
+    help="Scan every device count, not only whole nodes past the first (a 9th device alone on a second node "
+    "sends every collective through one NIC; see docs/plan.md).",
+)
 
 # compare's options take comma-separated alternatives
 

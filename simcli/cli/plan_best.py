@@ -34,54 +34,38 @@ class Objective(str, enum.Enum):
     cost = "cost"
 
 
-GlobalBatchOpt = Annotated[
+GlobalBatchOpt = o.opt(
     str,
-    typer.Option(
-        "--global-batch",
-        "-B",
-        help="Samples per optimizer step over all devices ('512'), or tokens with a unit ('4Mi-tokens', "
-        "'4M tokens'); the accumulation of each configuration follows: accum = B / (k x micro-batch).",
-    ),
-]
-StrategyList = Annotated[
-    str, typer.Option("--strategy", help="Strategies to search, comma-separated: ddp,zero1,zero2,fsdp,hsdp.")
-]
-BestDevices = Annotated[
+    "--global-batch",
+    "-B",
+    help="Samples per optimizer step over all devices ('512'), or tokens with a unit ('4Mi-tokens', "
+    "'4M tokens'); the accumulation of each configuration follows: accum = B / (k x micro-batch).",
+)
+StrategyList = o.opt(str, "--strategy", help="Strategies to search, comma-separated: ddp,zero1,zero2,fsdp,hsdp.")
+BestDevices = o.opt(
     Optional[str],
-    typer.Option(
-        "--devices",
-        "-k",
-        help="Device counts to search ('64..2048:x2', '8..1024:+8') [default: 1..the profile's limit, or 1..4096]; "
-        "past one node only whole nodes unless --partial-nodes.",
-    ),
-]
-MicroBatchList = Annotated[
+    "--devices",
+    "-k",
+    help="Device counts to search ('64..2048:x2', '8..1024:+8') [default: 1..the profile's limit, or 1..4096]; "
+    "past one node only whole nodes unless --partial-nodes.",
+)
+MicroBatchList = o.opt(
     Optional[str],
-    typer.Option(
-        "--batch-per-device",
-        "-b",
-        help="Micro-batches (samples per device per micro-step) to search: '1,2,4,8' or '1..8' [default: 1..8].",
-    ),
-]
-GradDtypeList = Annotated[str, typer.Option("--grad-dtype", help="Gradient dtypes to search, comma-separated.")]
-ShardGroupList = Annotated[
-    Optional[str], typer.Option("--shard-group", help="hsdp shard groups to search: '8,16' [default: one node].")
-]
-CheckpointingList = Annotated[
+    "--batch-per-device",
+    "-b",
+    help="Micro-batches (samples per device per micro-step) to search: '1,2,4,8' or '1..8' [default: 1..8].",
+)
+GradDtypeList = o.opt(str, "--grad-dtype", help="Gradient dtypes to search, comma-separated.")
+ShardGroupList = o.opt(Optional[str], "--shard-group", help="hsdp shard groups to search: '8,16' [default: one node].")
+CheckpointingList = o.opt(
     str,
-    typer.Option(
-        "--activation-checkpointing",
-        help="Activation checkpointing to search: on, off or 'on,off' (memory only; at equal speed off is preferred).",
-    ),
-]
-BucketList = Annotated[Optional[str], typer.Option("--bucket-mb", help="DDP bucket sizes in MiB to search: '25,100'.")]
-ObjectiveOpt = Annotated[
-    Objective, typer.Option("--objective", help="time: the most samples/s; cost: the least device-time (x price).")
-]
-MaxDays = Annotated[Optional[float], typer.Option("--max-days", help="Only runs that finish within this many days.")]
-Budget = Annotated[
-    Optional[float], typer.Option("--budget", help="Only runs that cost at most this (needs --price-per-device-hour).")
-]
+    "--activation-checkpointing",
+    help="Activation checkpointing to search: on, off or 'on,off' (memory only; at equal speed off is preferred).",
+)
+BucketList = o.opt(Optional[str], "--bucket-mb", help="DDP bucket sizes in MiB to search: '25,100'.")
+ObjectiveOpt = o.opt(Objective, "--objective", help="time: the most samples/s; cost: the least device-time (x price).")
+MaxDays = o.opt(Optional[float], "--max-days", help="Only runs that finish within this many days.")
+Budget = o.opt(Optional[float], "--budget", help="Only runs that cost at most this (needs --price-per-device-hour).")
 
 #: plan best searches these itself (lists), so they leave the scenario group
 _OWN = ("strategy", "batch_per_device", "global_batch", "grad_dtype", "shard_group", "bucket_mb", "accum")

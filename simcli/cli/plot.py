@@ -45,14 +45,12 @@ app = new_app(
     no_args_is_help=True,
 )
 
-PictureOut = Annotated[
+PictureOut = o.opt(
     str,
-    typer.Option(
-        "--output",
-        "-o",
-        help="Picture file to write: .png, .svg or .pdf (atomically; refuses to overwrite without --force).",
-    ),
-]
+    "--output",
+    "-o",
+    help="Picture file to write: .png, .svg or .pdf (atomically; refuses to overwrite without --force).",
+)
 
 
 def _scenario_tweak(noun: str) -> o.Tweak:

@@ -15,23 +15,19 @@ app = new_app()  # `validate`, a top-level command
 
 
 #: validate's --overlap: DDP's buckets or none, as everywhere, and "auto" (its default) that reads each row
-ValidateOverlap = Annotated[
+ValidateOverlap = o.opt(
     str,
-    typer.Option(
-        "--overlap",
-        help="Step and scaling files: how communication hides behind backward, 'buckets' (DDP's) or 'none'; "
-        "auto: buckets for scaling tables and for step rows whose mode is ddp, none for other step rows.",
-    ),
-]
-MeasuredModel = Annotated[
+    "--overlap",
+    help="Step and scaling files: how communication hides behind backward, 'buckets' (DDP's) or 'none'; "
+    "auto: buckets for scaling tables and for step rows whose mode is ddp, none for other step rows.",
+)
+MeasuredModel = o.opt(
     Optional[str],
-    typer.Option(
-        "--model",
-        "-m",
-        help="Built-in model the measurements trained (step files without a params column, scaling tables, "
-        "traces; see 'simcli models list').",
-    ),
-]
+    "--model",
+    "-m",
+    help="Built-in model the measurements trained (step files without a params column, scaling tables, "
+    "traces; see 'simcli models list').",
+)
 
 
 @app.command()
