@@ -197,7 +197,7 @@ def _cpu_profile(tmp_path):
 
 
 def test_calibrate_recovers_a_known_mfu_per_dtype(tmp_path):
-    from simcli.answers.calibration import calibrate_profile
+    from simcli.answers.calibration import CalibrationOptions, calibrate_profile
     from simcli.answers.validate import read_measurements
     from simcli.io.profiles import load_profile
 
@@ -208,17 +208,19 @@ def test_calibrate_recovers_a_known_mfu_per_dtype(tmp_path):
         base,
         None,
         read_measurements(steps),
-        tier=None,
-        holdout=0.25,
-        seed=0,
-        min_size=0,
-        max_size=None,
-        where=[],
-        algorithm=None,
-        loss="huber",
-        name="cal",
-        now=datetime.datetime(2026, 1, 1, tzinfo=datetime.timezone.utc),
-        host="h",
+        CalibrationOptions(
+            name="cal",
+            now=datetime.datetime(2026, 1, 1, tzinfo=datetime.timezone.utc),
+            host="h",
+            tier=None,
+            holdout=0.25,
+            seed=0,
+            min_size=0,
+            max_size=None,
+            where=tuple([]),
+            algorithm=None,
+            loss="huber",
+        ),
     )
     dev = rep["profile"].device
     by = {r["dtype"]: r for r in rep["step"]["by_dtype"]}
@@ -239,7 +241,7 @@ def test_calibrate_recovers_a_known_mfu_per_dtype(tmp_path):
 
 
 def test_without_a_peak_for_a_dtype_no_mfu_is_written(tmp_path):
-    from simcli.answers.calibration import calibrate_profile
+    from simcli.answers.calibration import CalibrationOptions, calibrate_profile
     from simcli.answers.validate import read_measurements
     from simcli.io.profiles import resolve_profile
 
@@ -249,17 +251,19 @@ def test_without_a_peak_for_a_dtype_no_mfu_is_written(tmp_path):
         base,
         None,
         read_measurements(steps),
-        tier=None,
-        holdout=0.25,
-        seed=0,
-        min_size=0,
-        max_size=None,
-        where=[],
-        algorithm=None,
-        loss="huber",
-        name="cal",
-        now=datetime.datetime(2026, 1, 1, tzinfo=datetime.timezone.utc),
-        host="h",
+        CalibrationOptions(
+            name="cal",
+            now=datetime.datetime(2026, 1, 1, tzinfo=datetime.timezone.utc),
+            host="h",
+            tier=None,
+            holdout=0.25,
+            seed=0,
+            min_size=0,
+            max_size=None,
+            where=tuple([]),
+            algorithm=None,
+            loss="huber",
+        ),
     )
     assert rep["profile"].device.mfu_by_dtype == {"fp32": pytest.approx(0.5)}
     assert rep["profile"].device.mfu == pytest.approx(0.5)  # fitted from the fp32 rows only, not all rows

@@ -8,7 +8,7 @@ import json
 import numpy as np
 import pytest
 
-from simcli.answers.calibration import calibrate_profile
+from simcli.answers.calibration import CalibrationOptions, calibrate_profile
 from simcli.answers.validate import read_measurements
 from simcli.base.types import InputError, Tier
 from simcli.comm import collectives, specs
@@ -81,17 +81,19 @@ def test_calibration_is_a_pure_function_of_its_inputs(tmp_path):
             load_profile(base),
             read_measurements(csv),
             None,
-            tier=None,
-            holdout=0.0,
-            seed=0,
-            min_size=0.0,
-            max_size=None,
-            where=[],
-            algorithm="ring",
-            loss="linear",
-            name="cal",
-            now=now,
-            host="testhost",
+            CalibrationOptions(
+                name="cal",
+                now=now,
+                host="testhost",
+                tier=None,
+                holdout=0.0,
+                seed=0,
+                min_size=0.0,
+                max_size=None,
+                where=tuple([]),
+                algorithm="ring",
+                loss="linear",
+            ),
         )
 
     a, b = run(), run()

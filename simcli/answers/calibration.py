@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import dataclasses
 import datetime
+from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
 import numpy as np
@@ -29,7 +30,30 @@ if TYPE_CHECKING:  # pragma: no cover
     from ..base.types import Profile
     from .validate import Measured
 
-__all__ = ["calibrate_profile"]
+__all__ = ["CalibrationOptions", "calibrate_profile"]
+
+
+@dataclass(frozen=True)
+class CalibrationOptions:
+    """How a calibration fits and what it records: the one options value :func:`calibrate_profile` takes.
+
+    ``tier``: the one tier a textbook fit refits (None: every tier the data spans); ``holdout``/``seed``: the
+    share of points held out of the fits, and its seed; ``min_size``/``max_size``/``where``: the all-reduce rows
+    kept; ``algorithm``: the model the all-reduces are fitted with (None: the profile's default); ``loss``:
+    "huber" or "linear"; ``name``: the new profile's; ``now`` (an aware datetime) and ``host``: the clock and the
+    machine the calibration block records, arguments so that the same inputs give the same profile."""
+
+    name: str
+    now: datetime.datetime
+    host: str
+    tier: str | None = None
+    holdout: float = 0.0
+    seed: int = 0
+    min_size: float = 0.0
+    max_size: float | None = None
+    where: tuple[str, ...] = ()
+    algorithm: str | None = None
+    loss: str = "huber"
 
 
 def _fit_nccl_tiers(
@@ -370,18 +394,8 @@ def calibrate_profile(
     base: Profile,
     comm_m: Measured | None,
     step_m: Measured | None,
+    opts: CalibrationOptions,
     *,
-    tier: str | None,
-    holdout: float,
-    seed: int,
-    min_size: float,
-    max_size: float | None,
-    where: list[str],
-    algorithm: str,
-    loss: str,
-    name: str,
-    now: datetime.datetime,
-    host: str,
     scaling: "tuple[Measured, Any] | None" = None,
     run: dict[str, Any] | None = None,
 ) -> dict[str, Any]:
@@ -390,12 +404,14 @@ def calibrate_profile(
     ``run``: what a live job's trace or Inspector log measured beyond the fits (the per-update time, the spread
     across ranks), recorded in the calibration block as ``measured_run`` and reported, not fitted.
 
-    ``now`` (an aware datetime) and ``host`` are the clock and the machine's name that the calibration
-    block records: arguments, so that the same inputs give the same profile.
+    ``opts``: how to fit and what to record (:class:`CalibrationOptions`).
     """
 
     from ..comm.collectives import default_algorithm
 
+    tier, holdout, seed, loss, name = opts.tier, opts.holdout, opts.seed, opts.loss, opts.name
+    min_size, max_size, where, now, host = opts.min_size, opts.max_size, list(opts.where), opts.now, opts.host
+    algorithm = opts.algorithm
     algorithm = algorithm or default_algorithm(base)
     warnings: list[str] = []
     network = list(base.network)

@@ -125,7 +125,7 @@ def calibrate(
     import platform
     from pathlib import Path
 
-    from ..answers.calibration import calibrate_profile
+    from ..answers.calibration import CalibrationOptions, calibrate_profile
     from ..answers.validate import filter_present, filter_rows, read_measurements, scope_where
     from ..io.output import check_output_path
 
@@ -182,21 +182,24 @@ def calibrate(
         x for x, m in (("network", comm_m), ("compute", step_m), ("device spread", scale_m)) if m is not None
     )
     with progress(f"calibrate: fitting {fits}"):
-        report = calibrate_profile(
-            base,
-            comm_m,
-            step_m,
+        opts = CalibrationOptions(
+            name=name or Path(output).stem,
+            now=datetime.datetime.now(datetime.timezone.utc),
+            host=platform.node() or "unknown",
             tier=tier,
             holdout=holdout,
             seed=seed,
             min_size=parse_size(min_size, "--min-size") or 0.0,
             max_size=parse_size(max_size, "--max-size"),
-            where=where or [],
+            where=tuple(where or ()),
             algorithm=algorithm,
             loss=loss.value,
-            name=name or Path(output).stem,
-            now=datetime.datetime.now(datetime.timezone.utc),
-            host=platform.node() or "unknown",
+        )
+        report = calibrate_profile(
+            base,
+            comm_m,
+            step_m,
+            opts,
             scaling=scaling,
             run=None if live_run is None else live_run[1],
         )
