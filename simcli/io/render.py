@@ -125,8 +125,8 @@ class FitTable:
             head = (c.short or c.header) if short else c.header
             right = c.justify == "right"
             t.add_column(head, justify=c.justify, no_wrap=right, min_width=len(head) if right else None)
-        for r in self.rows:
-            t.add_row(*(r[j] for j in keep))
+        for r in self.rows:  # cells as Text: no markup or emoji parsing per cell (and '[...]' shown as written)
+            t.add_row(*(Text(r[j]) if isinstance(r[j], str) else r[j] for j in keep))
         yield t
         if dropped:
             yield Text(
