@@ -125,18 +125,22 @@ def test_validate_trace_term_by_term(runner, trace_dir):
 def test_calibrate_from_trace(runner, trace_dir, tmp_path):
     out = tmp_path / "cal.yaml"
     args = ["calibrate", trace_dir, "--params", PARAMS, "--flops-per-sample", 6 * PARAMS, "--batch-per-device", 64]
-    r = _ok(runner, [*args, "-o", out, "-f", "json"])
+    r = _ok(runner, [*args, "--optimizer", "sgd", "-o", out, "-f", "json"])
     rep = json.loads(r.stdout)
     st = rep["step"]
     fp32 = next(d for d in st["by_dtype"] if d["dtype"] == "fp32")
     assert fp32["rows"] == 2 and 0 < fp32["mfu"] <= 1  # one row per rank
-    assert rep["run"]["update_s"] > 0 and "t_update_s" in rep["run"]["update_note"]
+    assert rep["run"]["update_s"] > 0 and "update_bandwidth" in rep["run"]["update_note"]
+    # the optimizer's step (plain SGD: 12 B per parameter) over the measured per-update time: update_bandwidth
+    upd = st["update"]
+    assert upd["after"] == pytest.approx(PARAMS * 12 / upd["per_row"][0]["measured_s"], rel=0.25)
     assert rep["run"]["rank_spread"] is not None
     import yaml
 
     prof = yaml.safe_load(out.read_text())
     assert prof["device"]["mfu_by_dtype"]["fp32"] == pytest.approx(fp32["mfu"], abs=1e-6)  # the YAML keeps 6 digits
     assert prof["calibration"]["measured_run"]["update_s"] == pytest.approx(rep["run"]["update_s"])
+    assert float(prof["device"]["update_bandwidth"].split()[0]) * 1e9 == pytest.approx(upd["after"], rel=1e-5)
     assert any("one size" in w for w in rep["warnings"])
 
 

@@ -15,7 +15,7 @@ compared too, but it reaches the step only through the exposed part).
 
 from __future__ import annotations
 
-from typing import Any
+from typing import Any, Mapping
 
 import numpy as np
 
@@ -48,13 +48,14 @@ def validate_trace(
     profile: Profile,
     workload: Workload,
     *,
-    batch: int | None,
-    dtype: str | None = None,
-    algorithm: str | None = None,
-    compute_time_s: float | None = None,
+    scenario: Mapping[str, Any] | None = None,
     path: str = "",
 ) -> dict[str, Any]:
-    """Measured beside predicted for every term of a traced step; ``summary`` from kineto.step_summary."""
+    """Measured beside predicted for every term of a traced step; ``summary`` from kineto.step_summary.
+
+    ``scenario``: the Scenario fields the run's options set (every scenario option: ``--optimizer``,
+    ``--compute-time``, ``--spread``, ...; the CLI passes ``ScenarioOptions.scenario_fields()``); the trace's own
+    gradient dtype, bucket size and DDP overlap replace theirs, and the batch defaults to the workload's."""
     from ..step.engine import Scenario, simulate
 
     k = int(summary.get("world_size") or summary["ranks"])
@@ -65,16 +66,18 @@ def validate_trace(
     grad_dtypes = sorted({b["dtype"] for b in ar if b["dtype"]})
     grad_dtype = grad_dtypes[0] if len(grad_dtypes) == 1 else "fp32"
     bucket_mb = max(b["bytes"] for b in ar) / 2**20 if ar else 25.0
+    opts = {key: v for key, v in (scenario or {}).items() if key != "global_batch"}
+    batch = opts.pop("batch_per_device", None)
     sc = Scenario(
         profile=profile,
         workload=workload,
-        batch_per_device=batch if batch is not None else workload.batch_per_device,
-        compute_time_s=compute_time_s,
-        grad_dtype=grad_dtype if grad_dtype in ("fp32", "bf16", "fp16", "fp8") else "fp32",
-        algorithm=algorithm,
-        dtype=dtype,
-        overlap="buckets",
-        bucket_mb=bucket_mb,
+        **{
+            **opts,
+            "batch_per_device": batch if batch is not None else workload.batch_per_device,
+            "grad_dtype": grad_dtype if grad_dtype in ("fp32", "bf16", "fp16", "fp8") else "fp32",
+            "overlap": "buckets",
+            "bucket_mb": bucket_mb,
+        },
     )
     res = simulate(sc, np.array([k]))
     at = lambda x: None if x is None else float(np.asarray(x).ravel()[0])  # noqa: E731
@@ -118,7 +121,10 @@ def validate_trace(
             summary["optimizer_s"],
             at(upd),
             leaf=True,
-            note="" if upd is not None else "the engine has no per-update term yet (t_update_s): predicted 0",
+            note=""
+            if upd is not None and np.any(np.asarray(upd) > 0)
+            else "the profile gives no device.memory_bandwidth (nor update_bandwidth): predicted 0; 'simcli "
+            "calibrate' on this trace with --optimizer fits it",
         )
     )
     terms.append(_term("other", summary["other_s"], None, leaf=True, note="data, copies, DDP, Python: not modelled, 0"))

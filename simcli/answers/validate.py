@@ -231,16 +231,19 @@ def placement_notes(m: Measured, profile: Profile) -> list[str]:
     ]
 
 
-def trace_step_measured(live: Any, flops_per_sample: float, params: float, batch: int, dtype: str) -> Any:
+def trace_step_measured(
+    live: Any, flops_per_sample: float, params: float, batch: int, dtype: str, update_bytes_per_param: float
+) -> Any:
     """A trace's steps as a 'bench step' file (simcli.answers.validate.Measured, kind 'step'): one row per rank, the
-    median over its steps of forward + backward (t_compute_s), p10/p90 over the steps; what calibrate fits
-    mfu_by_dtype and the backward fraction from."""
+    median over its steps of forward + backward (t_compute_s), p10/p90 over the steps, and of the optimizer's step
+    (t_update_s, with the bytes per parameter the run's optimizer moves); what calibrate fits mfu_by_dtype, the
+    backward fraction and device.update_bandwidth from."""
     from ..io.output import csv_value
 
     cols = (
         "world_size", "backend", "mode", "model", "params", "batch_per_device", "steps", "t_compute_s",
         "t_compute_p10_s", "t_compute_p90_s", "t_comm_s", "t_step_s", "dtype", "flops_per_sample",
-        "t_forward_s", "t_backward_s", "rank",
+        "t_forward_s", "t_backward_s", "rank", "t_update_s", "update_bytes_per_param",
     )  # fmt: skip
     rows = []
     for t in live.traces:
@@ -266,6 +269,8 @@ def trace_step_measured(live: Any, flops_per_sample: float, params: float, batch
             "t_forward_s": med("forward_s"),
             "t_backward_s": med("backward_s"),
             "rank": "" if t.rank is None else t.rank,
+            "t_update_s": med("optimizer_s"),
+            "update_bytes_per_param": update_bytes_per_param,
         }
         rows.append({c: str(csv_value(r[c])) for c in cols})
     return Measured(live.path, "step", cols, tuple(rows), tuple(range(1, len(rows) + 1)), tuple(live.notes))

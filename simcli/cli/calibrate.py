@@ -259,8 +259,8 @@ def _live_inputs(f: str, kind: str, run: o.ScenarioOptions, profile: str | None,
             "ranks": summ["ranks"],
             "steps": summ["steps"],
             "update_s": summ["optimizer_s"],
-            "update_note": "measured per update (Optimizer.step + zero_grad) in the slowest rank's median step; "
-            "not written into the profile: the engine has no per-update term (t_update_s) yet",
+            "update_note": "measured per update (Optimizer.step + zero_grad) in the slowest rank's median step; with "
+            "the run's model it fits device.update_bandwidth (--optimizer names what the run's step moves)",
             "rank_compute_s": summ["rank_compute_s"],
             "rank_spread": summ["rank_spread"],
             "exposed_s": summ["exposed_s"],
@@ -284,7 +284,10 @@ def _live_inputs(f: str, kind: str, run: o.ScenarioOptions, profile: str | None,
         info["warnings"].append(f"{f}: the workload has no FLOPs per sample (--compute-time): no MFU to fit")
         return (kind, info), comm, step_m
     dtype = run.dtype or (resolve_profile(base).device.default_dtype() if base else "fp32")
-    step = trace_step_measured(live, float(wl.flops_per_sample), float(wl.params), int(sc.batch), dtype)
+    from ..step.update import bytes_per_param
+
+    per = bytes_per_param(sc.optimizer, sc.update_extras)
+    step = trace_step_measured(live, float(wl.flops_per_sample), float(wl.params), int(sc.batch), dtype, per)
     return (kind, info), comm, step
 
 

@@ -100,7 +100,7 @@ def validate(
     from ..bench.live import detect
 
     if wl is not None and detect(results) == "kineto":  # a traced step, term by term (issue 23)
-        _validate_trace(results, profile, wl, run.batch_per_device, run.dtype, run.algorithm, ct, out, limit)
+        _validate_trace(results, profile, wl, fields, out, limit)
         return
     measured = read_measurements(results)
     prof = profile_for_measurements(profile, [measured])
@@ -145,7 +145,7 @@ def validate(
         raise typer.Exit(1)
 
 
-def _validate_trace(path, profile, wl, batch, dtype, algorithm, ct, out, limit) -> None:
+def _validate_trace(path, profile, wl, fields, out, limit) -> None:
     """simcli validate TRACE --model M: the traced step term by term (simcli.answers.trace_validate)."""
     from ..answers.trace_validate import validate_trace
     from ..bench.kineto import step_summary
@@ -153,9 +153,7 @@ def _validate_trace(path, profile, wl, batch, dtype, algorithm, ct, out, limit) 
 
     live = read_live(path, "kineto")
     prof = profile_for_measurements(profile, [live_measured_any(live)])
-    v = validate_trace(
-        step_summary(live.traces), prof, wl, batch=batch, dtype=dtype, algorithm=algorithm, compute_time_s=ct, path=path
-    )
+    v = validate_trace(step_summary(live.traces), prof, wl, scenario=fields, path=path)
     for note in v["notes"]:
         typer.echo(f"simcli: note: {note}", err=True)
     answer(
