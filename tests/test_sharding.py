@@ -309,7 +309,7 @@ def test_replica_profile_counts_domains_in_groups():
     prof = resolve_profile("dgx-h100")
     sub = sharding.replica_profile(prof, 8)
     assert [t.size for t in sub.network] == [1, None]
-    assert [t.kind for t in sub.network] == ["nvlink", "infiniband"]
+    assert [t.kind for t in sub.network] == ["nvswitch", "infiniband"]  # the profile's own kinds, kept
     three = prof.replace(
         network=(
             prof.network[0],
