@@ -270,6 +270,34 @@ def test_a_better_tier_never_makes_speedup_slower_without_saying_why():
     assert checked >= 400 and slower_named > 0  # the paradox exists, and is named where it matters
 
 
+def test_the_speedup_warning_speaks_of_every_k_asked_for_not_only_the_rows_shown():
+    """A table elides middle rows and computes only the shown ones; its NCCL-choice warning still names the same k as
+    the JSON output's (every k), and lists a few k one by one rather than as a range that hides the gaps."""
+    from typer.testing import CliRunner
+
+    from simcli.cli import app
+    from simcli.cli.common import where_k
+    from simcli.cli.options import ScenarioOptions
+    from simcli.step.engine import simulate
+    from simcli.step.notes import nccl_faster
+
+    assert where_k([50, 9, 42, 9]) == "k = 9, 42, 50" and where_k([8]) == "k = 8"
+    assert where_k(range(8, 520, 72)) == "k = 8..512 (8 device counts)"
+    ks = np.arange(1, 65)
+    named = {r["devices"] for r in nccl_faster(simulate(ScenarioOptions().build(), ks))}
+    assert len(named) >= 2  # dgx-h100's default model: NCCL's pick is not its cheapest at some k
+    lines = {}
+    for fmt in ("table", "json"):
+        r = CliRunner().invoke(app, ["speedup", "-k", "1..64", "-f", fmt, "--rows", "10"])
+        assert r.exit_code == 0, r.output
+        lines[fmt] = [x for x in r.stderr.splitlines() if "NCCL's own choice" in x]
+    assert lines["table"] == lines["json"] and len(lines["table"]) == 1
+    shown = set(range(1, 6)) | set(range(60, 65))
+    assert named - shown  # some named k is not a shown row, and the line still names it
+    for k in named - shown:
+        assert f" {k}," in lines["table"][0] or f" {k} " in lines["table"][0] or f"..{k}" in lines["table"][0]
+
+
 def test_a_kind_default_changed_later_is_the_tiers_own():
     """A calibrated or solved latency replaces the kind's default: written out, shown without the mark."""
     from simcli.io.profiles import describe, profile_to_dict

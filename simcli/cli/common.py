@@ -402,6 +402,15 @@ def warn(msg: str) -> None:
 FASTER_GROUPS = 3
 
 
+def where_k(ks: Iterable[int]) -> str:
+    """The device counts a warning is about: 'k = 8', 'k = 9, 41, 50' (up to four), else 'k = 8..512 (7 device
+    counts)'."""
+    ks = sorted({int(x) for x in ks})
+    if len(ks) <= 4:
+        return "k = " + ", ".join(map(str, ks))
+    return f"k = {ks[0]}..{ks[-1]} ({len(ks)} device counts)"
+
+
 def warn_nccl_faster(rows: Iterable[dict[str, Any]], step: bool = True) -> None:
     """One stderr line for a whole command: where NCCL's own pick costs more, in simcli's model, than another of its
     pairs (simcli.step.notes.nccl_faster, simcli.comm.grid's ``faster``), naming that pair's NCCL_ALGO/NCCL_PROTO.
@@ -426,8 +435,7 @@ def warn_nccl_faster(rows: Iterable[dict[str, Any]], step: bool = True) -> None:
 
     parts = []
     for (prof, coll, nbytes, alg, proto, setting), rs in list(groups.items())[:FASTER_GROUPS]:
-        ks = sorted({int(r["devices"]) for r in rs})
-        where = f"k = {ks[0]}" if len(ks) == 1 else f"k = {ks[0]}..{ks[-1]} ({len(ks)} device counts)"
+        where = where_k(r["devices"] for r in rs)
         pick = alg + (f"/{proto}" if proto else "")
         parts.append(
             f"{prof}: the {fmt_bytes(nbytes)} {coll.replace('_', '-')} at {where} runs NCCL's pick {pick} "

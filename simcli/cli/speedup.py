@@ -5,7 +5,7 @@ from __future__ import annotations
 from typing import Annotated, Any
 
 from . import options as o
-from .common import emit, handle_errors, new_app, show, warn, warn_nccl_faster
+from .common import emit, handle_errors, new_app, show, warn, warn_nccl_faster, where_k
 
 app = new_app()
 
@@ -96,7 +96,8 @@ def speedup(
         return
     with progress(f"simulating {shown.size:,} k" + (f", drawing {pic.plot}" if pic.plot else "")):
         results = [simulate(sc, shown) for sc in scs]
-        _warn_faster(results)
+        # the warnings speak of every k asked for, not only the rows a table shows
+        _warn_faster(results if shown is k or k.size > STREAM_CHUNK else [simulate(sc, k) for sc in scs])
         if explain:  # every term for the largest k of each scenario
             from ..answers.explain import explain as explain_terms
 
@@ -148,7 +149,7 @@ def _warn_faster(results: Any) -> None:
                 f"{res.scenario.profile.name}: NCCL's search graph across nodes takes {r['channels']} channels of "
                 f"{r['speed_GBps']:g} GB/s; a network just under {r['speed_GBps']:g} GB/s per NIC would give "
                 f"{r['alt_channels']} of {r['alt_speed_GBps']:g} GB/s, which NCCL's per-channel caps price faster "
-                f"(k = {ks[0]}{'' if len(ks) == 1 else f'..{ks[-1]}'}: T_step {r['alt_t_step_s'] * 1e3:.4g} ms instead "
+                f"({where_k(ks)}: T_step {r['alt_t_step_s'] * 1e3:.4g} ms instead "
                 f"of {r['t_step_s'] * 1e3:.4g} ms at k = {r['devices']}; ncclTopoCompareGraphs keeps the first of "
                 "equal graphs, docs/nccl.md)"
             )
@@ -164,7 +165,7 @@ def _warn_memory(sc: Any, k: Any) -> None:
     if fit is None:
         return
     ks = fit["devices"]
-    where = f"k = {ks[0]}" if len(ks) == 1 else f"k = {ks[0]}..{ks[-1]} ({len(ks)} device counts)"
+    where = where_k(ks)
     need = f"{sc.strategy} needs {fmt_bytes(max(fit['memory_bytes']), binary=False)} per device at {where}"
     cap = f"{sc.profile.device.name} has {fmt_bytes(fit['capacity_bytes'], binary=False)}"
     if any(s is None for s in fit["fits_with"]):
