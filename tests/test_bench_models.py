@@ -20,6 +20,8 @@ RESNET50 = ModelSpec(kind="resnet", width=64, blocks=(3, 4, 6, 3), image_size=22
 
 # --------------------------------------------------------------------------- counts, no torch
 
+_NOW = datetime.datetime(2026, 1, 1, tzinfo=datetime.timezone.utc)
+
 
 def test_gpt2_shape_is_the_gpt2_preset():
     pre = get_model("gpt2")
@@ -208,19 +210,7 @@ def test_calibrate_recovers_a_known_mfu_per_dtype(tmp_path):
         base,
         None,
         read_measurements(steps),
-        CalibrationOptions(
-            name="cal",
-            now=datetime.datetime(2026, 1, 1, tzinfo=datetime.timezone.utc),
-            host="h",
-            tier=None,
-            holdout=0.25,
-            seed=0,
-            min_size=0,
-            max_size=None,
-            where=tuple([]),
-            algorithm=None,
-            loss="huber",
-        ),
+        CalibrationOptions(name="cal", now=_NOW, host="h", holdout=0.25),
     )
     dev = rep["profile"].device
     by = {r["dtype"]: r for r in rep["step"]["by_dtype"]}
@@ -251,19 +241,7 @@ def test_without_a_peak_for_a_dtype_no_mfu_is_written(tmp_path):
         base,
         None,
         read_measurements(steps),
-        CalibrationOptions(
-            name="cal",
-            now=datetime.datetime(2026, 1, 1, tzinfo=datetime.timezone.utc),
-            host="h",
-            tier=None,
-            holdout=0.25,
-            seed=0,
-            min_size=0,
-            max_size=None,
-            where=tuple([]),
-            algorithm=None,
-            loss="huber",
-        ),
+        CalibrationOptions(name="cal", now=_NOW, host="h", holdout=0.25),
     )
     assert rep["profile"].device.mfu_by_dtype == {"fp32": pytest.approx(0.5)}
     assert rep["profile"].device.mfu == pytest.approx(0.5)  # fitted from the fp32 rows only, not all rows

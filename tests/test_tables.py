@@ -81,19 +81,7 @@ def test_calibration_is_a_pure_function_of_its_inputs(tmp_path):
             load_profile(base),
             read_measurements(csv),
             None,
-            CalibrationOptions(
-                name="cal",
-                now=now,
-                host="testhost",
-                tier=None,
-                holdout=0.0,
-                seed=0,
-                min_size=0.0,
-                max_size=None,
-                where=tuple([]),
-                algorithm="ring",
-                loss="linear",
-            ),
+            CalibrationOptions(name="cal", now=now, host="testhost", algorithm="ring", loss="linear"),
         )
 
     a, b = run(), run()
