@@ -16,11 +16,10 @@ from simcli.io.workloads import get_model, workload_from_dict
 
 GPT2 = ModelSpec(kind="gpt", layers=12, hidden=768, heads=12, seq_len=1024, vocab=50257)
 RESNET50 = ModelSpec(kind="resnet", width=64, blocks=(3, 4, 6, 3), image_size=224, classes=1000)
+_NOW = datetime.datetime(2026, 1, 1, tzinfo=datetime.timezone.utc)
 
 
 # --------------------------------------------------------------------------- counts, no torch
-
-_NOW = datetime.datetime(2026, 1, 1, tzinfo=datetime.timezone.utc)
 
 
 def test_gpt2_shape_is_the_gpt2_preset():
