@@ -186,7 +186,7 @@ def test_solve_infeasible_questions_say_why(two_tier):
 def test_field_paths_refused(two_tier, path, fragment):
     with pytest.raises(InputError, match=None) as e:
         S.field_ref(scenario(two_tier), path)
-    assert fragment in str(e.value) and str(e.value).startswith("--solve:")
+    assert fragment in str(e.value) and str(e.value).startswith("FIELD:")
 
 
 def test_field_aliases_resolve(two_tier, one_tier):
@@ -335,7 +335,7 @@ def test_cli_time_to_train_tokens_and_memory_flag(runner, prof):
     "args, code, fragment",
     [
         (["max-devices"], 2, "--min-efficiency: required"),
-        (["solve", "device.mfu", "-e", "0.9"], 2, "--solve needs the device count"),
+        (["solve", "device.mfu", "-e", "0.9"], 2, "plan solve needs the device count"),
         (["solve", "device.mfu", "-e", "0.9", "-k", "8,16"], 2, "answers for one"),
         (["time-to-train", "--devices", "8"], 2, "--samples N or --tokens N"),
         (["time-to-train", "--devices", "8", "--tokens", "1e9", "--model", "resnet50"], 2, "no sequence length"),

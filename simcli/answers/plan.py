@@ -169,7 +169,7 @@ def describe_breakdown(b: dict[str, Any]) -> str:
     return s
 
 
-# --------------------------------------------------------------------------- --max-devices
+# --------------------------------------------------------------------------- max-devices
 
 
 @dataclass(frozen=True)
@@ -316,7 +316,7 @@ def max_devices(sc: Scenario, devices: np.ndarray, *, target: float) -> MaxDevic
     )
 
 
-# --------------------------------------------------------------------------- --time-to-train
+# --------------------------------------------------------------------------- time-to-train
 
 
 def samples_from_tokens(workload: Workload, tokens: float) -> float:

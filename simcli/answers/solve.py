@@ -96,13 +96,13 @@ class FieldRef:
         return _fmt_value(self.kind, v)
 
 
-def field_ref(sc: Scenario, path: str, option: str = "--solve") -> FieldRef:
+def field_ref(sc: Scenario, path: str) -> FieldRef:
     """Resolve a field path: ``network[1].bandwidth``, ``inter_node.bandwidth`` (the tier right outside the
     node, network[1]), ``intra_node.latency`` (network[0]), ``<tier name>.efficiency``, ``device.mfu``,
     ``device.peak_flops.bf16`` or ``device.peak_flops`` (the compute dtype's peak)."""
     p = sc.profile
     m = _PATH.match(path or "")
-    bad = InputError(f"{option}: {path!r} is not a numeric profile field; solvable: {_SOLVABLE}")
+    bad = InputError(f"FIELD: {path!r} is not a numeric profile field; solvable: {_SOLVABLE}")
     if not m:
         raise bad
     head, index, rest = m.group("head"), m.group("index"), m.group("rest")
@@ -114,14 +114,14 @@ def field_ref(sc: Scenario, path: str, option: str = "--solve") -> FieldRef:
             dt = rest.split(".", 1)[1]
             if dt not in p.device.peak_flops:
                 raise InputError(
-                    f"{option}: {path!r}: {p.name} gives no peak for {dt!r}; it has {', '.join(p.device.peak_flops)}"
+                    f"FIELD: {path!r}: {p.name} gives no peak for {dt!r}; it has {', '.join(p.device.peak_flops)}"
                 )
             return FieldRef(f"device.{rest}", path, "flops", None, rest)
         if rest in _DEVICE_FIELDS:
             attr, kind = _DEVICE_FIELDS[rest]
             if getattr(p.device, attr) is None:
                 raise InputError(
-                    f"{option}: {path!r}: {p.name} gives no device.{rest}, so there is no value "
+                    f"FIELD: {path!r}: {p.name} gives no device.{rest}, so there is no value "
                     "to start from; add it to the profile first"
                 )
             return FieldRef(f"device.{rest}", path, kind, None, attr)
@@ -129,27 +129,25 @@ def field_ref(sc: Scenario, path: str, option: str = "--solve") -> FieldRef:
     if head == "network" and index is not None:
         i = int(index)
         if not -len(p.network) <= i < len(p.network):
-            raise InputError(f"{option}: {path!r}: {p.name} has {len(p.network)} tier(s) ({tiers})")
+            raise InputError(f"FIELD: {path!r}: {p.name} has {len(p.network)} tier(s) ({tiers})")
         i %= len(p.network)
     elif index is None and head in ("inter_node", "intra_node"):
         i = 1 if head == "inter_node" else 0
         if i >= len(p.network):
             raise InputError(
-                f"{option}: {path!r}: {p.name} has one tier ({tiers}), so there is no inter-node tier; use network[0]"
+                f"FIELD: {path!r}: {p.name} has one tier ({tiers}), so there is no inter-node tier; use network[0]"
             )
     elif index is None and head in [t.name for t in p.network]:
         i = [t.name for t in p.network].index(head)
     else:
-        raise InputError(
-            f"{option}: {path!r}: no such tier or field; {p.name}'s tiers are {tiers}; solvable: {_SOLVABLE}"
-        )
+        raise InputError(f"FIELD: {path!r}: no such tier or field; {p.name}'s tiers are {tiers}; solvable: {_SOLVABLE}")
     if rest == "size":
         raise InputError(
-            f"{option}: {path!r}: a tier's size is a whole number of devices that shapes the topology, "
+            f"FIELD: {path!r}: a tier's size is a whole number of devices that shapes the topology, "
             "not a quantity to solve for; try bandwidth, latency or efficiency"
         )
     if rest not in _TIER_FIELDS:
-        raise InputError(f"{option}: {path!r}: a tier's numeric fields are {', '.join(_TIER_FIELDS)}")
+        raise InputError(f"FIELD: {path!r}: a tier's numeric fields are {', '.join(_TIER_FIELDS)}")
     attr, kind = _TIER_FIELDS[rest]
     return FieldRef(f"network[{i}].{rest}", path, kind, i, attr)
 

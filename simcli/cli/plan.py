@@ -23,7 +23,7 @@ if TYPE_CHECKING:  # pragma: no cover
     from ..step.engine import Scenario
 
 
-#: the default scan for --max-devices when the profile sets no limit (cheap: one vectorised simulate)
+#: the default scan for plan max-devices when the profile sets no limit (cheap: one vectorised simulate)
 MAX_SCAN = 100_000
 
 # plan's own options (their meaning is particular to plan)
@@ -40,39 +40,37 @@ MinEfficiency = o.opt(
     Optional[float],
     "--min-efficiency",
     "-e",
-    help="Target efficiency E(k) = S(k)/k, 0 < x <= 1 (for --max-devices and --solve).",
+    help="Target efficiency E(k) = S(k)/k, 0 < x <= 1 (max-devices, solve; best: a constraint).",
 )
 PlanDevices = o.opt(
     Optional[str],
     "--devices",
     "-k",
-    help="--max-devices: the k to scan "
-    "[default: 1..the profile's limit, or 1..100000]; --solve: "
-    "one k; --time-to-train: the k to cost ('8..1024:x2').",
+    help="max-devices: the k to scan "
+    "[default: 1..the profile's limit, or 1..100000]; solve: "
+    "one k; time-to-train: the k to cost ('8..1024:x2').",
 )
 Tolerance = o.opt(
     float,
     "--tolerance",
-    help="--solve: relative tolerance on the solved "
-    "value (bisection in log space stops when the bracket is this "
-    "narrow).",
+    help="Relative tolerance on the solved value (bisection in log space stops when the bracket is this narrow).",
 )
-Samples = o.opt(Optional[float], "--samples", help="--time-to-train: samples in the whole run (e.g. 1.2e9 images).")
+Samples = o.opt(Optional[float], "--samples", help="Samples in the whole run (e.g. 1.2e9 images).")
 Tokens = o.opt(
     Optional[float],
     "--tokens",
-    help="--time-to-train: tokens in the whole run for a transformer (samples = tokens / seq_len), e.g. 2e12.",
+    help="Tokens in the whole run for a transformer (samples = tokens / seq_len), e.g. 2e12.",
 )
 Price = o.opt(
     Optional[float],
     "--price-per-device-hour",
     help="Price of one device for one hour (any currency); gives cost = device-hours x price.",
 )
-MaxHours = o.opt(Optional[float], "--max-hours", help="--time-to-train: only plans that finish within this many hours.")
+MaxHours = o.opt(Optional[float], "--max-hours", help="Only plans that finish within this many hours.")
 MaxCost = o.opt(
     Optional[float],
     "--max-cost",
-    help="--time-to-train: only plans that cost at most this (needs --price-per-device-hour).",
+    help="Only plans that cost at most this (needs --price-per-device-hour).",
 )
 
 PartialNodes = o.opt(
@@ -224,11 +222,12 @@ def plan_solve(
 
     sc, mem = _plan_start(scn, out)
     if devices is None:
-        raise InputError("--devices: --solve needs the device count to solve at, for example --devices 256")
+        raise InputError("--devices: plan solve needs the device count to solve at, for example --devices 256")
     k = parse_devices(devices)
     if len(k) != 1:
         raise InputError(
-            f"--devices: {devices!r} gives {len(k)} device counts; --solve answers for one, for example --devices 256"
+            f"--devices: {devices!r} gives {len(k)} device counts; plan solve answers for one, "
+            "for example --devices 256"
         )
     kk = int(k[0])
     ans = S.solve_field(sc, devices=kk, target=min_efficiency, path=field, rtol=tolerance)  # type: ignore[arg-type]
@@ -255,9 +254,11 @@ def plan_time_to_train(
 
     sc, mem = _plan_start(scn, out)
     if (samples is None) == (tokens is None):
-        raise InputError("--time-to-train needs the size of the run: give --samples N or --tokens N (one)")
+        raise InputError("plan time-to-train needs the size of the run: give --samples N or --tokens N (one)")
     if devices is None:
-        raise InputError("--devices: --time-to-train needs the device counts to cost, for example --devices 8..1024:x2")
+        raise InputError(
+            "--devices: plan time-to-train needs the device counts to cost, for example --devices 8..1024:x2"
+        )
     k = parse_devices(devices)
     n = samples if samples is not None else P.samples_from_tokens(sc.workload, tokens)  # type: ignore[arg-type]
     ans = P.time_to_train(sc, k, samples=n, price=price_per_device_hour, max_hours=max_hours, max_cost=max_cost)
@@ -291,7 +292,7 @@ def _plan_finish(
 
 
 def _plan_rows(out: dict[str, Any]) -> list[dict[str, Any]]:
-    """CSV of a plan: the per-k table for --time-to-train, the crossings for --max-devices, one row for --solve."""
+    """CSV of a plan: the per-k table for time-to-train, the crossings for max-devices, one row for solve."""
     q = out["question"]
     if q == "time-to-train":
         ch, fa = out["answer"]["cheapest"]["devices"], out["answer"]["fastest"]["devices"]
