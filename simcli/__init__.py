@@ -9,11 +9,40 @@ The Python API the CLI is built on::
     df = res.to_frame()                  # pandas DataFrame (pandas imported on demand)
 """
 
-from .base.types import Device, InputError, Profile, SimcliError, Tier, Workload  # noqa: E402
-from .io.profiles import load_profile, resolve_profile  # noqa: E402
-from .io.workloads import build_workload, get_model  # noqa: E402
-from .step.engine import Result, Scenario, simulate  # noqa: E402
-from .version import __version__  # noqa: E402
+from .version import __version__
+
+#: the public names and the module each comes from; imported on first use (PEP 562), so that ``import simcli``
+#: and the command line's start-up pay only for what they touch
+_API = {
+    "Device": ".base.types",
+    "InputError": ".base.types",
+    "Profile": ".base.types",
+    "SimcliError": ".base.types",
+    "Tier": ".base.types",
+    "Workload": ".base.types",
+    "load_profile": ".io.profiles",
+    "resolve_profile": ".io.profiles",
+    "build_workload": ".io.workloads",
+    "get_model": ".io.workloads",
+    "Result": ".step.engine",
+    "Scenario": ".step.engine",
+    "simulate": ".step.engine",
+}
+
+
+def __getattr__(name: str):
+    if name in _API:
+        from importlib import import_module
+
+        value = getattr(import_module(_API[name], __name__), name)
+        globals()[name] = value  # once: the next access is a plain attribute
+        return value
+    raise AttributeError(f"module 'simcli' has no attribute {name!r}")
+
+
+def __dir__() -> list[str]:
+    return sorted([*globals(), *_API])
+
 
 __all__ = [
     "Scenario",

@@ -251,17 +251,70 @@ def test_python_m_simcli(prof):
     assert r.stdout.splitlines()[0].startswith("devices,")
 
 
+#: what no start-up path needs: the optional heavy libraries, and numpy.ma (8 ms), which np.unique's and
+#: np.median's first calls import
+HEAVY = ("torch", "matplotlib", "pandas", "scipy", "numpy.ma")
+
+
+@pytest.mark.parametrize(
+    "argv",
+    [
+        ["speedup", "-k", "1..64", "-f", "json"],
+        ["speedup", "-k", "1..64:x2"],
+        ["comm", "-k", "2..64:x2", "-s", "1KiB..1GiB:x4"],
+        ["algorithms"],
+        ["explain", "-k", "64"],
+        ["compare", "--profile", "dgx-a100,dgx-h100", "-k", "8..512:x2"],
+    ],
+    ids=lambda a: " ".join(a[:1]),
+)
+def test_start_up_paths_import_nothing_heavy_and_resume_the_collector(argv):
+    """The console script's path (main()): nothing heavy imported, and the garbage collector, paused for the
+    start-up, is on again with what start-up built frozen (simcli.cli.common.pause_collector)."""
+    code = (
+        "import gc, sys\n"
+        "assert gc.isenabled()\n"
+        "from simcli.cli import main\n"
+        "assert gc.isenabled()  # importing the command line leaves the collector as it found it\n"
+        f"sys.argv = ['simcli', *{argv!r}]\n"
+        "try:\n    main()\nexcept SystemExit as e:\n    assert not e.code, e.code\n"
+        "sys.stderr.write(f'\\nRESULT {gc.isenabled()} {gc.get_freeze_count() > 1000} '\n"
+        f"    + ','.join(m for m in {HEAVY!r} if m in sys.modules))"
+    )
+    r = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=60)
+    assert r.returncode == 0, r.stderr
+    assert r.stderr.rsplit("RESULT ", 1)[1].strip() == "True True", r.stderr
+
+
 def test_heavy_modules_not_imported_on_fast_paths(prof):
     code = (
         "import sys; from simcli.cli import app\n"
         "from typer.testing import CliRunner\n"
         f"r = CliRunner().invoke(app, ['speedup', '--profile', {prof!r}, '-k', '1..64', '-f', 'json'])\n"
         "assert r.exit_code == 0, r.output\n"
-        "print(','.join(m for m in ('torch', 'matplotlib', 'pandas', 'scipy') if m in sys.modules))"
+        f"print(','.join(m for m in {HEAVY!r} if m in sys.modules))"
     )
     r = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=60)
     assert r.returncode == 0, r.stderr
     assert r.stdout.strip() == ""
+
+
+def test_import_simcli_is_lazy_and_its_api_whole():
+    """``import simcli`` loads no engine (PEP 562); every name of ``__all__`` is there on first use."""
+    code = (
+        "import sys, simcli\n"
+        "print('numpy' in sys.modules, 'simcli.step.engine' in sys.modules)\n"
+        "from simcli import *\n"
+        "print(all(callable(getattr(simcli, n)) or n == '__version__' for n in simcli.__all__))\n"
+        "print(set(simcli.__all__) <= set(dir(simcli)))"
+    )
+    r = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=60)
+    assert r.returncode == 0, r.stderr
+    assert r.stdout.split() == ["False", "False", "True", "True"]
+    with pytest.raises(AttributeError, match="no attribute 'nope'"):
+        import simcli
+
+        simcli.nope  # noqa: B018
 
 
 def test_output_file_permissions_follow_umask(runner, prof, tmp_path):

@@ -127,12 +127,13 @@ def _parse(text: str, option: str, value, noun: str, example: str) -> np.ndarray
                 f" (':x2') or a narrower range"
             )
         parts.append(arr)
-    return _sorted_unique(parts)
+    return sorted_unique(parts)
 
 
-def _sorted_unique(parts: list[np.ndarray]) -> np.ndarray:
+def sorted_unique(parts: list[np.ndarray]) -> np.ndarray:
     """Sorted, de-duplicated concatenation. A sort and a neighbour comparison: numpy's hash-based np.unique
-    took 4.6 s for 1..5000000 (issue 12), this takes 0.05 s; one increasing range is returned as it is."""
+    took 4.6 s for 1..5000000 (issue 12), this takes 0.05 s; one increasing range is returned as it is. (Nor
+    does it import numpy.ma, as np.unique's first call does: 8 ms of a command's start-up.)"""
     arr = parts[0] if len(parts) == 1 else np.concatenate(parts)
     if arr.size > 1 and not bool(np.all(arr[1:] > arr[:-1])):
         arr = np.sort(arr, kind="stable")

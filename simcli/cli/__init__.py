@@ -5,6 +5,17 @@ error-to-exit-code map and output helpers, one module per command family owns it
 :mod:`.app` (the root) registers them. No command module imports :mod:`.app`.
 """
 
-from .app import app, main
+import gc as _gc
+
+# The import of every command module (typer, rich, numpy and simcli's own) runs without the cyclic garbage
+# collector: nothing it builds is garbage, and each full collection on the way would walk all of it. main()
+# keeps it paused until the command's body begins (simcli.cli.common.pause_collector).
+_collecting = _gc.isenabled()
+_gc.disable()
+try:
+    from .app import app, main
+finally:
+    if _collecting:
+        _gc.enable()
 
 __all__ = ["app", "main"]

@@ -26,7 +26,7 @@ from . import (
     speedup,
     validate,
 )
-from .common import CONTEXT, SimcliGroup, State
+from .common import CONTEXT, SimcliGroup, State, pause_collector
 
 app = typer.Typer(
     cls=SimcliGroup,  # typer's own usage errors in simcli's one-line form; stdout guarded (issue 12)
@@ -70,6 +70,7 @@ app.add_typer(plot.app, name="plot")
 
 def main() -> None:
     """Console-script entry point."""
+    pause_collector()
     try:
         app()
     except KeyboardInterrupt:  # pragma: no cover - typer maps most of these already

@@ -11,6 +11,7 @@ from __future__ import annotations
 import contextlib
 import enum
 import functools
+import gc
 import sys
 from typing import Any, Callable, Iterable, Iterator, TypeVar
 
@@ -28,6 +29,25 @@ CONTEXT = {"help_option_names": ["-h", "--help"]}
 class State:
     debug = False
     wide = False  # --wide of the command being run (OutputOptions): show() draws every column
+    collector_paused = False  # main() paused the cyclic garbage collector for the start-up
+
+
+def pause_collector() -> None:
+    """Start-up without the cyclic garbage collector: parsing imports pydantic and the command's modules, some
+    10^5 objects that all live to the end, and each full collection on the way walks all of them (a tenth of a
+    command's start-up; ``benchmarks/bench_startup.py``). :func:`resume_collector` ends the pause."""
+    if gc.isenabled():
+        gc.disable()
+        State.collector_paused = True
+
+
+def resume_collector() -> None:
+    """End of start-up (the command's body begins): what start-up built is moved out of the collector's sight
+    (``gc.freeze``: it is never garbage) and collection resumes, so a long command's cycles are still freed."""
+    if State.collector_paused:
+        State.collector_paused = False
+        gc.freeze()
+        gc.enable()
 
 
 def handle_errors(fn: F) -> F:
@@ -39,6 +59,7 @@ def handle_errors(fn: F) -> F:
 
     @functools.wraps(fn)
     def wrapper(*args: Any, **kwargs: Any) -> Any:
+        resume_collector()
         import warnings
 
         from ..base.types import NonFiniteResult

@@ -6,6 +6,7 @@ from typing import Any, Sequence
 
 import numpy as np
 
+from ..base.ranges import sorted_unique
 from ..base.types import Tier
 from .collectives import collective
 from .registry import ALGORITHMS, REGISTRY
@@ -99,7 +100,7 @@ def crossovers_numeric(
     for _ in range(-(-iters // 4)):
         x = lo[:, None] + (hi - lo)[:, None] * frac  # (changes, 15) points inside each interval
         ta, tb = np.empty(x.shape), np.empty(x.shape)
-        for u in np.unique(np.concatenate([a, b])):
+        for u in sorted_unique([a, b]):
             rows = (a == u) | (b == u)
             tu = np.broadcast_to(collective(profile, names[u], kc[rows], np.exp(x[rows])).time, x[rows].shape)
             ta[rows & (a == u)] = tu[(a == u)[rows]]
