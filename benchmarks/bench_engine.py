@@ -31,6 +31,16 @@ def best_of(fn, repeat: int) -> float:
     return statistics.median(times)
 
 
+def in_turn(fn, floor, repeat: int) -> tuple[float, float]:
+    """Medians of ``fn`` and ``floor`` timed one after the other, ``repeat`` times: a busy spell of this shared
+    machine slows both alike rather than only the one being timed then."""
+    a, b = [], []
+    for _ in range(repeat):
+        a.append(best_of(fn, 1))
+        b.append(best_of(floor, 1))
+    return statistics.median(a), statistics.median(b)
+
+
 def engine_vs_numpy(repeat: int) -> tuple[float, float]:
     from simcli.comm.collectives import allreduce
     from simcli.io.profiles import resolve_profile
@@ -53,7 +63,7 @@ def engine_vs_numpy(repeat: int) -> tuple[float, float]:
     def bare():
         np.where(kf >= 2, 2 * (kf - 1) * a + 2 * (kf - 1) / kf * n[None, :] / b, 0.0)
 
-    return best_of(engine, repeat), best_of(bare, repeat)
+    return in_turn(engine, bare, repeat)
 
 
 def nccl_vs_numpy(repeat: int) -> tuple[float, float]:
@@ -82,7 +92,7 @@ def nccl_vs_numpy(repeat: int) -> tuple[float, float]:
         for a, b in zip(lat[1:], bw[1:]):
             np.minimum(best, a + nn / b, out=best)
 
-    return best_of(engine, repeat), best_of(bare, repeat)
+    return in_turn(engine, bare, repeat)
 
 
 def cmd_time(args: list[str], repeat: int) -> float:
