@@ -77,7 +77,7 @@ def test_trace_has_three_1mib_allreduces_a_step_adding_up_to_the_gradient(trace_
             assert sum(b["bytes"] for b in ar) == PARAMS * 4  # fp32 gradient bytes per step
             assert all(b["dtype"] == "fp32" and b["ranks"] == 2 for b in ar)
             for b in ar:
-                assert 0 <= b["hidden_s"] <= b["time_s"] + 1e-12
+                assert 0 <= b["hidden_s"] <= b["time_s"]  # a call hides at most itself (timestamps round)
                 assert b["exposed_s"] == pytest.approx(b["time_s"] - b["hidden_s"], abs=1e-9)
             assert s.forward_s > 0 and s.backward_s > 0 and s.optimizer_s > 0
             assert s.exposed_s <= s.comm_s + 1e-9

@@ -320,7 +320,9 @@ def parse_trace(text: str, source: str) -> Trace:
         mine = [c for c in calls if t0 <= c["start_us"] < t1]
         buckets = []
         for c in mine:
-            hid = _overlap(c["start_us"], c["end_us"], comp, starts) * 1e-6
+            # timestamps are microseconds since the epoch in float64 (steps of 0.25 us at 1.7e15), so an overlap
+            # measured on them can exceed the call's own duration by a rounding step: a call hides at most itself
+            hid = min(_overlap(c["start_us"], c["end_us"], comp, starts) * 1e-6, c["time_s"])
             buckets.append(
                 {
                     "collective": c["collective"],
