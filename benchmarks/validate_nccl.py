@@ -57,6 +57,8 @@ CASES = [  # file, system column value (or None), profile, algorithm
     ("nccl-allreduce-16xH100-2node-gjaion.csv", None, "dgx-h100", "nccl"),
     ("nccl-allreduce-32xH100-4node-vm.csv", None, "dgx-h100", "nccl"),
     ("nccl-allreduce-64xH100-8node-gjaion.csv", None, "dgx-h100", "nccl"),
+    # one NVL72 rack of the 2-rack curve's provider, held out (2026-12-02): MNNVL inside one domain, NVLink5 alone
+    ("nccl-allreduce-72xGB200-1rack.csv", None, "gb200-nvl72", "nccl"),
 ]
 BANDS = SIZE_BANDS
 
