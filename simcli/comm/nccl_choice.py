@@ -77,22 +77,27 @@ def nccl_collective(
         [np.where(np.broadcast_to(p.threshold, ks) > 0, np.broadcast_to(p.threshold, ks), 1e-30) for p in cands]
     )
     nn = np.broadcast_to(n, shape)
-    best = np.empty(shape)
+    # the choice's running minimum in float32, as NCCL keeps it (ncclTopoGetAlgoTime(..., float* time) and the
+    # float tables it reads): half the memory traffic of the pass over every pair; what the pick costs is
+    # computed again in float64 below
+    n32 = np.broadcast_to(np.asarray(n, dtype=np.float32), shape)
+    tinv32, tlat32 = tinv_t.astype(np.float32), tlat_t.astype(np.float32)
+    best = np.empty(shape, dtype=np.float32)
     idx = np.zeros(shape, dtype=np.intp)
     mask = np.empty(shape, dtype=bool)
-    key = np.empty(shape)
+    key = np.empty(shape, dtype=np.float32)
     corr_by_pair = []
     fill_by_pair: dict[int, np.ndarray] = {}
     for j, pr in enumerate(cands):
         out = best if j == 0 else key  # the first pair's key is the running minimum
         corr = pr.correction(n)  # tree's size factor (1.0 for the others), shaped like n
         corr_by_pair.append(corr)
-        np.multiply(nn, tinv_t[j], out=out)
+        np.multiply(n32, tinv32[j], out=out)
         if isinstance(corr, np.ndarray):  # the tree's factor (a 0-d array for one size: still applied)
             out /= corr
         if by != "tuner":
             out /= pr.share(n)
-        out += tlat_t[j]
+        out += tlat32[j]
         if by == "tuner" and pr.plateau:
             # the tuner's ring plateau (Pair.tuner_latency), in place: +0.4 x latency where n >= 64 x channels x k
             # on more than one node; one comparison against a per-k threshold
