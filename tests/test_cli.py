@@ -286,6 +286,20 @@ def test_start_up_paths_import_nothing_heavy_and_resume_the_collector(argv):
     assert r.stderr.rsplit("RESULT ", 1)[1].strip() == "True True", r.stderr
 
 
+@pytest.mark.parametrize("argv", [["speedup", "--bogus"], ["--help"], ["--version"]], ids=["usage", "help", "version"])
+def test_main_gives_the_collector_back_when_no_command_body_runs(argv):
+    """A usage error, --help or --version ends before any command's body: main() itself turns it on again."""
+    code = (
+        "import gc, sys\n"
+        "from simcli.cli import main\n"
+        f"sys.argv = ['simcli', *{argv!r}]\n"
+        "try:\n    main()\nexcept SystemExit:\n    pass\n"
+        "sys.stderr.write(f'\\nRESULT {gc.isenabled()}')"
+    )
+    r = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=60)
+    assert r.stderr.rsplit("RESULT ", 1)[1].strip() == "True", r.stderr
+
+
 def test_heavy_modules_not_imported_on_fast_paths(prof):
     code = (
         "import sys; from simcli.cli import app\n"

@@ -26,7 +26,7 @@ from . import (
     speedup,
     validate,
 )
-from .common import CONTEXT, SimcliGroup, State, pause_collector
+from .common import CONTEXT, SimcliGroup, State, pause_collector, resume_collector
 
 app = typer.Typer(
     cls=SimcliGroup,  # typer's own usage errors in simcli's one-line form; stdout guarded (issue 12)
@@ -76,3 +76,5 @@ def main() -> None:
     except KeyboardInterrupt:  # pragma: no cover - typer maps most of these already
         typer.echo("simcli: interrupted", err=True)
         sys.exit(130)
+    finally:
+        resume_collector()  # a usage error, --help or --version ends before any command's body resumed it
