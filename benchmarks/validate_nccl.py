@@ -59,7 +59,12 @@ CASES = [  # file, system column value (or None), profile, algorithm
     ("nccl-allreduce-64xH100-8node-gjaion.csv", None, "dgx-h100", "nccl"),
     # one NVL72 rack of the 2-rack curve's provider, held out (2026-12-02): MNNVL inside one domain, NVLink5 alone
     ("nccl-allreduce-72xGB200-1rack.csv", None, "gb200-nvl72", "nccl"),
+    # AWS's own 2x p4de run on the page the p5 curve comes from, held out (2026-12-02): A100 on EFA, Simple only
+    ("nccl-allreduce-16xA100-2node-aws-p4de-efa.csv", None, "aws-p4de", "nccl"),
 ]
+#: curves whose miss is known and named in docs/nccl.md: in every table and median, but not in the percentiles
+#: that simcli check's default tolerance is read from
+KNOWN_MISSES = ("nccl-allreduce-16xA100-2node-aws-p4de-efa",)
 BANDS = SIZE_BANDS
 
 
@@ -164,10 +169,18 @@ def main(verbose: bool = False, textbook: bool = False, ll128_net: bool = True, 
 
     for band, _, _ in BANDS:  # what simcli check's default tolerance stands on (simcli/check.py)
         a = [e for r in out if r["band"] == band for e in r["errors"]]
+        c = [e for r in out if r["band"] == band and r["curve"] not in KNOWN_MISSES for e in r["errors"]]
         print(
             f"{'95th percentile of |error| over the points':52s} {'':9s} {'':5s} {band:11s} {len(a):3d} "
-            f"{np.quantile(a, 0.95):7.1%}  (simcli check's default: {DEFAULT_TOLERANCE[band]:.0%})"
+            f"{np.quantile(a, 0.95):7.1%}  (without the known misses: {np.quantile(c, 0.95):.1%}; simcli check's "
+            f"default: {DEFAULT_TOLERANCE[band]:.0%})"
         )
+    print(
+        "simcli check's defaults are the percentiles without the known misses ("
+        + ", ".join(KNOWN_MISSES)
+        + "): a small-size tolerance of 150% would call nothing LOW on any cluster; where the model misses"
+        " that badly, check says HIGH (the profile undersells the hardware), as it should. docs/nccl.md names why."
+    )
     return out
 
 
