@@ -5,7 +5,11 @@ adapters, as simcli's commands do) that imports what simcli's start-up imports (
 and prints one line. Each command and the floor run in turn, one after the other, ``--repeat`` times, so a
 busy machine slows both alike; the ratio is of their medians. The goal (issue 26): every ratio <= 1.5.
 
-    python benchmarks/bench_startup.py [--repeat 15]
+``--collector`` prints instead, per command, the milliseconds the cyclic garbage collector spent inside one
+run (gc.callbacks around ``python -m simcli``; median of ``--repeat`` runs). It needs nothing of simcli, so it
+also measures an older checkout: the pause simcli.cli.common.pause_collector makes is the difference.
+
+    python benchmarks/bench_startup.py [--repeat 15] [--collector]
 """
 
 from __future__ import annotations
@@ -59,6 +63,35 @@ COMMANDS = [
 ]
 
 
+#: runs simcli as ``python -m simcli`` does, with a clock on every collection; writes the total ms to argv[1]
+COLLECTOR = """\
+import gc, os, runpy, sys, time
+sys.path.insert(0, os.getcwd())  # the checkout it runs in, as python -m simcli there would
+spent, t0 = [0.0], [0.0]
+def clock(phase, info):
+    if phase == "start":
+        t0[0] = time.perf_counter()
+    else:
+        spent[0] += time.perf_counter() - t0[0]
+gc.callbacks.append(clock)
+out, sys.argv = sys.argv[1], ["simcli", *sys.argv[2:]]
+try:
+    runpy.run_module("simcli", run_name="__main__")
+except SystemExit:
+    pass
+with open(out, "w") as f:
+    f.write(repr(spent[0] * 1e3))
+"""
+
+
+def _collector_ms(py: str, wrapper: str, out: str, cmd: list[str]) -> float:
+    subprocess.run(
+        [py, wrapper, out, *cmd], stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, check=True, env=ENV, cwd=ROOT
+    )
+    with open(out, encoding="utf-8") as f:
+        return float(f.read())
+
+
 def _time(args: list[str]) -> float:
     t = time.perf_counter()
     subprocess.run(args, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, check=True, env=ENV, cwd=ROOT)
@@ -73,8 +106,20 @@ ENV = {k: v for k, v in os.environ.items() if k != "PYTHONDONTWRITEBYTECODE"} | 
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     ap.add_argument("--repeat", type=int, default=15)
+    ap.add_argument("--collector", action="store_true", help="the garbage collector's ms per command instead")
     args = ap.parse_args()
     py = sys.executable
+    if args.collector:
+        with tempfile.TemporaryDirectory() as d:
+            wrapper, out = os.path.join(d, "collector.py"), os.path.join(d, "ms")
+            with open(wrapper, "w", encoding="utf-8") as f:
+                f.write(COLLECTOR)
+            print(f"{'command':<78} {'collector ms':>12}")
+            for cmd in COMMANDS:
+                argv = cmd.replace("{out}", os.path.join(d, "cal.yaml")).split()
+                ms = statistics.median(_collector_ms(py, wrapper, out, argv) for _ in range(args.repeat))
+                print(f"simcli {cmd:<71} {ms:12.1f}")
+        return
     with tempfile.TemporaryDirectory() as d:
         hello = os.path.join(d, "hello.py")
         with open(hello, "w", encoding="utf-8") as f:
