@@ -315,6 +315,30 @@ def test_a_kind_default_changed_later_is_the_tiers_own():
     assert again.network[1].latency_s == pytest.approx(30e-6) and again.network[1].efficiency == pytest.approx(0.92)
 
 
+def test_the_graph_search_reads_nccl_nvlink_constant_not_the_measured_efficiency():
+    """NCCL sizes its search graph with SM100_NVLINK_BW 40.1 of 50 GB/s per link (topo.h), whatever the links
+    measure; the profile's NVLink5 efficiency (0.9, measured) prices the bytes but must not move the search.
+    Reading the tier's effective bandwidth there gave 18 channels instead of 15 for gb200 with doubled NICs."""
+    p = resolve_profile("gb200-nvl72")
+    assert p.network[0].efficiency == pytest.approx(0.9)
+    assert nccl.NVLINK_SEARCH_FRACTION["blackwell"] * 900 == pytest.approx(721.8)
+    k = np.array([144, 288, 1440])
+    spec = nccl_choice.nccl_spec(p)
+    got = []
+    for eff in (0.8, 0.9, 0.95):
+        net = list(p.network)
+        net[0] = dataclasses.replace(net[0], efficiency=eff)
+        net[1] = dataclasses.replace(net[1], bandwidth_Bps=2 * net[1].bandwidth_Bps)
+        tie = nccl.graph_tie(tuple(net), spec, k)
+        got.append((tie["channels"].tolist(), tie["speed_GBps"].tolist()))
+    assert got[0] == got[1] == got[2]
+    # the bytes do move with it: a 1 GiB all-reduce inside one rack is faster at 0.9 than at 0.8
+    slow = p.replace(network=(dataclasses.replace(p.network[0], efficiency=0.8),) + tuple(p.network[1:]))
+    t9 = C.collective(p, "nccl", np.array([72]), np.array([2.0**30])).time[0]
+    t8 = C.collective(slow, "nccl", np.array([72]), np.array([2.0**30])).time[0]
+    assert t9 < t8 * 0.92
+
+
 def test_a_faster_nic_that_stops_the_graph_search_at_fewer_channels_is_said():
     """gb200-nvl72 with its NICs doubled: NCCL's inter-node search takes 15 channels of 48 GB/s where a NIC just under
     48 GB/s would give 16 of 45 GB/s; the tuner's per-channel caps make the step slower, and graph_notes says so."""

@@ -133,6 +133,11 @@ GENERATION_TABLE = {
     "blackwell": "hopper",
     "cdna3": "hopper",
 }
+#: NCCL's speed of one NVLink in its topology search, as a fraction of the link's line rate, by GPU generation
+#: (src/graph/topo.h: SM70/SM80_NVLINK_BW 20.0, SM90_NVLINK_BW 20.6 of a 25 GB/s link, SM100_NVLINK_BW 40.1 of
+#: 50). It sizes NCCL's search graph (the GPU's totalBw that stops the inter-node search), not what the kernels
+#: move: Blackwell measures 0.9 of its links, which the profiles' efficiency carries (docs/nccl.md, "NVLink5").
+NVLINK_SEARCH_FRACTION = {"volta": 20.0 / 25.0, "ampere": 20.0 / 25.0, "hopper": 20.6 / 25.0, "blackwell": 40.1 / 50.0}
 #: llMaxBws rows for multi-node rings, by host CPU vendor
 _LL_MAX_MULTINODE = {"intel": (39.0, 39.0, 20.4), "arm": (39.0, 39.0, 20.4), "amd": (87.7, 22.5, 19.0)}
 #: getNetOverhead (us): the network post overhead every multi-node ring hop pays at least (x3 for Simple)
@@ -425,7 +430,7 @@ def graph_channels(
     rt = np.full(k.shape, ch)
     if len(network) < 2 or spec.generation not in ("hopper", "blackwell") or network[1].per != "device":
         return G, rt
-    best_g, best_s = _graph_search(network, k)
+    best_g, best_s = _graph_search(network, spec, k)
     best_g = np.maximum(best_g, 1.0)
     s_pick = best_s
     dup = (s_pick >= 50.0) | (best_g <= 4)
@@ -437,15 +442,18 @@ def graph_channels(
 
 
 def _graph_search(
-    network: Sequence[Tier], k: np.ndarray, nic: np.ndarray | None = None
+    network: Sequence[Tier], spec: NcclSpec, k: np.ndarray, nic: np.ndarray | None = None
 ) -> tuple[np.ndarray, np.ndarray]:
     """(channels, speed GB/s) of NCCL's inter-node search graph over k: ncclTopoCompute walks the speeds down from
     the highest the system allows, keeps the graph with the most nChannels x bw (ncclTopoCompareGraphs keeps the
     first of equal ones), stops once that reaches the GPU's total bandwidth ("if (graph->nChannels*graph->bwInter
     >= system->totalBw) goto done") and never tries a speed at or below 0.49x the best solution's
     ("speedArray[speedIndex+1]/graph->bwInter > .49"). ``nic``: the NIC's effective GB/s over k (default the
-    tier's)."""
-    nvl = network[0].effective_Bps / 1e9
+    tier's). The GPU's NVLink is NCCL's own figure for the generation (:data:`NVLINK_SEARCH_FRACTION` of the line
+    rate), not the tier's measured efficiency: the search is NCCL's."""
+    nvlink = tier_kind(network[0], 0) != "pcie" and network[0].per == "device"
+    frac = NVLINK_SEARCH_FRACTION.get(spec.generation) if nvlink else None
+    nvl = network[0].bandwidth_Bps * frac / 1e9 if frac else network[0].effective_Bps / 1e9
     nic = np.full(k.shape, network[1].effective_Bps / 1e9) if nic is None else np.broadcast_to(nic, k.shape)
     ppn = np.minimum(k, network[0].size or k)
     best_g, best, best_s = np.zeros(k.shape), np.zeros(k.shape), np.zeros(k.shape)
@@ -472,8 +480,8 @@ def graph_tie(network: Sequence[Tier], spec: NcclSpec, k: np.ndarray) -> dict[st
     if len(network) < 2 or spec.generation not in ("hopper", "blackwell") or network[1].per != "device":
         return None
     k = np.asarray(k)
-    g, s = _graph_search(network, k)
-    g2, s2 = _graph_search(network, k, nic=s * (1 - 1e-6))
+    g, s = _graph_search(network, spec, k)
+    g2, s2 = _graph_search(network, spec, k, nic=s * (1 - 1e-6))
     tie = (k > (network[0].size or k)) & (s > 0) & (g2 > g)
     return {"tie": tie, "channels": g, "speed_GBps": s, "alt_channels": g2, "alt_speed_GBps": s2}
 
