@@ -319,8 +319,12 @@ def test_the_graph_search_reads_nccl_nvlink_constant_not_the_measured_efficiency
     """NCCL sizes its search graph with SM100_NVLINK_BW 40.1 of 50 GB/s per link (topo.h), whatever the links
     measure; the profile's NVLink5 efficiency (0.9, measured) prices the bytes but must not move the search.
     Reading the tier's effective bandwidth there gave 18 channels instead of 15 for gb200 with doubled NICs."""
+    from simcli.comm.specs import LINK_KIND_SPECS
+
     p = resolve_profile("gb200-nvl72")
     assert p.network[0].efficiency == pytest.approx(0.9)
+    # a rack a user writes from a datasheet (kind: mnnvl, no efficiency) gets the built-in's NVLink5 figure
+    assert {s.name: s.efficiency for s in LINK_KIND_SPECS}["mnnvl"] == p.network[0].efficiency
     assert nccl.NVLINK_SEARCH_FRACTION["blackwell"] * 900 == pytest.approx(721.8)
     k = np.array([144, 288, 1440])
     spec = nccl_choice.nccl_spec(p)

@@ -210,11 +210,12 @@ LINK_KIND_SPECS: tuple[LinkKind, ...] = (
         "mnnvl",
         "nvlink",
         3.4,
-        0.8,
+        0.9,
         "a multi-node NVLink domain (GB200 NVL72, NVL36x2): one NCCL node",
         "NCCL fuses the topology over the NVLink clique, so the domain is one NCCL node; tuning.cc 2.20.3: "
-        "'MNNVL: NVLS not yet supported' (NVLS and NVLSTree off); hwLat NVLINK row; SM100_NVLINK_BW 40.1 of 50 GB/s "
-        "(src/graph/topo.h)",
+        "'MNNVL: NVLS not yet supported' (NVLS and NVLSTree off); hwLat NVLINK row; NVLink5 measured at 811 of "
+        "900 GB/s busbw over 8 GB200 GPUs (lixueduan.com, 'GB200 MNNVL nccl-test'), above NCCL's search constant "
+        "SM100_NVLINK_BW 40.1 of 50 GB/s (src/graph/topo.h), which its graph search keeps",
         multinode=True,
     ),
     LinkKind(
