@@ -61,6 +61,8 @@ CASES = [  # file, system column value (or None), profile, algorithm
     ("nccl-allreduce-72xGB200-1rack.csv", None, "gb200-nvl72", "nccl"),
     # AWS's own 2x p4de run on the page the p5 curve comes from, held out (2026-12-02): A100 on EFA, Simple only
     ("nccl-allreduce-16xA100-2node-aws-p4de-efa.csv", None, "aws-p4de", "nccl"),
+    # 8 AWS p5 (64 H100 on EFA), one 4 GiB point quoted in NVIDIA/nccl#1112, held out (2026-12-02): past two EFA nodes
+    ("nccl-allreduce-64xH100-8node-aws-p5-efa.csv", None, "aws-p5", "nccl"),
 ]
 #: curves whose miss is known and named in docs/nccl.md: in every table and median, but not in the percentiles
 #: that simcli check's default tolerance is read from

@@ -15,7 +15,7 @@ the default on GPU profiles: the (algorithm, protocol) pair its tuner prices che
 ``benchmarks/validate_nccl.py`` holds simcli to (built-in profiles, nothing fitted), rounded up to a whole
 percent, so that a healthy cluster's point is called LOW or HIGH about one time in twenty. On the points the
 validation run gave (printed by ``python benchmarks/validate_nccl.py``; docs/nccl.md): <= 256 KiB 31.9%,
-0.5-64 MiB 39.9%, >= 128 MiB 17.5% (33, 64 and 79 points of 13 curves; AWS's p4de curve, a known miss at
+0.5-64 MiB 39.9%, >= 128 MiB 19.3% (33, 64 and 80 points of 14 curves; AWS's p4de curve, a known miss at
 small sizes, is left out: a 150% tolerance would call nothing LOW). The middle band is wide because the
 model is: the EFA, single-process (-g 8) and 8-node curves miss there by 22-34% (docs/nccl.md, 'How close it
 is').
@@ -38,7 +38,7 @@ __all__ = ["DEFAULT_TOLERANCE", "check", "parse_tolerance", "VERDICTS"]
 
 #: per size band: the 95th percentile of |t_pred/t_meas - 1| over the published validation curves' points,
 #: rounded up (see the module docstring; benchmarks/validate_nccl.py prints the percentiles)
-DEFAULT_TOLERANCE = {"<= 256 KiB": 0.32, "0.5-64 MiB": 0.40, ">= 128 MiB": 0.18}
+DEFAULT_TOLERANCE = {"<= 256 KiB": 0.32, "0.5-64 MiB": 0.40, ">= 128 MiB": 0.20}
 VERDICTS = ("OK", "LOW", "HIGH")
 
 
