@@ -133,6 +133,8 @@ CORPUS = {
     ),
     "python-tag": ("name: !!python/object/apply:os.system ['echo pwned']\n", "not valid YAML"),
     "string-size": (GOOD.replace("size: 4", "size: four"), "network[0].size: 'four' is not a whole number"),
+    "nccl-version-word": (GOOD + "nccl: {version: banana}\n", "nccl.version: 'banana' is not an NCCL release"),
+    "nccl-version-number": (GOOD + "nccl: {version: 2.20}\n", "nccl.version: 2.2 was read as a number"),
 }
 
 
@@ -183,3 +185,30 @@ def test_show_has_units(runner):
     r = runner.invoke(app, ["profiles", "show", "dgx-h100"])
     assert r.exit_code == 0, r.output
     assert "TFLOP/s" in r.stdout and "GB/s" in r.stdout and "µs" in r.stdout
+
+
+def test_another_nccl_release_is_reported_not_emulated(tmp_path, runner):
+    """A profile may state the release its cluster runs; simcli prices 2.20.3's tables and says so where the
+    version is shown and in the T_comm line of the header, without changing a number."""
+    from simcli.base.types import NCCL_TABLES_VERSION
+
+    same = tmp_path / "same.yaml"
+    same.write_text(GOOD + f"nccl: {{version: '{NCCL_TABLES_VERSION}'}}\n")
+    other = tmp_path / "other.yaml"
+    other.write_text(GOOD + "nccl: {version: '2.26.2'}\n")
+    assert load_profile(other).nccl.version == "2.26.2"
+    r = runner.invoke(app, ["profiles", "show", str(other)])
+    assert r.exit_code == 0, r.output
+    assert "2.26.2 (simcli carries NCCL 2.20.3's tables" in " ".join(r.stdout.split())
+    r = runner.invoke(app, ["profiles", "show", str(same)])
+    assert "simcli carries" not in r.stdout
+    outs = {}
+    for f in (same, other):
+        r = runner.invoke(app, ["speedup", "-p", str(f), "-k", "4,8", "--format", "json"])
+        assert r.exit_code == 0, r.output
+        outs[f.name] = r.stdout
+        r = runner.invoke(app, ["speedup", "-p", str(f), "-k", "4,8"])
+        said = "nccl.version 2.26.2: simcli carries NCCL 2.20.3's tables" in " ".join(r.stdout.split())
+        assert said == (f is other), r.stdout
+    strip = [ln for ln in outs["same.yaml"].splitlines() if "same.yaml" not in ln]
+    assert strip == [ln for ln in outs["other.yaml"].splitlines() if "other.yaml" not in ln]

@@ -127,6 +127,11 @@ class Device:
 LIBRARIES = ("nccl", "textbook", "gloo")
 
 
+#: the NCCL release whose tuner tables, chunking and kernels simcli carries (simcli.comm.nccl); a profile's
+#: ``nccl.version`` that names another is reported, not emulated
+NCCL_TABLES_VERSION = "2.20.3"
+
+
 @dataclass(frozen=True)
 class NcclSpec:
     """What NCCL's cost model needs beyond the tiers (see :mod:`simcli.comm.nccl`; tables from tuning.cc 2.20.3).
@@ -142,7 +147,7 @@ class NcclSpec:
     nvls_channels: int = 16
     ll128: bool = True
     cpu: str = "intel"
-    version: str = "2.20.3"
+    version: str = NCCL_TABLES_VERSION
     defaulted: tuple[str, ...] = ()
     #: the protocols NCCL may run (a network plugin can restrict them process-wide, e.g. EFA without 128-byte
     #: in-order delivery: aws-ofi-nccl sets NCCL_PROTO=simple); from the tiers' link kinds
@@ -150,6 +155,13 @@ class NcclSpec:
     #: LL128 also runs on graphs that cross the network (tuning.cc: only while the GPU-NIC path is at most PXB,
     #: or PXN on Hopper and later with NCCL_LL128_C2C); False where the NIC sits beyond that (PHB, SYS)
     ll128_net: bool = True
+
+    @property
+    def version_note(self) -> str:
+        """'' for the release simcli carries; else what a profile naming another release gets instead."""
+        if self.version == NCCL_TABLES_VERSION:
+            return ""
+        return f"simcli carries NCCL {NCCL_TABLES_VERSION}'s tables: choices and costs are {NCCL_TABLES_VERSION}'s"
 
 
 @dataclass(frozen=True)

@@ -113,6 +113,11 @@ def _header_lines(res: Result) -> list[str]:
         lines.append(
             f"T_comm    = {formula(sc.algorithm, p.library)}"
             + (f"; protocol forced: {sc.protocol}" if sc.protocol else "")
+            + (
+                f"; nccl.version {p.nccl.version}: {p.nccl.version_note}"
+                if p.library == "nccl" and p.nccl is not None and p.nccl.version_note
+                else ""
+            )
         )
     acc = f"; accum {sc.accum} micro-steps per all-reduce" if sc.accum > 1 else ""
     if SPECS[sc.strategy].timeline != "buckets":

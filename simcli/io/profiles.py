@@ -442,7 +442,13 @@ def _nccl_spec(v: "_V", raw: Any, device_name: str, tiers: list[Tier]) -> NcclSp
     if raw is None:
         return base
     d = v.mapping(raw, "nccl", _NCCL, [])
+    if isinstance(d.get("version"), (int, float)) and not isinstance(d.get("version"), bool):
+        raise v.fail(
+            "nccl.version", f"{d['version']!r} was read as a number (2.20 reads as 2.2); quote it: version: \"2.20.3\""
+        )
     given = v.fields(d, S.NCCL, "nccl", _SIMPLE)
+    if "version" in given and not re.fullmatch(r"\d+\.\d+(\.\d+)*", given["version"]):
+        raise v.fail("nccl.version", f"{_show(given['version'])} is not an NCCL release (give one such as 2.20.3)")
     defaulted = tuple(f for f in base.defaulted if f not in given and f != "version")
     return dataclasses.replace(base, defaulted=defaulted, **given)
 
@@ -634,9 +640,10 @@ def describe(p: Profile) -> list[tuple[str, str]]:
                 rows.append((f"{pre}.{f.key}", _human(f, x) + dflt))
     if p.nccl is not None:
         for f in S.NCCL:
-            rows.append(
-                (f"nccl.{f.key}", f"{getattr(p.nccl, f.name)}" + (" (default)" if f.name in p.nccl.defaulted else ""))
-            )
+            note = " (default)" if f.name in p.nccl.defaulted else ""
+            if f.name == "version" and p.nccl.version_note:
+                note = f" ({p.nccl.version_note})"
+            rows.append((f"nccl.{f.key}", f"{getattr(p.nccl, f.name)}{note}"))
     for i, src in enumerate(p.sources):
         rows.append((f"sources[{i}]", src))
     if p.calibration:
