@@ -444,7 +444,7 @@ def _nccl_spec(v: "_V", raw: Any, device_name: str, tiers: list[Tier]) -> NcclSp
     d = v.mapping(raw, "nccl", _NCCL, [])
     if isinstance(d.get("version"), (int, float)) and not isinstance(d.get("version"), bool):
         raise v.fail(
-            "nccl.version", f"{d['version']!r} was read as a number (2.20 reads as 2.2); quote it: version: \"2.20.3\""
+            "nccl.version", f'{d["version"]!r} was read as a number (2.20 reads as 2.2); quote it: version: "2.20.3"'
         )
     given = v.fields(d, S.NCCL, "nccl", _SIMPLE)
     if "version" in given and not re.fullmatch(r"\d+\.\d+(\.\d+)*", given["version"]):
