@@ -12,7 +12,12 @@ priced). The table prints, per series, the error of the predicted throughput at 
 * ``+spread``: communication and the spread, only its excess over k0;
 * ``after``: all three (simcli as it is now).
 
-    python benchmarks/validate_ddp.py [--rows]
+    python benchmarks/validate_ddp.py [--rows] [--fit]
+
+``--fit`` adds, per series, the spread σ and the per-update time u at k0 fitted together to its rows
+(simcli.answers.fit_update.fit_spread_update, what ``simcli calibrate`` runs on a scaling table), with one
+standard error each where the rows leave more than two degrees of freedom: what each series would need, not
+what simcli predicts (nothing of it enters the table above).
 
 Sources: the headers of validation/published/ddp/*.csv (NVIDIA DeepLearningExamples' BERT and Transformer-XL
 multi-node tables: PyTorch, TensorFlow 1 and 2, PaddlePaddle on DGX A100 and DGX-2H), ../shared's
@@ -171,8 +176,27 @@ def predict(s: Series, variant: str) -> dict[int, float]:
 VARIANTS = ("before", "comm", "+update", "+spread", "after")
 
 
+def fit(s: Series) -> str:
+    """σ and u (at k0) fitted together to the series' rows, as ``simcli calibrate`` fits a scaling table."""
+    from simcli.answers.fit_update import fit_spread_update
+
+    r0 = s.rows[0]
+    sc = _scenario(s, 1.0, optimizer=s.optimizer, update_extras=s.extras, compute_time_at_k=int(r0["devices"]))
+    f = fit_spread_update(
+        sc,
+        [int(r["devices"]) for r in s.rows],
+        [float(r["samples_per_s"]) for r in s.rows],
+        [int(r["accum"]) for r in s.rows],
+        batch=float(r0["batch_per_device"]),
+    )
+    se = lambda x, unit=1.0, fmt=".1f": "" if x is None else f" ± {x * unit:{fmt}}"  # noqa: E731
+    told = "" if f.separable else " (not told apart)" if f.correlation is not None else " (no standard errors)"
+    return f"σ {f.spread:.1%}{se(f.spread_se, 100.0)}, u {f.update_s * 1e3:.0f}{se(f.update_se, 1e3, '.0f')} ms{told}"
+
+
 def main(argv: list[str]) -> None:
     show_rows = "--rows" in argv
+    show_fit = "--fit" in argv
     allerr: dict[str, list[float]] = {v: [] for v in VARIANTS}
     print(f"{'series':38} {'k0':>4} {'rows':>4} " + " ".join(f"{v + ' med/max':>17}" for v in VARIANTS))
     per_series: dict[str, dict[str, list[float]]] = {}
@@ -198,7 +222,11 @@ def main(argv: list[str]) -> None:
         cells = [
             f"{statistics.median([abs(x) for x in errs[v]]):5.1%} / {worst(errs[v]):+6.1%}".rjust(17) for v in VARIANTS
         ]
-        print(f"{s.name:38} {int(s.rows[0]['devices']):4d} {len(s.rows) - 1:4d} " + " ".join(cells))
+        print(
+            f"{s.name:38} {int(s.rows[0]['devices']):4d} {len(s.rows) - 1:4d} "
+            + " ".join(cells)
+            + (f"   fitted: {fit(s)}" if show_fit else "")
+        )
     print()
     for v in VARIANTS:
         a = np.abs(allerr[v])
