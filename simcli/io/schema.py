@@ -16,7 +16,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any, Mapping
 
-from ..base.types import COMPUTE_DTYPES, LIBRARIES
+from ..base.types import COMPUTE_DTYPES, LIBRARIES, NCCL_TABLES_VERSION
 from ..comm.specs import KIND_ALIASES, LINK_KINDS
 
 __all__ = ["Field", "TOP", "DEVICE", "TIER", "NCCL", "SECTIONS", "keys", "required", "json_schema", "solvable"]
@@ -201,7 +201,13 @@ TIER: tuple[Field, ...] = (
 )
 
 NCCL: tuple[Field, ...] = (
-    Field("version", "text", "the NCCL release whose tables simcli carries", example="2.20.3"),
+    Field(
+        "version",
+        "text",
+        f"the NCCL release (a quoted string); simcli prices {NCCL_TABLES_VERSION}'s tables whatever it says "
+        "and shows another release beside it",
+        example="2.20.3",
+    ),
     Field(
         "generation",
         "choice",
