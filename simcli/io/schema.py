@@ -204,8 +204,8 @@ NCCL: tuple[Field, ...] = (
     Field(
         "version",
         "text",
-        f"the NCCL release (a quoted string); simcli prices {NCCL_TABLES_VERSION}'s tables whatever it says "
-        "and shows another release beside it",
+        f"the NCCL release (quote a two-part one: '2.20'); simcli prices {NCCL_TABLES_VERSION}'s tables whatever "
+        "it says and shows another release beside it",
         example="2.20.3",
     ),
     Field(
