@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import dataclasses
 import math
+import re
 
 import numpy as np
 import pytest
@@ -280,10 +281,15 @@ def test_the_stored_m_k_table_is_the_integration():
     from simcli.step import straggler
 
     stored = Path(straggler.__file__).with_name("straggler_table.py").read_text(encoding="utf-8")
-    assert stored == straggler.table_source()
+    fresh = straggler.table_source()
+    # the same text around the numbers, and as many numbers: the file is what write_table() writes
+    number = r"-?[0-9.]+(?:e-?[0-9]+)?,\n"
+    assert re.sub(number, "X\n", stored) == re.sub(number, "X\n", fresh)
     logk, m = straggler._table()
-    assert np.array_equal(logk, np.log(straggler._table_k())) and np.array_equal(
-        m, straggler._exact(straggler._table_k())
-    )
+    assert np.array_equal(logk, np.log(straggler._table_k()))
+    # the numbers agree to rounding, not to the last bit: exp and log are vectorised differently by numpy's
+    # dispatch on each CPU (AVX-512 or not, NEON), which moves the midpoint sum by a few ulp (issue 39); a
+    # change to the grid moves them by 1e-7 or more
+    np.testing.assert_allclose(m, straggler._exact(straggler._table_k()), rtol=1e-12, atol=1e-12)
     # Tippett's and Harter's values (to their 4-5 digits)
     assert straggler.expected_max([2, 10, 100, 1000]).round(4).tolist() == [0.5642, 1.5388, 2.5076, 3.2414]
