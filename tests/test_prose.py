@@ -15,7 +15,6 @@ from dataclasses import dataclass
 from pathlib import Path
 
 import pytest
-
 from test_examples import examples, run
 
 ROOT = Path(__file__).resolve().parent.parent
