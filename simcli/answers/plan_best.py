@@ -216,7 +216,6 @@ def best(
     max_days: float | None = None,
     budget: float | None = None,
     min_efficiency: float | None = None,
-    optimizer: str = "adam",
 ) -> Best:
     """The best configuration of ``grid`` for ``objective`` at ``global_batch`` samples per optimizer step (module
     docstring). ``sc`` gives the rest of the scenario (model, profile, dtypes, mfu, algorithm, ...)."""
@@ -240,7 +239,7 @@ def best(
         raise InputError("--max-days needs the run's length: give --tokens or --samples")
     if budget is not None and (samples is None or price is None):
         raise InputError("--budget needs --price-per-device-hour and the run's length (--tokens or --samples)")
-    M.check_optimizer(optimizer)
+    M.check_optimizer(sc.optimizer)
     B = int(global_batch)
     if B < 1:
         raise InputError(f"--global-batch: {global_batch} must be at least 1")
@@ -274,9 +273,7 @@ def best(
         dev_h = k * time_s / 3600.0
         cost = dev_h * price if price is not None else np.full(n, np.nan)
         for ckpt in grid.checkpointing:
-            need = M.per_device(
-                s, k, **M.scenario_kwargs(scn.replace(activation_checkpointing=ckpt), b, optimizer)
-            ).total
+            need = M.per_device(s, k, **M.scenario_kwargs(scn.replace(activation_checkpointing=ckpt), b)).total
             r = reason.copy()
             if cap is not None:
                 r = np.where((r == "") & (need > cap), "memory", r)
@@ -307,7 +304,7 @@ def best(
             for c in _COLS:
                 parts[c].append(cols[c])
     table = {c: np.concatenate(v) for c, v in parts.items()}
-    return _answer(sc, grid, table, B, objective, samples, price, max_days, budget, min_efficiency, optimizer)
+    return _answer(sc, grid, table, B, objective, samples, price, max_days, budget, min_efficiency)
 
 
 def _keys(table: dict[str, np.ndarray], objective: str) -> np.ndarray:
@@ -345,7 +342,7 @@ def _frontier(table: dict[str, np.ndarray], ok: np.ndarray) -> list[int]:
     return idx[order[keep]].tolist()
 
 
-def _answer(sc, grid, table, B, objective, samples, price, max_days, budget, min_eff, optimizer) -> Best:
+def _answer(sc, grid, table, B, objective, samples, price, max_days, budget, min_eff) -> Best:
     reason = table["reason"]
     ok = reason == ""
     scanned = int(reason.size)
@@ -366,7 +363,7 @@ def _answer(sc, grid, table, B, objective, samples, price, max_days, budget, min
     valid = (reason != "global_batch") & (reason != "shard_group")
     order_valid = order[valid[order]]
     u = int(order_valid[0])
-    at = _at(sc, table, a, optimizer)
+    at = _at(sc, table, a)
     limited_by, why = _why(sc, table, a, u, order_ok, objective, B, max_days, budget, min_eff)
     why = why + "; " + describe_breakdown(at)
     return Best(
@@ -401,7 +398,7 @@ def answer_scenario(sc: Scenario, row: dict[str, Any]) -> Scenario:
     )
 
 
-def _at(sc: Scenario, table: dict[str, np.ndarray], i: int, optimizer: str) -> dict[str, Any]:
+def _at(sc: Scenario, table: dict[str, np.ndarray], i: int) -> dict[str, Any]:
     res = simulate(answer_scenario(sc, _row(table, i)), [int(table["devices"][i])])
     return breakdown(res, 0)
 

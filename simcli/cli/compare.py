@@ -138,12 +138,12 @@ def compare(
     from .progress import progress
 
     with progress(f"compare: {n_alt} alternatives x {k.size} device counts"):
-        cmp = run_compare(sc, choices, k, optimizer=sc.optimizer)
+        cmp = run_compare(sc, choices, k)
     from ..answers.plan import training_memory
 
     misfits: dict[str, list[str]] = {}
     for alt in cmp.alternatives:
-        mem = training_memory(alt.scenario, k, alt.scenario.optimizer)
+        mem = training_memory(alt.scenario, k)
         if mem.fits is False:
             misfits.setdefault(mem.message(), []).append(alt.label)
     for msg, labels in misfits.items():

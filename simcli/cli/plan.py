@@ -274,7 +274,7 @@ def _plan_finish(
 ) -> None:
     from ..answers.plan import training_memory
 
-    mem = training_memory(sc, devices, optimizer)
+    mem = training_memory(sc, devices)
     res["memory"] = mem.to_dict()
     res["warnings"] = [] if mem.fits is not False else [mem.message()]
     res["inputs"] = sc.inputs()

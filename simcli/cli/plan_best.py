@@ -141,7 +141,6 @@ def plan_best(
         max_days=max_days,
         budget=budget,
         min_efficiency=min_efficiency,
-        optimizer=sc.optimizer,
     )
     res = ans.to_dict()
     res["global_batch_given"] = {"text": global_batch, "as": given_as}

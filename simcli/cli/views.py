@@ -397,9 +397,7 @@ def explain_view(d: dict[str, Any]) -> Any:
         cap = mem["capacity_bytes"]
         from ..step.memory import PARTS, describe_parts
 
-        parts = describe_parts(
-            {p: mem[f"{p}_bytes"] for p in PARTS}, d.get("strategy") or "ddp", d.get("optimizer", "adam")
-        )
+        parts = describe_parts({p: mem[f"{p}_bytes"] for p in PARTS}, d.get("strategy") or "ddp", d["optimizer"])
         rows.append(
             (
                 "memory",
