@@ -68,7 +68,7 @@ class Tier:
     the innermost tier); ``None`` on the outermost tier (unbounded).
     ``per == "device"``: every device has its own link of ``bandwidth_Bps``
     into this tier; ``per == "node"``: one link is shared by all devices of
-    the domain below it (see :func:`simcli.comm.collectives.tier_bandwidth`).
+    the domain below it (see :func:`simcli.comm.topology.tier_bandwidth`).
     """
 
     name: str

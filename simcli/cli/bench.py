@@ -1,7 +1,7 @@
 """`simcli bench`: real measurements with torch.distributed, and nccl-tests' output read in.
 
-The options are parsed here (the worlds' as :class:`~simcli.cli.options.WorldOptions`, the model's as
-:class:`~simcli.cli.options.ModelShapeOptions`); :mod:`simcli.bench.runs` runs the worlds and completes the
+The options are parsed here (the worlds' as :class:`~simcli.cli.bench_options.WorldOptions`, the model's as
+:class:`~simcli.cli.bench_options.ModelShapeOptions`); :mod:`simcli.bench.runs` runs the worlds and completes the
 records; this module draws the progress bar and the tables. torch is imported only below :mod:`simcli.bench`
 (an optional extra); without it a command prints one line naming ``pip install 'simcli[bench]'`` and exits 2.
 """

@@ -26,10 +26,10 @@ def comm_grid(
     """One record per (k, bytes), k-major, with nccl-tests' columns in SI and GB/s (1e9 B/s).
 
     ``bytes`` is the collective's size as nccl-tests counts it (all-gather: the gathered output); busbw uses
-    nccl-tests' factor for the collective (:func:`simcli.comm.collectives.busbw_factor`). ``gpus_per_process``
+    nccl-tests' factor for the collective (:func:`simcli.comm.specs.busbw_factor`). ``gpus_per_process``
     is nccl-tests' ``-g``: GPUs one host thread launches on (:func:`simcli.comm.nccl.host_floor`). Where NCCL
     chooses (``algorithm`` nccl, no ``protocol``), ``faster`` is the NCCL_ALGO/NCCL_PROTO setting of a pair simcli
-    prices cheaper than NCCL's pick by more than :data:`simcli.comm.nccl.FASTER_MARGIN` (None elsewhere) and
+    prices cheaper than NCCL's pick by more than :data:`simcli.comm.nccl_choice.FASTER_MARGIN` (None elsewhere) and
     ``faster_s`` its time.
     """
     if dtype not in DTYPE_BYTES:

@@ -29,7 +29,7 @@ each pair as ``latency + bytes / bandwidth`` and runs the cheapest; this module 
   ``fill·min(n, ops·chunk(n)) / bandwidth``, with ops = channels x heads and the
   chunk NCCL's ``calcCollChunking`` picks for n (:func:`nvls_chunk`); NCCL's tuner leaves the fill out.
 
-Two ways to read the model (``simcli.comm.collectives.nccl_collective(by="tuner")`` chooses on NCCL's own estimate,
+Two ways to read the model (``simcli.comm.nccl_choice.nccl_collective(by="tuner")`` chooses on NCCL's own estimate,
 as NCCL does; ``by="time"`` takes the fastest pair): NCCL's tuner multiplies a multi-node Simple ring's
 latency by 1.4 ("plateau effect") and charges every message all channels; what the chosen pair then *costs* is
 priced without the plateau factor (a choice made after looking at the published 16-GPU forced-ring curve,
@@ -333,7 +333,7 @@ class Pair:
 
     def cost(self, n: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
         """(time, tuner's estimate, bandwidth term) for sizes n, inf where the pair does not run (a reference
-        evaluation of one pair; :func:`simcli.comm.collectives.nccl_collective` does the same for all pairs at once)."""
+        evaluation of one pair; :func:`simcli.comm.nccl_choice.nccl_collective` does the same for all pairs at once)."""
         corr = self.correction(n)
         tlat = self.latency if self.tuner_lat is None else self.tuner_lat
         tbw = self.alg_Bps if self.tuner_alg_Bps is None else self.tuner_alg_Bps
