@@ -211,6 +211,19 @@ def speedup_table(res: Result, max_rows: int = 40, total: int | None = None) -> 
 _PER_ROW = ("auto", "nccl")
 
 
+def _unmeasured(r: dict[str, Any]) -> bool:
+    from ..comm.bands import UNMEASURED
+
+    return str(r.get("band_basis") or "").startswith(UNMEASURED)
+
+
+def _band(r: dict[str, Any], f: float) -> str | None:
+    """``lo–hi`` of a comm record's band in the time column's unit; ``*`` where no published run is of its kind."""
+    if r.get("time_lo_s") is None or not r["time_s"]:
+        return None
+    return f"{_g(r['time_lo_s'] / f)}–{_g(r['time_hi_s'] / f)}" + ("*" if _unmeasured(r) else "")
+
+
 def comm_table(
     profile: Profile,
     recs: Sequence[dict[str, Any]],
@@ -228,6 +241,8 @@ def comm_table(
         Column("count", "count", priority=8),
         Column("type", "dtype", justify="left", priority=7),
         Column(f"time {unit}", "time_s", lambda v: _g(v / f)),
+        # how sure (simcli.comm.bands): the first column a narrow terminal leaves out
+        Column(f"band {unit}", lambda r: _band(r, f), priority=9),
         Column("algbw GB/s", "algbw_GBps", _num(".4g"), priority=4, short="algbw"),
         Column("busbw GB/s", "busbw_GBps", _num(".4g")),
         Column("α %", lambda r: 100 * r["latency_s"] / r["time_s"] if r["time_s"] else None, _num(".0f"), priority=3),
@@ -241,7 +256,11 @@ def comm_table(
         f"{collective.replace('_', '-')}, {algorithm}, profile {profile.name} ({profile.device.name}); "
         f"algbw = size/time, busbw = algbw·{COLLECTIVES[collective].busbw} (nccl-tests)"
     )
-    caption = f"Times in {unit}; GB/s = 1e9 B/s; α % = share of the latency terms."
+    caption = (
+        f"Times in {unit}; GB/s = 1e9 B/s; α % = share of the latency terms; band = p10-p90 of published runs of "
+        "its kind (docs/nccl.md#how-sure)"
+        + ("; * none of its kind: its neighbours' widest." if any(_unmeasured(r) for r in recs) else ".")
+    )
     if any(r.get("host_s") for r in recs):
         cols.append(Column("host +", "host_s", lambda v: _g(v / f) if v else "-", priority=1))
         caption += (
