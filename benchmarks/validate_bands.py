@@ -50,7 +50,23 @@ def main(verbose: bool = False) -> float:
             print(f"{curve:58s} {int(m.sum()):6d} {'':6s} {float(inside[m].mean()):8.0%}")
     overall = float(inside.mean())
     print(f"{'overall (leave one curve out)':58s} {inside.size:6d} {len(set(corpus.curve.tolist())):6d} {overall:8.0%}")
+    width = widths(corpus)
+    print(
+        f"width of the held-out bands, hi/lo: median {float(np.median(width)):.2f}, "
+        f"p90 {float(np.quantile(width, 0.9)):.2f} (a band as wide as the world says nothing)"
+    )
     return overall
+
+
+def widths(corpus: B.Corpus) -> np.ndarray:
+    """hi/lo of each point's band read without its own curve (the band leave_one_out judges it by)."""
+    out = np.zeros(corpus.ratio.shape)
+    for curve in sorted(set(corpus.curve.tolist())):
+        rest = corpus.without(curve)
+        for i in np.flatnonzero(corpus.curve == curve):
+            rb = B.ratio_band(rest, corpus.kind(int(i)))
+            out[i] = rb.hi / rb.lo
+    return out
 
 
 if __name__ == "__main__":

@@ -75,6 +75,8 @@ LEVELS = (
     ("size",),
     (),
 )
+#: the LEVELS entry a cluster's offset is read from: the size band, any transport (:func:`_predictive`)
+SIZE_LEVEL = 3
 #: where a kind has no point, its neighbours are the measured kinds of this grouping of LEVELS (the same size
 #: band on the same side of NCCL's node boundary, any transport or family), else of the next coarser one
 NEIGHBOURS = 2
@@ -243,8 +245,9 @@ def ratio_band(corpus: Corpus, kind: Kind) -> RatioBand:
         for level, m in enumerate(masks):
             count, curves = int(m.sum()), _count_curves(corpus.curve[m])
             if count >= MIN_ROWS and curves >= MIN_CURVES:
-                r = corpus.ratio[m]
+                r, n_off = _predictive(corpus, m, masks[SIZE_LEVEL])
                 what = _describe(kind, level) + ("" if level == 0 else f" (this kind: {own} points)")
+                what += f"; a cluster's offset from the {n_off} curves of {SIZE_BANDS[kind[2]][0]}"
                 out = RatioBand(quantile(r, QUANTILES[0]), quantile(r, QUANTILES[1]), count, curves, what, True)
                 break
     else:
@@ -266,6 +269,25 @@ def ratio_band(corpus: Corpus, kind: Kind) -> RatioBand:
         raise ValueError("no validated point to read a band from (simcli/comm/error_table.py is empty)")
     corpus.cache[kind] = out
     return out
+
+
+def _predictive(corpus: Corpus, group: np.ndarray, size: np.ndarray) -> tuple[np.ndarray, int]:
+    """The ratios a cluster no curve came from may show, and how many curves its offset is drawn from.
+
+    A published curve's points share its cluster's offset (its NCCL release, its fabric's tuning, what the profile
+    gets wrong about it): log r = offset of the curve + the point's residual. The offset of a curve is the median
+    log r of its points in the size band (``size``); the residuals of the kind are its grouping's (``group``) log
+    r less their own curve's offset. A new cluster draws an offset from the size band's curves and a residual from
+    the kind's: every sum of one of each, as ratios. Reading the kind's ratios alone (each curve's offset fixed)
+    covered 60% of the points of a curve left out; with the offset drawn, 72% (docs/nccl.md#how-sure)."""
+    logr = np.log(corpus.ratio)
+    offsets: dict[str, float] = {}
+    for c in sorted_unique([np.asarray(corpus.curve[size], dtype=str)]).tolist():
+        offsets[c] = float(np.median(logr[size & (corpus.curve == c)]))
+    idx = np.flatnonzero(group)
+    resid = logr[idx] - np.array([offsets[str(c)] for c in corpus.curve[idx]])
+    off = np.array(list(offsets.values()))
+    return np.exp(off[:, None] + resid[None, :]).ravel(), off.size
 
 
 def _count_curves(curves: np.ndarray) -> int:
