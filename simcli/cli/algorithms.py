@@ -96,7 +96,12 @@ def algorithms(
         {"size": fmt_bytes(nn), **{str(kk): SHORT[names[int(win[i, j])]] for i, kk in enumerate(k.tolist())}}
         for j, nn in enumerate(n.tolist())
     ]
-    cols = [Column("size \\ k", "size")] + [Column(str(kk), str(kk), justify="left") for kk in k.tolist()]
+    # the sizes and the first and last k are kept on a narrow terminal; the k between go from the right
+    ks = k.tolist()
+    cols = [Column("size \\ k", "size")] + [
+        Column(str(kk), str(kk), justify="left", priority=0 if i in (0, len(ks) - 1) else 1 + i, label=f"k = {kk}")
+        for i, kk in enumerate(ks)
+    ]
     legend = ", ".join(f"{SHORT[a]} = {a}" for a in names)
     crows = [{"devices": c["devices"], "bytes": c["bytes"], "change": f"{c['from']} -> {c['to']}"} for c in cross]
     ctab = table(
@@ -104,7 +109,7 @@ def algorithms(
         [
             Column("k", "devices"),
             Column("crossover size", "bytes", lambda v: fmt_bytes(v)),
-            Column("fastest changes", "change", justify="left"),
+            Column("fastest changes", "change", justify="left"),  # all three are the answer: never left out
         ],
     )
     ctab = Group(
@@ -163,7 +168,8 @@ def explain(
         raise InputError(f"--devices: {devices} must be at least 1")
     d = explain_terms(scn.build(), devices)
     warn_nccl_faster(
-        {"profile": d["inputs"]["profile"], "devices": d["devices"], **row} for row in d.get("nccl_faster") or []
+        ({"profile": d["inputs"]["profile"], "devices": d["devices"], **row} for row in d.get("nccl_faster") or []),
+        see="the line 'NCCL's choice' says which" if out.table else "'nccl_faster' says which",
     )
     if out.table:
         show(explain_view(d), out.output, out.force)

@@ -114,15 +114,16 @@ def _check_view(path: str, profile: str, recs: list[dict[str, Any]], tol: dict[s
     cols += [
         Column("k", "devices"),
         Column("size", "bytes", fmt_bytes),
-        Column("busbw meas GB/s", "busbw_measured_GBps", bw),
-        Column("busbw expected GB/s", "busbw_expected_GBps", bw),
+        Column("busbw meas GB/s", "busbw_measured_GBps", bw, priority=4, short="meas GB/s"),
+        Column("busbw expected GB/s", "busbw_expected_GBps", bw, priority=5, short="exp GB/s"),
         Column("meas/exp", "ratio", lambda x: f"{100 * x:.0f}%"),
-        Column("tolerance", "tolerance", lambda x: f"±{100 * x:.0f}%"),
+        Column("tolerance", "tolerance", lambda x: f"±{100 * x:.0f}%", priority=3, short="tol"),
         Column("verdict", "verdict", justify="left"),
-        Column("limiting tier", "tier", lambda x: x or "-", justify="left"),
-        Column("NCCL's choice", "choice", justify="left"),
-        Column("LOW: tier should give GB/s", "should", justify="left"),
+        Column("limiting tier", "tier", lambda x: x or "-", justify="left", priority=6, short="tier"),
+        Column("NCCL's choice", "choice", justify="left", priority=7, short="NCCL"),
+        Column("LOW: tier should give GB/s", "should", justify="left", priority=2, short="LOW: should give"),
     ]
+    # k, size, meas/exp and the verdict are the answer (never left out on a narrow terminal); the rest by priority
     rows = [
         {
             **r,

@@ -392,8 +392,8 @@ def _plan_view(sc: "Scenario", ans: Any, out: dict[str, Any], rows: int) -> Any:
                     Column("to", "to", fmt, justify="left"),
                     Column("E from", "efficiency_from", lambda v: f"{v:.4f}"),
                     Column("E to", "efficiency_to", lambda v: f"{v:.4f}"),
-                    Column("NCCL's picks from", "picks_from", justify="left"),
-                    Column("to", "picks_to", justify="left"),
+                    Column("NCCL's picks from", "picks_from", justify="left", priority=2, short="picks from"),
+                    Column("to", "picks_to", justify="left", priority=1, label="picks to"),
                 ],
                 title=f"where a {'larger' if ans.bound != 'maximum' else 'smaller'} {ans.field.path} is worse "
                 f"({len(out['worse_ranges'])})",
@@ -439,14 +439,14 @@ def _plan_view(sc: "Scenario", ans: Any, out: dict[str, Any], rows: int) -> Any:
         cols = [
             Column("k", "devices"),
             Column("E(k)", "efficiency", lambda v: f"{v:.3f}"),
-            Column(f"step {unit}", "t_step_s", lambda v: sig4(v / f_)),
-            Column("samples/s", "samples_per_s", sig4),
+            Column(f"step {unit}", "t_step_s", lambda v: sig4(v / f_), priority=3),
+            Column("samples/s", "samples_per_s", sig4, priority=2),
             Column("time", "time_s", fmt_time),
-            Column("device-h", "device_hours", fmt_count),
+            Column("device-h", "device_hours", fmt_count, priority=1),
         ]
         if ans.price is not None:
             cols.append(Column("cost", "cost", fmt_count))
-        cols.append(Column("", mark, justify="left"))
+        cols.append(Column("", mark, justify="left", label="marker"))
         parts.append(Text(""))
         parts.append(
             table(

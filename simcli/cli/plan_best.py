@@ -261,24 +261,28 @@ def _view(sc: Any, ans: "Best", out: dict[str, Any], rows: int) -> Any:
     if ans.runner_up is not None:
         parts.append(Text(f"runner-up {_config(ans.runner_up)}: {ans.worse} ({_figures(ans.runner_up, ans.price)})"))
     parts.append(Text(f"check     {out['command']}"))
+    # strategy, k, the speed, days, cost and the answer marker are the answer (never left out on a narrow
+    # terminal); the rest by priority, with a line naming them
     cols = [
         Column("strategy", "strategy", justify="left"),
         Column("k", "devices"),
-        Column("micro", "batch_per_device"),
-        Column("accum", "accum"),
+        Column("micro", "batch_per_device", priority=3),
+        Column("accum", "accum", priority=4),
         Column("samples/s", "samples_per_s", lambda v: f"{v:.4g}"),
-        Column("E", "efficiency", lambda v: f"{v:.3f}"),
-        Column("mem GB", "memory_bytes", lambda v: f"{v / 1e9:.4g}"),
+        Column("E", "efficiency", lambda v: f"{v:.3f}", priority=6),
+        Column("mem GB", "memory_bytes", lambda v: f"{v / 1e9:.4g}", priority=8),
     ]
     if ans.samples is not None:
         cols.append(Column("days", "days", lambda v: sig4(v)))
-        cols.append(Column("device-h", "device_hours", fmt_count))
+        cols.append(Column("device-h", "device_hours", fmt_count, priority=7))
     if ans.price is not None:
         cols.append(Column("cost", "cost", fmt_count))
     if len({r["grad_dtype"] for r in ans.frontier}) > 1:
-        cols.insert(4, Column("grad", "grad_dtype", justify="left"))
+        cols.insert(4, Column("grad", "grad_dtype", justify="left", priority=5))
     key = ("strategy", "devices", "batch_per_device", "activation_checkpointing", "grad_dtype")
-    cols.append(Column("", lambda r: "answer" if all(r[c] == a[c] for c in key) else "", justify="left"))
+    cols.append(
+        Column("", lambda r: "answer" if all(r[c] == a[c] for c in key) else "", justify="left", label="answer")
+    )
     parts.append(Text(""))
     parts.append(
         table(
