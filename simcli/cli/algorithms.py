@@ -4,11 +4,9 @@ from __future__ import annotations
 
 from typing import Annotated
 
-import typer
-
 from ..comm import collectives, crossover, registry, topology
 from . import options as o
-from .common import emit, handle_errors, new_app, show, warn_nccl_faster
+from .common import emit, examples, handle_errors, new_app, show, warn_nccl_faster
 
 __all__ = ["algorithms", "explain"]
 
@@ -18,12 +16,12 @@ app = new_app()
 SHORT = {a.name: a.label for a in registry.REGISTRY}
 
 
-@app.command()
+@app.command(epilog=examples("simcli algorithms -p dgx-h100 -k 2..1024:x4 -s 1KiB..4GiB:x16"))
 @handle_errors
 def algorithms(
     devices: o.Devices = "2..1024:x2",
     size: Annotated[
-        str, typer.Option("--size", "-s", help="Message sizes with units: '1KiB..4GiB:x4', '32MiB,1GiB'.")
+        str, o.option("--size", "-s", help="Message sizes with units: '1KiB..4GiB:x4', '32MiB,1GiB'.")
     ] = "1KiB..4GiB:x4",
     profile: o.Profile = None,
     out: Annotated[o.OutputOptions, o.tweak(omit=["rows"])] = o.OutputOptions(),
@@ -151,10 +149,10 @@ def _finite(x: float) -> float | None:
     return x if x == x and x != float("inf") else None
 
 
-@app.command()
+@app.command(epilog=examples("simcli explain -k 64", "simcli explain -k 64 -m llama2-7b --strategy fsdp"))
 @handle_errors
 def explain(
-    devices: Annotated[int, typer.Option("--devices", "-k", help="The one device count to explain.")] = 8,
+    devices: Annotated[int, o.option("--devices", "-k", metavar="K", help="The one device count to explain.")] = 8,
     scn: o.ScenarioOptions = o.ScenarioOptions(),
     out: Annotated[o.OutputOptions, o.tweak(omit=["rows"])] = o.OutputOptions(),
 ) -> None:

@@ -8,13 +8,14 @@ import typer
 
 from . import options as o
 from .calibrate import MeasuredProfile, profile_for_measurements
-from .common import answer, handle_errors, new_app
+from .common import answer, examples, handle_errors, new_app
 
 app = new_app()  # `check`, a top-level command
 
 Tolerance = o.opt(
     Optional[str],
     "--tolerance",
+    metavar=o.many("--tolerance"),
     help="Allowed |measured/expected busbw - 1| before a size is LOW or HIGH: one value ('15%') or one per "
     "size band, smallest first ('34%,44%,13%') [default: per band, 34%, 44%, 13%: the 95th percentile of "
     "simcli's own error on the published validation curves; docs/calibration.md].",
@@ -49,14 +50,15 @@ def _measured_times(path: str, m) -> Any:
     return t
 
 
-@app.command()
+@app.command(epilog=examples("simcli check all_reduce_perf.txt --profile dgx-h100"))
 @handle_errors
 def check(
     file: Annotated[
         str,
         typer.Argument(
+            metavar="FILE",
             help="A collective's measured curve: nccl-tests output (its text or -J JSON), NCCL Inspector output "
-            "(a log, a Prometheus file, or the dump directory), or a 'bench allreduce' / 'bench import' CSV."
+            "(a log, a Prometheus file, or the dump directory), or a 'bench allreduce' / 'bench import' CSV.",
         ),
     ],
     profile: MeasuredProfile = None,
@@ -67,8 +69,6 @@ def check(
     """Per size: measured beside what NCCL should reach on the profile, OK / LOW / HIGH, and the limiting tier.
 
     Exit status 0 when no size is LOW, 1 when any is LOW (HIGH: the profile undersells the hardware).
-
-    Example: simcli check all_reduce_perf.txt --profile dgx-h100
     """
     from ..answers.check import check as run_check
     from ..answers.check import parse_tolerance

@@ -16,7 +16,7 @@ import sys
 from typing import Any, Callable, Iterable, Iterator, TypeVar
 
 import typer
-from typer.core import TyperGroup
+from typer.core import TyperArgument, TyperGroup
 
 from ..base.types import SimcliError
 from .options import command as _expand_groups
@@ -347,6 +347,22 @@ def _check_options(kwargs: dict[str, Any]) -> None:
                 raise InputError(f"{_option_name(name)}: {x} is not a finite number; give a number")
             if isinstance(x, str) and not x.strip() and not isinstance(x, enum.Enum):
                 raise InputError(f"{_option_name(name)}: an empty value; give a value or leave the option out")
+
+
+def examples(*commands: str) -> str:
+    """A command's ``--help`` epilog: one or two real examples, each on its own line as typed (click's ``\\b`` keeps
+    the formatter from joining them into one paragraph). The one way every command shows its examples."""
+    head = "Example:" if len(commands) == 1 else "Examples:"
+    return "\b\n" + head + "\n" + "\n".join(f"  $ {c}" for c in commands)
+
+
+def _argument_type(self: Any, ctx: Any) -> Any:
+    """An argument's help line: its metavar (FILE, PROFILE, ...) says what it takes, without typer's '<str>'."""
+    return None if self.metavar is not None else _typer_argument_type(self, ctx)
+
+
+_typer_argument_type = TyperArgument.display_type_rich
+TyperArgument.display_type_rich = _argument_type  # type: ignore[method-assign]
 
 
 def new_app(**kw: Any) -> typer.Typer:

@@ -5,7 +5,7 @@ from __future__ import annotations
 from typing import Annotated, Any
 
 from . import options as o
-from .common import emit, handle_errors, new_app, show, warn, warn_nccl_faster, where_k
+from .common import emit, examples, handle_errors, new_app, show, warn, warn_nccl_faster, where_k
 
 app = new_app()
 
@@ -51,7 +51,12 @@ def _counted(chunks, bar):
             bar.advance()
 
 
-@app.command()
+@app.command(
+    epilog=examples(
+        "simcli speedup --devices 1..64",
+        "simcli speedup -k 8..512:x2 -p dgx-a100,dgx-h100 -m llama2-7b",
+    )
+)
 @handle_errors
 def speedup(
     devices: o.Devices = "1..64:x2",
@@ -196,7 +201,7 @@ def _grid_part(prof, k, n, start: int, count: int, kw: dict) -> list[dict]:
     return out
 
 
-@app.command()
+@app.command(epilog=examples("simcli comm -k 8,64 -s 1KiB..1GiB:x4 -p dgx-h100"))
 @handle_errors
 def comm(
     co: o.CommOptions = o.CommOptions(),
