@@ -16,7 +16,7 @@ import sys
 from typing import Any, Callable, Iterable, Iterator, TypeVar
 
 import typer
-from typer.core import TyperGroup
+from typer.core import TyperArgument, TyperGroup
 
 from ..base.types import SimcliError
 from .options import command as _expand_groups
@@ -349,6 +349,22 @@ def _check_options(kwargs: dict[str, Any]) -> None:
                 raise InputError(f"{_option_name(name)}: an empty value; give a value or leave the option out")
 
 
+def examples(*commands: str) -> str:
+    """A command's ``--help`` epilog: one or two real examples, each on its own line as typed (click's ``\\b`` keeps
+    the formatter from joining them into one paragraph). The one way every command shows its examples."""
+    head = "Example:" if len(commands) == 1 else "Examples:"
+    return "\b\n" + head + "\n" + "\n".join(f"  $ {c}" for c in commands)
+
+
+def _argument_type(self: Any, ctx: Any) -> Any:
+    """An argument's help line: its metavar (FILE, PROFILE, ...) says what it takes, without typer's '<str>'."""
+    return None if self.metavar is not None else _typer_argument_type(self, ctx)
+
+
+_typer_argument_type = TyperArgument.display_type_rich
+TyperArgument.display_type_rich = _argument_type  # type: ignore[method-assign]
+
+
 def new_app(**kw: Any) -> typer.Typer:
     """A command group (or a bag of top-level commands, merged into the root by :mod:`.app`)."""
     kw.setdefault("context_settings", CONTEXT)
@@ -389,13 +405,7 @@ def answer(
     """An answer as ``out`` (an OutputOptions) asks: the rich ``view()`` on the terminal or as text into --output,
     or the data: ``doc()`` as JSON, ``rows()`` (records, comment lines) as CSV."""
     if out.format.value == "table":
-        from ..io.render import console, render_text
-
-        v = view()
-        if out.output:
-            emit(render_text(v), out.output, out.force)
-        else:
-            console.print(v)
+        show(view(), out.output, out.force)  # --wide honoured as every other table does
         return
     from ..io.output import to_csv, to_json
 
@@ -419,63 +429,42 @@ def warn(msg: str) -> None:
         typer.echo(f"simcli: warning: {escape_controls(msg, keep_newlines=False)}", err=True)
 
 
-#: groups of (profile, message, NCCL's pick, the cheaper pair) one warning names before it says "and N more"
-FASTER_GROUPS = 3
+#: the longest warning line simcli writes on a command's default path (issue 39: the table starts on the first
+#: screen of an 80x24 terminal); the details are in ``explain`` and the records
+WARNING_WIDTH = 160
 
 
-def where_k(ks: Iterable[int]) -> str:
-    """The device counts a warning is about: 'k = 8', 'k = 9, 41, 50' (up to four), else 'k = 8..512 (7 device
-    counts)'."""
+def where_k(ks: Iterable[int], most: int = 4) -> str:
+    """The device counts a warning is about: 'k = 8', 'k = 9, 41, 50' (up to ``most``), else 'k = 8..512 (7 k)'."""
     ks = sorted({int(x) for x in ks})
-    if len(ks) <= 4:
+    if len(ks) <= most:
         return "k = " + ", ".join(map(str, ks))
-    return f"k = {ks[0]}..{ks[-1]} ({len(ks)} device counts)"
+    return f"k = {ks[0]}..{ks[-1]} ({len(ks)} k)"
 
 
-def warn_nccl_faster(rows: Iterable[dict[str, Any]], step: bool = True) -> None:
-    """One stderr line for a whole command: where NCCL's own pick costs more, in simcli's model, than another of its
-    pairs (simcli.step.notes.nccl_faster, simcli.comm.grid's ``faster``), naming that pair's NCCL_ALGO/NCCL_PROTO.
+def warn_nccl_faster(rows: Iterable[dict[str, Any]], step: bool = True, see: str | None = None) -> None:
+    """One short stderr line for a whole command (at most WARNING_WIDTH characters): where NCCL's own pick costs
+    more, in simcli's model, than another of its pairs (simcli.step.notes.nccl_faster, simcli.comm.grid's
+    ``faster``). It names the profiles, the k and where the details are (which message, NCCL's pick, the
+    NCCL_ALGO/NCCL_PROTO of the cheaper pair and both times): ``simcli explain -k K`` for a step's messages, the
+    records' ``faster`` for single collectives, or ``see``.
 
-    Each row: profile, collective, bytes, devices, algorithm, protocol, time_s, setting, faster_time_s. ``step``:
-    the rows are a step's messages (said past STEP_MARGIN of the step), else single collectives (FASTER_MARGIN).
+    Each row: profile, devices (and the details, not said here). ``step``: the rows are a step's messages (said past
+    STEP_MARGIN of the step), else single collectives (FASTER_MARGIN).
     """
-    from ..base.units import fmt_bytes, fmt_time
     from ..comm.nccl_choice import FASTER_MARGIN
     from ..step.notes import STEP_MARGIN
 
-    groups: dict[tuple, list[dict[str, Any]]] = {}
-    for r in rows:
-        key = (r["profile"], r["collective"], r["bytes"], r["algorithm"], r["protocol"], r["setting"])
-        groups.setdefault(key, []).append(r)
-    if not groups:
+    rows = list(rows)
+    if not rows:
         return
-
-    def span(xs: list[float]) -> str:
-        lo, hi = fmt_time(min(xs)), fmt_time(max(xs))
-        return lo if lo == hi else f"{lo}-{hi}"
-
-    parts = []
-    for (prof, coll, nbytes, alg, proto, setting), rs in list(groups.items())[:FASTER_GROUPS]:
-        where = where_k(r["devices"] for r in rs)
-        pick = alg + (f"/{proto}" if proto else "")
-        parts.append(
-            f"{prof}: the {fmt_bytes(nbytes)} {coll.replace('_', '-')} at {where} runs NCCL's pick {pick} "
-            f"({span([r['time_s'] for r in rs])}); {setting} costs {span([r['faster_time_s'] for r in rs])}"
-        )
-    more = len(groups) - FASTER_GROUPS
-    warn(
-        "simcli prices another NCCL pair cheaper than NCCL's own choice ("
-        + (
-            f"saving more than {STEP_MARGIN:.0%} of the step"
-            if step
-            else f"by more than {FASTER_MARGIN:.0%} of the collective"
-        )
-        + "): "
-        + "; ".join(parts)
-        + (f"; and {more} more" if more > 0 else "")
-        + (
-            " (NCCL's tuner and simcli's cost part where docs/nccl.md says; 'simcli explain -k K' shows each message)"
-            if step
-            else " (NCCL's tuner and simcli's cost part where docs/nccl.md says; --format json: 'faster' per row)"
-        )
-    )
+    profs = ", ".join(dict.fromkeys(str(r["profile"]) for r in rows))
+    ks = sorted({int(r["devices"]) for r in rows})
+    by = f"> {STEP_MARGIN:.0%} of the step" if step else f"> {FASTER_MARGIN:.0%} of the collective"
+    if see is None:
+        see = f"'simcli explain -k {ks[0]}' says which" if step else "-f json: 'faster' per row"
+    for most in (6, 4, 0):
+        msg = f"{profs}: at {where_k(ks, most)} another NCCL pair beats NCCL's own choice by {by}; {see}"
+        if len("simcli: warning: " + msg) <= WARNING_WIDTH:
+            break
+    warn(msg)

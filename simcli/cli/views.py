@@ -88,14 +88,14 @@ def _header_lines(res: Result) -> list[str]:
         )
     sigma, given = sc.spread_and_source
     if sigma:
-        excess = f" / (1 + σ·m_{k0}) (the compute speed's k = {k0} holds its wait)" if k0 > 1 else ""
+        excess = f" / (1 + σ·m_{k0})" if k0 > 1 else ""  # the compute speed measured at k0 holds that wait
         lines.append(
-            f"devices   speed spread σ = {sigma:.3g} ({given}): each step waits for the slowest of k, "
+            f"devices   speed spread σ = {sigma:.3g} ({given}): a step waits for the slowest of k, "
             f"T_compute x (1 + σ·m_k){excess}, m_k = E[max of k normals]"
         )
     from ..step.update import describe
 
-    lines.append(f"update    {describe(sc)} (simcli.step.update)")
+    lines.append(f"update    {describe(sc)}")  # simcli.step.update
     tiers = ", ".join(
         f"{t.name} {fmt_rate(t.bandwidth_Bps)}/{t.per} x{t.efficiency:g}, α {fmt_time(t.latency_s)}"
         + (f", {t.size}/domain" if t.size else "")
@@ -428,18 +428,19 @@ def explain_view(d: dict[str, Any]) -> Any:
                 ),
             )
         )
+    # the tier and its two terms are the answer (never left out on a narrow terminal); the rest by priority
     cols = [
         Column("tier", "tier", justify="left"),
-        Column("spanned", lambda r: "yes" if r["spanned"] else "no"),
-        Column("per", "per", justify="left"),
-        Column("α", "alpha_s", fmt_time),
-        Column("ring B", "ring_bandwidth_Bps", fmt_rate),
-        Column("link B", "link_bandwidth_Bps", fmt_rate),
-        Column("latency term", "latency_term_s", fmt_time),
-        Column("bandwidth term", "bandwidth_term_s", fmt_time),
+        Column("spanned", lambda r: "yes" if r["spanned"] else "no", priority=6),
+        Column("per", "per", justify="left", priority=5),
+        Column("α", "alpha_s", fmt_time, priority=3),
+        Column("ring B", "ring_bandwidth_Bps", fmt_rate, priority=2),
+        Column("link B", "link_bandwidth_Bps", fmt_rate, priority=7),
+        Column("latency term", "latency_term_s", fmt_time, short="latency"),
+        Column("bandwidth term", "bandwidth_term_s", fmt_time, short="bandwidth"),
     ]
     if any(r.get("hops") is not None for r in d["tiers"]):
-        cols.insert(4, Column("hops", "hops", lambda v: "-" if v is None else f"{v:g}"))
+        cols.insert(4, Column("hops", "hops", lambda v: "-" if v is None else f"{v:g}", priority=4))
     parts = [
         kv_table(rows, title=f"explain: k = {k}"),
         Text(""),
@@ -461,10 +462,10 @@ def explain_view(d: dict[str, Any]) -> Any:
         ucols = [
             Column("phase", "phase", justify="left"),
             Column("unit", "unit"),
-            Column("gathered", "gather_end_s", t),
-            Column("compute from", "start_s", t),
-            Column("to", "end_s", t),
-            Column("reduced", "reduce_end_s", t),
+            Column("gathered", "gather_end_s", t, priority=3),
+            Column("compute from", "start_s", t, priority=2, short="from", label="compute from"),
+            Column("to", "end_s", t, priority=2, label="compute to"),
+            Column("reduced", "reduce_end_s", t, priority=1),
             Column("stall", "wait_s", t),
         ]
         parts += [
