@@ -59,7 +59,7 @@ def mentioned() -> dict[str, list[str]]:
             continue
         for m in NAME.finditer(text):
             name = m.group(0)
-            if name.endswith((".py", ".md", ".yaml")):  # a file name, not a dotted name
+            if name.endswith((".py", ".md", ".yaml", ".sh", ".fish", ".ps1")):  # a file name, not a dotted name
                 name = name.rsplit(".", 1)[0]
             seen.setdefault(name, []).append(str(path.relative_to(ROOT)))
     return seen

@@ -283,7 +283,7 @@ def _predictive(corpus: Corpus, group: np.ndarray, size: np.ndarray) -> tuple[np
     logr = np.log(corpus.ratio)
     offsets: dict[str, float] = {}
     for c in sorted_unique([np.asarray(corpus.curve[size], dtype=str)]).tolist():
-        offsets[c] = float(np.median(logr[size & (corpus.curve == c)]))
+        offsets[c] = quantile(logr[size & (corpus.curve == c)], 0.5)  # the median (np.median imports numpy.ma)
     idx = np.flatnonzero(group)
     resid = logr[idx] - np.array([offsets[str(c)] for c in corpus.curve[idx]])
     off = np.array(list(offsets.values()))
