@@ -676,6 +676,9 @@ def calibrate_profile(
         description=(base.description + " (calibrated)").strip(),
     )
     data = profile_to_dict(new)
+    from ..io.output import finite_gate
+
+    finite_gate(data, "calibrated profile's")  # a fitted value or its standard error past float64: refused, not .inf
     text = f"# calibrated by simcli calibrate from {base.name}; the calibration block says how\n" + yaml.safe_dump(
         data, sort_keys=False, allow_unicode=True, width=110
     )

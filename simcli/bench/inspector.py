@@ -121,6 +121,14 @@ def _record(rec: Any, where: str) -> dict[str, Any]:
     sn = _field(rec, "coll_perf.coll_sn", where, int)
     if k < 1 or nodes < 1 or n < 0:
         raise InputError(f"{where}: n_ranks {k}, nnodes {nodes} and coll_msg_size_bytes {n} must be >= 1, >= 1, >= 0")
+    from ..base.ranges import MAX_BYTES, MAX_DEVICES
+
+    for name, v, most in (("coll_msg_size_bytes", n, MAX_BYTES), ("n_ranks", k, MAX_DEVICES), ("nnodes", nodes, k)):
+        if v > most:
+            raise InputError(
+                f"{where}: {name} {v} is more than {'n_ranks' if name == 'nnodes' else 'simcli models'} (at most "
+                f"{most:,}); the record is not a real collective's: copy the log again"
+            )
     out = {
         "collective": collective_name(coll),
         "bytes": int(n),
@@ -151,10 +159,10 @@ def _record(rec: Any, where: str) -> dict[str, Any]:
 
 def parse_json_records(text: str, source: str) -> list[dict[str, Any]]:
     """Calls from an Inspector JSON log: one object per line, or objects one after another (pretty-printed)."""
-    from ..io.inputs import check_json_depth
+    from ..io.inputs import check_json_depth, json_decoder
 
     check_json_depth(text, source)  # before json's recursive parser
-    dec = json.JSONDecoder()
+    dec = json_decoder(source, keys=False)  # an integer of 5,000 digits is refused, never converted
     out, i, no = [], 0, 0
     size = len(text)
     while True:
@@ -168,7 +176,12 @@ def parse_json_records(text: str, source: str) -> list[dict[str, Any]]:
         try:
             rec, end = dec.raw_decode(text, i)
         except ValueError as e:
-            cut = "cut short (the job was still writing, or the file was truncated)" if e.pos >= size - 1 else str(e)
+            pos = getattr(e, "pos", None)
+            cut = (
+                "cut short (the job was still writing, or the file was truncated)"
+                if pos is not None and pos >= size - 1
+                else str(e)
+            )
             raise InputError(
                 f"{where}: not a whole JSON record: {cut}; delete the broken record or copy the log again"
             ) from None

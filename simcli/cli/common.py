@@ -86,6 +86,11 @@ def handle_errors(fn: F) -> F:
                 msg += _given_inputs()
             typer.echo(f"simcli: error: {escape_controls(msg, keep_newlines=False)}", err=True)
             raise typer.Exit(e.exit_code) from None
+        except OverflowError as e:  # a number past float64 or int64 wherever it was computed: bad input, not a crash
+            if State.debug:
+                raise
+            typer.echo(f"simcli: error: {overflow_line(e)}", err=True)
+            raise typer.Exit(2) from None
         except Terminated as e:
             typer.echo(f"simcli: terminated by {e.name}", err=True)
             raise typer.Exit(128 + e.signum) from None
@@ -94,6 +99,18 @@ def handle_errors(fn: F) -> F:
             raise typer.Exit(130) from None
 
     return wrapper  # type: ignore[return-value]
+
+
+def overflow_line(e: OverflowError) -> str:
+    """The one line for an OverflowError (a value past float64 or int64 met in parsing or arithmetic): what
+    overflowed and the inputs given, for the user to bring into a realistic range."""
+    from ..io.output import escape_controls
+
+    what = str(e).strip() or "a number is too large"
+    return escape_controls(
+        f"a value is beyond what simcli computes with ({what}){_given_inputs()}; give values in a realistic range",
+        keep_newlines=False,
+    )
 
 
 def _show_warning(
@@ -266,6 +283,7 @@ class SimcliGroup(TyperGroup):
 
         click = _click()
         argv = list(sys.argv[1:] if args is None else args)
+        _guard_completion(self)
         undo = guard_stdio()
         code: Any = 0
         try:
@@ -291,6 +309,12 @@ class SimcliGroup(TyperGroup):
             except SimcliError as e:  # raised outside a command, e.g. while flushing stdout at the end
                 typer.echo(f"simcli: error: {e}", err=True)
                 code = e.exit_code
+            except OverflowError as e:  # in an option's conversion, before any command ran
+                typer.echo(f"simcli: error: {overflow_line(e)}", err=True)
+                code = 2
+            except CompletionUnavailable as e:
+                typer.echo(f"simcli: error: {e}", err=True)
+                code = 1
         except BrokenPipeError:
             _quiet_pipe()
             code = 1
@@ -299,6 +323,51 @@ class SimcliGroup(TyperGroup):
         if standalone_mode:
             sys.exit(code)
         return code
+
+
+#: the shells typer writes a completion script for (typer._completion_shared._completion_scripts)
+COMPLETION_SHELLS = ("bash", "zsh", "fish", "powershell", "pwsh")
+
+
+class CompletionUnavailable(Exception):
+    """--install-completion or --show-completion where no shell it supports runs simcli (exit 1: the environment)."""
+
+
+def _guard_completion(group: Any) -> None:
+    """typer's --install-completion prints 'Shell None is not supported.' on stdout (exit 1) when simcli's parent is
+    not a shell it knows (a script, an IDE, cron), and --show-completion a similar line: each becomes one line on
+    stderr naming the shell found and how to get the script anyway, exit 1, nothing on stdout or in any file."""
+    for p in getattr(group, "params", []):
+        if p.name not in ("install_completion", "show_completion") or getattr(p, "_simcli_guarded", False):
+            continue
+        p.callback = _completion_callback(p.callback, p.name)
+        p._simcli_guarded = True
+
+
+def _completion_callback(original: Callable[..., Any], name: str) -> Callable[..., Any]:
+    def callback(ctx: Any, param: Any, value: Any) -> Any:
+        if not value or ctx.resilient_parsing:
+            return value
+        shell = value if isinstance(value, str) else _shell_name()
+        if shell not in COMPLETION_SHELLS:
+            found = f"its shell is {shell}" if shell else "it does not run under a shell simcli can detect"
+            option = "--" + name.replace("_", "-")
+            raise CompletionUnavailable(
+                f"{option}: {found}, and completion is written for bash, zsh, fish or PowerShell only; run it from "
+                "one of them, or print a script by name: _SIMCLI_COMPLETE=source_bash simcli (source_zsh, source_fish)"
+            )
+        return original(ctx, param, value)
+
+    return callback
+
+
+def _shell_name() -> str | None:
+    """The shell simcli runs under, as typer detects it (shellingham), or None."""
+    try:
+        from typer._completion_shared import _get_shell_name
+    except ImportError:  # pragma: no cover - another typer: let its own callback decide
+        return "bash"
+    return _get_shell_name()
 
 
 def _quiet_pipe() -> None:
@@ -317,6 +386,13 @@ def _quiet_pipe() -> None:
 MAX_INT = 2**53
 
 
+#: the largest magnitude of a number option (``--price-per-device-hour``, ``--tokens``, ``--flops-per-sample``, ...):
+#: a product of a few such values (tokens x FLOPs per token x price, about 10^90) stays far inside float64's
+#: 1.8e308, so what is computed after the engine (cost, hours, fitted errors) is finite. No quantity simcli models
+#: comes near it: 2e12 tokens, 2e15 FLOPs per sample, 1e12 parameters (docs/commands.md, "Bounds on numbers").
+MAX_FLOAT = 1e30
+
+
 def _option_name(name: str) -> str:
     try:
         from typer._click.globals import get_current_context
@@ -332,7 +408,8 @@ def _option_name(name: str) -> str:
 
 def _check_options(kwargs: dict[str, Any]) -> None:
     """Refuse, for every command at once (one line, exit 2): a whole-number option beyond :data:`MAX_INT`, a
-    number option that is NaN or infinite (``--lr inf`` as ``--lr nan``), and an empty text value (``-o ''``,
+    number option that is NaN or infinite (``--lr inf`` as ``--lr nan``) or beyond :data:`MAX_FLOAT` in magnitude
+    (``--price-per-device-hour 1e308``), and an empty text value (``-o ''``,
     ``-k ''``) where the option has a meaning only with a value."""
     import math
 
@@ -345,6 +422,11 @@ def _check_options(kwargs: dict[str, Any]) -> None:
                 raise InputError(f"{_option_name(name)}: {x} is more than simcli models (at most 2**53 = {MAX_INT:,})")
             if isinstance(x, float) and not math.isfinite(x):
                 raise InputError(f"{_option_name(name)}: {x} is not a finite number; give a number")
+            if isinstance(x, float) and abs(x) > MAX_FLOAT:
+                raise InputError(
+                    f"{_option_name(name)}: {x:g} is beyond what simcli computes with (at most {MAX_FLOAT:g} in "
+                    "magnitude, so that costs, times and fits made from it stay finite); give a realistic value"
+                )
             if isinstance(x, str) and not x.strip() and not isinstance(x, enum.Enum):
                 raise InputError(f"{_option_name(name)}: an empty value; give a value or leave the option out")
 

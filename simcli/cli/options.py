@@ -692,7 +692,18 @@ def picture_size(
 
 
 def check_outputs(out: OutputOptions, pic: PictureOptions | None = None, threshold: bool = True):
-    """Refuse bad --output and --plot requests before any work is done; the picture's size, or None."""
+    """Refuse bad --output and --plot requests before any work is done; the picture's size, or None.
+
+    --output and --plot naming one file (the same name, or two names of one file: a link, ``./x`` and ``x``) is
+    refused before either is claimed: the picture would be written, then replaced by the answer, or refused."""
+    if out.output and pic is not None and pic.plot:
+        from ..io.output import same_output
+
+        if same_output(out.output, pic.plot):
+            raise InputError(
+                f"--plot: {pic.plot} is also --output ({out.output}); the picture and the answer need two files, "
+                "give each its own name"
+            )
     if out.output:
         from ..io.output import check_output_path
 

@@ -149,18 +149,23 @@ def plan_best(
         checkpointing=tuple(ck),
         bucket_mbs=tuple(parse_numbers(bucket_mb, "--bucket-mb", float, 1e-9)) or (sc.bucket_mb,),
     )
-    ans = PB.best(
-        sc,
-        grid,
-        global_batch=B,
-        objective=objective.value,
-        samples=samples,
-        tokens=tokens,
-        price=price_per_device_hour,
-        max_days=max_days,
-        budget=budget,
-        min_efficiency=min_efficiency,
-    )
+    from .progress import progress
+
+    n = grid.check_size()  # refused before any work, with the count and how to narrow it
+    with progress(f"plan best: {n:,} configurations", total=n) as bar:
+        ans = PB.best(
+            sc,
+            grid,
+            global_batch=B,
+            objective=objective.value,
+            samples=samples,
+            tokens=tokens,
+            price=price_per_device_hour,
+            max_days=max_days,
+            budget=budget,
+            min_efficiency=min_efficiency,
+            on_progress=bar.advance,
+        )
     res = ans.to_dict()
     res["global_batch_given"] = {"text": global_batch, "as": given_as}
     if tokens is not None:
