@@ -23,7 +23,7 @@ __all__ = ["Field", "TOP", "DEVICE", "TIER", "NCCL", "SECTIONS", "keys", "requir
 
 #: the link kinds (simcli.comm.specs.LINK_KIND_SPECS), then the old names still read
 KINDS = (*LINK_KINDS, *KIND_ALIASES)
-GENERATIONS = ("volta", "ampere", "ada", "hopper", "blackwell", "cdna3")
+GENERATIONS = ("volta", "ampere", "ada", "hopper", "blackwell", "cdna3", "cdna4")
 CPUS = ("intel", "amd", "arm")
 
 
