@@ -30,7 +30,9 @@ What the pairs *cost* against what RCCL's tuner *believes*: the tuner's tables i
 Simple network hop of 320 us, correction factors of 0.1) that steer the choice and are not times; so, as for
 NCCL, the choice is made on the tuner's view and the cost is priced physically: intra-node hops at RCCL's table
 (which holds: Ring/LL 12 + 14 x 0.8 = 23.2 us against 23 us measured at 128-512 B on 8 MI300X), network hops at
-the link kind's own per-hop latency (:mod:`simcli.comm.specs`), bytes at the tiers' bandwidth with the protocol's
+RCCL's network row scaled as the tier's latency stands to InfiniBand's 14 us (Ring/Simple at Tree/Simple's hop: its
+320 us is a tuning device), or at the link kind's own per-hop latency where the transport has one (EFA, TCPX/TCPXO,
+sockets: :mod:`simcli.comm.specs`), bytes at the tiers' bandwidth with the protocol's
 payload fraction (LL: 8-byte lines with a 4-byte flag, 1/2; LL128: 120/128; Simple: 1). An all-pairs MSCCL
 algorithm has two hops on its critical path (the scatter of every chunk to its owner, the gather of the reduced
 chunk back: one send to every peer at once in each) and moves the ring's bytes per rank, 2(k-1)/k x n, over all
@@ -362,9 +364,12 @@ def pairs(
                         plug if p == "simple" else 0.0
                     )
                     tun = tun * np.ones(k.shape)
-                    phys_ref = lk.hop_us[2] if lk.hop_us else HW_LATENCY_US["net"]["ring"][2]
-                    own = lk.hop_us[pi] if lk.hop_us else HW_LATENCY_US["net"][a][pi]
-                    phys = own * t.latency_s / (phys_ref * 1e-6)
+                    if lk.hop_us:  # a transport with its own published hop (EFA, TCPX/O, sockets)
+                        phys = lk.hop_us[pi] * t.latency_s / (lk.hop_us[2] * 1e-6)
+                    else:  # RCCL's own network row, scaled as the tier's latency stands to InfiniBand's 14 us;
+                        # Ring/Simple's 320 us steers the choice: its hop costs Tree/Simple's
+                        own = row["tree"][2] if (a == "ring" and p == "simple") else row[a][pi]
+                        phys = own * t.latency_s / (HW_LATENCY_US["net"]["ring"][2] * 1e-6)
                 else:
                     ref = row["ring"][2] or 1.0
                     phys = row[a][pi] * t.latency_s / (ref * 1e-6)

@@ -245,11 +245,11 @@ LINK_KIND_SPECS: tuple[LinkKind, ...] = (
         "keeps IBV_LINK_LAYER_ETHERNET ports; 710, 837, 935: RoCE addresses by GID, NCCL_IB_GID_INDEX line 80, "
         "traffic class NCCL_IB_TC line 86); adaptive routing on by default on InfiniBand only (lines 89, 260); "
         "props->latency = 0 (line 409): NCCL's tuner prices RoCE exactly as InfiniBand (the hwLat NET row). What a hop "
-        "costs: InfiniBand's + 0.55 us one way, half the round-trip difference of RoCE v2 (1571.5 ns) and NDR "
+        "costs: NCCL's NET row scaled by 14.55/14 (InfiniBand's Ring/Simple hop + 0.55 us one way, half the round-trip "
+        "difference of RoCE v2 (1571.5 ns) and NDR "
         "InfiniBand (460.9 ns) over 3 switch hops (Spectrum-4 ~500 ns per hop against NDR ~130 ns; pingdo.net, "
         "'RoCE v2 vs InfiniBand' RDMA latency modeler; estimate); efficiency 0.91: InfiniBand's 0.92 less RoCE v2's "
         "UDP/IP/Ethernet framing (54-70 bytes against ~20 per 4 KiB MTU, same page; estimate)",
-        hop_us=(3.25, 4.55, 14.55),
     ),
     LinkKind(
         "efa",
