@@ -260,6 +260,7 @@ def _generation(device_name: str, default: str | None = "ampere") -> str | None:
         (("l40", "l4", "4090", "ada"), "ada"),
         (("v100", "volta"), "volta"),
         (("mi300", "mi325", "mi250"), "cdna3"),
+        (("mi355", "mi350"), "cdna4"),  # rccl hook (issue 37): CDNA 4, gfx950 (simcli.comm.rccl.ARCH)
     ):
         if any(w in n for w in words):
             return gen

@@ -62,7 +62,8 @@ TOP: tuple[Field, ...] = (
         "library",
         "choice",
         "collective library whose costs to model: nccl (NCCL's algorithms, protocols and "
-        "choice), textbook or gloo (the alpha-beta formulas) [default: nccl for a GPU, else textbook]",
+        "choice), rccl (AMD's RCCL: its tuner, protocols and MSCCL kernels), textbook or gloo (the alpha-beta "
+        "formulas) [default: nccl for a GPU, else textbook]",
         choices=LIBRARIES,
         invalid="is not a collective library simcli models; use one of " + ", ".join(LIBRARIES),
     ),
