@@ -157,3 +157,15 @@ def test_rccl_prices_differently_from_nvidias_tables_in_the_direction_measured()
     t_nccl = C.collective(nv, "nccl", np.array([8]), n).time[0]
     assert t_rccl < 0.7 * t_nccl
     assert t_rccl == pytest.approx(13.8e-6, rel=0.1)
+
+
+def test_calibrate_refuses_to_fit_rccls_choice_in_one_line(tmp_path, runner):
+    from simcli.cli import app
+
+    f = tmp_path / "mi.yaml"
+    f.write_text(MI300X.format(version="2.21.5", gen="cdna3", xgmi=2.1))
+    data = tmp_path / "m.csv"
+    data.write_text("devices,bytes,time_us\n8,1048576,28.0\n8,16777216,150.0\n8,268435456,1540.0\n")
+    r = runner.invoke(app, ["calibrate", str(data), "-p", str(f), "-o", str(tmp_path / "out.yaml")])
+    assert r.exit_code == 2 and "library: rccl" in r.output and "--algorithm ring" in r.output
+    assert not (tmp_path / "out.yaml").exists()
