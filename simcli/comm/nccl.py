@@ -201,7 +201,15 @@ def tier_kind(tier: Tier, index: int) -> str:
         return "nvlink"
     if index == 0:
         return "nvlink" if tier.per == "device" else "pcie"
-    for w, k in (("efa", "efa"), ("roce", "roce"), ("ether", "ethernet"), ("gbe", "ethernet"), ("tcp", "ethernet")):
+    for w, k in (
+        ("efa", "efa"),
+        ("roce", "roce"),
+        ("tcpxo", "tcpxo"),  # rccl hook (issue 37): Google's GPUDirect-TCPX/TCPXO before plain TCP
+        ("tcpx", "tcpx"),
+        ("ether", "ethernet"),
+        ("gbe", "ethernet"),
+        ("tcp", "ethernet"),
+    ):
         if w in name:
             return k
     return "infiniband"
