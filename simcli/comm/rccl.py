@@ -350,8 +350,8 @@ def pairs(
             enabled = k >= 2
             if a == "tree" and p == "simple" and gfx in rel.tree_simple_one_node_off:
                 enabled = enabled & multi
-            # ---- latency: what it costs per tier (RCCL's intra-node table scaled to the tier's stated latency;
-            # the network at its link kind's own hop latency) and the tuner's (RCCL's tables only)
+            # ---- latency: what it costs per tier (RCCL's tables scaled to the tier's stated latency, or the
+            # transport's own hop) and the tuner's (RCCL's tables and the plugin's latency)
             cost_hw, tuner_hw = [], []
             for i, (t, lk) in enumerate(zip(network, lks)):
                 row = model.hw_latency_us["net" if lk.hw == "net" else lk.hw]
