@@ -46,7 +46,7 @@ sys.path.insert(0, str(ROOT))
 from simcli.answers.validate import SIZE_BANDS  # noqa: E402
 from simcli.comm import bands as B  # noqa: E402
 from simcli.comm import collectives as C  # noqa: E402
-from simcli.comm import nccl, nccl_choice, topology  # noqa: E402
+from simcli.comm import nccl, nccl_choice, rccl, topology  # noqa: E402
 from simcli.io.profiles import resolve_profile  # noqa: E402
 
 PUB = ROOT / "validation" / "published"
@@ -70,6 +70,8 @@ CASES = [  # file, system column value (or None), profile, algorithm
     ("nccl-allreduce-16xA100-2node-aws-p4de-efa.csv", None, "aws-p4de", "nccl"),
     # 8 AWS p5 (64 H100 on EFA), one 4 GiB point quoted in NVIDIA/nccl#1112, held out (2026-12-02): past two EFA nodes
     ("nccl-allreduce-64xH100-8node-aws-p5-efa.csv", None, "aws-p5", "nccl"),
+    # one MI300X node on RCCL (issue 37): AMD's library, its tuning model 5 and MSCCL's all-pairs kernels
+    ("rccl-allreduce-8xMI300X-1node.csv", None, "mi300x", "nccl"),
 ]
 #: curves whose miss is known and named in docs/nccl.md: in every table and median, but not in the percentiles
 #: that simcli check's default tolerance is read from
@@ -189,15 +191,21 @@ def main(verbose: bool = False, textbook: bool = False, ll128_net: bool = True, 
     )
     for path, system, prof, alg in cases:
         p, k, n, t, pred = _priced(path, system, prof, alg, ll128_net)
-        prs = nccl.pairs(
-            p.network,
-            nccl_choice.nccl_spec(p),
-            k,
-            topology.tier_bandwidth(p.network, k),
-            "all_reduce",
-            None if alg == "nccl" else [alg],
-        )
-        tuner = np.min(np.stack([pr.cost(n)[1] for pr in prs]), axis=0)
+        if p.library == "rccl":  # RCCL's own tuner (simcli.comm.rccl): its estimate of the pair it picks
+            rps = rccl.pairs(
+                p.network, nccl_choice.nccl_spec(p), k, topology.tier_bandwidth(p.network, k), "all_reduce"
+            )
+            tuner = np.min(np.stack([pr.tuner_lat + n / (bw * corr(n)) for pr, bw, corr in rps]), axis=0)
+        else:
+            prs = nccl.pairs(
+                p.network,
+                nccl_choice.nccl_spec(p),
+                k,
+                topology.tier_bandwidth(p.network, k),
+                "all_reduce",
+                None if alg == "nccl" else [alg],
+            )
+            tuner = np.min(np.stack([pr.cost(n)[1] for pr in prs]), axis=0)
         err, err_t = pred.time / t - 1, tuner / t - 1
         err_old = C.allreduce("ring", p.network, k, n).time / t - 1 if textbook else None
         label = B.curve_label(path.name, system)

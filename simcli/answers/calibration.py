@@ -444,6 +444,11 @@ def calibrate_profile(
             if not k.size:
                 raise InputError(f"{m.path}: only world size 1: nothing to fit; measure world sizes >= 2")
         check_devices(base.network, k)
+        if base.library == "rccl" and algorithm == "nccl":  # rccl hook (issue 37): no RCCL fit yet
+            raise InputError(
+                f"--profile: {base.name} models RCCL (library: rccl), whose choice simcli does not fit yet; "
+                "give --algorithm ring for the textbook fit, or calibrate a copy with library: nccl"
+            )
         use_nccl = base.library == "nccl"
         if use_nccl:
             groups = {}

@@ -17,6 +17,7 @@ __all__ = [
     "Profile",
     "NcclSpec",
     "LIBRARIES",
+    "TUNED_LIBRARIES",
     "Workload",
     "DTYPE_BYTES",
     "COMPUTE_DTYPES",
@@ -124,7 +125,10 @@ class Device:
 
 #: the collective libraries a profile can model: NCCL's cost model, or the textbook alpha-beta formulas (gloo
 #: runs the textbook ring)
-LIBRARIES = ("nccl", "textbook", "gloo")
+LIBRARIES = ("nccl", "textbook", "gloo", "rccl")
+#: the libraries priced by a tuner model of (algorithm, protocol) pairs: NCCL (simcli.comm.nccl) and AMD's RCCL
+#: (simcli.comm.rccl; issue 37) -- rccl hook
+TUNED_LIBRARIES = ("nccl", "rccl")
 
 
 #: the NCCL release whose tuner tables, chunking and kernels simcli carries (simcli.comm.nccl); a profile's

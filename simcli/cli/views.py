@@ -7,7 +7,7 @@ from typing import Any, Sequence
 from rich.console import Group
 from rich.text import Text
 
-from ..base.types import DTYPE_BYTES, Profile
+from ..base.types import DTYPE_BYTES, TUNED_LIBRARIES, Profile
 from ..base.units import fmt_bytes, fmt_count, fmt_flops, fmt_rate, fmt_time
 from ..base.units import sig4 as _g
 from ..comm.specs import COLLECTIVES
@@ -186,9 +186,9 @@ def speedup_table(res: Result, max_rows: int = 40, total: int | None = None) -> 
         Column("bottleneck GB/s", "bottleneck_GBps", _num(".4g"), priority=9, short="bn GB/s"),
         Column("bottleneck", "bottleneck", justify="left", priority=6),
     ]
-    if res.scenario.algorithm in _PER_ROW or res.scenario.profile.library == "nccl":
+    if res.scenario.algorithm in _PER_ROW or res.scenario.profile.library in TUNED_LIBRARIES:  # rccl hook
         cols.append(Column("algorithm", "algorithm", justify="left", priority=7))
-    if res.scenario.profile.library == "nccl" or res.scenario.algorithm == "auto":
+    if res.scenario.profile.library in TUNED_LIBRARIES or res.scenario.algorithm == "auto":  # rccl hook
         cols.append(Column("proto", "protocol", lambda v: v or "-", justify="left", priority=8))
     if res.scenario.strong:
         cols.insert(1, Column("batch/device", "batch_per_device", _num(".4g"), priority=2, short="b/dev"))
@@ -248,9 +248,9 @@ def comm_table(
         Column("α %", lambda r: 100 * r["latency_s"] / r["time_s"] if r["time_s"] else None, _num(".0f"), priority=3),
         Column("bottleneck", "bottleneck", justify="left", priority=6),
     ]
-    if algorithm in _PER_ROW or profile.library == "nccl":
+    if algorithm in _PER_ROW or profile.library in TUNED_LIBRARIES:  # rccl hook
         cols.append(Column("algorithm", "algorithm", justify="left", priority=2))
-    if profile.library == "nccl" or algorithm == "auto":
+    if profile.library in TUNED_LIBRARIES or algorithm == "auto":  # rccl hook
         cols.append(Column("proto", "protocol", lambda v: v or "-", justify="left", priority=5))
     head = Text(
         f"{collective.replace('_', '-')}, {algorithm}, profile {profile.name} ({profile.device.name}); "

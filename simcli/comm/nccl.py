@@ -201,7 +201,15 @@ def tier_kind(tier: Tier, index: int) -> str:
         return "nvlink"
     if index == 0:
         return "nvlink" if tier.per == "device" else "pcie"
-    for w, k in (("efa", "efa"), ("roce", "roce"), ("ether", "ethernet"), ("gbe", "ethernet"), ("tcp", "ethernet")):
+    for w, k in (
+        ("efa", "efa"),
+        ("roce", "roce"),
+        ("tcpxo", "tcpxo"),  # rccl hook (issue 37): Google's GPUDirect-TCPX/TCPXO before plain TCP
+        ("tcpx", "tcpx"),
+        ("ether", "ethernet"),
+        ("gbe", "ethernet"),
+        ("tcp", "ethernet"),
+    ):
         if w in name:
             return k
     return "infiniband"
@@ -260,6 +268,7 @@ def _generation(device_name: str, default: str | None = "ampere") -> str | None:
         (("l40", "l4", "4090", "ada"), "ada"),
         (("v100", "volta"), "volta"),
         (("mi300", "mi325", "mi250"), "cdna3"),
+        (("mi355", "mi350"), "cdna4"),  # rccl hook (issue 37): CDNA 4, gfx950 (simcli.comm.rccl.ARCH)
     ):
         if any(w in n for w in words):
             return gen
