@@ -24,9 +24,9 @@ sys.path.insert(0, str(ROOT / "benchmarks"))
 import validate_bands  # noqa: E402
 import validate_nccl  # noqa: E402
 
-#: the leave-one-out coverage docs/nccl.md#how-sure states (73% when the cluster offset was drawn), and how far it
-#: may move before the docs must say so again
-COVERAGE = (0.63, 0.83)
+#: the leave-one-out coverage docs/nccl.md#how-sure states (76% with the cluster offset drawn, 16 curves), and how
+#: far it may move before the docs must say so again
+COVERAGE = (0.66, 0.86)
 
 # ----------------------------------------------------------------------------- the table and its generator
 
@@ -63,7 +63,8 @@ def test_the_table_covers_every_validated_curve_and_its_kinds_are_the_profiles()
         ]
         assert points == len(rs) == sum(1 for r in error_table.ROWS if r[0] == i)
     for r in error_table.ROWS:
-        assert r[3] in LINK_KINDS and r[5] in [b for b, _, _ in B.SIZE_BANDS] and r[6] in ALGOS
+        # NCCL's algorithms, and RCCL's all-pairs MSCCL kernel of one node (simcli.comm.rccl)
+        assert r[3] in LINK_KINDS and r[5] in [b for b, _, _ in B.SIZE_BANDS] and r[6] in (*ALGOS, "msccl")
         assert 0.2 < r[7] < 5
 
 
@@ -212,7 +213,7 @@ def test_leave_one_out_on_a_corpus_whose_answer_is_known():
 
 
 def test_the_published_leave_one_out_coverage_is_what_the_docs_say(capsys):
-    """docs/nccl.md#how-sure: the band read without a curve holds 73% of that curve's points (target 70-90%); a
+    """docs/nccl.md#how-sure: the band read without a curve holds 76% of that curve's points (target 70-90%); a
     change to the model or the corpus that moves it out of COVERAGE must be written there again."""
     corpus = B.published()
     inside = B.leave_one_out(corpus)

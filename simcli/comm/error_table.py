@@ -4,7 +4,7 @@ r = t_pred / t_meas with its kind (simcli.comm.bands.point_kinds). Written by
 curves again and fails where this table and the model part)."""
 
 #: the git commit checked out when this table was written ('+changes': with uncommitted changes)
-COMMIT = "aced480bbfa88c546127165fdf3fcb3513698b7d"
+COMMIT = "342c354142b4b486237e0ac69a64742d83900ebf"
 #: the curves: file under validation/published/, its system column's value, profile, algorithm, points
 CURVES = (
     ("nccl-allreduce-16xH100-2node-ib400x8.csv", None, "dgx-h100", "nccl", 25),
@@ -22,6 +22,7 @@ CURVES = (
     ("nccl-allreduce-72xGB200-1rack.csv", None, "gb200-nvl72", "nccl", 5),
     ("nccl-allreduce-16xA100-2node-aws-p4de-efa.csv", None, "aws-p4de", "nccl", 22),
     ("nccl-allreduce-64xH100-8node-aws-p5-efa.csv", None, "aws-p5", "nccl", 1),
+    ("rccl-allreduce-8xMI300X-1node.csv", None, "mi300x", "nccl", 24),
 )
 #: the fields of each row of ROWS (curve: an index into CURVES)
 FIELDS = ("curve", "devices", "bytes", "transport", "past_node", "size_band", "family", "ratio")
@@ -225,4 +226,28 @@ ROWS = (
     (13, 16, 1073741824, "efa", True, ">= 128 MiB", "tree", 0.9853390572856626),
     (13, 16, 2147483648, "efa", True, ">= 128 MiB", "tree", 0.9956414140972122),
     (14, 64, 4294967296, "efa", True, ">= 128 MiB", "ring", 0.7945831340831471),
+    (15, 8, 1024, "nvlink", False, "<= 256 KiB", "msccl", 0.9956595952206778),
+    (15, 8, 2048, "nvlink", False, "<= 256 KiB", "msccl", 1.0127385377943),
+    (15, 8, 4096, "nvlink", False, "<= 256 KiB", "msccl", 1.0234558639659914),
+    (15, 8, 8192, "nvlink", False, "<= 256 KiB", "msccl", 1.019771485345256),
+    (15, 8, 16384, "nvlink", False, "<= 256 KiB", "msccl", 0.9759508622726198),
+    (15, 8, 32768, "nvlink", False, "<= 256 KiB", "msccl", 1.0258523424086339),
+    (15, 8, 65536, "nvlink", False, "<= 256 KiB", "msccl", 1.0334780511336226),
+    (15, 8, 131072, "nvlink", False, "<= 256 KiB", "msccl", 1.0250228310502283),
+    (15, 8, 262144, "nvlink", False, "<= 256 KiB", "msccl", 0.9674565560821486),
+    (15, 8, 524288, "nvlink", False, "0.5-64 MiB", "msccl", 0.9668956228956228),
+    (15, 8, 1048576, "nvlink", False, "0.5-64 MiB", "msccl", 0.9508321445553969),
+    (15, 8, 2097152, "nvlink", False, "0.5-64 MiB", "msccl", 0.8972811918063315),
+    (15, 8, 4194304, "nvlink", False, "0.5-64 MiB", "msccl", 0.8127895266868075),
+    (15, 8, 8388608, "nvlink", False, "0.5-64 MiB", "msccl", 0.765400644806165),
+    (15, 8, 16777216, "nvlink", False, "0.5-64 MiB", "msccl", 0.724358461196353),
+    (15, 8, 33554432, "nvlink", False, "0.5-64 MiB", "ring", 0.8979401813506562),
+    (15, 8, 67108864, "nvlink", False, "0.5-64 MiB", "ring", 0.9154342967244701),
+    (15, 8, 134217728, "nvlink", False, ">= 128 MiB", "ring", 0.9314640343204633),
+    (15, 8, 268435456, "nvlink", False, ">= 128 MiB", "ring", 0.9377443088375315),
+    (15, 8, 536870912, "nvlink", False, ">= 128 MiB", "ring", 0.9390514573904617),
+    (15, 8, 1073741824, "nvlink", False, ">= 128 MiB", "ring", 0.9412598416434362),
+    (15, 8, 2147483648, "nvlink", False, ">= 128 MiB", "ring", 0.9406374092685651),
+    (15, 8, 4294967296, "nvlink", False, ">= 128 MiB", "ring", 0.9402299120562616),
+    (15, 8, 8589934592, "nvlink", False, ">= 128 MiB", "ring", 0.9411912127325711),
 )
