@@ -233,21 +233,15 @@ def _live_inputs(f: str, kind: str, run: o.ScenarioOptions, profile: str | None,
     live = read_live(f, kind)
     ar = [r for r in live.rows if r["collective"] == "all_reduce" and r["world_size"] > 1]
     info: dict[str, Any] = {"file": f, "kind": kind, "warnings": []}
-    points = {(r["world_size"], r["bytes"]) for r in ar}
-    if len(points) == 1:  # latency and bandwidth cannot be told apart from one point
-        ((k1, n1),) = points
-        info["warnings"].append(
-            f"{f}: its all-reduces are of one size ({n1} B at k = {k1}): latency and bandwidth cannot be told "
-            "apart from one point, so the tiers are kept; 'simcli validate' holds them against it"
-        )
-        ar = []
+    # one row per (k, size): a DDP trace's buckets give one or two sizes (the last bucket is smaller), and the fit
+    # takes what they can pin (simcli.answers.fitting: one size fits one parameter, and says which)
     comm = live_measured(live, "all_reduce") if ar else None
     spreads = [r["rank_spread"] for r in ar if r.get("rank_spread") is not None]
     if spreads:
         import statistics
 
         info["collective_rank_spread"] = float(statistics.median(spreads))
-    if comm is None and not points:
+    if comm is None:
         info["warnings"].append(f"{f}: no all-reduce between two or more ranks: the tiers are kept")
     if kind != "kineto":
         return (kind, info), comm, step_m
