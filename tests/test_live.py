@@ -385,7 +385,7 @@ def test_check_tolerance_option(runner, tmp_path):
 def test_check_reads_nccl_tests_text_and_inspector(runner):
     doc = json.loads(_ok(runner, ["check", FIX / "all_reduce_perf_8xA100.txt", "-p", "dgx-a100", "-f", "json"], None)
                      .stdout)  # fmt: skip
-    assert len(doc["rows"]) == 11 and {x["verdict"] for x in doc["rows"]} <= {"OK", "LOW", "HIGH"}
+    assert len(doc["rows"]) == 11 and {x["verdict"] for x in doc["rows"]} <= {"OK", "MODEL", "LOW", "HIGH"}
     r = runner.invoke(app, ["check", str(FIX / "inspector"), "-p", "dgx-h100", "-f", "json"])
     assert r.exit_code in (0, 1), r.output
     rows = json.loads(r.stdout)["rows"]
