@@ -208,9 +208,6 @@ def _legend_label(text: str, fig: Figure, fontsize: float = 8, share: float = 0.
 def _legend(ax: Any, fig: Figure, fontsize: float = 8, **kw: Any) -> Any:
     """``ax.legend`` with every label wrapped (:func:`_legend_label`)."""
     handles, labels = ax.get_legend_handles_labels()
-    if "handles" in kw:
-        handles = kw.pop("handles")
-        labels = [h.get_label() for h in handles]
     return ax.legend(handles, [_legend_label(x, fig, fontsize) for x in labels], fontsize=fontsize, **kw)
 
 
@@ -300,12 +297,7 @@ def speedup_figure(
             tp_fit = np.where(fits, _column(s.records, "samples_per_s"), np.nan)
             if first_tp is None:
                 first_tp, first_label = tp_fit, s.label
-            elif (
-                len(tp_fit) == len(first_tp)
-                and np.isfinite(tp_fit[-1])
-                and np.isfinite(first_tp[-1])
-                and first_tp[-1] > 0
-            ):
+            elif len(tp_fit) == len(first_tp) and np.isfinite([tp_fit[-1], first_tp[-1]]).all() and first_tp[-1] > 0:
                 gain = f"; x{tp_fit[-1] / first_tp[-1]:.2f} over {first_label} at k = {k[-1]:,.0f}"
         mk = _marker(len(k))
         panels = [(ax_s, sp), (ax_e, eff)]
@@ -791,12 +783,10 @@ def frontier_figure(ans: Any, title: str, size: FigSize = FigSize()) -> Figure:
     ax.yaxis.set_major_locator(MaxNLocator(nbins=8, steps=[1, 2, 5, 10]))  # round ticks: fmt_count shows them
     ax.yaxis.set_major_formatter(FuncFormatter(lambda v, _p: fmt_count(v)))
     ax.set_xlabel("time to train (days, log scale)" if per_run else "step time (s, log scale)")
+    what = "device-seconds per optimizer step (device x s"
     if per_run:
         what = "cost (price per device-hour x device-hours" if ans.price is not None else "device-hours (device x h"
-    else:
-        what = "device-seconds per optimizer step (device x s"
-    # the cost axis is zoomed on the configurations (they differ by a few percent): it says so where it does not
-    # start at zero
+    # the cost axis is zoomed on the configurations (they differ by a few percent): it says where it starts
     lo = ax.get_ylim()[0]
     ax.set_ylabel(_axis_label(what + (f"; axis from {fmt_count(lo)}, not 0)" if lo > 0 else ")"), 40))
     ax.grid(True, which="both", alpha=0.3)
