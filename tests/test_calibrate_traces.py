@@ -136,6 +136,21 @@ def test_the_real_one_size_trace_fits_one_value(runner, tmp_path):
     assert any("pin one parameter" in w for w in rep["warnings"])
 
 
+def test_a_trace_without_all_reduces_names_its_backend_profile(runner, tmp_path):
+    """An FSDP-like trace (all-gathers only): no tier to fit, and the profile comes from the trace's backend."""
+    ev = [_x("ProfilerStep#0", 0, 1000, cat="user_annotation")]
+    ev.append(
+        _x("gloo:all_gather", 10, 50, tid=2, cat="user_annotation", **{"Input Dims": [[256]], "Input type": ["float"]})
+    )
+    info = {"backend": "gloo", "rank": 0, "world_size": 2, "pg_config": [{"pg_name": "0", "pg_size": 2}]}
+    f = tmp_path / "ag.json"
+    f.write_text(json.dumps({"schemaVersion": 1, "distributedInfo": info, "traceEvents": ev}))
+    r = runner.invoke(app, ["calibrate", str(f), "-o", str(tmp_path / "ag.yaml"), "-f", "json"])
+    assert r.exit_code == 0, r.output
+    assert "--profile cpu-loopback (the trace's backend is gloo)" in r.stderr
+    assert json.loads(r.stdout)["tiers"] == [] and "no all-reduce" in r.stderr
+
+
 # --------------------------------------------------------------------------- NCCL's model (GPU trace, dgx-a100)
 
 
