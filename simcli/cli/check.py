@@ -13,20 +13,15 @@ from .common import answer, handle_errors, new_app
 app = new_app()  # `check`, a top-level command
 
 
-def _tolerance_help() -> str:
-    from ..answers.check import DEFAULT_TOLERANCE
-
-    d = ", ".join(f"{100 * v:.0f}%" for v in DEFAULT_TOLERANCE.values())
-    return (
-        "Allowed |measured/expected busbw - 1| before a size is LOW or HIGH: one value ('15%') or one per size band, "
-        f"smallest first ('30%,40%,10%'); given, it is the whole rule [default: per band, {d}: the 95th "
-        "percentile of simcli's own error on the published validation curves, and a size below it is LOW only "
-        "below the lowest meas/exp the model gave on a healthy curve of its kind, else MODEL; "
-        "docs/calibration.md]."
-    )
-
-
-Tolerance = o.opt(Optional[str], "--tolerance", help=_tolerance_help())
+Tolerance = o.opt(
+    Optional[str],
+    "--tolerance",
+    help="Allowed |measured/expected busbw - 1| before a size is LOW or HIGH: one value ('15%') or one per size band, "
+    "smallest first ('30%,40%,10%'); given, it is the whole rule [default: per band, the 95th percentile of simcli's "
+    "own error on the published validation curves (the table's caption and --format json name them), and a size "
+    "below it is LOW only below the lowest meas/exp the model gave on a healthy curve of its kind, else MODEL; "
+    "docs/calibration.md].",
+)
 
 
 def _measured_times(path: str, m) -> Any:
