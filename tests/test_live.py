@@ -141,7 +141,10 @@ def test_calibrate_from_trace(runner, trace_dir, tmp_path):
     assert prof["device"]["mfu_by_dtype"]["fp32"] == pytest.approx(fp32["mfu"], abs=1e-6)  # the YAML keeps 6 digits
     assert prof["calibration"]["measured_run"]["update_s"] == pytest.approx(rep["run"]["update_s"])
     assert float(prof["device"]["update_bandwidth"].split()[0]) * 1e9 == pytest.approx(upd["after"], rel=1e-5)
-    assert any("one size" in w for w in rep["warnings"])
+    # its buckets are one size (1 MiB): that point pins one value of the tier, fitted; the other is kept, and said so
+    assert any("one message size and one world size" in w and "pin one parameter" in w for w in rep["warnings"])
+    (tier,) = rep["tiers"]
+    assert tier["points"] == 1 and tier["latency"]["identified"] != tier["bandwidth"]["identified"]
 
 
 def test_truncated_trace_is_one_line(runner, trace_dir, tmp_path):
@@ -385,7 +388,7 @@ def test_check_tolerance_option(runner, tmp_path):
 def test_check_reads_nccl_tests_text_and_inspector(runner):
     doc = json.loads(_ok(runner, ["check", FIX / "all_reduce_perf_8xA100.txt", "-p", "dgx-a100", "-f", "json"], None)
                      .stdout)  # fmt: skip
-    assert len(doc["rows"]) == 11 and {x["verdict"] for x in doc["rows"]} <= {"OK", "LOW", "HIGH"}
+    assert len(doc["rows"]) == 11 and {x["verdict"] for x in doc["rows"]} <= {"OK", "MODEL", "LOW", "HIGH"}
     r = runner.invoke(app, ["check", str(FIX / "inspector"), "-p", "dgx-h100", "-f", "json"])
     assert r.exit_code in (0, 1), r.output
     rows = json.loads(r.stdout)["rows"]

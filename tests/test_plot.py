@@ -105,10 +105,13 @@ def test_speedup_lines_equal_json_for_two_profiles(runner, figs, profs, tmp_path
     ideal = lines_by_label(ax_s)["ideal S = k"]
     assert list(ideal.get_xdata()) == list(ideal.get_ydata()) == [1, 2, 4, 8, 16, 32, 64]
     assert ax_s.get_xscale() == "log" and ax_t.get_yscale() == "log"  # geometric range
-    # the gain of the second line over the first at the largest k is written beside it
+    # the gain of the second line over the first at the largest k is named in its legend entry (not written beside
+    # the line, where it covered the line)
     gain = recs[-1]["samples_per_s"] / [r for r in recs if r["profile"] == "t-a"][-1]["samples_per_s"]
-    assert [t.get_text() for t in ax_t.texts] == [f"x{gain:.2f} over t-a"]
-    title = ax_t.get_title(loc="left")
+    assert not ax_t.texts
+    names = [t.get_text().replace("\n", " ") for t in ax_t.get_legend().get_texts()]
+    assert any(f"x{gain:.2f} over t-a at k = 64" in x for x in names), names
+    title = ax_t.get_title(loc="left").replace("\n", " ")  # wrapped to the figure's width
     assert "resnet50" in title and "t-a vs t-b" in title and "batch 128/device" in title and "nccl" in title
     assert "DDP: fp32 gradients all-reduced with nccl in 25 MiB buckets during backward" in title
 
@@ -375,8 +378,12 @@ def test_redraw_bench_step_draws_measured_over_predicted(runner, figs, tmp_path)
     ok(run(runner, "plot", f, "-o", tmp_path / "step.png"))
     (fig,) = figs
     lines = lines_by_label(fig.axes[0])
-    assert list(lines["measured"].get_ydata()) == [1.0, 1.8, 2.9]  # markers are 'measured', not 'predicted ...'
+    # markers are 'measured' with their own E (the line's note is the line's: no legend contradicts the markers)
+    (meas,) = [v for k, v in lines.items() if k.startswith("measured (")]
+    assert meas.get_label() == "measured (E < 0.8 from k = 4)"
+    assert list(meas.get_ydata()) == [1.0, 1.8, 2.9]
     (pred,) = [v for k, v in lines.items() if k.startswith("predicted (the table's predicted_* columns) (")]
+    assert pred.get_label().endswith("(line: E ≥ 0.8 up to k = 4)")
     assert list(pred.get_ydata()) == [1.0, 1.9, 3.2]
 
 

@@ -69,8 +69,9 @@ def _fit_nccl_tiers(
     seed: int,
     what: str,
     gpus: np.ndarray | None = None,
-) -> None:
-    """NCCL's model fitted on every identified tier: updates ``network`` and appends one record per tier."""
+) -> tuple[str, ...]:
+    """NCCL's model fitted on every identified tier: updates ``network``, appends one record per tier and returns
+    the fit's warnings."""
     fit = fit_nccl(base, k, n, t, algorithm=algorithm, holdout=holdout, seed=seed, what=what, gpus=gpus)
     spanned = tier_spanned(base.network, k)
     for ti, t_before in enumerate(base.network):
@@ -96,6 +97,7 @@ def _fit_nccl_tiers(
                 downweighted=0,
             )
         )
+    return fit.warnings
 
 
 def _tier_record(
@@ -118,7 +120,11 @@ def _tier_record(
         "index": ti,
         "world_sizes": world_sizes,
         "sizes": [int(x) for x in fit.sizes],
-        "size_range": f"{fmt_bytes(min(fit.sizes))}..{fmt_bytes(max(fit.sizes))} ({len(fit.sizes)} sizes)",
+        "size_range": (
+            f"{fmt_bytes(fit.sizes[0])} (1 size)"
+            if len(fit.sizes) == 1
+            else f"{fmt_bytes(min(fit.sizes))}..{fmt_bytes(max(fit.sizes))} ({len(fit.sizes)} sizes)"
+        ),
         "points": fit.n_fit,
         "holdout_points": fit.n_holdout,
         "holdout_fraction": holdout,
@@ -461,7 +467,7 @@ def calibrate_profile(
                 "hop latency and effective bandwidth by least squares on log(t_pred/t_meas), "
                 "derivative-free coordinate search; standard errors from 8 half-samples"
             )
-            _fit_nccl_tiers(
+            nccl_warnings = _fit_nccl_tiers(
                 base,
                 network,
                 tiers_out,
@@ -474,6 +480,7 @@ def calibrate_profile(
                 what=m.path,
                 gpus=gpus,
             )
+            warnings.extend(f"{m.path}: {w}" for w in nccl_warnings)
         elif tier is not None:
             names = [x.name for x in base.network]
             if tier not in names:

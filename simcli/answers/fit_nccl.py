@@ -10,7 +10,7 @@ import numpy as np
 
 from ..base.types import InputError
 from ..comm import collectives
-from .fitting import holdout_mask
+from .fitting import holdout_split
 
 __all__ = ["NcclFit", "fit_nccl"]
 
@@ -86,6 +86,32 @@ def _descend(loss: Any, x0: np.ndarray, free: np.ndarray) -> np.ndarray:
     return x
 
 
+#: the multipliers of the base values a fit of one or two values also starts from (a coarse grid, log 2 steps)
+_GRID = np.log(2.0 ** np.arange(-3, 4))
+
+
+def _start_and_descend(loss: Any, x0: np.ndarray, free: np.ndarray) -> np.ndarray:
+    """:func:`_descend` from the base values and, when one or two values are free, also from the four lowest
+    points of a coarse grid around them (x 1/8 .. x 8). NCCL's cost bends the valley between a latency and a
+    bandwidth, and a coordinate search from the base values alone can stop in it far from the minimum (two
+    bucket sizes of a trace pin both values, but only from a start in the right basin). The lowest end wins."""
+    best = _descend(loss, x0, free)
+    idx = np.flatnonzero(free)
+    if idx.size > 2:
+        return best
+    grid = np.array(np.meshgrid(*([_GRID] * idx.size))).reshape(idx.size, -1).T
+    starts = []
+    for g in grid:
+        y = x0.copy()
+        y[idx] += g
+        starts.append((loss(y), tuple(y)))
+    for _, y in sorted(starts)[:4]:  # the valley can hold more than one low start: descend from the best four
+        x1 = _descend(loss, np.array(y), free)
+        if loss(x1) < loss(best) - 1e-12:
+            best = x1
+    return best
+
+
 def _at(gpus: np.ndarray | None, sel: np.ndarray) -> np.ndarray | None:
     return None if gpus is None else gpus[sel]
 
@@ -121,16 +147,16 @@ def fit_nccl(
         raise InputError(f"{what}: every measured time must be a positive number")
     net = profile.network
     nt = len(net)
-    mask = holdout_mask(len(t), holdout, seed)
+    if t.size == 0:
+        raise InputError(f"{what}: no measurements to fit (need all-reduce rows with world_size >= 2)")
+    mask, note = holdout_split(len(t), holdout, seed)
     fit_i = ~mask
-    if fit_i.sum() < 2:
-        raise InputError(f"{what}: {int(fit_i.sum())} point(s) left to fit; give at least 2 (lower --holdout)")
     base_lat = np.array([x.latency_s for x in net])
     base_bw = np.array([x.effective_Bps for x in net])
     x0 = np.log(np.concatenate([base_lat, base_bw]))
     # identified: changing the value by 20% moves some fitted prediction by at least 2%
     ref = np.log(_nccl_predict(profile, base_lat, base_bw, k[fit_i], n[fit_i], algorithm, _at(gpus, fit_i)))
-    free = np.zeros(2 * nt, dtype=bool)
+    influence = np.zeros(2 * nt)
     for j in range(2 * nt):
         for step in (np.log(1.2), -np.log(1.2)):  # both ways: a bandwidth may only matter through a minimum
             y = x0.copy()
@@ -143,9 +169,26 @@ def fit_nccl(
                 )
                 - ref
             )
-            free[j] |= bool(np.max(np.abs(moved)) >= 0.02)
+            influence[j] = max(influence[j], float(np.max(np.abs(moved))))
+    free = influence >= 0.02
+    warnings: list[str] = [note] if note else []
+    # d distinct points pin at most d values: keep the d that move the predictions most (a trace whose buckets
+    # are one size fits the bandwidth that carries it), the others at the base profile's
+    g_fit = np.ones(int(fit_i.sum())) if gpus is None else gpus[fit_i]
+    points = len(set(zip(k[fit_i].tolist(), n[fit_i].tolist(), np.asarray(g_fit).tolist())))
+    if int(free.sum()) > points:
+        order = sorted(np.flatnonzero(free), key=lambda j: -influence[j])
+        free[:] = False
+        free[order[:points]] = True
+        label = [f"{x.name} latency" for x in net] + [f"{x.name} bandwidth" for x in net]
+        kept = [label[j] for j in order[points:]]
+        warnings.append(
+            f"{points} distinct point(s) pin at most {points} value(s): fitted "
+            f"{', '.join(label[j] for j in order[:points])} "
+            f"(the one(s) the times depend on most); kept at the base profile's: {', '.join(kept)}"
+            + ("; measure a second size to fit more" if points == 1 else "")
+        )
     lat_free, bw_free = free[:nt], free[nt:]
-    warnings: list[str] = []
     if not free.any():
         warnings.append("no tier's latency or bandwidth is identified by these sizes and world sizes: nothing fitted")
 
@@ -156,7 +199,7 @@ def fit_nccl(
 
         return loss
 
-    x = _descend(make_loss(fit_i), x0, free) if free.any() else x0
+    x = _start_and_descend(make_loss(fit_i), x0, free) if free.any() else x0
     # bootstrap-like spread: refit on 8 random halves of the fitted points
     rng = np.random.default_rng(seed)
     idx = np.flatnonzero(fit_i)
@@ -172,7 +215,7 @@ def fit_nccl(
     rel = np.abs(pred / t - 1.0)
     lt = np.log(t[fit_i])
     ss_tot = float(np.sum((lt - lt.mean()) ** 2))
-    r2 = 1.0 - float(np.sum((np.log(pred[fit_i]) - lt) ** 2)) / ss_tot if ss_tot > 0 else 1.0
+    r2 = 1.0 - float(np.sum((np.log(pred[fit_i]) - lt) ** 2)) / ss_tot if ss_tot > 0 else float("nan")
 
     def se(j: int, identified: bool) -> float | None:
         return None if spread is None or not identified else float(spread[j])

@@ -37,9 +37,14 @@ tier's *effective* bandwidth ``bandwidth · efficiency``.
   would only measure the largest sizes), median and max relative error on the
   fitting points and on held-out points (a seeded random fraction).
 * **Identifiability**: one message size with one world size cannot tell
-  ``alpha`` from ``B``; a parameter whose relative standard error exceeds 100%,
-  or that sits on its bound (``alpha = 0``), is reported as not identified and
-  kept at the base profile's value while the other one is refitted.
+  ``alpha`` from ``B``: the one that matters less at that size is kept at the
+  base profile's value and the other fitted (a profiler trace whose buckets are
+  all one size). Two distinct points solve both exactly (no standard error). A
+  parameter whose relative standard error exceeds 100%, or that sits on its
+  bound (``alpha = 0``), is reported as not identified and kept at the base
+  profile's value while the other one is refitted.
+* **Hold-out**: never leaves the fit fewer than :data:`MIN_FIT_POINTS` points
+  (all of them when there are fewer), and says when it held out fewer than asked.
 """
 
 from __future__ import annotations
@@ -51,6 +56,7 @@ from typing import Callable, Mapping, Sequence
 import numpy as np
 
 from ..base.types import InputError, Tier
+from ..base.units import fmt_bytes
 from ..comm import specs, topology
 
 __all__ = [
@@ -63,6 +69,8 @@ __all__ = [
     "tier_scale",
     "rel_error",
     "holdout_mask",
+    "holdout_split",
+    "MIN_FIT_POINTS",
     "r2_log",
     "HUBER_C",
 ]
@@ -101,6 +109,28 @@ def holdout_mask(m: int, fraction: float, seed: int) -> np.ndarray:
     if n_out:
         mask[np.random.default_rng(seed).choice(m, size=n_out, replace=False)] = True
     return mask
+
+
+#: a hold-out never leaves a fit fewer points than this: two parameters and one to spare (a residual to judge by)
+MIN_FIT_POINTS = 3
+
+
+def holdout_split(m: int, fraction: float, seed: int, *, keep: int = MIN_FIT_POINTS) -> tuple[np.ndarray, str | None]:
+    """:func:`holdout_mask`, but never leaving the fit fewer than ``keep`` points (or all ``m`` when there are
+    fewer): a trace of two or three bucket sizes is fitted on all of them rather than refused. Returns the mask
+    and, when fewer points were held out than ``fraction`` asks, a note saying so."""
+    mask = holdout_mask(m, fraction, seed)
+    asked = int(mask.sum())
+    allowed = max(0, m - keep)
+    if asked <= allowed:
+        return mask, None
+    out = np.zeros(m, dtype=bool)
+    out[np.flatnonzero(mask)[:allowed]] = True
+    note = (
+        f"--holdout {fraction:g}: {allowed} of the {m} point(s) held out, not {asked}: a fit keeps at least "
+        f"{keep} points (two parameters and one to judge them by)"
+    )
+    return out, note
 
 
 @dataclass(frozen=True)
@@ -256,17 +286,14 @@ def fit_alpha_beta(
     c_lat, c_bw = COEFFICIENTS[algorithm](k)
     A = np.column_stack([c_lat, c_bw * n / g])
 
-    test = holdout_mask(len(t), holdout, seed)
+    test, note = holdout_split(len(t), holdout, seed)
     fit = ~test
-    if int(fit.sum()) < 3:
-        raise InputError(
-            f"{what}: {int(fit.sum())} point(s) left to fit after holding out {int(test.sum())}; "
-            "measure more sizes or world sizes, or lower --holdout"
-        )
     Af, tf, of = A[fit], t[fit], off[fit]
     sizes = tuple(float(s) for s in np.unique(n[fit]))
     worlds = tuple(int(x) for x in np.unique(k[fit]))
-    warnings: list[str] = []
+    #: distinct (k, n) points the fit sees: a trace's buckets are one row per size already
+    points = len({(int(a), float(b)) for a, b in zip(k[fit], n[fit])})
+    warnings: list[str] = [note] if note else []
     fixed: dict[int, float] = {}
     names = ("alpha", "bandwidth")
 
@@ -291,9 +318,13 @@ def fit_alpha_beta(
         bw_share = float(Af[0, 1]) / base_bandwidth_Bps
         j_keep = 1 if lat_share >= bw_share else 0
         fixed[j_keep] = base_for(j_keep)
+        share = (bw_share if j_keep == 1 else lat_share) / (lat_share + bw_share)
         warnings.append(
-            f"one message size and one world size only: {names[j_keep]} kept at the base value, "
-            f"only {names[1 - j_keep]} fitted"
+            f"one message size and one world size only ({fmt_bytes(sizes[0])} at k = {worlds[0]}) pin one "
+            "parameter: "
+            f"{names[j_keep]} kept at the base value ({share:.0%} of the base profile's time at this size), "
+            f"{names[1 - j_keep]} fitted{' (one point: no standard error)' if len(tf) == 1 else ''}; "
+            "measure a second size to fit both"
         )
     elif len(sizes) == 1:
         warnings.append(
@@ -316,10 +347,14 @@ def fit_alpha_beta(
         free = [j for j in range(2) if j not in fixed]
         cov = _covariance(Af, tf, of, x, w, free)
         se = {j: (math.sqrt(max(cov[i, i], 0.0)) if cov is not None else None) for i, j in enumerate(free)}
+        # as many distinct points as free parameters (and they tell them apart): solved exactly, no standard error
+        exact = points == len(free) and np.linalg.matrix_rank(Af[:, free] / tf[:, None]) == len(free)
         problems = []
         for j in free:
             if j == 0 and x[0] <= 0:
                 problems.append((j, "alpha is at its bound 0 (the smallest sizes do not resolve a latency)"))
+            elif exact:
+                continue
             elif se.get(j) is None:
                 problems.append((j, f"{names[j]} is not identified (the design is singular)"))
             elif se[j] > _MAX_REL_SE * abs(x[j]):
@@ -331,6 +366,13 @@ def fit_alpha_beta(
                     )
                 )
         if not problems:
+            if exact and len(free) == 2:
+                warnings.append(
+                    f"two points ({' and '.join(fmt_bytes(v) for v in sizes)}"
+                    f"{'' if len(worlds) == 1 else ' at k = ' + ', '.join(map(str, worlds))}) for two parameters: "
+                    "alpha and B solved exactly from them, with no standard error and no residual to check the "
+                    "model by; measure a third size for both"
+                )
             break
         j, msg = problems[0]
         base = base_alpha_s if j == 0 else base_bandwidth_Bps

@@ -169,6 +169,11 @@ def calibrate(
             "training run; give one (devices, speedup) or leave them out"
         )
     measured = [m for m in (comm_m, step_m, scale_m) if m is not None]
+    if profile is None and not measured and live_run is not None:  # a trace with no all-reduce: its own backend
+        profile = BACKEND_PROFILES.get(live_run[1].get("backend") or "")
+        if profile is None:
+            raise InputError(f"--profile: {live_run[1]['file']} does not say which hardware it ran on; give --profile")
+        typer.echo(f"simcli: --profile {profile} (the trace's backend is {live_run[1]['backend']})", err=True)
     base = profile_for_measurements(profile, measured)
     from .progress import progress
 
@@ -226,22 +231,21 @@ def _live_inputs(f: str, kind: str, run: o.ScenarioOptions, profile: str | None,
         raise InputError(f"{f}: an all-reduce file was given too; give the trace (or log) or the CSV, not both")
     live = read_live(f, kind)
     ar = [r for r in live.rows if r["collective"] == "all_reduce" and r["world_size"] > 1]
-    info: dict[str, Any] = {"file": f, "kind": kind, "warnings": []}
-    points = {(r["world_size"], r["bytes"]) for r in ar}
-    if len(points) == 1:  # latency and bandwidth cannot be told apart from one point
-        ((k1, n1),) = points
-        info["warnings"].append(
-            f"{f}: its all-reduces are of one size ({n1} B at k = {k1}): latency and bandwidth cannot be told "
-            "apart from one point, so the tiers are kept; 'simcli validate' holds them against it"
-        )
-        ar = []
+    info: dict[str, Any] = {
+        "file": f,
+        "kind": kind,
+        "warnings": [],
+        "backend": live.rows[0]["backend"] if live.rows else None,
+    }
+    # one row per (k, size): a DDP trace's buckets give one or two sizes (the last bucket is smaller), and the fit
+    # takes what they can pin (simcli.answers.fitting: one size fits one parameter, and says which)
     comm = live_measured(live, "all_reduce") if ar else None
     spreads = [r["rank_spread"] for r in ar if r.get("rank_spread") is not None]
     if spreads:
         import statistics
 
         info["collective_rank_spread"] = float(statistics.median(spreads))
-    if comm is None and not points:
+    if comm is None:
         info["warnings"].append(f"{f}: no all-reduce between two or more ranks: the tiers are kept")
     if kind != "kineto":
         return (kind, info), comm, step_m

@@ -519,29 +519,54 @@ def _step_figure(
     )
     modes = P._group(recs, P._varying(recs, ("mode", "backend")))
     model_recs: list[dict[str, Any]] = []
+    model_by_mode: dict[str, list[dict[str, Any]]] = {}
     label = "model"
     if profile or model:
         from ..step.engine import simulate
 
         first = recs[0]
-        sc = o.ScenarioOptions(
-            profile=profile,
-            model=model or _builtin_model(first.get("model")),
-            batch_per_device=batch_per_device or _int_or_none(first.get("batch_per_device")),
-            global_batch=global_batch,
-            algorithm=algorithm,
-        ).build()
-        model_recs = simulate(sc, sorted({int(r[k_key]) for r in recs})).records()
+        builtin = model or _builtin_model(first.get("model"))
+        params = None if builtin else _float_or_none(first.get("params"))
+        ks = sorted({int(r[k_key]) for r in recs})
+
+        def scenario(overlap: str | None = None):
+            return o.ScenarioOptions(
+                profile=profile,
+                model=builtin,
+                # a toy model (bench step's mlp): its own parameters, 6N FLOPs per sample unless the table says
+                params=params,
+                flops_per_sample=(_float_or_none(first.get("flops_per_sample")) or 6.0 * params) if params else None,
+                batch_per_device=batch_per_device or _int_or_none(first.get("batch_per_device")),
+                global_batch=global_batch,
+                algorithm=algorithm,
+                **({"overlap": overlap} if overlap else {}),
+            ).build()
+
+        sc = scenario()
+        model_recs = simulate(sc, ks).records()
+        # each mode's line as that mode runs: ddp overlaps its buckets with backward, flat (and any other) does not
+        for mode in {str(r.get("mode") or "") for r in recs} - {""}:
+            model_by_mode[mode] = simulate(scenario("buckets" if mode == "ddp" else "none"), ks).records()
         label = f"model: {sc.workload.name} on {sc.profile.name}, {_batch_text(sc)}"
     measured_speedup = all(r.get("speedup") is not None and r.get("efficiency") is not None for r in recs)
     if measured_speedup and kind != "step-time":
         series = []
         for key, rs in modes.items():
             rs = sorted(rs, key=lambda r: r[k_key])
-            meas = [{"devices": r[k_key], "speedup": r["speedup"], "efficiency": r["efficiency"]} for r in rs]
+            meas = [
+                {
+                    "devices": r[k_key],
+                    "speedup": r["speedup"],
+                    "efficiency": r["efficiency"],
+                    # samples/s of the whole job, for the throughput panel (weak scaling: k x batch per step)
+                    "samples_per_s": _samples_per_s(r, k_key, t_key),
+                }
+                for r in rs
+            ]
             tag = " · ".join(str(v) for v in key)
+            mode = str(rs[0].get("mode") or "")
             if model_recs:
-                line = model_recs
+                line = model_by_mode.get(mode, model_recs)
             elif all(r.get("predicted_speedup") is not None for r in rs):
                 line = [
                     {
@@ -556,13 +581,15 @@ def _step_figure(
                 line, meas, label = meas, [], "measured"
             series.append(
                 P.Series(
-                    f"{label}{' · ' + tag if tag else ''}",
+                    # with a model the title names it once; the legend names the mode
+                    f"{'model' if model_recs else label}{' · ' + tag if tag else ''}",
                     line,
                     measured=meas,
                     measured_label=f"measured{' · ' + tag if tag else ''}",
                 )
             )
-        return P.speedup_figure(series, f"Speedup, measured (x markers) and model (lines): {name}", threshold, fs)
+        title = f"Speedup, measured (x markers) and model (lines): {name}" + (f"\nlines: {label}" if model_recs else "")
+        return P.speedup_figure(series, title, threshold, fs)
     title = f"Time per step, measured: {name}" + (f"\nline: {label}" if model_recs else "")
     return P.step_figure(recs, k_key, t_key, title, model_recs, fs)
 
@@ -581,6 +608,20 @@ def _builtin_model(name: Any) -> str | None:
     from ..io.workloads import presets
 
     return str(name) if name is not None and str(name) in presets() else None
+
+
+def _float_or_none(v: Any) -> float | None:
+    try:
+        x = float(v) if v is not None and v != "" else None
+    except (TypeError, ValueError):
+        return None
+    return x if x is not None and x > 0 and x == x else None
+
+
+def _samples_per_s(r: dict[str, Any], k_key: str, t_key: str) -> float | None:
+    """A bench step row's samples per second: world size x batch per device / step time (None if it cannot say)."""
+    b, t = _float_or_none(r.get("batch_per_device")), _float_or_none(r.get(t_key))
+    return None if b is None or t is None else float(r[k_key]) * b / t
 
 
 def _int_or_none(v: Any) -> int | None:

@@ -184,12 +184,44 @@ def _marker(n: int) -> str | None:
     return "o" if n <= _MARKER_MAX else None
 
 
-def _wrap(text: str, fig: Figure, fontsize: float) -> str:
-    """Wrap each title line to the figure's width (about 0.55 em per character), so no title runs off."""
+def _wrap(text: str, fig: Figure, fontsize: float, share: float = 0.88) -> str:
+    """Wrap each title line to ``share`` of the figure's width (an axes' title starts at the axes' left edge, past
+    the y labels), at about 0.57 em per character (DejaVu Sans' average on simcli's titles is under that), so no
+    title runs off (tests/test_pictures.py renders long ones); a word longer than a line (a long path) is broken."""
     import textwrap
 
-    chars = max(20, int(fig.get_figwidth() * 72 / (fontsize * 0.55)))
+    chars = max(20, int(share * fig.get_figwidth() * 72 / (fontsize * 0.57)))
     return "\n".join(textwrap.fill(line, chars, break_on_hyphens=False) for line in text.split("\n"))
+
+
+def _legend_label(text: str, fig: Figure, fontsize: float = 8, share: float = 0.6) -> str:
+    """A legend entry wrapped to ``share`` of the figure's width, so a long one neither runs off the picture nor
+    squeezes the axes to nothing (constrained layout makes room for the legend)."""
+    import textwrap
+
+    if text.startswith("_"):  # matplotlib's "no legend entry"
+        return text
+    chars = max(20, int(share * fig.get_figwidth() * 72 / (fontsize * 0.6)))
+    return textwrap.fill(text, chars, break_on_hyphens=False, subsequent_indent="  ")
+
+
+def _legend(ax: Any, fig: Figure, fontsize: float = 8, **kw: Any) -> Any:
+    """``ax.legend`` with every label wrapped (:func:`_legend_label`)."""
+    handles, labels = ax.get_legend_handles_labels()
+    return ax.legend(handles, [_legend_label(x, fig, fontsize) for x in labels], fontsize=fontsize, **kw)
+
+
+def _axis_label(text: str, limit: int = 28) -> str:
+    """A long axis label on two lines, the quantity above its unit: '(unit ...)' goes to the second line, so a y
+    label is never taller than its panel (nor runs into the next panel's)."""
+    if len(text) <= limit or " (" not in text:
+        return text
+    head, _, unit = text.partition(" (")
+    return f"{head}\n({unit}"
+
+
+def _has_data(records: Sequence[Mapping[str, Any]], key: str) -> bool:
+    return bool(records) and bool(np.isfinite(_column(records, key)).any())
 
 
 def _new_figure(size: FigSize, default_height: float) -> Figure:
@@ -231,8 +263,10 @@ def speedup_figure(
     """
     if not series:
         raise InputError("nothing to draw: no records")
-    if throughput is None:
-        throughput = len(series) > 1
+    # a panel only with data: no throughput panel where no line or marker has samples/s (a bench step table's
+    # predicted_* columns, a validation's speedups)
+    has_tp = any(_has_data(s.records, "samples_per_s") or _has_data(s.measured, "samples_per_s") for s in series)
+    throughput = has_tp and (len(series) > 1 if throughput is None else throughput)
     fig = _new_figure(size, 10.0 if throughput else 7.5)
     if throughput:
         ax_t, ax_s, ax_e = fig.subplots(3, 1, sharex=True, height_ratios=[3, 3, 2])
@@ -256,12 +290,21 @@ def speedup_figure(
             note = f"E < {threshold:g} from k = {k[i]:,.0f}"
         else:
             note = f"E ≥ {threshold:g} up to k = {k[fits][-1]:,.0f}" if fits.any() else ""
+        if s.measured and note:  # the line's E, not the markers': say whose (the markers get their own below)
+            note = f"line: {note}"
+        gain = ""
+        if ax_t is not None:  # the gain over the first line at the largest k where both fit, in the legend
+            tp_fit = np.where(fits, _column(s.records, "samples_per_s"), np.nan)
+            if first_tp is None:
+                first_tp, first_label = tp_fit, s.label
+            elif len(tp_fit) == len(first_tp) and np.isfinite([tp_fit[-1], first_tp[-1]]).all() and first_tp[-1] > 0:
+                gain = f"; x{tp_fit[-1] / first_tp[-1]:.2f} over {first_label} at k = {k[-1]:,.0f}"
         mk = _marker(len(k))
         panels = [(ax_s, sp), (ax_e, eff)]
-        if ax_t is not None:
-            tp = _column(s.records, "samples_per_s")
-            panels.insert(0, (ax_t, tp))
-        for j, (ax, y) in enumerate(panels):
+        line_tp = ax_t is not None and _has_data(s.records, "samples_per_s")
+        if line_tp:
+            panels.insert(0, (ax_t, _column(s.records, "samples_per_s")))
+        for j, (ax, y) in enumerate(panels):  # the line is named in the first panel it is drawn on
             ok, bad = _split_fit(k, y, s.no_fit)
             ax.plot(
                 k,
@@ -270,7 +313,7 @@ def speedup_figure(
                 marker=mk,
                 markersize=4,
                 linewidth=1.8,
-                label=f"{s.label} ({note})" if j == 0 and fits.any() else f"_{s.label}",
+                label=f"{s.label} ({note}{gain})" if j == 0 and fits.any() else f"_{s.label}",
             )
             if not fits.all():
                 cap = f" in {fmt_bytes(s.capacity_bytes, binary=False)}" if s.capacity_bytes else ""
@@ -297,27 +340,20 @@ def speedup_figure(
                     markeredgewidth=1.8,
                     label="_crossing",
                 )
-        if ax_t is not None:  # the gain over the first line at the largest k, where both fit
-            tp = np.where(fits, _column(s.records, "samples_per_s"), np.nan)
-            if first_tp is None:
-                first_tp, first_label = tp, s.label
-            elif len(tp) == len(first_tp) and np.isfinite(tp[-1]) and np.isfinite(first_tp[-1]) and first_tp[-1] > 0:
-                ax_t.annotate(
-                    f"x{tp[-1] / first_tp[-1]:.2f} over {first_label}",
-                    (float(k[-1]), float(tp[-1])),
-                    xytext=(-8, -6),
-                    textcoords="offset points",
-                    fontsize=8,
-                    color=color,
-                    ha="right",
-                    va="top",
-                )
         if s.measured:
             mk_k = _column(s.measured, "devices")
-            for ax, key, label in (
-                (ax_s, "speedup", s.measured_label or f"{s.label} measured"),
-                (ax_e, "efficiency", "_measured"),
-            ):
+            m_eff = _column(s.measured, "efficiency")
+            im = threshold_crossing(mk_k, m_eff, threshold)
+            m_note = (
+                f"E < {threshold:g} from k = {mk_k[im]:,.0f}"
+                if im is not None
+                else f"E ≥ {threshold:g} up to k = {np.nanmax(mk_k):,.0f}"
+            )
+            m_label = f"{s.measured_label or s.label + ' measured'} ({m_note})"
+            marks = [(ax_s, "speedup", m_label), (ax_e, "efficiency", "_measured")]
+            if ax_t is not None and _has_data(s.measured, "samples_per_s"):
+                marks.append((ax_t, "samples_per_s", "_measured" if line_tp else m_label))
+            for ax, key, label in marks:
                 ax.plot(
                     mk_k, _column(s.measured, key), linestyle="none", marker="x", color=color, markersize=7, label=label
                 )
@@ -331,38 +367,33 @@ def speedup_figure(
     else:
         ax_s.xaxis.set_major_locator(MaxNLocator(12, integer=True))
         ax_s.xaxis.set_major_formatter(FuncFormatter(_k_formatter))
+        ax_s.set_ylim(bottom=0)
     if ax_t is not None:
         if geometric:
             ax_t.set_yscale("log")
+        else:
+            ax_t.set_ylim(bottom=0)
         ax_t.yaxis.set_major_formatter(FuncFormatter(_rate_formatter))
-        ax_t.set_ylabel("throughput (samples/s)")
-        ax_t.legend(loc="upper left", fontsize=8, framealpha=0.9)
+        lo, hi = ax_t.get_ylim()
+        if geometric and lo > 0 and hi / lo < 10:  # under a decade has at most one major tick: name the minor ones
+            ax_t.yaxis.set_minor_formatter(FuncFormatter(_rate_formatter))
+        else:
+            ax_t.yaxis.set_minor_formatter(NullFormatter())
+        ax_t.set_ylabel(_axis_label("throughput (samples/s" + (", log scale)" if geometric else ")")))
+        _legend(ax_t, fig, loc="upper left", framealpha=0.9)
         ax_t.set_title(_wrap(title, fig, 11), fontsize=11, loc="left")
-        ax_s.legend(
-            handles=[h for h in ax_s.get_legend_handles_labels()[0] if h.get_label().startswith("ideal")]
-            + [h for h in ax_s.get_legend_handles_labels()[0] if "measured" in h.get_label()],
-            loc="upper left",
-            fontsize=8,
-            framealpha=0.9,
-        )
-        ax_s.text(
-            0.99,
-            0.03,
-            "S(k) relative to each line's own k = 1",
-            transform=ax_s.transAxes,
-            ha="right",
-            fontsize=7,
-            color="0.35",
-        )
+        _legend(ax_s, fig, loc="upper left", framealpha=0.9)  # what is drawn here and not named above
     else:
         ax_s.set_title(_wrap(title, fig, 11), fontsize=11, loc="left")
-        ax_s.legend(loc="upper left", fontsize=8, framealpha=0.9)
+        _legend(ax_s, fig, loc="upper left", framealpha=0.9)
     top = max(1.05, float(np.nanmax([np.nanmax(_column(s.records, "efficiency")) for s in series])) * 1.05)
     ax_e.set_ylim(0.0, top)
-    ax_s.set_ylabel("speedup S(k)")
-    ax_e.set_ylabel("efficiency E(k) = S(k)/k")
-    ax_e.set_xlabel("devices k" + (" (log 2)" if geometric else ""))
-    ax_e.legend(loc="best", fontsize=8, framealpha=0.9)  # the threshold only; lines are named above
+    # several lines: each S(k) is relative to its own line's k = 1 (the throughput panel compares them)
+    own = ", each line's own k = 1" if ax_t is not None else ""
+    ax_s.set_ylabel(_axis_label("speedup S(k) (x" + own + (", log 2)" if geometric else ")")))
+    ax_e.set_ylabel(_axis_label("efficiency E(k) = S(k)/k (fraction)"))
+    ax_e.set_xlabel("devices k (count" + (", log 2)" if geometric else ")"))
+    _legend(ax_e, fig, loc="best", framealpha=0.9)  # the threshold only; lines are named above
     for ax in (ax_s, ax_e, *([ax_t] if ax_t is not None else [])):
         ax.grid(True, which="major", alpha=0.3)
     return fig
@@ -468,7 +499,7 @@ def breakdown_figure(series: Sequence[Series], title: str, size: FigSize = FigSi
         ax.grid(True, axis="y", alpha=0.3)
         if i == 0:
             ax.legend(loc="upper left", bbox_to_anchor=(1.01, 1.0), fontsize=8)
-    axes[-1].set_xlabel("devices k")
+    axes[-1].set_xlabel("devices k (count)")
     if n > 1:
         fig.suptitle(_wrap(title, fig, 11), fontsize=11)
     return fig
@@ -538,12 +569,12 @@ def comm_figure(
     for ax in (ax_t, ax_b):
         ax.set_xscale("log", base=2)
         _log2_axis(ax.xaxis, _size_formatter)
-        ax.set_xlabel("message size (log 2)")
+        ax.set_xlabel("message size (bytes, log 2)")
         ax.grid(True, which="major", alpha=0.3)
         ax.tick_params(axis="x", labelrotation=30)
     ax_t.set_yscale("log")
     ax_t.yaxis.set_major_formatter(FuncFormatter(_time_formatter))
-    ax_t.set_ylabel("time (log)")
+    ax_t.set_ylabel(_axis_label("time (s, log scale: each tick names its unit)"))
     ax_b.set_ylabel("busbw (GB/s, 1 GB = 1e9 B)")
     ax_b.set_ylim(bottom=0)
     ncol = 1 if len(groups) + len(mgroups) <= 8 else 2
@@ -576,8 +607,8 @@ def algorithm_map_figure(
     kstride = max(1, math.ceil(len(devices) / 16))
     ax.set_xticks(np.arange(len(sizes))[::sstride], [fmt_bytes(s) for s in list(sizes)[::sstride]], rotation=30)
     ax.set_yticks(np.arange(len(devices))[::kstride], [_k_formatter(k) for k in list(devices)[::kstride]])
-    ax.set_xlabel("message size")
-    ax.set_ylabel("devices k")
+    ax.set_xlabel("message size (bytes)")
+    ax.set_ylabel("devices k (count)")
     ax.set_title(_wrap(title, fig, 11), fontsize=11, loc="left")
     won = set(np.unique(np.asarray(winner)).tolist())
     ax.legend(
@@ -604,11 +635,16 @@ def step_figure(
     model: Sequence[Mapping[str, Any]] = (),
     size: FigSize = FigSize(),
 ) -> Figure:
-    """Measured step time per k as markers, with the model's T_step line when ``model`` records are given."""
+    """Measured step time per k as markers, with the model's T_step line when ``model`` records are given; the
+    time axis in one unit (the table's median magnitude, as the terminal tables pick it) from zero."""
+    from ..io.render import time_unit
+
     fig = _new_figure(size, 5.5)
     ax = fig.subplots()
     k = _column(measured, k_key)
     t = _column(measured, t_key)
+    f, unit = time_unit(t)
+    t = t / f
     order = np.argsort(k)
     ax.plot(
         k[order],
@@ -623,7 +659,7 @@ def step_figure(
     if model:
         ax.plot(
             _column(model, "devices"),
-            _column(model, "t_step_s"),
+            _column(model, "t_step_s") / f,
             color="C0",
             marker=_marker(len(model)),
             markersize=4,
@@ -631,15 +667,15 @@ def step_figure(
         )
         tc = _column(model, "t_compute_s")
         if np.isfinite(tc).any():
-            ax.plot(_column(model, "devices"), tc, color="C0", linestyle=":", label="model T_compute")
+            ax.plot(_column(model, "devices"), tc / f, color="C0", linestyle=":", label="model T_compute")
     allk = np.concatenate([k, _column(model, "devices")]) if model else k
-    if is_geometric(allk):
+    geometric = is_geometric(allk)
+    if geometric:
         ax.set_xscale("log", base=2)
         _log2_axis(ax.xaxis, _k_formatter)
-    ax.yaxis.set_major_formatter(FuncFormatter(_time_formatter))
     ax.set_ylim(bottom=0)
-    ax.set_xlabel("devices k")
-    ax.set_ylabel("time per step")
+    ax.set_xlabel("devices k (count" + (", log 2)" if geometric else ")"))
+    ax.set_ylabel(f"time per step ({unit})")
     ax.set_title(_wrap(title, fig, 11), fontsize=11, loc="left")
     ax.grid(True, alpha=0.3)
     ax.legend(loc="upper left", fontsize=8)
@@ -715,15 +751,16 @@ def frontier_figure(ans: Any, title: str, size: FigSize = FigSize()) -> Figure:
     ax.scatter(fx, fy, s=22, facecolors="none", edgecolors="black", zorder=4)
     a = ans.answer
     ax_, ay = xy(a)
-    ax.scatter([ax_], [ay], marker="*", s=260, color="crimson", zorder=5, label="answer")
-    ax.annotate(
-        f"answer: {a['strategy']}, k = {a['devices']}, micro-batch {a['batch_per_device']} x accum {a['accum']}",
-        (ax_, ay),
-        textcoords="offset points",
-        xytext=(-12, 24),
-        ha="right",
-        fontsize=9,
+    # what the answer and the runner-up are goes in the legend, never beside the points (where it would cover them
+    # and each other: the runner-up is often the answer's neighbour)
+    ax.scatter(
+        [ax_],
+        [ay],
+        marker="*",
+        s=260,
         color="crimson",
+        zorder=5,
+        label=f"answer: {a['strategy']}, k = {a['devices']}, micro-batch {a['batch_per_device']} x accum {a['accum']}",
     )
     if ans.runner_up is not None:  # drawn over the answer (it is often its neighbour) and named
         r = ans.runner_up
@@ -737,27 +774,22 @@ def frontier_figure(ans: Any, title: str, size: FigSize = FigSize()) -> Figure:
             edgecolors="darkorange",
             linewidths=2,
             zorder=6,
-            label="runner-up",
-        )
-        ax.annotate(
-            f"runner-up: {r['strategy']}, k = {r['devices']}, micro-batch {r['batch_per_device']} x accum {r['accum']}",
-            (rx, ry),
-            textcoords="offset points",
-            xytext=(-12, -26),
-            ha="right",
-            fontsize=9,
-            color="darkorange",
+            label=f"runner-up: {r['strategy']}, k = {r['devices']}, micro-batch {r['batch_per_device']} x accum "
+            f"{r['accum']}",
         )
     ax.set_xscale("log")
     ax.xaxis.set_major_formatter(FuncFormatter(lambda v, _p: f"{v:g}"))
     ax.xaxis.set_minor_formatter(FuncFormatter(lambda v, _p: f"{v:g}" if f"{v:g}"[0] in "235" else ""))
+    ax.yaxis.set_major_locator(MaxNLocator(nbins=8, steps=[1, 2, 5, 10]))  # round ticks: fmt_count shows them
     ax.yaxis.set_major_formatter(FuncFormatter(lambda v, _p: fmt_count(v)))
-    ax.set_xlabel("time to train (days)" if per_run else "step time (s)")
+    ax.set_xlabel("time to train (days, log scale)" if per_run else "step time (s, log scale)")
+    what = "device-seconds per optimizer step (device x s"
     if per_run:
-        ax.set_ylabel("cost" if ans.price is not None else "device-hours")
-    else:
-        ax.set_ylabel("device-seconds per optimizer step")
+        what = "cost (price per device-hour x device-hours" if ans.price is not None else "device-hours (device x h"
+    # the cost axis is zoomed on the configurations (they differ by a few percent): it says where it starts
+    lo = ax.get_ylim()[0]
+    ax.set_ylabel(_axis_label(what + (f"; axis from {fmt_count(lo)}, not 0)" if lo > 0 else ")"), 40))
     ax.grid(True, which="both", alpha=0.3)
-    ax.legend(fontsize=8, loc="best")
+    ax.legend(fontsize=8, loc="upper left", bbox_to_anchor=(1.01, 1.0))
     fig.suptitle(_wrap(title, fig, 11), fontsize=11)
     return fig
