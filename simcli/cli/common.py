@@ -419,6 +419,32 @@ def warn(msg: str) -> None:
         typer.echo(f"simcli: warning: {escape_controls(msg, keep_newlines=False)}", err=True)
 
 
+#: the longest stderr line a warning about a stand-in MFU may be (issue 39)
+MFU_WARNING_CHARS = 160
+
+
+def warn_mfu_fallback(scenarios: Iterable[Any]) -> None:
+    """One stderr line per (profile, model, dtype) whose workload family has no MFU for the device's generation in
+    simcli/io/data/families.yaml (Scenario.mfu_fallback), naming the figure that stands in for it."""
+    seen = set()
+    for sc in scenarios:
+        fb = sc.mfu_fallback
+        key = (sc.profile.name, sc.workload.name, fb and fb["dtype"])
+        if fb is None or key in seen:
+            continue
+        seen.add(key)
+        gen = f"{fb['generation']} GPUs" if fb["generation"] else "an unknown GPU generation"
+        tail = (
+            f": no {fb['family']} MFU for {gen} ({fb['dtype']}) in families.yaml; uses {fb['source']} = "
+            f"{fb['mfu']:g}, a {fb['measured_on']} figure"
+        )
+        head = f"{sc.workload.name} on {sc.profile.name}"
+        room = MFU_WARNING_CHARS - len("simcli: warning: ") - len(tail)
+        if len(head) > room:
+            head = head[: max(room - 3, 0)] + "..."
+        warn(head + tail)
+
+
 #: groups of (profile, message, NCCL's pick, the cheaper pair) one warning names before it says "and N more"
 FASTER_GROUPS = 3
 
