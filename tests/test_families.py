@@ -204,3 +204,13 @@ def test_the_scenario_says_what_stands_in():
     assert b200.achieved_mfu == pytest.approx(0.4)
     assert Scenario(profile=resolve_profile("dgx-h100"), workload=wl).mfu_fallback is None
     assert b200.replace(mfu=0.2).mfu_fallback is None
+
+
+def test_an_error_stays_the_only_line(runner, tmp_path):
+    """The warning is said once the command has answered: a command that fails says its error alone."""
+    path = user_profile(tmp_path)
+    r = run(runner, "plan", "max-devices", "-e", "0.9999", "-k", "2..64", "-m", "resnet50", "-p", path)
+    assert r.exit_code == 1, r.output
+    assert r.stderr.startswith("simcli: error: ") and r.stderr.count("\n") == 1, r.stderr
+    ok = run(runner, "plan", "max-devices", "-e", "0.5", "-k", "1..16", "-m", "resnet50", "-p", path)
+    assert ok.exit_code == 0 and len(fallbacks(ok.stderr)) == 1, ok.output
