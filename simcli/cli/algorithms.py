@@ -6,7 +6,7 @@ from typing import Annotated
 
 from ..comm import collectives, crossover, registry, topology
 from . import options as o
-from .common import emit, examples, handle_errors, new_app, show, warn_nccl_faster
+from .common import emit, examples, handle_errors, new_app, show, warn_mfu_fallback, warn_nccl_faster
 
 __all__ = ["algorithms", "explain"]
 
@@ -164,7 +164,9 @@ def explain(
     o.check_outputs(out)
     if devices < 1:
         raise InputError(f"--devices: {devices} must be at least 1")
-    d = explain_terms(scn.build(), devices)
+    sc = scn.build()
+    warn_mfu_fallback([sc])
+    d = explain_terms(sc, devices)
     warn_nccl_faster(
         ({"profile": d["inputs"]["profile"], "devices": d["devices"], **row} for row in d.get("nccl_faster") or []),
         see="the line 'NCCL's choice' says which" if out.table else "'nccl_faster' says which",

@@ -77,7 +77,11 @@ def handle_errors(fn: F) -> F:
                 warnings.showwarning = _show_warning
                 _check_options(kwargs)
                 State.wide = bool(kwargs.get("wide", False))
-                return fn(*args, **kwargs)
+                _DEFERRED.clear()
+                result = fn(*args, **kwargs)
+            for msg in _DEFERRED:  # warnings about an answer, said once it is given (an error is one line alone)
+                warn(msg)
+            return result
         except SimcliError as e:
             if State.debug:
                 raise
@@ -97,6 +101,8 @@ def handle_errors(fn: F) -> F:
         except KeyboardInterrupt:
             typer.echo("simcli: interrupted", err=True)
             raise typer.Exit(130) from None
+        finally:
+            _DEFERRED.clear()
 
     return wrapper  # type: ignore[return-value]
 
@@ -514,6 +520,38 @@ def warn(msg: str) -> None:
 #: the longest warning line simcli writes on a command's default path (issue 39: the table starts on the first
 #: screen of an 80x24 terminal); the details are in ``explain`` and the records
 WARNING_WIDTH = 160
+
+
+#: warnings a command says after it has answered (handle_errors prints them on success and drops them on an error)
+_DEFERRED: list[str] = []
+
+
+def warn_mfu_fallback(scenarios: Iterable[Any]) -> None:
+    """One stderr line per (profile, model, dtype) whose workload family has no MFU for the device's generation in
+    simcli/io/data/families.yaml (Scenario.mfu_fallback), naming the figure that stands in for it; said when the
+    command has answered, so that an error stays the only line."""
+    seen = set()
+    for sc in scenarios:
+        fb = sc.mfu_fallback
+        key = (sc.profile.name, sc.workload.name, fb and fb["dtype"])
+        if fb is None or key in seen:
+            continue
+        seen.add(key)
+        gen = f"{fb['generation']} GPUs" if fb["generation"] else "an unknown GPU generation"
+        tail = (
+            f": no {fb['family']} MFU for {gen} ({fb['dtype']}) in families.yaml; uses {fb['source']} = "
+            f"{fb['mfu']:g}, a {fb['measured_on']} figure"
+        )
+        head = f"{sc.workload.name} on {sc.profile.name}"
+        room = WARNING_WIDTH - len("simcli: warning: ") - len(tail)
+        if len(head) > room:
+            head = head[: max(room - 3, 0)] + "..."
+        if head + tail not in _DEFERRED:
+            _DEFERRED.append(head + tail)
+
+
+#: groups of (profile, message, NCCL's pick, the cheaper pair) one warning names before it says "and N more"
+FASTER_GROUPS = 3
 
 
 def where_k(ks: Iterable[int], most: int = 4) -> str:

@@ -17,7 +17,7 @@ import typer
 from ..base.types import InputError
 from ..base.units import sig4
 from . import options as o
-from .common import emit, examples, handle_errors, new_app, show, warn
+from .common import emit, examples, handle_errors, new_app, show, warn, warn_mfu_fallback
 
 if TYPE_CHECKING:  # pragma: no cover
     from ..step.engine import Scenario
@@ -175,6 +175,7 @@ def _plan_start(scn: o.ScenarioOptions, out: o.OutputOptions):
     """The scenario, and its --optimizer: the state the memory check counts and the step priced once per update."""
     o.check_outputs(out)
     sc = scn.build()
+    warn_mfu_fallback([sc])
     return sc, sc.optimizer
 
 

@@ -13,7 +13,7 @@ import typer
 from ..base.types import InputError
 from ..base.units import sig4
 from . import options as o
-from .common import emit, examples, handle_errors, show
+from .common import emit, examples, handle_errors, show, warn_mfu_fallback
 from .plan import (
     MinEfficiency,
     PartialNodes,
@@ -126,6 +126,7 @@ def plan_best(
 
     size = o.check_outputs(out, pic, threshold=False)
     sc = scn.build()
+    warn_mfu_fallback([sc])
     B, given_as = PB.parse_global_batch(global_batch, sc.workload.seq_len)
     cap = sc.profile.max_devices or 4096
     k = parse_devices(devices if devices is not None else f"1..{cap}")

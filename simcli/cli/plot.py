@@ -20,7 +20,7 @@ from ..comm.specs import COLLECTIVES
 from ..io import tables as T
 from . import options as o
 from .common import done as _done
-from .common import examples, handle_errors, new_app
+from .common import examples, handle_errors, new_app, warn_mfu_fallback
 
 if TYPE_CHECKING:  # pragma: no cover
     from ..plot.figures import FigSize
@@ -251,7 +251,9 @@ def _speedup_like(
     size = pic.size(output, force, option="--output")
     k = parse_devices(devices)
     with progress(f"drawing {output}"):
-        draw_speedup([simulate(sc, k) for sc in scn.build_all()], output, force, size, pic.threshold, kind=kind)
+        scs = scn.build_all()
+        warn_mfu_fallback(scs)
+        draw_speedup([simulate(sc, k) for sc in scs], output, force, size, pic.threshold, kind=kind)
 
 
 @app.command("speedup", epilog=examples("simcli plot speedup -k 1..64:x2 -p dgx-a100,dgx-h100 -o speedup.png"))

@@ -5,7 +5,7 @@ from __future__ import annotations
 from typing import Annotated, Any
 
 from . import options as o
-from .common import emit, examples, handle_errors, new_app, show, warn, warn_nccl_faster, where_k
+from .common import emit, examples, handle_errors, new_app, show, warn, warn_mfu_fallback, warn_nccl_faster, where_k
 
 app = new_app()
 
@@ -77,6 +77,7 @@ def speedup(
     size = o.check_outputs(out, pic)
     k = parse_devices(devices)
     scs = scn.build_all()
+    warn_mfu_fallback(scs)
     for sc in scs:
         _warn_memory(sc, k)
     shown = k

@@ -214,6 +214,31 @@ class Scenario:
         return float(dev.mfu_for(self.compute_dtype)), src, dev.mfu_at_k
 
     @property
+    def mfu_fallback(self) -> dict[str, Any] | None:
+        """Where the FLOP model prices a workload family with an MFU measured on another: the preset's family
+        (cnn, transformer) differs from the profile's device.mfu_family and simcli/io/data/families.yaml has no
+        figure of that family for the device's generation (None: unknown) and dtype, so device.mfu stands in.
+        None when no stand-in is used (--mfu, --compute-time, a custom workload, or a figure of the family)."""
+        dev = self.profile.device
+        fam = self.workload.family
+        if self.mfu is not None or self.compute_time_s is not None or fam is None:
+            return None
+        measured_on = dev.mfu_family or "transformer"
+        if fam == measured_on or _family_mfu(self.workload, dev, self.compute_dtype) is not None:
+            return None
+        from ..comm.nccl import generation
+
+        mfu, source, _ = self.mfu_choice
+        return {
+            "family": fam,
+            "generation": generation(dev.name),
+            "dtype": self.compute_dtype,
+            "mfu": mfu,
+            "source": source,
+            "measured_on": measured_on,
+        }
+
+    @property
     def reference_k(self) -> int:
         """The device count the compute speed was measured at (its slowest-of-k wait is already in it):
         --compute-time-at-k with --compute-time; the MFU's (family table or device.mfu_at_k) with the FLOP
