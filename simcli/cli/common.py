@@ -550,10 +550,6 @@ def warn_mfu_fallback(scenarios: Iterable[Any]) -> None:
             _DEFERRED.append(head + tail)
 
 
-#: groups of (profile, message, NCCL's pick, the cheaper pair) one warning names before it says "and N more"
-FASTER_GROUPS = 3
-
-
 def where_k(ks: Iterable[int], most: int = 4) -> str:
     """The device counts a warning is about: 'k = 8', 'k = 9, 41, 50' (up to ``most``), else 'k = 8..512 (7 k)'."""
     ks = sorted({int(x) for x in ks})
