@@ -37,6 +37,7 @@ from pathlib import Path
 from typing import Any
 
 from ..base.types import InputError
+from ..io import rules
 from ..io.inputs import read_text
 from .stats import summarize
 
@@ -144,8 +145,10 @@ def _finish(
     warmup: int | None,
     source: str,
     gpus: int | None = None,
+    wheres: list[str] | None = None,
 ) -> list[dict[str, Any]]:
-    """``gpus``: nccl-tests' nGpus (-g), the GPUs one thread launches on; None where the output does not say."""
+    """``gpus``: nccl-tests' nGpus (-g), the GPUs one thread launches on; None where the output does not say.
+    The rows pass through :func:`simcli.io.rules.rows` (``wheres``: each row's file and line, for its messages)."""
     for r in rows:
         r.update(
             {
@@ -158,7 +161,7 @@ def _finish(
                 "gpus_per_process": gpus,
             }
         )
-    return rows
+    return rules.rows(rows, source, wheres)
 
 
 _PLACEMENT = {"out": "out-of-place", "in": "in-place"}
@@ -362,7 +365,8 @@ def parse_text(
     _check_repeats(keys, source)
     coll = coll or "all_reduce"
     k = _world(source, ranks, world_size, rows, coll)
-    return _finish(rows, k, coll, iters, warmup, f"nccl-tests {Path(source).name}", gpus)
+    wheres = [w for _, w in keys]
+    return _finish(rows, k, coll, iters, warmup, f"nccl-tests {Path(source).name}", gpus, wheres)
 
 
 def _num(v: Any, where: str, integer: bool = False) -> float:
@@ -491,4 +495,5 @@ def parse_json(
     k = _world(source, len(devices), world_size, rows, coll)
     gpus = cfg.get("ngpus")
     gpus = None if gpus is None else _num(gpus, f"{source}: config.ngpus", integer=True)
-    return _finish(rows, k, coll, iters, warmup, f"nccl-tests {Path(source).name}", gpus)
+    wheres = [w for _, w in keys]
+    return _finish(rows, k, coll, iters, warmup, f"nccl-tests {Path(source).name}", gpus, wheres)

@@ -65,7 +65,10 @@ def handle_errors(fn: F) -> F:
         from ..base.types import NonFiniteResult
         from ..io.inputs import SkippedFile
         from ..io.output import escape_controls
+        from ..io.rules import SuspiciousInput
 
+        pending: list[str] = []  # a suspicious input's warnings: said once the command has not refused anything
+        failed = False
         try:
             with warnings.catch_warnings(), _signals_as_interrupts():
                 # numpy's overflow/invalid-value warnings never reach stderr: the finiteness gate
@@ -74,11 +77,13 @@ def handle_errors(fn: F) -> F:
                     "ignore", message=r"(overflow|invalid value|divide by zero|underflow) encountered"
                 )
                 warnings.simplefilter("always", SkippedFile)
-                warnings.showwarning = _show_warning
+                warnings.simplefilter("always", SuspiciousInput)
+                warnings.showwarning = functools.partial(_show_warning, pending=pending)
                 _check_options(kwargs)
                 State.wide = bool(kwargs.get("wide", False))
                 return fn(*args, **kwargs)
         except SimcliError as e:
+            failed = True
             if State.debug:
                 raise
             msg = str(e)
@@ -92,15 +97,31 @@ def handle_errors(fn: F) -> F:
         except KeyboardInterrupt:
             typer.echo("simcli: interrupted", err=True)
             raise typer.Exit(130) from None
+        finally:
+            if not failed:  # an error is the one line of a refused input; its warnings would only add noise
+                for msg in dict.fromkeys(pending):
+                    warn(msg)
 
     return wrapper  # type: ignore[return-value]
 
 
 def _show_warning(
-    message: Any, category: Any, filename: str = "", lineno: int = 0, file: Any = None, line: Any = None
+    message: Any,
+    category: Any,
+    filename: str = "",
+    lineno: int = 0,
+    file: Any = None,
+    line: Any = None,
+    pending: list[str] | None = None,
 ) -> None:
     """Every warning raised below the CLI (a skipped file, a library's RuntimeWarning) as one 'simcli: warning:'
-    line on stderr (warnings.showwarning's signature: a ``file`` argument is accepted and ignored)."""
+    line on stderr (warnings.showwarning's signature: a ``file`` argument is accepted and ignored); a suspicious
+    input's (simcli.io.rules.SuspiciousInput) is kept in ``pending`` and said when the command ends."""
+    from ..io.rules import SuspiciousInput
+
+    if pending is not None and isinstance(category, type) and issubclass(category, SuspiciousInput):
+        pending.append(str(message))
+        return
     warn(str(message))
 
 

@@ -33,6 +33,7 @@ __all__ = [
     "tracking",
     "files_read",
     "load_json",
+    "json_decoder",
     "csv_rows",
     "special_kind",
     "MAX_JSON_DEPTH",
@@ -155,13 +156,10 @@ def special_kind(path: str | os.PathLike[str]) -> str | None:
 # --------------------------------------------------------------------------- JSON
 
 
-def load_json(text: str, source: str, hint: str = "") -> Any:
-    """Parse JSON text from a user's file: one line naming ``source`` for a syntax error, a key given twice in
-    one object, nesting deeper than :data:`MAX_JSON_DEPTH`, or an integer of more than :data:`MAX_INT_DIGITS`
-    digits (each checked before Python's parser could recurse or convert without bound)."""
+def json_decoder(source: str) -> Any:
+    """The strict JSON decoder of users' files (a ``json.JSONDecoder``): a key given twice in one object, an integer
+    of more than :data:`MAX_INT_DIGITS` digits, NaN and infinity raise one InputError line naming ``source``."""
     import json
-
-    check_json_depth(text, source)
 
     def pairs(items: list[tuple[str, Any]]) -> dict[str, Any]:
         out: dict[str, Any] = {}
@@ -188,8 +186,16 @@ def load_json(text: str, source: str, hint: str = "") -> Any:
     def constant(name: str) -> Any:
         raise InputError(f"{source}: JSON {name} is not a number; give a finite number")
 
+    return json.JSONDecoder(object_pairs_hook=pairs, parse_int=integer, parse_float=real, parse_constant=constant)
+
+
+def load_json(text: str, source: str, hint: str = "") -> Any:
+    """Parse JSON text from a user's file: one line naming ``source`` for a syntax error, a key given twice in
+    one object, nesting deeper than :data:`MAX_JSON_DEPTH`, or an integer of more than :data:`MAX_INT_DIGITS`
+    digits (each checked before Python's parser could recurse or convert without bound)."""
+    check_json_depth(text, source)
     try:
-        return json.loads(text, object_pairs_hook=pairs, parse_int=integer, parse_float=real, parse_constant=constant)
+        return json_decoder(source).decode(text)
     except InputError:
         raise
     except RecursionError:  # pragma: no cover - the depth check comes first
