@@ -98,11 +98,31 @@ def measurement_rows(text: str, source: str) -> tuple[tuple[str, ...], list[dict
 
     recs = parse_json(text, source) if text.lstrip().startswith("{") else parse_text(text, source)
     rows = [{c: "" if r.get(c) is None else str(csv_value(r[c])) for c in ALLREDUCE_COLUMNS} for r in recs]
+    names = device_names(text)
     return (
         tuple(ALLREDUCE_COLUMNS),
         rows,
-        ["backend: nccl", f"source: nccl-tests output {Path(source).name}, read as 'simcli bench import' would"],
+        ["backend: nccl", f"source: nccl-tests output {Path(source).name}, read as 'simcli bench import' would"]
+        + ([f"devices: {'; '.join(names)}"] if names else []),
     )
+
+
+_DEVICE = re.compile(r"#\s*Rank\s+\d+\s+Group.*?device\s+\d+\s+\[[^\]]*\]\s+(.+?)\s*$")
+
+
+def device_names(text: str) -> list[str]:
+    """The distinct GPU names of an nccl-tests run ('#  Rank ... device 0 [0x07] NVIDIA A100-SXM4-80GB' lines, or
+    the -J report's config.devices[].device_info), in order of first appearance."""
+    found: list[str] = []
+    if text.lstrip().startswith("{"):
+        for m in re.finditer(r'"device_info"\s*:\s*"([^"]{1,80})"', text[: 1 << 20]):
+            found.append(m.group(1))
+    else:
+        for line in text.splitlines()[:4096]:
+            m = _DEVICE.search(line)
+            if m:
+                found.append(m.group(1)[:80])
+    return list(dict.fromkeys(found))
 
 
 def _collective(name: str | None, fallback: str) -> str:

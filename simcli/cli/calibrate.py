@@ -18,6 +18,7 @@ from .measured import (
     MeasuredProfile,
     MinSize,
     Where,
+    hold_to_profile,
     parse_size,
     pct,
     profile_for_measurements,
@@ -176,6 +177,8 @@ def calibrate(
         )
     measured = [m for m in (comm_m, step_m, scale_m) if m is not None]
     base = profile_for_measurements(profile, measured)
+    for m in measured:
+        hold_to_profile(m, base)
     from .progress import progress
 
     fits = ", ".join(

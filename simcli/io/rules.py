@@ -55,6 +55,11 @@ __all__ = [
     "scaling",
     "line_rate",
     "hardware",
+    "strategy",
+    "not_for",
+    "collective_option",
+    "bare_bandwidths",
+    "tier_order",
     "MAX_INT_DIGITS",
 ]
 
@@ -394,6 +399,50 @@ def _one_run(idx: list[int], k: Any, lines: Any, source: str, *cols: Any) -> Non
                 )
 
 
+# --------------------------------------------------------------------------- options
+
+
+#: the collectives nccl-tests measures (its ``*_perf`` binaries, src/), by the names simcli gives them
+NCCL_TESTS_COLLECTIVES = (
+    "all_reduce", "all_gather", "reduce_scatter", "broadcast", "reduce", "all_to_all", "gather", "scatter",
+    "send_recv", "hypercube",
+)  # fmt: skip
+
+
+def not_for(option: str, path: str, what: str, why: str) -> InputError:
+    """The refusal of an option that does not apply to an input (it would be ignored): one line naming both."""
+    return InputError(f"{option}: does not apply to {path} ({what}): {why}; leave {option} out")
+
+
+def collective_option(name: str) -> str:
+    """``--collective``: one of nccl-tests' collectives (nccl-tests' spelling, NCCL's or torch's), by simcli's name."""
+    import re
+
+    key = re.sub(r"_perf(_mpi)?$", "", name.strip().lower()).replace("_", "").replace("-", "")
+    found = {c.replace("_", ""): c for c in NCCL_TESTS_COLLECTIVES}.get(key)
+    if found is None:
+        raise InputError(
+            f"--collective: {name[:40]!r} is not a collective nccl-tests measures; give one of "
+            f"{', '.join(NCCL_TESTS_COLLECTIVES)}"
+        )
+    return found
+
+
+def strategy(path: str, name: str | None, collectives: set[str]) -> None:
+    """``--strategy`` against the collectives a traced step ran: a sharded strategy (ZeRO, FSDP: reduce-scatter and
+    all-gather) on a step that only all-reduces (DDP's buckets) is refused, since it would price another run."""
+    from ..step.strategies import SPECS
+
+    spec = SPECS.get(name or "")
+    if spec is None or spec.timeline == "buckets" or not collectives:
+        return
+    if not collectives & {"all_gather", "reduce_scatter"}:
+        raise InputError(
+            f"--strategy: {name} shards with reduce-scatter and all-gather, but {path}'s steps run only "
+            f"{', '.join(sorted(collectives))} (a DDP step); give --strategy ddp, or leave --strategy out"
+        )
+
+
 # --------------------------------------------------------------------------- physical plausibility
 
 
@@ -489,3 +538,81 @@ def hardware(source: str, profile: Any, *, backend: str | None = None, devices: 
             f"{source}: device: the file's devices are {', '.join(names[:2])}, the profile {profile.name}'s "
             f"{profile.device.name}; give the profile of the hardware that measured it (--profile)"
         )
+
+
+# --------------------------------------------------------------------------- profiles
+
+#: the fastest a NIC can feed a GPU: one PCIe 6.0 x16 slot, 64 GT/s x 16 lanes = 128 GB/s per direction (PCI-SIG,
+#: PCI Express Base Specification 6.0, 2022); a per-device NIC tier faster than that is faster than its host
+PCIE_X16_MAX_BPS = 128e9
+#: an NVLink (or xGMI) tier is at least this many times its NIC per device on every machine simcli ships: DGX A100
+#: 300 GB/s over 25 (12x), DGX H100 450 over 50 (9x), GB200 NVL72 900 over 100 (9x), MI300X 448 over 50 (9x); closer
+#: than 2x is a unit slip (450 Gb/s for 450 GB/s) more often than a machine
+NVLINK_OVER_NIC_MIN = 2.0
+
+
+def bare_bandwidths(data: Any) -> list[str]:
+    """The bandwidths of a profile's YAML (device and network tiers) given as a bare number: ``memory_bandwidth:
+    3.35`` is read as 3.35 B/s; each as 'field: value' (``simcli profiles validate`` refuses them)."""
+    from . import schema as S
+
+    def bare(v: Any) -> bool:
+        if isinstance(v, bool):
+            return False
+        if isinstance(v, (int, float)):
+            return True
+        try:
+            float(str(v).strip())
+        except ValueError:
+            return False
+        return True
+
+    out = []
+    if not isinstance(data, dict):
+        return out
+    device = data.get("device") if isinstance(data.get("device"), dict) else {}
+    for f in S.DEVICE:
+        if f.kind == "quantity" and f.unit == "bandwidth" and f.key in device and bare(device[f.key]):
+            out.append(f"device.{f.key}: {device[f.key]!r}")
+    for i, t in enumerate(data.get("network") or [] if isinstance(data.get("network"), list) else []):
+        if not isinstance(t, dict):
+            continue
+        for f in S.TIER:
+            if f.kind == "quantity" and f.unit == "bandwidth" and f.key in t and bare(t[f.key]):
+                out.append(f"network[{i}].{f.key}: {t[f.key]!r}")
+    return out
+
+
+def tier_order(profile: Any, source: str) -> list[str]:
+    """Warnings for tier orderings no machine has: an NVLink tier slower per device than a network tier outside it,
+    a per-device NIC faster than a PCIe tier of the profile (else than a PCIe 6.0 x16 slot)."""
+    from ..comm.nccl import tier_kind
+    from ..comm.specs import LINK_KIND_SPECS
+
+    hw = {lk.name: lk.hw for lk in LINK_KIND_SPECS}
+    net = list(profile.network)
+    per_dev = []
+    for i, t in enumerate(net):
+        share = 1 if t.per == "device" else (t.size if i == 0 else net[i - 1].size) or 1
+        per_dev.append((i, t, hw.get(tier_kind(t, i), "net"), t.bandwidth_Bps / share))
+    out = []
+    pcie = [b for _, t, h, b in per_dev if h == "pcie"]
+    for i, t, h, b in per_dev:
+        if h != "nvlink":
+            continue
+        for j, u, hu, bu in per_dev[i + 1 :]:
+            if hu == "net" and bu * NVLINK_OVER_NIC_MIN > b:
+                out.append(
+                    f"{source}: network[{i}].bandwidth: {t.name} ({b / 1e9:.4g} GB/s a device) is "
+                    f"{'slower than' if bu > b else 'within 2x of'} the NIC of {u.name} (network[{j}], "
+                    f"{bu / 1e9:.4g} GB/s); every machine's NVLink is 9-12x its NIC: is it in Gb/s?"
+                )
+                break
+    limit, what = (min(pcie), "the profile's PCIe") if pcie else (PCIE_X16_MAX_BPS, "a PCIe 6.0 x16 slot")
+    for i, t, h, b in per_dev:
+        if h == "net" and t.per == "device" and b > limit:
+            out.append(
+                f"{source}: network[{i}].bandwidth: {t.name}'s NIC ({b / 1e9:.4g} GB/s a device) is faster than "
+                f"{what} ({limit / 1e9:.4g} GB/s) that feeds it; is it in GB/s where Gb/s was meant?"
+            )
+    return out
