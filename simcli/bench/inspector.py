@@ -216,6 +216,10 @@ def parse_prometheus(text: str, source: str) -> list[dict[str, Any]]:
         k = labels.get("nranks", labels.get("n_ranks"))
         if k is None:
             raise InputError(f"{where}: label 'nranks' (or 'n_ranks') missing: the communicator's size")
+        for name, kind in (("rank", "rank"), ("coll_sn", "seq"), ("n_nodes", "nodes")):  # each sample's numbers
+            if name in labels:
+                rules.number(labels[name], where, name, kind)
+        rules.number(k, where, "nranks", "ranks")
         key = (labels["comm_id"], labels["rank"], labels["coll_sn"], labels["collective"])
         rec = recs.setdefault(key, {"labels": labels, "where": where, "nranks": k})
         if field in rec:
