@@ -568,7 +568,8 @@ def test_every_reader_takes_a_mutated_file_whole_or_refuses_it_in_one_line(runne
     f = tmp_path / good.name
     f.write_text(_mutate(good.read_text(), data))
     r = runner.invoke(app, [str(f) if a == "FILE" else a for a in cmd])
-    assert "Traceback" not in r.output and r.exception is None or isinstance(r.exception, SystemExit), r.output
+    assert "Traceback" not in r.output, r.output
+    assert r.exception is None or isinstance(r.exception, SystemExit), repr(r.exception)
     if r.exit_code == 2:
         lines = [x for x in r.stderr.splitlines() if x.strip()]
         assert len(lines) == 1 and lines[0].startswith("simcli: error:"), r.stderr

@@ -181,7 +181,7 @@ def _finish(
                 "gpus_per_process": gpus,
             }
         )
-    return rules.rows(rows, source, wheres)
+    return rules.rows(rows, "" if wheres else source, wheres)
 
 
 _PLACEMENT = {"out": "out-of-place", "in": "in-place"}

@@ -262,9 +262,10 @@ def _consistent(where: str, n: Any, t: Any, k: Any, coll: Any, alg: Any, bus: An
 def rows(records: Sequence[dict[str, Any]], source: str, lines: Sequence[Any] | None = None) -> list[dict[str, Any]]:
     """Every record of a measured collective table checked: bytes, world_size, time_s, algbw_GBps and busbw_GBps in
     range, and the bandwidths consistent with size and time (algbw = bytes / time; busbw = algbw x factor(k)).
-    Returns the records (the readers return what this returns)."""
+    ``lines``: where each record is, after ``source`` (or in full, with ``source`` ""). Returns the records (the
+    readers return what this returns)."""
     for i, r in enumerate(records):
-        where = f"{source}: {lines[i]}" if lines is not None else f"{source}: row {i + 1}"
+        where = (f"{source}: " if source else "") + (str(lines[i]) if lines is not None else f"row {i + 1}")
         if r.get("bytes") is not None:
             r["bytes"] = number(r["bytes"], where, "bytes", "bytes")
         if r.get("world_size") is not None:
