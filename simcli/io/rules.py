@@ -14,12 +14,18 @@ rules whichever format it came in:
 * **consistency** (:func:`rows`): algbw = size / time and busbw = algbw x the collective's factor (nccl-tests
   doc/PERFORMANCE.md), within what two printed decimals round (:data:`BW_REL`, :data:`BW_ABS_GBPS`);
   (:func:`steps`) a step longer than zero and each collective shorter than :data:`STEP_CEILING` x its step;
-  (:func:`scaling`) efficiency S(k)/k at most 1 (:data:`EFFICIENCY_NOISE` above it is a warning), speedup and
-  throughput that say the same, one global batch where the accumulation changes with k.
+  (:func:`scaling`) efficiency S(k)/k at most 1 (up to :data:`EFFICIENCY_NOISE` above it is a warning), speedup
+  and throughput that say the same, a ``global_batch`` column of k x batch x accum; a global batch that changes
+  between rows of a run whose accumulation changes with k is a warning (DeepLearningExamples' published BERT
+  tables do that between one node and more).
 * **physical plausibility** (:func:`line_rate`): a measured bus bandwidth above :data:`IN_NETWORK_CEILING` x the
   line rate of the slowest link its ranks span is refused as a unit slip (us for ms, GB for Gb) or a file of
   other hardware; above 1 x that line rate it is a warning. :func:`hardware` warns where a file's device names
   or backend contradict the profile.
+* **options** (:func:`not_for`, :func:`collective_option`, :func:`strategy`): an option that does not apply to an
+  input is refused, not ignored.
+* **profiles** (:func:`bare_bandwidths`, :func:`tier_order`): ``simcli profiles validate`` refuses a bandwidth
+  without its unit and warns on tier orderings no machine has.
 
 What is impossible is an :class:`~simcli.base.types.InputError` (exit 2, one line naming the file, line or
 field, the value and the fix); what is only suspicious is a :class:`SuspiciousInput` warning (one stderr line
