@@ -218,11 +218,11 @@ def apply_rules(m: Measured) -> None:
             scale = 1.0 if tcol == "time_s" else 1e-6
             recs = [
                 {
-                    "world_size": r.get(kcol) or None,
-                    "bytes": r.get("bytes") or None,
-                    "time_s": float(r[tcol]) * scale if (r.get(tcol) or "").strip() else None,
-                    "algbw_GBps": (r.get(f"algbw{suffix}_GBps") or None),
-                    "busbw_GBps": (r.get(f"busbw{suffix}_GBps") or None),
+                    "world_size": _cell(r.get(kcol)),
+                    "bytes": _cell(r.get("bytes")),
+                    "time_s": float(r[tcol]) * scale if _looks_numeric((r.get(tcol) or "").strip()) else None,
+                    "algbw_GBps": _cell(r.get(f"algbw{suffix}_GBps")),
+                    "busbw_GBps": _cell(r.get(f"busbw{suffix}_GBps")),
                     "collective": (r.get("collective") or "all_reduce").strip().lower().replace("-", "_"),
                 }
                 for r in m.rows
@@ -250,6 +250,12 @@ def apply_rules(m: Measured) -> None:
                 tuple(v for v in r.values() if (v or "").strip() and not _looks_numeric(v.strip())) for r in m.rows
             ],
         )
+
+
+def _cell(v: str | None) -> str | None:
+    """A numeric cell for the rules, or None: a cell that is not a number is named later, where it is read."""
+    v = (v or "").strip()
+    return v if v and _looks_numeric(v) else None
 
 
 def _looks_numeric(cell: str) -> bool:
