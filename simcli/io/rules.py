@@ -223,15 +223,18 @@ def calls(found: Sequence[Mapping[str, Any]], source: str) -> None:
         if scoped:
             present.setdefault(comm, set()).add(rank)
             size[comm] = k
+    short = []
     for comm, ranks in present.items():
         k = size[comm]
         if len(ranks) < k:
             missing = sorted(set(range(min(k, 1 << 16))) - ranks)
             shown = ", ".join(map(str, missing[:4])) + (", ..." if len(missing) > 4 else "")
-            suspicious(
-                f"{source}: ranks: {len(ranks)} of communicator {comm}'s {k} ranks have records (missing {shown}); "
-                "a collective's time is its slowest rank's, which may be a missing one: give every rank's file"
-            )
+            short.append(f"{len(ranks)} of communicator {comm}'s {k} (missing {shown})")
+    if short:  # one line for the input, however many communicators
+        suspicious(
+            f"{source}: ranks: records of {'; '.join(short[:3])}{'; ...' if len(short) > 3 else ''}; a "
+            "collective's time is its slowest rank's, which may be a missing one: give every rank's file"
+        )
 
 
 # --------------------------------------------------------------------------- rows: a measured table's consistency
