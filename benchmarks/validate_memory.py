@@ -94,7 +94,9 @@ def zero_limits() -> None:
 
         def state(p: float) -> float:
             return float(
-                M.per_device(r["strategy"], np.array([k]), params=p, units=48, param_bytes=2, grad_bytes=2).state[0]
+                M.per_device(
+                    r["strategy"], np.array([k]), params=p, units=48, param_bytes=2, grad_bytes=2, optimizer="adam"
+                ).state[0]
             )
 
         lo, hi = 1e6, 1e13

@@ -24,6 +24,12 @@ chunk times: (measured - the modelled time without its fill) / one chunk time; t
 
 ``--textbook`` adds the previous release's model beside it: the textbook ring (2(k-1) steps, each at the
 slowest spanned tier's latency) on the same profiles.
+
+``--write-errors`` writes simcli/comm/error_table.py again (and prints nothing else): every point of every curve
+above as r = t_pred/t_meas with its kind (transport, past NCCL's node, size band, NCCL's algorithm family;
+simcli.comm.bands.point_kinds), the curves it comes from and the git commit it was written at. ``simcli comm``'s
+band is read from it (docs/nccl.md#how-sure); tests/test_bands.py fails when the model moves and the table was not
+written again.
 """
 
 from __future__ import annotations
@@ -38,8 +44,9 @@ ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 
 from simcli.answers.validate import SIZE_BANDS  # noqa: E402
+from simcli.comm import bands as B  # noqa: E402
 from simcli.comm import collectives as C  # noqa: E402
-from simcli.comm import nccl, nccl_choice, topology  # noqa: E402
+from simcli.comm import nccl, nccl_choice, rccl, topology  # noqa: E402
 from simcli.io.profiles import resolve_profile  # noqa: E402
 
 PUB = ROOT / "validation" / "published"
@@ -63,6 +70,8 @@ CASES = [  # file, system column value (or None), profile, algorithm
     ("nccl-allreduce-16xA100-2node-aws-p4de-efa.csv", None, "aws-p4de", "nccl"),
     # 8 AWS p5 (64 H100 on EFA), one 4 GiB point quoted in NVIDIA/nccl#1112, held out (2026-12-02): past two EFA nodes
     ("nccl-allreduce-64xH100-8node-aws-p5-efa.csv", None, "aws-p5", "nccl"),
+    # one MI300X node on RCCL (issue 37): AMD's library, its tuning model 5 and MSCCL's all-pairs kernels
+    ("rccl-allreduce-8xMI300X-1node.csv", None, "mi300x", "nccl"),
 ]
 #: curves whose miss is known and named in docs/nccl.md: in every table and median, but not in the percentiles
 #: that simcli check's default tolerance is read from
@@ -81,6 +90,95 @@ def _measured(r: dict[str, str]) -> float:
     return n * 2 * (k - 1) / k / (float(r["busbw_GBps"]) * 1e9)
 
 
+def _priced(path: Path, system: str | None, prof: str, alg: str, ll128_net: bool = True):
+    """(profile, k, n, measured time, simcli's prediction) of one curve's points of 1 KiB and up."""
+    p = resolve_profile(prof)
+    if not ll128_net and p.nccl is not None:  # issue 21's open question: LL128 not across the network
+        import dataclasses
+
+        p = dataclasses.replace(p, nccl=dataclasses.replace(p.nccl, ll128_net=False))
+    rs = [r for r in _rows(path) if (system is None or r.get("system") == system) and float(r["bytes"]) >= 1024]
+    k = np.array([int(r["devices"]) for r in rs])
+    n = np.array([float(r["bytes"]) for r in rs])
+    t = np.array([_measured(r) for r in rs])
+    g = int(rs[0].get("gpus_per_process") or 1)  # nccl-tests' -g: one process launching on g GPUs
+    return p, k, n, t, C.collective(p, alg, k, n, "all_reduce", None, g)
+
+
+def error_rows() -> tuple[list[tuple], list[tuple]]:
+    """(curves, rows) of simcli/comm/error_table.py: each curve as (file, system, profile, algorithm, points), each
+    point as (curve's index, devices, bytes, transport, past NCCL's node, size band, family, t_pred/t_meas)."""
+    curves, rows = [], []
+    for f, system, prof, alg in CASES:
+        p, k, n, t, pred = _priced(PUB / f, system, prof, alg)
+        transport, nodes, band, family = B.point_kinds(p.network, k, n, pred.algorithm, pred.protocol)
+        ratio = pred.time / t
+        for i in range(k.size):
+            b = B.SIZE_BANDS[int(band[i])][0]
+            rows.append(
+                (
+                    len(curves),
+                    int(k[i]),
+                    int(n[i]),
+                    str(transport[i]),
+                    bool(nodes[i]),
+                    b,
+                    str(family[i]),
+                    float(ratio[i]),
+                )
+            )
+        curves.append((f, system, prof, alg, int(k.size)))
+    return curves, rows
+
+
+def _commit() -> str:
+    """The commit checked out, with '+changes' where the tree has uncommitted changes (the model being changed)."""
+    import subprocess
+
+    try:
+        head = subprocess.run(["git", "rev-parse", "HEAD"], cwd=ROOT, capture_output=True, text=True, check=True)
+        dirty = subprocess.run(["git", "status", "--porcelain"], cwd=ROOT, capture_output=True, text=True, check=True)
+    except (OSError, subprocess.CalledProcessError):
+        return "unknown (no git)"
+    return head.stdout.strip() + ("+changes" if dirty.stdout.strip() else "")
+
+
+def _lit(row: tuple) -> str:
+    """A tuple as ruff formats it: strings in double quotes."""
+    return "(" + ", ".join(f'"{v}"' if isinstance(v, str) else repr(v) for v in row) + ")"
+
+
+def error_table_source(curves: list[tuple], rows: list[tuple], commit: str) -> str:
+    """The text of simcli/comm/error_table.py."""
+    lines = [
+        '"""Every point of the published nccl-tests all-reduce curves benchmarks/validate_nccl.py prices, as',
+        "r = t_pred / t_meas with its kind (simcli.comm.bands.point_kinds). Written by",
+        "`python benchmarks/validate_nccl.py --write-errors`; never edit it by hand (tests/test_bands.py prices the",
+        'curves again and fails where this table and the model part)."""',
+        "",
+        "#: the git commit checked out when this table was written ('+changes': with uncommitted changes)",
+        f'COMMIT = "{commit}"',
+        "#: the curves: file under validation/published/, its system column's value, profile, algorithm, points",
+        "CURVES = (",
+        *(f"    {_lit(c)}," for c in curves),
+        ")",
+        "#: the fields of each row of ROWS (curve: an index into CURVES)",
+        'FIELDS = ("curve", "devices", "bytes", "transport", "past_node", "size_band", "family", "ratio")',
+        "ROWS = (",
+        *(f"    {_lit(r)}," for r in rows),
+        ")",
+        "",
+    ]
+    return "\n".join(lines)
+
+
+def write_errors() -> Path:
+    curves, rows = error_rows()
+    out = ROOT / "simcli" / "comm" / "error_table.py"
+    out.write_text(error_table_source(curves, rows, _commit()), encoding="utf-8")
+    return out
+
+
 def main(verbose: bool = False, textbook: bool = False, ll128_net: bool = True, extra: str | None = None) -> list[dict]:
     out = []
     cases = [(PUB / f, s, p, a) for f, s, p, a in CASES]
@@ -92,30 +190,25 @@ def main(verbose: bool = False, textbook: bool = False, ll128_net: bool = True, 
         + (f" {'textbook':>10s}" if textbook else "")
     )
     for path, system, prof, alg in cases:
-        name = path.name
-        p = resolve_profile(prof)
-        if not ll128_net and p.nccl is not None:  # issue 21's open question: LL128 not across the network
-            import dataclasses
-
-            p = dataclasses.replace(p, nccl=dataclasses.replace(p.nccl, ll128_net=False))
-        rs = [r for r in _rows(path) if (system is None or r.get("system") == system) and float(r["bytes"]) >= 1024]
-        k = np.array([int(r["devices"]) for r in rs])
-        n = np.array([float(r["bytes"]) for r in rs])
-        t = np.array([_measured(r) for r in rs])
-        g = int(rs[0].get("gpus_per_process") or 1)  # nccl-tests' -g: one process launching on g GPUs
-        pred = C.collective(p, alg, k, n, "all_reduce", None, g)
-        prs = nccl.pairs(
-            p.network,
-            nccl_choice.nccl_spec(p),
-            k,
-            topology.tier_bandwidth(p.network, k),
-            "all_reduce",
-            None if alg == "nccl" else [alg],
-        )
-        tuner = np.min(np.stack([pr.cost(n)[1] for pr in prs]), axis=0)
+        p, k, n, t, pred = _priced(path, system, prof, alg, ll128_net)
+        if p.library == "rccl":  # RCCL's own tuner (simcli.comm.rccl): its estimate of the pair it picks
+            rps = rccl.pairs(
+                p.network, nccl_choice.nccl_spec(p), k, topology.tier_bandwidth(p.network, k), "all_reduce"
+            )
+            tuner = np.min(np.stack([pr.tuner_lat + n / (bw * corr(n)) for pr, bw, corr in rps]), axis=0)
+        else:
+            prs = nccl.pairs(
+                p.network,
+                nccl_choice.nccl_spec(p),
+                k,
+                topology.tier_bandwidth(p.network, k),
+                "all_reduce",
+                None if alg == "nccl" else [alg],
+            )
+            tuner = np.min(np.stack([pr.cost(n)[1] for pr in prs]), axis=0)
         err, err_t = pred.time / t - 1, tuner / t - 1
         err_old = C.allreduce("ring", p.network, k, n).time / t - 1 if textbook else None
-        label = name.replace(".csv", "") + (f" [{system}]" if system else "")
+        label = B.curve_label(path.name, system)
         for band, lo, hi in BANDS:
             m = (n > lo) & (n <= hi)
             if not m.any():
@@ -186,6 +279,8 @@ def main(verbose: bool = False, textbook: bool = False, ll128_net: bool = True, 
     return out
 
 
-if __name__ == "__main__":
+if __name__ == "__main__" and "--write-errors" in sys.argv:
+    print(f"wrote {write_errors().relative_to(ROOT)}")
+elif __name__ == "__main__":
     ex = sys.argv[sys.argv.index("--extra") + 1] if "--extra" in sys.argv else None
     main("-v" in sys.argv, "--textbook" in sys.argv, "--ll128-net-off" not in sys.argv, ex)

@@ -2,6 +2,7 @@
 
 import csv
 import io
+import itertools
 import json
 import subprocess
 import sys
@@ -388,3 +389,98 @@ def test_shell_completion_is_offered_and_completes_commands_and_options(runner):
     env.update(COMP_CWORD="2", COMP_WORDS="simcli speedup --gra")
     done = subprocess.run([exe], env=env, capture_output=True, text=True)
     assert set(done.stdout.split()) == {"--grad-dtype"}, done
+
+
+# --------------------------------------------------------------------------- help and completion (issue 39)
+
+
+def _commands():
+    """Every command and group of the application, as (path, click command), the root first."""
+    import typer
+
+    root = typer.main.get_command(app)
+    out, todo = [], [((), root)]
+    while todo:
+        path, cmd = todo.pop(0)
+        out.append((path, cmd))
+        for name, sub in sorted(getattr(cmd, "commands", {}).items()):
+            if not sub.hidden:
+                todo.append(((*path, name), sub))
+    return root, out
+
+
+def _parse(root, argv: list[str]):
+    """Parse ``argv`` as the shell would pass it to simcli, down to the command, without running it (a usage error
+    raises): options that exist, values of the right type, required arguments given."""
+    cmd, ctx = root, root.make_context("simcli", list(argv))
+    while hasattr(cmd, "commands"):
+        rest = [*getattr(ctx, "_protected_args", getattr(ctx, "protected_args", [])), *ctx.args]
+        name, cmd, args = cmd.resolve_command(ctx, rest)
+        ctx = cmd.make_context(name, args, parent=ctx)
+    return cmd
+
+
+def test_every_help_ends_with_examples_that_parse_and_names_what_each_option_takes(runner):
+    """All 32 help screens: one or two '$ simcli ...' examples at the end (one shared epilog helper), each a command
+    line that parses; every option's metavar says what it takes (no '<str>', TEXT, '<int>' or '<float>')."""
+    import re
+    import shlex
+
+    root, cmds = _commands()
+    assert len(cmds) >= 32
+    for path, cmd in cmds:
+        r = runner.invoke(app, [*path, "--help"], env={"COLUMNS": "80"})
+        assert r.exit_code == 0, (path, r.output)
+        lines = [ln for ln in r.stdout.splitlines() if ln.strip()]
+        assert max(len(ln) for ln in lines) <= 80, path
+        tail = list(itertools.takewhile(lambda ln: ln.startswith("    $ simcli "), reversed(lines)))
+        assert 1 <= len(tail) <= 2 and lines[-len(tail) - 1].strip() in ("Example:", "Examples:"), (path, lines[-4:])
+        for ex in tail:
+            argv = shlex.split(ex.strip()[len("$ simcli ") :])
+            assert argv[: len(path)] == list(path) or path == (), (path, ex)  # a group's example runs one of its own
+            found = _parse(root, argv)
+            assert found is cmd or hasattr(cmd, "commands"), (path, ex, found.name)  # a command's example: itself
+        bad = re.findall(r"<(?:str|int|float|list)[^>]*>|\bTEXT\b|\bINTEGER\b|\bFLOAT\b", r.stdout)
+        assert not bad, (path, bad)
+    opts = runner.invoke(app, ["speedup", "--help"]).stdout
+    for shown in ("--devices K-RANGE", "--profile PROFILE", "--model MODEL", "--workload FILE", "--accum N"):
+        assert shown in opts
+    assert "--size SIZES" in runner.invoke(app, ["comm", "--help"]).stdout
+
+
+def test_a_bad_example_would_not_parse():
+    """The parse the help test uses refuses what the shell would refuse (so the test above can fail)."""
+    root, _ = _commands()
+    assert _parse(root, ["speedup", "-k", "1..8"]).name == "speedup"
+    for argv in (["speedup", "--no-such-option"], ["explain", "-k", "eight"], ["check"], ["plan", "nothing"]):
+        with pytest.raises(Exception):
+            _parse(root, argv)
+
+
+def test_completion_offers_profile_and_model_names(tmp_path):
+    import os
+    from pathlib import Path
+
+    from simcli.cli.options import complete_model, complete_profile
+
+    exe = str(Path(sys.executable).with_name("simcli"))
+
+    def complete(words: str) -> list[str]:
+        env = {**os.environ, "_SIMCLI_COMPLETE": "complete_bash", "COMP_WORDS": words}
+        env["COMP_CWORD"] = str(len(words.split()) - 1)
+        return subprocess.run([exe], env=env, capture_output=True, text=True, cwd=tmp_path).stdout.split()
+
+    assert {"dgx-h100", "dgx-a100"} <= set(complete("simcli speedup --profile dgx"))
+    assert all(x.startswith("dgx") for x in complete("simcli speedup --profile dgx"))
+    assert {"llama2-7b", "llama2-70b"} <= set(complete("simcli explain -m llama2"))
+    assert "dgx-h100" in complete("simcli profiles show dgx-h")
+    assert complete("simcli compare -p dgx-a100,dgx-h1") == ["dgx-a100,dgx-h100"]
+    # profile files: those on the search path by name (list_profiles), and YAML files by path
+    (tmp_path / "my-cluster.yaml").write_text("name: x\n")
+    cwd = os.getcwd()
+    try:
+        os.chdir(tmp_path)
+        assert complete_profile("my-") == ["my-cluster.yaml"]
+    finally:
+        os.chdir(cwd)
+    assert complete_model("resnet") == ["resnet50"] or "resnet50" in complete_model("resnet")

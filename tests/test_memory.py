@@ -17,12 +17,12 @@ from simcli.step import memory
 
 P = 124_439_808  # GPT-2 small
 K8 = np.array([8])
-KW = dict(params=P, units=12, param_bytes=2, grad_bytes=4)
+KW = dict(params=P, units=12, param_bytes=2, grad_bytes=4, optimizer="adamw")
 
 
 def test_bytes_per_param_by_part():
     """ZeRO's accounting with a 16-bit param dtype: 2 + fp32 master 4; fsdp keeps the fp32 shard only."""
-    assert memory.bytes_per_param("ddp", param_bytes=2, grad_bytes=4) == {
+    assert memory.bytes_per_param("ddp", param_bytes=2, grad_bytes=4, optimizer="adamw") == {
         "weights": 2,
         "master": 4,
         "grads": 4,
@@ -79,7 +79,7 @@ def test_memory_ordered_ddp_zero1_zero2_fsdp(k, params, units, pdt, gdt, act):
     """k >= 2, at least 5 units: each more sharded strategy needs no more (zero1 and zero2's buckets stop at 5e8
     elements; below that they hold a copy as ddp's buckets do; at k = 2 fsdp's gathered units can weigh what zero2's
     unsharded weights do: 10e9 fp32 parameters in 5 units tie)."""
-    kw = dict(params=params, units=units, param_bytes=pdt, grad_bytes=gdt, activations=act)
+    kw = dict(params=params, units=units, param_bytes=pdt, grad_bytes=gdt, optimizer="adamw", activations=act)
     t = [float(memory.per_device(s, np.array([k]), **kw).total[0]) for s in ("ddp", "zero1", "zero2", "fsdp")]
     assert t[0] >= t[1] > t[2] >= t[3]
 
@@ -138,3 +138,22 @@ def _scenario(strategy):
     from simcli.step.engine import Scenario
 
     return Scenario(profile=resolve_profile("dgx-h100"), workload=build_workload(model="llama2-7b"), strategy=strategy)
+
+
+@pytest.mark.parametrize("optimizer", ["sgd", "adamw", "sgd-momentum"])
+def test_the_memory_warning_and_the_records_count_the_same_optimizer_state(optimizer):
+    """issue 41: the warning on stderr and the records' memory_bytes come from the scenario's --optimizer (the
+    warning once counted Adam's state whatever --optimizer said: 151.2 GB for sgd, whose records said 97.3)."""
+    import re
+
+    args = ["speedup", "-p", "dgx-h100", "-m", "llama2-7b", "-k", "8", "--optimizer", optimizer, "-f", "json"]
+    r = CliRunner().invoke(app, args)
+    assert r.exit_code == 0, r.output
+    rec = json.loads(r.stdout)[0]
+    warned = re.search(r"ddp .*needs ([\d.]+) GB per device", r.stderr)
+    assert warned, r.stderr  # 7B with ddp does not fit 80 GB with any of these optimizers
+    assert float(warned.group(1)) * 1e9 == pytest.approx(rec["memory_bytes"], rel=5e-4)
+    sc = _scenario("ddp")
+    state = memory.OPTIMIZER_STATE_BYTES[optimizer] - memory.OPTIMIZER_STATE_BYTES[sc.optimizer]
+    expected = memory.for_scenario(sc, [8]).total[0] + state * sc.workload.params
+    assert rec["memory_bytes"] == pytest.approx(expected, rel=1e-9)

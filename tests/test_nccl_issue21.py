@@ -159,7 +159,9 @@ def test_speedup_explain_and_comm_say_it_once_on_stderr(tmp_path, runner):
     r = runner.invoke(app, ["speedup", "-m", "bert-large", "-p", prof, "-k", "64..1024:x2", "-f", "json"])
     assert r.exit_code == 0, r.output
     lines = [x for x in r.stderr.splitlines() if "NCCL's own choice" in x]
-    assert len(lines) == 1 and "NCCL_ALGO=Tree NCCL_PROTO=LL128" in lines[0] and "nvls-tree/simple" in lines[0]
+    # one short line (issue 39: the table starts on the first screen) naming the k and where the details are
+    assert len(lines) == 1 and len(lines[0]) <= 160 and "k = 64, 128, 256, 512" in lines[0]
+    assert "'simcli explain -k 64' says which" in lines[0]
     r = runner.invoke(app, ["explain", "-k", "512", "-m", "bert-large", "-p", prof, "-f", "json"])
     d = json.loads(r.stdout)
     assert d["nccl_faster"] and d["nccl_faster"][0]["setting"] == "NCCL_ALGO=Tree NCCL_PROTO=LL128"
@@ -282,7 +284,7 @@ def test_the_speedup_warning_speaks_of_every_k_asked_for_not_only_the_rows_shown
     from simcli.step.notes import nccl_faster
 
     assert where_k([50, 9, 42, 9]) == "k = 9, 42, 50" and where_k([8]) == "k = 8"
-    assert where_k(range(8, 520, 72)) == "k = 8..512 (8 device counts)"
+    assert where_k(range(8, 520, 72)) == "k = 8..512 (8 k)"
     ks = np.arange(1, 65)
     named = {r["devices"] for r in nccl_faster(simulate(ScenarioOptions().build(), ks))}
     assert len(named) >= 2  # dgx-h100's default model: NCCL's pick is not its cheapest at some k

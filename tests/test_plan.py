@@ -241,16 +241,18 @@ def test_time_to_train_infeasible_and_bad_input(two_tier):
 
 @pytest.mark.parametrize("param_dtype, per_param", [("bf16", 22), ("fp32", 20)])
 def test_memory_check_reads_the_one_memory_model(two_tier, param_dtype, per_param):
-    """ddp with adam: weights + fp32 master (16-bit weights only) + fp32 gradients + 8 + DDP's bucket copy."""
+    """ddp with the scenario's optimizer (adamw: 8 B of state): weights + fp32 master (16-bit weights only) + fp32
+    gradients + 8 + DDP's bucket copy; the state follows the scenario's --optimizer (sgd: none)."""
     sc = scenario(two_tier, param_dtype=param_dtype, workload=wl(params=7e9))
     m = P.training_memory(sc, [8])
     assert m.to_dict()["bytes_per_param"] == pytest.approx(per_param) and m.fits is False
-    assert P.training_memory(sc, [8], "sgd").to_dict()["bytes_per_param"] == pytest.approx(per_param - 8)
+    sgd = P.training_memory(sc.replace(optimizer="sgd"), [8]).to_dict()
+    assert sgd["bytes_per_param"] == pytest.approx(per_param - 8) and sgd["optimizer"] == "sgd"
     assert P.training_memory(scenario(two_tier, workload=wl(params=1e9)), [8]).fits is True
     nomem = make_profile(Tier("net", 10e9, 1e-5), memory=None)
     assert P.training_memory(scenario(nomem), [8]).fits is None
     with pytest.raises(InputError, match="--optimizer"):
-        P.training_memory(sc, [8], "lion")
+        P.training_memory(sc.replace(optimizer="lion"), [8])
 
 
 # --------------------------------------------------------------------------- the command line

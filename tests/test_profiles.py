@@ -36,6 +36,10 @@ BUILTINS = {
     "dgx-b200",
     "gb200-nvl72",
     "mi300x",
+    "mi300x-roce",
+    "mi325x",
+    "mi355x",
+    "gcp-a3-mega",
     "l40s-pcie",
     "cpu-loopback",
 }

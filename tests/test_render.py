@@ -156,3 +156,118 @@ def test_other_tables_keep_their_answer_whole_at_80(args, answer):
         assert name in heads, (args, heads)
         j = heads.index(name)
         assert all(row[j] and "…" not in row[j] for row in rows), (args, name)
+
+
+# --------------------------------------------------------------------------- every table at 80 columns (issue 39)
+
+#: (command, the key columns that carry the answer (a header, or 'a|b' for a header and its short form), text the
+#: rows must show whole, the columns left out at 80 in the order the line names them)
+NARROW = [
+    (
+        "explain -k 64",
+        ["tier", "latency term|latency", "bandwidth term|bandwidth"],
+        ["nvlink", "infiniband"],
+        ["link B"],
+    ),
+    (
+        "plan best -m gpt2 -p dgx-h100 --global-batch 512 --tokens 1e10 --devices 8..64:x2 --strategy ddp,fsdp "
+        "--price-per-device-hour 2.5",
+        ["strategy", "k", "samples/s", "days", "cost"],
+        ["answer"],
+        ["mem GB", "device-h"],
+    ),
+    (
+        "plan max-devices --min-efficiency 0.9 --profile dgx-h100 --model llama2-7b --algorithm auto --partial-nodes",
+        ["from k", "to k", "E crosses", "E(to k)"],
+        ["falls below", "rises to"],
+        [],
+    ),
+    (
+        "plan time-to-train --model gpt2 --tokens 1e10 --profile dgx-h100 --devices 8..64:x2 "
+        "--price-per-device-hour 2.5",
+        ["k", "E(k)", "time", "cost"],
+        ["cheapest", "fastest"],
+        [],
+    ),
+    ("compare -p dgx-h100,dgx-a100 -k 8,64", ["k", "profile", "step ms", "S(k)", "gain"], ["dgx-a100"], ["comm ms"]),
+    (
+        "check validation/published/nccl-allreduce-16xH100-2node-ib400x8.csv -p dgx-h100",
+        ["k", "size", "meas/exp", "verdict"],
+        ["16 GiB", "OK"],
+        ["busbw expected GB/s", "limiting tier", "NCCL's choice"],
+    ),
+    (
+        "validate validation/published/nccl-allreduce-8xA100-nvswitch.csv --profile dgx-a100",
+        ["k", "size", "measured µs|meas µs", "predicted µs|pred µs", "error", "group"],
+        ["16 GiB"],
+        [],
+    ),
+    (
+        "validate measurements/kineto-ddp-gloo-cpu -p cpu-loopback --params 786432 --batch-per-device 64",
+        ["term", "error", "collective", "time ms", "exposed ms"],
+        ["exposed communication", "all_reduce"],
+        [],
+    ),
+    ("algorithms", ["size \\ k", "2", "1024", "k", "crossover size", "fastest changes"], ["nvlst"], ["k = 512"]),
+    ("profiles show dgx-h100", [], ["network[0].name", "nvlink", "nccl.version", "2.20.3"], []),
+]
+
+
+def _heads(text: str) -> list[str]:
+    return [c.strip() for line in text.splitlines() if "┃" in line for c in line.split("┃")]
+
+
+@pytest.mark.parametrize("command, keys, shown, dropped", NARROW, ids=[c[0].split(" -")[0] for c in NARROW])
+def test_every_table_fits_80_columns_keeps_its_key_columns_and_names_what_it_leaves_out(command, keys, shown, dropped):
+    """Each command's tables at COLUMNS=80 (CliRunner, as a user's 80-column terminal): no line wider, the columns
+    that carry the answer kept whole, and the columns left out named in the one line under the table; --wide shows
+    them (simcli.io.render.FitTable)."""
+    import shlex
+
+    from typer.testing import CliRunner
+
+    from simcli.cli import app
+
+    r = CliRunner().invoke(app, shlex.split(command), env={"COLUMNS": "80"})
+    assert r.exit_code == 0, r.output
+    text = r.stdout
+    assert max(len(line) for line in text.splitlines()) <= 80, text
+    heads = _heads(text)
+    for key in keys:
+        assert any(k in heads for k in key.split("|")), (key, heads)
+    flat = " ".join(text.split())  # the left-out line may wrap
+    for cell in shown:
+        assert cell in flat and "…" not in cell, cell
+    if not dropped:
+        assert "left out" not in text
+        return
+    assert f"left out to fit 80 columns: {', '.join(dropped)} (--wide shows every column" in flat
+    assert not any(d in heads for d in dropped if not d.startswith("k = "))
+    wide = CliRunner().invoke(app, [*shlex.split(command), "--wide"], env={"COLUMNS": "80"}).stdout
+    assert "left out" not in wide
+    for d in dropped:
+        assert d.removeprefix("k = ") in _heads(wide), (d, _heads(wide))
+
+
+def test_the_default_job_says_one_short_line_and_its_table_starts_on_the_first_screen():
+    """`simcli speedup --devices 1..64` (default profile and model) on an 80x24 terminal: at most one stderr line of
+    at most 160 characters (the details are in `explain`), and the table's header and first row within 24 rows."""
+    import math
+
+    from typer.testing import CliRunner
+
+    from simcli.cli import app
+
+    r = CliRunner().invoke(app, ["speedup", "--devices", "1..64"], env={"COLUMNS": "80"})
+    assert r.exit_code == 0, r.output
+    err = r.stderr.splitlines()
+    assert len(err) <= 1 and all(len(line) <= 160 for line in err), err
+    rows = sum(max(1, math.ceil(len(line) / 80)) for line in err)  # a terminal wraps the line
+    out = r.stdout.splitlines()
+    head = next(i for i, line in enumerate(out) if "┃" in line)
+    assert rows + head + 3 <= 24, (rows, head)  # header, rule and the k = 1 row on the first screen
+    assert out[head + 2].split("│")[0].strip() == "1"
+    # the explanation is still there, in full, where it belongs
+    k = err[0].split("'simcli explain -k ")[1].split("'")[0] if err else "9"
+    d = CliRunner().invoke(app, ["explain", "-k", k, "-f", "json"]).stdout
+    assert "NCCL_ALGO=" in d

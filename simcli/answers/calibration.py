@@ -444,6 +444,11 @@ def calibrate_profile(
             if not k.size:
                 raise InputError(f"{m.path}: only world size 1: nothing to fit; measure world sizes >= 2")
         check_devices(base.network, k)
+        if base.library == "rccl" and algorithm == "nccl":  # rccl hook (issue 37): no RCCL fit yet
+            raise InputError(
+                f"--profile: {base.name} models RCCL (library: rccl), whose choice simcli does not fit yet; "
+                "give --algorithm ring for the textbook fit, or calibrate a copy with library: nccl"
+            )
         use_nccl = base.library == "nccl"
         if use_nccl:
             groups = {}
@@ -676,6 +681,9 @@ def calibrate_profile(
         description=(base.description + " (calibrated)").strip(),
     )
     data = profile_to_dict(new)
+    from ..io.output import finite_gate
+
+    finite_gate(data, "calibrated profile's")  # a fitted value or its standard error past float64: refused, not .inf
     text = f"# calibrated by simcli calibrate from {base.name}; the calibration block says how\n" + yaml.safe_dump(
         data, sort_keys=False, allow_unicode=True, width=110
     )

@@ -81,7 +81,6 @@ def alternatives(base: Scenario, choices: Mapping[str, Sequence[Any]]) -> list[A
 class Comparison:
     alternatives: tuple[Alternative, ...]
     results: tuple[Result, ...]
-    optimizer: str = "adam"
 
     @property
     def varied(self) -> list[str]:
@@ -98,8 +97,8 @@ class Comparison:
         ``gain`` over the first alternative, and whether the training state fits in device memory."""
         out = []
         for alt, res, gain in zip(self.alternatives, self.results, self.gains()):
-            # the one memory model (simcli.step.memory) with compare's --optimizer; the same bytes speedup reports
-            need = for_scenario(alt.scenario, res.devices, self.optimizer).total
+            # the one memory model (simcli.step.memory) with the alternative's --optimizer: the bytes speedup reports
+            need = for_scenario(alt.scenario, res.devices).total
             cap = alt.scenario.profile.device.memory_bytes
             for i, rec in enumerate(res.records()):
                 row: dict[str, Any] = {"alternative": alt.index, "label": alt.label}
@@ -121,10 +120,8 @@ class Comparison:
         return [recs[a * n + i] for i in range(n) for a in range(len(self.alternatives))]
 
 
-def compare(
-    base: Scenario, choices: Mapping[str, Sequence[Any]], devices: np.ndarray | list[int], *, optimizer: str = "adam"
-) -> Comparison:
+def compare(base: Scenario, choices: Mapping[str, Sequence[Any]], devices: np.ndarray | list[int]) -> Comparison:
     """Simulate every combination of ``choices`` over ``devices``."""
     alts = alternatives(base, choices)
     results = tuple(simulate(a.scenario, devices) for a in alts)
-    return Comparison(alternatives=tuple(alts), results=results, optimizer=optimizer)
+    return Comparison(alternatives=tuple(alts), results=results)

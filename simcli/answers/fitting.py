@@ -13,7 +13,7 @@ Every all-reduce algorithm's alpha-beta cost is linear in ``(alpha, 1/B)``::
 For ring (Patarasuk & Yuan 2009; Thakur, Rabenseifner & Gropp 2005)
 ``c_lat = 2(k-1)`` and ``c_bw = 2(k-1)/k`` (:data:`COEFFICIENTS`). Inside a
 profile the ring's ``B`` is what a tier offers the ring, ``g_i(k)·b_i`` with
-``g`` from :func:`simcli.comm.collectives.tier_bandwidth` (1 for a ``per: device``
+``g`` from :func:`simcli.comm.topology.tier_bandwidth` (1 for a ``per: device``
 link, ``1/min(k, size)`` for a shared ``per: node`` medium, ``r`` links for the
 smallest domain of an outer ``per: device`` tier), so the fitted ``b`` is the
 tier's *effective* bandwidth ``bandwidth · efficiency``.

@@ -57,9 +57,9 @@ class Infeasible(SimcliError):
 # --------------------------------------------------------------------------- memory
 
 
-def training_memory(sc: Scenario, devices: Any, optimizer: str = "adam") -> MemoryCheck:
+def training_memory(sc: Scenario, devices: Any) -> MemoryCheck:
     """The memory per device of ``sc`` at ``devices``, from the one memory model (:mod:`simcli.step.memory`)."""
-    return memory_check(sc, devices, optimizer)
+    return memory_check(sc, devices)
 
 
 def whole_nodes(sc: Scenario, devices: Any) -> np.ndarray:

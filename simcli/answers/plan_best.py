@@ -26,7 +26,7 @@ import itertools
 import math
 import re
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, Callable
 
 import numpy as np
 
@@ -37,7 +37,13 @@ from ..step.engine import Scenario, accumulated, simulate
 from ..step.strategies import SPECS, STRATEGIES, check_strategy
 from .plan import Infeasible, breakdown, describe_breakdown, samples_from_tokens
 
-__all__ = ["Grid", "Best", "best", "parse_global_batch", "REASONS", "OBJECTIVES"]
+__all__ = ["Grid", "Best", "best", "parse_global_batch", "REASONS", "OBJECTIVES", "MAX_CONFIGURATIONS"]
+
+#: the most configurations one search prices: about 3 s and 1 GB of columns on this project's 2-vCPU VM
+#: (benchmarks/bench_plan.py: 10^5 in 0.18-0.31 s); a larger grid is refused before any work, with its count
+MAX_CONFIGURATIONS = 1_000_000
+#: the largest global batch in samples: 2**53, the largest whole number float64 (the engine's arithmetic) holds
+MAX_GLOBAL_BATCH = 2**53
 
 OBJECTIVES = ("time", "cost")
 #: why a configuration was dropped, in the order they are tested
@@ -79,6 +85,10 @@ def parse_global_batch(text: str, seq_len: int | None, option: str = "--global-b
         n = samples
     if not (math.isfinite(n) and n >= 1 and abs(n - round(n)) < 1e-9 * max(1.0, n)):
         raise InputError(f"{option}: {text!r} must be a whole number of samples, at least 1")
+    if n > MAX_GLOBAL_BATCH:
+        raise InputError(
+            f"{option}: {text!r} is {n:g} samples, more than simcli models (at most 2**53 = {MAX_GLOBAL_BATCH:,})"
+        )
     return int(round(n)), ("tokens" if tokens else "samples")
 
 
@@ -124,6 +134,26 @@ class Grid:
     def size(self) -> int:
         n = np.asarray(self.devices).size * len(self.micro_batches) * len(self.checkpointing)
         return len(self.combos()) * int(n)
+
+    def check_size(self, limit: int | None = None) -> int:
+        """The number of configurations, refused (one line naming each factor and how to narrow it) when over
+        ``limit`` (:data:`MAX_CONFIGURATIONS`): checked before anything is priced or allocated."""
+        limit = MAX_CONFIGURATIONS if limit is None else limit
+        n = self.size
+        if n > limit:
+            parts = [
+                f"{np.asarray(self.devices).size:,} device counts (--devices)",
+                f"{len(self.micro_batches):,} micro-batches (--batch-per-device)",
+                f"{len(self.combos()):,} strategy settings (--strategy, --grad-dtype, --shard-group, --bucket-mb)",
+            ]
+            if len(self.checkpointing) > 1:
+                parts.append(f"{len(self.checkpointing)} checkpointing settings (--activation-checkpointing)")
+            raise InputError(
+                f"plan best: {n:,} configurations to search ({' x '.join(parts)}), more than the "
+                f"{limit:,} one search prices; narrow the grid: a geometric --devices ('64..4096:x2'), fewer "
+                "micro-batches ('-b 1,2,4,8') or strategies"
+            )
+        return n
 
 
 #: the columns of every priced configuration (arrays of one length)
@@ -216,10 +246,13 @@ def best(
     max_days: float | None = None,
     budget: float | None = None,
     min_efficiency: float | None = None,
-    optimizer: str = "adam",
+    on_progress: Callable[[int], Any] | None = None,
 ) -> Best:
     """The best configuration of ``grid`` for ``objective`` at ``global_batch`` samples per optimizer step (module
-    docstring). ``sc`` gives the rest of the scenario (model, profile, dtypes, mfu, algorithm, ...)."""
+    docstring). ``sc`` gives the rest of the scenario (model, profile, dtypes, mfu, algorithm, ...).
+
+    The grid's size is checked first (:meth:`Grid.check_size`); ``on_progress(n)`` is called as each n more
+    configurations are priced (the CLI's progress bar)."""
     if objective not in OBJECTIVES:
         raise InputError(f"--objective: {objective!r}; choose one of {', '.join(OBJECTIVES)}")
     for name, v in (
@@ -240,10 +273,11 @@ def best(
         raise InputError("--max-days needs the run's length: give --tokens or --samples")
     if budget is not None and (samples is None or price is None):
         raise InputError("--budget needs --price-per-device-hour and the run's length (--tokens or --samples)")
-    M.check_optimizer(optimizer)
+    M.check_optimizer(sc.optimizer)
     B = int(global_batch)
-    if B < 1:
-        raise InputError(f"--global-batch: {global_batch} must be at least 1")
+    if not 1 <= B <= MAX_GLOBAL_BATCH:
+        raise InputError(f"--global-batch: {global_batch} must be at least 1 and at most 2**53")
+    grid.check_size()
     steps = math.ceil(samples / B - 1e-9) if samples is not None else None
     cap = sc.profile.device.memory_bytes
     base = sc.replace(global_batch=None, accum=1)
@@ -274,9 +308,7 @@ def best(
         dev_h = k * time_s / 3600.0
         cost = dev_h * price if price is not None else np.full(n, np.nan)
         for ckpt in grid.checkpointing:
-            need = M.per_device(
-                s, k, **M.scenario_kwargs(scn.replace(activation_checkpointing=ckpt), b, optimizer)
-            ).total
+            need = M.per_device(s, k, **M.scenario_kwargs(scn.replace(activation_checkpointing=ckpt), b)).total
             r = reason.copy()
             if cap is not None:
                 r = np.where((r == "") & (need > cap), "memory", r)
@@ -306,8 +338,10 @@ def best(
             }
             for c in _COLS:
                 parts[c].append(cols[c])
+            if on_progress is not None:
+                on_progress(n)
     table = {c: np.concatenate(v) for c, v in parts.items()}
-    return _answer(sc, grid, table, B, objective, samples, price, max_days, budget, min_efficiency, optimizer)
+    return _answer(sc, grid, table, B, objective, samples, price, max_days, budget, min_efficiency)
 
 
 def _keys(table: dict[str, np.ndarray], objective: str) -> np.ndarray:
@@ -345,7 +379,7 @@ def _frontier(table: dict[str, np.ndarray], ok: np.ndarray) -> list[int]:
     return idx[order[keep]].tolist()
 
 
-def _answer(sc, grid, table, B, objective, samples, price, max_days, budget, min_eff, optimizer) -> Best:
+def _answer(sc, grid, table, B, objective, samples, price, max_days, budget, min_eff) -> Best:
     reason = table["reason"]
     ok = reason == ""
     scanned = int(reason.size)
@@ -366,7 +400,7 @@ def _answer(sc, grid, table, B, objective, samples, price, max_days, budget, min
     valid = (reason != "global_batch") & (reason != "shard_group")
     order_valid = order[valid[order]]
     u = int(order_valid[0])
-    at = _at(sc, table, a, optimizer)
+    at = _at(sc, table, a)
     limited_by, why = _why(sc, table, a, u, order_ok, objective, B, max_days, budget, min_eff)
     why = why + "; " + describe_breakdown(at)
     return Best(
@@ -401,7 +435,7 @@ def answer_scenario(sc: Scenario, row: dict[str, Any]) -> Scenario:
     )
 
 
-def _at(sc: Scenario, table: dict[str, np.ndarray], i: int, optimizer: str) -> dict[str, Any]:
+def _at(sc: Scenario, table: dict[str, np.ndarray], i: int) -> dict[str, Any]:
     res = simulate(answer_scenario(sc, _row(table, i)), [int(table["devices"][i])])
     return breakdown(res, 0)
 
@@ -478,6 +512,11 @@ def _own_limit(sc, table, a, objective, B) -> tuple[str, str]:
             f"{table['samples_per_s'][a]:.4g} samples/s)"
         )
     r = str(table["reason"][j])
+    if r == "":  # kept and as fast (a step that communication no longer changes): the tie went to fewer devices
+        return "exposed collective", (
+            f"the step itself: {s} on {kk} devices is no faster ({table['samples_per_s'][j]:.4g} against "
+            f"{table['samples_per_s'][a]:.4g} samples/s), so the tie goes to fewer devices"
+        )
     return ("memory" if r == "memory" else "constraint"), (
         f"{_desc(table, j)} would be faster, but it {REASON_TEXT[r].replace('do not', 'does not')}"
     )

@@ -19,11 +19,15 @@ from ..io import schema
 from ..step.engine import Result, Scenario, simulate
 from .plan import Infeasible, breakdown, check_target, describe_breakdown
 
-__all__ = ["FieldRef", "Solved", "field_ref", "solve_field", "worse_text", "DEFAULT_RTOL"]
+__all__ = ["FieldRef", "Solved", "field_ref", "solve_field", "worse_text", "DEFAULT_RTOL", "MIN_RTOL"]
 
 #: relative tolerance on a solved field value (the answer meets the target; one (1 + rtol) step
 #: further towards the infeasible side does not)
 DEFAULT_RTOL = 1e-6
+#: the finest tolerance: float64's resolution (2.2e-16) with room for the geometric mean's rounding. Each
+#: bisection step takes a bracket of ratio 1 + d to about 1 + d/2 + 2 eps, so it ends once 1 + d <= 1 + MIN_RTOL;
+#: below about 4 eps the ends stop moving (1 + 1e-17 == 1 in float64) and the bisection would never end
+MIN_RTOL = 1e-14
 
 
 #: tier and device fields by their YAML name: (attribute, kind), from the one profile schema
@@ -303,6 +307,11 @@ def solve_field(sc: Scenario, *, devices: int, target: float, path: str, rtol: f
     target = check_target(target)
     if not (isinstance(rtol, (int, float)) and 0 < rtol < 1):
         raise InputError(f"--tolerance: {rtol!r} must be a relative tolerance in (0, 1), for example 1e-6")
+    if rtol < MIN_RTOL:
+        raise InputError(
+            f"--tolerance: {rtol:g} is finer than float64 resolves (a bracket that narrow stops shrinking); give "
+            f"at least {MIN_RTOL:g}"
+        )
     k = int(devices)
     ref = field_ref(sc, path)
     x0 = ref.get(sc)

@@ -30,7 +30,7 @@ from typing import Any, Mapping, Sequence
 import numpy as np
 
 from ..base.types import InputError, Profile, Workload
-from ..comm import collectives, specs, topology
+from ..comm import bands, collectives, specs, topology
 from ..io.inputs import csv_rows, read_text
 from .fitting import rel_error
 
@@ -632,13 +632,9 @@ def _stats(err: np.ndarray, bus: np.ndarray | None = None) -> dict[str, Any]:
     return out
 
 
-#: the size bands the NCCL model is held to (issue 10; nccl-tests' power-of-two sizes): label, low, high, with
-#: low < n <= high, so 0.5-64 MiB is everything between 256 KiB and 128 MiB
-SIZE_BANDS = (
-    ("<= 256 KiB", 0.0, 256.0 * 1024),
-    ("0.5-64 MiB", 256.0 * 1024, 128.0 * 2**20 - 1),
-    (">= 128 MiB", 128.0 * 2**20 - 1, math.inf),
-)
+#: the size bands the NCCL model is held to: label, low, high, low < n <= high (kept in comm, which the error
+#: bands of simcli.comm.bands read and which may not import answers)
+SIZE_BANDS = bands.SIZE_BANDS
 
 
 def size_band(n: float) -> str:

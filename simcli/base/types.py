@@ -17,6 +17,7 @@ __all__ = [
     "Profile",
     "NcclSpec",
     "LIBRARIES",
+    "TUNED_LIBRARIES",
     "Workload",
     "DTYPE_BYTES",
     "COMPUTE_DTYPES",
@@ -68,7 +69,7 @@ class Tier:
     the innermost tier); ``None`` on the outermost tier (unbounded).
     ``per == "device"``: every device has its own link of ``bandwidth_Bps``
     into this tier; ``per == "node"``: one link is shared by all devices of
-    the domain below it (see :func:`simcli.comm.collectives.tier_bandwidth`).
+    the domain below it (see :func:`simcli.comm.topology.tier_bandwidth`).
     """
 
     name: str
@@ -124,7 +125,10 @@ class Device:
 
 #: the collective libraries a profile can model: NCCL's cost model, or the textbook alpha-beta formulas (gloo
 #: runs the textbook ring)
-LIBRARIES = ("nccl", "textbook", "gloo")
+LIBRARIES = ("nccl", "textbook", "gloo", "rccl")
+#: the libraries priced by a tuner model of (algorithm, protocol) pairs: NCCL (simcli.comm.nccl) and AMD's RCCL
+#: (simcli.comm.rccl; issue 37) -- rccl hook
+TUNED_LIBRARIES = ("nccl", "rccl")
 
 
 #: the NCCL release whose tuner tables, chunking and kernels simcli carries (simcli.comm.nccl); a profile's

@@ -44,8 +44,14 @@ def detect(path: str | Path, text: str | None = None) -> str | None:
         files = sorted(f for f in p.rglob("*") if f.is_file() and not f.name.startswith("."))
         if not files:
             return None
+        from ..io.inputs import check_readable
+
+        check_readable(files[0])  # a log that may not be read is named (exit 1), not taken for no format at all
         text = peek(files[0])
     elif text is None:
+        from ..io.inputs import check_readable
+
+        check_readable(p)
         text = peek(p)
     kind = sniff(text)
     return None if kind is None else ("kineto" if kind == "kineto" else "inspector")

@@ -182,7 +182,7 @@ class ResultWriter:
         assert c is not None and self.path is not None
         if c.fd is not None:
             if not c.ours():
-                raise self._replaced(text)
+                raise self._replaced()
             self._fd, c.fd = c.fd, None
             return
         target = c.target
@@ -208,7 +208,7 @@ class ResultWriter:
         self._fd = fd
         self._written = len(text.encode("utf-8"))
 
-    def _replaced(self, pending: str = "") -> Exception:
+    def _replaced(self) -> Exception:
         """Another command replaced (or removed) the file: the rows are kept beside it, and the bench stops."""
         assert self._claim is not None
         self._claim.placeholder = False

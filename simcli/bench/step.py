@@ -66,13 +66,6 @@ def mlp_width_for_params(params: float, depth: int) -> int:
     return max(1, int(round((-1.0 + math.sqrt(1.0 + 4.0 * params / depth)) / 2.0)))
 
 
-def _make_model(width: int, depth: int, seed: int, device):
-    """The MLP (kept for callers that name width and depth; see :func:`simcli.bench.models.build`)."""
-    from .models import ModelSpec, build
-
-    return build(ModelSpec(kind="mlp", width=width, depth=depth), seed, device)
-
-
 def _flat_grad(model):
     import torch
 

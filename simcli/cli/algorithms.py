@@ -4,11 +4,9 @@ from __future__ import annotations
 
 from typing import Annotated
 
-import typer
-
 from ..comm import collectives, crossover, registry, topology
 from . import options as o
-from .common import emit, handle_errors, new_app, show, warn_nccl_faster
+from .common import emit, examples, handle_errors, new_app, show, warn_nccl_faster
 
 __all__ = ["algorithms", "explain"]
 
@@ -18,12 +16,12 @@ app = new_app()
 SHORT = {a.name: a.label for a in registry.REGISTRY}
 
 
-@app.command()
+@app.command(epilog=examples("simcli algorithms -p dgx-h100 -k 2..1024:x4 -s 1KiB..4GiB:x16"))
 @handle_errors
 def algorithms(
     devices: o.Devices = "2..1024:x2",
     size: Annotated[
-        str, typer.Option("--size", "-s", help="Message sizes with units: '1KiB..4GiB:x4', '32MiB,1GiB'.")
+        str, o.option("--size", "-s", help="Message sizes with units: '1KiB..4GiB:x4', '32MiB,1GiB'.")
     ] = "1KiB..4GiB:x4",
     profile: o.Profile = None,
     out: Annotated[o.OutputOptions, o.tweak(omit=["rows"])] = o.OutputOptions(),
@@ -96,7 +94,12 @@ def algorithms(
         {"size": fmt_bytes(nn), **{str(kk): SHORT[names[int(win[i, j])]] for i, kk in enumerate(k.tolist())}}
         for j, nn in enumerate(n.tolist())
     ]
-    cols = [Column("size \\ k", "size")] + [Column(str(kk), str(kk), justify="left") for kk in k.tolist()]
+    # the sizes and the first and last k are kept on a narrow terminal; the k between go from the right
+    ks = k.tolist()
+    cols = [Column("size \\ k", "size")] + [
+        Column(str(kk), str(kk), justify="left", priority=0 if i in (0, len(ks) - 1) else 1 + i, label=f"k = {kk}")
+        for i, kk in enumerate(ks)
+    ]
     legend = ", ".join(f"{SHORT[a]} = {a}" for a in names)
     crows = [{"devices": c["devices"], "bytes": c["bytes"], "change": f"{c['from']} -> {c['to']}"} for c in cross]
     ctab = table(
@@ -104,7 +107,7 @@ def algorithms(
         [
             Column("k", "devices"),
             Column("crossover size", "bytes", lambda v: fmt_bytes(v)),
-            Column("fastest changes", "change", justify="left"),
+            Column("fastest changes", "change", justify="left"),  # all three are the answer: never left out
         ],
     )
     ctab = Group(
@@ -146,10 +149,10 @@ def _finite(x: float) -> float | None:
     return x if x == x and x != float("inf") else None
 
 
-@app.command()
+@app.command(epilog=examples("simcli explain -k 64", "simcli explain -k 64 -m llama2-7b --strategy fsdp"))
 @handle_errors
 def explain(
-    devices: Annotated[int, typer.Option("--devices", "-k", help="The one device count to explain.")] = 8,
+    devices: Annotated[int, o.option("--devices", "-k", metavar="K", help="The one device count to explain.")] = 8,
     scn: o.ScenarioOptions = o.ScenarioOptions(),
     out: Annotated[o.OutputOptions, o.tweak(omit=["rows"])] = o.OutputOptions(),
 ) -> None:
@@ -163,7 +166,8 @@ def explain(
         raise InputError(f"--devices: {devices} must be at least 1")
     d = explain_terms(scn.build(), devices)
     warn_nccl_faster(
-        {"profile": d["inputs"]["profile"], "devices": d["devices"], **row} for row in d.get("nccl_faster") or []
+        ({"profile": d["inputs"]["profile"], "devices": d["devices"], **row} for row in d.get("nccl_faster") or []),
+        see="the line 'NCCL's choice' says which" if out.table else "'nccl_faster' says which",
     )
     if out.table:
         show(explain_view(d), out.output, out.force)

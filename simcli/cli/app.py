@@ -26,13 +26,13 @@ from . import (
     speedup,
     validate,
 )
-from .common import CONTEXT, SimcliGroup, State, pause_collector, resume_collector
+from .common import CONTEXT, SimcliGroup, State, examples, pause_collector, resume_collector
 
 app = typer.Typer(
     cls=SimcliGroup,  # typer's own usage errors in simcli's one-line form; stdout guarded (issue 12)
     name="simcli",
     help="Simulate data-parallel training speed: step time, all-reduce cost and speedup over k devices.",
-    epilog="Example: simcli speedup --devices 1..64 --profile dgx-h100 --model resnet50",
+    epilog=examples("simcli speedup --devices 1..64", "simcli explain -k 64 --profile dgx-h100 --model resnet50"),
     context_settings=CONTEXT,
     no_args_is_help=True,
     add_completion=True,  # --install-completion, --show-completion (bash, zsh, fish, powershell)

@@ -1,7 +1,7 @@
 """`simcli bench`: real measurements with torch.distributed, and nccl-tests' output read in.
 
-The options are parsed here (the worlds' as :class:`~simcli.cli.options.WorldOptions`, the model's as
-:class:`~simcli.cli.options.ModelShapeOptions`); :mod:`simcli.bench.runs` runs the worlds and completes the
+The options are parsed here (the worlds' as :class:`~simcli.cli.bench_options.WorldOptions`, the model's as
+:class:`~simcli.cli.bench_options.ModelShapeOptions`); :mod:`simcli.bench.runs` runs the worlds and completes the
 records; this module draws the progress bar and the tables. torch is imported only below :mod:`simcli.bench`
 (an optional extra); without it a command prints one line naming ``pip install 'simcli[bench]'`` and exits 2.
 """
@@ -20,10 +20,12 @@ from ..bench import runs
 from ..bench.stats import DEFAULT_STAT, STATS
 from . import bench_options as bo
 from . import options as o
-from .common import emit, handle_errors, new_app
+from .common import emit, examples, handle_errors, new_app
 
 app = new_app(
-    help="Measure all-reduce and training steps with torch.distributed; import nccl-tests output.", no_args_is_help=True
+    help="Measure all-reduce and training steps with torch.distributed; import nccl-tests output.",
+    epilog=examples("simcli bench allreduce -k 1..4 -s 1KiB..64MiB:x4 -o run1.csv", "simcli bench step -k 1..4 -m mlp"),
+    no_args_is_help=True,
 )
 
 #: the step's gradient all-reduce: flat, ddp, or both one after the other
@@ -133,19 +135,19 @@ def _finish(
 # --------------------------------------------------------------------------- allreduce
 
 
-@app.command("allreduce")
+@app.command("allreduce", epilog=examples("simcli bench allreduce -k 1..4 -s 1KiB..64MiB:x4 -o run1.csv"))
 @handle_errors
 def bench_allreduce(
     world: bo.WorldOptions = bo.WorldOptions(),
     size: Annotated[
-        str, typer.Option("--size", "-s", help="Message sizes: '1KiB..64MiB:x4', '1MiB,1GiB'.")
+        str, o.option("--size", "-s", help="Message sizes: '1KiB..64MiB:x4', '1MiB,1GiB'.")
     ] = "1KiB..16MiB:x4",
     dtype: Annotated[
-        str, typer.Option("--dtype", help="Element type: fp32, fp16, bf16, fp64, int32, int64, int8, uint8.")
+        str, o.option("--dtype", help="Element type: fp32, fp16, bf16, fp64, int32, int64, int8, uint8.")
     ] = "fp32",
     iters: Annotated[
         int,
-        typer.Option(
+        o.option(
             "--iters",
             "-n",
             min=1,
@@ -155,7 +157,7 @@ def bench_allreduce(
     ] = 20,
     target_se: Annotated[
         str,
-        typer.Option(
+        o.option(
             "--target-se",
             help="Adaptive repetition: after --iters, add rounds (one iteration of each unsettled size, "
             "shuffled) until the relative standard error of every size's --stat is at most this "
@@ -165,7 +167,7 @@ def bench_allreduce(
     ] = "3%",
     max_iters: Annotated[
         Optional[int],
-        typer.Option(
+        o.option(
             "--max-iters",
             min=1,
             help="At most this many timed iterations per size [default: 200, or --iters if larger]; "
@@ -174,7 +176,7 @@ def bench_allreduce(
     ] = None,
     max_time: Annotated[
         float,
-        typer.Option(
+        o.option(
             "--max-time",
             min=0,
             help="Seconds a world may measure before no more rounds are added (the --iters always run; "
@@ -183,7 +185,7 @@ def bench_allreduce(
     ] = 30.0,
     stat: Annotated[
         Stat,
-        typer.Option(
+        o.option(
             "--stat",
             help="The statistic of the per-iteration times reported as "
             "time_s (and used by calibrate and validate): min, p10, median, or mean "
@@ -193,7 +195,7 @@ def bench_allreduce(
     ] = Stat(DEFAULT_STAT),
     rounds: Annotated[
         Optional[int],
-        typer.Option(
+        o.option(
             "--rounds",
             min=1,
             help="Split the --iters of each size over "
@@ -201,7 +203,7 @@ def bench_allreduce(
             "[default: --iters, one iteration per size per round].",
         ),
     ] = None,
-    seed: Annotated[int, typer.Option("--seed", help="Seed of the shuffled size order.")] = 0,
+    seed: Annotated[int, o.option("--seed", help="Seed of the shuffled size order.")] = 0,
     out: Annotated[o.OutputOptions, o.tweak(omit=_OUTPUT, output=_ALLREDUCE_OUTPUT)] = o.OutputOptions(),
 ) -> None:
     """Time torch.distributed.all_reduce for each world size and message size (nccl-tests' columns)."""
@@ -359,15 +361,16 @@ def _allreduce_table(k: int, backend: str, recs: list[dict[str, Any]], title: st
 # --------------------------------------------------------------------------- step
 
 
-@app.command("step")
+@app.command("step", epilog=examples("simcli bench step -k 1..4 -m mlp -o step1.csv"))
 @handle_errors
 def bench_step(
     world: Annotated[bo.WorldOptions, o.tweak(defaults={"warmup": 3})] = bo.WorldOptions(),
     shape: bo.ModelShapeOptions = bo.ModelShapeOptions(),
     dtype: Annotated[
         bo.StepDtype,
-        typer.Option(
+        o.option(
             "--dtype",
+            metavar="fp32|tf32|bf16|fp16",
             help="Compute dtype: fp32, tf32 (TF32 matmuls), bf16 or "
             "fp16 (torch.autocast). CPU: fp32 and bf16; tf32 and fp16 need "
             "CUDA.",
@@ -376,24 +379,24 @@ def bench_step(
     batch_per_device: o.BatchPerDevice = None,
     mode: Annotated[
         Mode,
-        typer.Option(
+        o.option(
             "--mode",
             help="Gradient all-reduce: flat (one all_reduce of the "
             "flattened gradient), ddp (DistributedDataParallel buckets), both.",
         ),
     ] = Mode.both,
-    steps: Annotated[int, typer.Option("--steps", min=1, help="Timed steps per measurement.")] = 20,
-    lr: Annotated[float, typer.Option("--lr", help="SGD learning rate η in θ ← θ − η·g.")] = 0.01,
+    steps: Annotated[int, o.option("--steps", min=1, help="Timed steps per measurement.")] = 20,
+    lr: Annotated[float, o.option("--lr", help="SGD learning rate η in θ ← θ − η·g.")] = 0.01,
     bucket_cap_mb: Annotated[
         float,
-        typer.Option("--bucket-mb", help="DDP bucket size in MiB (DDP's bucket_cap_mb), as speedup's --bucket-mb."),
+        o.option("--bucket-mb", help="DDP bucket size in MiB (DDP's bucket_cap_mb), as speedup's --bucket-mb."),
     ] = 25.0,
     old_bucket: Annotated[
-        Optional[float], typer.Option("--bucket-cap-mb", hidden=True, help="Old spelling of --bucket-mb.")
+        Optional[float], o.option("--bucket-cap-mb", hidden=True, help="Old spelling of --bucket-mb.")
     ] = None,
     profile: Annotated[
         Optional[str],
-        typer.Option(
+        o.option(
             "--profile", "-p", help="Profile for the prediction [default: cpu-loopback with gloo, dgx-h100 with nccl]."
         ),
     ] = None,
@@ -570,30 +573,31 @@ def _step_table(rows: list[dict[str, Any]], profile: str, backend: str):
 # --------------------------------------------------------------------------- import
 
 
-@app.command("import")
+@app.command("import", epilog=examples("simcli bench import all_reduce_perf.txt -o run1.csv"))
 @handle_errors
 def bench_import(
     file: Annotated[
         str,
         typer.Argument(
+            metavar="FILE",
             help="nccl-tests output (the text all_reduce_perf prints, or its -J JSON), NCCL Inspector output (a log, "
-            "a Prometheus file, or the dump directory), or a PyTorch profiler trace (or a directory of one per rank)."
+            "a Prometheus file, or the dump directory), or a PyTorch profiler trace (or a directory of one per rank).",
         ),
     ],
     world_size: Annotated[
         Optional[int],
-        typer.Option("--world-size", help="Ranks of that run [default: counted from its '#  Rank' lines]."),
+        o.option("--world-size", help="Ranks of that run [default: counted from its '#  Rank' lines]."),
     ] = None,
     placement: Annotated[
         Optional[Placement],
-        typer.Option(
+        o.option(
             "--placement",
             help="Which timings of nccl-tests output: out (out-of-place) or in (in-place) [default: out].",
         ),
     ] = None,
     collective: Annotated[
         Optional[str],
-        typer.Option("--collective", help="nccl-tests output's collective [default: from the file, else all_reduce]."),
+        o.option("--collective", help="nccl-tests output's collective [default: from the file, else all_reduce]."),
     ] = None,
     out: Annotated[o.OutputOptions, o.tweak(omit=_OUTPUT)] = o.OutputOptions(),
 ) -> None:

@@ -6,12 +6,10 @@ from __future__ import annotations
 import dataclasses
 from typing import Annotated, Optional
 
-import typer
-
 from ..base.types import InputError
 from ..bench import models as bench_models
 from ..bench import runs as bench_runs
-from .options import OptionGroup, choices, opt
+from .options import OptionGroup, choices, opt, option
 
 __all__ = ["WorldOptions", "ModelShapeOptions", "Backend", "ModelKind", "StepDtype"]
 
@@ -68,9 +66,11 @@ class ModelShapeOptions(OptionGroup):
 
     model: Annotated[
         ModelKind,
-        typer.Option(
+        option(
             "--model",
             "-m",
+            metavar="mlp|gpt|resnet",
+            autocompletion=None,  # not the presets: the models bench step trains
             help="Model to train: mlp (--depth "
             "Linear(width, width) layers), gpt (a GPT-style decoder stack: "
             "--layers, --hidden, --heads, --seq-len, --vocab), resnet "
@@ -79,7 +79,7 @@ class ModelShapeOptions(OptionGroup):
     ] = ModelKind.mlp
     width: Annotated[
         Optional[int],
-        typer.Option(
+        option(
             "--model-width",
             min=1,
             help="mlp: layer width [default: "
@@ -88,35 +88,35 @@ class ModelShapeOptions(OptionGroup):
         ),
     ] = None
     old_width: Annotated[
-        Optional[int], typer.Option("--width", min=1, hidden=True, help="Old spelling of --model-width.")
+        Optional[int], option("--width", min=1, hidden=True, help="Old spelling of --model-width.")
     ] = None
-    depth: Annotated[int, typer.Option("--depth", min=1, help="MLP layers.")] = 8
+    depth: Annotated[int, option("--depth", min=1, help="MLP layers.")] = 8
     params: Annotated[
         Optional[float],
-        typer.Option("--params", help="Size the MLP to about this many parameters (sets the width for --depth)."),
+        option("--params", help="Size the MLP to about this many parameters (sets the width for --depth)."),
     ] = None
-    layers: Annotated[int, typer.Option("--layers", min=1, help="gpt: decoder blocks.")] = 2
-    hidden: Annotated[int, typer.Option("--hidden", min=1, help="gpt: hidden size.")] = 128
-    heads: Annotated[int, typer.Option("--heads", min=1, help="gpt: attention heads (must divide --hidden).")] = 4
-    seq_len: Annotated[int, typer.Option("--seq-len", min=1, help="gpt: tokens per sample.")] = 128
+    layers: Annotated[int, option("--layers", min=1, help="gpt: decoder blocks.")] = 2
+    hidden: Annotated[int, option("--hidden", min=1, help="gpt: hidden size.")] = 128
+    heads: Annotated[int, option("--heads", min=1, help="gpt: attention heads (must divide --hidden).")] = 4
+    seq_len: Annotated[int, option("--seq-len", min=1, help="gpt: tokens per sample.")] = 128
     vocab: Annotated[
-        int, typer.Option("--vocab", min=2, help="gpt: vocabulary (the tied embedding and head; GPT-2: 50257).")
+        int, option("--vocab", min=2, help="gpt: vocabulary (the tied embedding and head; GPT-2: 50257).")
     ] = 1024
     blocks: Annotated[
         str,
-        typer.Option(
+        option(
             "--blocks", help="resnet: bottleneck blocks per stage, the width doubling per stage (ResNet-50: 3,4,6,3)."
         ),
     ] = "1,1,1,1"
     image_size: Annotated[
         int,
-        typer.Option(
+        option(
             "--image-size",
             min=8,
             help="resnet: image side in pixels (64 or more: ResNet-50's 7x7/2 stem and max pool; less: a 3x3/1 stem).",
         ),
     ] = 32
-    classes: Annotated[int, typer.Option("--classes", min=2, help="resnet: classifier outputs.")] = 10
+    classes: Annotated[int, option("--classes", min=2, help="resnet: classifier outputs.")] = 10
 
     def __post_init__(self) -> None:
         if self.old_width is not None:  # --width, the old spelling, becomes --model-width

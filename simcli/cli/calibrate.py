@@ -11,7 +11,7 @@ import typer
 
 from ..base.types import InputError
 from . import options as o
-from .common import handle_errors, new_app, warn
+from .common import examples, handle_errors, new_app, warn
 from .measured import (
     BACKEND_PROFILES,
     MaxSize,
@@ -60,22 +60,23 @@ def _scaling_scenario(run: o.ScenarioOptions, m, profile: str, algorithm: str | 
     return run.replace(**changes).build()
 
 
-@app.command()
+@app.command(epilog=examples("simcli calibrate run1.csv --profile cpu-loopback --output my-host.yaml"))
 @handle_errors
 def calibrate(
     files: Annotated[
         list[str],
         typer.Argument(
+            metavar="FILE...",
             help="Measurement CSVs, told apart by header: a 'bench allreduce' (or 'bench import') file, a "
             "'bench step' file, and a scaling table of a training run: (devices, speedup), from which the "
             "devices' speed spread is fitted, or (devices, samples_per_s, accum), from which the spread and the "
             "per-update time are fitted together (the run's scenario: --model or --params, --compute-time, "
-            "--strategy, --optimizer, ...; see docs/calibration.md)."
+            "--strategy, --optimizer, ...; see docs/calibration.md).",
         ),
     ],
     output: Annotated[
         str,
-        typer.Option(
+        o.option(
             "--output",
             "-o",
             help="Write the calibrated profile (YAML) here, atomically; refuses to overwrite without --force.",
@@ -84,7 +85,7 @@ def calibrate(
     profile: MeasuredProfile = None,
     tier: Annotated[
         Optional[str],
-        typer.Option(
+        o.option(
             "--tier",
             help="Fit every all-reduce row to this network tier "
             "[default: each row to the outermost tier its ring spans].",
@@ -92,36 +93,29 @@ def calibrate(
     ] = None,
     holdout: Annotated[
         float,
-        typer.Option(
-            "--holdout", help="Fraction of the points held out of the fit and reported separately (0 <= x < 1)."
-        ),
+        o.option("--holdout", help="Fraction of the points held out of the fit and reported separately (0 <= x < 1)."),
     ] = 0.25,
-    seed: Annotated[int, typer.Option("--seed", help="Seed of the random hold-out split.")] = 0,
+    seed: Annotated[int, o.option("--seed", help="Seed of the random hold-out split.")] = 0,
     min_size: MinSize = "0",
     max_size: MaxSize = None,
     where: Where = None,
     algorithm: o.Algorithm = None,
     loss: Annotated[
         Loss,
-        typer.Option(
-            "--loss", help="huber: robust (outliers down-weighted, IRLS); linear: plain weighted least squares."
-        ),
+        o.option("--loss", help="huber: robust (outliers down-weighted, IRLS); linear: plain weighted least squares."),
     ] = Loss.huber,
     name: Annotated[
-        Optional[str], typer.Option("--name", help="Name of the new profile [default: the output file's stem].")
+        Optional[str], o.option("--name", help="Name of the new profile [default: the output file's stem].")
     ] = None,
     format: Annotated[
-        CalFormat, typer.Option("--format", "-f", help="table, or json (the fit report only, to stdout).")
+        CalFormat, o.option("--format", "-f", help="table, or json (the fit report only, to stdout).")
     ] = CalFormat.table,
     force: o.Force = False,
     run: Annotated[
         o.ScenarioOptions, o.tweak(omit=["profile", "algorithm", "spread", "update_time"])
     ] = o.ScenarioOptions(),
 ) -> None:
-    """Fit a profile's latency and bandwidth (compute rate, device spread) to measurements; write the profile.
-
-    Example: simcli calibrate run1.csv --profile cpu-loopback --output my-host.yaml
-    """
+    """Fit a profile's latency and bandwidth (compute rate, device spread) to measurements; write the profile."""
     import datetime
     import platform
     from pathlib import Path

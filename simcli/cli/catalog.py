@@ -9,13 +9,17 @@ import typer
 
 from ..base.types import InputError
 from . import options as o
-from .common import handle_errors, new_app
+from .common import examples, handle_errors, new_app
 
-profiles_app = new_app(help="List, show and validate hardware profiles.", no_args_is_help=True)
-models_app = new_app(help="Built-in workloads.", no_args_is_help=True)
+profiles_app = new_app(
+    help="List, show and validate hardware profiles.",
+    epilog=examples("simcli profiles list", "simcli profiles show dgx-h100"),
+    no_args_is_help=True,
+)
+models_app = new_app(help="Built-in workloads.", epilog=examples("simcli models list"), no_args_is_help=True)
 
 
-@profiles_app.command("list")
+@profiles_app.command("list", epilog=examples("simcli profiles list", "simcli profiles list -f json"))
 @handle_errors
 def profiles_list(format: o.FormatOpt = o.Format.table) -> None:
     """Every profile --profile can find: name, device, devices per node, where it comes from."""
@@ -80,10 +84,12 @@ def _listing(recs: list[dict], format: "o.Format", columns: list, caption: str |
     print_table(table(recs, columns, caption=caption))
 
 
-@profiles_app.command("show")
+@profiles_app.command("show", epilog=examples("simcli profiles show dgx-h100"))
 @handle_errors
 def profiles_show(
-    profile: Annotated[str, typer.Argument(help="Profile name or path.")],
+    profile: Annotated[
+        str, typer.Argument(metavar="PROFILE", help="Profile name or path.", autocompletion=o.complete_profile)
+    ],
     format: o.FormatOpt = o.Format.table,
 ) -> None:
     """Every value of one profile, with units."""
@@ -103,9 +109,11 @@ def profiles_show(
         sys.stdout.write(to_csv([{"field": k, "value": v} for k, v in describe(p)]))
 
 
-@profiles_app.command("validate")
+@profiles_app.command("validate", epilog=examples("simcli profiles validate my-cluster.yaml"))
 @handle_errors
-def profiles_validate(files: Annotated[list[str], typer.Argument(help="Profile YAML files.")]) -> None:
+def profiles_validate(
+    files: Annotated[list[str], typer.Argument(metavar="FILE...", help="Profile YAML files.")],
+) -> None:
     """Check profile files; every error names the file, the field and the value. Exit 2 if any is invalid."""
     from ..io import rules
     from ..io.profiles import load_profile, read_yaml
@@ -135,7 +143,7 @@ def profiles_validate(files: Annotated[list[str], typer.Argument(help="Profile Y
         raise typer.Exit(2)
 
 
-@profiles_app.command("schema")
+@profiles_app.command("schema", epilog=examples("simcli profiles schema -o profile.schema.json"))
 @handle_errors
 def profiles_schema(output: o.Output = None, force: o.Force = False) -> None:
     """The profile format as a JSON Schema (draft 2020-12), for editors that complete and check YAML.
@@ -151,17 +159,17 @@ def profiles_schema(output: o.Output = None, force: o.Force = False) -> None:
     emit(json.dumps(json_schema(), indent=1, ensure_ascii=False) + "\n", output, force)
 
 
-@profiles_app.command("detect")
+@profiles_app.command("detect", epilog=examples("simcli profiles detect -o my-host.yaml"))
 @handle_errors
 def profiles_detect(
     output: Annotated[
         Optional[str],
-        typer.Option("--output", "-o", help="Write the profile (YAML) here, atomically [default: stdout]."),
+        o.option("--output", "-o", help="Write the profile (YAML) here, atomically [default: stdout]."),
     ] = None,
     force: o.Force = False,
     name: Annotated[
         Optional[str],
-        typer.Option("--name", help="Name of the profile [default: the output file's stem, else 'detected']."),
+        o.option("--name", help="Name of the profile [default: the output file's stem, else 'detected']."),
     ] = None,
 ) -> None:
     """Write a profile of this machine: what is detected (GPUs, links, NICs, cores) and what is assumed, marked."""
@@ -191,7 +199,7 @@ def profiles_detect(
     typer.echo(f"wrote {p} ({prof.name}: {prof.device.name}, {len(prof.network)} tier(s); checked: it loads)", err=True)
 
 
-@models_app.command("list")
+@models_app.command("list", epilog=examples("simcli models list", "simcli models list -f csv"))
 @handle_errors
 def models_list(format: o.FormatOpt = o.Format.table) -> None:
     """Built-in models: parameters, training FLOPs per sample, default batch and source."""

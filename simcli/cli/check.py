@@ -8,7 +8,7 @@ import typer
 
 from . import options as o
 from .calibrate import MeasuredProfile, profile_for_measurements
-from .common import answer, handle_errors, new_app
+from .common import answer, examples, handle_errors, new_app
 from .measured import backend_of, devices_of
 
 app = new_app()  # `check`, a top-level command
@@ -16,6 +16,7 @@ app = new_app()  # `check`, a top-level command
 Tolerance = o.opt(
     Optional[str],
     "--tolerance",
+    metavar=o.many("--tolerance"),
     help="Allowed |measured/expected busbw - 1| before a size is LOW or HIGH: one value ('15%') or one per "
     "size band, smallest first ('34%,44%,13%') [default: per band, 34%, 44%, 13%: the 95th percentile of "
     "simcli's own error on the published validation curves; docs/calibration.md].",
@@ -50,14 +51,15 @@ def _measured_times(path: str, m) -> Any:
     return t
 
 
-@app.command()
+@app.command(epilog=examples("simcli check all_reduce_perf.txt --profile dgx-h100"))
 @handle_errors
 def check(
     file: Annotated[
         str,
         typer.Argument(
+            metavar="FILE",
             help="A collective's measured curve: nccl-tests output (its text or -J JSON), NCCL Inspector output "
-            "(a log, a Prometheus file, or the dump directory), or a 'bench allreduce' / 'bench import' CSV."
+            "(a log, a Prometheus file, or the dump directory), or a 'bench allreduce' / 'bench import' CSV.",
         ),
     ],
     profile: MeasuredProfile = None,
@@ -68,8 +70,6 @@ def check(
     """Per size: measured beside what NCCL should reach on the profile, OK / LOW / HIGH, and the limiting tier.
 
     Exit status 0 when no size is LOW, 1 when any is LOW (HIGH: the profile undersells the hardware).
-
-    Example: simcli check all_reduce_perf.txt --profile dgx-h100
     """
     from ..answers.check import check as run_check
     from ..answers.check import parse_tolerance
@@ -125,15 +125,16 @@ def _check_view(path: str, profile: str, recs: list[dict[str, Any]], tol: dict[s
     cols += [
         Column("k", "devices"),
         Column("size", "bytes", fmt_bytes),
-        Column("busbw meas GB/s", "busbw_measured_GBps", bw),
-        Column("busbw expected GB/s", "busbw_expected_GBps", bw),
+        Column("busbw meas GB/s", "busbw_measured_GBps", bw, priority=4, short="meas GB/s"),
+        Column("busbw expected GB/s", "busbw_expected_GBps", bw, priority=5, short="exp GB/s"),
         Column("meas/exp", "ratio", lambda x: f"{100 * x:.0f}%"),
-        Column("tolerance", "tolerance", lambda x: f"±{100 * x:.0f}%"),
+        Column("tolerance", "tolerance", lambda x: f"±{100 * x:.0f}%", priority=3, short="tol"),
         Column("verdict", "verdict", justify="left"),
-        Column("limiting tier", "tier", lambda x: x or "-", justify="left"),
-        Column("NCCL's choice", "choice", justify="left"),
-        Column("LOW: tier should give GB/s", "should", justify="left"),
+        Column("limiting tier", "tier", lambda x: x or "-", justify="left", priority=6, short="tier"),
+        Column("NCCL's choice", "choice", justify="left", priority=7, short="NCCL"),
+        Column("LOW: tier should give GB/s", "should", justify="left", priority=2, short="LOW: should give"),
     ]
+    # k, size, meas/exp and the verdict are the answer (never left out on a narrow terminal); the rest by priority
     rows = [
         {
             **r,

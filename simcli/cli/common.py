@@ -16,7 +16,7 @@ import sys
 from typing import Any, Callable, Iterable, Iterator, TypeVar
 
 import typer
-from typer.core import TyperGroup
+from typer.core import TyperArgument, TyperGroup
 
 from ..base.types import SimcliError
 from .options import command as _expand_groups
@@ -91,6 +91,11 @@ def handle_errors(fn: F) -> F:
                 msg += _given_inputs()
             typer.echo(f"simcli: error: {escape_controls(msg, keep_newlines=False)}", err=True)
             raise typer.Exit(e.exit_code) from None
+        except OverflowError as e:  # a number past float64 or int64 wherever it was computed: bad input, not a crash
+            if State.debug:
+                raise
+            typer.echo(f"simcli: error: {overflow_line(e)}", err=True)
+            raise typer.Exit(2) from None
         except Terminated as e:
             typer.echo(f"simcli: terminated by {e.name}", err=True)
             raise typer.Exit(128 + e.signum) from None
@@ -103,6 +108,18 @@ def handle_errors(fn: F) -> F:
                     warn(msg)
 
     return wrapper  # type: ignore[return-value]
+
+
+def overflow_line(e: OverflowError) -> str:
+    """The one line for an OverflowError (a value past float64 or int64 met in parsing or arithmetic): what
+    overflowed and the inputs given, for the user to bring into a realistic range."""
+    from ..io.output import escape_controls
+
+    what = str(e).strip() or "a number is too large"
+    return escape_controls(
+        f"a value is beyond what simcli computes with ({what}){_given_inputs()}; give values in a realistic range",
+        keep_newlines=False,
+    )
 
 
 def _show_warning(
@@ -287,6 +304,7 @@ class SimcliGroup(TyperGroup):
 
         click = _click()
         argv = list(sys.argv[1:] if args is None else args)
+        _guard_completion(self)
         undo = guard_stdio()
         code: Any = 0
         try:
@@ -312,6 +330,12 @@ class SimcliGroup(TyperGroup):
             except SimcliError as e:  # raised outside a command, e.g. while flushing stdout at the end
                 typer.echo(f"simcli: error: {e}", err=True)
                 code = e.exit_code
+            except OverflowError as e:  # in an option's conversion, before any command ran
+                typer.echo(f"simcli: error: {overflow_line(e)}", err=True)
+                code = 2
+            except CompletionUnavailable as e:
+                typer.echo(f"simcli: error: {e}", err=True)
+                code = 1
         except BrokenPipeError:
             _quiet_pipe()
             code = 1
@@ -320,6 +344,51 @@ class SimcliGroup(TyperGroup):
         if standalone_mode:
             sys.exit(code)
         return code
+
+
+#: the shells typer writes a completion script for (typer._completion_shared._completion_scripts)
+COMPLETION_SHELLS = ("bash", "zsh", "fish", "powershell", "pwsh")
+
+
+class CompletionUnavailable(Exception):
+    """--install-completion or --show-completion where no shell it supports runs simcli (exit 1: the environment)."""
+
+
+def _guard_completion(group: Any) -> None:
+    """typer's --install-completion prints 'Shell None is not supported.' on stdout (exit 1) when simcli's parent is
+    not a shell it knows (a script, an IDE, cron), and --show-completion a similar line: each becomes one line on
+    stderr naming the shell found and how to get the script anyway, exit 1, nothing on stdout or in any file."""
+    for p in getattr(group, "params", []):
+        if p.name not in ("install_completion", "show_completion") or getattr(p, "_simcli_guarded", False):
+            continue
+        p.callback = _completion_callback(p.callback, p.name)
+        p._simcli_guarded = True
+
+
+def _completion_callback(original: Callable[..., Any], name: str) -> Callable[..., Any]:
+    def callback(ctx: Any, param: Any, value: Any) -> Any:
+        if not value or ctx.resilient_parsing:
+            return value
+        shell = value if isinstance(value, str) else _shell_name()
+        if shell not in COMPLETION_SHELLS:
+            found = f"its shell is {shell}" if shell else "it does not run under a shell simcli can detect"
+            option = "--" + name.replace("_", "-")
+            raise CompletionUnavailable(
+                f"{option}: {found}, and completion is written for bash, zsh, fish or PowerShell only; run it from "
+                "one of them, or print a script by name: _SIMCLI_COMPLETE=source_bash simcli (source_zsh, source_fish)"
+            )
+        return original(ctx, param, value)
+
+    return callback
+
+
+def _shell_name() -> str | None:
+    """The shell simcli runs under, as typer detects it (shellingham), or None."""
+    try:
+        from typer._completion_shared import _get_shell_name
+    except ImportError:  # pragma: no cover - another typer: let its own callback decide
+        return "bash"
+    return _get_shell_name()
 
 
 def _quiet_pipe() -> None:
@@ -338,6 +407,13 @@ def _quiet_pipe() -> None:
 MAX_INT = 2**53
 
 
+#: the largest magnitude of a number option (``--price-per-device-hour``, ``--tokens``, ``--flops-per-sample``, ...):
+#: a product of a few such values (tokens x FLOPs per token x price, about 10^90) stays far inside float64's
+#: 1.8e308, so what is computed after the engine (cost, hours, fitted errors) is finite. No quantity simcli models
+#: comes near it: 2e12 tokens, 2e15 FLOPs per sample, 1e12 parameters (docs/commands.md, "Bounds on numbers").
+MAX_FLOAT = 1e30
+
+
 def _option_name(name: str) -> str:
     try:
         from typer._click.globals import get_current_context
@@ -353,7 +429,8 @@ def _option_name(name: str) -> str:
 
 def _check_options(kwargs: dict[str, Any]) -> None:
     """Refuse, for every command at once (one line, exit 2): a whole-number option beyond :data:`MAX_INT`, a
-    number option that is NaN or infinite (``--lr inf`` as ``--lr nan``), and an empty text value (``-o ''``,
+    number option that is NaN or infinite (``--lr inf`` as ``--lr nan``) or beyond :data:`MAX_FLOAT` in magnitude
+    (``--price-per-device-hour 1e308``), and an empty text value (``-o ''``,
     ``-k ''``) where the option has a meaning only with a value."""
     import math
 
@@ -366,8 +443,29 @@ def _check_options(kwargs: dict[str, Any]) -> None:
                 raise InputError(f"{_option_name(name)}: {x} is more than simcli models (at most 2**53 = {MAX_INT:,})")
             if isinstance(x, float) and not math.isfinite(x):
                 raise InputError(f"{_option_name(name)}: {x} is not a finite number; give a number")
+            if isinstance(x, float) and abs(x) > MAX_FLOAT:
+                raise InputError(
+                    f"{_option_name(name)}: {x:g} is beyond what simcli computes with (at most {MAX_FLOAT:g} in "
+                    "magnitude, so that costs, times and fits made from it stay finite); give a realistic value"
+                )
             if isinstance(x, str) and not x.strip() and not isinstance(x, enum.Enum):
                 raise InputError(f"{_option_name(name)}: an empty value; give a value or leave the option out")
+
+
+def examples(*commands: str) -> str:
+    """A command's ``--help`` epilog: one or two real examples, each on its own line as typed (click's ``\\b`` keeps
+    the formatter from joining them into one paragraph). The one way every command shows its examples."""
+    head = "Example:" if len(commands) == 1 else "Examples:"
+    return "\b\n" + head + "\n" + "\n".join(f"  $ {c}" for c in commands)
+
+
+def _argument_type(self: Any, ctx: Any) -> Any:
+    """An argument's help line: its metavar (FILE, PROFILE, ...) says what it takes, without typer's '<str>'."""
+    return None if self.metavar is not None else _typer_argument_type(self, ctx)
+
+
+_typer_argument_type = TyperArgument.display_type_rich
+TyperArgument.display_type_rich = _argument_type  # type: ignore[method-assign]
 
 
 def new_app(**kw: Any) -> typer.Typer:
@@ -410,13 +508,7 @@ def answer(
     """An answer as ``out`` (an OutputOptions) asks: the rich ``view()`` on the terminal or as text into --output,
     or the data: ``doc()`` as JSON, ``rows()`` (records, comment lines) as CSV."""
     if out.format.value == "table":
-        from ..io.render import console, render_text
-
-        v = view()
-        if out.output:
-            emit(render_text(v), out.output, out.force)
-        else:
-            console.print(v)
+        show(view(), out.output, out.force)  # --wide honoured as every other table does
         return
     from ..io.output import to_csv, to_json
 
@@ -440,63 +532,42 @@ def warn(msg: str) -> None:
         typer.echo(f"simcli: warning: {escape_controls(msg, keep_newlines=False)}", err=True)
 
 
-#: groups of (profile, message, NCCL's pick, the cheaper pair) one warning names before it says "and N more"
-FASTER_GROUPS = 3
+#: the longest warning line simcli writes on a command's default path (issue 39: the table starts on the first
+#: screen of an 80x24 terminal); the details are in ``explain`` and the records
+WARNING_WIDTH = 160
 
 
-def where_k(ks: Iterable[int]) -> str:
-    """The device counts a warning is about: 'k = 8', 'k = 9, 41, 50' (up to four), else 'k = 8..512 (7 device
-    counts)'."""
+def where_k(ks: Iterable[int], most: int = 4) -> str:
+    """The device counts a warning is about: 'k = 8', 'k = 9, 41, 50' (up to ``most``), else 'k = 8..512 (7 k)'."""
     ks = sorted({int(x) for x in ks})
-    if len(ks) <= 4:
+    if len(ks) <= most:
         return "k = " + ", ".join(map(str, ks))
-    return f"k = {ks[0]}..{ks[-1]} ({len(ks)} device counts)"
+    return f"k = {ks[0]}..{ks[-1]} ({len(ks)} k)"
 
 
-def warn_nccl_faster(rows: Iterable[dict[str, Any]], step: bool = True) -> None:
-    """One stderr line for a whole command: where NCCL's own pick costs more, in simcli's model, than another of its
-    pairs (simcli.step.notes.nccl_faster, simcli.comm.grid's ``faster``), naming that pair's NCCL_ALGO/NCCL_PROTO.
+def warn_nccl_faster(rows: Iterable[dict[str, Any]], step: bool = True, see: str | None = None) -> None:
+    """One short stderr line for a whole command (at most WARNING_WIDTH characters): where NCCL's own pick costs
+    more, in simcli's model, than another of its pairs (simcli.step.notes.nccl_faster, simcli.comm.grid's
+    ``faster``). It names the profiles, the k and where the details are (which message, NCCL's pick, the
+    NCCL_ALGO/NCCL_PROTO of the cheaper pair and both times): ``simcli explain -k K`` for a step's messages, the
+    records' ``faster`` for single collectives, or ``see``.
 
-    Each row: profile, collective, bytes, devices, algorithm, protocol, time_s, setting, faster_time_s. ``step``:
-    the rows are a step's messages (said past STEP_MARGIN of the step), else single collectives (FASTER_MARGIN).
+    Each row: profile, devices (and the details, not said here). ``step``: the rows are a step's messages (said past
+    STEP_MARGIN of the step), else single collectives (FASTER_MARGIN).
     """
-    from ..base.units import fmt_bytes, fmt_time
     from ..comm.nccl_choice import FASTER_MARGIN
     from ..step.notes import STEP_MARGIN
 
-    groups: dict[tuple, list[dict[str, Any]]] = {}
-    for r in rows:
-        key = (r["profile"], r["collective"], r["bytes"], r["algorithm"], r["protocol"], r["setting"])
-        groups.setdefault(key, []).append(r)
-    if not groups:
+    rows = list(rows)
+    if not rows:
         return
-
-    def span(xs: list[float]) -> str:
-        lo, hi = fmt_time(min(xs)), fmt_time(max(xs))
-        return lo if lo == hi else f"{lo}-{hi}"
-
-    parts = []
-    for (prof, coll, nbytes, alg, proto, setting), rs in list(groups.items())[:FASTER_GROUPS]:
-        where = where_k(r["devices"] for r in rs)
-        pick = alg + (f"/{proto}" if proto else "")
-        parts.append(
-            f"{prof}: the {fmt_bytes(nbytes)} {coll.replace('_', '-')} at {where} runs NCCL's pick {pick} "
-            f"({span([r['time_s'] for r in rs])}); {setting} costs {span([r['faster_time_s'] for r in rs])}"
-        )
-    more = len(groups) - FASTER_GROUPS
-    warn(
-        "simcli prices another NCCL pair cheaper than NCCL's own choice ("
-        + (
-            f"saving more than {STEP_MARGIN:.0%} of the step"
-            if step
-            else f"by more than {FASTER_MARGIN:.0%} of the collective"
-        )
-        + "): "
-        + "; ".join(parts)
-        + (f"; and {more} more" if more > 0 else "")
-        + (
-            " (NCCL's tuner and simcli's cost part where docs/nccl.md says; 'simcli explain -k K' shows each message)"
-            if step
-            else " (NCCL's tuner and simcli's cost part where docs/nccl.md says; --format json: 'faster' per row)"
-        )
-    )
+    profs = ", ".join(dict.fromkeys(str(r["profile"]) for r in rows))
+    ks = sorted({int(r["devices"]) for r in rows})
+    by = f"> {STEP_MARGIN:.0%} of the step" if step else f"> {FASTER_MARGIN:.0%} of the collective"
+    if see is None:
+        see = f"'simcli explain -k {ks[0]}' says which" if step else "-f json: 'faster' per row"
+    for most in (6, 4, 0):
+        msg = f"{profs}: at {where_k(ks, most)} another NCCL pair beats NCCL's own choice by {by}; {see}"
+        if len("simcli: warning: " + msg) <= WARNING_WIDTH:
+            break
+    warn(msg)

@@ -7,38 +7,71 @@ from typing import Annotated, Any, Optional
 from ..base.types import InputError
 from ..base.units import sig4
 from . import options as o
-from .common import emit, handle_errors, new_app, show, warn
+from .common import emit, examples, handle_errors, new_app, show, warn
 from .plan import header_lines, parse_numbers
 
 app = new_app()  # `compare`, a top-level command
 
 ProfileList = o.opt(
-    Optional[str], "--profile", "-p", help="Profiles to compare, comma-separated names or paths: 'dgx-a100,dgx-h100'."
+    Optional[str],
+    "--profile",
+    "-p",
+    metavar=o.many("--profile"),
+    help="Profiles to compare, comma-separated names or paths: 'dgx-a100,dgx-h100'.",
 )
-ModelList = o.opt(Optional[str], "--model", "-m", help="Built-in models to compare, comma-separated.")
-DtypeList = o.opt(Optional[str], "--dtype", help="Compute dtypes to compare, comma-separated [default: the device's].")
-GradDtypeList = o.opt(str, "--grad-dtype", help="Gradient dtypes to compare, comma-separated: 'fp32,bf16'.")
+ModelList = o.opt(
+    Optional[str], "--model", "-m", metavar=o.many("--model"), help="Built-in models to compare, comma-separated."
+)
+DtypeList = o.opt(
+    Optional[str],
+    "--dtype",
+    metavar=o.many("--dtype"),
+    help="Compute dtypes to compare, comma-separated [default: the device's].",
+)
+GradDtypeList = o.opt(
+    str,
+    "--grad-dtype",
+    metavar=o.many("--grad-dtype"),
+    help="Gradient dtypes to compare, comma-separated: 'fp32,bf16'.",
+)
 MfuList = o.opt(
-    Optional[str], "--mfu", help="Achieved fractions of peak to compare, comma-separated [default: the profile's]."
+    Optional[str],
+    "--mfu",
+    metavar=o.many("--mfu"),
+    help="Achieved fractions of peak to compare, comma-separated [default: the profile's].",
 )
 BatchList = o.opt(
     Optional[str],
     "--batch-per-device",
     "-b",
+    metavar=o.many("--batch-per-device"),
     help="Per-device batches to compare, comma-separated [default: the model's].",
 )
-AlgorithmList = o.opt(str, "--algorithm", "-a", help="All-reduce algorithms to compare, comma-separated: 'ring,auto'.")
+AlgorithmList = o.opt(
+    str,
+    "--algorithm",
+    "-a",
+    metavar=o.many("--algorithm"),
+    help="All-reduce algorithms to compare, comma-separated: 'ring,auto'.",
+)
 OverlapList = o.opt(
     Optional[str],
     "--overlap",
+    metavar="buckets,none",
     help="Overlap modes to compare, comma-separated: 'none,buckets' [default: the engine's].",
 )
 BucketList = o.opt(
     Optional[str],
     "--bucket-mb",
+    metavar=o.many("--bucket-mb"),
     help="DDP bucket sizes in MiB to compare, comma-separated: '25,100' [default: the engine's].",
 )
-AccumList = o.opt(Optional[str], "--accum", help="Gradient accumulation steps to compare, comma-separated: '1,4'.")
+AccumList = o.opt(
+    Optional[str],
+    "--accum",
+    metavar=o.many("--accum"),
+    help="Gradient accumulation steps to compare, comma-separated: '1,4'.",
+)
 
 
 #: compare takes comma-separated alternatives for these scenario options
@@ -56,7 +89,12 @@ _COMPARE = o.tweak(
 )
 
 
-@app.command()
+@app.command(
+    epilog=examples(
+        "simcli compare -p dgx-a100,dgx-h100 -m bert-large -k 8..512:x4",
+        "simcli compare -m llama2-7b -k 8,64 --strategy ddp,zero1,fsdp",
+    )
+)
 @handle_errors
 def compare(
     devices: o.Devices = "1..64:x2",
@@ -66,8 +104,6 @@ def compare(
 ) -> None:
     """Every combination of the comma-separated alternatives, side by side: step time, speedup, efficiency and
     the gain (throughput over the first combination at the same k).
-
-    Example: simcli compare --profile dgx-a100,dgx-h100 --model llama2-7b --devices 8..512:x2 --grad-dtype fp32,bf16
     """
     from ..answers.compare import compare as run_compare
     from ..base.ranges import parse_devices
@@ -138,12 +174,12 @@ def compare(
     from .progress import progress
 
     with progress(f"compare: {n_alt} alternatives x {k.size} device counts"):
-        cmp = run_compare(sc, choices, k, optimizer=sc.optimizer)
+        cmp = run_compare(sc, choices, k)
     from ..answers.plan import training_memory
 
     misfits: dict[str, list[str]] = {}
     for alt in cmp.alternatives:
-        mem = training_memory(alt.scenario, k, alt.scenario.optimizer)
+        mem = training_memory(alt.scenario, k)
         if mem.fits is False:
             misfits.setdefault(mem.message(), []).append(alt.label)
     for msg, labels in misfits.items():

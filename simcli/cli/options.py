@@ -36,11 +36,150 @@ from ..io.workloads import DEFAULT_MODEL, build_workload
 from ..step import update
 from ..step.engine import Scenario
 
+#: what an option takes, as ``--help`` shows it after the option's name (its metavar), by the option's long name;
+#: :func:`option` (and so :func:`opt`) gives it to every option declared with that name, and a declaration that takes
+#: something else (a comma-separated list of what the name usually takes) says so with ``metavar=``
+METAVARS = {
+    # what to simulate
+    "--devices": "K-RANGE",
+    "--world-sizes": "K-RANGE",
+    "--profile": "PROFILE",
+    "--model": "MODEL",
+    "--workload": "FILE",
+    "--params": "N",
+    "--flops-per-sample": "FLOP",
+    "--compute-time": "TIME",
+    "--compute-time-at-k": "K",
+    "--seq-len": "N",
+    "--batch-per-device": "N",
+    "--global-batch": "N",
+    "--dtype": "DTYPE",
+    "--grad-dtype": "DTYPE",
+    "--param-dtype": "DTYPE",
+    "--mfu": "FRACTION",
+    "--algorithm": "ALGORITHM",
+    "--protocol": "PROTOCOL",
+    "--gpus-per-process": "N",
+    "--collective": "COLLECTIVE",
+    "--overlap": "buckets|none",
+    "--bucket-mb": "MIB",
+    "--strategy": "STRATEGY",
+    "--shard-group": "N",
+    "--units": "N",
+    "--activations": "BYTES",
+    "--spread": "FRACTION",
+    "--optimizer": "OPTIMIZER",
+    "--update-extras": "PASSES",
+    "--update-time": "TIME",
+    "--accum": "N",
+    "--size": "SIZES",
+    "--min-size": "SIZE",
+    "--max-size": "SIZE",
+    # output and pictures
+    "--output": "FILE",
+    "--rows": "N",
+    "--plot": "FILE",
+    "--dpi": "DPI",
+    "--width": "INCHES",
+    "--height": "INCHES",
+    "--threshold": "FRACTION",
+    # questions and checks
+    "--min-efficiency": "FRACTION",
+    "--samples": "N",
+    "--tokens": "N",
+    "--price-per-device-hour": "PRICE",
+    "--max-cost": "COST",
+    "--budget": "COST",
+    "--max-days": "DAYS",
+    "--max-hours": "HOURS",
+    "--activation-checkpointing": "on|off|on,off",
+    "--tolerance": "FRACTION",
+    "--max-error": "FRACTION",
+    "--where": "COLUMN=VALUE",
+    "--tier": "TIER",
+    "--holdout": "FRACTION",
+    "--name": "NAME",
+    "--seed": "N",
+    "--world-size": "N",
+    # bench
+    "--iters": "N",
+    "--warmup": "N",
+    "--max-iters": "N",
+    "--max-time": "SECONDS",
+    "--target-se": "FRACTION",
+    "--rounds": "N",
+    "--threads": "N",
+    "--timeout": "SECONDS",
+    "--port": "PORT",
+    "--steps": "N",
+    "--lr": "RATE",
+    "--model-width": "N",
+    "--depth": "N",
+    "--layers": "N",
+    "--hidden": "N",
+    "--heads": "N",
+    "--vocab": "N",
+    "--blocks": "N,N,N,N",
+    "--image-size": "PIXELS",
+    "--classes": "N",
+    "--bucket-cap-mb": "MIB",
+}
+
+
+def option(*decls: str, **kw: Any) -> Any:
+    """``typer.Option(*decls, **kw)`` with the metavar :data:`METAVARS` names for its long name (unless ``metavar``
+    is given), and the shell completion of profile and model names for --profile and --model."""
+    long = next((d for d in decls if d.startswith("--")), None)
+    if long in METAVARS:
+        kw.setdefault("metavar", METAVARS[long])
+    if long in COMPLETIONS:
+        kw.setdefault("autocompletion", COMPLETIONS[long])
+    return typer.Option(*decls, **kw)
+
+
+def many(long: str) -> str:
+    """The metavar of an option that takes a comma-separated list of what ``long`` takes: 'N,...'."""
+    return f"{METAVARS[long]},..."
+
 
 def opt(kind: Any, *decls: str, **kw: Any) -> Any:
-    """An option's type, ``Annotated[kind, typer.Option(*decls, **kw)]``: one declaration per option, one line
+    """An option's type, ``Annotated[kind, option(*decls, **kw)]``: one declaration per option, one line
     each (the help text is the rest)."""
-    return Annotated[kind, typer.Option(*decls, **kw)]
+    return Annotated[kind, option(*decls, **kw)]
+
+
+# --------------------------------------------------------------------------- shell completion
+
+
+def _listed(items: Any, incomplete: str) -> list[str]:
+    """The names that start with what the shell has typed, comma lists completed at their last item."""
+    head, _, last = incomplete.rpartition(",")
+    prefix = f"{head}," if head else ""
+    return [prefix + n for n in items if n.startswith(last)]
+
+
+def complete_profile(incomplete: str) -> list[str]:
+    """Profile names a shell offers for --profile: the built-ins and the profile files simcli finds
+    (simcli.io.profiles.list_profiles), then YAML files in the current folder."""
+    import glob
+
+    from ..io.profiles import list_profiles
+
+    names = list(dict.fromkeys(e.name for e in list_profiles()))
+    _, _, last = incomplete.rpartition(",")
+    files = sorted(glob.glob(f"{glob.escape(last)}*.y*ml")) if last else []
+    return _listed(names, incomplete) + [f for f in files if f not in names]
+
+
+def complete_model(incomplete: str) -> list[str]:
+    """Model names a shell offers for --model: simcli's presets (simcli.io.workloads.presets)."""
+    from ..io.workloads import presets
+
+    return _listed(presets(), incomplete)
+
+
+#: the option whose values a shell completes, and how (:func:`option` attaches them)
+COMPLETIONS = {"--profile": complete_profile, "--model": complete_model}
 
 
 if typing.TYPE_CHECKING:  # pragma: no cover
@@ -553,7 +692,18 @@ def picture_size(
 
 
 def check_outputs(out: OutputOptions, pic: PictureOptions | None = None, threshold: bool = True):
-    """Refuse bad --output and --plot requests before any work is done; the picture's size, or None."""
+    """Refuse bad --output and --plot requests before any work is done; the picture's size, or None.
+
+    --output and --plot naming one file (the same name, or two names of one file: a link, ``./x`` and ``x``) is
+    refused before either is claimed: the picture would be written, then replaced by the answer, or refused."""
+    if out.output and pic is not None and pic.plot:
+        from ..io.output import same_output
+
+        if same_output(out.output, pic.plot):
+            raise InputError(
+                f"--plot: {pic.plot} is also --output ({out.output}); the picture and the answer need two files, "
+                "give each its own name"
+            )
     if out.output:
         from ..io.output import check_output_path
 

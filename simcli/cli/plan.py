@@ -17,7 +17,7 @@ import typer
 from ..base.types import InputError
 from ..base.units import sig4
 from . import options as o
-from .common import emit, handle_errors, new_app, show, warn
+from .common import emit, examples, handle_errors, new_app, show, warn
 
 if TYPE_CHECKING:  # pragma: no cover
     from ..step.engine import Scenario
@@ -30,10 +30,11 @@ MAX_SCAN = 100_000
 SolveField = Annotated[
     str,
     typer.Argument(
+        metavar="FIELD",
         help="The profile field to solve for, the value that "
         "gives --min-efficiency at --devices K: network[1].bandwidth, "
         "inter_node.bandwidth, network[0].latency, <tier>.efficiency, "
-        "device.mfu, device.peak_flops[.bf16], device.reduce_bandwidth."
+        "device.mfu, device.peak_flops[.bf16], device.reduce_bandwidth.",
     ),
 ]
 MinEfficiency = o.opt(
@@ -162,10 +163,10 @@ plan_app = new_app(
     "time and cost of a whole run, or the best configuration of a grid (plan best); each with the reason (the "
     "dominant term), a memory check and the command that shows the curve. JSON: one object whose key 'answer' "
     "holds the answer.",
-    epilog="Examples: simcli plan max-devices --min-efficiency 0.9 --profile dgx-h100 --model llama2-7b; "
-    "simcli plan solve inter_node.bandwidth --devices 512 --min-efficiency 0.85 --profile dgx-a100 "
-    "--model bert-large; simcli plan time-to-train --tokens 2e12 --devices 1024 --model llama2-70b "
-    "--price-per-device-hour 2.5",
+    epilog=examples(
+        "simcli plan max-devices --min-efficiency 0.9 -p dgx-h100 -m llama2-7b",
+        "simcli plan best -m llama2-7b --global-batch 4Mi-tokens --tokens 2e12",
+    ),
     no_args_is_help=True,
 )
 
@@ -177,7 +178,9 @@ def _plan_start(scn: o.ScenarioOptions, out: o.OutputOptions):
     return sc, sc.optimizer
 
 
-@plan_app.command("max-devices")
+@plan_app.command(
+    "max-devices", epilog=examples("simcli plan max-devices --min-efficiency 0.9 -p dgx-h100 -m llama2-7b")
+)
 @handle_errors
 def plan_max_devices(
     min_efficiency: MinEfficiency = None,
@@ -206,7 +209,7 @@ def plan_max_devices(
     _plan_finish(sc, ans, res, mem, out, [ans.answer] if ans.answer else k)
 
 
-@plan_app.command("solve")
+@plan_app.command("solve", epilog=examples("simcli plan solve inter_node.bandwidth -k 512 -e 0.85 -m bert-large"))
 @handle_errors
 def plan_solve(
     field: SolveField,
@@ -236,7 +239,10 @@ def plan_solve(
     _plan_finish(sc, ans, res, mem, out, [kk])
 
 
-@plan_app.command("time-to-train")
+@plan_app.command(
+    "time-to-train",
+    epilog=examples("simcli plan time-to-train --tokens 2e12 -k 1024 -m llama2-70b"),
+)
 @handle_errors
 def plan_time_to_train(
     devices: PlanDevices = None,
@@ -274,7 +280,7 @@ def _plan_finish(
 ) -> None:
     from ..answers.plan import training_memory
 
-    mem = training_memory(sc, devices, optimizer)
+    mem = training_memory(sc, devices)
     res["memory"] = mem.to_dict()
     res["warnings"] = [] if mem.fits is not False else [mem.message()]
     res["inputs"] = sc.inputs()
@@ -392,8 +398,8 @@ def _plan_view(sc: "Scenario", ans: Any, out: dict[str, Any], rows: int) -> Any:
                     Column("to", "to", fmt, justify="left"),
                     Column("E from", "efficiency_from", lambda v: f"{v:.4f}"),
                     Column("E to", "efficiency_to", lambda v: f"{v:.4f}"),
-                    Column("NCCL's picks from", "picks_from", justify="left"),
-                    Column("to", "picks_to", justify="left"),
+                    Column("NCCL's picks from", "picks_from", justify="left", priority=2, short="picks from"),
+                    Column("to", "picks_to", justify="left", priority=1, label="picks to"),
                 ],
                 title=f"where a {'larger' if ans.bound != 'maximum' else 'smaller'} {ans.field.path} is worse "
                 f"({len(out['worse_ranges'])})",
@@ -439,14 +445,14 @@ def _plan_view(sc: "Scenario", ans: Any, out: dict[str, Any], rows: int) -> Any:
         cols = [
             Column("k", "devices"),
             Column("E(k)", "efficiency", lambda v: f"{v:.3f}"),
-            Column(f"step {unit}", "t_step_s", lambda v: sig4(v / f_)),
-            Column("samples/s", "samples_per_s", sig4),
+            Column(f"step {unit}", "t_step_s", lambda v: sig4(v / f_), priority=3),
+            Column("samples/s", "samples_per_s", sig4, priority=2),
             Column("time", "time_s", fmt_time),
-            Column("device-h", "device_hours", fmt_count),
+            Column("device-h", "device_hours", fmt_count, priority=1),
         ]
         if ans.price is not None:
             cols.append(Column("cost", "cost", fmt_count))
-        cols.append(Column("", mark, justify="left"))
+        cols.append(Column("", mark, justify="left", label="marker"))
         parts.append(Text(""))
         parts.append(
             table(

@@ -13,7 +13,7 @@ import typer
 from ..base.types import InputError
 from ..base.units import sig4
 from . import options as o
-from .common import emit, handle_errors, show
+from .common import emit, examples, handle_errors, show
 from .plan import (
     MinEfficiency,
     PartialNodes,
@@ -38,10 +38,16 @@ GlobalBatchOpt = o.opt(
     str,
     "--global-batch",
     "-B",
+    metavar="N|TOKENS",
     help="Samples per optimizer step over all devices ('512'), or tokens with a unit ('4Mi-tokens', "
     "'4M tokens'); the accumulation of each configuration follows: accum = B / (k x micro-batch).",
 )
-StrategyList = o.opt(str, "--strategy", help="Strategies to search, comma-separated: ddp,zero1,zero2,fsdp,hsdp.")
+StrategyList = o.opt(
+    str,
+    "--strategy",
+    metavar=o.many("--strategy"),
+    help="Strategies to search, comma-separated: ddp,zero1,zero2,fsdp,hsdp.",
+)
 BestDevices = o.opt(
     Optional[str],
     "--devices",
@@ -53,16 +59,26 @@ MicroBatchList = o.opt(
     Optional[str],
     "--batch-per-device",
     "-b",
+    metavar=o.many("--batch-per-device"),
     help="Micro-batches (samples per device per micro-step) to search: '1,2,4,8' or '1..8' [default: 1..8].",
 )
-GradDtypeList = o.opt(str, "--grad-dtype", help="Gradient dtypes to search, comma-separated.")
-ShardGroupList = o.opt(Optional[str], "--shard-group", help="hsdp shard groups to search: '8,16' [default: one node].")
+GradDtypeList = o.opt(
+    str, "--grad-dtype", metavar=o.many("--grad-dtype"), help="Gradient dtypes to search, comma-separated."
+)
+ShardGroupList = o.opt(
+    Optional[str],
+    "--shard-group",
+    metavar=o.many("--shard-group"),
+    help="hsdp shard groups to search: '8,16' [default: one node].",
+)
 CheckpointingList = o.opt(
     str,
     "--activation-checkpointing",
     help="Activation checkpointing to search: on, off or 'on,off' (memory only; at equal speed off is preferred).",
 )
-BucketList = o.opt(Optional[str], "--bucket-mb", help="DDP bucket sizes in MiB to search: '25,100'.")
+BucketList = o.opt(
+    Optional[str], "--bucket-mb", metavar=o.many("--bucket-mb"), help="DDP bucket sizes in MiB to search: '25,100'."
+)
 ObjectiveOpt = o.opt(Objective, "--objective", help="time: the most samples/s; cost: the least device-time (x price).")
 MaxDays = o.opt(Optional[float], "--max-days", help="Only runs that finish within this many days.")
 Budget = o.opt(Optional[float], "--budget", help="Only runs that cost at most this (needs --price-per-device-hour).")
@@ -71,7 +87,13 @@ Budget = o.opt(Optional[float], "--budget", help="Only runs that cost at most th
 _OWN = ("strategy", "batch_per_device", "global_batch", "grad_dtype", "shard_group", "bucket_mb", "accum")
 
 
-@plan_app.command("best")
+@plan_app.command(
+    "best",
+    epilog=examples(
+        "simcli plan best -m llama2-7b --global-batch 4Mi-tokens --tokens 2e12",
+        "simcli plan best -m llama2-7b -B 1024 --tokens 2e12 --objective cost",
+    ),
+)
 @handle_errors
 def plan_best(
     global_batch: GlobalBatchOpt,
@@ -97,9 +119,6 @@ def plan_best(
     """The fastest (--objective time) or cheapest (cost) configuration that fits, searched jointly over strategies,
     device counts and micro-batches at a fixed global batch: the answer, what limits it, the runner-up, and the
     time-cost frontier.
-
-    Example: simcli plan best -m llama2-7b -p dgx-h100 --global-batch 4Mi-tokens --tokens 2e12 --devices
-    64..2048:x2 --price-per-device-hour 2.5 --objective cost
     """
     from ..answers import plan as P
     from ..answers import plan_best as PB
@@ -130,19 +149,23 @@ def plan_best(
         checkpointing=tuple(ck),
         bucket_mbs=tuple(parse_numbers(bucket_mb, "--bucket-mb", float, 1e-9)) or (sc.bucket_mb,),
     )
-    ans = PB.best(
-        sc,
-        grid,
-        global_batch=B,
-        objective=objective.value,
-        samples=samples,
-        tokens=tokens,
-        price=price_per_device_hour,
-        max_days=max_days,
-        budget=budget,
-        min_efficiency=min_efficiency,
-        optimizer=sc.optimizer,
-    )
+    from .progress import progress
+
+    n = grid.check_size()  # refused before any work, with the count and how to narrow it
+    with progress(f"plan best: {n:,} configurations", total=n) as bar:
+        ans = PB.best(
+            sc,
+            grid,
+            global_batch=B,
+            objective=objective.value,
+            samples=samples,
+            tokens=tokens,
+            price=price_per_device_hour,
+            max_days=max_days,
+            budget=budget,
+            min_efficiency=min_efficiency,
+            on_progress=bar.advance,
+        )
     res = ans.to_dict()
     res["global_batch_given"] = {"text": global_batch, "as": given_as}
     if tokens is not None:
@@ -261,24 +284,28 @@ def _view(sc: Any, ans: "Best", out: dict[str, Any], rows: int) -> Any:
     if ans.runner_up is not None:
         parts.append(Text(f"runner-up {_config(ans.runner_up)}: {ans.worse} ({_figures(ans.runner_up, ans.price)})"))
     parts.append(Text(f"check     {out['command']}"))
+    # strategy, k, the speed, days, cost and the answer marker are the answer (never left out on a narrow
+    # terminal); the rest by priority, with a line naming them
     cols = [
         Column("strategy", "strategy", justify="left"),
         Column("k", "devices"),
-        Column("micro", "batch_per_device"),
-        Column("accum", "accum"),
+        Column("micro", "batch_per_device", priority=3),
+        Column("accum", "accum", priority=4),
         Column("samples/s", "samples_per_s", lambda v: f"{v:.4g}"),
-        Column("E", "efficiency", lambda v: f"{v:.3f}"),
-        Column("mem GB", "memory_bytes", lambda v: f"{v / 1e9:.4g}"),
+        Column("E", "efficiency", lambda v: f"{v:.3f}", priority=6),
+        Column("mem GB", "memory_bytes", lambda v: f"{v / 1e9:.4g}", priority=8),
     ]
     if ans.samples is not None:
         cols.append(Column("days", "days", lambda v: sig4(v)))
-        cols.append(Column("device-h", "device_hours", fmt_count))
+        cols.append(Column("device-h", "device_hours", fmt_count, priority=7))
     if ans.price is not None:
         cols.append(Column("cost", "cost", fmt_count))
     if len({r["grad_dtype"] for r in ans.frontier}) > 1:
-        cols.insert(4, Column("grad", "grad_dtype", justify="left"))
+        cols.insert(4, Column("grad", "grad_dtype", justify="left", priority=5))
     key = ("strategy", "devices", "batch_per_device", "activation_checkpointing", "grad_dtype")
-    cols.append(Column("", lambda r: "answer" if all(r[c] == a[c] for c in key) else "", justify="left"))
+    cols.append(
+        Column("", lambda r: "answer" if all(r[c] == a[c] for c in key) else "", justify="left", label="answer")
+    )
     parts.append(Text(""))
     parts.append(
         table(

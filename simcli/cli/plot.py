@@ -20,7 +20,7 @@ from ..comm.specs import COLLECTIVES
 from ..io import tables as T
 from . import options as o
 from .common import done as _done
-from .common import handle_errors, new_app
+from .common import examples, handle_errors, new_app
 
 if TYPE_CHECKING:  # pragma: no cover
     from ..plot.figures import FigSize
@@ -41,7 +41,7 @@ app = new_app(
     help="Draw pictures (PNG, SVG or PDF by the file's suffix): speedup curves, time breakdowns, all-reduce "
     "time and busbw, the fastest algorithm per (k, size). 'simcli plot FILE.csv|FILE.json' redraws a table "
     "that simcli wrote with --format csv|json.",
-    epilog="Example: simcli plot speedup --devices 1..64:x2 --profile dgx-a100,dgx-h100 -o speedup.png",
+    epilog=examples("simcli plot speedup -k 1..64:x2 -p dgx-a100,dgx-h100 -o speedup.png", "simcli plot speedup.csv"),
     no_args_is_help=True,
 )
 
@@ -58,17 +58,17 @@ def _scenario_tweak(noun: str) -> o.Tweak:
     return o.tweak(
         profile=Annotated[
             Optional[str],
-            typer.Option(
+            o.option(
                 "--profile", "-p", help=f"Built-in profile name or path; several comma-separated draw one {noun} each."
             ),
         ],
         model=Annotated[
             Optional[str],
-            typer.Option("--model", "-m", help=f"Built-in model; several comma-separated draw one {noun} each."),
+            o.option("--model", "-m", help=f"Built-in model; several comma-separated draw one {noun} each."),
         ],
         algorithm=Annotated[
             Optional[str],
-            typer.Option(
+            o.option(
                 "--algorithm",
                 "-a",
                 help=f"Collective algorithm (nccl, ring, tree, nvls, ..., auto) [default: nccl on NCCL profiles, "
@@ -254,7 +254,7 @@ def _speedup_like(
         draw_speedup([simulate(sc, k) for sc in scn.build_all()], output, force, size, pic.threshold, kind=kind)
 
 
-@app.command("speedup")
+@app.command("speedup", epilog=examples("simcli plot speedup -k 1..64:x2 -p dgx-a100,dgx-h100 -o speedup.png"))
 @handle_errors
 def plot_speedup(
     output: PictureOut,
@@ -267,7 +267,7 @@ def plot_speedup(
     _speedup_like("speedup", output, devices, scn, force, pic)
 
 
-@app.command("breakdown")
+@app.command("breakdown", epilog=examples("simcli plot breakdown -k 8..512:x2 -m bert-large -o breakdown.png"))
 @handle_errors
 def plot_breakdown(
     output: PictureOut,
@@ -283,7 +283,7 @@ def plot_breakdown(
 # --------------------------------------------------------------------------- plot comm / algorithms
 
 
-@app.command("comm")
+@app.command("comm", epilog=examples("simcli plot comm -k 8,64 -s 1KiB..1GiB:x4 -o comm.png"))
 @handle_errors
 def plot_comm(
     output: PictureOut,
@@ -309,7 +309,7 @@ def plot_comm(
         draw_comm(recs, prof, algorithm, co.dtype, output, force, fs, co.collective)
 
 
-@app.command("algorithms")
+@app.command("algorithms", epilog=examples("simcli plot algorithms -p dgx-h100 -o algorithms.png"))
 @handle_errors
 def plot_algorithms(
     output: PictureOut,
@@ -318,7 +318,7 @@ def plot_algorithms(
     profile: o.Profile = None,
     algorithm: Annotated[
         Optional[str],
-        typer.Option(
+        o.option(
             "--algorithm", "-a", help="Algorithms to compare, comma-separated [default: every one simcli models]."
         ),
     ] = None,
@@ -349,24 +349,27 @@ def plot_algorithms(
 # --------------------------------------------------------------------------- redraw a saved table
 
 
-@app.command("file")
+@app.command("file", epilog=examples("simcli plot file speedup.csv -o speedup.png"))
 @handle_errors
 def plot_file(
-    file: Annotated[str, typer.Argument(help="A table simcli wrote with --format csv or json (speedup, comm, bench).")],
+    file: Annotated[
+        str,
+        typer.Argument(metavar="FILE", help="A table simcli wrote with --format csv or json (speedup, comm, bench)."),
+    ],
     output: Annotated[
         Optional[str],
-        typer.Option("--output", "-o", help="Picture file: .png, .svg or .pdf [default: FILE with .png]."),
+        o.option("--output", "-o", help="Picture file: .png, .svg or .pdf [default: FILE with .png]."),
     ] = None,
     kind: Annotated[
         Kind,
-        typer.Option(
+        o.option(
             "--kind",
             help="What to draw; auto picks from the columns (speedup tables can also be drawn as a breakdown).",
         ),
     ] = Kind.auto,
     profile: Annotated[
         Optional[str],
-        typer.Option("--profile", "-p", help="Overlay this profile's model lines on measured data (bench tables)."),
+        o.option("--profile", "-p", help="Overlay this profile's model lines on measured data (bench tables)."),
     ] = None,
     model: o.Model = None,
     batch_per_device: o.BatchPerDevice = None,

@@ -5,7 +5,7 @@ from __future__ import annotations
 from typing import Annotated, Any
 
 from . import options as o
-from .common import emit, handle_errors, new_app, show, warn, warn_nccl_faster, where_k
+from .common import emit, examples, handle_errors, new_app, show, warn, warn_nccl_faster, where_k
 
 app = new_app()
 
@@ -51,7 +51,12 @@ def _counted(chunks, bar):
             bar.advance()
 
 
-@app.command()
+@app.command(
+    epilog=examples(
+        "simcli speedup --devices 1..64",
+        "simcli speedup -k 8..512:x2 -p dgx-a100,dgx-h100 -m llama2-7b",
+    )
+)
 @handle_errors
 def speedup(
     devices: o.Devices = "1..64:x2",
@@ -146,12 +151,9 @@ def _warn_faster(results: Any) -> None:
             ks = [r["devices"] for r in rows]
             r = rows[0]
             warn(
-                f"{res.scenario.profile.name}: NCCL's search graph across nodes takes {r['channels']} channels of "
-                f"{r['speed_GBps']:g} GB/s; a network just under {r['speed_GBps']:g} GB/s per NIC would give "
-                f"{r['alt_channels']} of {r['alt_speed_GBps']:g} GB/s, which NCCL's per-channel caps price faster "
-                f"({where_k(ks)}: T_step {r['alt_t_step_s'] * 1e3:.4g} ms instead "
-                f"of {r['t_step_s'] * 1e3:.4g} ms at k = {r['devices']}; ncclTopoCompareGraphs keeps the first of "
-                "equal graphs, docs/nccl.md)"
+                f"{res.scenario.profile.name}: NICs just under {r['speed_GBps']:g} GB/s would run the step faster at "
+                f"{where_k(ks)} (NCCL's graph search; k = {r['devices']}: {r['alt_t_step_s'] * 1e3:.4g} ms, not "
+                f"{r['t_step_s'] * 1e3:.4g} ms; docs/nccl.md)"
             )
 
 
@@ -165,25 +167,25 @@ def _warn_memory(sc: Any, k: Any) -> None:
     if fit is None:
         return
     ks = fit["devices"]
-    where = where_k(ks)
-    need = f"{sc.strategy} needs {fmt_bytes(max(fit['memory_bytes']), binary=False)} per device at {where}"
-    cap = f"{sc.profile.device.name} has {fmt_bytes(fit['capacity_bytes'], binary=False)}"
+    need = fmt_bytes(max(fit["memory_bytes"]), binary=False)
+    need = f"{sc.strategy} does not fit: it needs {need} per device at {where_k(ks)}"
+    cap = f"the device has {fmt_bytes(fit['capacity_bytes'], binary=False)}"
     if any(s is None for s in fit["fits_with"]):
         bad = [kk for kk, s in zip(ks, fit["fits_with"]) if s is None]
         hint = (
-            f"no strategy fits at k = {bad[0]}"
-            + (f" (nor at {len(bad) - 1} more k)" if len(bad) > 1 else "")
+            "no strategy fits"
+            + ("" if len(bad) == len(ks) else f" at {where_k(bad)}")
             + (
-                ": try without --no-activation-checkpointing"
+                " (try without --no-activation-checkpointing)"
                 if not sc.activation_checkpointing
                 and memory_fit(sc.replace(activation_checkpointing=True, strategy="fsdp"), bad) is None
-                else ": that needs model parallelism, which simcli does not model"
+                else " (that takes model parallelism)"
             )
         )
     else:
         best = max(fit["fits_with"], key=STRATEGIES.index)
-        hint = f"--strategy {best} fits" + (" (with activation checkpointing)" if sc.activation_checkpointing else "")
-    warn(f"{sc.workload.name} on {sc.profile.name}: {need} but the {cap}, so it does not fit; {hint}")
+        hint = f"--strategy {best} fits"
+    warn(f"{sc.workload.name} on {sc.profile.name}: {need}, {cap}; {hint}")
 
 
 def _grid_part(prof, k, n, start: int, count: int, kw: dict) -> list[dict]:
@@ -199,7 +201,7 @@ def _grid_part(prof, k, n, start: int, count: int, kw: dict) -> list[dict]:
     return out
 
 
-@app.command()
+@app.command(epilog=examples("simcli comm -k 8,64 -s 1KiB..1GiB:x4 -p dgx-h100"))
 @handle_errors
 def comm(
     co: o.CommOptions = o.CommOptions(),

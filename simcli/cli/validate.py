@@ -8,7 +8,7 @@ import typer
 
 from ..base.units import sig4
 from . import options as o
-from .common import answer, handle_errors, new_app
+from .common import answer, examples, handle_errors, new_app
 from .measured import (
     MaxSize,
     MeasuredProfile,
@@ -39,14 +39,20 @@ MeasuredModel = o.opt(
 )
 
 
-@app.command()
+@app.command(
+    epilog=examples(
+        "simcli validate run1.csv -p cpu-loopback",
+        "simcli validate all_reduce_perf.txt -p dgx-a100 --min-size 64MiB",
+    )
+)
 @handle_errors
 def validate(
     results: Annotated[
         str,
         typer.Argument(
+            metavar="FILE",
             help="Measurements: a 'bench allreduce', 'bench import' or "
-            "'bench step' CSV, or a published table (see validation/published)."
+            "'bench step' CSV, or a published table (see validation/published).",
         ),
     ],
     run: Annotated[
@@ -58,14 +64,14 @@ def validate(
     max_size: MaxSize = None,
     max_error: Annotated[
         Optional[str],
-        typer.Option(
+        o.option(
             "--max-error",
             help="Exit 1 when the median absolute error of the main metric is above this ('15%' or 0.15).",
         ),
     ] = None,
     plot: Annotated[
         Optional[str],
-        typer.Option(
+        o.option(
             "--plot",
             help="Draw measured markers over predicted lines "
             "into this file (.png, .svg, .pdf; as 'simcli plot' draws a "
@@ -74,10 +80,7 @@ def validate(
     ] = None,
     out: o.OutputOptions = o.OutputOptions(),
 ) -> None:
-    """Compare a profile's predictions with measurements: error per row, median and max error per k and size.
-
-    Example: simcli validate validation/published/nccl-allreduce-8xA100-nvswitch.csv --profile dgx-a100
-    """
+    """Compare a profile's predictions with measurements: error per row, median and max error per k and size."""
     from ..answers.validate import filter_rows, read_measurements, scope_where
     from ..answers.validate import validate as run_validation
     from ..io.output import check_output_path
@@ -240,10 +243,10 @@ def _trace_view(v: dict[str, Any]):
             Column("#", "i"),
             Column("collective", "collective", justify="left"),
             Column("size", "bytes", fmt_bytes),
-            Column("dtype", "dtype", justify="left"),
-            Column(f"starts at {unit}", "start_s", ms),
+            Column("dtype", "dtype", justify="left", priority=4),
+            Column(f"starts at {unit}", "start_s", ms, priority=3, short=f"at {unit}"),
             Column(f"time {unit}", "time_s", ms),
-            Column(f"hidden {unit}", "hidden_s", ms),
+            Column(f"hidden {unit}", "hidden_s", ms, priority=2),
             Column(f"exposed {unit}", "exposed_s", ms),
         ],
         title="the step's collectives (measured; hidden = overlapped by compute)",

@@ -7,7 +7,7 @@ from typing import Any, Sequence
 from rich.console import Group
 from rich.text import Text
 
-from ..base.types import DTYPE_BYTES, Profile
+from ..base.types import DTYPE_BYTES, TUNED_LIBRARIES, Profile
 from ..base.units import fmt_bytes, fmt_count, fmt_flops, fmt_rate, fmt_time
 from ..base.units import sig4 as _g
 from ..comm.specs import COLLECTIVES
@@ -88,14 +88,14 @@ def _header_lines(res: Result) -> list[str]:
         )
     sigma, given = sc.spread_and_source
     if sigma:
-        excess = f" / (1 + σ·m_{k0}) (the compute speed's k = {k0} holds its wait)" if k0 > 1 else ""
+        excess = f" / (1 + σ·m_{k0})" if k0 > 1 else ""  # the compute speed measured at k0 holds that wait
         lines.append(
-            f"devices   speed spread σ = {sigma:.3g} ({given}): each step waits for the slowest of k, "
+            f"devices   speed spread σ = {sigma:.3g} ({given}): a step waits for the slowest of k, "
             f"T_compute x (1 + σ·m_k){excess}, m_k = E[max of k normals]"
         )
     from ..step.update import describe
 
-    lines.append(f"update    {describe(sc)} (simcli.step.update)")
+    lines.append(f"update    {describe(sc)}")  # simcli.step.update
     tiers = ", ".join(
         f"{t.name} {fmt_rate(t.bandwidth_Bps)}/{t.per} x{t.efficiency:g}, α {fmt_time(t.latency_s)}"
         + (f", {t.size}/domain" if t.size else "")
@@ -186,9 +186,9 @@ def speedup_table(res: Result, max_rows: int = 40, total: int | None = None) -> 
         Column("bottleneck GB/s", "bottleneck_GBps", _num(".4g"), priority=9, short="bn GB/s"),
         Column("bottleneck", "bottleneck", justify="left", priority=6),
     ]
-    if res.scenario.algorithm in _PER_ROW or res.scenario.profile.library == "nccl":
+    if res.scenario.algorithm in _PER_ROW or res.scenario.profile.library in TUNED_LIBRARIES:  # rccl hook
         cols.append(Column("algorithm", "algorithm", justify="left", priority=7))
-    if res.scenario.profile.library == "nccl" or res.scenario.algorithm == "auto":
+    if res.scenario.profile.library in TUNED_LIBRARIES or res.scenario.algorithm == "auto":  # rccl hook
         cols.append(Column("proto", "protocol", lambda v: v or "-", justify="left", priority=8))
     if res.scenario.strong:
         cols.insert(1, Column("batch/device", "batch_per_device", _num(".4g"), priority=2, short="b/dev"))
@@ -211,6 +211,19 @@ def speedup_table(res: Result, max_rows: int = 40, total: int | None = None) -> 
 _PER_ROW = ("auto", "nccl")
 
 
+def _unmeasured(r: dict[str, Any]) -> bool:
+    from ..comm.bands import UNMEASURED
+
+    return str(r.get("band_basis") or "").startswith(UNMEASURED)
+
+
+def _band(r: dict[str, Any], f: float) -> str | None:
+    """``lo–hi`` of a comm record's band in the time column's unit; ``*`` where no published run is of its kind."""
+    if r.get("time_lo_s") is None or not r["time_s"]:
+        return None
+    return f"{_g(r['time_lo_s'] / f)}–{_g(r['time_hi_s'] / f)}" + ("*" if _unmeasured(r) else "")
+
+
 def comm_table(
     profile: Profile,
     recs: Sequence[dict[str, Any]],
@@ -228,20 +241,26 @@ def comm_table(
         Column("count", "count", priority=8),
         Column("type", "dtype", justify="left", priority=7),
         Column(f"time {unit}", "time_s", lambda v: _g(v / f)),
+        # how sure (simcli.comm.bands): the first column a narrow terminal leaves out
+        Column(f"band {unit}", lambda r: _band(r, f), priority=9),
         Column("algbw GB/s", "algbw_GBps", _num(".4g"), priority=4, short="algbw"),
         Column("busbw GB/s", "busbw_GBps", _num(".4g")),
         Column("α %", lambda r: 100 * r["latency_s"] / r["time_s"] if r["time_s"] else None, _num(".0f"), priority=3),
         Column("bottleneck", "bottleneck", justify="left", priority=6),
     ]
-    if algorithm in _PER_ROW or profile.library == "nccl":
+    if algorithm in _PER_ROW or profile.library in TUNED_LIBRARIES:  # rccl hook
         cols.append(Column("algorithm", "algorithm", justify="left", priority=2))
-    if profile.library == "nccl" or algorithm == "auto":
+    if profile.library in TUNED_LIBRARIES or algorithm == "auto":  # rccl hook
         cols.append(Column("proto", "protocol", lambda v: v or "-", justify="left", priority=5))
     head = Text(
         f"{collective.replace('_', '-')}, {algorithm}, profile {profile.name} ({profile.device.name}); "
         f"algbw = size/time, busbw = algbw·{COLLECTIVES[collective].busbw} (nccl-tests)"
     )
-    caption = f"Times in {unit}; GB/s = 1e9 B/s; α % = share of the latency terms."
+    caption = (
+        f"Times in {unit}; GB/s = 1e9 B/s; α % = share of the latency terms; band = p10-p90 of published runs of "
+        "its kind (docs/nccl.md#how-sure)"
+        + ("; * none of its kind: its neighbours' widest." if any(_unmeasured(r) for r in recs) else ".")
+    )
     if any(r.get("host_s") for r in recs):
         cols.append(Column("host +", "host_s", lambda v: _g(v / f) if v else "-", priority=1))
         caption += (
@@ -397,9 +416,7 @@ def explain_view(d: dict[str, Any]) -> Any:
         cap = mem["capacity_bytes"]
         from ..step.memory import PARTS, describe_parts
 
-        parts = describe_parts(
-            {p: mem[f"{p}_bytes"] for p in PARTS}, d.get("strategy") or "ddp", d.get("optimizer", "adam")
-        )
+        parts = describe_parts({p: mem[f"{p}_bytes"] for p in PARTS}, d.get("strategy") or "ddp", d["optimizer"])
         rows.append(
             (
                 "memory",
@@ -411,18 +428,19 @@ def explain_view(d: dict[str, Any]) -> Any:
                 ),
             )
         )
+    # the tier and its two terms are the answer (never left out on a narrow terminal); the rest by priority
     cols = [
         Column("tier", "tier", justify="left"),
-        Column("spanned", lambda r: "yes" if r["spanned"] else "no"),
-        Column("per", "per", justify="left"),
-        Column("α", "alpha_s", fmt_time),
-        Column("ring B", "ring_bandwidth_Bps", fmt_rate),
-        Column("link B", "link_bandwidth_Bps", fmt_rate),
-        Column("latency term", "latency_term_s", fmt_time),
-        Column("bandwidth term", "bandwidth_term_s", fmt_time),
+        Column("spanned", lambda r: "yes" if r["spanned"] else "no", priority=6),
+        Column("per", "per", justify="left", priority=5),
+        Column("α", "alpha_s", fmt_time, priority=3),
+        Column("ring B", "ring_bandwidth_Bps", fmt_rate, priority=2),
+        Column("link B", "link_bandwidth_Bps", fmt_rate, priority=7),
+        Column("latency term", "latency_term_s", fmt_time, short="latency"),
+        Column("bandwidth term", "bandwidth_term_s", fmt_time, short="bandwidth"),
     ]
     if any(r.get("hops") is not None for r in d["tiers"]):
-        cols.insert(4, Column("hops", "hops", lambda v: "-" if v is None else f"{v:g}"))
+        cols.insert(4, Column("hops", "hops", lambda v: "-" if v is None else f"{v:g}", priority=4))
     parts = [
         kv_table(rows, title=f"explain: k = {k}"),
         Text(""),
@@ -444,10 +462,10 @@ def explain_view(d: dict[str, Any]) -> Any:
         ucols = [
             Column("phase", "phase", justify="left"),
             Column("unit", "unit"),
-            Column("gathered", "gather_end_s", t),
-            Column("compute from", "start_s", t),
-            Column("to", "end_s", t),
-            Column("reduced", "reduce_end_s", t),
+            Column("gathered", "gather_end_s", t, priority=3),
+            Column("compute from", "start_s", t, priority=2, short="from", label="compute from"),
+            Column("to", "end_s", t, priority=2, label="compute to"),
+            Column("reduced", "reduce_end_s", t, priority=1),
             Column("stall", "wait_s", t),
         ]
         parts += [

@@ -10,8 +10,8 @@ from typing import Any, Sequence
 
 import numpy as np
 
-from ..base.types import InputError, Tier
-from . import nccl, nccl_choice
+from ..base.types import TUNED_LIBRARIES, InputError, Tier
+from . import nccl, nccl_choice, rccl
 from .cost import CommCost, fastest
 from .registry import ALGORITHMS, CHOICES, REGISTRY, SPECS
 from .specs import PROTOCOLS, check_collective
@@ -67,7 +67,7 @@ def allreduce(
 
 def default_algorithm(profile: Any) -> str:
     """What ``--algorithm`` means when not given: NCCL's choice on a profile that models NCCL, else the ring."""
-    return "nccl" if profile.library == "nccl" else "ring"
+    return "nccl" if profile.library in TUNED_LIBRARIES else "ring"
 
 
 def check_protocol(protocol: str | None, option: str = "--protocol") -> str | None:
@@ -129,7 +129,9 @@ def _collective(
     k = np.asarray(k, dtype=np.int64)
     n = np.asarray(nbytes, dtype=np.float64)
     gamma = profile.device.reduce_Bps
-    is_nccl = profile.library == "nccl"
+    is_nccl = profile.library in TUNED_LIBRARIES
+    # rccl hook (issue 37): AMD's RCCL prices its own choice and costs (simcli.comm.rccl)
+    tuned = rccl.rccl_collective if profile.library == "rccl" else nccl_choice.nccl_collective
     if algorithm != "auto":
         spec = SPECS[algorithm]
         if collective not in spec.collectives:
@@ -146,11 +148,11 @@ def _collective(
                 )
             return textbook_collective(algorithm, net, k, n, collective, gamma)
         algos = None if spec.nccl == "*" else [spec.nccl]
-        return nccl_choice.nccl_collective(profile, k, n, collective, algos, protocol)
+        return tuned(profile, k, n, collective, algos, protocol)
     # auto: the fastest of NCCL's pairs and every textbook algorithm that runs this collective
     costs = []
     if is_nccl or protocol is not None:
-        costs.append(nccl_choice.nccl_collective(profile, k, n, collective, None, protocol, by="time"))
+        costs.append(tuned(profile, k, n, collective, None, protocol, by="time"))
     if protocol is None:
         costs += [
             textbook_collective(a.name, net, k, n, collective, gamma)

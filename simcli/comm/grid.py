@@ -7,7 +7,7 @@ from typing import Any
 import numpy as np
 
 from ..base.types import DTYPE_BYTES, InputError, Profile
-from . import collectives, nccl_choice, specs, topology
+from . import bands, collectives, nccl_choice, specs, topology
 from .cost import CommCost
 
 __all__ = ["comm_grid"]
@@ -26,11 +26,13 @@ def comm_grid(
     """One record per (k, bytes), k-major, with nccl-tests' columns in SI and GB/s (1e9 B/s).
 
     ``bytes`` is the collective's size as nccl-tests counts it (all-gather: the gathered output); busbw uses
-    nccl-tests' factor for the collective (:func:`simcli.comm.collectives.busbw_factor`). ``gpus_per_process``
+    nccl-tests' factor for the collective (:func:`simcli.comm.specs.busbw_factor`). ``gpus_per_process``
     is nccl-tests' ``-g``: GPUs one host thread launches on (:func:`simcli.comm.nccl.host_floor`). Where NCCL
     chooses (``algorithm`` nccl, no ``protocol``), ``faster`` is the NCCL_ALGO/NCCL_PROTO setting of a pair simcli
-    prices cheaper than NCCL's pick by more than :data:`simcli.comm.nccl.FASTER_MARGIN` (None elsewhere) and
-    ``faster_s`` its time.
+    prices cheaper than NCCL's pick by more than :data:`simcli.comm.nccl_choice.FASTER_MARGIN` (None elsewhere) and
+    ``faster_s`` its time. ``time_lo_s`` and ``time_hi_s`` are the band the published runs of the same kind put
+    the measured time in (:func:`simcli.comm.bands.time_band`: ``time / p90`` to ``time / p10`` of t_pred/t_meas,
+    holding ``time``); ``band_basis`` says what the band was read from.
     """
     if dtype not in DTYPE_BYTES:
         raise InputError(f"--dtype: unknown dtype {dtype!r}; choose one of {', '.join(DTYPE_BYTES)}")
@@ -45,6 +47,11 @@ def comm_grid(
         algbw = np.where(t > 0, nn / t, np.nan) / 1e9
     busbw = algbw * specs.busbw_factor(kk, collective)
     names = [tier.name for tier in profile.network]
+    # how sure: the band the published runs of the same kind put the measured time in (simcli.comm.bands)
+    algs = cost.algorithm if cost.algorithm is not None else algorithm
+    band = bands.time_band(profile.network, kk, nn, t, algs, cost.protocol, collective)
+    lo, hi = np.broadcast_to(band.lo, t.shape), np.broadcast_to(band.hi, t.shape)
+    which = np.broadcast_to(band.which, t.shape)
     faster = None
     if profile.library == "nccl" and algorithm == "nccl" and protocol is None:
         # issue 21: where simcli's cost of NCCL's own pick is above another pair's, the setting that runs that pair
@@ -62,6 +69,8 @@ def comm_grid(
                 "algorithm": str(cost.algorithm[idx]) if cost.algorithm is not None else algorithm,
                 "protocol": _proto(cost, idx),
                 "time_s": float(t[idx]),
+                "time_lo_s": float(lo[idx]),
+                "time_hi_s": float(hi[idx]),
                 "latency_s": float(cost.latency[idx]),
                 "bandwidth_s": float(cost.bandwidth[idx]),
                 "fill_s": None if cost.fill is None else float(np.broadcast_to(cost.fill, t.shape)[idx]),
@@ -69,6 +78,7 @@ def comm_grid(
                 "algbw_GBps": _f(algbw[idx]),
                 "busbw_GBps": _f(busbw[idx]),
                 "bottleneck": names[b] if b >= 0 else None,
+                "band_basis": band.bands[which[idx]].words(),
             }
         )
         if faster is not None:

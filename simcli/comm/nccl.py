@@ -29,7 +29,7 @@ each pair as ``latency + bytes / bandwidth`` and runs the cheapest; this module 
   ``fill·min(n, ops·chunk(n)) / bandwidth``, with ops = channels x heads and the
   chunk NCCL's ``calcCollChunking`` picks for n (:func:`nvls_chunk`); NCCL's tuner leaves the fill out.
 
-Two ways to read the model (``simcli.comm.collectives.nccl_collective(by="tuner")`` chooses on NCCL's own estimate,
+Two ways to read the model (``simcli.comm.nccl_choice.nccl_collective(by="tuner")`` chooses on NCCL's own estimate,
 as NCCL does; ``by="time"`` takes the fastest pair): NCCL's tuner multiplies a multi-node Simple ring's
 latency by 1.4 ("plateau effect") and charges every message all channels; what the chosen pair then *costs* is
 priced without the plateau factor (a choice made after looking at the published 16-GPU forced-ring curve,
@@ -201,7 +201,15 @@ def tier_kind(tier: Tier, index: int) -> str:
         return "nvlink"
     if index == 0:
         return "nvlink" if tier.per == "device" else "pcie"
-    for w, k in (("efa", "efa"), ("roce", "roce"), ("ether", "ethernet"), ("gbe", "ethernet"), ("tcp", "ethernet")):
+    for w, k in (
+        ("efa", "efa"),
+        ("roce", "roce"),
+        ("tcpxo", "tcpxo"),  # rccl hook (issue 37): Google's GPUDirect-TCPX/TCPXO before plain TCP
+        ("tcpx", "tcpx"),
+        ("ether", "ethernet"),
+        ("gbe", "ethernet"),
+        ("tcp", "ethernet"),
+    ):
         if w in name:
             return k
     return "infiniband"
@@ -260,6 +268,7 @@ def _generation(device_name: str, default: str | None = "ampere") -> str | None:
         (("l40", "l4", "4090", "ada"), "ada"),
         (("v100", "volta"), "volta"),
         (("mi300", "mi325", "mi250"), "cdna3"),
+        (("mi355", "mi350"), "cdna4"),  # rccl hook (issue 37): CDNA 4, gfx950 (simcli.comm.rccl.ARCH)
     ):
         if any(w in n for w in words):
             return gen
@@ -333,7 +342,7 @@ class Pair:
 
     def cost(self, n: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
         """(time, tuner's estimate, bandwidth term) for sizes n, inf where the pair does not run (a reference
-        evaluation of one pair; :func:`simcli.comm.collectives.nccl_collective` does the same for all pairs at once)."""
+        evaluation of one pair; :func:`simcli.comm.nccl_choice.nccl_collective` does the same for all pairs at once)."""
         corr = self.correction(n)
         tlat = self.latency if self.tuner_lat is None else self.tuner_lat
         tbw = self.alg_Bps if self.tuner_alg_Bps is None else self.tuner_alg_Bps

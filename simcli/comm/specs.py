@@ -238,11 +238,18 @@ LINK_KIND_SPECS: tuple[LinkKind, ...] = (
     LinkKind(
         "roce",
         "net",
-        14.0,
-        0.92,
-        "RoCE NICs (NCCL's IB verbs transport over Ethernet)",
-        "as infiniband: NCCL's IB verbs transport and hwLat NET row, the same NICs (estimate: NCCL publishes no "
-        "separate RoCE figure)",
+        14.55,
+        0.91,
+        "RoCE v2 NICs (NCCL's IB verbs transport over Ethernet)",
+        "NVIDIA/nccl v2.20.3 src/transport/net_ib.cc: the IB verbs transport over an Ethernet link layer (line 238 "
+        "keeps IBV_LINK_LAYER_ETHERNET ports; 710, 837, 935: RoCE addresses by GID, NCCL_IB_GID_INDEX line 80, "
+        "traffic class NCCL_IB_TC line 86); adaptive routing on by default on InfiniBand only (lines 89, 260); "
+        "props->latency = 0 (line 409): NCCL's tuner prices RoCE exactly as InfiniBand (the hwLat NET row). What a hop "
+        "costs: NCCL's NET row scaled by 14.55/14 (InfiniBand's Ring/Simple hop + 0.55 us one way, half the round-trip "
+        "difference of RoCE v2 (1571.5 ns) and NDR "
+        "InfiniBand (460.9 ns) over 3 switch hops (Spectrum-4 ~500 ns per hop against NDR ~130 ns; pingdo.net, "
+        "'RoCE v2 vs InfiniBand' RDMA latency modeler; estimate); efficiency 0.91: InfiniBand's 0.92 less RoCE v2's "
+        "UDP/IP/Ethernet framing (54-70 bytes against ~20 per 4 KiB MTU, same page; estimate)",
     ),
     LinkKind(
         "efa",
@@ -268,6 +275,54 @@ LINK_KIND_SPECS: tuple[LinkKind, ...] = (
         "plain Ethernet (NCCL's socket transport)",
         f"{_TUNING}: NCCL prices its socket transport with the NET row (14 us Ring/Simple); 0.9 of line rate "
         "(estimate)",
+    ),
+    LinkKind(
+        "socket",
+        "net",
+        30.0,
+        0.9,
+        "TCP sockets (NCCL's socket transport, no GPUDirect)",
+        "NVIDIA/nccl v2.20.3 src/transport/net_socket.cc: ptrSupport NCCL_PTR_HOST only (line 98: data is staged in "
+        "host memory), props->latency = 0 (line 101: the tuner sees the hwLat NET row), NCCL_SOCKET_NTHREADS x "
+        "NCCL_NSOCKS_PERTHREAD sockets per connection (lines 117-118; auto: 2 x 8 on AWS ENA, 4 x 1 on GCP gVNIC, "
+        "else the main thread and 1 socket, lines 246-272; at most 64 sockets, 16 threads), each message cut into "
+        "tasks of at least MIN_CHUNKSIZE 64 KiB per socket (line 115, 498). What a hop costs: 30 us, the top of "
+        "kernel TCP/IP's 10-30 us one way (kentino.com, 'Latency Dissection: Where Every Microsecond Goes in an AI "
+        "Cluster Network'; estimate). The throughput a few sockets reach is far below line rate (2 A3 Mega over "
+        "one eth0 measured 3.5 GB/s busbw all-reduce, MG-Cafe/TCPXO-Enabled-A3-Mega-H100-Benchmarks "
+        "docs/benchmark-report.md): give the tier the bandwidth the sockets reach; efficiency 0.9 (estimate)",
+        hop_us=(30.0, 30.0, 30.0),
+    ),
+    LinkKind(
+        "tcpx",
+        "net",
+        50.0,
+        0.9,
+        "Google GPUDirect-TCPX NICs (A3 High: TCP into GPU memory, unpacked on the GPU)",
+        "google/nccl-plugin-gpudirecttcpx src/net_tcpx.cc @ 4b8ea7f2 lines 730-740: props->latency = 0 (NCCL's tuner "
+        "sees the hwLat NET row), netDeviceType DEV_UNPACK: received pages are scattered in a bounce buffer and a "
+        "GPU kernel unpacks them, which NCCL implements in its Simple primitives only (NVIDIA/nccl v2.20.3 "
+        "src/device/prims_simple.h line 421): Simple only. Hop 50 us: TCPXO's (estimate; no published TCPX curve "
+        "was found); efficiency 0.9 (estimate)",
+        hop_us=(50.0, 50.0, 50.0),
+        protocols=("simple",),
+    ),
+    LinkKind(
+        "tcpxo",
+        "net",
+        50.0,
+        0.94,
+        "Google GPUDirect-TCPXO NICs (A3 Mega: TCP offloaded to the NIC, one 200 Gb/s NIC per GPU)",
+        "google/nccl-plugin-gpudirect-tcpxo @ 04815d1b (v1.0.17): tcpdirect_plugin/fastrak_offload/nccl_shim.cc "
+        "lines 959-966: props.latency = 0 (NCCL's tuner sees the hwLat NET row), ptrSupport HOST|CUDA; "
+        "tcpxo_scripts/nccl-env-profile.sh line 51: NCCL_PROTO=Simple,LL128 (no LL), and "
+        "nccl-env-profile-simple.sh Simple alone. Hop 50 us: 2 A3 Mega (16 H100, 8x 200 Gb/s TCPXO each) all-gather "
+        "64 KiB in 110 us, 4 MiB in 156 us (MG-Cafe/TCPXO-Enabled-A3-Mega-H100-Benchmarks docs/benchmark-report.md, "
+        "NCCL 2.28.7, FasTrak v1.0.8): 110 us less Ring/Simple's base 8.4 and 14 NVLink hops of 3.4 us leaves ~54 us "
+        "for the network hop (estimate); efficiency 0.94: the same run's 188.8 GB/s all-gather busbw of 200 GB/s "
+        "(8 x 25 GB/s) per node",
+        hop_us=(50.0, 50.0, 50.0),
+        protocols=("ll128", "simple"),
     ),
 )
 #: the link kinds by name

@@ -18,22 +18,25 @@ anything is built.
 from __future__ import annotations
 
 import contextlib
+import errno
 import os
 import re
 import stat
 from pathlib import Path
 from typing import Any, Iterator
 
-from ..base.types import InputError
+from ..base.types import EnvironmentFailure, InputError, SimcliError
 
 __all__ = [
     "SkippedFile",
     "skip_special",
     "read_text",
+    "cannot_read",
+    "check_readable",
+    "json_decoder",
     "tracking",
     "files_read",
     "load_json",
-    "json_decoder",
     "csv_rows",
     "special_kind",
     "MAX_JSON_DEPTH",
@@ -86,12 +89,8 @@ def read_text(path: str | os.PathLike[str], what: str, max_bytes: int = 64 << 20
             raw = f.read(max_bytes + 1)
         if _READ is not None:
             _READ.append(str(p))
-    except FileNotFoundError:
-        raise InputError(f"{p}: no such file") from None
-    except PermissionError:
-        raise InputError(f"{p}: permission denied") from None
     except OSError as e:
-        raise InputError(f"{p}: cannot read it ({e.strerror})") from None
+        raise cannot_read(p, e) from None
     if len(raw) > max_bytes:
         raise InputError(f"{p}: more than {max_bytes:,} bytes is too large for {what}")
     try:
@@ -101,6 +100,37 @@ def read_text(path: str | os.PathLike[str], what: str, max_bytes: int = 64 << 20
     if "\x00" in text:
         raise InputError(f"{p}: contains NUL bytes, not a text file; give {what}")
     return text
+
+
+#: errors of the path the user gave (exit 2: a name to correct); any other error reading is the environment's
+_BAD_NAME = {
+    errno.ENOENT: "no such file",
+    errno.ENAMETOOLONG: "the file name is too long for the file system",
+    errno.ENOTDIR: "a part of the path before the file name is not a directory",
+    errno.ELOOP: "too many levels of symbolic links",
+}
+
+
+def cannot_read(p: str | os.PathLike[str], e: OSError) -> SimcliError:
+    """The one line for a file that cannot be read: a wrong name is bad input (InputError, exit 2); a file
+    that exists and may not be read (EACCES, EPERM) or that the system fails to read (EIO) is an environment
+    failure (exit 1), as a full disk is for a write."""
+    if e.errno in _BAD_NAME:
+        return InputError(f"{p}: {_BAD_NAME[e.errno]}")
+    if e.errno in (errno.EACCES, errno.EPERM):
+        return EnvironmentFailure(f"{p}: cannot read it (permission denied); make it readable (chmod u+r) or copy it")
+    return EnvironmentFailure(f"{p}: cannot read it ({e.strerror or e})")
+
+
+def check_readable(path: str | os.PathLike[str]) -> None:
+    """Open ``path`` for reading (without blocking) and close it: the :func:`cannot_read` line when it cannot be
+    read; nothing for a directory or a special file (their readers say what they are)."""
+    try:
+        if not stat.S_ISREG(os.stat(path).st_mode):
+            return
+        os.close(os.open(path, os.O_RDONLY | os.O_NONBLOCK | getattr(os, "O_CLOEXEC", 0)))
+    except OSError as e:
+        raise cannot_read(path, e) from None
 
 
 class SkippedFile(UserWarning):
@@ -156,9 +186,27 @@ def special_kind(path: str | os.PathLike[str]) -> str | None:
 # --------------------------------------------------------------------------- JSON
 
 
-def json_decoder(source: str) -> Any:
-    """The strict JSON decoder of users' files (a ``json.JSONDecoder``): a key given twice in one object, an integer
-    of more than :data:`MAX_INT_DIGITS` digits, NaN and infinity raise one InputError line naming ``source``."""
+def load_json(text: str, source: str, hint: str = "") -> Any:
+    """Parse JSON text from a user's file: one line naming ``source`` for a syntax error, a key given twice in
+    one object, nesting deeper than :data:`MAX_JSON_DEPTH`, or an integer of more than :data:`MAX_INT_DIGITS`
+    digits (each checked before Python's parser could recurse or convert without bound)."""
+
+    check_json_depth(text, source)
+    try:
+        return json_decoder(source).decode(text)
+    except InputError:
+        raise
+    except RecursionError:  # pragma: no cover - the depth check comes first
+        raise InputError(f"{source}: JSON nested too deeply (at most {MAX_JSON_DEPTH} levels)") from None
+    except ValueError as e:
+        raise InputError(f"{source}: not valid JSON ({e}){hint}") from None
+
+
+def json_decoder(source: str, keys: bool = True) -> Any:
+    """The json.JSONDecoder of :func:`load_json`'s checks (a key given twice, an integer of more than
+    :data:`MAX_INT_DIGITS` digits, a number past float64, NaN/Infinity), each an InputError naming ``source``:
+    for readers that decode record by record (``raw_decode``), as NCCL Inspector's logs are read. ``keys``
+    False leaves out the check of repeated keys (a Python call per object: for logs of 10^6 records)."""
     import json
 
     def pairs(items: list[tuple[str, Any]]) -> dict[str, Any]:
@@ -186,22 +234,9 @@ def json_decoder(source: str) -> Any:
     def constant(name: str) -> Any:
         raise InputError(f"{source}: JSON {name} is not a number; give a finite number")
 
-    return json.JSONDecoder(object_pairs_hook=pairs, parse_int=integer, parse_float=real, parse_constant=constant)
-
-
-def load_json(text: str, source: str, hint: str = "") -> Any:
-    """Parse JSON text from a user's file: one line naming ``source`` for a syntax error, a key given twice in
-    one object, nesting deeper than :data:`MAX_JSON_DEPTH`, or an integer of more than :data:`MAX_INT_DIGITS`
-    digits (each checked before Python's parser could recurse or convert without bound)."""
-    check_json_depth(text, source)
-    try:
-        return json_decoder(source).decode(text)
-    except InputError:
-        raise
-    except RecursionError:  # pragma: no cover - the depth check comes first
-        raise InputError(f"{source}: JSON nested too deeply (at most {MAX_JSON_DEPTH} levels)") from None
-    except ValueError as e:
-        raise InputError(f"{source}: not valid JSON ({e}){hint}") from None
+    return json.JSONDecoder(
+        object_pairs_hook=pairs if keys else None, parse_int=integer, parse_float=real, parse_constant=constant
+    )
 
 
 _TOKENS = re.compile(r'"(?:[^"\\]|\\.)*"|[\[\]{}]')

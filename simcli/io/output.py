@@ -37,6 +37,8 @@ __all__ = [
     "write_atomic",
     "check_output_path",
     "check_output_name",
+    "check_name_length",
+    "same_output",
     "claim",
     "claims",
     "Claim",
@@ -76,6 +78,14 @@ def _same_file(a: Path, b: str | os.PathLike[str]) -> bool:
         return False
 
 
+def same_output(a: str | os.PathLike[str], b: str | os.PathLike[str]) -> bool:
+    """Do two output names name one file (equal real paths, or one existing file reached by both)?"""
+    try:
+        return os.path.realpath(a) == os.path.realpath(b) or os.path.samefile(a, b)
+    except (OSError, ValueError):
+        return False
+
+
 def check_output_path(
     path: str | os.PathLike[str],
     force: bool,
@@ -99,6 +109,7 @@ def check_output_name(
     if not str(path).strip():
         raise InputError(f"{option}: an empty file name; give a file name (without {option} the answer is printed)")
     p = Path(path)
+    check_name_length(p, option)
     if p.is_dir():
         raise InputError(f"{option}: {p} is a directory; give a file name")
     from .inputs import files_read
@@ -136,6 +147,35 @@ def check_output_name(
             )
         raise InputError(f"{option}: directory {parent} does not exist; create it first")
     return p
+
+
+def check_name_length(p: Path, option: str) -> None:
+    """Refuse (exit 2, one line) an output name the file system cannot hold (ENAMETOOLONG: a part of the path over
+    its NAME_MAX, usually 255 bytes, or the whole path over PATH_MAX), before anything is created."""
+    try:
+        os.lstat(p)
+    except OSError as e:
+        if e.errno != errno.ENAMETOOLONG:
+            return  # missing, or another problem the checks after this one name
+        longest = max((part for part in p.parts), key=lambda x: len(os.fsencode(x)), default=str(p))
+        size = len(os.fsencode(longest))
+        limit = _name_max(p)
+        what = (
+            f"a part of it is {size:,} bytes long, over the file system's limit of {limit}"
+            if limit is not None and size > limit
+            else f"the path is {len(os.fsencode(str(p))):,} bytes long, over the file system's limit"
+        )
+        raise InputError(f"{option}: the file name is too long ({what}); give a shorter name") from None
+
+
+def _name_max(p: Path) -> int | None:
+    """The file system's longest file name (NAME_MAX) where ``p`` would be written, or None when unknown."""
+    for d in (p.parent, Path(".")):
+        try:
+            return int(os.pathconf(d if str(d) else ".", "PC_NAME_MAX"))
+        except (OSError, ValueError, AttributeError):
+            continue
+    return None
 
 
 # --------------------------------------------------------------------------- claims (issue 27)
@@ -340,8 +380,8 @@ def write_atomic(
     target = c.target  # a symbolic link is kept: what it points to is replaced
     tmp = None
     try:
-        fd, tmp = tempfile.mkstemp(
-            prefix=f".{target.name}.", suffix=".tmp", dir=target.parent if str(target.parent) else "."
+        fd, tmp = tempfile.mkstemp(  # a name near NAME_MAX: the temporary name is shortened, never refused
+            prefix=f".{target.name[:100]}.", suffix=".tmp", dir=target.parent if str(target.parent) else "."
         )
         umask = os.umask(0)
         os.umask(umask)
@@ -605,9 +645,33 @@ def number_text(v: Any) -> Any:
 
 #: result keys that are times, rates or ratios: each must be a finite number (None means "not computed")
 _MEASURE_SUFFIXES = ("_s", "_GBps", "_Bps", "_bps", "_flops", "_per_s", "_B_per_s")
-_MEASURE_KEYS = {"speedup", "efficiency", "time", "bandwidth", "busbw", "algbw", "achieved_flops", "throughput"}
-#: of those, the ones that must also be greater than zero: a step, a compute time, a speedup, a rate
-_POSITIVE_KEYS = {"speedup", "t_step_s", "t_compute_s", "step_time_s", "predicted_t_step_s", "samples_per_s"}
+#: ... and what is computed after the engine: plan's money and durations (cost = device-hours x price)
+_MEASURE_KEYS = {
+    "speedup",
+    "efficiency",
+    "time",
+    "bandwidth",
+    "busbw",
+    "algbw",
+    "achieved_flops",
+    "throughput",
+    "cost",
+    "device_hours",
+    "hours",
+    "days",
+}
+#: of those, the ones that must also be greater than zero: a step, a compute time, a speedup, a rate, and a cost
+#: (a positive price times positive device-hours: 0 is an underflow, as --price-per-device-hour 1e-320 gives)
+_POSITIVE_KEYS = {
+    "speedup",
+    "t_step_s",
+    "t_compute_s",
+    "step_time_s",
+    "predicted_t_step_s",
+    "samples_per_s",
+    "cost",
+    "device_hours",
+}
 #: spreads and fit statistics that may be undefined (shown as '-'), never a result of the model
 _FREE_KEYS = {"rse", "spread", "noise", "r2", "r2_log", "target_se", "error", "error_pct", "rel_error"}
 
@@ -617,30 +681,44 @@ def _is_measure(key: str) -> bool:
 
 
 def finite_gate(records: Any, what: str = "result") -> None:
-    """Refuse (:class:`NonFiniteResult`, exit 2) a record whose time, rate or speedup is NaN, infinite, or (for
-    a step time, compute time, speedup) not positive. Every table, CSV and JSON passes here before it is
-    written, so no such number is ever printed with exit 0."""
+    """Refuse (:class:`NonFiniteResult`, exit 2) a record whose time, rate, speedup, cost or duration is NaN,
+    infinite, subnormal, or (for a step time, compute time, speedup, cost) not positive; and any other number that is
+    infinite (a fitted standard error, a count), wherever it was computed: the engine, plan's cost, a fit.
+    NaN elsewhere means "not computed" (written null, '-'); an infinity never does. Every table, CSV, JSON and
+    written profile passes here before it is written, so no such number is ever printed with exit 0."""
     for rec in _records(records):
         for k, v in rec.items():
-            if not isinstance(k, str) or not _is_measure(k):
+            if not isinstance(k, str) or isinstance(v, (list, tuple, dict)) or v is None or isinstance(v, (bool, str)):
                 continue
-            if isinstance(v, (list, tuple)) or v is None or isinstance(v, (bool, str)):
+            measure = _is_measure(k)
+            if not measure and (k in _FREE_KEYS or not isinstance(v, (float, _np_floating()))):
                 continue
             try:
                 x = float(v)
             except (TypeError, ValueError):
                 continue
-            bad = not math.isfinite(x) or (k in _POSITIVE_KEYS and x <= 0)
+            if not measure and not math.isinf(x):
+                continue
+            # subnormal (below 2.2e-308, not 0): float64 has lost its precision there, as a cost of 4e-322 has
+            bad = not math.isfinite(x) or (k in _POSITIVE_KEYS and x <= 0) or 0 < abs(x) < sys.float_info.min
             if bad:
                 at = ", ".join(
                     f"{n}={rec[n]}" for n in ("profile", "model", "devices", "world_size", "bytes") if n in rec
                 )
                 shown = "NaN" if x != x else ("infinite" if math.isinf(x) else f"{x:g}")
+                if 0 < abs(x) < sys.float_info.min:
+                    shown += " (below float64's smallest normal number, 2.2e-308)"
                 raise NonFiniteResult(
                     f"the {what} {k} is {shown}{' at ' + at if at else ''}, not a "
                     f"{'positive ' if k in _POSITIVE_KEYS else ''}finite number: the inputs are each valid "
                     "but their result is beyond what simcli computes; give values in a realistic range"
                 )
+
+
+def _np_floating() -> type:
+    """numpy's floating type when numpy is loaded (it always is under the engine), else float."""
+    np = sys.modules.get("numpy")
+    return np.floating if np is not None else float
 
 
 def _records(obj: Any) -> Iterator[dict]:

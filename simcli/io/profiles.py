@@ -25,7 +25,7 @@ from importlib import resources
 from pathlib import Path
 from typing import Any, Iterable
 
-from ..base.types import COMPUTE_DTYPES, Device, InputError, NcclSpec, Profile, Tier
+from ..base.types import COMPUTE_DTYPES, TUNED_LIBRARIES, Device, InputError, NcclSpec, Profile, Tier
 from ..base.units import UnitError, fmt_bytes, fmt_flops, fmt_rate, fmt_time, parse
 from . import schema as S
 from .inputs import read_text, skip_special
@@ -307,8 +307,10 @@ def profile_from_dict(data: Any, source: str, origin: str = "built-in") -> Profi
                 if top.get("library") is not None
                 else _default_library(device.name, tiers)
             )
-            spec = _nccl_spec(v, top.get("nccl"), device.name, tiers) if library == "nccl" else None
-            if library != "nccl" and top.get("nccl") is not None:
+            spec = _nccl_spec(v, top.get("nccl"), device.name, tiers) if library in TUNED_LIBRARIES else None
+            if library == "rccl":  # rccl hook: nccl.version names an RCCL release (simcli.comm.rccl)
+                spec = _rccl_version(v, spec, top.get("nccl"))
+            if library not in TUNED_LIBRARIES and top.get("nccl") is not None:
                 raise v.fail(
                     "nccl", f"NCCL constants on a profile with library: {library}; remove them or set library: nccl"
                 )
@@ -423,6 +425,21 @@ def _profile_tier(v: "_V", raw: Any, i: int, n_tiers: int, tiers: list[Tier], na
     elif "latency_s" not in simple:
         raise v.fail(f"{f}.latency", "required unless the tier names its kind (whose default it then takes)")
     tiers.append(Tier(name=tname, size=size, defaulted=tuple(defaulted), **simple))
+
+
+def _rccl_version(v: "_V", spec: NcclSpec, raw: Any) -> NcclSpec:
+    """An RCCL profile's release: the one ``nccl.version`` names (checked against simcli.comm.rccl's rows), else
+    the newest numbered release simcli carries (rccl hook, issue 37)."""
+    from ..comm import rccl
+
+    given = isinstance(raw, dict) and raw.get("version") is not None
+    if not given:
+        return dataclasses.replace(spec, version=rccl.DEFAULT_RCCL.version)
+    try:
+        rccl.select(spec.version)
+    except InputError as e:
+        raise v.fail("nccl.version", str(e).split(": ", 1)[1]) from None
+    return spec
 
 
 def _default_library(device_name: str, tiers: list[Tier]) -> str:

@@ -15,10 +15,25 @@ from rich.text import Text
 
 __all__ = ["console", "time_unit", "Column", "FitTable", "Wide", "table", "print_table", "kv_table", "render_text"]
 
-console = Console(highlight=False, soft_wrap=False)
+
+class _Console(Console):
+    """rich's Console, with COLUMNS read when it draws rather than once when it is made: a width asked for in the
+    environment (COLUMNS=80 simcli ..., or a test's CliRunner(env=...)) is the width tables fit."""
+
+    @property  # type: ignore[override]
+    def _width(self) -> int | None:
+        cols = os.environ.get("COLUMNS", "")
+        return int(cols) if cols.isdigit() and int(cols) > 0 else self._fixed_width
+
+    @_width.setter
+    def _width(self, value: int | None) -> None:
+        self._fixed_width = value
+
+
+console = _Console(highlight=False, soft_wrap=False)
 if not console.is_terminal and console.width <= 80 and "COLUMNS" not in os.environ:
     # piped or captured with no width asked for: do not squeeze columns to 80 (COLUMNS=80 does)
-    console = Console(highlight=False, soft_wrap=False, width=140)
+    console = _Console(highlight=False, soft_wrap=False, width=140)
 
 _TIME_UNITS = [(1.0, "s"), (1e-3, "ms"), (1e-6, "µs"), (1e-9, "ns")]
 
@@ -40,9 +55,10 @@ def time_unit(values: Sequence[float] | np.ndarray) -> tuple[float, str]:
 class Column:
     """One table column: a header and a formatter of a record's value.
 
-    ``priority`` 0 (the default) is never left out; a table too wide for the terminal first shortens the
-    headers that have a ``short`` form, then leaves out columns from the highest priority number down
-    (:class:`FitTable`).
+    ``priority`` 0 (the default) is never left out: give it to the columns that carry the answer (the names a
+    row is about, the result, a marker). A table too wide for the terminal first shortens the headers that have a
+    ``short`` form, then leaves out columns from the highest priority number down (:class:`FitTable`), naming
+    each by its ``label`` (the header unless given).
     """
 
     def __init__(
@@ -53,9 +69,11 @@ class Column:
         justify: str = "right",
         priority: int = 0,
         short: str | None = None,
+        label: str | None = None,
     ):
         self.header, self.key, self.fmt, self.justify = header, key, fmt, justify
         self.priority, self.short = priority, short
+        self.label = label or header  #: its name in the line that says it was left out
 
     def cell(self, rec: dict) -> Any:
         v = self.key(rec) if callable(self.key) else rec.get(self.key)
@@ -67,6 +85,8 @@ class Column:
 
 #: what rich puts between two columns of a table without edges: " │ "
 _SEPARATOR = 3
+#: the least width of a left-justified key column (priority 0) when even the key columns do not fit: its text wraps
+KEY_MIN_WIDTH = 12
 
 
 class FitTable:
@@ -107,11 +127,12 @@ class FitTable:
                 break
             keep.remove(j)
             dropped.append(j)
-        return keep, total(long_w, keep) > width, [self.columns[j].header for j in sorted(dropped)]
+        return keep, total(long_w, keep) > width, [self.columns[j].label for j in sorted(dropped)]
 
     def __rich_console__(self, console: Any, options: Any) -> Any:
         width = options.max_width
         keep, short, dropped = self.fit(width)
+        natural = self._widths(short)
         t = Table(
             title=_safe(self.title),
             caption=_safe(self.caption),
@@ -125,7 +146,9 @@ class FitTable:
             c = self.columns[j]
             head = (c.short or c.header) if short else c.header
             right = c.justify == "right"
-            t.add_column(head, justify=c.justify, no_wrap=right, min_width=len(head) if right else None)
+            # a key column that is still too wide wraps its text, never shrinks to nothing (KEY_MIN_WIDTH at least)
+            least = len(head) if right else min(natural[j], KEY_MIN_WIDTH) if c.priority == 0 else None
+            t.add_column(head, justify=c.justify, no_wrap=right, min_width=least, overflow="fold")
         for r in self.rows:  # cells as Text: no markup or emoji parsing per cell (and '[...]' shown as written)
             t.add_row(*(Text(r[j]) if isinstance(r[j], str) else r[j] for j in keep))
         yield t

@@ -23,7 +23,7 @@ __all__ = ["Field", "TOP", "DEVICE", "TIER", "NCCL", "SECTIONS", "keys", "requir
 
 #: the link kinds (simcli.comm.specs.LINK_KIND_SPECS), then the old names still read
 KINDS = (*LINK_KINDS, *KIND_ALIASES)
-GENERATIONS = ("volta", "ampere", "ada", "hopper", "blackwell", "cdna3")
+GENERATIONS = ("volta", "ampere", "ada", "hopper", "blackwell", "cdna3", "cdna4")
 CPUS = ("intel", "amd", "arm")
 
 
@@ -62,7 +62,8 @@ TOP: tuple[Field, ...] = (
         "library",
         "choice",
         "collective library whose costs to model: nccl (NCCL's algorithms, protocols and "
-        "choice), textbook or gloo (the alpha-beta formulas) [default: nccl for a GPU, else textbook]",
+        "choice), rccl (AMD's RCCL: its tuner, protocols and MSCCL kernels), textbook or gloo (the alpha-beta "
+        "formulas) [default: nccl for a GPU, else textbook]",
         choices=LIBRARIES,
         invalid="is not a collective library simcli models; use one of " + ", ".join(LIBRARIES),
     ),

@@ -2,7 +2,7 @@
 
 ``simcli plot FILE`` redraws such a file. This module reads it (pandas for CSV, imported lazily),
 says what it holds (:func:`detect_kind`), and turns its rows into the records the figures draw
-(SI units; busbw from :func:`simcli.comm.collectives.busbw_factor`). No drawing and no terminal here.
+(SI units; busbw from :func:`simcli.comm.specs.busbw_factor`). No drawing and no terminal here.
 """
 
 from __future__ import annotations

@@ -544,16 +544,16 @@ def fsdp_units(sc: Scenario) -> int:
 
 
 def _memory(sc: Scenario, k: np.ndarray, b: np.ndarray) -> "memory_model.Memory":
-    return memory_model.for_scenario(sc, k, sc.optimizer, b=b)
+    return memory_model.for_scenario(sc, k, b=b)
 
 
-def memory(sc: Scenario, k: np.ndarray | list[int], optimizer: str = "adam") -> "memory_model.Memory":
+def memory(sc: Scenario, k: np.ndarray | list[int]) -> "memory_model.Memory":
     """Bytes per device of ``sc``'s strategy at each k (simcli.step.memory, the one memory model), activations
     included."""
-    return memory_model.for_scenario(sc, k, optimizer)
+    return memory_model.for_scenario(sc, k)
 
 
-def memory_fit(sc: Scenario, k: np.ndarray | list[int], optimizer: str = "adam") -> dict[str, Any] | None:
+def memory_fit(sc: Scenario, k: np.ndarray | list[int]) -> dict[str, Any] | None:
     """Where ``sc`` does not fit the device's memory: the first such k, its bytes per device and, per k that does
     not fit, the least sharded strategy that would (None: none). None when every k fits or the profile gives no
     device memory."""
@@ -561,7 +561,7 @@ def memory_fit(sc: Scenario, k: np.ndarray | list[int], optimizer: str = "adam")
     if cap is None:
         return None
     k = np.asarray(k, dtype=np.int64).ravel()
-    kw = memory_model.scenario_kwargs(sc, memory_model.micro_batch(sc, k), optimizer)
+    kw = memory_model.scenario_kwargs(sc, memory_model.micro_batch(sc, k))
     need = memory_model.per_device(sc.strategy, k, **kw).total
     bad = need > cap
     if not np.any(bad):

@@ -109,9 +109,7 @@ def check_optimizer(optimizer: str) -> str:
     return optimizer
 
 
-def bytes_per_param(
-    strategy: str, *, param_bytes: float, grad_bytes: float, optimizer: str = "adam"
-) -> dict[str, float]:
+def bytes_per_param(strategy: str, *, param_bytes: float, grad_bytes: float, optimizer: str) -> dict[str, float]:
     """Unsharded bytes per parameter of each part of the training state (before dividing by the shard group):
     ``weights``, ``master``, ``grads``, ``optimizer`` (see the module docstring). fsdp/hsdp keep the fp32 shard
     as their weights and no separate master. The state a per-update optimizer step reads and writes is
@@ -176,7 +174,7 @@ def per_device(
     units: int,
     param_bytes: float,
     grad_bytes: Any,
-    optimizer: str = "adam",
+    optimizer: str,
     activations: Any = 0.0,
     group: int | None = None,
     node_size: int | None = None,
@@ -231,8 +229,9 @@ def smallest_fitting(capacity: float, k: Any, strategies: tuple[str, ...], **kwa
     return out
 
 
-def scenario_kwargs(sc: Any, b: Any, optimizer: str = "adam") -> dict[str, Any]:
-    """:func:`per_device`'s arguments for a scenario (b: samples per device per micro-step, broadcasts)."""
+def scenario_kwargs(sc: Any, b: Any) -> dict[str, Any]:
+    """:func:`per_device`'s arguments for a scenario (b: samples per device per micro-step, broadcasts; the
+    optimizer state is the scenario's ``optimizer``)."""
     w = sc.workload
     given = sc.activation_bytes_per_sample
     if given is None:
@@ -255,7 +254,7 @@ def scenario_kwargs(sc: Any, b: Any, optimizer: str = "adam") -> dict[str, Any]:
         units=units,
         param_bytes=DTYPE_BYTES[sc.param_dtype],
         grad_bytes=DTYPE_BYTES[sc.grad_dtype],
-        optimizer=optimizer,
+        optimizer=sc.optimizer,
         activations=act,
         group=sc.shard_group,
         node_size=sc.profile.network[0].size,
@@ -271,11 +270,11 @@ def micro_batch(sc: Any, k: np.ndarray) -> np.ndarray:
     return np.full(k.shape, float(sc.batch))
 
 
-def for_scenario(sc: Any, k: Any, optimizer: str = "adam", b: Any = None) -> Memory:
+def for_scenario(sc: Any, k: Any, *, b: Any = None) -> Memory:
     """Bytes per device of ``sc``'s strategy at each k (``b``: the micro-batch per k; default the scenario's)."""
     k = np.asarray(k, dtype=np.int64).ravel()
     b = micro_batch(sc, k) if b is None else b
-    return per_device(sc.strategy, k, **scenario_kwargs(sc, b, optimizer))
+    return per_device(sc.strategy, k, **scenario_kwargs(sc, b))
 
 
 # --------------------------------------------------------------------------- the check commands print
@@ -292,12 +291,12 @@ _LABELS = {
 }
 
 
-def part_label(part: str, strategy: str, optimizer: str = "adam") -> str:
+def part_label(part: str, strategy: str, optimizer: str) -> str:
     """How a part of :class:`Memory` is named in messages and tables."""
     return _LABELS[part].format(optimizer=optimizer, buffers=SPECS[strategy].buffers)
 
 
-def describe_parts(parts: dict[str, float], strategy: str, optimizer: str = "adam") -> str:
+def describe_parts(parts: dict[str, float], strategy: str, optimizer: str) -> str:
     """'weights 13.48 GB + fp32 master 26.95 GB + ...': the parts that are not zero."""
     from ..base.units import fmt_bytes
 
@@ -383,15 +382,16 @@ class MemoryCheck:
         }
 
 
-def check(sc: Any, devices: Any, optimizer: str = "adam") -> MemoryCheck:
-    """:class:`MemoryCheck` of ``sc`` at ``devices`` (every strategy, activations included)."""
+def check(sc: Any, devices: Any) -> MemoryCheck:
+    """:class:`MemoryCheck` of ``sc`` at ``devices`` (every strategy, activations included; the scenario's
+    optimizer state)."""
     k = np.asarray(devices, dtype=np.int64).ravel()
-    mem = for_scenario(sc, k, optimizer)
+    mem = for_scenario(sc, k)
     tot = mem.total
     i = int(np.argmax(tot))
     return MemoryCheck(
         strategy=sc.strategy,
-        optimizer=optimizer,
+        optimizer=sc.optimizer,
         devices=tuple(int(x) for x in k),
         per_device_bytes=tuple(float(x) for x in tot),
         parts={p: float(v[i]) for p, v in mem.parts().items()},

@@ -28,8 +28,9 @@ def nccl_faster(res: Result, margin: float = STEP_MARGIN) -> list[dict[str, Any]
     the k where the rows' savings add up to more than ``margin`` x T_step.
 
     Only when NCCL chooses (a profile that models NCCL, ``--algorithm nccl``, no ``--protocol``): the pick is
-    what NCCL's tuner prefers, the cheaper pair what simcli's cost prefers (:func:`simcli.comm.nccl.nccl_faster_pair`;
-    docs/nccl.md says where the two part). ``setting`` is the NCCL_ALGO/NCCL_PROTO that runs the cheaper pair;
+    what NCCL's tuner prefers, the cheaper pair what simcli's cost prefers
+    (:func:`simcli.comm.nccl_choice.nccl_faster_pair`; docs/nccl.md says where the two part). ``setting`` is
+    the NCCL_ALGO/NCCL_PROTO that runs the cheaper pair;
     ``saving_s`` the communication one micro-step saves with it, before overlap (count x the difference).
     """
     sc = res.scenario

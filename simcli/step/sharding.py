@@ -190,7 +190,6 @@ class Step:
     exposed: np.ndarray  #: what compute does not hide
     comm: CommCost  #: all collectives added up (alpha, bus_Bps, bottleneck: the main one's)
     parts: dict[str, np.ndarray]  #: seconds per collective kind and phase, added up over units/buckets
-    first_gather: np.ndarray  #: the first forward all-gather (fsdp/hsdp; 0 for zero1/zero2)
     #: every kind of collective once: (name, how many per micro-step, bytes as nccl-tests counts them, its cost)
     messages: tuple[tuple[str, float, float, CommCost], ...] = ()
     #: what each message was priced on, in the order of ``messages``: (collective, profile, devices over k)
@@ -271,7 +270,6 @@ def step(
             exposed=rs_exposed + t_ag,
             comm=_add(main, terms),
             parts={"reduce_scatter_s": t_rs, "all_gather_step_s": t_ag},
-            first_gather=zero,
             messages=msgs,
             priced_on=on,
         )
@@ -317,7 +315,6 @@ def step(
         exposed=np.minimum(exposed, t_comm),
         comm=_add(ag, terms),
         parts=parts,
-        first_gather=ag.time,
         messages=tuple(msgs),
         priced_on=tuple(on),
     )

@@ -48,6 +48,7 @@ DEFAULT_SPREAD: dict[str, float] = {
     "hopper": 0.0148,
     "blackwell": 0.0148,
     "cdna3": 0.0148,
+    "cdna4": 0.0148,
     "gpu": 0.0148,  # a GPU whose generation simcli does not read from its name (a profile with library: nccl)
 }
 

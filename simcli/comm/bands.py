@@ -1,0 +1,372 @@
+"""How sure a collective's time is: the band the published runs of the same kind say the measured time falls in.
+
+The error model is measured, not assumed. :mod:`simcli.comm.error_table` (written by
+``python benchmarks/validate_nccl.py --write-errors``, never by hand) holds every point of the published
+nccl-tests all-reduce curves that ``validate_nccl.py`` prices, as ``r = t_pred / t_meas`` with what decides its
+kind: the **transport** (the link kind of the widest tier the collective crosses: nvswitch, mnnvl, infiniband,
+efa, ...), whether that tier is past NCCL's **node** (tier 1 and out; a multi-node NVLink domain is one NCCL
+node), the **size band** (:data:`SIZE_BANDS`) and the **family** NCCL ran (ring, tree, nvls, nvls-tree).
+
+For a predicted time ``t`` of a kind, the band is ``[t / p90(r), t / p10(r)]`` over the points of that kind
+(:func:`ratio_band`), widened so that it holds ``t`` itself (the ratio band holds 1). Where a kind has fewer
+than :data:`MIN_ROWS` points or fewer than :data:`MIN_CURVES` curves, the band is read from the next coarser
+grouping of :data:`LEVELS` that has them. Where a kind has **no** point at all (a transport, family, collective or
+library no published curve ran), the band says so and is the widest band of its neighbours: the lowest p10 and
+highest p90 of the measured kinds of the same size band on the same side of NCCL's node boundary
+(:data:`NEIGHBOURS`). docs/nccl.md#how-sure says why, and what
+the leave-one-out check (:func:`leave_one_out`, ``benchmarks/validate_bands.py``) found.
+
+Pure numpy; no ``np.quantile`` or ``np.unique`` (their first calls import ``numpy.ma``, a start-up cost).
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass, field
+from typing import Any, Sequence
+
+import numpy as np
+
+from ..base.ranges import sorted_unique
+from ..base.types import Tier
+from .nccl import tier_kind
+from .specs import PROTOCOLS
+from .topology import tier_spanned
+
+__all__ = [
+    "SIZE_BANDS",
+    "QUANTILES",
+    "MIN_ROWS",
+    "MIN_CURVES",
+    "LEVELS",
+    "NEIGHBOURS",
+    "UNMEASURED",
+    "Corpus",
+    "RatioBand",
+    "TimeBand",
+    "size_band_index",
+    "point_kinds",
+    "quantile",
+    "ratio_band",
+    "time_band",
+    "published",
+    "curve_label",
+    "leave_one_out",
+]
+
+#: the size bands the NCCL model is held to (issue 10; nccl-tests' power-of-two sizes): label, low, high, with
+#: low < n <= high, so 0.5-64 MiB is everything between 256 KiB and 128 MiB (simcli.answers.validate reads them)
+SIZE_BANDS = (
+    ("<= 256 KiB", 0.0, 256.0 * 1024),
+    ("0.5-64 MiB", 256.0 * 1024, 128.0 * 2**20 - 1),
+    (">= 128 MiB", 128.0 * 2**20 - 1, math.inf),
+)
+#: the band's ends: the 10th and 90th percentile of t_pred / t_meas (linear interpolation, numpy's default)
+QUANTILES = (0.1, 0.9)
+#: a grouping is read only where it has this many points ...
+MIN_ROWS = 8
+#: ... from this many curves (the points of one curve share its cluster's offset: one curve is one sample of it)
+MIN_CURVES = 2
+#: the groupings, finest first: a kind backs off down this list to the first that has MIN_ROWS and MIN_CURVES
+LEVELS = (
+    ("transport", "nodes", "size", "family"),
+    ("transport", "nodes", "size"),
+    ("nodes", "size"),
+    ("size",),
+    (),
+)
+#: the LEVELS entry a cluster's offset is read from: the size band, any transport (:func:`_predictive`)
+SIZE_LEVEL = 3
+#: where a kind has no point, its neighbours are the measured kinds of this grouping of LEVELS (the same size
+#: band on the same side of NCCL's node boundary, any transport or family), else of the next coarser one
+NEIGHBOURS = 2
+#: how a band of a kind with no published point begins its words (RatioBand.basis)
+UNMEASURED = "no published point of this kind"
+#: the transport of a single device (no collective crosses anything)
+NO_LINK = "none"
+
+
+def size_band_index(n: Any) -> np.ndarray:
+    """The index into :data:`SIZE_BANDS` of each size in bytes (lo < n <= hi)."""
+    edges = np.array([hi for _, _, hi in SIZE_BANDS[:-1]])
+    return np.searchsorted(edges, np.asarray(n, dtype=np.float64), side="left")
+
+
+def point_kinds(
+    network: Sequence[Tier],
+    k: Any,
+    n: Any,
+    algorithm: Any,
+    protocol: Any,
+    collective: str = "all_reduce",
+) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
+    """(transport, past NCCL's node, size band index, family) of each point, broadcast over k and n.
+
+    ``algorithm`` and ``protocol`` are a :class:`~simcli.comm.cost.CommCost`'s (per element, or None). The family
+    is the NCCL algorithm where NCCL's pairs priced the point (a protocol of :data:`PROTOCOLS`), ``"textbook
+    <name>"`` where an alpha-beta formula did; a collective other than all-reduce is appended (``"ring
+    all_gather"``): no published curve runs it, so its kind has no point.
+    """
+    k = np.asarray(k, dtype=np.int64)
+    n = np.asarray(n, dtype=np.float64)
+    shape = np.broadcast_shapes(k.shape, n.shape)
+    widest = tier_spanned(network, k).sum(axis=0) - 1  # tiers fill outward: the spanned ones are 0..widest
+    kinds = np.array([tier_kind(t, i) for i, t in enumerate(network)] + [NO_LINK], dtype=object)
+    transport = np.broadcast_to(kinds[widest], shape)  # widest -1 (k == 1) reads the last entry: NO_LINK
+    nodes = np.broadcast_to(widest >= 1, shape)
+    band = np.broadcast_to(size_band_index(n), shape)
+    alg = np.broadcast_to(np.asarray(algorithm, dtype=object), shape)
+    proto = np.broadcast_to(np.asarray(protocol if protocol is not None else "-", dtype=object), shape)
+    priced = np.zeros(shape, dtype=bool)
+    for p in PROTOCOLS:  # not np.isin: its first call imports numpy.ma
+        priced |= proto == p
+    family = np.where(priced, alg, np.char.add("textbook ", alg.astype(str)).astype(object))
+    if collective != "all_reduce":
+        family = np.char.add(family.astype(str), " " + collective).astype(object)
+    return transport, nodes, band, np.broadcast_to(family, shape)
+
+
+def quantile(x: np.ndarray, q: float) -> float:
+    """numpy's default (linear) quantile of a 1-d array, by hand: ``np.quantile`` imports ``numpy.ma``."""
+    s = np.sort(np.asarray(x, dtype=np.float64))
+    h = (s.size - 1) * q
+    lo = int(math.floor(h))
+    hi = min(lo + 1, s.size - 1)
+    return float(s[lo] + (h - lo) * (s[hi] - s[lo]))
+
+
+@dataclass(frozen=True)
+class RatioBand:
+    """The p10 and p90 of r = t_pred / t_meas that one kind's band is read from, and what they stand on."""
+
+    p10: float
+    p90: float
+    points: int  #: the published points the quantiles are taken over (0: the kind has none)
+    curves: int
+    basis: str  #: in words: the grouping read, or the neighbours whose widest band this is
+    measured: bool  #: False where the kind has no published point
+
+    @property
+    def lo(self) -> float:
+        """The low end of the ratio band, widened to hold 1 (the prediction itself)."""
+        return min(self.p10, 1.0)
+
+    @property
+    def hi(self) -> float:
+        return max(self.p90, 1.0)
+
+    def words(self) -> str:
+        """What the band stands on, for a record or a table."""
+        if not self.measured or not self.points:
+            return self.basis
+        return f"p10-p90 of {self.points} points of {self.curves} curves: {self.basis}"
+
+    def holds(self, r: np.ndarray) -> np.ndarray:
+        """Whether each ratio lies inside the (widened) band."""
+        return (r >= self.lo) & (r <= self.hi)
+
+
+Kind = tuple[str, bool, int, str]
+#: k = 1: no collective, no error (the time is 0)
+ONE_DEVICE = RatioBand(1.0, 1.0, 0, 0, "one device: nothing to communicate", True)
+
+
+@dataclass(frozen=True)
+class Corpus:
+    """Validated points: one entry per point, each a curve label, its kind and its ratio t_pred / t_meas."""
+
+    curve: np.ndarray
+    transport: np.ndarray
+    nodes: np.ndarray
+    band: np.ndarray
+    family: np.ndarray
+    ratio: np.ndarray
+    cache: dict = field(default_factory=dict, compare=False, repr=False)
+
+    @classmethod
+    def of(cls, rows: Sequence[Sequence[Any]]) -> "Corpus":
+        """From rows ``(curve, transport, past node, size band label, family, ratio)``."""
+        labels = [b for b, _, _ in SIZE_BANDS]
+        cols = list(zip(*rows)) if rows else [()] * 6
+        return cls(
+            np.array(cols[0], dtype=object),
+            np.array(cols[1], dtype=object),
+            np.array(cols[2], dtype=bool),
+            np.array([labels.index(b) for b in cols[3]], dtype=np.int64),
+            np.array(cols[4], dtype=object),
+            np.array(cols[5], dtype=np.float64),
+        )
+
+    def without(self, curve: str) -> "Corpus":
+        """The corpus less one curve's points (leave one out)."""
+        keep = self.curve != curve
+        return Corpus(
+            self.curve[keep],
+            self.transport[keep],
+            self.nodes[keep],
+            self.band[keep],
+            self.family[keep],
+            self.ratio[keep],
+        )
+
+    def kind(self, i: int) -> Kind:
+        return (str(self.transport[i]), bool(self.nodes[i]), int(self.band[i]), str(self.family[i]))
+
+    def masks(self, kind: Kind) -> list[np.ndarray]:
+        """One mask per :data:`LEVELS` entry: the points in the kind's grouping at that level."""
+        transport, nodes, band, family = kind
+        m_size = self.band == band
+        m_nodes = m_size & (self.nodes == nodes)
+        m_transport = m_nodes & (self.transport == transport)
+        return [m_transport & (self.family == family), m_transport, m_nodes, m_size, np.ones(self.ratio.shape, bool)]
+
+
+def _describe(kind: Kind, level: int) -> str:
+    transport, nodes, band, family = kind
+    words = {
+        "transport": transport,
+        "nodes": "across nodes" if nodes else "inside a node",
+        "size": SIZE_BANDS[band][0],
+        "family": family,
+    }
+    return ", ".join(words[w] for w in LEVELS[level]) or "every size"
+
+
+def ratio_band(corpus: Corpus, kind: Kind) -> RatioBand:
+    """The ratio band of a kind ``(transport, past NCCL's node, size band index, family)``: see the module."""
+    if kind in corpus.cache:
+        return corpus.cache[kind]
+    if kind[0] == NO_LINK:
+        return ONE_DEVICE
+    masks = corpus.masks(kind)
+    own = int(masks[0].sum())
+    out = None
+    if own:
+        for level, m in enumerate(masks):
+            count, curves = int(m.sum()), _count_curves(corpus.curve[m])
+            if count >= MIN_ROWS and curves >= MIN_CURVES:
+                r, n_off = _predictive(corpus, m, masks[SIZE_LEVEL])
+                what = _describe(kind, level) + ("" if level == 0 else f" (this kind: {own} points)")
+                what += f"; a cluster's offset from the {n_off} curves of {SIZE_BANDS[kind[2]][0]}"
+                out = RatioBand(quantile(r, QUANTILES[0]), quantile(r, QUANTILES[1]), count, curves, what, True)
+                break
+    else:
+        for level, m in enumerate(masks[NEIGHBOURS:], start=NEIGHBOURS):
+            if not m.any():
+                continue
+            near = sorted({corpus.kind(i) for i in np.flatnonzero(m)})
+            bands = [ratio_band(corpus, nk) for nk in near]
+            out = RatioBand(
+                min(b.p10 for b in bands),
+                max(b.p90 for b in bands),
+                0,
+                0,
+                f"{UNMEASURED}: the widest band of the {len(near)} measured kinds of {_describe(kind, level)}",
+                False,
+            )
+            break
+    if out is None:
+        raise ValueError("no validated point to read a band from (simcli/comm/error_table.py is empty)")
+    corpus.cache[kind] = out
+    return out
+
+
+def _predictive(corpus: Corpus, group: np.ndarray, size: np.ndarray) -> tuple[np.ndarray, int]:
+    """The ratios a cluster no curve came from may show, and how many curves its offset is drawn from.
+
+    A published curve's points share its cluster's offset (its NCCL release, its fabric's tuning, what the profile
+    gets wrong about it): log r = offset of the curve + the point's residual. The offset of a curve is the median
+    log r of its points in the size band (``size``); the residuals of the kind are its grouping's (``group``) log
+    r less their own curve's offset. A new cluster draws an offset from the size band's curves and a residual from
+    the kind's: every sum of one of each, as ratios. Reading the kind's ratios alone (each curve's offset fixed)
+    covered 60% of the points of a curve left out; with the offset drawn, 72% (docs/nccl.md#how-sure)."""
+    logr = np.log(corpus.ratio)
+    offsets: dict[str, float] = {}
+    for c in sorted_unique([np.asarray(corpus.curve[size], dtype=str)]).tolist():
+        offsets[c] = quantile(logr[size & (corpus.curve == c)], 0.5)  # the median (np.median imports numpy.ma)
+    idx = np.flatnonzero(group)
+    resid = logr[idx] - np.array([offsets[str(c)] for c in corpus.curve[idx]])
+    off = np.array(list(offsets.values()))
+    return np.exp(off[:, None] + resid[None, :]).ravel(), off.size
+
+
+def _count_curves(curves: np.ndarray) -> int:
+    return int(sorted_unique([np.asarray(curves, dtype=str)]).size) if curves.size else 0
+
+
+@dataclass(frozen=True)
+class TimeBand:
+    """The band of each predicted time: ``lo <= time <= hi``; ``which`` indexes ``bands`` per point."""
+
+    lo: np.ndarray
+    hi: np.ndarray
+    which: np.ndarray
+    bands: tuple[RatioBand, ...]
+
+
+_PUBLISHED: list[Corpus] = []
+
+
+def published() -> Corpus:
+    """The validated points of :mod:`simcli.comm.error_table` (read once)."""
+    if not _PUBLISHED:
+        from .error_table import CURVES, ROWS
+
+        labels = [curve_label(c[0], c[1]) for c in CURVES]
+        _PUBLISHED.append(Corpus.of([(labels[r[0]], r[3], r[4], r[5], r[6], r[7]) for r in ROWS]))
+    return _PUBLISHED[0]
+
+
+def curve_label(file: str, system: str | None) -> str:
+    """A curve's name: its file's stem, and the system where one file holds several (``... [nd-h100-v5]``)."""
+    return file.removesuffix(".csv") + (f" [{system}]" if system else "")
+
+
+def time_band(
+    network: Sequence[Tier],
+    k: Any,
+    n: Any,
+    time: Any,
+    algorithm: Any,
+    protocol: Any,
+    collective: str = "all_reduce",
+    corpus: Corpus | None = None,
+) -> TimeBand:
+    """The band ``[time / p90(r), time / p10(r)]`` of each predicted ``time`` over the (k, n) grid, widened to
+    hold ``time`` itself; ``corpus`` defaults to :func:`published`."""
+    corpus = published() if corpus is None else corpus
+    transport, nodes, band, family = point_kinds(network, k, n, algorithm, protocol, collective)
+    t = np.asarray(time, dtype=np.float64)
+    shape = np.broadcast_shapes(t.shape, transport.shape)
+    # one code per point; each distinct kind is read once
+    names = sorted_unique([np.asarray(transport, dtype=str).ravel(), np.asarray(family, dtype=str).ravel()])
+    nb = len(SIZE_BANDS)
+    code = (
+        np.searchsorted(names, np.asarray(transport, dtype=str)) * (2 * nb * names.size)
+        + np.searchsorted(names, np.asarray(family, dtype=str)) * (2 * nb)
+        + nodes.astype(np.int64) * nb
+        + band
+    )
+    code = np.broadcast_to(code, shape)
+    distinct = sorted_unique([code.ravel()])
+    bands = []
+    for c in distinct.tolist():
+        ti, rest = divmod(c, 2 * nb * names.size)
+        fi, rest = divmod(rest, 2 * nb)
+        ni, bi = divmod(rest, nb)
+        bands.append(ratio_band(corpus, (str(names[ti]), bool(ni), int(bi), str(names[fi]))))
+    which = np.searchsorted(distinct, code)
+    lo_r = np.array([b.lo for b in bands])[which]
+    hi_r = np.array([b.hi for b in bands])[which]
+    t = np.broadcast_to(t, shape)
+    return TimeBand(t / hi_r, t / lo_r, which, tuple(bands))
+
+
+def leave_one_out(corpus: Corpus) -> np.ndarray:
+    """For each point, whether its ratio lies inside the band read without its own curve's points."""
+    inside = np.zeros(corpus.ratio.shape, dtype=bool)
+    for curve in sorted_unique([np.asarray(corpus.curve, dtype=str)]).tolist():
+        rest = corpus.without(curve)
+        for i in np.flatnonzero(corpus.curve == curve):
+            inside[i] = bool(ratio_band(rest, corpus.kind(int(i))).holds(corpus.ratio[i]))
+    return inside
