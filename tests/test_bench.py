@@ -107,7 +107,10 @@ def test_import_world_size_from_busbw_ratio_and_prefixes(tmp_path):
     f.write_text("\n".join(ln if ln.startswith("#") else "0: " + ln for ln in lines) + "\n")
     recs = parse_nccl_tests(f)
     assert recs[0]["world_size"] == 8 and len(recs) == 11
-    assert parse_nccl_tests(f, world_size=16)[0]["world_size"] == 16
+    assert parse_nccl_tests(f, world_size=8)[0]["world_size"] == 8
+    # a --world-size that the rows' busbw / algbw = 2(k-1)/k contradicts is refused (simcli.io.rules, issue 40)
+    with pytest.raises(InputError, match=r"busbw 1.31 GB/s is not algbw x 1.875"):
+        parse_nccl_tests(f, world_size=16)
 
 
 def test_import_json_per_iteration_times(tmp_path):

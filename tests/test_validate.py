@@ -90,7 +90,7 @@ def test_errors_are_relative_to_the_measurement_and_summaries_group_them():
         ("a,b,c\n1,2,3\n", "not a measurement file"),
         ("world_size,bytes,time_s\n", "no measurement rows"),
         ("world_size,bytes,time_s\n2,1024\n", "2 values for 3 columns"),
-        ("world_size,bytes,time_s\n2,1024,-1\n", "must be a positive number"),
+        ("world_size,bytes,time_s\n2,1024,-1\n", r"time_s -1.0 is out of range; give a time \(> 0\)"),
         ("collective,world_size,bytes,time_s\nbroadcast,2,1024,1\n", "no all-reduce rows"),
     ],
 )

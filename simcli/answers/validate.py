@@ -195,7 +195,75 @@ def read_measurements(path: str | Path) -> Measured:
         m = m.subset(keep)
     if not len(m):
         raise InputError(f"{p}: a header but no measurement rows")
+    apply_rules(m)
     return m
+
+
+def apply_rules(m: Measured) -> None:
+    """A measured CSV through :mod:`simcli.io.rules`, as every reader's rows: each number's digits and range,
+    all-reduce rows' bandwidths against their sizes and times (out-of-place and in-place), a scaling table's
+    efficiency, its speedup against its throughput and its global batch."""
+    from ..io import rules
+
+    for i, r in enumerate(m.rows):
+        for c, v in r.items():
+            cell = (v or "").strip()
+            if cell and _looks_numeric(cell):
+                rules.number(cell, f"{m.path}: line {m.lines[i]}", c, "real")
+    if m.kind == "allreduce":
+        kcol = "world_size" if "world_size" in m.header else "devices"
+        for suffix, tcol in (("", "time_s"), ("", "time_us"), ("_inplace", "time_inplace_us")):
+            if tcol not in m.header:
+                continue
+            scale = 1.0 if tcol == "time_s" else 1e-6
+            recs = [
+                {
+                    "world_size": _cell(r.get(kcol)),
+                    "bytes": _cell(r.get("bytes")),
+                    "time_s": float(r[tcol]) * scale if _looks_numeric((r.get(tcol) or "").strip()) else None,
+                    "algbw_GBps": _cell(r.get(f"algbw{suffix}_GBps")),
+                    "busbw_GBps": _cell(r.get(f"busbw{suffix}_GBps")),
+                    "collective": (r.get("collective") or "all_reduce").strip().lower().replace("-", "_"),
+                }
+                for r in m.rows
+            ]
+            for rec in recs:
+                if rec["collective"] in ("allreduce", "all_reduce_perf"):
+                    rec["collective"] = "all_reduce"
+            rules.rows(recs, m.path, [f"line {n}" for n in m.lines])
+    elif m.kind == "scaling":
+        k = m.devices()
+        opt = {c: m.optional(c) for c in ("speedup", "efficiency", "batch_per_device", "accum", "global_batch")}
+        tcol = next((c for c in ("samples_per_s", "images_per_s", "tokens_per_s") if c in m.header), None)
+        tput = m.optional(tcol) if tcol else None
+        rules.scaling(
+            [int(x) for x in k],
+            m.lines,
+            m.path,
+            speedup=opt["speedup"],
+            throughput=(tcol, tput) if tput is not None else None,
+            efficiency=opt["efficiency"],
+            batch=opt["batch_per_device"],
+            accum=opt["accum"],
+            global_batch=opt["global_batch"],
+            series=[
+                tuple(v for v in r.values() if (v or "").strip() and not _looks_numeric(v.strip())) for r in m.rows
+            ],
+        )
+
+
+def _cell(v: str | None) -> str | None:
+    """A numeric cell for the rules, or None: a cell that is not a number is named later, where it is read."""
+    v = (v or "").strip()
+    return v if v and _looks_numeric(v) else None
+
+
+def _looks_numeric(cell: str) -> bool:
+    try:
+        float(cell)
+    except ValueError:
+        return False
+    return True
 
 
 def live_measured(live: Any, collective: str | None = "all_reduce") -> Measured:

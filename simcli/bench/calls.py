@@ -27,6 +27,7 @@ import numpy as np
 
 from ..base.types import InputError
 from ..comm.specs import busbw_factor
+from ..io import rules
 from .stats import summarize
 
 __all__ = ["EXTRA_COLUMNS", "table", "sniff", "collective_name", "DTYPE_BYTES", "files_of", "read_log", "peek"]
@@ -168,9 +169,14 @@ def sniff(text: str) -> str | None:
     return None
 
 
-def table(calls: Iterable[dict[str, Any]], source: str, backend: str) -> list[dict[str, Any]]:
+def table(calls: Iterable[dict[str, Any]], source: str, backend: str, path: str | None = None) -> list[dict[str, Any]]:
     """One row per (collective, bytes, ranks, nodes): statistics over the instances of each instance's slowest
-    rank, in the columns of ``bench allreduce`` (plus :data:`EXTRA_COLUMNS`), sorted by collective, ranks, bytes."""
+    rank, in the columns of ``bench allreduce`` (plus :data:`EXTRA_COLUMNS`), sorted by collective, ranks, bytes.
+
+    The calls and the rows pass through :mod:`simcli.io.rules` (``path`` names the input in its messages): ranks in
+    range, each rank's collective once, bandwidths that the sizes and times give, numbers in range."""
+    calls = list(calls)
+    rules.calls(calls, path or source)
     groups: dict[tuple, dict[Any, list[float]]] = {}
     meta: dict[tuple, dict[str, Any]] = {}
     ranks_seen: dict[tuple, set] = {}
@@ -180,7 +186,8 @@ def table(calls: Iterable[dict[str, Any]], source: str, backend: str) -> list[di
         meta.setdefault(key, {"count": c.get("count"), "dtype": c.get("dtype")})
         ranks_seen.setdefault(key, set()).add(c.get("rank"))
     rows = []
-    for key in sorted(groups, key=lambda g: (g[0], g[2], g[1], g[3])):
+    sorted_keys = sorted(groups, key=lambda g: (g[0], g[2], g[1], g[3]))
+    for key in sorted_keys:
         coll, n, k, nodes = key
         per = list(groups[key].values())
         slowest = np.array([max(ts) for ts in per])
@@ -221,4 +228,4 @@ def table(calls: Iterable[dict[str, Any]], source: str, backend: str) -> list[di
                 "rank_spread": float(np.median(spreads)) if spreads else None,
             }
         )
-    return rows
+    return rules.rows(rows, path or source, [f"{c} of {k} ranks, {n} B" for c, n, k, _ in sorted_keys])

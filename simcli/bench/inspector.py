@@ -30,18 +30,22 @@ source ``nranks`` (both read). A directory of such files (every rank's) is one i
 
 ``coll_msg_size_bytes`` is taken as nccl-tests' size (one rank's buffer); the time is ``coll_exec_time_us``.
 Refused, one line naming the file and record: a record that is cut short or not JSON, a missing field
-(``coll_perf.coll_exec_time_us``), an output format version other than v4.x (named), a time <= 0.
+(``coll_perf.coll_exec_time_us``), an output format version other than v4.x (named), a time <= 0; and what
+:mod:`simcli.io.rules` refuses of every reader (issue 40): a key or a sample given twice, a number out of range
+(a size above 4 EiB, ``n_ranks`` above NCCL's int, 41 digits), a rank outside its communicator, one rank's
+collective recorded twice (its log given twice, one ``coll_sn`` twice), ``coll_algobw_gbs`` or ``coll_busbw_gbs``
+that size and time contradict. Ranks missing from a communicator are a warning.
 """
 
 from __future__ import annotations
 
 import json
-import math
 import re
 from pathlib import Path
 from typing import Any
 
 from ..base.types import InputError
+from ..io import rules
 from .calls import collective_name, files_of, read_log, sniff
 
 __all__ = ["read_inspector", "parse_json_records", "parse_prometheus", "SUPPORTED_VERSIONS"]
@@ -97,9 +101,7 @@ def _field(obj: Any, path: str, where: str, kind: type | tuple = (int, float)) -
 
 
 def _time_us(v: float, where: str, name: str) -> float:
-    if not (math.isfinite(v) and v > 0):
-        raise InputError(f"{where}: {name} {v:g} us is not a positive time")
-    return float(v)
+    return float(rules.number(v, where, f"{name} (us)", "time"))
 
 
 def _record(rec: Any, where: str) -> dict[str, Any]:
@@ -111,24 +113,22 @@ def _record(rec: Any, where: str) -> dict[str, Any]:
             f"{where}: inspector_output_format_version {version!r} is not one this reader knows (v4.x); "
             "its fields may differ: convert it, or use an Inspector of output format v4.0"
         )
-    k = _field(rec, "header.n_ranks", where, int)
-    nodes = _field(rec, "header.nnodes", where, int)
-    rank = _field(rec, "header.rank", where, int)
+    k = rules.number(_field(rec, "header.n_ranks", where, int), where, "header.n_ranks", "ranks")
+    nodes = rules.number(_field(rec, "header.nnodes", where, int), where, "header.nnodes", "nodes")
+    rank = rules.number(_field(rec, "header.rank", where, int), where, "header.rank", "rank")
     comm = str(_field(rec, "header.id", where, None))
     coll = _field(rec, "coll_perf.coll", where, str)
-    n = _field(rec, "coll_perf.coll_msg_size_bytes", where, int)
+    n = rules.number(
+        _field(rec, "coll_perf.coll_msg_size_bytes", where, int), where, "coll_perf.coll_msg_size_bytes", "bytes"
+    )
     t = _time_us(_field(rec, "coll_perf.coll_exec_time_us", where), where, "coll_perf.coll_exec_time_us")
-    sn = _field(rec, "coll_perf.coll_sn", where, int)
-    if k < 1 or nodes < 1 or n < 0:
-        raise InputError(f"{where}: n_ranks {k}, nnodes {nodes} and coll_msg_size_bytes {n} must be >= 1, >= 1, >= 0")
-    from ..base.ranges import MAX_BYTES, MAX_DEVICES
-
-    for name, v, most in (("coll_msg_size_bytes", n, MAX_BYTES), ("n_ranks", k, MAX_DEVICES), ("nnodes", nodes, k)):
-        if v > most:
-            raise InputError(
-                f"{where}: {name} {v} is more than {'n_ranks' if name == 'nnodes' else 'simcli models'} (at most "
-                f"{most:,}); the record is not a real collective's: copy the log again"
-            )
+    sn = rules.number(_field(rec, "coll_perf.coll_sn", where, int), where, "coll_perf.coll_sn", "seq")
+    if nodes > k:
+        raise InputError(f"{where}: header.nnodes {nodes} is more than n_ranks {k}: a node holds at least one rank")
+    bw = {f: rec["coll_perf"].get(f) for f in ("coll_algobw_gbs", "coll_busbw_gbs")}
+    for f, v in bw.items():
+        if v is not None:
+            bw[f] = rules.number(v, where, f"coll_perf.{f}", "bandwidth")
     out = {
         "collective": collective_name(coll),
         "bytes": int(n),
@@ -141,6 +141,9 @@ def _record(rec: Any, where: str) -> dict[str, Any]:
         "time_s": t * 1e-6,
         "timing_source": rec["coll_perf"].get("coll_timing_source"),
         "hostname": rec["metadata"].get("hostname"),
+        "where": where,
+        "algbw_GBps": bw["coll_algobw_gbs"],
+        "busbw_GBps": bw["coll_busbw_gbs"],
     }
     ts = rec["coll_perf"].get("event_trace_ts")
     if isinstance(ts, dict) and isinstance(ts.get("kernel_events"), list) and ts["kernel_events"]:
@@ -159,38 +162,14 @@ def _record(rec: Any, where: str) -> dict[str, Any]:
 
 def parse_json_records(text: str, source: str) -> list[dict[str, Any]]:
     """Calls from an Inspector JSON log: one object per line, or objects one after another (pretty-printed)."""
-    from ..io.inputs import check_json_depth, json_decoder
-
-    check_json_depth(text, source)  # before json's recursive parser
-    dec = json_decoder(source, keys=False)  # an integer of 5,000 digits is refused, never converted
-    out, i, no = [], 0, 0
-    size = len(text)
-    while True:
-        while i < size and text[i] in " \t\r\n,":
-            i += 1
-        if i >= size:
-            break
-        line = text.count("\n", 0, i) + 1
-        no += 1
+    out = []
+    for rec, no, line in rules.json_records(text, source):
         where = f"{source}: record {no} (line {line})"
-        try:
-            rec, end = dec.raw_decode(text, i)
-        except ValueError as e:
-            pos = getattr(e, "pos", None)
-            cut = (
-                "cut short (the job was still writing, or the file was truncated)"
-                if pos is not None and pos >= size - 1
-                else str(e)
-            )
-            raise InputError(
-                f"{where}: not a whole JSON record: {cut}; delete the broken record or copy the log again"
-            ) from None
         if isinstance(rec, list):  # a JSON list of records
             for j, r in enumerate(rec):
                 out.append(_record(r, f"{where}[{j}]"))
         else:
             out.append(_record(rec, where))
-        i = end
     return out
 
 
@@ -211,7 +190,8 @@ def _size_label(v: str, where: str) -> int:
         raise InputError(
             f"{where}: message_size {v!r} is not a size like '2.00GB' (powers of 1024, as Inspector prints)"
         )
-    return int(round(float(m.group(1)) * _UNITS[m.group(2)]))
+    x = rules.number(m.group(1), where, "message_size", "real")
+    return rules.number(round(x * _UNITS[m.group(2)]), where, "message_size", "bytes")
 
 
 def parse_prometheus(text: str, source: str) -> list[dict[str, Any]]:
@@ -229,18 +209,26 @@ def parse_prometheus(text: str, source: str) -> list[dict[str, Any]]:
         if field is None:
             continue  # another exporter's metric in the same textfile directory
         labels = dict(_LABEL.findall(m.group("labels")))
-        try:
-            value = float(m.group("value"))
-        except ValueError:
-            raise InputError(f"{where}: {m.group('metric')} value {m.group('value')!r} is not a number") from None
+        value = rules.number(m.group("value"), where, m.group("metric"), "time" if field == "time_us" else "bandwidth")
         for need in ("comm_id", "rank", "collective", "coll_sn", "message_size"):
             if need not in labels:
                 raise InputError(f"{where}: label {need!r} missing; Inspector writes it on every sample")
         k = labels.get("nranks", labels.get("n_ranks"))
         if k is None:
             raise InputError(f"{where}: label 'nranks' (or 'n_ranks') missing: the communicator's size")
+        for name, kind in (("rank", "rank"), ("coll_sn", "seq"), ("n_nodes", "nodes")):  # each sample's numbers
+            if name in labels:
+                rules.number(labels[name], where, name, kind)
+        rules.number(k, where, "nranks", "ranks")
         key = (labels["comm_id"], labels["rank"], labels["coll_sn"], labels["collective"])
         rec = recs.setdefault(key, {"labels": labels, "where": where, "nranks": k})
+        if field in rec:
+            raise InputError(
+                f"{where}: a second {m.group('metric')} sample for rank {labels['rank']}'s {labels['collective']} "
+                f"#{labels['coll_sn']} (first at {rec['lines'][field]}): a rank's file given twice, or two runs in one "
+                "file; give one run's files once"
+            )
+        rec.setdefault("lines", {})[field] = where
         rec[field] = value
     out = []
     for (comm, rank, sn, coll), rec in recs.items():
@@ -250,10 +238,10 @@ def parse_prometheus(text: str, source: str) -> list[dict[str, Any]]:
                 f"{where}: collective {coll} #{sn} of rank {rank} has no nccl_collective_exec_time_microseconds "
                 "sample (its time); the file was cut while Inspector rewrote it: copy it again"
             )
-        try:
-            k, nodes, r, seq = int(rec["nranks"]), int(labels.get("n_nodes", "0")), int(rank), int(sn)
-        except ValueError:
-            raise InputError(f"{where}: nranks, n_nodes, rank and coll_sn must be whole numbers") from None
+        k = rules.number(rec["nranks"], where, "nranks", "ranks")
+        nodes = rules.number(labels["n_nodes"], where, "n_nodes", "nodes") if "n_nodes" in labels else 0
+        r = rules.number(rank, where, "rank", "rank")
+        seq = rules.number(sn, where, "coll_sn", "seq")
         out.append(
             {
                 "collective": collective_name(coll),
@@ -266,6 +254,9 @@ def parse_prometheus(text: str, source: str) -> list[dict[str, Any]]:
                 "instance": (comm, seq),
                 "time_s": _time_us(rec["time_us"], where, "nccl_collective_exec_time_microseconds") * 1e-6,
                 "hostname": labels.get("hostname"),
+                "where": where,
+                "algbw_GBps": rec.get("algbw"),
+                "busbw_GBps": rec.get("busbw"),
             }
         )
     return out

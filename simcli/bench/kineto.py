@@ -39,6 +39,7 @@ from typing import Any, Sequence
 import numpy as np
 
 from ..base.types import InputError
+from ..io import rules
 from .calls import DTYPE_BYTES, collective_name, files_of, read_log, sniff
 
 __all__ = ["Trace", "Step", "read_trace", "read_traces", "parse_trace", "TORCH_DTYPES"]
@@ -123,6 +124,43 @@ class Trace:
     #: every collective call (simcli.bench.calls' form) of the trace, in steps or not
     calls: tuple[dict[str, Any], ...]
     notes: tuple[str, ...] = field(default_factory=tuple)
+    #: the GPUs' names (deviceProperties), empty on a CPU trace
+    devices: tuple[str, ...] = ()
+
+
+def _distributed(info: dict, source: str) -> tuple[int | None, int | None, list[dict]]:
+    """(rank, world size, process groups) of distributedInfo, each against the others (simcli.io.rules): a rank
+    inside the world, no group larger than the world, the default group the whole world, a group's ranks its size."""
+    where = f"{source}: distributedInfo"
+    world = rules.number(info["world_size"], where, "world_size", "ranks") if "world_size" in info else None
+    rank = rules.number(info["rank"], where, "rank", "rank") if "rank" in info else None
+    if rank is not None and world is not None and rank >= world:
+        raise InputError(f"{where}: rank {rank} of a world of {world} ranks (0 to {world - 1}); the trace is damaged")
+    pgs = [g for g in info.get("pg_config") or [] if isinstance(g, dict)]
+    for j, g in enumerate(pgs):
+        at = f"{where}.pg_config[{j}]"
+        if "pg_size" not in g:
+            continue
+        size = g["pg_size"] = rules.number(g["pg_size"], at, "pg_size", "ranks")
+        members = g.get("ranks")
+        if world is not None and size > world:
+            raise InputError(
+                f"{at}: pg_size {size} is more than world_size {world}: a process group is part of the world; "
+                "the trace is damaged or edited"
+            )
+        default = g.get("pg_desc") == "default_pg" or str(g.get("pg_name")) == "0"
+        if default and world is not None and size != world:
+            raise InputError(
+                f"{at}: the default group has {size} ranks, but world_size says {world}: the default group is the "
+                "whole world; the trace is damaged or edited"
+            )
+        if isinstance(members, list) and len(members) not in (0, size):
+            raise InputError(f"{at}: ranks lists {len(members)} ranks, pg_size says {size}; the trace is damaged")
+        for r in members if isinstance(members, list) else []:
+            r = rules.number(r, at, "ranks[]", "rank")
+            if world is not None and r >= world:
+                raise InputError(f"{at}: rank {r} of a world of {world} ranks; the trace is damaged or edited")
+    return rank, world, pgs
 
 
 def read_trace(path: str | Path) -> Trace:
@@ -145,6 +183,18 @@ def read_traces(path: str | Path) -> list[Trace]:
     if dup:
         raise InputError(
             f"{path}: rank {min(dup)} has {ranks.count(min(dup))} traces; give one trace per rank (one run)"
+        )
+    worlds = {t.world_size for t in out if t.world_size is not None}
+    if len(worlds) > 1:
+        raise InputError(
+            f"{path}: the traces say world_size {', '.join(map(str, sorted(worlds)))}: traces of two runs; give one "
+            "run's traces"
+        )
+    if len(files) > 1 and worlds and len(out) < min(worlds):
+        have = sorted(r for r in ranks if r is not None)
+        rules.suspicious(
+            f"{path}: distributedInfo.world_size: {len(out)} traces of a world of {min(worlds)} ranks (ranks "
+            f"{', '.join(map(str, have[:8]))}); the slowest rank may be a missing one: give every rank's trace"
         )
     return out
 
@@ -198,19 +248,21 @@ def _subtract(iv: list[tuple[float, float]], minus: list[tuple[float, float]]) -
     return out
 
 
-def _dims_elements(dims: Any) -> int | None:
-    """Elements of the tensors in a profiler 'Input Dims' entry: [262144] or [[262144], [1024]] (a tensor list)."""
+def _dims_elements(dims: Any, where: str = "Input Dims") -> int | None:
+    """Elements of the tensors in a profiler 'Input Dims' entry: [262144] or [[262144], [1024]] (a tensor list).
+    A dimension that is negative, fractional or beyond 2**62 is refused (simcli.io.rules)."""
     if not isinstance(dims, list):
         return None
-    if all(isinstance(x, (int, float)) for x in dims):
-        return int(np.prod(dims)) if dims else 1
+    if all(isinstance(x, (int, float)) and not isinstance(x, bool) for x in dims):
+        n = math.prod(rules.number(x, where, "Input Dims", "dim") for x in dims)
+        return rules.number(n, where, "Input Dims (their product, the elements)", "count")
     tot = 0
     for d in dims:
-        n = _dims_elements(d)
+        n = _dims_elements(d, where)
         if n is None:
             return None
         tot += n
-    return tot
+    return rules.number(tot, where, "Input Dims (their sum, the elements)", "count")
 
 
 def _dtype(name: Any) -> str | None:
@@ -229,11 +281,13 @@ def _kernel_name_meta(name: str) -> tuple[str | None, str | None]:
 
 
 def parse_trace(text: str, source: str) -> Trace:
-    from ..io.inputs import check_json_depth
+    from ..io.inputs import check_json_depth, json_decoder
 
     check_json_depth(text, source)  # before json's recursive parser
     try:
-        doc = json.loads(text)
+        doc = json_decoder(source).decode(text)  # the strict decoder: a key twice, 31 digits, NaN (simcli.io.rules)
+    except InputError:
+        raise
     except ValueError as e:
         cut = "it ends mid-way (the trace was cut short)" if getattr(e, "pos", 0) >= len(text.rstrip()) - 1 else str(e)
         raise InputError(f"{source}: not valid JSON: {cut}; export the trace again (export_chrome_trace)") from None
@@ -247,10 +301,11 @@ def parse_trace(text: str, source: str) -> Trace:
             f"{source}: schemaVersion {json.dumps(version)[:20]} is not one this reader knows (Kineto writes 1)"
         )
     info = doc.get("distributedInfo") if isinstance(doc.get("distributedInfo"), dict) else {}
-    rank = info.get("rank") if isinstance(info.get("rank"), int) else None
-    world = info.get("world_size") if isinstance(info.get("world_size"), int) else None
+    rank, world, pgs = _distributed(info, source)
     backend = info.get("backend") if isinstance(info.get("backend"), str) else None
-    pgs = [g for g in info.get("pg_config") or [] if isinstance(g, dict)]
+    devices = tuple(
+        str(d.get("name")) for d in doc.get("deviceProperties") or [] if isinstance(d, dict) and d.get("name")
+    )
     events = []
     for i, e in enumerate(doc["traceEvents"]):
         if not isinstance(e, dict) or e.get("ph") != "X" or not isinstance(e.get("name"), str):
@@ -269,6 +324,12 @@ def parse_trace(text: str, source: str) -> Trace:
         calls_iv = _gpu_calls(nccl_k, events, pgs, world, source)
     else:
         calls_iv = _cpu_calls(events, pgs, world, source)
+    for c, a, _ in calls_iv:
+        if world is not None and c["ranks"] > world:
+            raise InputError(
+                f"{source}: a {c['collective']} at ts {a:.0f} of a group of {c['ranks']} ranks in a world of {world} "
+                "(distributedInfo.world_size); the trace is damaged or edited"
+            )
     if not calls_iv:
         raise InputError(
             f"{source}: no collectives in the trace (no ncclKernel_/ncclDevKernel_ kernels, no gloo: ops); "
@@ -294,6 +355,13 @@ def parse_trace(text: str, source: str) -> Trace:
         phase_of = _gpu_phases(kernels, events)
     else:
         phase_of = None
+    rules.steps(
+        (
+            (e["name"], dur * 1e-6, [(c["collective"], c["time_s"]) for c in calls if ts <= c["start_us"] < ts + dur])
+            for ts, dur, e in steps_ev
+        ),
+        source,
+    )  # a step longer than zero, each collective inside its step
     steps = []
     for ts, dur, e in steps_ev:
         t0, t1 = ts, ts + dur
@@ -345,7 +413,7 @@ def parse_trace(text: str, source: str) -> Trace:
         c["rank"] = rank
     if rank is None:
         notes.append(f"{source}: no distributedInfo.rank; read as one rank")
-    return Trace(source, rank, world, backend, device, tuple(steps), tuple(calls), tuple(notes))
+    return Trace(source, rank, world, backend, device, tuple(steps), tuple(calls), tuple(notes), devices)
 
 
 def _group_size(pgs: list[dict], world: int | None, source: str, what: str) -> tuple[int, str]:
@@ -373,7 +441,11 @@ def _cpu_calls(events, pgs, world, source):
         args = e.get("args") or {}
         coll = collective_name(e["name"].split(":", 1)[1])
         dims = args.get("Input Dims")
-        n_el = _dims_elements(dims[0]) if isinstance(dims, list) and dims else None
+        n_el = (
+            _dims_elements(dims[0], f"{source}: {e['name']} at ts {ts:.0f}")
+            if isinstance(dims, list) and dims
+            else None
+        )
         types = args.get("Input type")
         dt = _dtype(types[0]) if isinstance(types, list) and types else None
         if n_el is None or dt is None:
@@ -386,7 +458,7 @@ def _cpu_calls(events, pgs, world, source):
             raise InputError(f"{source}: {e['name']} at ts {ts:.0f}: element type {types[0]!r} is not one simcli knows")
         c = {
             "collective": coll,
-            "bytes": n_el * size,
+            "bytes": rules.number(n_el * size, f"{source}: {e['name']} at ts {ts:.0f}", "Input Dims x type", "bytes"),
             "count": n_el,
             "dtype": dt,
             "ranks": k,
@@ -435,8 +507,13 @@ def _gpu_calls(nccl_k, events, pgs, world, source):
             raise InputError(
                 f"{source}: kernel {e['name'][:60]} at ts {ts:.0f}: element count {nin!r} or dtype {dt!r} unusable"
             )
-        n_el = int(max(nin, nout if isinstance(nout, (int, float)) else 0))
+        at = f"{source}: kernel {e['name'][:40]} at ts {ts:.0f}"
+        nin = rules.number(nin, at, "In msg nelems", "count")
+        nout = rules.number(nout, at, "Out msg nelems", "count") if isinstance(nout, (int, float)) else 0
+        n_el = max(nin, nout)
         k = meta.get("Group size")
+        if k is not None and not isinstance(k, bool) and isinstance(k, (int, float)):
+            k = rules.number(k, at, "Group size", "ranks")
         group = meta.get("Process Group Name")
         if not isinstance(k, int):
             if sizes is None:
@@ -444,7 +521,7 @@ def _gpu_calls(nccl_k, events, pgs, world, source):
             k, group = sizes[0], group or sizes[1]
         c = {
             "collective": coll,
-            "bytes": n_el * DTYPE_BYTES[dt],
+            "bytes": rules.number(n_el * DTYPE_BYTES[dt], at, "elements x dtype", "bytes"),
             "count": n_el,
             "dtype": dt,
             "ranks": int(k),

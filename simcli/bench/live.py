@@ -63,7 +63,7 @@ def read_live(path: str | Path, kind: str | None = None) -> Live:
         from .inspector import read_inspector
 
         calls, notes = read_inspector(path)
-        return Live("inspector", str(path), table(calls, f"nccl inspector {Path(path).name}", "nccl"), notes)
+        return Live("inspector", str(path), table(calls, f"nccl inspector {Path(path).name}", "nccl", str(path)), notes)
     if kind == "kineto":
         from .kineto import read_traces
 
@@ -73,5 +73,7 @@ def read_live(path: str | Path, kind: str | None = None) -> Live:
         notes = [n for t in traces for n in t.notes]
         n = f"{len(traces)} rank(s), {len(calls)} collectives"
         notes.append(f"source: PyTorch profiler trace {Path(path).name} ({n})")
-        return Live("kineto", str(path), table(calls, f"torch.profiler {Path(path).name}", backend), notes, traces)
+        return Live(
+            "kineto", str(path), table(calls, f"torch.profiler {Path(path).name}", backend, str(path)), notes, traces
+        )
     raise InputError(f"{path}: neither NCCL Inspector output nor a PyTorch profiler trace")

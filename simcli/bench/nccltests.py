@@ -37,6 +37,7 @@ from pathlib import Path
 from typing import Any
 
 from ..base.types import InputError
+from ..io import rules
 from ..io.inputs import read_text
 from .stats import summarize
 
@@ -97,11 +98,31 @@ def measurement_rows(text: str, source: str) -> tuple[tuple[str, ...], list[dict
 
     recs = parse_json(text, source) if text.lstrip().startswith("{") else parse_text(text, source)
     rows = [{c: "" if r.get(c) is None else str(csv_value(r[c])) for c in ALLREDUCE_COLUMNS} for r in recs]
+    names = device_names(text)
     return (
         tuple(ALLREDUCE_COLUMNS),
         rows,
-        ["backend: nccl", f"source: nccl-tests output {Path(source).name}, read as 'simcli bench import' would"],
+        ["backend: nccl", f"source: nccl-tests output {Path(source).name}, read as 'simcli bench import' would"]
+        + ([f"devices: {'; '.join(names)}"] if names else []),
     )
+
+
+_DEVICE = re.compile(r"#\s*Rank\s+\d+\s+Group.*?device\s+\d+\s+\[[^\]]*\]\s+(.+?)\s*$")
+
+
+def device_names(text: str) -> list[str]:
+    """The distinct GPU names of an nccl-tests run ('#  Rank ... device 0 [0x07] NVIDIA A100-SXM4-80GB' lines, or
+    the -J report's config.devices[].device_info), in order of first appearance."""
+    found: list[str] = []
+    if text.lstrip().startswith("{"):
+        for m in re.finditer(r'"device_info"\s*:\s*"([^"]{1,80})"', text[: 1 << 20]):
+            found.append(m.group(1))
+    else:
+        for line in text.splitlines()[:4096]:
+            m = _DEVICE.search(line)
+            if m:
+                found.append(m.group(1)[:80])
+    return list(dict.fromkeys(found))
 
 
 def _collective(name: str | None, fallback: str) -> str:
@@ -144,8 +165,10 @@ def _finish(
     warmup: int | None,
     source: str,
     gpus: int | None = None,
+    wheres: list[str] | None = None,
 ) -> list[dict[str, Any]]:
-    """``gpus``: nccl-tests' nGpus (-g), the GPUs one thread launches on; None where the output does not say."""
+    """``gpus``: nccl-tests' nGpus (-g), the GPUs one thread launches on; None where the output does not say.
+    The rows pass through :func:`simcli.io.rules.rows` (``wheres``: each row's file and line, for its messages)."""
     for r in rows:
         r.update(
             {
@@ -158,7 +181,7 @@ def _finish(
                 "gpus_per_process": gpus,
             }
         )
-    return rows
+    return rules.rows(rows, "" if wheres else source, wheres)
 
 
 _PLACEMENT = {"out": "out-of-place", "in": "in-place"}
@@ -362,7 +385,8 @@ def parse_text(
     _check_repeats(keys, source)
     coll = coll or "all_reduce"
     k = _world(source, ranks, world_size, rows, coll)
-    return _finish(rows, k, coll, iters, warmup, f"nccl-tests {Path(source).name}", gpus)
+    wheres = [w for _, w in keys]
+    return _finish(rows, k, coll, iters, warmup, f"nccl-tests {Path(source).name}", gpus, wheres)
 
 
 def _num(v: Any, where: str, integer: bool = False) -> float:
@@ -491,4 +515,5 @@ def parse_json(
     k = _world(source, len(devices), world_size, rows, coll)
     gpus = cfg.get("ngpus")
     gpus = None if gpus is None else _num(gpus, f"{source}: config.ngpus", integer=True)
-    return _finish(rows, k, coll, iters, warmup, f"nccl-tests {Path(source).name}", gpus)
+    wheres = [w for _, w in keys]
+    return _finish(rows, k, coll, iters, warmup, f"nccl-tests {Path(source).name}", gpus, wheres)

@@ -589,10 +589,15 @@ def bench_import(
         o.option("--world-size", help="Ranks of that run [default: counted from its '#  Rank' lines]."),
     ] = None,
     placement: Annotated[
-        Placement, o.option("--placement", help="Which timings: out (out-of-place) or in (in-place).")
-    ] = Placement.out,
+        Optional[Placement],
+        o.option(
+            "--placement",
+            help="Which timings of nccl-tests output: out (out-of-place) or in (in-place) [default: out].",
+        ),
+    ] = None,
     collective: Annotated[
-        Optional[str], o.option("--collective", help="Collective name [default: from the file, else all_reduce].")
+        Optional[str],
+        o.option("--collective", help="nccl-tests output's collective [default: from the file, else all_reduce]."),
     ] = None,
     out: Annotated[o.OutputOptions, o.tweak(omit=_OUTPUT)] = o.OutputOptions(),
 ) -> None:
@@ -608,10 +613,23 @@ def bench_import(
 
     if out.output:
         check_output_path(out.output, out.force, inputs=[file])
+    from ..io import rules
+
     live = detect(file)
-    if live is not None:
+    if live is not None:  # the file says its ranks, collectives and timings: an option that would be ignored is refused
+        what = "NCCL Inspector output" if live == "inspector" else "a PyTorch profiler trace"
+        for opt, given, why in (
+            ("--world-size", world_size is not None, "its records name each communicator's size"),
+            ("--collective", collective is not None, "its records name each call's collective"),
+            ("--placement", placement is not None, "it has one time per call, no in-place and out-of-place columns"),
+        ):
+            if given:
+                raise rules.not_for(opt, file, what, why)
         _import_live(file, live, out)
         return
+    if collective is not None:
+        collective = rules.collective_option(collective)
+    placement = placement or Placement.out
     recs = parse_nccl_tests(file, world_size, placement.value, collective)
     if out.table and not out.output:
         from ..io.render import console

@@ -18,6 +18,7 @@ from .measured import (
     MeasuredProfile,
     MinSize,
     Where,
+    hold_to_profile,
     parse_size,
     pct,
     profile_for_measurements,
@@ -175,6 +176,8 @@ def calibrate(
             raise InputError(f"--profile: {live_run[1]['file']} does not say which hardware it ran on; give --profile")
         typer.echo(f"simcli: --profile {profile} (the trace's backend is {live_run[1]['backend']})", err=True)
     base = profile_for_measurements(profile, measured)
+    for m in measured:
+        hold_to_profile(m, base)
     from .progress import progress
 
     fits = ", ".join(

@@ -115,12 +115,25 @@ def profiles_validate(
     files: Annotated[list[str], typer.Argument(metavar="FILE...", help="Profile YAML files.")],
 ) -> None:
     """Check profile files; every error names the file, the field and the value. Exit 2 if any is invalid."""
-    from ..io.profiles import load_profile
+    from ..io import rules
+    from ..io.profiles import load_profile, read_yaml
 
     bad = 0
     for f in files:
         try:
             p = load_profile(f)
+            bare = rules.bare_bandwidths(read_yaml(f, "profile"))
+            if bare:  # a bandwidth is read in B/s without its unit: 'memory_bandwidth: 3.35' is 3.35 B/s
+                bad += 1
+                for b in bare:
+                    typer.echo(
+                        f"simcli: error: {f}: {b} has no unit and reads as B/s; write it with its unit "
+                        "('3.35 TB/s', '400 Gb/s')",
+                        err=True,
+                    )
+                continue
+            for w in rules.tier_order(p, f):
+                rules.suspicious(w)
             typer.echo(f"{f}: ok ({p.name}: {p.device.name}, {len(p.network)} tier(s))")
         except InputError as e:
             bad += 1

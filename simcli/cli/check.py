@@ -9,6 +9,7 @@ import typer
 from . import options as o
 from .calibrate import MeasuredProfile, profile_for_measurements
 from .common import answer, examples, handle_errors, new_app
+from .measured import backend_of, devices_of
 
 app = new_app()  # `check`, a top-level command
 
@@ -90,6 +91,16 @@ def check(
     prof = profile_for_measurements(profile, [m])
     floors = MODEL_FLOOR if tolerance is None else None  # the user's --tolerance is the whole rule
     recs, notes = run_check(m, prof, _measured_times(file, m), tol, algorithm, floors)
+    from ..io import rules
+
+    rules.hardware(file, prof, backend=backend_of(m), devices=devices_of(m))
+    rules.line_rate(
+        prof,
+        [r["devices"] for r in recs],
+        [r["busbw_measured_GBps"] for r in recs],
+        [f"{file}: k = {r['devices']}, {int(r['bytes'])} B" for r in recs],
+        field="busbw (measured)",
+    )
     for note in notes:
         typer.echo(f"simcli: note: {note}", err=True)
     low = sum(r["verdict"] == "LOW" for r in recs)

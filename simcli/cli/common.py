@@ -65,7 +65,11 @@ def handle_errors(fn: F) -> F:
         from ..base.types import NonFiniteResult
         from ..io.inputs import SkippedFile
         from ..io.output import escape_controls
+        from ..io.rules import SuspiciousInput
 
+        # warnings said once the command has answered (a suspicious input's, a stand-in MFU's): an error is one line
+        _DEFERRED.clear()
+        failed = False
         try:
             with warnings.catch_warnings(), _signals_as_interrupts():
                 # numpy's overflow/invalid-value warnings never reach stderr: the finiteness gate
@@ -74,15 +78,13 @@ def handle_errors(fn: F) -> F:
                     "ignore", message=r"(overflow|invalid value|divide by zero|underflow) encountered"
                 )
                 warnings.simplefilter("always", SkippedFile)
-                warnings.showwarning = _show_warning
+                warnings.simplefilter("always", SuspiciousInput)
+                warnings.showwarning = functools.partial(_show_warning, pending=_DEFERRED)
                 _check_options(kwargs)
                 State.wide = bool(kwargs.get("wide", False))
-                _DEFERRED.clear()
-                result = fn(*args, **kwargs)
-            for msg in _DEFERRED:  # warnings about an answer, said once it is given (an error is one line alone)
-                warn(msg)
-            return result
+                return fn(*args, **kwargs)
         except SimcliError as e:
+            failed = True
             if State.debug:
                 raise
             msg = str(e)
@@ -91,6 +93,7 @@ def handle_errors(fn: F) -> F:
             typer.echo(f"simcli: error: {escape_controls(msg, keep_newlines=False)}", err=True)
             raise typer.Exit(e.exit_code) from None
         except OverflowError as e:  # a number past float64 or int64 wherever it was computed: bad input, not a crash
+            failed = True
             if State.debug:
                 raise
             typer.echo(f"simcli: error: {overflow_line(e)}", err=True)
@@ -102,6 +105,9 @@ def handle_errors(fn: F) -> F:
             typer.echo("simcli: interrupted", err=True)
             raise typer.Exit(130) from None
         finally:
+            if not failed:  # an error is the one line of a refused input; its warnings would only add noise
+                for msg in dict.fromkeys(_DEFERRED):
+                    warn(msg)
             _DEFERRED.clear()
 
     return wrapper  # type: ignore[return-value]
@@ -120,10 +126,22 @@ def overflow_line(e: OverflowError) -> str:
 
 
 def _show_warning(
-    message: Any, category: Any, filename: str = "", lineno: int = 0, file: Any = None, line: Any = None
+    message: Any,
+    category: Any,
+    filename: str = "",
+    lineno: int = 0,
+    file: Any = None,
+    line: Any = None,
+    pending: list[str] | None = None,
 ) -> None:
     """Every warning raised below the CLI (a skipped file, a library's RuntimeWarning) as one 'simcli: warning:'
-    line on stderr (warnings.showwarning's signature: a ``file`` argument is accepted and ignored)."""
+    line on stderr (warnings.showwarning's signature: a ``file`` argument is accepted and ignored); a suspicious
+    input's (simcli.io.rules.SuspiciousInput) is kept in ``pending`` and said when the command ends."""
+    from ..io.rules import SuspiciousInput
+
+    if pending is not None and isinstance(category, type) and issubclass(category, SuspiciousInput):
+        pending.append(str(message))
+        return
     warn(str(message))
 
 

@@ -22,6 +22,8 @@ __all__ = [
     "backend_of",
     "profile_for_measurements",
     "r2_cell",
+    "hold_to_profile",
+    "devices_of",
 ]
 
 
@@ -93,6 +95,33 @@ def profile_for_measurements(profile: str | None, measured: list) -> Any:
         f"--profile: {paths} does not say which backend measured it; give --profile (the hardware "
         "the measurements were taken on; see 'simcli profiles list')"
     )
+
+
+def devices_of(m) -> list[str]:
+    """The device names a measured file states (nccl-tests' '#  Rank' lines, kept as a 'devices:' comment)."""
+    return [d.strip() for c in m.comments if c.startswith("devices:") for d in c.split(":", 1)[1].split(";")]
+
+
+def hold_to_profile(m, prof, *, backend: str | None = None, devices: list[str] | None = None) -> None:
+    """A measured file against the profile it is priced on (simcli.io.rules): a warning where its backend or device
+    names contradict the profile; an all-reduce file's bus bandwidths against the line rate of the slowest link
+    each row's ranks span (refused above what any algorithm gets: a unit slip, or a file of other hardware)."""
+    import numpy as np
+
+    from ..comm.specs import COLLECTIVES, busbw_factor
+    from ..io import rules
+
+    rules.hardware(m.path, prof, backend=backend or backend_of(m), devices=devices or devices_of(m))
+    if m.kind != "allreduce" or not len(m):
+        return
+    k, n, t = m.devices(), m.number("bytes"), m.allreduce_time()
+    colls = m.text("collective", "all_reduce") if "collective" in m.header else ["all_reduce"] * len(m)
+    bus = [
+        float(n[i] * busbw_factor(np.array([k[i]]), c)[0] / t[i] / 1e9) if c in COLLECTIVES else None
+        for i, c in enumerate(colls)
+    ]
+    where = [f"{m.path}: k = {int(k[i])}, {int(n[i])} B" for i in range(len(m))]
+    rules.line_rate(prof, [int(x) for x in k], bus, where, field="busbw (size x factor / time)")
 
 
 def r2_cell(r2: float | None) -> str:

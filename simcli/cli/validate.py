@@ -9,7 +9,16 @@ import typer
 from ..base.units import sig4
 from . import options as o
 from .common import answer, examples, handle_errors, new_app
-from .measured import MaxSize, MeasuredProfile, MinSize, Where, parse_size, pct, profile_for_measurements
+from .measured import (
+    MaxSize,
+    MeasuredProfile,
+    MinSize,
+    Where,
+    hold_to_profile,
+    parse_size,
+    pct,
+    profile_for_measurements,
+)
 
 app = new_app()  # `validate`, a top-level command
 
@@ -107,6 +116,7 @@ def validate(
         return
     measured = read_measurements(results)
     prof = profile_for_measurements(profile, [measured])
+    hold_to_profile(measured, prof)
     every, scoped = scope_where(where or [], [str(results)])
     lo, hi = parse_size(min_size, "--min-size") or 0.0, parse_size(max_size, "--max-size")
     m = filter_rows(measured, every + scoped[str(results)], lo, hi)
@@ -153,9 +163,16 @@ def _validate_trace(path, profile, wl, fields, out, limit) -> None:
     from ..answers.trace_validate import validate_trace
     from ..bench.kineto import step_summary
     from ..bench.live import read_live
+    from ..io import rules
 
     live = read_live(path, "kineto")
     prof = profile_for_measurements(profile, [live_measured_any(live)])
+    t0 = live.traces[0]
+    backend = t0.backend or ("nccl" if t0.device == "gpu" else "gloo")
+    rules.hardware(path, prof, backend=backend, devices=[d for t in live.traces for d in t.devices])
+    rules.strategy(
+        path, fields.get("strategy"), {b["collective"] for t in live.traces for s in t.steps for b in s.buckets}
+    )
     v = validate_trace(step_summary(live.traces), prof, wl, scenario=fields, path=path)
     for note in v["notes"]:
         typer.echo(f"simcli: note: {note}", err=True)

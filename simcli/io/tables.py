@@ -131,6 +131,22 @@ def allreduce_measured(recs: list[dict[str, Any]], name: str) -> tuple[list[dict
             f"{name}: no all-reduce rows (collectives: {', '.join(sorted(colls))}); simcli draws "
             "all-reduce measurements"
         )
+    from . import rules
+
+    rules.rows(  # the rules every reader applies: numbers in range, bandwidths against size and time
+        [
+            {
+                "world_size": r.get("world_size"),
+                "bytes": r.get("bytes"),
+                "time_s": r.get("time_s"),
+                "algbw_GBps": r.get("algbw_GBps"),
+                "busbw_GBps": r.get("busbw_GBps"),
+                "collective": "all_reduce",
+            }
+            for r in ar
+        ],
+        name,
+    )
     measured = []
     for r in ar:
         k, n, t = r["world_size"], r["bytes"], r["time_s"]
