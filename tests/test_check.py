@@ -33,12 +33,15 @@ def _check(runner, path: Path, profile: str, *extra: str, code: int) -> dict:
 
 
 def _slower(tmp_path: Path, factor: float) -> Path:
-    """The nccl-tests text with every out-of-place and in-place time multiplied by ``factor``."""
+    """The nccl-tests text with every out-of-place and in-place time multiplied by ``factor``, and its algbw and
+    busbw divided by it (a consistent record: the readers refuse one whose bandwidth its time contradicts)."""
     out = []
     for line in A100.read_text().splitlines():
         f = line.split()
         if f and not line.startswith("#"):
             f[5], f[9] = f"{float(f[5]) * factor:.2f}", f"{float(f[9]) * factor:.2f}"
+            for i in (6, 7, 10, 11):
+                f[i] = f"{float(f[i]) / factor:.4g}"
             line = "  ".join(f"{x:>10s}" for x in f)
         out.append(line)
     p = tmp_path / f"a100-x{factor:g}.txt"
