@@ -7,7 +7,7 @@ from typing import Any, Sequence
 from rich.console import Group
 from rich.text import Text
 
-from ..base.types import DTYPE_BYTES, Profile
+from ..base.types import DTYPE_BYTES, NCCL_TABLES_VERSION, Profile
 from ..base.units import fmt_bytes, fmt_count, fmt_flops, fmt_rate, fmt_time
 from ..base.units import sig4 as _g
 from ..comm.specs import COLLECTIVES
@@ -114,8 +114,8 @@ def _header_lines(res: Result) -> list[str]:
             f"T_comm    = {formula(sc.algorithm, p.library)}"
             + (f"; protocol forced: {sc.protocol}" if sc.protocol else "")
             + (
-                f"; nccl.version {p.nccl.version}: {p.nccl.version_note}"
-                if p.library == "nccl" and p.nccl is not None and p.nccl.version_note
+                f"; nccl.version {p.nccl.version}"
+                if p.library == "nccl" and p.nccl is not None and p.nccl.version != NCCL_TABLES_VERSION
                 else ""
             )
         )
