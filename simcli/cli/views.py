@@ -350,6 +350,8 @@ def explain_view(d: dict[str, Any]) -> Any:
             + (f" (B = {fmt_rate(d['bus_Bps'])}, α = {t(d['alpha_s'])})" if d["bus_Bps"] else ""),
         ),
     ]
+    if d.get("nccl_version") and d["nccl_version"] != NCCL_TABLES_VERSION:
+        rows.append(("NCCL release", f"nccl.version {d['nccl_version']}: its tuner's tables (simcli.comm.releases)"))
     if d.get("nccl_defaulted"):
         rows.append(("NCCL constants", "defaulted by GPU generation and link kind: " + ", ".join(d["nccl_defaulted"])))
     kinds = []
