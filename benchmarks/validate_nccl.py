@@ -7,10 +7,13 @@ simcli.comm.nccl.host_floor), and the median of |t_pred/t_meas - 1| in three ban
 0.5-64 MiB, >= 128 MiB, per curve, then the median of the curves' medians and the median over all points of the
 band. The measured time is the better of out-of-place and in-place (a published run is one
 sample), or n·2(k-1)/k / busbw where only busbw is published. Sizes below 1 KiB are left out (launch noise).
-Beside it, NCCL's own tuner estimate of the pair it picks (tuning.cc 2.20.3 re-implemented: ring plateau factor,
-all channels). Sources: the header of each file under validation/published/.
+Beside it, NCCL's own tuner estimate of the pair it picks (the selected release's tuning.cc re-implemented: ring
+plateau factor, all channels). Sources: the header of each file under validation/published/.
 
-    python benchmarks/validate_nccl.py [-v] [--textbook] [--ll128-net-off] [--extra DIR[:PROFILE]]
+    python benchmarks/validate_nccl.py [-v] [--textbook] [--ll128-net-off] [--extra DIR[:PROFILE]] [--nccl-version V]
+
+``--nccl-version V`` prices every curve with NCCL release V's tuner (simcli.comm.releases; default: each profile's
+``nccl.version``, 2.20.3 on the built-in ones), as ``simcli ... --nccl-version V`` does.
 
 ``--extra DIR[:PROFILE]`` adds every CSV of DIR (columns devices, bytes, time_us[, time_inplace_us]; NCCL's default
 choice, -g 1) priced with PROFILE (default dgx-h100): curves held out of the project (issue 21 phase 2 used the other
@@ -40,7 +43,7 @@ sys.path.insert(0, str(ROOT))
 from simcli.answers.validate import SIZE_BANDS  # noqa: E402
 from simcli.comm import collectives as C  # noqa: E402
 from simcli.comm import nccl, nccl_choice, topology  # noqa: E402
-from simcli.io.profiles import resolve_profile  # noqa: E402
+from simcli.io.profiles import resolve_profile, with_nccl_version  # noqa: E402
 
 PUB = ROOT / "validation" / "published"
 CASES = [  # file, system column value (or None), profile, algorithm
@@ -81,7 +84,13 @@ def _measured(r: dict[str, str]) -> float:
     return n * 2 * (k - 1) / k / (float(r["busbw_GBps"]) * 1e9)
 
 
-def main(verbose: bool = False, textbook: bool = False, ll128_net: bool = True, extra: str | None = None) -> list[dict]:
+def main(
+    verbose: bool = False,
+    textbook: bool = False,
+    ll128_net: bool = True,
+    extra: str | None = None,
+    nccl_version: str | None = None,
+) -> list[dict]:
     out = []
     cases = [(PUB / f, s, p, a) for f, s, p, a in CASES]
     if extra:
@@ -93,7 +102,7 @@ def main(verbose: bool = False, textbook: bool = False, ll128_net: bool = True, 
     )
     for path, system, prof, alg in cases:
         name = path.name
-        p = resolve_profile(prof)
+        p = with_nccl_version(resolve_profile(prof), nccl_version)
         if not ll128_net and p.nccl is not None:  # issue 21's open question: LL128 not across the network
             import dataclasses
 
@@ -188,4 +197,5 @@ def main(verbose: bool = False, textbook: bool = False, ll128_net: bool = True, 
 
 if __name__ == "__main__":
     ex = sys.argv[sys.argv.index("--extra") + 1] if "--extra" in sys.argv else None
-    main("-v" in sys.argv, "--textbook" in sys.argv, "--ll128-net-off" not in sys.argv, ex)
+    ver = sys.argv[sys.argv.index("--nccl-version") + 1] if "--nccl-version" in sys.argv else None
+    main("-v" in sys.argv, "--textbook" in sys.argv, "--ll128-net-off" not in sys.argv, ex, ver)

@@ -670,6 +670,9 @@ def pairs(
                     ratio = NVLS_RATIO if reduce_all else rel.nvls_ag_rs_ratio
                 else:  # 2.28.3 on: speed x nvlsEfficiency x (nch-1)/nch, x2 for all-reduce, the ring's k/nsteps
                     eff = rel.nvls_efficiency.get(gen, 0.0)
+                    if not eff:  # nvlsEfficiency 0 (Volta, Ampere): busBw 0, NCCL never runs NVLS there
+                        enabled = enabled & False
+                        eff = 1.0
                     per = s * eff * (nch - 1.0) / nch * (2.0 if reduce_all else split)
                     ratio = kf / np.maximum(COLLECTIVES[collective].ring_steps(kf), 1.0) if reduce_all else 1.0
                 bus = nch * per * 1e9
@@ -684,7 +687,7 @@ def pairs(
                         cap = np.inf
                     else:
                         s_inter = s_inter * np.where(nodes <= 2, 2.0, 1.0)
-                        cap = np.asarray(tab["nvls_tree"])[idx2]
+                        cap = np.where(multi, np.asarray(tab["nvls_tree"])[idx2], np.inf)  # N1: 0, NVLSTree off
                     tbus = nch * np.minimum(np.minimum(per, s_inter), cap) * 1e9
                     heads_Bps = net_heads / np.where(nodes > 2, 2.0, 1.0) / ratio
                     bus = np.minimum(np.minimum(bus, nch * cap * 1e9), heads_Bps)

@@ -45,7 +45,8 @@ class Release:
     #: hwLat[nvlink|pcie|net][algorithm][protocol]
     hw_latency_us: Mapping[str, Table]
     #: per compute-capability table: ll_max (llMaxBws, one node by GPU; across nodes simcli.comm.nccl's CPU rows),
-    #: ring_ll128, tree_ll128, tree (perChMax*Bws) and nvls_tree (perChMaxNVLSTreeBws, 2.28.3 on), [N1, N2, N4]
+    #: ring_ll128, tree_ll128, tree (perChMax*Bws) and nvls_tree (perChMaxNVLSTreeBws, read from 2.28.3 on; zeros
+    #: before it), [N1, N2, N4]
     generations: Mapping[str, Mapping[str, tuple[float, float, float]]]
     #: simcli's generation -> the table NCCL indexes (compCapIndex): Blackwell has its own from 2.25.1
     generation_table: Mapping[str, str]
@@ -268,6 +269,8 @@ V2_28_3 = _after(
     "Blackwell tree and tree/LL128 caps 70/42.8/24 and 55.6/31.67/20 GB/s",
     generations={
         **V2_27_5.generations,
+        "volta": {**V2_27_5.generations["volta"], "nvls_tree": (26.5, 18.5, 10.0)},
+        "ampere": {**V2_27_5.generations["ampere"], "nvls_tree": (24.0, 23.6, 17.8)},
         "hopper": {**V2_27_5.generations["hopper"], "nvls_tree": (0.0, 57.7, 45.5)},
         "blackwell": {
             **_BLACKWELL_2_25,
