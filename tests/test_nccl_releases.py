@@ -212,3 +212,25 @@ def test_speedup_and_explain_take_the_option(runner):
     r = runner.invoke(app, ["explain", "-k", "16", "--nccl-version", "2.28.9"])
     assert r.exit_code == 0, r.output
     assert "NCCL release │ nccl.version 2.28.9" in " ".join(r.stdout.split())
+
+
+def test_fp8_rings_past_8_ranks_give_way_from_2_24_3():
+    """src/enqueue.cc (topoGetAlgoInfo, 2.24.3 on): an fp8 collective on more than 8 ranks prices Ring x1024 in
+    the cost table, so where a bf16 all-reduce runs Ring, an fp8 one runs something else; 2.23.4 has no such rule,
+    and 8 ranks are left alone."""
+    from simcli.comm import collectives as C
+    from simcli.io.profiles import with_nccl_version
+
+    k = np.array([8, 16, 32])[:, None]
+    n = (2.0 ** np.arange(10, 33, 2))[None, :]
+    picks = {}
+    for v in ("2.23.4", "2.24.3"):
+        p = with_nccl_version(resolve_profile("dgx-a100"), v)
+        for d in ("bf16", "fp8"):
+            picks[v, d] = np.asarray(C.collective(p, "nccl", k, n, "all_reduce", dtype=d).algorithm)
+    ring = picks["2.24.3", "bf16"] == "ring"
+    past8 = np.broadcast_to(k > 8, ring.shape)
+    assert np.any(ring & past8) and np.any(ring & ~past8)
+    assert np.all(picks["2.24.3", "fp8"][ring & past8] != "ring")
+    assert np.array_equal(picks["2.24.3", "fp8"][~past8], picks["2.24.3", "bf16"][~past8])
+    assert np.array_equal(picks["2.23.4", "fp8"], picks["2.23.4", "bf16"])

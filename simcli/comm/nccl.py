@@ -1,5 +1,8 @@
 """NCCL's cost model, generalised to simcli's tiers: every (algorithm, protocol) pair, and NCCL's choice.
 
+The tuner's constants and formula switches are the selected release's (:mod:`simcli.comm.releases`, 2.20.3 to
+2.30.7: ``NcclSpec.version``); the numbers below are 2.20.3's, the default.
+
 Source: NVIDIA/nccl v2.20.3 (makefiles/version.mk), ``src/graph/tuning.cc`` (``ncclTopoTuneModel``,
 ``ncclTopoGetAlgoTime``), ``src/enqueue.cc`` (``getAlgoInfo``: channels shrink for small messages) and
 ``src/graph/search.cc`` (``sm90SpeedArrayIntra/Inter``: the per-channel speeds a graph may take). NCCL prices

@@ -11,8 +11,8 @@ earlier (and :func:`note` says so); one after the newest takes the newest; one b
 The default is :data:`simcli.base.types.NCCL_TABLES_VERSION`.
 
 What the rows leave out (docs/nccl.md, "Carried releases"): PAT (all-gather and reduce-scatter at one GPU per
-node, 2.23.4 on), CollNet, the per-collective NCCL_ALGO/NCCL_PROTO lists (2.24.3), the fp8 all-reduce penalty
-(enqueue.cc, 2.24 on: x1024 on Ring/Tree over more than 8 ranks), NVLS's two-channel minimum (2.28.3) and the
+node, 2.23.4 on), CollNet, the per-collective NCCL_ALGO/NCCL_PROTO lists (2.24.3),
+NVLS's two-channel minimum (2.28.3) and the
 getAlgoInfo/calcCollChunking changes (channels and NVLS chunks stay 2.20.3's).
 """
 
@@ -71,6 +71,9 @@ class Release:
     tree_correction_sizes: int
     #: NVLSTree all-reduce takes treeCorrectionFactor on Blackwell x86 hosts (2.29.2 on)
     nvls_tree_correction: bool
+    #: fp8 collectives on more than 8 ranks price Ring x1024 in the choice (src/enqueue.cc topoGetAlgoInfo,
+    #: "Relegate fp8 reduction trees of sufficient depth that they incur precision loss", 2.24.3 on)
+    fp8_ring_penalty: bool = False
 
     @property
     def key(self) -> tuple[int, ...]:
@@ -221,8 +224,10 @@ V2_23_4 = _after(
 V2_24_3 = _after(
     V2_23_4,
     "2.24.3",
-    _TUNING.format("2.24.3") + " (parseList)",
-    "NCCL_ALGO/NCCL_PROTO take per-collective lists; nothing simcli prices changed",
+    _TUNING.format("2.24.3") + " (parseList) and src/enqueue.cc (topoGetAlgoInfo: the fp8 Ring factor)",
+    "NCCL_ALGO/NCCL_PROTO take per-collective lists; fp8 collectives on more than 8 ranks price Ring x1024 in "
+    "the choice (src/enqueue.cc, topoGetAlgoInfo)",
+    fp8_ring_penalty=True,
 )
 _BLACKWELL_2_25 = {
     "ll_max": (2 * 141.0, 2 * 45.0, 2 * 35.0),
