@@ -128,14 +128,23 @@ def test_ring_ll_bandwidth_from_2_21_5_by_hand():
 
 
 def test_nvls_bandwidth_from_2_28_3_by_hand():
-    """tuning.cc 2.28.3 on, one DGX H100 (k = 8): per channel bwIntra x nvlsEfficiency[Hopper] 0.85 x (nch-1)/nch
-    x 2 (all-reduce), 16 channels, algBw = busBw x nRanks/nsteps = 8/14. bwIntra is the NVLS graph's speed, 20
-    GB/s (the search table's step at or below 369 GB/s / 16 = 23 GB/s); to 2.27.x algBw = 16 x 20 x 5/6."""
-    s, nch = 20.0, 16
+    """tuning.cc 2.28.3 on, one DGX H100 (k = 8): the NVLS graph has one channel per GPU (search.cc: maxChannels
+    = min(NCCL_MAX_NVLS_ARITY, GPUs)), G = 8 of S = 40 GB/s (the profile's 16 NVLS channels x 20 GB/s, the search
+    table's step at or below 369 GB/s / 16); per channel S x nvlsEfficiency[Hopper] 0.85 x (G-1)/G x 2
+    (all-reduce), algBw = G x that x nRanks/nsteps = 8/14. To 2.27.x: algBw = 16 x 20 x 5/6."""
+    G, S = 8, 16 * 20.0 / 8
     new = _pair("2.28.3", 8, "nvls", "simple")
     old = _pair("2.27.5", 8, "nvls", "simple")
-    assert new.alg_Bps[0] / 1e9 == pytest.approx(nch * s * 0.85 * (nch - 1) / nch * 2 * 8 / 14, rel=1e-9)
-    assert old.alg_Bps[0] / 1e9 == pytest.approx(nch * s * 5 / 6, rel=1e-9)
+    assert new.alg_Bps[0] / 1e9 == pytest.approx(G * S * 0.85 * (G - 1) / G * 2 * 8 / 14, rel=1e-9)
+    assert old.alg_Bps[0] / 1e9 == pytest.approx(16 * 20.0 * 5 / 6, rel=1e-9)
+
+
+def test_nvlstree_tuner_bandwidth_on_two_nodes_from_2_28_3_by_hand():
+    """tuning.cc 2.28.3 on, 2 DGX H100 (k = 16): per channel min(S x 0.85 x 7/8 x 2 = 59.5, the NIC's 45 GB/s
+    (sm90SpeedArrayInter's step at or below one NDR NIC's 46) x 2 on two nodes, perChMaxNVLSTreeBws[Hopper][N2]
+    57.7) = 57.7 GB/s over G = 8 heads, algBw = busBw x 16/30."""
+    pr = _pair("2.28.3", 16, "nvls-tree", "simple")
+    assert pr.tuner_alg_Bps[0] / 1e9 == pytest.approx(8 * min(40 * 0.85 * 7 / 8 * 2, 45 * 2, 57.7) * 16 / 30, rel=1e-9)
 
 
 def test_selection_rule():

@@ -671,29 +671,36 @@ def pairs(
                 if rel.nvls_efficiency is None:  # to 2.27.x: busBw = nch x speed, algBw 5/6 of it
                     per = s * (split if (not reduce_all and rel.nvls_ag_rs_ppn) else 1.0)
                     ratio = NVLS_RATIO if reduce_all else rel.nvls_ag_rs_ratio
-                else:  # 2.28.3 on: speed x nvlsEfficiency x (nch-1)/nch, x2 for all-reduce, the ring's k/nsteps
+                    bus = nch * per * 1e9
+                    tbus = bus
+                    if a == "nvls-tree" and nt > 1:
+                        # NCCL's tuner: per channel min(bwIntra, bwInter), bwInter halved beyond 2 nodes (the
+                        # graph's quantised speed, then halved); the cost: the heads' NICs carry n (2 nodes) or 2n
+                        s_inter = _quantise(net_heads / 1e9 / nch, SPEEDS_INTER) * np.where(nodes > 2, 0.5, 1.0)
+                        tbus = nch * np.minimum(per, s_inter) * 1e9
+                        bus = np.minimum(bus, net_heads / np.where(nodes > 2, 2.0, 1.0) / ratio)
+                else:
+                    # 2.28.3 on, in the NVLS graph's own channels: G = one per head (GPUs of the node, or NICs for
+                    # NVLSTree; at most NCCL_MAX_NVLS_ARITY), each at S = nch x s / G (the same G x S as the
+                    # profile's nvls_channels x s); per channel S x nvlsEfficiency x (G-1)/G, x2 for all-reduce
+                    # (x(ppn-1)/ppn for all-gather/reduce-scatter), its bwInter taken as no tighter (the search
+                    # raises an NVLS graph's bwInter to 2 x bwIntra); NVLSTree: min(that, the NIC's speed x2 on
+                    # two nodes, perChMaxNVLSTreeBws); algBw = busBw x k/nsteps (all-reduce). G < 2: not run.
                     eff = rel.nvls_efficiency.get(gen, 0.0)
-                    if not eff:  # nvlsEfficiency 0 (Volta, Ampere): busBw 0, NCCL never runs NVLS there
-                        enabled = enabled & False
-                        eff = 1.0
-                    per = s * eff * (nch - 1.0) / nch * (2.0 if reduce_all else split)
+                    G = heads if a == "nvls-tree" else np.minimum(ppn, NVLS_MAX_HEADS)
+                    enabled = enabled & (G >= 2) & (eff > 0)  # nvlsEfficiency 0 (Volta, Ampere): busBw 0
+                    G = np.maximum(G, 2.0)
+                    S = nch * s / G
+                    per = S * (eff or 1.0) * (G - 1.0) / G * (2.0 if reduce_all else split)
                     ratio = kf / np.maximum(COLLECTIVES[collective].ring_steps(kf), 1.0) if reduce_all else 1.0
-                bus = nch * per * 1e9
-                tbus = bus
-                if a == "nvls-tree" and nt > 1:
-                    # NCCL's tuner: per channel min(bwIntra, bwInter), bwInter halved beyond 2 nodes (the graph's
-                    # quantised speed, then halved; 2.28.3 on: doubled on 2 nodes instead, and capped per channel
-                    # by perChMaxNVLSTreeBws); the cost: the heads' NICs carry n (2 nodes) or 2n per node
-                    s_inter = _quantise(net_heads / 1e9 / nch, SPEEDS_INTER)
-                    if rel.nvls_efficiency is None:
-                        s_inter = s_inter * np.where(nodes > 2, 0.5, 1.0)
-                        cap = np.inf
-                    else:
-                        s_inter = s_inter * np.where(nodes <= 2, 2.0, 1.0)
+                    bus = G * per * 1e9
+                    tbus = bus
+                    if a == "nvls-tree" and nt > 1:
+                        s_inter = _quantise(net_heads / 1e9 / G, SPEEDS_INTER) * np.where(nodes <= 2, 2.0, 1.0)
                         cap = np.where(multi, np.asarray(tab["nvls_tree"])[idx2], np.inf)  # N1: 0, NVLSTree off
-                    tbus = nch * np.minimum(np.minimum(per, s_inter), cap) * 1e9
-                    heads_Bps = net_heads / np.where(nodes > 2, 2.0, 1.0) / ratio
-                    bus = np.minimum(np.minimum(bus, nch * cap * 1e9), heads_Bps)
+                        tbus = G * np.minimum(np.minimum(per, s_inter), cap) * 1e9
+                        heads_Bps = net_heads / np.where(nodes > 2, 2.0, 1.0) / ratio
+                        bus = np.minimum(np.minimum(bus, G * cap * 1e9), heads_Bps)
             alg_Bps = bus * ratio  # NCCL's "bandwidth": bytes of the collective's size per second
             if a.startswith("nvls"):
                 thr = np.zeros(k.shape)  # getAlgoInfo: NVLS always launches all of its channels
