@@ -203,7 +203,7 @@ def test_a_profiles_nccl_release_selects_its_tables(tmp_path, runner):
     assert r.exit_code == 0, r.output
     assert "2.28.8 (NCCL 2.28.8 is not a carried release; priced as 2.28.7" in " ".join(r.stdout.split())
     r = runner.invoke(app, ["profiles", "show", str(files["new"])])
-    assert "2.28.9 (a carried release" in " ".join(r.stdout.split())
+    assert "2.28.9 (carried: its tuner prices" in " ".join(r.stdout.split())
     r = runner.invoke(app, ["speedup", "-p", str(files["old"]), "-k", "4,8"])
     assert r.exit_code == 2 and r.stdout == ""
     assert r.stderr.count("\n") == 1 and "nccl.version: NCCL 2.19.4 is older than the oldest" in r.stderr

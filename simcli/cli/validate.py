@@ -100,10 +100,10 @@ def validate(
     from ..bench.live import detect
 
     if wl is not None and detect(results) == "kineto":  # a traced step, term by term (issue 23)
-        _validate_trace(results, profile, wl, fields, out, limit)
+        _validate_trace(results, profile, wl, fields, out, limit, run.nccl_version)
         return
     measured = read_measurements(results)
-    prof = profile_for_measurements(profile, [measured])
+    prof = profile_for_measurements(profile, [measured], run.nccl_version)
     every, scoped = scope_where(where or [], [str(results)])
     lo, hi = parse_size(min_size, "--min-size") or 0.0, parse_size(max_size, "--max-size")
     m = filter_rows(measured, every + scoped[str(results)], lo, hi)
@@ -145,14 +145,14 @@ def validate(
         raise typer.Exit(1)
 
 
-def _validate_trace(path, profile, wl, fields, out, limit) -> None:
+def _validate_trace(path, profile, wl, fields, out, limit, nccl_version=None) -> None:
     """simcli validate TRACE --model M: the traced step term by term (simcli.answers.trace_validate)."""
     from ..answers.trace_validate import validate_trace
     from ..bench.kineto import step_summary
     from ..bench.live import read_live
 
     live = read_live(path, "kineto")
-    prof = profile_for_measurements(profile, [live_measured_any(live)])
+    prof = profile_for_measurements(profile, [live_measured_any(live)], nccl_version)
     v = validate_trace(step_summary(live.traces), prof, wl, scenario=fields, path=path)
     for note in v["notes"]:
         typer.echo(f"simcli: note: {note}", err=True)

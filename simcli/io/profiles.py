@@ -586,8 +586,8 @@ def nccl_version_note(version: str) -> str:
     said = releases.note(version)
     if said:
         return said
-    default = " (the default)" if version.strip() == releases.DEFAULT_RELEASE.version else ""
-    return f"a carried release{default}: its tuner's tables price choices and costs"
+    default = ", the default" if version.strip() == releases.DEFAULT_RELEASE.version else ""
+    return f"carried{default}: its tuner prices choices and costs"
 
 
 def with_nccl_version(p: Profile, version: str | None, where: str = "--nccl-version") -> Profile:
