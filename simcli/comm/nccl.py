@@ -618,6 +618,7 @@ def pairs(
                     for i in range(nt):
                         hc[i] = np.where(top == i, kf, 0.0)
                     hc = np.where(k >= 2, hc, 0.0)
+                    thc = hc
             elif a == "tree":
                 hc = tree_hops
             elif a == "nvls":
