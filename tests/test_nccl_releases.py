@@ -194,6 +194,9 @@ def test_comm_prints_the_releases_latency(runner, version, want_us):
     assert r.exit_code == 0, r.output
     (rec,) = json.loads(r.stdout)
     assert rec["latency_s"] * 1e6 == pytest.approx(want_us, rel=1e-9)
+    r = runner.invoke(app, args)  # the table's title names a release other than the default
+    assert r.exit_code == 0, r.output
+    assert ("nccl.version 2.28.9" in r.stdout) == (version == "2.28.9")
 
 
 def test_comm_says_which_release_prices_an_uncarried_one(runner):

@@ -239,7 +239,12 @@ def comm_table(
         cols.append(Column("proto", "protocol", lambda v: v or "-", justify="left", priority=5))
     head = Text(
         f"{collective.replace('_', '-')}, {algorithm}, profile {profile.name} ({profile.device.name}); "
-        f"algbw = size/time, busbw = algbw·{COLLECTIVES[collective].busbw} (nccl-tests)"
+        + (
+            f"nccl.version {profile.nccl.version}; "
+            if profile.library == "nccl" and profile.nccl is not None and profile.nccl.version != NCCL_TABLES_VERSION
+            else ""
+        )
+        + f"algbw = size/time, busbw = algbw·{COLLECTIVES[collective].busbw} (nccl-tests)"
     )
     caption = f"Times in {unit}; GB/s = 1e9 B/s; α % = share of the latency terms."
     if any(r.get("host_s") for r in recs):
