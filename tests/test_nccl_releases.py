@@ -7,6 +7,7 @@ from __future__ import annotations
 import dataclasses
 import json
 import math
+from pathlib import Path
 
 import numpy as np
 import pytest
@@ -246,3 +247,42 @@ def test_fp8_rings_past_8_ranks_give_way_from_2_24_3():
     assert np.all(picks["2.24.3", "fp8"][ring & past8] != "ring")
     assert np.array_equal(picks["2.24.3", "fp8"][~past8], picks["2.24.3", "bf16"][~past8])
     assert np.array_equal(picks["2.23.4", "fp8"], picks["2.23.4", "bf16"])
+
+
+@pytest.mark.parametrize("version, factor", [("2.22.3", None), ("2.23.4", 0.85), ("2.24.3", 0.75), ("2.30.7", 0.75)])
+def test_pat_at_one_gpu_per_node_by_hand(version, factor):
+    """tuning.cc 2.23.4 on (ncclPatEnable: nNodes == nRanks): PAT all-gather/reduce-scatter, Simple, latency
+    8 + log2i(nNodes)·interLat/3.5 + nRanks·2.8 us with interLat Tree's network hop (14 us), busBw x 0.85
+    (2.23.4) or 0.75 (2.24.3 on) kept as the algorithm bandwidth; none before 2.23.4, none at 8 GPUs per node."""
+    prof = resolve_profile("dgx-h100")
+    one = (dataclasses.replace(prof.network[0], size=1),) + tuple(prof.network[1:])
+    spec = dataclasses.replace(prof.nccl, version=version)
+    k = np.array([32])
+    for coll in ("all_gather", "reduce_scatter"):
+        tb = tier_bandwidth(one, k)
+        (pat,) = nccl.pairs(one, spec, k, tb, coll, ["pat"], ["simple"])
+        (ring,) = nccl.pairs(one, spec, k, tb, coll, ["ring"], ["simple"])
+        assert bool(pat.enabled[0]) == (factor is not None)
+        if factor is not None:
+            assert pat.tuner_lat[0] * 1e6 == pytest.approx(8 + 5 * 14.0 / 3.5 + 32 * 2.8, rel=1e-9)
+            assert pat.latency[0] * 1e6 == pytest.approx(8 + 5 * 14.0 / 3.5 + 32 * 2.8, rel=1e-9)
+            assert pat.alg_Bps[0] == pytest.approx(ring.bus_Bps[0] * factor, rel=1e-12)
+        (node,) = nccl.pairs(prof.network, spec, k, tier_bandwidth(prof.network, k), coll, ["pat"], ["simple"])
+        assert not node.enabled[0]
+
+
+def test_comm_picks_pat_where_nccl_would(runner, tmp_path):
+    """32 one-GPU nodes, a 64 KiB all-gather: Ring/LL's 2·31 steps cost more than PAT's log-depth latency from
+    2.23.4 on; 2.20.3 has no PAT."""
+    from simcli.cli import app
+
+    src = (Path(__file__).resolve().parents[1] / "hardware_profiles" / "dgx-h100.yaml").read_text()
+    one = tmp_path / "one.yaml"
+    one.write_text(src.replace("size: 8 ", "size: 1 ", 1))
+    base = ["comm", "-p", str(one), "-k", "32", "-s", "64KiB", "--collective", "all_gather", "--format", "json"]
+    picks = {}
+    for v in ("2.20.3", "2.28.9"):
+        r = runner.invoke(app, base + ["--nccl-version", v])
+        assert r.exit_code == 0, r.output
+        picks[v] = json.loads(r.stdout)[0]["algorithm"]
+    assert picks == {"2.20.3": "ring", "2.28.9": "pat"}

@@ -78,7 +78,11 @@ __all__ = [
 ]
 
 #: NCCL's algorithms that simcli models and its protocols, in NCCL's order
-ALGOS = ("tree", "ring", "nvls", "nvls-tree")
+ALGOS = ("tree", "ring", "nvls", "nvls-tree", "pat")
+#: PAT's base latency, us (tuning.cc 2.23.4: "8 // Base time"; baseLat[PAT] = 8.0 from 2.28.3) and its linear
+#: part per rank ("nRanks * 2.8; // Still a linear part"), both in every release that has PAT
+PAT_BASE_US = 8.0
+PAT_PER_RANK_US = 2.8
 
 # ----------------------------------------------------------------------------------------- NCCL's tables
 # The tuner's constants and formula switches are per release: simcli.comm.releases (one row per carried release,
@@ -553,6 +557,10 @@ def pairs(
     one_ppn = ppn < 2  # NCCL's ppn == 1 (ranks / nodes), where 2.23.4 on prices every algorithm with Tree's hops
     B0 = network[0].effective_Bps / 1e9 * np.ones(k.shape)  # one GPU's NVLink, GB/s
     tiers_i = np.arange(nt).reshape((-1,) + shp)
+    outer = np.zeros(k.shape, dtype=np.int64)  # the outermost tier k spans (PAT's network hops)
+    for i in range(1, nt):
+        outer = np.where(dom[i] > 1, i, outer)
+    top = (outer == tiers_i) & (tiers_i > 0)  # (tiers, ...k)
     # ---- what a tree (and NVLSTree) sends over tier i >= 1, per byte of the message, per domain below it: a
     # double binary tree over g domains has every domain send and receive n per direction when g = 2 (one
     # edge, each tree carries n/2 up and n/2 down) and up to 2n when g > 2 (an inner node of one tree: n/2 up,
@@ -576,7 +584,7 @@ def pairs(
     for a in algos:
         for p in protos:
             pidx = PROTOCOLS.index(p)
-            if a.startswith("nvls") and p != "simple":
+            if (a.startswith("nvls") or a == "pat") and p != "simple":
                 continue
             if p == "ll128" and not spec.ll128:
                 continue
@@ -587,12 +595,14 @@ def pairs(
                 enabled = enabled & (~multi) & (k > 2) & spec.nvls & nvls_ok
             if a == "nvls-tree":
                 enabled = enabled & multi & spec.nvls & nvls_ok & (ppn > 2)
+            if a == "pat":  # ncclPatEnable: one GPU per node (nNodes == nRanks), 2.23.4 on
+                enabled = enabled & multi & one_ppn & (rel.pat_factor is not None)
             # ---- latency: base + hops x per-hop latency of each tier; the tuner's view adds the network
             # plugin's latency to every inter-node hop (twice for Simple) and reads NCCL's table, not the
             # transport's own per-hop figure
             cost_hw, tuner_hw = [], []
             for i, lk in enumerate(lks):
-                table = rel.hw_latency_us[lk.hw][a][pidx] * 1e-6
+                table = rel.hw_latency_us[lk.hw]["tree" if a == "pat" else a][pidx] * 1e-6  # PAT: ppn 1, Tree's
                 if i and rel.one_ppn_tree_latency:  # "With ppn=1 latencies are fully exposed" (2.23.4 on)
                     table = np.where(one_ppn, rel.hw_latency_us[lk.hw]["tree"][pidx] * 1e-6, table)
                 real = (np.where(table, lk.hop_us[pidx] * 1e-6, 0.0) if lk.hop_us else table) * np.ones(k.shape)
@@ -624,9 +634,18 @@ def pairs(
             elif a == "nvls":
                 hc = np.zeros((nt,) + k.shape)
                 hc[0] = 1.0
+            elif a == "pat":
+                # latency 8 + log2i(nNodes)·interLat/3.5 + 2.8·nRanks us: the log part as log2i(N)/3.5 hops of
+                # the outermost spanned tier (interLat is Tree's network hop at one GPU per node), the linear part
+                # as k "hops" of 2.8 us charged to the first tier
+                hc = np.zeros((nt,) + k.shape)
+                hc[0] = kf
+                hc = hc + np.where(top, np.floor(np.log2(np.maximum(nodes, 1))) / 3.5, 0.0)
+                hw[0] = PAT_PER_RANK_US * 1e-6
+                thw[0] = PAT_PER_RANK_US * 1e-6
             else:  # nvls-tree: NVLS in the node, then the tree's network hops
                 hc = np.where(tiers_i == 0, 1.0, tree_hops)
-            base = rel.base_latency_us[a][pidx] * 1e-6
+            base = (PAT_BASE_US if a == "pat" else rel.base_latency_us[a][pidx]) * 1e-6
             hop_lat = hc * hw
             lat = base + hop_lat.sum(axis=0)
             tlat = base + ((hc if thc is None else thc) * thw).sum(axis=0)
@@ -664,6 +683,10 @@ def pairs(
                     both.append(b)
                 bus, tbus = both
                 ratio = 0.5
+            elif a == "pat":  # busBw = nChannels x bw x 0.85 (2.23.4) / 0.75, kept as the algorithm bandwidth
+                bus = np.asarray(ring_Bps, dtype=np.float64) * (rel.pat_factor or 1.0) * np.ones(k.shape)
+                tbus = bus
+                ratio = 1.0
             else:
                 nch = float(spec.nvls_channels)
                 s = _quantise(B0 / nch, SPEEDS_INTRA)  # the NVLS graph's per-channel speed (bwIntra)
@@ -703,6 +726,12 @@ def pairs(
                         heads_Bps = net_heads / np.where(nodes > 2, 2.0, 1.0) / ratio
                         bus = np.minimum(np.minimum(bus, G * cap * 1e9), heads_Bps)
             alg_Bps = bus * ratio  # NCCL's "bandwidth": bytes of the collective's size per second
+            tuner_alg = tbus * ratio
+            dead = ~((alg_Bps > 0) & (tuner_alg > 0))
+            if np.any(dead):  # NCCL skips a pair of bandwidth 0 ("if (bw == 0) { *time = -1.0; ...}")
+                enabled = enabled & ~dead
+                alg_Bps = np.where(dead, 1.0, alg_Bps)
+                tuner_alg = np.where(dead, 1.0, tuner_alg)
             if a.startswith("nvls"):
                 thr = np.zeros(k.shape)  # getAlgoInfo: NVLS always launches all of its channels
             else:
@@ -734,7 +763,7 @@ def pairs(
                     nodes=nodes if a.startswith("nvls") else None,
                     stages=NVLS_FILL.get(collective, 0.0) if a.startswith("nvls") else 0.0,
                     tuner_lat=tlat,
-                    tuner_alg_Bps=tbus * ratio,
+                    tuner_alg_Bps=tuner_alg,
                     corrected=a == "tree" or (a == "nvls-tree" and tree_corrected_nvls),
                     correction_sizes=rel.tree_correction_sizes,
                 )

@@ -225,7 +225,7 @@ def nccl_collective(
 
 
 #: NCCL_ALGO's spellings of simcli's NCCL algorithm names (NCCL_PROTO's are the ProtocolSpec rows' ``nccl``)
-NCCL_ALGO_ENV = {"ring": "Ring", "tree": "Tree", "nvls": "NVLS", "nvls-tree": "NVLSTree"}
+NCCL_ALGO_ENV = {"ring": "Ring", "tree": "Tree", "nvls": "NVLS", "nvls-tree": "NVLSTree", "pat": "PAT"}
 #: by how much the cheapest pair by simcli's cost must beat NCCL's pick of one collective before ``comm`` says so,
 #: as a fraction of the pick's time (a step says so by its own measure: simcli.step.notes.STEP_MARGIN)
 FASTER_MARGIN = 0.02

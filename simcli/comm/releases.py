@@ -10,10 +10,8 @@ Selection (:func:`select`): a carried release is priced as itself; a release bet
 earlier (and :func:`note` says so); one after the newest takes the newest; one before the oldest is refused.
 The default is :data:`simcli.base.types.NCCL_TABLES_VERSION`.
 
-What the rows leave out (docs/nccl.md, "Carried releases"): PAT (all-gather and reduce-scatter at one GPU per
-node, 2.23.4 on), CollNet, the per-collective NCCL_ALGO/NCCL_PROTO lists (2.24.3),
-NVLS's two-channel minimum (2.28.3) and the
-getAlgoInfo/calcCollChunking changes (channels and NVLS chunks stay 2.20.3's).
+What the rows leave out (docs/nccl.md, "Carried releases"): CollNet, the per-collective NCCL_ALGO/NCCL_PROTO lists
+(2.24.3) and the getAlgoInfo/calcCollChunking changes (channels and NVLS chunks stay 2.20.3's).
 """
 
 from __future__ import annotations
@@ -74,6 +72,9 @@ class Release:
     #: fp8 collectives on more than 8 ranks price Ring x1024 in the choice (src/enqueue.cc topoGetAlgoInfo,
     #: "Relegate fp8 reduction trees of sufficient depth that they incur precision loss", 2.24.3 on)
     fp8_ring_penalty: bool = False
+    #: PAT (all-gather and reduce-scatter at one GPU per node, Simple): its busBw factor (0.85 in 2.23.4, 0.75
+    #: from 2.24.3); None before 2.23.4. Latency 8 + log2i(nNodes) x interLat/3.5 + nRanks x 2.8 us
+    pat_factor: float | None = None
 
     @property
     def key(self) -> tuple[int, ...]:
@@ -209,7 +210,8 @@ V2_23_4 = _after(
     "Tree/Simple base latency 0 -> 8.4 us and hops 28/28/28 -> 4.0/4.0/14 us (NVLink/PCI/network); all-reduce "
     "rings cross the network 2(N-1) times, not 2N; at one GPU per node every algorithm takes Tree's network "
     "latency and Ring/LL128 runs at 0.92 (was 0.7); NVLS all-gather/reduce-scatter keep their bus bandwidth (no "
-    "5/6); PAT for all-gather/reduce-scatter at one GPU per node (not modelled)",
+    "5/6); PAT for all-gather/reduce-scatter at one GPU per node (ncclPatEnable: Simple, 8 + log2i(nNodes) x "
+    "interLat/3.5 + 2.8 us x nRanks, busBw x 0.85)",
     base_latency_us={**V2_22_3.base_latency_us, "tree": (6.8, 14.0, 8.4)},
     hw_latency_us=_hw(
         _with_hw(V2_22_3.hw_latency_us["nvlink"], tree=(0.6, 1.25, 4.0)),
@@ -220,14 +222,16 @@ V2_23_4 = _after(
     ring_inter_minus_one=True,
     one_ppn_tree_latency=True,
     nvls_ag_rs_ratio=1.0,
+    pat_factor=0.85,
 )
 V2_24_3 = _after(
     V2_23_4,
     "2.24.3",
     _TUNING.format("2.24.3") + " (parseList) and src/enqueue.cc (topoGetAlgoInfo: the fp8 Ring factor)",
     "NCCL_ALGO/NCCL_PROTO take per-collective lists; fp8 collectives on more than 8 ranks price Ring x1024 in "
-    "the choice (src/enqueue.cc, topoGetAlgoInfo)",
+    "the choice (src/enqueue.cc, topoGetAlgoInfo); PAT's bandwidth factor 0.85 -> 0.75",
     fp8_ring_penalty=True,
+    pat_factor=0.75,
 )
 _BLACKWELL_2_25 = {
     "ll_max": (2 * 141.0, 2 * 45.0, 2 * 35.0),
