@@ -7,10 +7,13 @@ simcli.comm.nccl.host_floor), and the median of |t_pred/t_meas - 1| in three ban
 0.5-64 MiB, >= 128 MiB, per curve, then the median of the curves' medians and the median over all points of the
 band. The measured time is the better of out-of-place and in-place (a published run is one
 sample), or n·2(k-1)/k / busbw where only busbw is published. Sizes below 1 KiB are left out (launch noise).
-Beside it, NCCL's own tuner estimate of the pair it picks (tuning.cc 2.20.3 re-implemented: ring plateau factor,
-all channels). Sources: the header of each file under validation/published/.
+Beside it, NCCL's own tuner estimate of the pair it picks (the selected release's tuning.cc re-implemented: ring
+plateau factor, all channels). Sources: the header of each file under validation/published/.
 
-    python benchmarks/validate_nccl.py [-v] [--textbook] [--ll128-net-off] [--extra DIR[:PROFILE]]
+    python benchmarks/validate_nccl.py [-v] [--textbook] [--ll128-net-off] [--extra DIR[:PROFILE]] [--nccl-version V]
+
+``--nccl-version V`` prices every curve with NCCL release V's tuner (simcli.comm.releases; default: each profile's
+``nccl.version``, 2.20.3 on the built-in ones), as ``simcli ... --nccl-version V`` does.
 
 ``--extra DIR[:PROFILE]`` adds every CSV of DIR (columns devices, bytes, time_us[, time_inplace_us]; NCCL's default
 choice, -g 1) priced with PROFILE (default dgx-h100): curves held out of the project (issue 21 phase 2 used the other
@@ -48,7 +51,7 @@ from simcli.answers.validate import SIZE_BANDS  # noqa: E402
 from simcli.comm import bands as B  # noqa: E402
 from simcli.comm import collectives as C  # noqa: E402
 from simcli.comm import nccl, nccl_choice, rccl, topology  # noqa: E402
-from simcli.io.profiles import resolve_profile  # noqa: E402
+from simcli.io.profiles import resolve_profile, with_nccl_version  # noqa: E402
 
 PUB = ROOT / "validation" / "published"
 CASES = [  # file, system column value (or None), profile, algorithm
@@ -91,9 +94,12 @@ def _measured(r: dict[str, str]) -> float:
     return n * 2 * (k - 1) / k / (float(r["busbw_GBps"]) * 1e9)
 
 
-def _priced(path: Path, system: str | None, prof: str, alg: str, ll128_net: bool = True):
-    """(profile, k, n, measured time, simcli's prediction) of one curve's points of 1 KiB and up."""
-    p = resolve_profile(prof)
+def _priced(
+    path: Path, system: str | None, prof: str, alg: str, ll128_net: bool = True, nccl_version: str | None = None
+):
+    """(profile, k, n, measured time, simcli's prediction) of one curve's points of 1 KiB and up, under the profile's
+    NCCL release or ``nccl_version``."""
+    p = with_nccl_version(resolve_profile(prof), nccl_version)
     if not ll128_net and p.nccl is not None:  # issue 21's open question: LL128 not across the network
         import dataclasses
 
@@ -180,7 +186,13 @@ def write_errors() -> Path:
     return out
 
 
-def main(verbose: bool = False, textbook: bool = False, ll128_net: bool = True, extra: str | None = None) -> list[dict]:
+def main(
+    verbose: bool = False,
+    textbook: bool = False,
+    ll128_net: bool = True,
+    extra: str | None = None,
+    nccl_version: str | None = None,
+) -> list[dict]:
     out = []
     cases = [(PUB / f, s, p, a) for f, s, p, a in CASES]
     if extra:
@@ -191,7 +203,7 @@ def main(verbose: bool = False, textbook: bool = False, ll128_net: bool = True, 
         + (f" {'textbook':>10s}" if textbook else "")
     )
     for path, system, prof, alg in cases:
-        p, k, n, t, pred = _priced(path, system, prof, alg, ll128_net)
+        p, k, n, t, pred = _priced(path, system, prof, alg, ll128_net, nccl_version)
         if p.library == "rccl":  # RCCL's own tuner (simcli.comm.rccl): its estimate of the pair it picks
             rps = rccl.pairs(
                 p.network, nccl_choice.nccl_spec(p), k, topology.tier_bandwidth(p.network, k), "all_reduce"
@@ -311,4 +323,5 @@ if __name__ == "__main__" and "--write-errors" in sys.argv:
     print(f"wrote {write_errors().relative_to(ROOT)}")
 elif __name__ == "__main__":
     ex = sys.argv[sys.argv.index("--extra") + 1] if "--extra" in sys.argv else None
-    main("-v" in sys.argv, "--textbook" in sys.argv, "--ll128-net-off" not in sys.argv, ex)
+    ver = sys.argv[sys.argv.index("--nccl-version") + 1] if "--nccl-version" in sys.argv else None
+    main("-v" in sys.argv, "--textbook" in sys.argv, "--ll128-net-off" not in sys.argv, ex, ver)

@@ -191,27 +191,34 @@ def test_show_has_units(runner):
     assert "TFLOP/s" in r.stdout and "GB/s" in r.stdout and "µs" in r.stdout
 
 
-def test_another_nccl_release_is_reported_not_emulated(tmp_path, runner):
-    """A profile may state the release its cluster runs; simcli prices 2.20.3's tables and says so where the
-    version is shown and in the T_comm line of the header, without changing a number."""
+def test_a_profiles_nccl_release_selects_its_tables(tmp_path, runner):
+    """nccl.version picks the carried release that prices the profile (simcli.comm.releases): a carried one prices
+    as itself, one between two carried ones as the earlier (one stderr line says so, and profiles show), one
+    before the oldest is refused (exit 2, one line naming the field); the T_comm header names a release other
+    than the default."""
     from simcli.base.types import NCCL_TABLES_VERSION
 
-    same = tmp_path / "same.yaml"
-    same.write_text(GOOD + f"nccl: {{version: '{NCCL_TABLES_VERSION}'}}\n")
-    other = tmp_path / "other.yaml"
-    other.write_text(GOOD + "nccl: {version: '2.26.2'}\n")
-    assert load_profile(other).nccl.version == "2.26.2"
-    r = runner.invoke(app, ["profiles", "show", str(other)])
+    files = {}
+    for name, version in (("same", NCCL_TABLES_VERSION), ("new", "2.28.9"), ("between", "2.28.8"), ("old", "2.19.4")):
+        files[name] = tmp_path / f"{name}.yaml"
+        files[name].write_text(GOOD + f"nccl: {{version: '{version}'}}\n")
+    assert load_profile(files["new"]).nccl.version == "2.28.9"
+    r = runner.invoke(app, ["profiles", "show", str(files["between"])])
     assert r.exit_code == 0, r.output
-    assert "2.26.2 (simcli carries NCCL 2.20.3's tables" in " ".join(r.stdout.split())
-    r = runner.invoke(app, ["profiles", "show", str(same)])
-    assert "simcli carries" not in r.stdout
+    assert "2.28.8 (NCCL 2.28.8 is not a carried release; priced as 2.28.7" in " ".join(r.stdout.split())
+    r = runner.invoke(app, ["profiles", "show", str(files["new"])])
+    assert "2.28.9 (carried: its tuner prices" in " ".join(r.stdout.split())
+    r = runner.invoke(app, ["speedup", "-p", str(files["old"]), "-k", "4,8"])
+    assert r.exit_code == 2 and r.stdout == ""
+    assert r.stderr.count("\n") == 1 and "nccl.version: NCCL 2.19.4 is older than the oldest" in r.stderr
     outs = {}
-    for f in (same, other):
-        r = runner.invoke(app, ["speedup", "-p", str(f), "-k", "4,8", "--format", "json"])
+    for name in ("same", "new"):
+        r = runner.invoke(app, ["speedup", "-p", str(files[name]), "-k", "4,8,16", "--format", "json"])
         assert r.exit_code == 0, r.output
-        outs[f.name] = r.stdout
-        r = runner.invoke(app, ["speedup", "-p", str(f), "-k", "4,8"])
-        said = "nccl.version 2.26.2: simcli carries NCCL 2.20.3's tables" in " ".join(r.stdout.split())
-        assert said == (f is other), r.stdout
-    assert outs["same.yaml"] == outs["other.yaml"]  # the records name neither file: every number the same
+        outs[name] = r.stdout
+        r = runner.invoke(app, ["speedup", "-p", str(files[name]), "-k", "4,8"])
+        assert ("nccl.version 2.28.9" in " ".join(r.stdout.split())) == (name == "new"), r.stdout
+    assert outs["same"] != outs["new"]  # 2.28.9's tables price the same profile otherwise
+    r = runner.invoke(app, ["speedup", "-p", str(files["between"]), "-k", "4,8", "--format", "json"])
+    assert r.exit_code == 0, r.output
+    assert "priced as 2.28.7" in r.stderr and r.stderr.count("\n") == 1

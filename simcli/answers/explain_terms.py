@@ -114,6 +114,7 @@ def step_terms(
         "library": sc.profile.library,
         "formula": formula(formula_of, sc.profile.library) if formula_of in registry.SPECS else "",
         "nccl_defaulted": (list(nccl_choice.nccl_spec(sc.profile).defaulted) if sc.profile.library == "nccl" else None),
+        "nccl_version": nccl_choice.nccl_spec(sc.profile).version if sc.profile.library == "nccl" else None,
         "overlap": sc.overlap,
         "accum": sc.accum,
         "batch_per_device": float(res.batch_per_device[0]),

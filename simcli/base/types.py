@@ -131,14 +131,15 @@ LIBRARIES = ("nccl", "textbook", "gloo", "rccl")
 TUNED_LIBRARIES = ("nccl", "rccl")
 
 
-#: the NCCL release whose tuner tables, chunking and kernels simcli carries (simcli.comm.nccl); a profile's
-#: ``nccl.version`` that names another is reported, not emulated
+#: the default NCCL release: the one a profile that names none (and no --nccl-version) is priced as. Every carried
+#: release is a row of simcli.comm.releases; the lead switches this one after validation (docs/nccl.md)
 NCCL_TABLES_VERSION = "2.20.3"
 
 
 @dataclass(frozen=True)
 class NcclSpec:
-    """What NCCL's cost model needs beyond the tiers (see :mod:`simcli.comm.nccl`; tables from tuning.cc 2.20.3).
+    """What NCCL's cost model needs beyond the tiers (see :mod:`simcli.comm.nccl`; the tables are ``version``'s,
+    simcli.comm.releases).
 
     ``generation`` picks NCCL's per-generation caps; ``channels`` is the ring/tree channel count
     (``comm->nChannels``), ``nvls_channels`` NVLS's; ``cpu`` the host CPU vendor (NCCL's network overhead and
@@ -159,13 +160,6 @@ class NcclSpec:
     #: LL128 also runs on graphs that cross the network (tuning.cc: only while the GPU-NIC path is at most PXB,
     #: or PXN on Hopper and later with NCCL_LL128_C2C); False where the NIC sits beyond that (PHB, SYS)
     ll128_net: bool = True
-
-    @property
-    def version_note(self) -> str:
-        """'' for the release simcli carries; else what a profile naming another release gets instead."""
-        if self.version == NCCL_TABLES_VERSION:
-            return ""
-        return f"simcli carries NCCL {NCCL_TABLES_VERSION}'s tables: choices and costs are {NCCL_TABLES_VERSION}'s"
 
 
 @dataclass(frozen=True)

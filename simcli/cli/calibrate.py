@@ -112,7 +112,7 @@ def calibrate(
     ] = CalFormat.table,
     force: o.Force = False,
     run: Annotated[
-        o.ScenarioOptions, o.tweak(omit=["profile", "algorithm", "spread", "update_time"])
+        o.ScenarioOptions, o.tweak(omit=["profile", "algorithm", "spread", "update_time", "nccl_version"])
     ] = o.ScenarioOptions(),
 ) -> None:
     """Fit a profile's latency and bandwidth (compute rate, device spread) to measurements; write the profile."""

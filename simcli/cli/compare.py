@@ -107,7 +107,7 @@ def compare(
     """
     from ..answers.compare import compare as run_compare
     from ..base.ranges import parse_devices
-    from ..io.profiles import resolve_profile
+    from ..io.profiles import resolve_profile, with_nccl_version
     from ..io.workloads import build_workload
 
     fig_size = o.check_outputs(out, pic)
@@ -138,7 +138,7 @@ def compare(
     ).build()
     choices: dict[str, list[Any]] = {}
     if len(profiles) > 1:
-        choices["profile"] = [resolve_profile(p) for p in profiles]
+        choices["profile"] = [with_nccl_version(resolve_profile(p), scn.nccl_version) for p in profiles]
     if len(models) > 1:
         if scn.params is not None or scn.workload is not None:
             raise InputError("--model with several names excludes --params and --workload")

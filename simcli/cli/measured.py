@@ -73,12 +73,13 @@ def backend_of(m) -> str | None:
     return None
 
 
-def profile_for_measurements(profile: str | None, measured: list) -> Any:
-    """--profile, or the profile the measurements' backend implies; refused with a hint when it cannot tell."""
-    from ..io.profiles import resolve_profile
+def profile_for_measurements(profile: str | None, measured: list, nccl_version: str | None = None) -> Any:
+    """--profile, or the profile the measurements' backend implies; refused with a hint when it cannot tell.
+    ``nccl_version``: --nccl-version, the release that prices it (None: the profile's own)."""
+    from ..io.profiles import resolve_profile, with_nccl_version
 
     if profile is not None:
-        return resolve_profile(profile)
+        return with_nccl_version(resolve_profile(profile), nccl_version)
     backends = {b for b in (backend_of(m) for m in measured)}
     paths = ", ".join(m.path for m in measured)
     if len(backends) == 1 and None not in backends:
@@ -86,7 +87,7 @@ def profile_for_measurements(profile: str | None, measured: list) -> Any:
         if backend in BACKEND_PROFILES:
             name = BACKEND_PROFILES[backend]
             typer.echo(f"simcli: --profile {name} (the measurements' backend is {backend})", err=True)
-            return resolve_profile(name)
+            return with_nccl_version(resolve_profile(name), nccl_version)
         raise InputError(
             f"--profile: {paths} was measured with {backend}, on hardware simcli cannot tell from the "
             "file; give --profile (for example dgx-a100, dgx-h100; see 'simcli profiles list')"

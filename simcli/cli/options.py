@@ -30,8 +30,8 @@ import typer
 
 from ..base.types import InputError
 from ..base.units import parse_at
-from ..comm import nccl, registry, specs
-from ..io.profiles import DEFAULT_PROFILE, resolve_profile
+from ..comm import nccl, registry, releases, specs
+from ..io.profiles import DEFAULT_PROFILE, resolve_profile, with_nccl_version
 from ..io.workloads import DEFAULT_MODEL, build_workload
 from ..step import update
 from ..step.engine import Scenario
@@ -249,6 +249,15 @@ Protocol = opt(
     Optional[str],
     "--protocol",
     help=f"NCCL protocol to force: {', '.join(specs.PROTOCOLS)} (NCCL_PROTO) [default: the one NCCL picks per size].",
+)
+NcclVersion = opt(
+    Optional[str],
+    "--nccl-version",
+    help="NCCL release whose tuner prices NCCL's choice and costs, over the profile's nccl.version: "
+    f"{releases.RELEASES[0].version} to {releases.RELEASES[-1].version} are carried (docs/nccl.md, 'Carried "
+    "releases'); one between two carried takes the earlier and says so, one before "
+    f"{releases.RELEASES[0].version} is refused [default: the profile's nccl.version, else "
+    f"{releases.DEFAULT_RELEASE.version}].",
 )
 GpusPerProcess = opt(
     int,
@@ -530,6 +539,7 @@ class ScenarioOptions(OptionGroup):
     mfu: Mfu = None
     algorithm: Algorithm = None
     protocol: Protocol = None
+    nccl_version: NcclVersion = None
     overlap: Overlap = SCENARIO_DEFAULTS["overlap"]
     bucket_mb: BucketMb = SCENARIO_DEFAULTS["bucket_mb"]
     accum: Accum = SCENARIO_DEFAULTS["accum"]
@@ -549,7 +559,7 @@ class ScenarioOptions(OptionGroup):
     def build(self) -> Scenario:
         """The one place where command-line options become a :class:`Scenario`."""
         ct = parse_time(self.compute_time, "--compute-time")
-        prof = resolve_profile(self.profile)
+        prof = with_nccl_version(resolve_profile(self.profile), self.nccl_version)
         wl = build_workload(
             model=self.model,
             params=self.params,
@@ -646,6 +656,11 @@ class CommOptions(OptionGroup):
     protocol: Protocol = None
     collective: Collective = "all_reduce"
     dtype: CommDtype = "fp32"
+    nccl_version: NcclVersion = None
+
+    def profiles(self) -> list[Any]:
+        """The comma-separated --profile values, loaded, each priced as --nccl-version where given."""
+        return [with_nccl_version(resolve_profile(p), self.nccl_version) for p in split_list(self.profile, "--profile")]
 
     def grid(self) -> tuple[Any, Any]:
         """(k, sizes) as arrays, checked against their limits before anything is allocated."""

@@ -296,11 +296,11 @@ def plot_comm(
     """A collective's time and busbw against message size, one line per k, log axes (as nccl-tests reads)."""
     from ..comm.collectives import default_algorithm
     from ..comm.grid import comm_grid
-    from ..io.profiles import resolve_profile
+    from ..io.profiles import resolve_profile, with_nccl_version
 
     fs = pic.size(output, force, option="--output", threshold=False)
     k, n = co.grid()
-    prof = resolve_profile(co.profile)
+    prof = with_nccl_version(resolve_profile(co.profile), co.nccl_version)
     algorithm = co.algorithm or default_algorithm(prof)
     from .progress import progress
 

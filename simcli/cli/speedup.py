@@ -215,11 +215,10 @@ def comm(
     Comma-separated --profile values give one table per profile (a 'profile' column in csv and json).
     """
     from ..base.types import InputError
-    from ..io.profiles import resolve_profile
 
     fig_size = o.check_outputs(out, pic, threshold=False)
     k, n = co.grid()
-    profs = [resolve_profile(p) for p in o.split_list(co.profile, "--profile")]
+    profs = co.profiles()
     if pic.plot and len(profs) > 1:
         raise InputError(
             f"--plot: draws one profile's grid; give one --profile (not {len(profs)}), or compare profiles with "

@@ -112,10 +112,10 @@ def validate(
     from ..bench.live import detect
 
     if wl is not None and detect(results) == "kineto":  # a traced step, term by term (issue 23)
-        _validate_trace(results, profile, wl, fields, out, limit)
+        _validate_trace(results, profile, wl, fields, out, limit, run.nccl_version)
         return
     measured = read_measurements(results)
-    prof = profile_for_measurements(profile, [measured])
+    prof = profile_for_measurements(profile, [measured], run.nccl_version)
     hold_to_profile(measured, prof)
     every, scoped = scope_where(where or [], [str(results)])
     lo, hi = parse_size(min_size, "--min-size") or 0.0, parse_size(max_size, "--max-size")
@@ -158,7 +158,7 @@ def validate(
         raise typer.Exit(1)
 
 
-def _validate_trace(path, profile, wl, fields, out, limit) -> None:
+def _validate_trace(path, profile, wl, fields, out, limit, nccl_version=None) -> None:
     """simcli validate TRACE --model M: the traced step term by term (simcli.answers.trace_validate)."""
     from ..answers.trace_validate import validate_trace
     from ..bench.kineto import step_summary
@@ -166,7 +166,7 @@ def _validate_trace(path, profile, wl, fields, out, limit) -> None:
     from ..io import rules
 
     live = read_live(path, "kineto")
-    prof = profile_for_measurements(profile, [live_measured_any(live)])
+    prof = profile_for_measurements(profile, [live_measured_any(live)], nccl_version)
     t0 = live.traces[0]
     backend = t0.backend or ("nccl" if t0.device == "gpu" else "gloo")
     rules.hardware(path, prof, backend=backend, devices=[d for t in live.traces for d in t.devices])

@@ -7,7 +7,7 @@ from typing import Any, Sequence
 from rich.console import Group
 from rich.text import Text
 
-from ..base.types import DTYPE_BYTES, TUNED_LIBRARIES, Profile
+from ..base.types import DTYPE_BYTES, NCCL_TABLES_VERSION, TUNED_LIBRARIES, Profile
 from ..base.units import fmt_bytes, fmt_count, fmt_flops, fmt_rate, fmt_time
 from ..base.units import sig4 as _g
 from ..comm.specs import COLLECTIVES
@@ -114,8 +114,8 @@ def _header_lines(res: Result) -> list[str]:
             f"T_comm    = {formula(sc.algorithm, p.library)}"
             + (f"; protocol forced: {sc.protocol}" if sc.protocol else "")
             + (
-                f"; nccl.version {p.nccl.version}: {p.nccl.version_note}"
-                if p.library == "nccl" and p.nccl is not None and p.nccl.version_note
+                f"; nccl.version {p.nccl.version}"
+                if p.library == "nccl" and p.nccl is not None and p.nccl.version != NCCL_TABLES_VERSION
                 else ""
             )
         )
@@ -254,7 +254,12 @@ def comm_table(
         cols.append(Column("proto", "protocol", lambda v: v or "-", justify="left", priority=5))
     head = Text(
         f"{collective.replace('_', '-')}, {algorithm}, profile {profile.name} ({profile.device.name}); "
-        f"algbw = size/time, busbw = algbw·{COLLECTIVES[collective].busbw} (nccl-tests)"
+        + (
+            f"nccl.version {profile.nccl.version}; "
+            if profile.library == "nccl" and profile.nccl is not None and profile.nccl.version != NCCL_TABLES_VERSION
+            else ""
+        )
+        + f"algbw = size/time, busbw = algbw·{COLLECTIVES[collective].busbw} (nccl-tests)"
     )
     caption = (
         f"Times in {unit}; GB/s = 1e9 B/s; α % = share of the latency terms; band = p10-p90 of published runs of "
@@ -369,6 +374,8 @@ def explain_view(d: dict[str, Any]) -> Any:
             + (f" (B = {fmt_rate(d['bus_Bps'])}, α = {t(d['alpha_s'])})" if d["bus_Bps"] else ""),
         ),
     ]
+    if d.get("nccl_version") and d["nccl_version"] != NCCL_TABLES_VERSION:
+        rows.append(("NCCL release", f"nccl.version {d['nccl_version']}: its tuner's tables (simcli.comm.releases)"))
     if d.get("nccl_defaulted"):
         rows.append(("NCCL constants", "defaulted by GPU generation and link kind: " + ", ".join(d["nccl_defaulted"])))
     kinds = []

@@ -39,7 +39,9 @@ def comm_grid(
     k = np.asarray(devices, dtype=np.int64)
     n = np.asarray(sizes, dtype=np.float64)
     topology.check_devices(profile.network, k)
-    cost = collectives.collective(profile, algorithm, k[:, None], n[None, :], collective, protocol, gpus_per_process)
+    cost = collectives.collective(
+        profile, algorithm, k[:, None], n[None, :], collective, protocol, gpus_per_process, dtype=dtype
+    )
     algorithm = algorithm or collectives.default_algorithm(profile)
     kk, nn = np.broadcast_arrays(k[:, None], n[None, :])
     t = cost.time
@@ -55,7 +57,9 @@ def comm_grid(
     faster = None
     if profile.library == "nccl" and algorithm == "nccl" and protocol is None:
         # issue 21: where simcli's cost of NCCL's own pick is above another pair's, the setting that runs that pair
-        faster, f_alg, f_proto, f_time = nccl_choice.nccl_faster_pair(profile, k[:, None], n[None, :], collective)
+        faster, f_alg, f_proto, f_time = nccl_choice.nccl_faster_pair(
+            profile, k[:, None], n[None, :], collective, dtype=dtype
+        )
     recs = []
     for idx in np.ndindex(t.shape):
         b = int(cost.bottleneck[idx])

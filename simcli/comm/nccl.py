@@ -1,5 +1,8 @@
 """NCCL's cost model, generalised to simcli's tiers: every (algorithm, protocol) pair, and NCCL's choice.
 
+The tuner's constants and formula switches are the selected release's (:mod:`simcli.comm.releases`, 2.20.3 to
+2.30.7: ``NcclSpec.version``); the numbers below are 2.20.3's, the default.
+
 Source: NVIDIA/nccl v2.20.3 (makefiles/version.mk), ``src/graph/tuning.cc`` (``ncclTopoTuneModel``,
 ``ncclTopoGetAlgoTime``), ``src/enqueue.cc`` (``getAlgoInfo``: channels shrink for small messages) and
 ``src/graph/search.cc`` (``sm90SpeedArrayIntra/Inter``: the per-channel speeds a graph may take). NCCL prices
@@ -50,11 +53,12 @@ binds: every pair's latency is above 4.2 us.
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import Mapping, Sequence
+from typing import Sequence
 
 import numpy as np
 
 from ..base.types import NcclSpec, Tier
+from . import releases
 from .specs import COLLECTIVES, KIND_ALIASES, PROTOCOL_SPECS, PROTOCOLS, link_kind
 
 __all__ = [
@@ -74,65 +78,25 @@ __all__ = [
 ]
 
 #: NCCL's algorithms that simcli models and its protocols, in NCCL's order
-ALGOS = ("tree", "ring", "nvls", "nvls-tree")
+ALGOS = ("tree", "ring", "nvls", "nvls-tree", "pat")
+#: PAT's base latency, us (tuning.cc 2.23.4: "8 // Base time"; baseLat[PAT] = 8.0 from 2.28.3) and its linear
+#: part per rank ("nRanks * 2.8; // Still a linear part"), both in every release that has PAT
+PAT_BASE_US = 8.0
+PAT_PER_RANK_US = 2.8
 
 # ----------------------------------------------------------------------------------------- NCCL's tables
-# All from NVIDIA/nccl v2.20.3 src/graph/tuning.cc (commit b6475625), in NCCL's units (us, GB/s).
-
-#: baseLat[algorithm][protocol], us
-BASE_LATENCY_US: Mapping[str, tuple[float, float, float]] = {
-    "tree": (6.8, 14.0, 0.0),
-    "ring": (6.6, 14.0, 8.4),
-    "nvls": (0.0, 0.0, 0.0),
-    "nvls-tree": (0.0, 0.0, 0.0),
-}
-#: hwLat[link kind][algorithm][protocol], us per hop
-HW_LATENCY_US: Mapping[str, Mapping[str, tuple[float, float, float]]] = {
-    "nvlink": {
-        "tree": (0.6, 1.25, 28.0),
-        "ring": (0.6, 1.9, 3.4),
-        "nvls": (0.0, 0.0, 23.0),
-        "nvls-tree": (0.0, 0.0, 23.0),
-    },
-    "pcie": {"tree": (1.0, 1.9, 28.0), "ring": (1.0, 2.5, 5.7), "nvls": (0.0, 0.0, 0.0), "nvls-tree": (0.0, 0.0, 0.0)},
-    "net": {
-        "tree": (5.0, 8.5, 28.0),
-        "ring": (2.7, 4.0, 14.0),
-        "nvls": (0.0, 0.0, 18.0),
-        "nvls-tree": (0.0, 0.0, 14.0),
-    },
-}
+# The tuner's constants and formula switches are per release: simcli.comm.releases (one row per carried release,
+# each cited to its tag). The names below are the default release's, for readers of this module.
+_DEFAULT = releases.DEFAULT_RELEASE
+#: baseLat[algorithm][protocol], us (the default release's; pairs() reads the selected release's)
+BASE_LATENCY_US = _DEFAULT.base_latency_us
+#: hwLat[link kind][algorithm][protocol], us per hop (the default release's)
+HW_LATENCY_US = _DEFAULT.hw_latency_us
 #: per-generation tables, indexed [one node, two nodes, more]; llMaxBws is indexed by the GPU generation in
-#: one node and by the host CPU (Intel/Arm: the first row, AMD: the second) across nodes
-GENERATIONS: Mapping[str, Mapping[str, tuple[float, float, float]]] = {
-    "volta": {
-        "ll_max": (39.0, 39.0, 20.4),
-        "ring_ll128": (20.0, 20.0, 20.0),
-        "tree_ll128": (20.0, 20.0, 20.0),
-        "tree": (26.5, 18.5, 10.0),
-    },
-    "ampere": {
-        "ll_max": (87.7, 22.5, 19.0),
-        "ring_ll128": (20.0, 20.0, 20.0),
-        "tree_ll128": (20.0, 20.0, 20.0),
-        "tree": (24.0, 23.6, 17.8),
-    },
-    "hopper": {
-        "ll_max": (87.7, 22.5, 19.0),
-        "ring_ll128": (36.7, 36.7, 36.7),
-        "tree_ll128": (36.7, 36.7, 29.0),
-        "tree": (38.7, 41.4, 36.0),
-    },
-}
-#: generations without a table of their own in 2.20.3 take the nearest older one
-GENERATION_TABLE = {
-    "volta": "volta",
-    "ampere": "ampere",
-    "ada": "ampere",
-    "hopper": "hopper",
-    "blackwell": "hopper",
-    "cdna3": "hopper",
-}
+#: one node and by the host CPU (Intel/Arm: the first row, AMD: the second) across nodes (the default release's)
+GENERATIONS = _DEFAULT.generations
+#: generations without a table of their own take the nearest older one (the default release's)
+GENERATION_TABLE = _DEFAULT.generation_table
 #: NCCL's speed of one NVLink in its topology search, as a fraction of the link's line rate, by GPU generation
 #: (src/graph/topo.h: SM70/SM80_NVLINK_BW 20.0, SM90_NVLINK_BW 20.6 of a 25 GB/s link, SM100_NVLINK_BW 40.1 of
 #: 50). It sizes NCCL's search graph (the GPU's totalBw that stops the inter-node search), not what the kernels
@@ -142,12 +106,13 @@ NVLINK_SEARCH_FRACTION = {"volta": 20.0 / 25.0, "ampere": 20.0 / 25.0, "hopper":
 _LL_MAX_MULTINODE = {"intel": (39.0, 39.0, 20.4), "arm": (39.0, 39.0, 20.4), "amd": (87.7, 22.5, 19.0)}
 #: getNetOverhead (us): the network post overhead every multi-node ring hop pays at least (x3 for Simple)
 NET_OVERHEAD_US = {"intel": 1.0, "amd": 2.0, "arm": 1.0}
-#: treeCorrectionFactor[protocol][log2(n / 64)], n from 64 B to 256 MB (tuning.cc, ncclTopoGetAlgoTime)
+#: treeCorrectionFactor[protocol][log2(n / 64)], n from 64 B to 256 MB (tuning.cc, ncclTopoGetAlgoTime), and the
+#: 24th entry (512 MiB to 1 GiB) 2.29.2 added (releases.Release.tree_correction_sizes says how many a release has)
 # fmt: off
 TREE_CORRECTION = np.array([
-    [1.0, 1.0, 1.0, 1.0, .9, .8, .7, .7, .7, .7, .6, .5, .4, .4, .5, .6, .7, .8, .9, 1.0, 1.0, 1.0, 1.0],
-    [1.0, 1.0, 1.0, 1.0, 1.0, .9, .8, .8, .8, .7, .6, .6, .6, .6, .6, .6, .8, .9, .9, .9, .9, 1.0, 1.0],
-    [.9, .9, .9, .9, .9, .9, .9, .8, .7, .6, .6, .5, .5, .5, .5, .6, .7, .8, .7, .7, .8, .9, .9]])
+    [1.0, 1.0, 1.0, 1.0, .9, .8, .7, .7, .7, .7, .6, .5, .4, .4, .5, .6, .7, .8, .9, 1.0, 1.0, 1.0, 1.0, 1.0],
+    [1.0, 1.0, 1.0, 1.0, 1.0, .9, .8, .8, .8, .7, .6, .6, .6, .6, .6, .6, .8, .9, .9, .9, .9, 1.0, 1.0, 1.0],
+    [.9, .9, .9, .9, .9, .9, .9, .8, .7, .6, .6, .5, .5, .5, .5, .6, .7, .8, .7, .7, .8, .9, .9, .9]])
 # fmt: on
 #: search.cc: per-channel speeds (GB/s) an SM90 graph may take, inside a node and across nodes
 SPEEDS_INTRA = (60.0, 50.0, 40.0, 30.0, 24.0, 20.0, 15.0, 12.0, 11.0, 6.0, 3.0)
@@ -305,14 +270,20 @@ class Pair:
     #: table plus the network plugin's latency, and its graph's per-channel bandwidths
     tuner_lat: np.ndarray | None = None
     tuner_alg_Bps: np.ndarray | None = None
+    #: NCCL's treeCorrectionFactor applies (Tree; NVLSTree on Blackwell x86 hosts from 2.29.2), over how many sizes
+    corrected: bool = False
+    correction_sizes: int = 23
 
     def correction(self, n: np.ndarray) -> np.ndarray | float:
-        """NCCL's treeCorrectionFactor for sizes n (tree only; 1.0 for the others), shaped like n."""
-        if self.algorithm != "tree":
+        """NCCL's treeCorrectionFactor for sizes n (where ``corrected``; 1.0 for the others), shaped like n."""
+        if not self.corrected:
             return 1.0
         n = np.asarray(n, dtype=np.float64)
-        logsize = np.clip(np.floor(np.log2(np.maximum(n / 64.0, 1.0))).astype(np.int64), 0, 22)
-        return np.where(n / 64.0 < 2.0**23, TREE_CORRECTION[PROTOCOLS.index(self.protocol)][logsize], 1.0)
+        last = self.correction_sizes - 1
+        logsize = np.clip(np.floor(np.log2(np.maximum(n / 64.0, 1.0))).astype(np.int64), 0, last)
+        return np.where(
+            n / 64.0 < 2.0**self.correction_sizes, TREE_CORRECTION[PROTOCOLS.index(self.protocol)][logsize], 1.0
+        )
 
     def share(self, n: np.ndarray) -> np.ndarray | float:
         """The fraction of the channels getAlgoInfo launches for sizes n (NVLS: all of its own)."""
@@ -364,12 +335,15 @@ def _domains(network: Sequence[Tier], k: np.ndarray) -> list[np.ndarray]:
     return out
 
 
-def hops(network: Sequence[Tier], k: np.ndarray, collective: str = "all_reduce") -> np.ndarray:
+def hops(
+    network: Sequence[Tier], k: np.ndarray, collective: str = "all_reduce", inter_minus_one: bool = False
+) -> np.ndarray:
     """Ring hops per collective at each tier, shape (tiers, ...k): the chunk's critical path.
 
     Per pass a chunk takes k-1 hops; c_i = D_i when D_i > 1 (else 0) edges leave a domain of tier i-1 and,
     of those, c_{i+1} also leave one of tier i, so c_i - c_{i+1} hops pay tier i's latency (NCCL 2.20.3
-    counts all N inter-node edges in an all-reduce pass and N-1 in a reduce-scatter or all-gather pass).
+    counts all N inter-node edges in an all-reduce pass and N-1 in a reduce-scatter or all-gather pass;
+    ``inter_minus_one``: N-1 in an all-reduce pass too, as NCCL counts from 2.23.4 on).
     """
     k = np.asarray(k, dtype=np.int64)
     dom = _domains(network, k)
@@ -378,7 +352,7 @@ def hops(network: Sequence[Tier], k: np.ndarray, collective: str = "all_reduce")
     per_pass = np.zeros((nt,) + k.shape, dtype=np.float64)
     for i in range(1, nt):
         per_pass[i] = c[i] - c[i + 1]
-    if collective != "all_reduce":  # NCCL: nInterSteps = nNodes - 1: one hop fewer at the outermost spanned tier
+    if collective != "all_reduce" or inter_minus_one:  # nInterSteps = nNodes - 1: one fewer at the outermost tier
         top = np.zeros(k.shape, dtype=np.int64)
         for i in range(1, nt):
             top = np.where(c[i] > 0, i, top)
@@ -540,8 +514,9 @@ def pairs(
     kf = k.astype(np.float64)
     nt = len(network)
     ring_Bps = np.min(tier_Bps, axis=0)
-    gen = GENERATION_TABLE.get(spec.generation, "ampere")
-    tab = GENERATIONS[gen]
+    rel = releases.select(spec.version, "nccl.version")  # the release's tables and switches
+    gen = rel.generation_table.get(spec.generation, "ampere")
+    tab = rel.generations[gen]
     dom = _domains(network, k)
     nodes = dom[1] if nt > 1 else np.ones_like(k)
     multi = nodes > 1
@@ -564,7 +539,7 @@ def pairs(
     # transport's own published per-hop latency where it has one: EFA)
     scale = []
     for t, lk in zip(network, lks):
-        ref = lk.hop_us[2] if lk.hop_us else HW_LATENCY_US[lk.hw]["ring"][2]
+        ref = lk.hop_us[2] if lk.hop_us else rel.hw_latency_us[lk.hw]["ring"][2]
         scale.append(t.latency_s / (ref * 1e-6) if ref else 1.0)
     net_over = NET_OVERHEAD_US.get(spec.cpu, 1.0) * 1e-6
 
@@ -572,14 +547,29 @@ def pairs(
         a for a in ALGOS if a in COLLECTIVES[collective].nccl_algorithms and (algorithms is None or a in algorithms)
     ]
     protos = [p for p in PROTOCOLS if p in spec.protocols and (protocols is None or p in protocols)]
-    ring_hops = hops(network, k, collective)
+    ring_hops = hops(network, k, collective, inter_minus_one=rel.ring_inter_minus_one)
+    # NCCL's own count of a ring's intra-node steps, nsteps - nInterSteps, unclipped: 2.20.3 counts 2N inter-node
+    # steps of an all-reduce, so at one GPU per node its tuner takes 2 intra-node steps off (its view only)
+    ring_hops_tuner = ring_hops.copy()
+    if nt > 1 and collective in ("all_reduce", "reduce_scatter", "all_gather"):
+        ring_hops_tuner[0] = np.where(k >= 2, COLLECTIVES[collective].ring_steps(kf) - ring_hops[1:].sum(axis=0), 0.0)
     tree_hops = _tree_hops(network, k)
     nvl0 = hws[0] == "nvlink"
     # NCCL 2.20.3 (tuning.cc, ncclTopoTuneModel): "MNNVL: NVLS not yet supported" -- NVLSTree is disabled when
-    # comm->MNNVL, and NVLS too (without CollNet); a multi-node NVLink domain runs Ring and Tree only
-    nvls_ok = nvl0 and not lks[0].multinode
+    # comm->MNNVL, and NVLS too (without CollNet); a multi-node NVLink domain runs Ring and Tree only. 2.21.5 on
+    # lets it run NVLS (releases.Release.mnnvl_no_nvls)
+    nvls_ok = nvl0 and not (lks[0].multinode and rel.mnnvl_no_nvls)
+    # 2.29.2 on: NVLSTree all-reduce takes treeCorrectionFactor on Blackwell (minCompCap >= 100) x86 hosts
+    tree_corrected_nvls = (
+        rel.nvls_tree_correction and collective == "all_reduce" and gen == "blackwell" and spec.cpu in ("intel", "amd")
+    )
+    one_ppn = ppn < 2  # NCCL's ppn == 1 (ranks / nodes), where 2.23.4 on prices every algorithm with Tree's hops
     B0 = network[0].effective_Bps / 1e9 * np.ones(k.shape)  # one GPU's NVLink, GB/s
     tiers_i = np.arange(nt).reshape((-1,) + shp)
+    outer = np.zeros(k.shape, dtype=np.int64)  # the outermost tier k spans (PAT's network hops)
+    for i in range(1, nt):
+        outer = np.where(dom[i] > 1, i, outer)
+    top = (outer == tiers_i) & (tiers_i > 0)  # (tiers, ...k)
     # ---- what a tree (and NVLSTree) sends over tier i >= 1, per byte of the message, per domain below it: a
     # double binary tree over g domains has every domain send and receive n per direction when g = 2 (one
     # edge, each tree carries n/2 up and n/2 down) and up to 2n when g > 2 (an inner node of one tree: n/2 up,
@@ -603,7 +593,7 @@ def pairs(
     for a in algos:
         for p in protos:
             pidx = PROTOCOLS.index(p)
-            if a.startswith("nvls") and p != "simple":
+            if (a.startswith("nvls") or a == "pat") and p != "simple":
                 continue
             if p == "ll128" and not spec.ll128:
                 continue
@@ -614,20 +604,27 @@ def pairs(
                 enabled = enabled & (~multi) & (k > 2) & spec.nvls & nvls_ok
             if a == "nvls-tree":
                 enabled = enabled & multi & spec.nvls & nvls_ok & (ppn > 2)
+            if a == "pat":  # ncclPatEnable: one GPU per node (nNodes == nRanks), 2.23.4 on
+                enabled = enabled & multi & one_ppn & (rel.pat_factor is not None)
             # ---- latency: base + hops x per-hop latency of each tier; the tuner's view adds the network
             # plugin's latency to every inter-node hop (twice for Simple) and reads NCCL's table, not the
             # transport's own per-hop figure
             cost_hw, tuner_hw = [], []
             for i, lk in enumerate(lks):
-                table = HW_LATENCY_US[lk.hw][a][pidx] * 1e-6
-                real = (lk.hop_us[pidx] * 1e-6 if table else 0.0) if lk.hop_us else table
-                cost_hw.append(np.full(k.shape, real * scale[i]))
-                plug = lk.plugin_latency_us * 1e-6 * (2.0 if p == "simple" else 1.0) if (i and table) else 0.0
-                tuner_hw.append(np.full(k.shape, (table * (scale[i] if not lk.hop_us else 1.0)) + plug))
+                table = rel.hw_latency_us[lk.hw]["tree" if a == "pat" else a][pidx] * 1e-6  # PAT: ppn 1, Tree's
+                if i and rel.one_ppn_tree_latency:  # "With ppn=1 latencies are fully exposed" (2.23.4 on)
+                    table = np.where(one_ppn, rel.hw_latency_us[lk.hw]["tree"][pidx] * 1e-6, table)
+                real = (np.where(table, lk.hop_us[pidx] * 1e-6, 0.0) if lk.hop_us else table) * np.ones(k.shape)
+                cost_hw.append(real * scale[i])
+                plug = lk.plugin_latency_us * 1e-6 * (2.0 if p == "simple" else 1.0) if i else 0.0
+                plug = np.where(table, plug, 0.0)
+                tuner_hw.append((table * (scale[i] if not lk.hop_us else 1.0)) + plug + np.zeros(k.shape))
             hw = np.stack(cost_hw)
             thw = np.stack(tuner_hw)
+            thc = None  # the tuner's hop counts where they differ from the cost's
             if a == "ring":
                 hc = ring_hops
+                thc = ring_hops_tuner
                 if collective in ("all_reduce", "reduce_scatter", "all_gather"):
                     floor = net_over * (3.0 if p == "simple" else 1.0)
                     hw[0] = np.where(multi, np.maximum(hw[0], floor), hw[0])
@@ -640,25 +637,41 @@ def pairs(
                     for i in range(nt):
                         hc[i] = np.where(top == i, kf, 0.0)
                     hc = np.where(k >= 2, hc, 0.0)
+                    thc = hc
             elif a == "tree":
                 hc = tree_hops
             elif a == "nvls":
                 hc = np.zeros((nt,) + k.shape)
                 hc[0] = 1.0
+            elif a == "pat":
+                # latency 8 + log2i(nNodes)·interLat/3.5 + 2.8·nRanks us: the log part as log2i(N)/3.5 hops of
+                # the outermost spanned tier (interLat is Tree's network hop at one GPU per node), the linear part
+                # as k "hops" of 2.8 us charged to the first tier
+                hc = np.zeros((nt,) + k.shape)
+                hc[0] = kf
+                hc = hc + np.where(top, np.floor(np.log2(np.maximum(nodes, 1))) / 3.5, 0.0)
+                hw[0] = PAT_PER_RANK_US * 1e-6
+                thw[0] = PAT_PER_RANK_US * 1e-6
             else:  # nvls-tree: NVLS in the node, then the tree's network hops
                 hc = np.where(tiers_i == 0, 1.0, tree_hops)
-            base = BASE_LATENCY_US[a][pidx] * 1e-6
+            base = (PAT_BASE_US if a == "pat" else rel.base_latency_us[a][pidx]) * 1e-6
             hop_lat = hc * hw
             lat = base + hop_lat.sum(axis=0)
-            tlat = base + (hc * thw).sum(axis=0)
+            tlat = base + ((hc if thc is None else thc) * thw).sum(axis=0)
             # ---- bus bandwidth (B/s): what it costs (bus) and what NCCL's tuner believes (tbus)
             bus = np.asarray(ring_Bps, dtype=np.float64) * np.ones(k.shape)
             if a == "ring":
                 if p == "ll":
-                    frac = 0.25 if (collective == "all_reduce" or np.any(multi)) else 1.0 / 3.0
-                    bus = np.minimum(ll_max, bus * np.where(multi, 0.25, frac))
+                    if rel.ring_ll_factor is None:  # 2.20.3: 1/4, or 1/3 in one node for all but all-reduce/reduce
+                        frac = 0.25 if (collective == "all_reduce" or np.any(multi)) else 1.0 / 3.0
+                        bus = np.minimum(ll_max, bus * np.where(multi, 0.25, frac))
+                    else:
+                        bus = np.minimum(ll_max, bus * rel.ring_ll_factor)
                 elif p == "ll128":
-                    bus = np.minimum(bus * np.where(ppn < 2, 0.7, 0.92), gch * tab["ring_ll128"][0] * 1e9)
+                    bus = np.minimum(
+                        bus * np.where(ppn < 2, rel.ring_ll128_one_ppn, 0.92),
+                        gch * np.asarray(tab["ring_ll128"])[idx2] * 1e9,
+                    )
                 tbus = bus
                 steps = COLLECTIVES[collective].ring_steps(kf)
                 ratio = kf / np.maximum(steps, 1.0)
@@ -679,19 +692,55 @@ def pairs(
                     both.append(b)
                 bus, tbus = both
                 ratio = 0.5
+            elif a == "pat":  # busBw = nChannels x bw x 0.85 (2.23.4) / 0.75, kept as the algorithm bandwidth
+                bus = np.asarray(ring_Bps, dtype=np.float64) * (rel.pat_factor or 1.0) * np.ones(k.shape)
+                tbus = bus
+                ratio = 1.0
             else:
                 nch = float(spec.nvls_channels)
-                s = _quantise(B0 / nch, SPEEDS_INTRA)
-                bus = nch * s * 1e9
-                tbus = bus
-                if a == "nvls-tree" and nt > 1:
-                    # NCCL's tuner: per channel min(bwIntra, bwInter), bwInter halved beyond 2 nodes (the graph's
-                    # quantised speed, then halved); the cost: the heads' NICs carry n (2 nodes) or 2n per node
-                    s_inter = _quantise(net_heads / 1e9 / nch, SPEEDS_INTER) * np.where(nodes > 2, 0.5, 1.0)
-                    tbus = nch * np.minimum(s, s_inter) * 1e9
-                    bus = np.minimum(bus, net_heads / np.where(nodes > 2, 2.0, 1.0) / NVLS_RATIO)
-                ratio = NVLS_RATIO
+                s = _quantise(B0 / nch, SPEEDS_INTRA)  # the NVLS graph's per-channel speed (bwIntra)
+                reduce_all = collective == "all_reduce"
+                split = (ppn - 1.0) / np.maximum(ppn, 1.0)  # all-gather/reduce-scatter: (ppn-1)/ppn (2.27.3 on)
+                if rel.nvls_efficiency is None:  # to 2.27.x: busBw = nch x speed, algBw 5/6 of it
+                    per = s * (split if (not reduce_all and rel.nvls_ag_rs_ppn) else 1.0)
+                    ratio = NVLS_RATIO if reduce_all else rel.nvls_ag_rs_ratio
+                    bus = nch * per * 1e9
+                    tbus = bus
+                    if a == "nvls-tree" and nt > 1:
+                        # NCCL's tuner: per channel min(bwIntra, bwInter), bwInter halved beyond 2 nodes (the
+                        # graph's quantised speed, then halved); the cost: the heads' NICs carry n (2 nodes) or 2n
+                        s_inter = _quantise(net_heads / 1e9 / nch, SPEEDS_INTER) * np.where(nodes > 2, 0.5, 1.0)
+                        tbus = nch * np.minimum(per, s_inter) * 1e9
+                        bus = np.minimum(bus, net_heads / np.where(nodes > 2, 2.0, 1.0) / ratio)
+                else:
+                    # 2.28.3 on, in the NVLS graph's own channels: G = one per head (GPUs of the node, or NICs for
+                    # NVLSTree; at most NCCL_MAX_NVLS_ARITY), each at S = nch x s / G (the same G x S as the
+                    # profile's nvls_channels x s); per channel S x nvlsEfficiency x (G-1)/G, x2 for all-reduce
+                    # (x(ppn-1)/ppn for all-gather/reduce-scatter), its bwInter taken as no tighter (the search
+                    # raises an NVLS graph's bwInter to 2 x bwIntra); NVLSTree: min(that, the NIC's speed x2 on
+                    # two nodes, perChMaxNVLSTreeBws); algBw = busBw x k/nsteps (all-reduce). G < 2: not run.
+                    eff = rel.nvls_efficiency.get(gen, 0.0)
+                    G = heads if a == "nvls-tree" else np.minimum(ppn, NVLS_MAX_HEADS)
+                    enabled = enabled & (G >= 2) & (eff > 0)  # nvlsEfficiency 0 (Volta, Ampere): busBw 0
+                    G = np.maximum(G, 2.0)
+                    S = nch * s / G
+                    per = S * (eff or 1.0) * (G - 1.0) / G * (2.0 if reduce_all else split)
+                    ratio = kf / np.maximum(COLLECTIVES[collective].ring_steps(kf), 1.0) if reduce_all else 1.0
+                    bus = G * per * 1e9
+                    tbus = bus
+                    if a == "nvls-tree" and nt > 1:
+                        s_inter = _quantise(net_heads / 1e9 / G, SPEEDS_INTER) * np.where(nodes <= 2, 2.0, 1.0)
+                        cap = np.where(multi, np.asarray(tab["nvls_tree"])[idx2], np.inf)  # N1: 0, NVLSTree off
+                        tbus = G * np.minimum(np.minimum(per, s_inter), cap) * 1e9
+                        heads_Bps = net_heads / np.where(nodes > 2, 2.0, 1.0) / ratio
+                        bus = np.minimum(np.minimum(bus, G * cap * 1e9), heads_Bps)
             alg_Bps = bus * ratio  # NCCL's "bandwidth": bytes of the collective's size per second
+            tuner_alg = tbus * ratio
+            dead = ~((alg_Bps > 0) & (tuner_alg > 0))
+            if np.any(dead):  # NCCL skips a pair of bandwidth 0 ("if (bw == 0) { *time = -1.0; ...}")
+                enabled = enabled & ~dead
+                alg_Bps = np.where(dead, 1.0, alg_Bps)
+                tuner_alg = np.where(dead, 1.0, tuner_alg)
             if a.startswith("nvls"):
                 thr = np.zeros(k.shape)  # getAlgoInfo: NVLS always launches all of its channels
             else:
@@ -723,7 +772,9 @@ def pairs(
                     nodes=nodes if a.startswith("nvls") else None,
                     stages=NVLS_FILL.get(collective, 0.0) if a.startswith("nvls") else 0.0,
                     tuner_lat=tlat,
-                    tuner_alg_Bps=tbus * ratio,
+                    tuner_alg_Bps=tuner_alg,
+                    corrected=a == "tree" or (a == "nvls-tree" and tree_corrected_nvls),
+                    correction_sizes=rel.tree_correction_sizes,
                 )
             )
     return out

@@ -10,6 +10,7 @@ from typing import Any, Callable, Sequence
 import numpy as np
 
 from ..base.types import InputError
+from . import releases
 from .cost import CommCost, Lazy, per_tier
 from .nccl import RING_PLATEAU, default_spec, nvls_fill, pairs
 from .specs import PROTOCOL_SPECS
@@ -31,11 +32,14 @@ def nccl_collective(
     algorithms: Sequence[str] | None = None,
     protocol: str | None = None,
     by: str = "tuner",
+    dtype: str | None = None,
 ) -> CommCost:
     """NCCL's pick among its (algorithm, protocol) pairs (``by="tuner"``, as NCCL chooses) or the fastest
-    (``by="time"``), priced as :mod:`simcli.comm.nccl` says it costs; vectorised, a running minimum over the pairs."""
+    (``by="time"``), priced as :mod:`simcli.comm.nccl` says it costs; vectorised, a running minimum over the pairs.
+    ``dtype``: the element type (from 2.24.3 NCCL's choice prices an fp8 Ring x1024 past 8 ranks)."""
     net = profile.network
     spec = nccl_spec(profile)
+    fp8_ring = dtype == "fp8" and by == "tuner" and releases.select(spec.version, "nccl.version").fp8_ring_penalty
     tb = tier_bandwidth(net, k)
     cands = pairs(net, spec, k, tb, collective, algorithms, [protocol] if protocol else None)
     if not cands:
@@ -104,6 +108,8 @@ def nccl_collective(
             at = np.where(np.broadcast_to(pr.multi, ks), 64.0 * pr.channels * np.broadcast_to(pr.ranks, ks), np.inf)
             np.greater_equal(nn, at, out=mask)
             np.add(out, (RING_PLATEAU - 1.0) * tlat_t[j], out=out, where=mask)
+        if fp8_ring and pr.algorithm == "ring":  # enqueue.cc: "Relegate fp8 reduction trees ..." (2.24.3 on)
+            out *= np.where(np.broadcast_to(pr.ranks, ks) > 8, np.float32(1024.0), np.float32(1.0))
         if pr.ops is not None and by != "tuner":  # NVLS's pipeline fill: what it costs (NCCL's tuner omits it)
             fill_by_pair[j] = np.where(np.broadcast_to(pr.enabled, ks), pr.fill(nn), 0.0)
             out += fill_by_pair[j]
@@ -219,7 +225,7 @@ def nccl_collective(
 
 
 #: NCCL_ALGO's spellings of simcli's NCCL algorithm names (NCCL_PROTO's are the ProtocolSpec rows' ``nccl``)
-NCCL_ALGO_ENV = {"ring": "Ring", "tree": "Tree", "nvls": "NVLS", "nvls-tree": "NVLSTree"}
+NCCL_ALGO_ENV = {"ring": "Ring", "tree": "Tree", "nvls": "NVLS", "nvls-tree": "NVLSTree", "pat": "PAT"}
 #: by how much the cheapest pair by simcli's cost must beat NCCL's pick of one collective before ``comm`` says so,
 #: as a fraction of the pick's time (a step says so by its own measure: simcli.step.notes.STEP_MARGIN)
 FASTER_MARGIN = 0.02
@@ -232,6 +238,7 @@ def nccl_faster_pair(
     collective: str = "all_reduce",
     margin: float = FASTER_MARGIN,
     picked: CommCost | None = None,
+    dtype: str | None = None,
 ) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
     """Where NCCL's own pick costs more (by more than ``margin``) than another of its pairs, in simcli's cost.
 
@@ -242,7 +249,7 @@ def nccl_faster_pair(
     ``NCCL_ALGO``/``NCCL_PROTO`` would buy (:func:`nccl_env`). ``picked``: NCCL's pick, if already priced.
     """
     if picked is None:
-        picked = nccl_collective(profile, k, n, collective)
+        picked = nccl_collective(profile, k, n, collective, dtype=dtype)
     best = nccl_collective(profile, k, n, collective, by="time")
     faster = best.time < picked.time * (1.0 - margin)
     return faster, np.asarray(best.algorithm), np.asarray(best.protocol), best.time

@@ -98,6 +98,16 @@ REGISTRY: tuple[AlgorithmSpec, ...] = (
         "nvls-tree",
     ),
     AlgorithmSpec(
+        "pat",
+        "pat",
+        "NCCL's PAT (all-gather and reduce-scatter at one GPU per node, NCCL 2.23.4 on): 8 us + "
+        "floor(lg N)·α_net/3.5 + 2.8 us·k + n/(0.75·B) (0.85 in 2.23.4)",
+        "NVIDIA/nccl v2.23.4-v2.30.7 src/graph/tuning.cc (ncclPatEnable, ncclTopoTuneModel; simcli.comm.releases)",
+        ("reduce_scatter", "all_gather"),
+        None,
+        "pat",
+    ),
+    AlgorithmSpec(
         "recursive-doubling",
         "rd",
         "lg k·(α + n/B) [+ lg k·n/γ], k not a power of two: floor(lg k)+2 steps (Thakur, Rabenseifner & Gropp 2005)",

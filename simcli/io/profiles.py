@@ -466,6 +466,17 @@ def _nccl_spec(v: "_V", raw: Any, device_name: str, tiers: list[Tier]) -> NcclSp
     given = v.fields(d, S.NCCL, "nccl", _SIMPLE)
     if "version" in given and not re.fullmatch(r"\d+\.\d+(\.\d+)*", given["version"]):
         raise v.fail("nccl.version", f"{_show(given['version'])} is not an NCCL release (give one such as 2.20.3)")
+    if "version" in given:
+        from ..comm import releases
+
+        why = releases.problem(given["version"])
+        if why:
+            raise v.fail("nccl.version", why)
+        said = releases.note(given["version"])
+        if said:
+            import warnings
+
+            warnings.warn(ReleaseNote(f"{v.source}: nccl.version: {said}"), stacklevel=2)
     defaulted = tuple(f for f in base.defaulted if f not in given and f != "version")
     return dataclasses.replace(base, defaulted=defaulted, **given)
 
@@ -581,6 +592,39 @@ def _by_yaml_name(ref: str, entries: list[ProfileEntry]) -> ProfileEntry | None:
     return found[0] if found else None
 
 
+class ReleaseNote(UserWarning):
+    """A profile's or --nccl-version's NCCL release that simcli prices as another (the CLI prints it as one line)."""
+
+
+def nccl_version_note(version: str) -> str:
+    """Which carried release prices ``version`` and what it is (``simcli profiles show``'s nccl.version row)."""
+    from ..comm import releases
+
+    said = releases.note(version)
+    if said:
+        return said
+    default = ", the default" if version.strip() == releases.DEFAULT_RELEASE.version else ""
+    return f"carried{default}: its tuner prices choices and costs"
+
+
+def with_nccl_version(p: Profile, version: str | None, where: str = "--nccl-version") -> Profile:
+    """``p`` priced as NCCL ``version`` (``--nccl-version``; None: as its own ``nccl.version``). InputError for a
+    release simcli cannot price; a :class:`ReleaseNote` warning where a carried release before it prices it.
+    A profile that does not model NCCL is returned as it is."""
+    if version is None or p.nccl is None:
+        return p
+    from ..comm import releases
+
+    releases.select(version, where)  # refuses what cannot be priced
+    said = releases.note(version)
+    if said:
+        import warnings
+
+        warnings.warn(ReleaseNote(f"{where}: {said}"), stacklevel=2)
+    defaulted = tuple(f for f in p.nccl.defaulted if f != "version")
+    return dataclasses.replace(p, nccl=dataclasses.replace(p.nccl, version=version.strip(), defaulted=defaulted))
+
+
 def resolve_profile(name_or_path: str | None) -> Profile:
     """Load ``--profile``: a path to a YAML file, or a name on the search path."""
     ref = name_or_path or DEFAULT_PROFILE
@@ -658,8 +702,8 @@ def describe(p: Profile) -> list[tuple[str, str]]:
     if p.nccl is not None:
         for f in S.NCCL:
             note = " (default)" if f.name in p.nccl.defaulted else ""
-            if f.name == "version" and p.nccl.version_note:
-                note = f" ({p.nccl.version_note})"
+            if f.name == "version":
+                note = f" ({nccl_version_note(p.nccl.version)})"
             rows.append((f"nccl.{f.key}", f"{getattr(p.nccl, f.name)}{note}"))
     for i, src in enumerate(p.sources):
         rows.append((f"sources[{i}]", src))

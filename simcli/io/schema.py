@@ -205,8 +205,9 @@ NCCL: tuple[Field, ...] = (
     Field(
         "version",
         "text",
-        f"the NCCL release (quote a two-part one: '2.20'); simcli prices {NCCL_TABLES_VERSION}'s tables whatever "
-        "it says and shows another release beside it",
+        "the NCCL release whose tuner prices choices and costs (quote a two-part one: '2.27'): a carried release "
+        "(simcli.comm.releases) as itself, one between two carried as the earlier (said on stderr), one before "
+        f"the oldest is refused; default {NCCL_TABLES_VERSION}",
         example="2.20.3",
     ),
     Field(

@@ -525,12 +525,16 @@ def simulate(scenario: Scenario, devices: np.ndarray | list[int], micro_batch: n
     n = float(sc.grad_bytes)
     plan = bucket_plan(n, sc.bucket_bytes if sc.overlap == "buckets" else None)
     comm_full = (
-        collectives.collective(sc.profile, sc.algorithm, k, np.float64(plan.size), "all_reduce", sc.protocol)
+        collectives.collective(
+            sc.profile, sc.algorithm, k, np.float64(plan.size), "all_reduce", sc.protocol, dtype=sc.grad_dtype
+        )
         if plan.full
         else None
     )
     comm_last = (
-        collectives.collective(sc.profile, sc.algorithm, k, np.float64(plan.last), "all_reduce", sc.protocol)
+        collectives.collective(
+            sc.profile, sc.algorithm, k, np.float64(plan.last), "all_reduce", sc.protocol, dtype=sc.grad_dtype
+        )
         if plan.last
         else None
     )
