@@ -221,4 +221,5 @@ def test_a_profiles_nccl_release_selects_its_tables(tmp_path, runner):
     assert outs["same"] != outs["new"]  # 2.28.9's tables price the same profile otherwise
     r = runner.invoke(app, ["speedup", "-p", str(files["between"]), "-k", "4,8", "--format", "json"])
     assert r.exit_code == 0, r.output
-    assert "priced as 2.28.7" in r.stderr and r.stderr.count("\n") == 1
+    said = [line for line in r.stderr.splitlines() if "nccl.version" in line]  # (its made-up GPU warns of its MFU)
+    assert len(said) == 1 and "priced as 2.28.7" in said[0]

@@ -307,7 +307,11 @@ def profile_from_dict(data: Any, source: str, origin: str = "built-in") -> Profi
                 if top.get("library") is not None
                 else _default_library(device.name, tiers)
             )
-            spec = _nccl_spec(v, top.get("nccl"), device.name, tiers) if library in TUNED_LIBRARIES else None
+            spec = (
+                _nccl_spec(v, top.get("nccl"), device.name, tiers, nccl_release=library == "nccl")
+                if library in TUNED_LIBRARIES
+                else None
+            )
             if library == "rccl":  # rccl hook: nccl.version names an RCCL release (simcli.comm.rccl)
                 spec = _rccl_version(v, spec, top.get("nccl"))
             if library not in TUNED_LIBRARIES and top.get("nccl") is not None:
@@ -451,8 +455,9 @@ def _default_library(device_name: str, tiers: list[Tier]) -> str:
     return "nccl" if known_gpu(device_name) or gpu_links else "textbook"
 
 
-def _nccl_spec(v: "_V", raw: Any, device_name: str, tiers: list[Tier]) -> NcclSpec:
-    """The profile's ``nccl:`` block over the defaults for its GPU generation (simcli.comm.nccl.default_spec)."""
+def _nccl_spec(v: "_V", raw: Any, device_name: str, tiers: list[Tier], *, nccl_release: bool = True) -> NcclSpec:
+    """The profile's ``nccl:`` block over the defaults for its GPU generation (simcli.comm.nccl.default_spec);
+    ``nccl_release``: its version names an NCCL release (an RCCL profile's names RCCL's: :func:`_rccl_version`)."""
     from ..comm.nccl import default_spec
 
     base = default_spec(device_name, tiers)
@@ -466,7 +471,7 @@ def _nccl_spec(v: "_V", raw: Any, device_name: str, tiers: list[Tier]) -> NcclSp
     given = v.fields(d, S.NCCL, "nccl", _SIMPLE)
     if "version" in given and not re.fullmatch(r"\d+\.\d+(\.\d+)*", given["version"]):
         raise v.fail("nccl.version", f"{_show(given['version'])} is not an NCCL release (give one such as 2.20.3)")
-    if "version" in given:
+    if "version" in given and nccl_release:
         from ..comm import releases
 
         why = releases.problem(given["version"])
