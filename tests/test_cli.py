@@ -372,12 +372,17 @@ def test_every_predicting_command_takes_every_scenario_option():
         assert not missing, (path, missing)
 
 
-def test_shell_completion_is_offered_and_completes_commands_and_options(runner):
+def test_shell_completion_is_offered_and_completes_commands_and_options(runner, monkeypatch):
     import os
     import subprocess
     import sys
     from pathlib import Path
 
+    import typer._completion_shared as shared
+
+    # typer names the shell from this process's parents (shellingham): pinned, so that a run without a shell
+    # above it (a scheduler, a background job) tests the same thing; outside a shell is test_hardening_gate's
+    monkeypatch.setattr(shared, "_get_shell_name", lambda: "bash")
     r = runner.invoke(app, ["--help"])
     assert "--install-completion" in r.stdout and "--show-completion" in r.stdout
     r = runner.invoke(app, ["--show-completion", "bash"])

@@ -473,6 +473,17 @@ def test_profiles_validate_refuses_a_bandwidth_without_a_unit(runner, tmp_path):
     )
 
 
+@pytest.mark.parametrize("cmd", [("speedup", "-k", "8"), ("explain", "-k", "8"), ("plan", "max-devices", "-e", "0.5")])
+@pytest.mark.parametrize("mem", ["3.35", "'3.35'", "900000"])
+def test_a_bare_bandwidth_no_link_has_is_refused_by_every_command(runner, tmp_path, cmd, mem):
+    """Outside `profiles validate` too: a bare bandwidth below 1 MB/s is a unit left out (3.35 read as 3.35 B/s gave
+    a 94-year optimizer step at E = 1.0), refused where the profile is read; a bare SI value (3.35e12) is taken."""
+    bad = _profile(tmp_path, mem=mem)
+    refused(runner, *cmd, "-p", bad, needles=[r"device.memory_bandwidth: .*has no unit and reads as"])
+    r = run(runner, *cmd, "-p", _profile(tmp_path, mem="3.35e12"))
+    assert r.exit_code == 0, r.output
+
+
 @pytest.mark.parametrize(
     "nvl, nic, needle",
     [("450 Gb/s", "400 Gb/s", r"network\[0\].bandwidth: nvlink .* within 2x of the NIC"),

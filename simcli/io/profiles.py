@@ -185,6 +185,12 @@ class _V:
             raise self.fail(field, str(e)) from None
         if not x > 0:
             raise self.fail(field, f"{_show(value)} must be greater than zero")
+        if kind == "bandwidth" and x < MIN_BANDWIDTH_BPS and _bare(value):  # issue 40: 'memory_bandwidth: 3.35'
+            raise self.fail(
+                field,
+                f"{_show(value)} has no unit and reads as {x:g} B/s, slower than any link or memory; write it with "
+                "its unit ('3.35 TB/s', '400 Gb/s')",
+            )
         return x
 
     def fraction(self, value: Any, field: str) -> float:
@@ -234,6 +240,20 @@ class _V:
 
 
 _SIMPLE = ("text", "quantity", "fraction", "count", "choice", "bool")
+
+
+#: a bandwidth given as a bare number below this (B/s) is a unit left out, not a link: the slowest link a profile
+#: models (a 1 Gb/s Ethernet port) moves 1.25e8 B/s; ``simcli profiles validate`` refuses every bare bandwidth
+MIN_BANDWIDTH_BPS = 1e6
+
+
+def _bare(value: Any) -> bool:
+    """A number, or a number written as text, with no unit."""
+    if isinstance(value, bool):
+        return False
+    if isinstance(value, (int, float)):
+        return True
+    return _numeric_text(value)
 
 
 def _join(prefix: str, key: str) -> str:
