@@ -42,6 +42,7 @@ from ..step.engine import Scenario
 METAVARS = {
     # what to simulate
     "--devices": "K-RANGE",
+    "--nccl-version": "RELEASE",
     "--world-sizes": "K-RANGE",
     "--profile": "PROFILE",
     "--model": "MODEL",
