@@ -286,3 +286,22 @@ def test_comm_picks_pat_where_nccl_would(runner, tmp_path):
         assert r.exit_code == 0, r.output
         picks[v] = json.loads(r.stdout)[0]["algorithm"]
     assert picks == {"2.20.3": "ring", "2.28.9": "pat"}
+
+
+@pytest.mark.parametrize("given, row, before", [("2.29.7", "2.29.7", "2.29.2"), ("2.28.8", "2.28.7", "2.28.3")])
+def test_explain_says_what_the_release_changes_against_the_one_before(given, row, before):
+    """issue 37: explain names the carried row that prices the release and what that row changes against the one
+    before it (the row's own words, simcli.comm.releases); the default (the oldest) has nothing before it."""
+    from typer.testing import CliRunner
+
+    from simcli.cli.app import app
+
+    args = ["explain", "-m", "llama2-7b", "-p", "dgx-h100", "-k", "64", "--strategy", "hsdp", "--nccl-version", given]
+    r = CliRunner().invoke(app, [*args, "-f", "json"])
+    assert r.exit_code == 0, r.output
+    rel = json.loads(r.stdout)["nccl_release"]
+    changes = next(x.changes for x in releases.RELEASES if x.version == row)
+    assert rel == {"version": row, "previous": before, "changes": changes}
+    text = " ".join(CliRunner().invoke(app, args, env={"COLUMNS": "200"}).stdout.split())
+    assert f"priced as {row}; against {before}: {' '.join(changes.split())}" in text
+    assert releases.against_previous(None) == (releases.DEFAULT_RELEASE, None)

@@ -10,7 +10,7 @@ from typing import Any
 
 import numpy as np
 
-from ..comm import nccl, nccl_choice, registry, topology
+from ..comm import nccl, nccl_choice, registry, releases, topology
 from ..comm.cost import CommCost
 from ..io.profiles import kind_text
 from ..step.engine import Scenario
@@ -115,6 +115,7 @@ def step_terms(
         "formula": formula(formula_of, sc.profile.library) if formula_of in registry.SPECS else "",
         "nccl_defaulted": (list(nccl_choice.nccl_spec(sc.profile).defaulted) if sc.profile.library == "nccl" else None),
         "nccl_version": nccl_choice.nccl_spec(sc.profile).version if sc.profile.library == "nccl" else None,
+        "nccl_release": _release_changes(sc.profile),
         "overlap": sc.overlap,
         "accum": sc.accum,
         "batch_per_device": float(res.batch_per_device[0]),
@@ -167,3 +168,12 @@ def memory_terms(sc: Scenario, res: Any) -> dict[str, Any]:
         "capacity_bytes": cap,
         "fits": None if cap is None else total <= cap,
     }
+
+
+def _release_changes(profile: Any) -> dict[str, Any] | None:
+    """The NCCL release that prices ``profile`` (its row of simcli.comm.releases), the carried row before it and what
+    the row changes against that one; None on a profile that does not model NCCL."""
+    if profile.library != "nccl":
+        return None
+    row, before = releases.against_previous(nccl_choice.nccl_spec(profile).version)
+    return {"version": row.version, "previous": before.version if before else None, "changes": row.changes}

@@ -375,7 +375,15 @@ def explain_view(d: dict[str, Any]) -> Any:
         ),
     ]
     if d.get("nccl_version") and d["nccl_version"] != NCCL_TABLES_VERSION:
-        rows.append(("NCCL release", f"nccl.version {d['nccl_version']}: its tuner's tables (simcli.comm.releases)"))
+        rel = d.get("nccl_release") or {}
+        against = f"; against {rel['previous']}: {rel['changes']}" if rel.get("previous") else ""
+        rows.append(
+            (
+                "NCCL release",
+                f"nccl.version {d['nccl_version']}: its tuner's tables (simcli.comm.releases), priced as "
+                f"{rel.get('version', d['nccl_version'])}{against}",
+            )
+        )
     if d.get("nccl_defaulted"):
         rows.append(("NCCL constants", "defaulted by GPU generation and link kind: " + ", ".join(d["nccl_defaulted"])))
     kinds = []

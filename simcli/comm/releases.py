@@ -401,6 +401,14 @@ def select(version: str | None, where: str = "--nccl-version") -> Release:
     return [r for r in RELEASES if r.key <= key][-1]
 
 
+def against_previous(version: str | None) -> tuple[Release, Release | None]:
+    """(the row that prices ``version``, the carried row before it: None for the oldest) and so what the row's
+    ``changes`` are measured against (simcli explain says it)."""
+    row = select(version)
+    i = RELEASES.index(row)
+    return row, (RELEASES[i - 1] if i else None)
+
+
 def note(version: str | None, where: str = "--nccl-version") -> str:
     """'' where ``version`` is carried (or None); else one line: which carried release prices it."""
     if version is None or version.strip() in _BY_VERSION:
