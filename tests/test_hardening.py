@@ -1142,12 +1142,18 @@ def test_non_finite_results_are_refused_naming_the_input(runner, args, named, fm
 def test_a_tiny_bandwidth_in_a_profile_is_refused_naming_the_file(runner, tmp_path):
     from simcli.cli import app
 
-    prof = _profile_with(tmp_path, "5e-324")
+    # with its unit, the profile is read and the finiteness gate refuses what it makes; bare, the loader refuses it
+    # as a unit left out (issue 40), naming the field
+    prof = _profile_with(tmp_path, "5e-324 B/s")
     for cmd in (["speedup", "-k", "16"], ["speedup", "-k", "16", "-f", "json"], ["comm", "-k", "16", "-f", "csv"]):
         r = runner.invoke(app, [*cmd, "--profile", prof])
         assert r.exit_code == 2 and r.stdout == "", (cmd, r.output)
         _one_line(r, "simcli: error: the result ")
         assert f"file {prof}" in r.stderr
+    bare = _profile_with(tmp_path, "5e-324")
+    r = runner.invoke(app, ["speedup", "-k", "16", "--profile", bare])
+    assert r.exit_code == 2 and r.stdout == ""
+    _one_line(r, f"simcli: error: {bare}: network[1].bandwidth: 5e-324 has no unit")
 
 
 def test_tiny_flops_per_sample_in_a_workload_file_is_refused(runner, tmp_path):
