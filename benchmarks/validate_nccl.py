@@ -28,6 +28,12 @@ chunk times: (measured - the modelled time without its fill) / one chunk time; t
 ``--textbook`` adds the previous release's model beside it: the textbook ring (2(k-1) steps, each at the
 slowest spanned tier's latency) on the same profiles.
 
+After it, a second table: per curve, the NCCL release its run used (a ``# nccl_version: X`` line in the file's
+header, written only where the source states the release; ``SYSTEM=X, SYSTEM=Y`` where one file holds several
+systems; else "unknown"), the carried row simcli prices that release as (simcli.comm.releases.select; "refused"
+for a release older than the oldest carried), and the median |error| per band under that row and under the
+default release (simcli.base.types.NCCL_TABLES_VERSION).
+
 ``--write-errors`` writes simcli/comm/error_table.py again (and prints nothing else): every point of every curve
 above as r = t_pred/t_meas with its kind (transport, past NCCL's node, size band, NCCL's algorithm family;
 simcli.comm.bands.point_kinds), the curves it comes from and the git commit it was written at. ``simcli comm``'s
@@ -48,9 +54,10 @@ sys.path.insert(0, str(ROOT))
 
 from simcli.answers.check import curve_kind  # noqa: E402
 from simcli.answers.validate import SIZE_BANDS  # noqa: E402
+from simcli.base.types import NCCL_TABLES_VERSION  # noqa: E402
 from simcli.comm import bands as B  # noqa: E402
 from simcli.comm import collectives as C  # noqa: E402
-from simcli.comm import nccl, nccl_choice, rccl, topology  # noqa: E402
+from simcli.comm import nccl, nccl_choice, rccl, releases, topology  # noqa: E402
 from simcli.io.profiles import resolve_profile, with_nccl_version  # noqa: E402
 
 PUB = ROOT / "validation" / "published"
@@ -76,10 +83,32 @@ CASES = [  # file, system column value (or None), profile, algorithm
     ("nccl-allreduce-64xH100-8node-aws-p5-efa.csv", None, "aws-p5", "nccl"),
     # one MI300X node on RCCL (issue 37): AMD's library, its tuning model 5 and MSCCL's all-pairs kernels
     ("rccl-allreduce-8xMI300X-1node.csv", None, "mi300x", "nccl"),
+    # issue 37, scored as they came (nothing fitted). 8 nodes of the 64-H100 curve's cluster with NCCL_MIN_CTAS=24
+    # (at least 24 channels): no profile field or option sets NCCL's minimum channel count (across nodes the
+    # channels are the search graph's, simcli.comm.nccl.graph_channels), so it is priced with the defaults
+    ("nccl-allreduce-64xH100-8node-ib400-minctas24.csv", None, "dgx-h100", "nccl"),
+    # 20 NVL72 racks (1440 GB200), NCCL's default, 2.26.2; the 2-rack curve's provider and page
+    ("nccl-allreduce-1440xGB200-20rack.csv", None, "gb200-nvl72", "nccl"),
+    # NCCL_ALGO=COLLNETCHAIN with SHARP on 8 H100 nodes: CollNet is not modelled, so priced as NCCL's own choice
+    # without it (a known miss, below)
+    ("nccl-allreduce-64xH100-8node-collnetchain-sharp.csv", None, "dgx-h100", "nccl"),
+    # 2 AWS p5 on NCCL 2.18.5 and aws-ofi-nccl 1.7.3: the p5 curve's cluster kind on an older stack (known miss)
+    ("nccl-allreduce-16xH100-2node-aws-p5-efa-nccl2.18.5.csv", None, "aws-p5", "nccl"),
 ]
-#: curves whose miss is known and named in docs/nccl.md: in every table and median, but not in the percentiles
-#: that simcli check's default tolerance is read from
-KNOWN_MISSES = ("nccl-allreduce-16xA100-2node-aws-p4de-efa",)
+#: curves whose miss is known and named in docs/nccl.md, with why: in every table and median, but not in the
+#: percentiles that simcli check's default tolerance is read from, nor in its floors (MODEL_FLOOR)
+KNOWN_MISSES = {
+    "nccl-allreduce-16xA100-2node-aws-p4de-efa": "A100 on EFA, small sizes: NCCL's Tree/Simple pick and its hops "
+    "(docs/nccl.md, 'Not met')",
+    "nccl-allreduce-64xH100-8node-collnetchain-sharp": "NCCL_ALGO=COLLNETCHAIN (SHARP in the switches): CollNet is "
+    "not modelled, the curve is priced as NCCL's pick without it",
+    "nccl-allreduce-1440xGB200-20rack": "20 NVL72 racks: simcli picks Tree where the curve's ~5 ms floor is a "
+    "1440-rank ring's latency, and what lowers bandwidth past two racks is not priced (docs/nccl.md, 'GB200 across "
+    "many racks')",
+    "nccl-allreduce-16xH100-2node-aws-p5-efa-nccl2.18.5": "NCCL 2.18.5 with aws-ofi-nccl 1.7.3: older than the "
+    "oldest release simcli carries (2.20.3; --nccl-version refuses it), and a plugin the aws-p5 profile does not "
+    "describe",
+}
 BANDS = SIZE_BANDS
 
 
@@ -92,6 +121,84 @@ def _measured(r: dict[str, str]) -> float:
         return min(float(r[c]) for c in ("time_us", "time_inplace_us") if r.get(c)) * 1e-6
     k, n = int(r["devices"]), float(r["bytes"])
     return n * 2 * (k - 1) / k / (float(r["busbw_GBps"]) * 1e9)
+
+
+def ran_release(path: Path, system: str | None = None) -> str | None:
+    """The NCCL release the curve's run used: its header's ``# nccl_version: X`` line (``SYSTEM=X, SYSTEM=Y`` where
+    one file holds several systems' runs), written only where the source states the release; None where it does
+    not."""
+    for line in path.read_text().splitlines():
+        if not line.startswith("#"):
+            continue
+        key, _, value = line[1:].partition(":")
+        if key.strip() != "nccl_version":
+            continue
+        value = value.strip()
+        if "=" not in value:
+            return value
+        per = dict(part.strip().split("=", 1) for part in value.split(","))
+        return per.get(system or "")
+    return None
+
+
+def release_table(cases: list[tuple], ll128_net: bool = True) -> list[dict]:
+    """Per curve and size band: the release its run used (:func:`ran_release`; None: not stated), the carried row
+    simcli prices it as (simcli.comm.releases.select: itself, else the newest carried one before it; None where
+    simcli refuses it or the profile is not priced by NCCL's tuner), and the median |t_pred/t_meas - 1| under that
+    row (None without one) and under the default release (simcli.base.types.NCCL_TABLES_VERSION)."""
+    import warnings
+
+    from simcli.io.profiles import ReleaseNote
+
+    out = []
+    for path, system, prof, alg in cases:
+        ran = ran_release(path, system)
+        default = None if resolve_profile(prof).library == "rccl" else NCCL_TABLES_VERSION  # RCCL: its own rows
+        p, k, n, t, base = _priced(path, system, prof, alg, ll128_net, default)
+        row, under = None, None
+        if ran is not None and p.nccl is not None and p.library != "rccl" and releases.problem(ran) is None:
+            row = releases.select(ran).version
+            with warnings.catch_warnings():  # "priced as the newest carried one before it": the row column says so
+                warnings.simplefilter("ignore", ReleaseNote)
+                under = _priced(path, system, prof, alg, ll128_net, ran)[4]
+        for band, lo, hi in BANDS:
+            m = (n > lo) & (n <= hi)
+            if not m.any():
+                continue
+            out.append(
+                {
+                    "curve": B.curve_label(path.name, system),
+                    "band": band,
+                    "points": int(m.sum()),
+                    "ran": ran,
+                    "row": row,
+                    "under_ran": None if under is None else float(np.median(np.abs(under.time[m] / t[m] - 1))),
+                    "under_default": float(np.median(np.abs(base.time[m] / t[m] - 1))),
+                }
+            )
+    return out
+
+
+def print_release_table(recs: list[dict]) -> None:
+    print()
+    print(
+        "the NCCL release each run used ('# nccl_version:' in its file, where the source states it), the carried row "
+        f"simcli prices it as, and the median |error| under that row and under the default ({NCCL_TABLES_VERSION})"
+    )
+    print(f"{'curve':52s} {'band':11s} {'n':>3s} {'ran':>8s} {'priced as':>18s} {'under it':>8s} {'default':>8s}")
+    oldest = releases.carried()[0]
+    for r in recs:
+        if r["row"] is not None:
+            row = r["row"]
+        elif r["ran"] is None:
+            row = "-"
+        else:
+            row = f"refused (< {oldest})" if releases.problem(r["ran"]) else "not NCCL's tuner"
+        under = f"{r['under_ran']:8.1%}" if r["under_ran"] is not None else f"{'-':>8s}"
+        print(
+            f"{r['curve']:52s} {r['band']:11s} {r['points']:3d} {r['ran'] or 'unknown':>8s} {row:>18s} {under} "
+            f"{r['under_default']:8.1%}"
+        )
 
 
 def _priced(
@@ -294,11 +401,13 @@ def main(
                 f"{floor:7.1%}  (simcli check's floor: {MODEL_FLOOR[kind][band]:.0%})"
             )
     print(
-        "simcli check's defaults are the percentiles without the known misses ("
-        + ", ".join(KNOWN_MISSES)
-        + "): a small-size tolerance of 150% would call nothing LOW on any cluster; where the model misses"
-        " that badly, check says HIGH (the profile undersells the hardware), as it should. docs/nccl.md names why."
+        "simcli check's defaults are the percentiles without the known misses (below): a small-size tolerance of"
+        " 150% would call nothing LOW on any cluster; where the model misses that badly, check says HIGH (the"
+        " profile undersells the hardware), as it should. docs/nccl.md names why."
     )
+    for name, why in KNOWN_MISSES.items():
+        print(f"  known miss: {name}: {why}")
+    print_release_table(release_table(cases, ll128_net))
     return out
 
 

@@ -130,3 +130,81 @@ def test_a_gpu_node_from_given_probes(tmp_path):
     data = detect("y", gpus=[GpuInfo("Mystery GPU", 8e9, (8, 6))], topo=None, root=tmp_path / "empty", date="d")
     assert "placeholder" in " ".join(data["sources"])
     profile_from_dict(yaml.safe_load(yaml.safe_dump(data)), "y")
+
+
+def _fake_torch(monkeypatch, *, cuda: bool, nccl: object) -> None:
+    """A torch whose torch.cuda answers as a node of 8 H100 would (or has no CUDA), with torch.cuda.nccl.version()
+    returning ``nccl`` (an exception instance: raised)."""
+    import importlib.machinery
+    import sys
+    import types
+
+    def version():
+        if isinstance(nccl, Exception):
+            raise nccl
+        return nccl
+
+    props = types.SimpleNamespace(name="NVIDIA H100 80GB HBM3", total_memory=80e9, major=9, minor=0)
+    cuda_mod = types.SimpleNamespace(
+        is_available=lambda: cuda,
+        device_count=lambda: 8 if cuda else 0,
+        get_device_properties=lambda i: props,
+        nccl=types.SimpleNamespace(version=version),
+    )
+    torch = types.ModuleType("torch")
+    torch.__spec__ = importlib.machinery.ModuleSpec("torch", None)
+    torch.cuda = cuda_mod
+    monkeypatch.setitem(sys.modules, "torch", torch)
+    monkeypatch.setattr("simcli.io.detect.nvidia_smi_topo", lambda: None)
+
+
+def test_the_nccl_release_torch_runs_is_the_profiles_nccl_version(runner, monkeypatch, tmp_path):
+    _fake_torch(monkeypatch, cuda=True, nccl=(2, 27, 5))
+    out = tmp_path / "node.yaml"
+    r = runner.invoke(app, ["profiles", "detect", "-o", str(out)])
+    assert r.exit_code == 0, r.output
+    data = yaml.safe_load(out.read_text())
+    assert data["nccl"] == {"version": "2.27.5"} and data["calibration"]["detected"]["nccl.version"] == "2.27.5"
+    assert any(s.startswith("nccl.version 2.27.5: DETECTED (torch.cuda.nccl.version())") for s in data["sources"])
+    p = load_profile(out)
+    assert p.nccl.version == "2.27.5" and "version" not in p.nccl.defaulted
+    r = runner.invoke(app, ["profiles", "validate", str(out)])
+    assert r.exit_code == 0, r.output
+
+
+@pytest.mark.parametrize(
+    ("code", "text"), [((2, 18, 5), "2.18.5"), (21805, "2.18.5"), (2708, "2.7.8"), ((2, 30, 7, 1), "2.30.7")]
+)
+def test_release_text_reads_torchs_tuple_and_nccls_version_code(code, text):
+    from simcli.io.detect import release_text
+
+    assert release_text(code) == text
+    assert release_text("2.27.5") is None and release_text(True) is None and release_text((2,)) is None
+
+
+def test_a_release_simcli_refuses_is_said_and_not_written(monkeypatch, tmp_path):
+    gpus = [GpuInfo("NVIDIA H100 80GB HBM3", 80e9, (9, 0))] * 8
+    data = detect("old", gpus=gpus, topo=None, nccl="2.18.5", root=tmp_path, date="d")
+    assert "nccl" not in data and "nccl.version" not in data["calibration"]["detected"]
+    said = [s for s in data["sources"] if s.startswith("nccl.version 2.18.5")]
+    assert len(said) == 1 and "not written" in said[0] and "older than the oldest" in said[0]
+    assert profile_from_dict(yaml.safe_load(yaml.safe_dump(data)), "old").nccl.version == "2.20.3"
+    # a release between two carried rows is written, and the source says which row prices it
+    data = detect("mid", gpus=gpus, topo=None, nccl="2.27.4", root=tmp_path, date="d")
+    assert data["nccl"] == {"version": "2.27.4"}
+    assert any(s.startswith("nccl.version 2.27.4: DETECTED") and "priced as" in s for s in data["sources"])
+
+
+@pytest.mark.parametrize("nccl", [(2, 27, 5), RuntimeError("no NCCL")])
+def test_without_cuda_or_nccl_detect_says_nothing_new(runner, monkeypatch, nccl):
+    _fake_torch(monkeypatch, cuda=False, nccl=nccl)
+    r = runner.invoke(app, ["profiles", "detect", "--name", "box"])
+    assert r.exit_code == 0, r.output
+    data = yaml.safe_load(r.stdout)
+    assert "nccl" not in data and not any("nccl" in s.lower() for s in data["sources"])
+    # CUDA without NCCL in torch: the GPUs are detected, the release is not
+    _fake_torch(monkeypatch, cuda=True, nccl=RuntimeError("no NCCL"))
+    r = runner.invoke(app, ["profiles", "detect", "--name", "gpu"])
+    assert r.exit_code == 0, r.output
+    data = yaml.safe_load(r.stdout)
+    assert data["calibration"]["detected"]["devices"] == 8 and "nccl" not in data

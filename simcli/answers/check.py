@@ -31,7 +31,9 @@ validation run gave (printed by ``python benchmarks/validate_nccl.py``; docs/ncc
 0.5-64 MiB 39.9%, >= 128 MiB 19.3% (33, 64 and 80 points of 14 curves; AWS's p4de curve, a known miss at
 small sizes, is left out: a 150% tolerance would call nothing LOW). The middle band is wide because the
 model is: the EFA, single-process (-g 8) and 8-node curves miss there by 22-34% (docs/nccl.md, 'How close it
-is').
+is'). Not yet re-read: with issue 37's curves (the 8-node NCCL_MIN_CTAS=24 one scored, four known misses left
+out) validate_nccl.py prints 31.3%, 40.5% and 20.05% (42, 79 and 94 points), past the middle and large defaults
+(rounded up: 41% and 21%); the defaults stay until that is decided.
 
 The measured time of an nccl-tests run is the better of its out-of-place and in-place times where it has both
 (one run is one sample of each, and the first sizes carry launch outliers; as validate_nccl.py reads them).
@@ -56,18 +58,21 @@ DEFAULT_TOLERANCE = {"<= 256 KiB": 0.32, "0.5-64 MiB": 0.40, ">= 128 MiB": 0.20}
 KINDS = {
     "nvlink": "inside one NVLink domain (8xA100 NVSwitch -g 8, Azure 8xH100 and 8xH200 NVLS -g 8, 8xH200 ring, "
     "one GB200 NVL72 rack)",
-    "network": "across nodes over InfiniBand or RoCE (16, 32 and 64 H100 in 2-8 nodes, 32 H100 in 4 VMs, 144 GB200 "
-    "in 2 racks)",
-    "efa": "across nodes over AWS EFA (16 and 64 H100 on p5; the 2x p4de curve is a known miss, left out)",
+    "network": "across nodes over InfiniBand or RoCE (16, 32 and 64 H100 in 2-8 nodes, 64 of them again with "
+    "NCCL_MIN_CTAS=24, 32 H100 in 4 VMs, 144 GB200 in 2 racks; the 20-rack GB200 and 8-node CollNet/SHARP curves are "
+    "known misses, left out)",
+    "efa": "across nodes over AWS EFA (16 and 64 H100 on p5; the 2x p4de curve and the 2x p5 one on NCCL 2.18.5 are "
+    "known misses, left out)",
 }
 #: per kind and size band: the lowest measured/expected busbw (= t_pred/t_meas) of simcli's model on the healthy
-#: published curves of that kind (benchmarks/validate_nccl.py prints it: 61.8%, 44.7%, 77.9% on nvlink, of 6, 12
-#: and 21 points; 89.6%, 50.7%, 77.9% across the network, of 18, 44, 50; 67.2%, 61.7%, 79.5% on EFA, of 9, 8, 9;
-#: sizes from 1 KiB), rounded down to a whole percent. Below it a size is
+#: published curves of that kind (benchmarks/validate_nccl.py prints it: 61.8%, 44.7%, 77.9% on nvlink, of 15, 20
+#: and 28 points; 89.6%, 41.6%, 69.7% across the network, of 18, 51, 57 (issue 37: the 8-node NCCL_MIN_CTAS=24
+#: curve, priced with the default channels, took the last two from 50.7% and 77.9%); 67.2%, 61.7%, 79.5% on EFA,
+#: of 9, 8, 9; sizes from 1 KiB), rounded down to a whole percent. Below it a size is
 #: slower than any healthy curve of its kind was against the model: LOW. Above it but below 1 - tolerance: MODEL.
 MODEL_FLOOR = {
     "nvlink": {"<= 256 KiB": 0.61, "0.5-64 MiB": 0.44, ">= 128 MiB": 0.77},
-    "network": {"<= 256 KiB": 0.89, "0.5-64 MiB": 0.50, ">= 128 MiB": 0.77},
+    "network": {"<= 256 KiB": 0.89, "0.5-64 MiB": 0.41, ">= 128 MiB": 0.69},
     "efa": {"<= 256 KiB": 0.67, "0.5-64 MiB": 0.61, ">= 128 MiB": 0.79},
 }
 VERDICTS = ("OK", "MODEL", "LOW", "HIGH")

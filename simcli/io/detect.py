@@ -5,7 +5,9 @@ What can be read off the machine is marked DETECTED in the profile's ``sources``
 comes from, so that ``detect -> bench -> calibrate -> validate`` replaces the assumptions by measurements.
 
 * With CUDA (through torch): GPU name, count, memory and compute capability
-  (``torch.cuda.get_device_properties``); the GPU-to-GPU links from ``nvidia-smi topo -m`` when it is on the
+  (``torch.cuda.get_device_properties``); the NCCL release torch loads (``torch.cuda.nccl.version()``, written as
+  ``nccl.version`` where simcli carries or can price it, else said in ``sources`` and left to the default); the
+  GPU-to-GPU links from ``nvidia-smi topo -m`` when it is on the
   PATH (``NV<n>``: NVLink with n links; ``SYS``/``NODE``/``PHB``/``PXB``/``PIX``: PCIe); the NICs from
   ``/sys/class/infiniband/*/ports/*/rate`` and ``/sys/class/net/*/speed`` (physical ones: those with a
   ``device`` link) with their link rates. Peak FLOP/s per dtype, the per-device NVLink bandwidth, latencies
@@ -35,6 +37,8 @@ __all__ = [
     "GpuInfo",
     "Nic",
     "cuda_devices",
+    "nccl_release",
+    "release_text",
     "nvidia_smi_topo",
     "nics",
     "cpu_info",
@@ -106,6 +110,36 @@ def cuda_devices() -> list[GpuInfo] | None:
         p = torch.cuda.get_device_properties(i)
         out.append(GpuInfo(str(p.name), float(p.total_memory), (int(p.major), int(p.minor))))
     return out
+
+
+def nccl_release() -> str | None:
+    """The NCCL release torch runs (``torch.cuda.nccl.version()``) as '2.27.5'; None without torch, without CUDA,
+    or where torch has no NCCL."""
+    import importlib.util
+
+    if importlib.util.find_spec("torch") is None:
+        return None
+    import torch
+
+    if not torch.cuda.is_available():
+        return None
+    try:
+        return release_text(torch.cuda.nccl.version())
+    except (AttributeError, RuntimeError):  # a build without NCCL
+        return None
+
+
+def release_text(v: Any) -> str | None:
+    """'2.27.5' from what ``torch.cuda.nccl.version()`` returns: a tuple such as (2, 27, 5), or in older torch
+    NCCL's integer NCCL_VERSION_CODE (nccl.h: X*1000 + Y*100 + Z up to 2.8, X*10000 + Y*100 + Z from 2.9, so
+    21805 for 2.18.5); None for anything else."""
+    if isinstance(v, (tuple, list)) and 2 <= len(v) <= 4 and all(isinstance(x, int) for x in v):
+        return ".".join(str(x) for x in v[:3])
+    if isinstance(v, int) and not isinstance(v, bool) and v > 0:
+        if v >= 20900:
+            return f"{v // 10000}.{v % 10000 // 100}.{v % 100}"
+        return f"{v // 1000}.{v % 1000 // 100}.{v % 100}"
+    return None
 
 
 def nvidia_smi_topo() -> str | None:
@@ -226,6 +260,7 @@ def detect(
     *,
     gpus: Any = NOT_PROBED,
     topo: Any = NOT_PROBED,
+    nccl: Any = NOT_PROBED,
     root: Path = Path("/"),
     host: str | None = None,
     date: str = "",
@@ -236,7 +271,9 @@ def detect(
     notes = _Notes()
     if gpus:
         topo = nvidia_smi_topo() if topo is NOT_PROBED else topo
+        nccl = nccl_release() if nccl is NOT_PROBED else nccl
         data = _gpu_profile(name, gpus, topo, nics(root), notes)
+        _nccl_version(data, nccl, notes)
     else:
         data = _cpu_profile(name, cpu_info(root), notes, torch_missing=gpus is None)
     data["sources"] = notes.sources
@@ -250,6 +287,26 @@ def detect(
         "then simcli calibrate RUN.csv STEPS.csv --profile THIS.yaml",
     }
     return data
+
+
+def _nccl_version(data: dict[str, Any], version: str | None, notes: _Notes) -> None:
+    """``nccl.version`` from the release torch runs, where simcli can price it (simcli.comm.releases.problem);
+    a release it refuses (older than the oldest carried) is said in ``sources`` and left out, so that the profile
+    loads and is priced as the default release."""
+    if not version:
+        return
+    from ..comm import releases
+
+    why = releases.problem(version)
+    if why:
+        notes.sources.append(
+            f"nccl.version {version}: DETECTED (torch.cuda.nccl.version()) but not written: {why}; priced as "
+            f"{releases.DEFAULT_RELEASE.version}"
+        )
+        return
+    said = releases.note(version, "nccl.version")
+    notes.det("nccl.version", version, "torch.cuda.nccl.version()" + (f"; {said}" if said else ""))
+    data["nccl"] = {"version": version}
 
 
 def _cpu_profile(name: str, cpu: dict[str, Any], notes: _Notes, torch_missing: bool) -> dict[str, Any]:
