@@ -231,3 +231,25 @@ def test_bad_input_is_one_line_exit_2(runner, args, words):
     assert r.exit_code == 2, r.output
     err = [line for line in r.stderr.splitlines() if line.strip()]
     assert len(err) == 1 and words in err[0], r.stderr
+
+
+def test_a_given_or_calibrated_mfu_has_no_band_and_drops_the_step_run():
+    """--mfu (or an MFU calibrate fitted for the compute dtype) is taken as measured: the compute term's band is 0,
+    and the one-node bench step no longer carries it."""
+    from simcli.answers.measure import measure_plan
+    from simcli.cli.plan_measure import step_model
+    from simcli.io.profiles import resolve_profile
+    from simcli.io.workloads import get_model
+    from simcli.step.engine import Scenario
+
+    p = resolve_profile("dgx-h100")
+    w = get_model("llama2-7b").workload()
+    k = 8 * 2 ** np.arange(8)
+    base = Scenario(profile=p, workload=w, strategy="fsdp")
+    cal = Scenario(profile=p.replace(calibration={"step": {"by_dtype": {"bf16": {}}}}), workload=w, strategy="fsdp")
+    given = base.replace(mfu=0.4)
+    plans = [measure_plan(sc, k, step_model=step_model(sc)) for sc in (base, cal, given)]
+    compute = [next(t for t in pl.terms if t["term"] == "compute") for pl in plans]
+    assert compute[0]["narrows"] > 0.3 and compute[1]["narrows"] == 0 and compute[2]["narrows"] == 0
+    assert plans[0].measurements[0].what == "simcli bench step"
+    assert plans[1].measurements[0].what != "simcli bench step" or plans[1].measurements[0].devices != 8

@@ -201,9 +201,10 @@ def _terms(sc: Scenario, res: Result, kt: int) -> tuple[list[dict[str, Any]], di
     upd = float(res.t_update_s[i])
     terms = []
 
-    given_compute = sc.compute_time_s is not None or sc.mfu is not None
-    if given_compute:
-        lo_hi, basis = (t_step, t_step), "given (--mfu or --compute-time): taken as measured"
+    cal = sc.profile.calibration or {}
+    fitted_mfu = sc.compute_dtype in ((cal.get("step") or {}).get("by_dtype") or {})
+    if sc.compute_time_s is not None or sc.mfu is not None or fitted_mfu:
+        lo_hi, basis = (t_step, t_step), "given (--mfu, --compute-time, or calibrated): taken as measured"
     else:
         mfu = sc.achieved_mfu
         lo_hi = (_t_step(_faster(sc, MFU_BAND[1]), kt), _t_step(_faster(sc, MFU_BAND[0]), kt))
