@@ -363,6 +363,15 @@ def measure_plan(
             f"the range reaches k = {kt} ({nodes_reached} nodes); the largest run planned is {far_nodes} nodes "
             f"(--max-nodes {max_nodes}): past it the outer tier's latency and NCCL's choice are extrapolated"
         )
+    others = sorted({m[0] for m in step_messages(res)} - {"all_reduce"})
+    if others:
+        notes.append(
+            f"the step also sends {' and '.join(others)}: calibrate fits α and B from all-reduce runs and the model "
+            "prices every collective on them; nccl-tests' "
+            + " and ".join(f"{c}_perf" for c in others)
+            + " with the same options measure them directly (no published curve of them: their band is their "
+            "neighbours' widest)"
+        )
     terms, shares = _terms(sc, res, kt)
     by = {t["term"]: t["narrows"] for t in terms}
     counts = [c for c in (k_in, k2, kf) if c]
