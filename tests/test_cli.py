@@ -360,6 +360,7 @@ def test_every_predicting_command_takes_every_scenario_option():
         ["plan", "max-devices"],
         ["plan", "solve"],
         ["plan", "time-to-train"],
+        ["plan", "measure"],
         ["plot", "speedup"],
         ["plot", "breakdown"],
     ]

@@ -22,6 +22,7 @@ from . import (
     compare,
     plan,
     plan_best,  # noqa: F401 - registers `plan best` on plan.plan_app
+    plan_measure,  # noqa: F401 - registers `plan measure` on plan.plan_app
     plot,
     speedup,
     validate,
