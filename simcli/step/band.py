@@ -33,7 +33,17 @@ import numpy as np
 from ..comm.bands import Z80
 from . import engine
 
-__all__ = ["StepBand", "spread_range", "step_band", "banded", "BAND_KEYS", "TERMS", "dominant"]
+__all__ = [
+    "StepBand",
+    "spread_range",
+    "step_band",
+    "banded",
+    "widths",
+    "dominant",
+    "BAND_KEYS",
+    "TERMS",
+    "SPREAD_FACTORS",
+]
 
 #: the keys a banded result's records gain, in order
 BAND_KEYS = (
@@ -119,17 +129,20 @@ def _envelope(res: "engine.Result", runs: list[Any]) -> dict[str, np.ndarray]:
     return out
 
 
-def step_band(res: "engine.Result") -> StepBand:
-    """The band of ``res`` (every source at once): see the module."""
+def step_band(res: "engine.Result", spread: tuple[float, float] | None = None) -> StepBand:
+    """The band of ``res`` (every source at once): see the module. ``spread``: σ's range (low, high) in place of
+    :func:`spread_range`'s (it must hold the scenario's σ)."""
     s_lo, s_hi, why = spread_range(res.scenario)
+    if spread is not None:
+        s_lo, s_hi, why = float(spread[0]), float(spread[1]), f"σ from {spread[0]:g} to {spread[1]:g}, as given"
     runs = _corners(res, (s_lo, s_hi), ("lo", "hi"))
     sigma = res.scenario.device_spread
     return StepBand(**_envelope(res, runs), spread=(s_lo, sigma, s_hi), spread_basis=why)
 
 
-def banded(res: "engine.Result") -> "engine.Result":
+def banded(res: "engine.Result", spread: tuple[float, float] | None = None) -> "engine.Result":
     """``res`` with its band (:func:`step_band`): its records gain :data:`BAND_KEYS`."""
-    return dataclasses.replace(res, band=step_band(res))
+    return dataclasses.replace(res, band=step_band(res, spread))
 
 
 def widths(res: "engine.Result") -> dict[str, np.ndarray]:
