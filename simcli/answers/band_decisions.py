@@ -79,8 +79,8 @@ def solve_band(sc: Any, ans: Any) -> dict[str, Any] | None:
     if a_lo >= t:
         line = f"{verdict}; {at}: the target holds across it"
     else:
-        need = t + a - a_lo
-        line = f"{verdict}; {at}: the target holds at the value; at the band's lower edge it needs E = {need:.3f}"
+        word = "above" if ans.bound == "minimum" else "below"
+        line = f"{verdict}; {at}: the target holds at the value, not at its lower edge (that needs a value {word} it)"
     return {
         "current_lo": c_lo,
         "current_hi": c_hi,
