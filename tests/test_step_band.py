@@ -59,6 +59,14 @@ def test_the_band_at_1024_gpus_is_wider_than_at_8_for_llama2_7b_fsdp_on_dgx_h100
     assert top == "comm" and w["comm"] > w["spread"] > 0
 
 
+def test_explain_names_sigma_where_the_collectives_hide_and_the_calibration_where_tiers_were_fitted():
+    # FSDP inside one node hides its collectives: σ's range (which also moves what is taken out of an MFU measured
+    # at 16,384 GPUs) is the widest part; on cpu-loopback, whose tiers were fitted, the fits' band is the comm part
+    assert dominant(simulate(_scenario("dgx-h100", "llama2-7b", "fsdp"), [8]), 0)[0] == "spread"
+    top, w = dominant(simulate(_scenario("cpu-loopback", "resnet50"), [2]), 0)
+    assert top == "calibration" and w["comm"] == 0 and w["calibration"] > 0
+
+
 def test_one_device_has_no_comm_band_and_sigma_taken_as_given_has_no_spread_band():
     sc = _scenario("dgx-h100", "llama2-7b", "fsdp", spread=0.02)
     assert spread_range(sc)[:2] == (0.02, 0.02)
