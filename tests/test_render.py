@@ -52,9 +52,9 @@ def test_speedup_table_keeps_the_answer_whole_at_every_width(width):
         assert all(c and "…" not in c for c in cells), (width, name, cells)
     assert [r[heads.index("k")] for r in rows] == ["1", "2", "4", "8", "16", "32", "64"]
     assert all(float(r[heads.index("E(k)")]) <= 1 for r in rows)
-    if width == 140:  # every column fits: nothing left out, no note
-        assert "bottleneck GB/s" in heads and "proto" in heads
-        assert "left out" not in text
+    if width == 140:  # every column but the samples/s band fits (headers shortened): only that band left out
+        assert "bn GB/s" in heads and "proto" in heads and "E band" in heads
+        assert "left out to fit 140 columns: samples/s band (" in text
     else:  # what is left out is named in one note that says how to see it
         note = text[text.index("left out to fit") :]
         assert f"left out to fit {width} columns" in note and "--wide" in note and "-f csv" in note

@@ -18,7 +18,17 @@ from ..step.memory import PARTS
 from ..step.notes import nccl_faster
 from ..step.update import describe as update_describe
 
-__all__ = ["FORMULAS", "formula", "proto", "message", "tier_rows", "step_terms", "memory_terms", "faster_terms"]
+__all__ = [
+    "band_terms",
+    "FORMULAS",
+    "formula",
+    "proto",
+    "message",
+    "tier_rows",
+    "step_terms",
+    "memory_terms",
+    "faster_terms",
+]
 
 #: the cost each algorithm charges, as printed in explanations: the registry's formulas (one copy)
 FORMULAS: dict[str, str] = {a.name: a.formula for a in registry.REGISTRY}
@@ -140,11 +150,29 @@ def step_terms(
         "speedup": float(res.speedup[0]),
         "efficiency": float(res.efficiency[0]),
         "samples_per_s": float(res.samples_per_s[0]),
+        "band": band_terms(res),
         "bottleneck": sc.profile.network[b].name if b >= 0 else None,
         "alpha_s": float(comm.alpha[0]),
         "bus_Bps": _f(comm.bus_Bps[0]),
         "memory": memory_terms(sc, res),
         "nccl_faster": faster_terms(sc, res),
+    }
+
+
+def band_terms(res: Any) -> dict[str, Any]:
+    """How sure the step at the result's first k is (simcli.step.band): its band, σ's range, the width of E(k)'s
+    band from each source alone and the source of the widest (None where the band has no width)."""
+    from ..step.band import TERMS, banded, dominant
+
+    b = banded(res).band
+    top, widths = dominant(res, 0)
+    return {
+        **{key: float(v[0]) for key, v in b.columns().items()},
+        "spread_range": [b.spread[0], b.spread[2]],
+        "spread_basis": b.spread_basis,
+        "efficiency_width_by_source": widths,
+        "dominant": top if widths[top] > 0 else None,
+        "dominant_words": TERMS[top] if widths[top] > 0 else None,
     }
 
 

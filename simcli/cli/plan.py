@@ -207,6 +207,9 @@ def plan_max_devices(
     res["scan"] = "every count" if partial_nodes or k.size == every else "whole nodes past the first"
     nxt = ans.beyond["devices"] if ans.beyond else None
     res["command"] = _curve_command(_scan_string(ans.result.devices, devices, ans.answer, nxt), scn)
+    from ..answers.band_decisions import max_devices_band
+
+    res["band"] = max_devices_band(ans)
     _plan_finish(sc, ans, res, mem, out, [ans.answer] if ans.answer else k)
 
 
@@ -237,6 +240,9 @@ def plan_solve(
     ans = S.solve_field(sc, devices=kk, target=min_efficiency, path=field, rtol=tolerance)  # type: ignore[arg-type]
     res = ans.to_dict()
     res["command"] = _curve_command(_scan_string([1, kk], None, kk), scn)
+    from ..answers.band_decisions import solve_band
+
+    res["band"] = solve_band(sc, ans)
     _plan_finish(sc, ans, res, mem, out, [kk])
 
 
@@ -384,6 +390,8 @@ def _plan_view(sc: "Scenario", ans: Any, out: dict[str, Any], rows: int) -> Any:
             )
         headline = "\n".join(lines)
     parts.append(Text(headline, style="bold"))
+    if out.get("band"):  # how sure (simcli.answers.band_decisions)
+        parts.append(Text(f"band      {out['band']['line']}"))
     parts.append(Text(f"why       {ans.reason()}"))
     fits = out["memory"]["fits"]
     parts.append(Text(f"memory    {out['memory']['message']}", style="bold red" if fits is False else ""))

@@ -174,6 +174,9 @@ def plan_best(
     res["inputs"] = sc.inputs()
     res["scan"] = scan
     res["command"] = _speedup_command(ans.answer, scn)
+    from ..answers.band_decisions import best_band
+
+    res["band"] = best_band(sc, ans, PB.answer_scenario)  # how sure: is the runner-up inside the answer's band
     if pic.plot:
         from ..plot import figures as PL
 
@@ -284,6 +287,8 @@ def _view(sc: Any, ans: "Best", out: dict[str, Any], rows: int) -> Any:
     parts.append(Text(f"why       limited by {ans.why}"))
     if ans.runner_up is not None:
         parts.append(Text(f"runner-up {_config(ans.runner_up)}: {ans.worse} ({_figures(ans.runner_up, ans.price)})"))
+    if out.get("band"):
+        parts.append(Text(f"band      {out['band']['line']}"))
     parts.append(Text(f"check     {out['command']}"))
     # strategy, k, the speed, days, cost and the answer marker are the answer (never left out on a narrow
     # terminal); the rest by priority, with a line naming them

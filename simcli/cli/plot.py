@@ -253,7 +253,12 @@ def _speedup_like(
     with progress(f"drawing {output}"):
         scs = scn.build_all()
         warn_mfu_fallback(scs)
-        draw_speedup([simulate(sc, k) for sc in scs], output, force, size, pic.threshold, kind=kind)
+        runs = [simulate(sc, k) for sc in scs]
+        if kind == "speedup":  # the speedup figure shades each line's band (simcli.step.band)
+            from ..step.band import banded
+
+            runs = [banded(r) for r in runs]
+        draw_speedup(runs, output, force, size, pic.threshold, kind=kind)
 
 
 @app.command("speedup", epilog=examples("simcli plot speedup -k 1..64:x2 -p dgx-a100,dgx-h100 -o speedup.png"))

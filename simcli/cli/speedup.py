@@ -20,6 +20,7 @@ def _stream_records(scs, k, as_json: bool):
     import json
 
     from ..io.output import jsonable, to_csv
+    from ..step.band import banded
     from ..step.engine import simulate
 
     vary = (o.varying(scs) or list(o.MULTI)) if len(scs) > 1 else []
@@ -29,7 +30,7 @@ def _stream_records(scs, k, as_json: bool):
     for sc in scs:
         tags = o.scenario_tags(sc)
         for i in range(0, k.size, STREAM_CHUNK):
-            recs = simulate(sc, k[i : i + STREAM_CHUNK]).records()
+            recs = banded(simulate(sc, k[i : i + STREAM_CHUNK])).records()
             if vary:
                 recs = [{**{t: tags[t] for t in vary}, **r} for r in recs]
             if as_json:
@@ -72,6 +73,7 @@ def speedup(
     import numpy as np
 
     from ..base.ranges import parse_devices
+    from ..step.band import banded
     from ..step.engine import simulate
 
     size = o.check_outputs(out, pic)
@@ -101,7 +103,7 @@ def speedup(
             emit(_counted(_stream_records(scs, k, out.format is o.Format.json), bar), out.output, out.force)
         return
     with progress(f"simulating {shown.size:,} k" + (f", drawing {pic.plot}" if pic.plot else "")):
-        results = [simulate(sc, shown) for sc in scs]
+        results = [banded(simulate(sc, shown)) for sc in scs]
         # the warnings speak of every k asked for, not only the rows a table shows
         _warn_faster(results if shown is k or k.size > STREAM_CHUNK else [simulate(sc, k) for sc in scs])
         if explain:  # every term for the largest k of each scenario

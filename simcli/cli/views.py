@@ -182,7 +182,10 @@ def speedup_table(res: Result, max_rows: int = 40, total: int | None = None) -> 
         Column(f"step {unit}", "t_step_s", lambda v: _g(v / f)),
         Column("S(k)", "speedup", _num(".2f")),
         Column("E(k)", "efficiency", _num(".3f")),
+        # how sure (simcli.step.band): the band parts are the first columns a narrow terminal leaves out
+        Column("E(k) band", lambda r: _step_band(r, "efficiency", 2), priority=10, short="E band"),
         Column("samples/s", "samples_per_s", _g),
+        Column("samples/s band", lambda r: _step_band(r, "samples_per_s", 0), priority=11, short="band"),
         Column("bottleneck GB/s", "bottleneck_GBps", _num(".4g"), priority=9, short="bn GB/s"),
         Column("bottleneck", "bottleneck", justify="left", priority=6),
     ]
@@ -200,11 +203,40 @@ def speedup_table(res: Result, max_rows: int = 40, total: int | None = None) -> 
         cols,
         max_rows=max_rows,
         total=n,
-        caption=f"Times in {unit}. S(k) speedup, E(k) = S(k)/k efficiency; bottleneck GB/s: the bandwidth of "
-        "the bottleneck tier (GB/s = 1e9 B/s; not nccl-tests' busbw)."
+        caption=f"Times in {unit}. S(k) speedup, E(k) = S(k)/k efficiency; bands: the communication's p10-p90 and "
+        "σ's range together (docs/model.md#how-sure-is-a-step); bottleneck GB/s: the bandwidth of the bottleneck tier "
+        "(GB/s = 1e9 B/s; not nccl-tests' busbw)."
         + (f" {n} rows; --format csv or json holds every row." if max_rows and n > max_rows else ""),
     )
     return Group(scenario_header(res), Text(""), t)
+
+
+def _step_band(r: dict[str, Any], key: str, digits: int) -> str | None:
+    """``(lo–hi)`` of a speedup record's band (simcli.step.band), the low end rounded down and the high end up so
+    that the band shown holds the value shown; E(k) to ``digits`` decimals, samples/s to 3 significant figures."""
+    import math
+
+    lo, hi = r.get(f"{key}_lo"), r.get(f"{key}_hi")
+    if lo is None or hi is None:
+        return None
+    if key == "efficiency":
+        q = 10.0**digits
+        return f"({math.floor(lo * q) / q:.{digits}f}–{math.ceil(hi * q) / q:.{digits}f})"
+    return f"({_sig_down(lo)}–{_sig_up(hi)})"
+
+
+def _sig_down(v: float, up: bool = False) -> str:
+    """``v`` to 3 significant figures, rounded down (up with ``up``), as sig4 writes numbers."""
+    import math
+
+    if v <= 0:
+        return _g(v)
+    q = 10.0 ** (math.floor(math.log10(v)) - 2)
+    return _g((math.ceil(v / q) if up else math.floor(v / q)) * q)
+
+
+def _sig_up(v: float) -> str:
+    return _sig_down(v, up=True)
 
 
 #: algorithms that choose per k and size, so the table shows what they chose
@@ -296,6 +328,28 @@ def _overlap_label(d: dict[str, Any]) -> str:
     return "overlap buckets: all-gathers one unit ahead, reduce-scatters one unit behind"
 
 
+def _band_rows(d: dict[str, Any]) -> list[tuple[str, str]]:
+    """explain's line on how sure the step is (simcli.step.band): the band and the source that dominates it."""
+    b = d.get("band")
+    if not b:
+        return []
+    w = b["efficiency_width_by_source"]
+    widths = ", ".join(f"{name} {w[name]:.3f}" for name in ("comm", "spread", "calibration"))
+    head = (
+        f"E(k) {b['efficiency_lo']:.3f}–{b['efficiency_hi']:.3f}, T_step {fmt_time(b['t_step_lo_s'])}–"
+        f"{fmt_time(b['t_step_hi_s'])}"
+    )
+    if b["dominant"] is None:
+        return [("how sure", head + ": no width (one device, σ taken as given)")]
+    return [
+        (
+            "how sure",
+            f"{head}; the widest part from {b['dominant_words']} (E(k)'s band from each alone: {widths}); "
+            f"σ {b['spread_range'][0]:.3g}–{b['spread_range'][1]:.3g}: {b['spread_basis']}",
+        )
+    ]
+
+
 def explain_view(d: dict[str, Any]) -> Any:
     """A rich renderable of :func:`simcli.answers.explain.explain`'s terms."""
     from rich.console import Group
@@ -368,6 +422,7 @@ def explain_view(d: dict[str, Any]) -> Any:
         ("exposed", t(d["t_comm_exposed_s"])),
         ("T_step", f"{t(d['t_step_s'])} = T_compute + exposed + update"),
         ("speedup S(k)", f"{d['speedup']:.4g}   E(k) = {d['efficiency']:.4g}"),
+        *_band_rows(d),
         (
             "bottleneck tier",
             str(d["bottleneck"] or "-")

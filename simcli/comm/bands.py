@@ -52,6 +52,9 @@ __all__ = [
     "published",
     "curve_label",
     "leave_one_out",
+    "Z80",
+    "at_end",
+    "fitted_tiers",
 ]
 
 #: the size bands the NCCL model is held to (issue 10; nccl-tests' power-of-two sizes): label, low, high, with
@@ -361,6 +364,61 @@ def time_band(
     hi_r = np.array([b.hi for b in bands])[which]
     t = np.broadcast_to(t, shape)
     return TimeBand(t / hi_r, t / lo_r, which, tuple(bands))
+
+
+#: the standard normal's 90th percentile: a fitted value's p10-p90 is its value -+ Z80 standard errors, the same
+#: central 80% the published curves' band is
+Z80 = 1.2816
+
+
+def fitted_tiers(profile: Any) -> dict[int, tuple[float, int]]:
+    """Per network tier that ``simcli calibrate`` fitted (its ``calibration.network`` block: latency and bandwidth
+    both identified, each with a standard error): (the relative standard error of a time on it, the largest world
+    size of the fit). A time's relative error is at most the larger of its latency's and its bandwidth's (it is a
+    positive sum of an alpha term and an n/B term, to first order). Empty for a profile not calibrated so."""
+    from ..base.units import parse
+
+    cal = getattr(profile, "calibration", None) or {}
+    names = [t.name for t in profile.network]
+    out: dict[int, tuple[float, int]] = {}
+    for rec in cal.get("network") or []:
+        try:
+            lat, bw = rec["latency"], rec["effective_bandwidth"]
+            if not (lat.get("identified") and bw.get("identified")):
+                continue
+            rel = max(
+                parse(lat["standard_error"], "time") / parse(lat["after"], "time"),
+                parse(bw["standard_error"], "bandwidth") / parse(bw["after"], "bandwidth"),
+            )
+            out[names.index(rec["tier"])] = (float(rel), int(max(rec["world_sizes"])))
+        except (KeyError, TypeError, ValueError, ZeroDivisionError):
+            continue  # a record without what the band needs: the published band stays
+    return out
+
+
+def at_end(cost: Any, profile: Any, k: Any, n: Any, collective: str, end: str) -> Any:
+    """``cost`` (a :class:`~simcli.comm.cost.CommCost`) with its time at the ``end`` ("lo" or "hi") of its band
+    (:func:`time_band` on the published curves), the other terms as they were (a step prices its overlap from the
+    time). On a calibrated profile, a point whose widest tier was fitted (:func:`fitted_tiers`) and whose k lies
+    within the fit's world sizes takes the fit's band instead, time -+ :data:`Z80` relative standard errors, where
+    that is the narrower (a fit narrows what is known; it never widens the published band)."""
+    import copy
+
+    kk = np.asarray(k, dtype=np.int64)
+    band = time_band(profile.network, kk, n, cost.time, cost.algorithm, cost.protocol, collective)
+    t = np.broadcast_to(np.asarray(cost.time, dtype=np.float64), band.lo.shape)
+    new = band.lo if end == "lo" else band.hi
+    fitted = fitted_tiers(profile)
+    if fitted:
+        widest = np.broadcast_to(tier_spanned(profile.network, kk).sum(axis=0) - 1, t.shape)
+        kb = np.broadcast_to(kk, t.shape)
+        for tier, (rel, k_max) in fitted.items():
+            on = (widest == tier) & (kb <= k_max)
+            fit = t * (1.0 - min(Z80 * rel, 1.0)) if end == "lo" else t * (1.0 + Z80 * rel)
+            new = np.where(on, (np.maximum if end == "lo" else np.minimum)(new, fit), new)
+    out = copy.copy(cost)
+    object.__setattr__(out, "time", np.array(new, dtype=np.float64))
+    return out
 
 
 def leave_one_out(corpus: Corpus) -> np.ndarray:

@@ -300,11 +300,15 @@ def speedup_figure(
             elif len(tp_fit) == len(first_tp) and np.isfinite([tp_fit[-1], first_tp[-1]]).all() and first_tp[-1] > 0:
                 gain = f"; x{tp_fit[-1] / first_tp[-1]:.2f} over {first_label} at k = {k[-1]:,.0f}"
         mk = _marker(len(k))
-        panels = [(ax_s, sp), (ax_e, eff)]
+        panels = [(ax_s, sp, "speedup"), (ax_e, eff, "efficiency")]
         line_tp = ax_t is not None and _has_data(s.records, "samples_per_s")
         if line_tp:
-            panels.insert(0, (ax_t, _column(s.records, "samples_per_s")))
-        for j, (ax, y) in enumerate(panels):  # the line is named in the first panel it is drawn on
+            panels.insert(0, (ax_t, _column(s.records, "samples_per_s"), "samples_per_s"))
+        band = f"{s.label}: band (comm p10-p90, σ's range)"  # how sure (simcli.step.band), shaded behind the line
+        for j, (ax, y, key) in enumerate(panels):  # the line is named in the first panel it is drawn on
+            if _has_data(s.records, f"{key}_lo"):
+                lo, hi = _column(s.records, f"{key}_lo"), _column(s.records, f"{key}_hi")
+                ax.fill_between(k, lo, hi, color=color, alpha=0.15, linewidth=0, label=band if ax is ax_e else "_")
             ok, bad = _split_fit(k, y, s.no_fit)
             ax.plot(
                 k,
@@ -386,7 +390,8 @@ def speedup_figure(
     else:
         ax_s.set_title(_wrap(title, fig, 11), fontsize=11, loc="left")
         _legend(ax_s, fig, loc="upper left", framealpha=0.9)
-    top = max(1.05, float(np.nanmax([np.nanmax(_column(s.records, "efficiency")) for s in series])) * 1.05)
+    effs = [_column(s.records, c) for s in series for c in ("efficiency", "efficiency_hi") if _has_data(s.records, c)]
+    top = max(1.05, float(np.nanmax(np.concatenate(effs))) * 1.05)
     ax_e.set_ylim(0.0, top)
     # several lines: each S(k) is relative to its own line's k = 1 (the throughput panel compares them)
     own = ", each line's own k = 1" if ax_t is not None else ""

@@ -31,7 +31,7 @@ from typing import Any
 import numpy as np
 
 from ..base.types import DTYPE_BYTES, InputError, NonFiniteResult, Profile, Workload
-from ..comm import collectives, topology
+from ..comm import bands, collectives, topology
 from ..comm.cost import COMM_TERMS, CommCost
 from . import memory as memory_model
 from . import sharding, straggler, strategies, update
@@ -368,6 +368,8 @@ class Result:
     t_straggler_s: np.ndarray = field(repr=False, default=None)  # type: ignore[assignment]
     #: seconds of the optimizer step (and its extra passes) per device, once per optimizer step (simcli.step.update)
     t_update_s: np.ndarray = field(repr=False, default=None)  # type: ignore[assignment]
+    #: how sure: the band of T_step, S(k), E(k) and samples/s (simcli.step.band.banded; None until asked for)
+    band: Any = field(repr=False, default=None)
 
     @property
     def bottleneck_names(self) -> list[str]:
@@ -402,6 +404,7 @@ class Result:
             **self._sharding_columns(),
             "t_straggler_s": self.t_straggler_s,
             "t_update_s": self.t_update_s,
+            **(self.band.columns() if self.band is not None else {}),
         }
 
     def _sharding_columns(self) -> dict[str, np.ndarray | list]:
@@ -496,11 +499,18 @@ def _total(plan: BucketPlan, full: CommCost | None, last: CommCost | None) -> Co
     return dataclasses.replace(main, **{name: add(name) for name in COMM_TERMS})
 
 
-def simulate(scenario: Scenario, devices: np.ndarray | list[int], micro_batch: np.ndarray | None = None) -> Result:
+def simulate(
+    scenario: Scenario,
+    devices: np.ndarray | list[int],
+    micro_batch: np.ndarray | None = None,
+    comm_end: str | None = None,
+) -> Result:
     """Predict step time, speedup and efficiency for every device count in ``devices``.
 
     ``micro_batch`` (weak scaling only): samples per device per micro-step for each element of ``devices``,
-    replacing the scenario's batch per device, so that one call prices a (k, micro-batch) grid (plan best)."""
+    replacing the scenario's batch per device, so that one call prices a (k, micro-batch) grid (plan best).
+    ``comm_end`` ("lo" or "hi"): every collective of the step priced at that end of its band
+    (simcli.comm.bands.at_end; simcli.step.band reads the step's band from it)."""
     sc = scenario
     k = np.asarray(devices, dtype=np.int64).ravel()
     if k.size == 0 or np.any(k < 1):
@@ -521,7 +531,7 @@ def simulate(scenario: Scenario, devices: np.ndarray | list[int], micro_batch: n
     t_micro = _compute_time(sc, b) * slow
     t_bwd_micro = sc.backward_fraction * t_micro
     if strategies.SPECS[sc.strategy].timeline != "buckets":  # the sharded strategies' own step
-        return _simulate_sharded(sc, k, b, t_micro, t_bwd_micro, slow)
+        return _simulate_sharded(sc, k, b, t_micro, t_bwd_micro, slow, comm_end)
     n = float(sc.grad_bytes)
     plan = bucket_plan(n, sc.bucket_bytes if sc.overlap == "buckets" else None)
     comm_full = (
@@ -538,6 +548,9 @@ def simulate(scenario: Scenario, devices: np.ndarray | list[int], micro_batch: n
         if plan.last
         else None
     )
+    if comm_end is not None:
+        comm_full = comm_full and bands.at_end(comm_full, sc.profile, k, plan.size, "all_reduce", comm_end)
+        comm_last = comm_last and bands.at_end(comm_last, sc.profile, k, plan.last, "all_reduce", comm_end)
     zero = np.zeros(kf.shape)
     t_comm, end = bucket_exposure(
         plan, t_bwd_micro, comm_full.time if comm_full else zero, comm_last.time if comm_last else zero
@@ -692,7 +705,13 @@ def accumulated(res: Result, accum: np.ndarray) -> tuple[np.ndarray, np.ndarray]
 
 
 def _simulate_sharded(
-    sc: Scenario, k: np.ndarray, b: np.ndarray, t_micro: np.ndarray, t_bwd_micro: np.ndarray, slow: np.ndarray
+    sc: Scenario,
+    k: np.ndarray,
+    b: np.ndarray,
+    t_micro: np.ndarray,
+    t_bwd_micro: np.ndarray,
+    slow: np.ndarray,
+    comm_end: str | None = None,
 ) -> Result:
     """zero1/zero2/fsdp/hsdp: every micro-step communicates (simcli.step.sharding.step)."""
     m = int(sc.accum)
@@ -712,6 +731,7 @@ def _simulate_sharded(
         bucket_bytes=sharding.ZERO_BUCKET_ELEMENTS * gb if sc.overlap == "buckets" else None,
         group=sc.shard_group,
         reshard_after_forward=sc.reshard_after_forward,
+        comm_end=comm_end,
     )
     comm = dataclasses.replace(
         st.comm,

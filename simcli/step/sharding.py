@@ -56,7 +56,7 @@ from typing import Any
 import numpy as np
 
 from ..base.types import InputError, Profile, Tier
-from ..comm import collectives, nccl, nccl_choice, registry
+from ..comm import bands, collectives, nccl, nccl_choice, registry
 from ..comm.cost import COMM_TERMS, CommCost
 from .buckets import bucket_exposure, bucket_plan  # DDP's bucket timeline, reused for zero1/zero2's reduce-scatter
 from .memory import ZERO_BUCKET_ELEMENTS
@@ -196,12 +196,22 @@ class Step:
     priced_on: tuple[tuple[str, Profile, np.ndarray], ...] = ()
 
 
-def _price(profile: Profile, algorithm: str, protocol: str | None, k: np.ndarray, n: float, kind: str) -> CommCost:
-    """One collective; an algorithm that does not run ``kind`` gives way to the profile's default."""
+def _price(
+    profile: Profile,
+    algorithm: str,
+    protocol: str | None,
+    k: np.ndarray,
+    n: float,
+    kind: str,
+    comm_end: str | None = None,
+) -> CommCost:
+    """One collective; an algorithm that does not run ``kind`` gives way to the profile's default. ``comm_end``
+    ("lo", "hi"): its time at that end of its band (simcli.comm.bands.at_end)."""
     alg = algorithm
     if alg != "auto" and kind not in registry.SPECS[alg].collectives:
         alg = collectives.default_algorithm(profile)
-    return collectives.collective(profile, alg, k, np.float64(n), kind, protocol)
+    cost = collectives.collective(profile, alg, k, np.float64(n), kind, protocol)
+    return cost if comm_end is None else bands.at_end(cost, profile, k, n, kind, comm_end)
 
 
 def _scaled(c: CommCost, times: float) -> dict[str, Any]:
@@ -235,8 +245,10 @@ def step(
     bucket_bytes: float | None,
     group: int | None = None,
     reshard_after_forward: bool = True,
+    comm_end: str | None = None,
 ) -> Step:
-    """Communication of one micro-step of ``strategy`` (one of :data:`SHARDED`) and what of it is exposed."""
+    """Communication of one micro-step of ``strategy`` (one of :data:`SHARDED`) and what of it is exposed;
+    ``comm_end`` ("lo", "hi"): every collective at that end of its band (simcli.step.band)."""
 
     k = np.asarray(k, dtype=np.int64)
     P = float(params)
@@ -245,9 +257,9 @@ def step(
     if spec.timeline == "zero":
         n = P * grad_bytes
         plan = bucket_plan(n, bucket_bytes)
-        rs_full = _price(profile, algorithm, protocol, k, plan.size, "reduce_scatter") if plan.full else None
-        rs_last = _price(profile, algorithm, protocol, k, plan.last, "reduce_scatter") if plan.last else None
-        ag = _price(profile, algorithm, protocol, k, P * param_bytes, "all_gather")
+        rs_full = _price(profile, algorithm, protocol, k, plan.size, "reduce_scatter", comm_end) if plan.full else None
+        rs_last = _price(profile, algorithm, protocol, k, plan.last, "reduce_scatter", comm_end) if plan.last else None
+        ag = _price(profile, algorithm, protocol, k, P * param_bytes, "all_gather", comm_end)
         t_rs, end = bucket_exposure(
             plan, t_backward, rs_full.time if rs_full else zero, rs_last.time if rs_last else zero
         )
@@ -279,8 +291,8 @@ def step(
     d = shard_group(strategy, k, group, profile.network[0].size)
     unit_p = P / L * param_bytes
     unit_g = P / L * grad_bytes
-    ag = _price(profile, algorithm, protocol, d, unit_p, "all_gather")
-    rs = _price(profile, algorithm, protocol, d, unit_g, "reduce_scatter")
+    ag = _price(profile, algorithm, protocol, d, unit_p, "all_gather", comm_end)
+    rs = _price(profile, algorithm, protocol, d, unit_g, "reduce_scatter", comm_end)
     R = rs.time
     terms = [(ag, 2.0 * L if reshard_after_forward else 1.0 * L), (rs, 1.0 * L)]
     parts = {"all_gather_s": L * ag.time * (2.0 if reshard_after_forward else 1.0), "reduce_scatter_s": L * rs.time}
@@ -297,7 +309,7 @@ def step(
             )
         if gsize is not None and np.any(r > 1):
             sub = replica_profile(profile, gsize)
-            ar = _price(sub, algorithm, protocol, r, unit_g / gsize, "all_reduce")  # 0 where r = 1
+            ar = _price(sub, algorithm, protocol, r, unit_g / gsize, "all_reduce", comm_end)  # 0 where r = 1
             R = R + ar.time
             parts["all_reduce_replicas_s"] = L * ar.time
             terms.append((ar, 1.0 * L))

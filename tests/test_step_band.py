@@ -1,0 +1,258 @@
+"""How sure a step is (simcli.step.band): the band of T_step, S(k), E(k), samples/s; the decisions that read it."""
+
+from __future__ import annotations
+
+import dataclasses
+import json
+
+import numpy as np
+import pytest
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
+
+from simcli.answers.band_decisions import best_band, max_devices_band, solve_band
+from simcli.answers.plan import max_devices
+from simcli.comm.bands import fitted_tiers
+from simcli.io.profiles import list_profiles, resolve_profile
+from simcli.io.workloads import get_model, presets
+from simcli.step.band import BAND_KEYS, banded, dominant, spread_range
+from simcli.step.engine import Scenario, simulate
+
+BUILT_IN = [e.name for e in list_profiles() if e.origin == "built-in"]
+MODELS = list(presets())
+#: a few of each, on a loaded machine
+SMALL = settings(max_examples=20, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+
+
+def _scenario(profile: str, model: str, strategy: str = "ddp", **kw) -> Scenario:
+    return Scenario(profile=resolve_profile(profile), workload=get_model(model).workload(), strategy=strategy, **kw)
+
+
+def _fits(sc: Scenario, ks: list[int]) -> np.ndarray:
+    cap = sc.profile.max_devices
+    return np.array(sorted({k for k in ks if cap is None or k <= cap}) or [1])
+
+
+@SMALL
+@given(
+    profile=st.sampled_from(BUILT_IN),
+    model=st.sampled_from(MODELS),
+    strategy=st.sampled_from(["ddp", "fsdp", "zero2"]),
+    ks=st.lists(st.sampled_from([1, 2, 8, 16, 64, 256, 1024, 4096]), min_size=1, max_size=4),
+)
+def test_every_speedup_record_has_lo_le_value_le_hi(profile, model, strategy, ks):
+    sc = _scenario(profile, model, strategy)
+    for rec in banded(simulate(sc, _fits(sc, ks))).records():
+        for key in ("t_step_s", "speedup", "efficiency", "samples_per_s"):
+            base = key.removesuffix("_s")
+            lo_key, hi_key = (f"{base}_lo_s", f"{base}_hi_s") if key == "t_step_s" else (f"{key}_lo", f"{key}_hi")
+            assert rec[lo_key] <= rec[key] * (1 + 1e-12) and rec[key] <= rec[hi_key] * (1 + 1e-12), (key, rec)
+
+
+def test_the_band_at_1024_gpus_is_wider_than_at_8_for_llama2_7b_fsdp_on_dgx_h100():
+    # at 8 the collectives stay in one NVLink node and FSDP hides them; at 1,024 they cross InfiniBand, where the
+    # published curves spread wider (simcli.comm.bands), and the exposed share of the step is larger
+    res = banded(simulate(_scenario("dgx-h100", "llama2-7b", "fsdp"), [8, 1024]))
+    width = res.band.efficiency_hi - res.band.efficiency_lo
+    assert width[1] > 2 * width[0] > 0
+    top, w = dominant(res, 1)
+    assert top == "comm" and w["comm"] > w["spread"] > 0
+
+
+def test_explain_names_sigma_where_the_collectives_hide_and_the_calibration_where_tiers_were_fitted():
+    # FSDP inside one node hides its collectives: σ's range (which also moves what is taken out of an MFU measured
+    # at 16,384 GPUs) is the widest part; on cpu-loopback, whose tiers were fitted, the fits' band is the comm part
+    assert dominant(simulate(_scenario("dgx-h100", "llama2-7b", "fsdp"), [8]), 0)[0] == "spread"
+    top, w = dominant(simulate(_scenario("cpu-loopback", "resnet50"), [2]), 0)
+    assert top == "calibration" and w["comm"] == 0 and w["calibration"] > 0
+
+
+def test_one_device_has_no_comm_band_and_sigma_taken_as_given_has_no_spread_band():
+    sc = _scenario("dgx-h100", "llama2-7b", "fsdp", spread=0.02)
+    assert spread_range(sc)[:2] == (0.02, 0.02)
+    res = banded(simulate(sc, [1]))
+    assert res.band.t_step_lo_s[0] == pytest.approx(res.t_step_s[0]) == pytest.approx(res.band.t_step_hi_s[0])
+
+
+@SMALL
+@given(
+    sigma=st.floats(0.001, 0.05),
+    inner=st.tuples(st.floats(0.0, 1.0), st.floats(1.0, 3.0)),
+    outer=st.tuples(st.floats(0.0, 1.0), st.floats(1.0, 3.0)),
+    strategy=st.sampled_from(["ddp", "fsdp"]),
+)
+def test_widening_sigma_never_narrows_the_step_band(sigma, inner, outer, strategy):
+    sc = _scenario("dgx-h100", "llama2-7b", strategy, spread=sigma)
+    res = simulate(sc, [8, 64, 1024])
+    a = (sigma * inner[0], sigma * inner[1])
+    b = (min(a[0], sigma * outer[0]), max(a[1], sigma * outer[1]))  # b holds a
+    narrow, wide = banded(res, spread=a).band, banded(res, spread=b).band
+    for key in BAND_KEYS:
+        lo = key.endswith(("_lo", "_lo_s"))
+        n, w = getattr(narrow, key), getattr(wide, key)
+        assert np.all(w <= n * (1 + 1e-9)) if lo else np.all(w >= n * (1 - 1e-9)), key
+
+
+def _calibrated(base, *, spread_se: float, lat_rel: float, bw_rel: float, world_sizes: list[int]):
+    """``base`` as simcli calibrate would leave it having fitted its inter-node tier and its σ: the same values,
+    with the fits' standard errors in the calibration block (no built-in GPU profile carries one yet)."""
+    tier = base.network[1]
+    sigma = 0.0148
+    return dataclasses.replace(
+        base,
+        device=dataclasses.replace(base.device, spread=sigma),
+        calibration={
+            "spread": {"spread": sigma, "standard_error": spread_se},
+            "network": [
+                {
+                    "tier": tier.name,
+                    "world_sizes": world_sizes,
+                    "latency": {
+                        "after": f"{tier.latency_s * 1e6:g} us",
+                        "standard_error": f"{tier.latency_s * lat_rel * 1e6:g} us",
+                        "identified": True,
+                    },
+                    "effective_bandwidth": {
+                        "after": f"{tier.bandwidth_Bps / 1e9:g} GB/s",
+                        "standard_error": f"{tier.bandwidth_Bps * bw_rel / 1e9:g} GB/s",
+                        "identified": True,
+                    },
+                }
+            ],
+        },
+    )
+
+
+@SMALL
+@given(
+    spread_se=st.floats(0.0, 0.05),
+    lat_rel=st.floats(0.0, 1.0),
+    bw_rel=st.floats(0.0, 1.0),
+    strategy=st.sampled_from(["ddp", "fsdp"]),
+)
+def test_a_calibrated_profile_band_is_never_wider_on_what_it_was_calibrated_on(spread_se, lat_rel, bw_rel, strategy):
+    base = resolve_profile("dgx-h100")
+    cal = _calibrated(base, spread_se=spread_se, lat_rel=lat_rel, bw_rel=bw_rel, world_sizes=[16, 32, 64])
+    assert set(fitted_tiers(cal)) == {1}
+    k = [16, 32, 64]
+    w = get_model("llama2-7b").workload()
+    plain = banded(simulate(Scenario(profile=base, workload=w, strategy=strategy), k)).band
+    fitted = banded(simulate(Scenario(profile=cal, workload=w, strategy=strategy), k)).band
+    assert np.all(fitted.efficiency_hi - fitted.efficiency_lo <= plain.efficiency_hi - plain.efficiency_lo + 1e-12)
+    assert np.all(fitted.t_step_lo_s >= plain.t_step_lo_s * (1 - 1e-12))
+    assert np.all(fitted.t_step_hi_s <= plain.t_step_hi_s * (1 + 1e-12))
+
+
+def test_a_calibrated_tier_band_holds_only_where_it_was_fitted():
+    base = resolve_profile("dgx-h100")
+    cal = _calibrated(base, spread_se=0.0, lat_rel=0.001, bw_rel=0.001, world_sizes=[16, 32])
+    w = get_model("llama2-7b").workload()
+    # σ taken as given on both: only the communication band differs
+    plain = banded(simulate(Scenario(profile=base, workload=w, spread=0.0148), [16, 512])).band
+    fitted = banded(simulate(Scenario(profile=cal, workload=w, spread=0.0148), [16, 512])).band
+    assert fitted.t_step_hi_s[0] - fitted.t_step_lo_s[0] < 0.1 * (plain.t_step_hi_s[0] - plain.t_step_lo_s[0])
+    assert fitted.t_step_hi_s[1] == pytest.approx(plain.t_step_hi_s[1])  # 512 is past the fit's world sizes
+    assert fitted.t_step_lo_s[1] == pytest.approx(plain.t_step_lo_s[1])
+
+
+def test_calibrated_cpu_loopback_tiers_narrow_its_band():
+    # cpu-loopback is calibrated (its tiers' latency and bandwidth with standard errors, world sizes 2..4)
+    prof = resolve_profile("cpu-loopback")
+    assert set(fitted_tiers(prof)) == {0, 1}
+    plain = dataclasses.replace(prof, calibration=None)
+    w = get_model("resnet50").workload()
+    a = banded(simulate(Scenario(profile=prof, workload=w), [2, 3, 4])).band
+    b = banded(simulate(Scenario(profile=plain, workload=w), [2, 3, 4])).band
+    assert np.all(a.t_step_hi_s - a.t_step_lo_s < b.t_step_hi_s - b.t_step_lo_s)
+
+
+def test_a_calibrated_sigma_takes_its_standard_error_within_the_judgement():
+    cal = _calibrated(resolve_profile("dgx-h100"), spread_se=0.001, lat_rel=0.0, bw_rel=0.0, world_sizes=[16])
+    lo, hi, why = spread_range(_scenario("dgx-h100", "llama2-7b").replace(profile=cal))
+    assert (lo, hi) == pytest.approx((0.0148 - 1.2816e-3, 0.0148 + 1.2816e-3))
+    assert "standard error" in why
+    lo, hi, why = spread_range(_scenario("dgx-h100", "llama2-7b"))
+    assert (lo, hi) == pytest.approx((0.0074, 0.0296)) and "half to twice" in why
+
+
+# --------------------------------------------------------------------------- decisions
+
+
+def test_max_devices_says_when_the_band_straddles_the_target():
+    sc = _scenario("dgx-h100", "llama2-7b", "fsdp")
+    k = np.arange(8, 2049, 8)
+    ans = max_devices(sc, np.concatenate([[1], k]), target=0.9)
+    b = max_devices_band(ans)
+    assert b["straddles"]
+    assert b["answer_lower_edge"] < ans.answer < b["answer_upper_edge"]
+    assert f"k = {b['answer_lower_edge']} meets E >= 0.9 at the band's lower edge" in b["line"]
+    assert f"{b['answer_upper_edge']} only at its upper edge" in b["line"]
+
+
+def test_max_devices_says_when_the_band_does_not_move_the_answer():
+    ans = max_devices(_scenario("dgx-h100", "llama2-7b", "fsdp"), np.array([1, 8, 16, 32, 64]), target=0.5)
+    b = max_devices_band(ans)
+    assert not b["straddles"] and b["answer_lower_edge"] == b["answer_upper_edge"] == ans.answer == 64
+    assert "does not move it" in b["line"]
+
+
+def test_plan_max_devices_prints_and_records_the_band(runner):
+    from simcli.cli import app
+
+    args = ["plan", "max-devices", "-e", "0.9", "-p", "dgx-h100", "-m", "llama2-7b", "--strategy", "fsdp"]
+    r = runner.invoke(app, args + ["-k", "1..2048", "-f", "json"])
+    assert r.exit_code == 0, r.output
+    d = json.loads(r.stdout)
+    assert d["band"]["straddles"] and d["band"]["answer_lower_edge"] < d["answer"]
+    r = runner.invoke(app, args + ["-k", "1..2048"])
+    assert r.exit_code == 0 and "band      k = " in r.stdout
+
+
+def test_solve_band_reads_the_current_value_against_the_target():
+    from simcli.answers.solve import solve_field
+
+    sc = _scenario("dgx-h100", "bert-large")
+    ans = solve_field(sc, devices=512, target=0.85, path="inter_node.bandwidth", rtol=1e-3)
+    b = solve_band(sc, ans)
+    assert b["current_hi"] < 0.85 and not b["straddles"] and "misses E >= 0.85 across its band" in b["line"]
+    assert b["answer_lo"] < ans.efficiency <= b["answer_hi"]
+    easy = solve_field(sc, devices=512, target=0.5, path="inter_node.bandwidth", rtol=1e-3)
+    assert "meets E >= 0.5 across its band" in solve_band(sc, easy)["line"]
+
+
+def test_best_band_says_whether_the_runner_up_is_inside_the_answer_band():
+    from simcli.answers.plan_best import Grid, answer_scenario, best
+
+    sc = _scenario("dgx-h100", "llama2-7b")
+    grid = Grid(strategies=("fsdp",), devices=np.array([256, 512]), micro_batches=(1, 2))
+    ans = best(sc, grid, global_batch=1024, objective="time")
+    b = best_band(sc, ans, answer_scenario)
+    assert b["answer_lo"] <= ans.answer["samples_per_s"] <= b["answer_hi"]
+    assert b["runner_up_inside"] == (ans.runner_up["samples_per_s"] >= b["answer_lo"])
+    assert ("inside" if b["runner_up_inside"] else "outside") in b["line"]
+
+
+# --------------------------------------------------------------------------- output
+
+
+def test_the_table_shows_the_band_when_wide_and_leaves_it_out_first():
+    from simcli.cli.views import speedup_table
+    from simcli.io.render import render_text
+
+    res = banded(simulate(_scenario("dgx-h100", "llama2-7b", "fsdp"), [8, 512]))
+    wide = render_text(speedup_table(res), width=240)
+    assert "E(k) band" in wide and "(0.9" in wide
+    narrow = render_text(speedup_table(res), width=80)
+    assert "E(k)" in narrow and "left out to fit 80 columns: E(k) band, samples/s band" in narrow
+    assert all(len(line) <= 80 for line in narrow.splitlines())
+
+
+def test_speedup_json_carries_the_band_and_explain_names_the_dominant_source(runner):
+    from simcli.cli import app
+
+    r = runner.invoke(app, ["speedup", "-k", "8,1024", "-p", "dgx-h100", "-m", "llama2-7b", "-f", "json"])
+    assert r.exit_code == 0, r.output
+    rec = json.loads(r.stdout)[1]
+    assert all(key in rec for key in BAND_KEYS) and rec["efficiency_lo"] <= rec["efficiency"] <= rec["efficiency_hi"]
+    r = runner.invoke(app, ["explain", "-k", "1024", "-p", "dgx-h100", "-m", "llama2-7b", "--strategy", "fsdp"])
+    assert r.exit_code == 0 and "how sure" in r.stdout and "the widest part from the communication band" in r.stdout
