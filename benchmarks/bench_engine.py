@@ -66,14 +66,15 @@ def engine_vs_numpy(repeat: int) -> tuple[float, float]:
     return in_turn(engine, bare, repeat)
 
 
-def nccl_vs_numpy(repeat: int) -> tuple[float, float]:
-    """NCCL's choice over 10^6 (k, size) points: the engine (every term, per-tier arrays, the choice) against a
-    bare numpy minimum over the same (algorithm, protocol) pairs' latency + size / bandwidth."""
+def nccl_vs_numpy(repeat: int, version: str | None = None) -> tuple[float, float]:
+    """NCCL's choice over 10^6 (k, size) points under the NCCL release ``version`` (None: the default): the engine
+    (every term, per-tier arrays, the choice) against a bare numpy minimum over the same (algorithm, protocol)
+    pairs' latency + size / bandwidth."""
     from simcli.comm import collectives as C
     from simcli.comm import nccl, nccl_choice, topology
-    from simcli.io.profiles import resolve_profile
+    from simcli.io.profiles import resolve_profile, with_nccl_version
 
-    prof = resolve_profile("dgx-h100")
+    prof = with_nccl_version(resolve_profile("dgx-h100"), version)
     k = np.resize(np.unique(np.geomspace(2, 1 << 20, 1000).astype(np.int64)), 1000)
     n = np.geomspace(1e3, 1e10, 1000)
 
@@ -106,7 +107,22 @@ def cmd_time(args: list[str], repeat: int) -> float:
 def main() -> None:
     ap = argparse.ArgumentParser()
     ap.add_argument("--repeat", type=int, default=7)
-    rep = ap.parse_args().repeat
+    ap.add_argument(
+        "--releases", action="store_true", help="only NCCL's choice, once per carried release (issue 37: within 3x)"
+    )
+    args = ap.parse_args()
+    rep = args.repeat
+    if args.releases:
+        from simcli.comm.releases import RELEASES
+
+        for r in RELEASES:
+            e2, f2 = nccl_vs_numpy(rep, r.version)
+            print(
+                f"NCCL {r.version:7s} choice, 10^6 points: {e2 * 1e3:8.1f} ms   bare numpy min over pairs "
+                f"{f2 * 1e3:8.1f} ms   ratio {e2 / f2:5.2f}"
+            )
+        print(f"(median of {rep} runs; python {sys.version.split()[0]}; {time.strftime('%Y-%m-%d')})")
+        return
     py = sys.executable
     e, f = engine_vs_numpy(rep)
     print(
