@@ -39,6 +39,15 @@ def error_rows() -> tuple[list[tuple], list[tuple]]:
     return [tuple(s) for s in series], rows
 
 
+def _entry(row: tuple) -> str:
+    """One entry of a tuple of tuples as ruff formats it: on one line where it fits in 120 columns, else one
+    element a line."""
+    line = f"    {_lit(row)},"
+    if len(line) <= 120:
+        return line
+    return "\n".join(["    (", *(f"        {_lit((v,))[1:-1]}," for v in row), "    ),"])
+
+
 def source(series: list[tuple], rows: list[tuple], commit: str) -> str:
     """The text of simcli/step/error_table.py."""
     lines = [
@@ -52,12 +61,12 @@ def source(series: list[tuple], rows: list[tuple], commit: str) -> str:
         f'COMMIT = "{commit}"',
         "#: the series: name, file under validation/published/ ('shared:': ../shared/data/published/), profile, rows",
         "SERIES = (",
-        *(f"    {_lit(s)}," for s in series),
+        *(_entry(s) for s in series),
         ")",
         "#: the fields of each row of ROWS (series: an index into SERIES; base: how the step at k0 was known)",
         'FIELDS = ("series", "devices", "per_node", "nodes", "strategy", "base", "ratio")',
         "ROWS = (",
-        *(f"    {_lit(r)}," for r in rows),
+        *(_entry(r) for r in rows),
         ")",
         "",
     ]
