@@ -10,6 +10,11 @@ runs fall here" should cover about 80% of curves it never saw; docs/nccl.md#how-
 
 Per kind (transport, past NCCL's node, size band, family) and overall; ``-v`` adds one line per curve. Nothing is
 fitted: the bands are read from the table as `simcli comm` reads them.
+
+The second table does the same for the training step (simcli.step.errors on simcli/step/error_table.py): leave
+one published DDP/FSDP scaling series out, read the band of r = predicted / measured throughput per device without
+it, count its rows inside; per kind (strategy, base, node band) and overall (docs/model.md#measured-against-
+training-runs).
 """
 
 from __future__ import annotations
@@ -23,6 +28,7 @@ ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 
 from simcli.comm import bands as B  # noqa: E402
+from simcli.step import errors as SE  # noqa: E402
 
 
 def coverage_table(corpus: B.Corpus, inside: np.ndarray) -> list[tuple[str, int, int, float]]:
@@ -58,6 +64,40 @@ def main(verbose: bool = False) -> float:
     return overall
 
 
+def step_coverage_table(corpus: SE.Corpus, inside: np.ndarray) -> list[tuple[str, int, int, float]]:
+    """(kind in words, rows, series, fraction covered) per step kind, then ("overall", ...)."""
+    out = []
+    for kind in sorted({corpus.kind(i) for i in range(corpus.ratio.size)}):
+        m = corpus.masks(kind)[0]
+        out.append((SE.kind_words(kind), int(m.sum()), len(set(corpus.series[m].tolist())), float(inside[m].mean())))
+    out.append(("overall", int(inside.size), len(set(corpus.series.tolist())), float(inside.mean())))
+    return out
+
+
+def step_main(verbose: bool = False) -> float:
+    corpus = SE.published()
+    inside = SE.leave_one_out(corpus)
+    print(f"{'step kind (strategy, base, node band)':58s} {'rows':>6s} {'series':>6s} {'covered':>8s}")
+    table = step_coverage_table(corpus, inside)
+    for words, rows, series, frac in table:
+        label = "overall (leave one series out)" if words == "overall" else words
+        print(f"{label:58s} {rows:6d} {series:6d} {frac:8.0%}")
+    if verbose:
+        print()
+        for s in sorted(set(corpus.series.tolist())):
+            m = corpus.series == s
+            print(f"{s:58s} {int(m.sum()):6d} {'':6s} {float(inside[m].mean()):8.0%}")
+    width = np.zeros(corpus.ratio.shape)
+    for s in sorted(set(corpus.series.tolist())):
+        rest = corpus.without(s)
+        for i in np.flatnonzero(corpus.series == s):
+            rb = SE.ratio_band(rest, corpus.kind(int(i)))
+            width[i] = rb.hi / rb.lo
+    med, p90 = float(np.median(width)), float(np.quantile(width, 0.9))
+    print(f"width of the held-out bands, hi/lo: median {med:.2f}, p90 {p90:.2f}")
+    return table[-1][3]
+
+
 def widths(corpus: B.Corpus) -> np.ndarray:
     """hi/lo of each point's band read without its own curve (the band leave_one_out judges it by)."""
     out = np.zeros(corpus.ratio.shape)
@@ -71,3 +111,5 @@ def widths(corpus: B.Corpus) -> np.ndarray:
 
 if __name__ == "__main__":
     main("-v" in sys.argv)
+    print()
+    step_main("-v" in sys.argv)

@@ -12,8 +12,10 @@ priced). The table prints, per series, the error of the predicted throughput at 
 * ``+spread``: communication and the spread, only its excess over k0;
 * ``after``: all three (simcli as it is now).
 
-    python benchmarks/validate_ddp.py [--rows] [--fit]
+    python benchmarks/validate_ddp.py [--rows] [--fit] [--write-errors]
 
+``--write-errors`` writes simcli/step/error_table.py again, with validate_fsdp.py's rows (benchmarks/step_errors.py;
+it prints nothing else): every row's r = predicted / measured throughput (``after``) with its kind.
 ``--fit`` adds, per series, the spread σ and the per-update time u at k0 fitted together to its rows
 (simcli.answers.fit_update.fit_spread_update, what ``simcli calibrate`` runs on a scaling table), with one
 standard error each where the rows leave more than two degrees of freedom: what each series would need, not
@@ -87,6 +89,7 @@ def series() -> list[Series]:
     for f in sorted((PUB / "ddp").glob("*.csv")):
         with open(f) as fh:
             for r in csv.DictReader(line for line in fh if not line.startswith("#")):
+                r["_file"] = f"ddp/{f.name}"
                 by.setdefault(r["series"], []).append(r)
     shared = SHARED / "dle-bert-large-seq128-fp16-a100.csv"
     if shared.exists():  # the same table from one GPU: the DDP series the issue holds the model to
@@ -94,7 +97,9 @@ def series() -> list[Series]:
             rs = [r for r in csv.DictReader(line for line in fh if not line.startswith("#"))]
         rs = [r for r in rs if not (r["devices"] == "8" and r["table"] == "single-node")]
         for r in rs:
-            r.update(series="dle-shared-s128-fp16 (from k=1)", precision="fp16", seq="128")
+            r.update(
+                series="dle-shared-s128-fp16 (from k=1)", precision="fp16", seq="128", _file=f"shared:{shared.name}"
+            )
         by["dle-shared-s128-fp16 (from k=1)"] = rs
     for name, rs in by.items():
         rs.sort(key=lambda r: int(r["devices"]))
@@ -110,7 +115,7 @@ def series() -> list[Series]:
     with open(PUB / "dlperf-resnet50-fp32-v100.csv") as fh:
         rs = [r for r in csv.DictReader(line for line in fh if not line.startswith("#"))]
     for r in rs:
-        r.update(accum="1", samples_per_s=r["images_per_s"])
+        r.update(accum="1", samples_per_s=r["images_per_s"], _file="dlperf-resnet50-fp32-v100.csv")
     out.append(
         Series(
             "dlperf-resnet50-fp32-v100 (project)",
@@ -194,6 +199,37 @@ def fit(s: Series) -> str:
     return f"σ {f.spread:.1%}{se(f.spread_se, 100.0)}, u {f.update_s * 1e3:.0f}{se(f.update_se, 1e3, '.0f')} ms{told}"
 
 
+def per_node(s: Series) -> int:
+    """Devices per node of a series' profile (its innermost tier)."""
+    return int(resolve_profile(s.profile).network[0].size or 1)
+
+
+def error_rows() -> list[tuple]:
+    """One row per validated row (k > k0) of every series: (series, file, profile, devices, devices per node,
+    strategy, base, r = predicted / measured throughput as ``after`` scores it). The base is "measured": each
+    series' step at k0 is the published throughput."""
+    out = []
+    for s in series():
+        files = sorted({r.get("_file", "") for r in s.rows})
+        pred = predict(s, "after")
+        g = per_node(s)
+        for r in s.rows[1:]:
+            ratio = pred[id(r)] / float(r["samples_per_s"])
+            out.append(
+                (
+                    s.name,
+                    files[0],
+                    s.profile.removeprefix(str(ROOT) + "/"),
+                    int(r["devices"]),
+                    g,
+                    "ddp",
+                    "measured",
+                    float(ratio),
+                )
+            )
+    return out
+
+
 def main(argv: list[str]) -> None:
     show_rows = "--rows" in argv
     show_fit = "--fit" in argv
@@ -241,5 +277,9 @@ def main(argv: list[str]) -> None:
         print(f"held ({', '.join(held)}) {v}: median |error| {np.median(a):.1%}, worst {max(e, key=abs):+.1%}")
 
 
-if __name__ == "__main__":
+if __name__ == "__main__" and "--write-errors" in sys.argv:
+    import step_errors
+
+    print(f"wrote {step_errors.write().relative_to(ROOT)}")
+elif __name__ == "__main__":
     main(sys.argv[1:])

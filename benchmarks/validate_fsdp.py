@@ -17,7 +17,11 @@ update alone (``--spread 0``), and the errors of both. ``--no-update`` prints th
 Each scenario is built in-process (``simcli.cli.options.ScenarioOptions(...).build()``, what ``simcli speedup``
 builds from the same options) and priced with ``simcli.step.engine.simulate``.
 
-    python benchmarks/validate_fsdp.py
+    python benchmarks/validate_fsdp.py [--no-update] [--write-errors]
+
+``--write-errors`` writes simcli/step/error_table.py again, with validate_ddp.py's rows (benchmarks/step_errors.py;
+it prints nothing else): every row's r = predicted / measured per-GPU throughput relative to the smallest k
+(``datasheet``) with its kind.
 
 Sources: the headers of validation/published/fsdp-llm-foundry-a100-small.csv (125M-760M),
 fsdp-llm-foundry-a100-large.csv (1B-13B), fsdp-llm-foundry-h100.csv (760M-13B on H100) and
@@ -71,6 +75,7 @@ def rows() -> dict[tuple[str, str], list[dict]]:
                 if not r.get("layers"):
                     r["layers"] = str(SMALL_LAYERS[r["model"]])
                 r["profile"] = profile
+                r["_file"] = name
                 out[(r["gpu"], r["model"])].append(r)
     return out
 
@@ -121,6 +126,24 @@ def _summary(label: str, e: list[float]) -> str:
         f"max {max(a):.1%}, "
         f"mean error {statistics.mean(e):+.1%}"
     )
+
+
+def error_rows() -> list[tuple]:
+    """One row per validated row (k > k0) of every (GPU, model): (series, file, profile, devices, devices per
+    node, strategy, base, r = the ``datasheet`` prediction of per-GPU throughput relative to k0 / the measured).
+    The base is "measured": the micro-step at k0 is the published tokens/s per GPU."""
+    out = []
+    for (gpu, model), rs in rows().items():
+        rs = sorted(rs, key=lambda r: int(r["k"]))
+        ks = [int(r["k"]) for r in rs]
+        tps0 = float(rs[0]["tps_gpu"])
+        sheet = predict(rs[0], int(rs[0]["mb"]) * int(rs[0]["seq"]) / tps0, ks)
+        g = int(resolve_profile(rs[0]["profile"]).network[0].size or 1)
+        for r in rs[1:]:
+            k = int(r["k"])
+            ratio = (per_device(sheet, k) / per_device(sheet, ks[0])) / (float(r["tps_gpu"]) / tps0)
+            out.append((f"{gpu} {model}", rs[0]["_file"], rs[0]["profile"], k, g, "fsdp", "measured", float(ratio)))
+    return out
 
 
 def main(argv: list[str]) -> None:
@@ -209,5 +232,9 @@ def main(argv: list[str]) -> None:
     print(_summary("one spread per cluster, fitted on its other models (leave one model out)", errs3))
 
 
-if __name__ == "__main__":
+if __name__ == "__main__" and "--write-errors" in sys.argv:
+    import step_errors
+
+    print(f"wrote {step_errors.write().relative_to(ROOT)}")
+elif __name__ == "__main__":
     main(sys.argv[1:])
