@@ -78,7 +78,7 @@ def nccl_vs_numpy(repeat: int) -> tuple[float, float]:
     n = np.geomspace(1e3, 1e10, 1000)
 
     def engine():
-        C.collective(prof, "nccl", k[:, None], n[None, :])
+        C.collective(prof, "nccl", k[:, None], n[None, :], protocol=None)
 
     prs = nccl.pairs(
         prof.network, nccl_choice.nccl_spec(prof), k[:, None], topology.tier_bandwidth(prof.network, k[:, None])
