@@ -79,7 +79,7 @@ def nccl_vs_numpy(repeat: int, version: str | None = None) -> tuple[float, float
     n = np.geomspace(1e3, 1e10, 1000)
 
     def engine():
-        C.collective(prof, "nccl", k[:, None], n[None, :])
+        C.collective(prof, "nccl", k[:, None], n[None, :], protocol=None)
 
     prs = nccl.pairs(
         prof.network, nccl_choice.nccl_spec(prof), k[:, None], topology.tier_bandwidth(prof.network, k[:, None])

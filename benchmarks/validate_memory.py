@@ -48,6 +48,7 @@ def llama_fsdp(k: int, tokens: int, checkpointing: bool) -> M.Memory:
         grad_bytes=4,
         optimizer="adamw",
         activations=act,
+        reshard_after_forward=True,
     )
 
 
@@ -95,7 +96,14 @@ def zero_limits() -> None:
         def state(p: float) -> float:
             return float(
                 M.per_device(
-                    r["strategy"], np.array([k]), params=p, units=48, param_bytes=2, grad_bytes=2, optimizer="adam"
+                    r["strategy"],
+                    np.array([k]),
+                    params=p,
+                    units=48,
+                    param_bytes=2,
+                    grad_bytes=2,
+                    optimizer="adam",
+                    reshard_after_forward=True,
                 ).state[0]
             )
 

@@ -216,7 +216,7 @@ def _priced(
     n = np.array([float(r["bytes"]) for r in rs])
     t = np.array([_measured(r) for r in rs])
     g = int(rs[0].get("gpus_per_process") or 1)  # nccl-tests' -g: one process launching on g GPUs
-    return p, k, n, t, C.collective(p, alg, k, n, "all_reduce", None, g)
+    return p, k, n, t, C.collective(p, alg, k, n, "all_reduce", protocol=None, gpus_per_process=g)
 
 
 def error_rows() -> tuple[list[tuple], list[tuple]]:

@@ -130,7 +130,7 @@ def test_point_kinds_read_the_widest_tier_and_what_priced_the_point():
     h100 = resolve_profile("dgx-h100")
     k = np.array([1, 8, 16])[:, None]
     n = np.array([64 * 1024.0, 2.0**30])[None, :]
-    cost = collectives.collective(h100, "nccl", k, n)
+    cost = collectives.collective(h100, "nccl", k, n, protocol=None)
     transport, nodes, band, family = B.point_kinds(h100.network, k, n, cost.algorithm, cost.protocol)
     assert transport[:, 0].tolist() == [B.NO_LINK, "nvswitch", "infiniband"]
     assert nodes[:, 0].tolist() == [False, False, True]
@@ -275,7 +275,15 @@ def test_every_built_in_profile_bands_its_time(name, ks, sizes, collective):
     prof = resolve_profile(name)
     cap = prof.network[-1].size or 4096
     k = np.array(sorted({min(x, cap) for x in ks}))
-    recs = comm_grid(prof, k, np.array(sorted(set(sizes)), dtype=float), collective=collective)
+    recs = comm_grid(
+        prof,
+        k,
+        np.array(sorted(set(sizes)), dtype=float),
+        algorithm=None,
+        message_dtype="fp32",
+        collective=collective,
+        protocol=None,
+    )
     for r in recs:
         lo, t, hi = r["time_lo_s"], r["time_s"], r["time_hi_s"]
         assert lo <= t <= hi and np.isfinite(lo) and np.isfinite(hi)

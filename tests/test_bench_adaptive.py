@@ -127,7 +127,7 @@ def test_a_quiet_size_keeps_the_minimum_and_a_busy_one_gets_more(monkeypatch, ro
     quiet = lambda: 1e-3  # noqa: E731
     busy = lambda: 1e-3 if rng.random() < 0.3 else rng.uniform(2e-3, 6e-3)  # noqa: E731
     d, recs, _ = _fake_world(monkeypatch, {256: quiet, 1024: busy})
-    measure_allreduce(d, [1024, 4096], iters=10, rounds=rounds, warmup=0, max_iters=300, max_time=1e9)
+    measure_allreduce(d, [1024, 4096], "fp32", iters=10, rounds=rounds, warmup=0, max_iters=300, max_time=1e9)
     by = {r["bytes"]: r for r in recs}
     # settled in the minimum: no extra rounds
     assert by[1024]["iters"] == 10 and by[1024]["rse"] == pytest.approx(0.0, abs=1e-9)
@@ -147,7 +147,7 @@ def test_the_time_budget_stops_the_added_rounds(monkeypatch):
     flip = iter(range(10**6))
     bimodal = lambda: 1e-3 if next(flip) % 10 == 0 else 5e-3  # noqa: E731  (p10 between the modes: never settles)
     d, recs, clock = _fake_world(monkeypatch, {256: bimodal})
-    measure_allreduce(d, [1024], iters=10, warmup=0, max_iters=10**6, max_time=1.0)
+    measure_allreduce(d, [1024], "fp32", iters=10, warmup=0, max_iters=10**6, max_time=1.0)
     (r,) = recs
     assert r["iters"] > 10 and r["rse"] > 0.03
     # it stops at the first round that ends past the budget: at most one iteration (<= 5 ms) beyond it
@@ -160,7 +160,7 @@ def test_max_iters_equal_to_iters_is_the_fixed_count(monkeypatch):
 
     rng = random.Random(1)
     d, recs, _ = _fake_world(monkeypatch, {256: lambda: rng.uniform(1e-3, 9e-3)})
-    measure_allreduce(d, [1024], iters=7, warmup=0, max_iters=7)
+    measure_allreduce(d, [1024], "fp32", iters=7, warmup=0, max_iters=7)
     assert recs[0]["iters"] == 7 and recs[0]["rounds"] == 7
 
 

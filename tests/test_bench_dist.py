@@ -167,7 +167,7 @@ def test_step_gradient_identity_and_prediction(runner, tmp_path, tag):
         res = simulate(
             Scenario(
                 profile=resolve_profile("cpu-loopback"),
-                workload=custom_workload(rec1["params"], None),
+                workload=custom_workload(rec1["params"], None, 4),
                 batch_per_device=4,
                 compute_time_s=rec1["t_step_s"],
                 overlap=overlap,
@@ -194,6 +194,7 @@ def test_step_both_modes_many_times_in_a_row(tag):
         "width": 32,
         "depth": 3,
         "batch_per_device": 4,
+        "dtype": "fp32",
         "steps": 2,
         "warmup": 1,
         "modes": ["flat", "ddp"],

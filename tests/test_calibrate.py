@@ -59,7 +59,7 @@ def test_recovers_alpha_and_B_from_noisy_data(log_alpha, log_B, seed):
     k, n = grid(alpha, B)
     rng = np.random.default_rng(seed)
     t = ring_time(k, n, alpha, B) * (1 + 0.02 * rng.standard_normal(k.size))
-    fit = fit_alpha_beta(k, n, t)
+    fit = fit_alpha_beta(k, n, t, algorithm="ring")
     assert fit.alpha_s == pytest.approx(alpha, rel=0.1)
     assert fit.bandwidth_Bps == pytest.approx(B, rel=0.1)
     assert all(fit.identified.values())
@@ -71,7 +71,7 @@ def test_recovers_alpha_and_B_from_noisy_data(log_alpha, log_B, seed):
 
 def test_exact_data_is_fitted_exactly():
     k, n = grid(20e-6, 3e9)
-    fit = fit_alpha_beta(k, n, ring_time(k, n, 20e-6, 3e9), holdout=0.25, seed=3)
+    fit = fit_alpha_beta(k, n, ring_time(k, n, 20e-6, 3e9), algorithm="ring", holdout=0.25, seed=3)
     assert fit.alpha_s == pytest.approx(20e-6, rel=1e-9)
     assert fit.bandwidth_Bps == pytest.approx(3e9, rel=1e-9)
     assert fit.r2_log == pytest.approx(1.0)
@@ -85,8 +85,8 @@ def test_huber_resists_outliers_where_plain_least_squares_does_not():
     t = ring_time(k, n, 30e-6, 2e9) * (1 + 0.01 * rng.standard_normal(k.size))
     bad = rng.choice(k.size, size=5, replace=False)
     t[bad] *= 4.0  # a noisy machine: a few iterations stalled
-    robust = fit_alpha_beta(k, n, t, loss="huber")
-    plain = fit_alpha_beta(k, n, t, loss="linear")
+    robust = fit_alpha_beta(k, n, t, algorithm="ring", loss="huber")
+    plain = fit_alpha_beta(k, n, t, algorithm="ring", loss="linear")
     assert robust.bandwidth_Bps == pytest.approx(2e9, rel=0.05)
     assert robust.alpha_s == pytest.approx(30e-6, rel=0.1)
     assert robust.downweighted >= 5
@@ -118,14 +118,16 @@ def test_holdout_mask_is_seeded_and_sized():
 )
 def test_degenerate_inputs_are_refused_with_a_clear_message(k, n, t, match):
     with pytest.raises(InputError, match=match):
-        fit_alpha_beta(np.array(k, dtype=int), np.array(n, dtype=float), np.array(t, dtype=float), what="run.csv")
+        fit_alpha_beta(
+            np.array(k, dtype=int), np.array(n, dtype=float), np.array(t, dtype=float), algorithm="ring", what="run.csv"
+        )
 
 
 def test_one_size_one_world_size_keeps_a_base_value_and_warns():
     k = np.full(6, 4)
     n = np.full(6, 64e6)
     t = ring_time(k, n, 10e-6, 1e9)
-    fit = fit_alpha_beta(k, n, t, base_alpha_s=10e-6, base_bandwidth_Bps=5e8)
+    fit = fit_alpha_beta(k, n, t, algorithm="ring", base_alpha_s=10e-6, base_bandwidth_Bps=5e8)
     assert fit.identified == {"alpha": False, "bandwidth": True}  # bandwidth dominates at 64 MB
     assert fit.alpha_s == 10e-6
     assert fit.bandwidth_Bps == pytest.approx(1e9, rel=1e-6)
@@ -134,7 +136,7 @@ def test_one_size_one_world_size_keeps_a_base_value_and_warns():
 
 def test_one_world_size_warns_but_fits():
     k, n = grid(10e-6, 1e9, ks=(4,))
-    fit = fit_alpha_beta(k, n, ring_time(k, n, 10e-6, 1e9))
+    fit = fit_alpha_beta(k, n, ring_time(k, n, 10e-6, 1e9), algorithm="ring")
     assert fit.alpha_s == pytest.approx(10e-6, rel=1e-6)
     assert any("one world size only" in w for w in fit.warnings)
 
@@ -145,7 +147,7 @@ def test_alpha_unresolved_by_large_sizes_is_kept_at_base():
     n = np.tile(np.geomspace(1e8, 1e9, 5), 3)
     rng = np.random.default_rng(0)
     t = ring_time(k, n, 1e-6, 1e9) * (1 + 0.02 * rng.standard_normal(k.size))
-    fit = fit_alpha_beta(k, n, t, base_alpha_s=7e-6, base_bandwidth_Bps=2e9)
+    fit = fit_alpha_beta(k, n, t, algorithm="ring", base_alpha_s=7e-6, base_bandwidth_Bps=2e9)
     assert not fit.identified["alpha"] and fit.alpha_s == 7e-6
     assert fit.identified["bandwidth"] and fit.bandwidth_Bps == pytest.approx(1e9, rel=0.05)
     assert any("alpha" in w for w in fit.warnings)
@@ -166,7 +168,7 @@ def test_fit_link_through_a_shared_tier_recovers_the_profile_numbers():
     net = (Tier("loop", 4e9, 40e-6, per="node"),)
     k, n = grid(40e-6, 1e9)
     t = collectives.allreduce("ring", net, k, n).time
-    fit = fit_link((Tier("loop", 1e9, 10e-6, per="node"),), 0, k, n, t)
+    fit = fit_link((Tier("loop", 1e9, 10e-6, per="node"),), 0, k, n, t, algorithm="ring")
     assert fit.bandwidth_Bps == pytest.approx(4e9, rel=1e-9)
     assert fit.alpha_s == pytest.approx(40e-6, rel=1e-9)
 

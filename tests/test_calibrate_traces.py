@@ -164,7 +164,9 @@ def _nccl_times(sizes: list[int], lat: float, bw: float) -> dict[int, float]:
     p = resolve_profile("dgx-a100")
     net = (dataclasses.replace(p.network[0], latency_s=lat, bandwidth_Bps=bw, efficiency=1.0), *p.network[1:])
     p = dataclasses.replace(p, network=net)
-    t = collectives.collective(p, "nccl", np.full(len(sizes), 8), np.array(sizes, float), "all_reduce").time
+    t = collectives.collective(
+        p, "nccl", np.full(len(sizes), 8), np.array(sizes, float), "all_reduce", protocol=None
+    ).time
     return {n: float(x) * 1e6 for n, x in zip(sizes, t)}
 
 
@@ -200,7 +202,7 @@ def test_holdout_never_leaves_fewer_than_three_points():
 def test_two_points_two_world_sizes_are_solved_exactly():
     k, n = np.array([2, 4]), np.array([MiB, 4 * MiB], float)
     t = np.array([ring_time(int(a), b, 3e-6, 10e9) for a, b in zip(k, n)])
-    f = fit_alpha_beta(k, n, t, base_alpha_s=1e-5, base_bandwidth_Bps=1e9)
+    f = fit_alpha_beta(k, n, t, algorithm="ring", base_alpha_s=1e-5, base_bandwidth_Bps=1e9)
     assert f.identified == {"alpha": True, "bandwidth": True}
     assert f.alpha_s == pytest.approx(3e-6, rel=1e-6) and f.bandwidth_Bps == pytest.approx(10e9, rel=1e-6)
     assert f.alpha_se_s is None and f.bandwidth_se_Bps is None

@@ -17,7 +17,7 @@ from simcli.step import memory
 
 P = 124_439_808  # GPT-2 small
 K8 = np.array([8])
-KW = dict(params=P, units=12, param_bytes=2, grad_bytes=4, optimizer="adamw")
+KW = dict(params=P, units=12, param_bytes=2, grad_bytes=4, optimizer="adamw", reshard_after_forward=True)
 
 
 def test_bytes_per_param_by_part():
@@ -79,7 +79,15 @@ def test_memory_ordered_ddp_zero1_zero2_fsdp(k, params, units, pdt, gdt, act):
     """k >= 2, at least 5 units: each more sharded strategy needs no more (zero1 and zero2's buckets stop at 5e8
     elements; below that they hold a copy as ddp's buckets do; at k = 2 fsdp's gathered units can weigh what zero2's
     unsharded weights do: 10e9 fp32 parameters in 5 units tie)."""
-    kw = dict(params=params, units=units, param_bytes=pdt, grad_bytes=gdt, optimizer="adamw", activations=act)
+    kw = dict(
+        params=params,
+        units=units,
+        param_bytes=pdt,
+        grad_bytes=gdt,
+        optimizer="adamw",
+        activations=act,
+        reshard_after_forward=True,
+    )
     t = [float(memory.per_device(s, np.array([k]), **kw).total[0]) for s in ("ddp", "zero1", "zero2", "fsdp")]
     assert t[0] >= t[1] > t[2] >= t[3]
 

@@ -360,7 +360,9 @@ def test_redraw_bench_allreduce_with_model_overlay(runner, figs, profs, tmp_path
         m = lines[f"k = {k} measured"]
         assert m.get_linestyle() == "None" and m.get_marker() == "x"
         assert list(m.get_ydata()) == [measured[(k, 1024)], measured[(k, 1 << 20)]]
-        model = comm_grid(prof, np.array([k]), np.array([1024.0, 2.0**20]))
+        model = comm_grid(
+            prof, np.array([k]), np.array([1024.0, 2.0**20]), algorithm=None, message_dtype="fp32", protocol=None
+        )
         assert list(lines[f"k = {k}"].get_ydata()) == [r["time_s"] for r in model]
 
 

@@ -86,7 +86,7 @@ def test_widening_sigma_never_narrows_the_step_band(sigma, inner, outer, strateg
     res = simulate(sc, [8, 64, 1024])
     a = (sigma * inner[0], sigma * inner[1])
     b = (min(a[0], sigma * outer[0]), max(a[1], sigma * outer[1]))  # b holds a
-    narrow, wide = banded(res, spread=a).band, banded(res, spread=b).band
+    narrow, wide = banded(res, spread_bounds=a).band, banded(res, spread_bounds=b).band
     for key in BAND_KEYS:
         lo = key.endswith(("_lo", "_lo_s"))
         n, w = getattr(narrow, key), getattr(wide, key)

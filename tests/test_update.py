@@ -39,9 +39,9 @@ def test_adamw_update_of_a_7b_model_on_one_h100_by_hand():
     assert params * per == 539_073_249_280
     h100 = resolve_profile("dgx-h100")
     assert h100.device.memory_bandwidth_Bps == 3.35e12
-    t = update.update_time("ddp", [1], params, h100.device.memory_bandwidth_Bps, "adamw")[0]
+    t = update.update_time("ddp", [1], params, h100.device.memory_bandwidth_Bps, optimizer="adamw")[0]
     assert t == pytest.approx(539_073_249_280 / 3.35e12) and t == pytest.approx(0.16092, abs=1e-5)
-    fused = update.update_time("ddp", [1], params, 3.35e12, "adamw-fused")[0]
+    fused = update.update_time("ddp", [1], params, 3.35e12, optimizer="adamw-fused")[0]
     assert params * (4 * 4 + 3 * 4) == 188_675_637_248
     assert fused == pytest.approx(188_675_637_248 / 3.35e12) and fused == pytest.approx(0.05632, abs=1e-5)
     # the engine charges it once per optimizer step, whatever the accumulation, for every parameter under ddp
@@ -55,14 +55,16 @@ def test_adamw_update_of_a_7b_model_on_one_h100_by_hand():
 
 def test_a_sharded_optimizer_steps_its_shard_and_extras_add_their_passes():
     p = 1e9
-    ddp = update.update_time("ddp", [1, 8, 64], p, 2e12, "lamb", ("flatten",))
+    ddp = update.update_time("ddp", [1, 8, 64], p, 2e12, optimizer="lamb", extras=("flatten",))
     assert ddp == pytest.approx(np.full(3, p * (52 + 16) / 2e12))
-    assert update.update_time("fsdp", [1, 8, 64], p, 2e12, "lamb") == pytest.approx(
+    assert update.update_time("fsdp", [1, 8, 64], p, 2e12, optimizer="lamb") == pytest.approx(
         p * 52 / 2e12 / np.array([1, 8, 64])
     )
-    hsdp = update.update_time("hsdp", [4, 16, 64], p, 2e12, "adamw", group=8)
+    hsdp = update.update_time("hsdp", [4, 16, 64], p, 2e12, optimizer="adamw", group=8)
     assert hsdp == pytest.approx(p * 80 / 2e12 / np.array([4, 8, 8]))
-    assert update.update_time("ddp", [8], p, None)[0] == 0.0  # no bandwidth in the profile: not priced
+    assert (
+        update.update_time("ddp", [8], p, None, optimizer="adamw")[0] == 0.0
+    )  # no bandwidth in the profile: not priced
 
 
 @settings(max_examples=40, deadline=None)

@@ -60,7 +60,7 @@ def test_errors_are_relative_to_the_measurement_and_summaries_group_them():
     with tempfile.TemporaryDirectory() as d:
         p = Path(d) / "m.csv"
         p.write_text("\n".join(lines) + "\n")
-        v = validate(read_measurements(p), prof)
+        v = validate(read_measurements(p), prof, workload=None)
     errs = [r["error"] for r in v.records]
     assert errs == pytest.approx([0.0, 1 / 1.25 - 1, 1 / 0.8 - 1, -0.5])
     s = v.summary["time_s"]
@@ -211,13 +211,20 @@ def test_validate_reads_gpus_per_process(tmp_path):
     for g in (1, 8):
         f = tmp_path / f"g{g}.csv"
         f.write_text(rows.format(g=g))
-        recs = validate(read_measurements(f), resolve_profile("dgx-h100"), scenario={"algorithm": "nvls"}).records
+        recs = validate(
+            read_measurements(f), resolve_profile("dgx-h100"), workload=None, scenario={"algorithm": "nvls"}
+        ).records
         preds[g] = [r["predicted"] for r in recs]
     assert preds[8][0] == pytest.approx(8 * nccl.LAUNCH_US * 1e-6) and preds[1][0] < preds[8][0]
     assert preds[8][1] == preds[1][1]
     (tmp_path / "bad.csv").write_text(rows.format(g=0))
     with pytest.raises(InputError, match="gpus_per_process 0"):
-        validate(read_measurements(tmp_path / "bad.csv"), resolve_profile("dgx-h100"), scenario={"algorithm": "nvls"})
+        validate(
+            read_measurements(tmp_path / "bad.csv"),
+            resolve_profile("dgx-h100"),
+            workload=None,
+            scenario={"algorithm": "nvls"},
+        )
 
 
 def test_calibrate_refuses_a_bad_gpus_per_process_in_one_line(tmp_path, runner):

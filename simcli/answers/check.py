@@ -120,7 +120,8 @@ def check(
     profile: Profile,
     measured_s: np.ndarray,
     tolerance: dict[str, float],
-    algorithm: str | None = None,
+    *,
+    algorithm: str | None,
     floors: dict[str, dict[str, float]] | None = None,
 ) -> tuple[list[dict[str, Any]], list[str]]:
     """(one record per row, notes): measured beside expected, the verdict, the limiting tier.
@@ -148,7 +149,9 @@ def check(
                 f"{m.path}: line {m.lines[i]}: world size {int(k[i])}: a collective on one device costs nothing"
             )
         topology.check_devices(profile.network, k[idx])
-        cost = collectives.collective(profile, algorithm, k[idx], n[idx], coll, None, 1 if g is None else g[idx])
+        cost = collectives.collective(
+            profile, algorithm, k[idx], n[idx], coll, protocol=None, gpus_per_process=1 if g is None else g[idx]
+        )
         f = specs.busbw_factor(k[idx], coll)
         kinds = curve_kind(profile, k[idx])
         for j, i in enumerate(idx):

@@ -59,7 +59,9 @@ def _nccl_predict(
         for t, a, b in zip(profile.network, lat, bw)
     )
     prof = dataclasses.replace(profile, network=net)
-    return collectives.collective(prof, algorithm, k, n, "all_reduce", None, 1 if gpus is None else gpus).time
+    return collectives.collective(
+        prof, algorithm, k, n, "all_reduce", protocol=None, gpus_per_process=1 if gpus is None else gpus
+    ).time
 
 
 def _descend(loss: Any, x0: np.ndarray, free: np.ndarray) -> np.ndarray:
@@ -122,7 +124,7 @@ def fit_nccl(
     n: np.ndarray,
     t: np.ndarray,
     *,
-    algorithm: str = "nccl",
+    algorithm: str,
     holdout: float = 0.0,
     seed: int = 0,
     what: str = "data",

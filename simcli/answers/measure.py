@@ -416,7 +416,7 @@ def _band_sizes(sc: Scenario, k: int) -> list[dict[str, Any]]:
     from ..comm import collectives
 
     prof = sc.profile
-    cost = collectives.collective(prof, sc.algorithm, np.array([k]), _BAND_SIZES, "all_reduce", sc.protocol)
+    cost = collectives.collective(prof, sc.algorithm, np.array([k]), _BAND_SIZES, "all_reduce", protocol=sc.protocol)
     t = np.broadcast_to(cost.time, _BAND_SIZES.shape)
     algs = cost.algorithm if cost.algorithm is not None else collectives.default_algorithm(prof)
     b = bands.time_band(prof.network, np.array([k]), _BAND_SIZES, t, algs, cost.protocol)

@@ -96,7 +96,9 @@ def validate_trace(
     for (coll, n), bs in groups.items():
         if coll in COLLECTIVES and k > 1:
             one = float(
-                collectives.collective(profile, sc.algorithm, np.array([k]), np.array([float(n)]), coll).time[0]
+                collectives.collective(
+                    profile, sc.algorithm, np.array([k]), np.array([float(n)]), coll, protocol=None
+                ).time[0]
             )
             pred = one * len(bs)
         else:

@@ -439,7 +439,7 @@ def _row(metric: str, k: int, n: float | None, pred: float, meas: float, line: i
 
 
 def _validate_allreduce(
-    m: Measured, profile: Profile, algorithm: str | None, protocol: str | None = None
+    m: Measured, profile: Profile, algorithm: str | None, *, protocol: str | None
 ) -> list[dict[str, Any]]:
     k, n, t = m.devices(), m.number("bytes"), m.allreduce_time()
     if np.any(k < 2):
@@ -450,7 +450,9 @@ def _validate_allreduce(
         )
     topology.check_devices(profile.network, k)
     g = m.gpus_per_process()  # nccl-tests' -g per row; None: one GPU per process
-    predicted = collectives.collective(profile, algorithm, k, n, "all_reduce", protocol, 1 if g is None else g).time
+    predicted = collectives.collective(
+        profile, algorithm, k, n, "all_reduce", protocol=protocol, gpus_per_process=1 if g is None else g
+    ).time
     f = specs.busbw_factor(k)
     recs = []
     for i in range(len(m)):
@@ -584,7 +586,7 @@ def validate(
     m: Measured,
     profile: Profile,
     *,
-    workload: Workload | None = None,
+    workload: Workload | None,
     scenario: Mapping[str, Any] | None = None,
 ) -> Validation:
     """Predict every measured row with ``profile`` and summarise the errors.
@@ -598,7 +600,7 @@ def validate(
     opts = {k: v for k, v in (scenario or {}).items() if k != "overlap"}
     overlap = (scenario or {}).get("overlap", "auto")
     if m.kind == "allreduce":
-        recs = _validate_allreduce(m, profile, opts.get("algorithm"), opts.get("protocol"))
+        recs = _validate_allreduce(m, profile, opts.get("algorithm"), protocol=opts.get("protocol"))
         notes += placement_notes(m, profile)
     elif m.kind == "step":
         recs = _validate_step(m, profile, workload, opts, overlap, notes)

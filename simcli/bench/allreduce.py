@@ -115,7 +115,7 @@ def extension_order(todo: Sequence[int], round_index: int, seed: int = 0) -> lis
 def measure_allreduce(
     d,
     sizes: Sequence[int],
-    dtype: str = "fp32",
+    dtype: str,
     warmup: int = 5,
     iters: int = 20,
     rounds: int | None = None,

@@ -144,7 +144,9 @@ def measure_step(
     d: Dist,
     width: int = 1024,
     depth: int = 8,
-    batch_per_device: int = 32,
+    *,
+    batch_per_device: int,
+    dtype: str,
     steps: int = 20,
     warmup: int = 3,
     modes: Sequence[str] = ("flat", "ddp"),
@@ -154,7 +156,6 @@ def measure_step(
     solo_reference: bool = False,
     n_batches: int = 4,
     model: dict[str, Any] | None = None,
-    dtype: str = "fp32",
 ) -> None:
     """Measure T_compute (forward and backward apart), T_comm and T_step of ``model`` in every mode; emit rows.
 

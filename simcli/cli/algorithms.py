@@ -47,7 +47,7 @@ def algorithms(
         names = crossover.algorithm_names(prof)
         times = crossover.allreduce_times(prof, names, k[:, None], n[None, :])
         win = np.argmin(times, axis=0)
-        choice = collectives.collective(prof, "nccl", k[:, None], n[None, :]) if nccl else None
+        choice = collectives.collective(prof, "nccl", k[:, None], n[None, :], protocol=None) if nccl else None
         if pic.plot:
             from .plot import draw_algorithm_map
 

@@ -90,7 +90,7 @@ def check(
     m = live_measured(read_live(file, kind), None) if kind else read_measurements(file)
     prof = profile_for_measurements(profile, [m])
     floors = MODEL_FLOOR if tolerance is None else None  # the user's --tolerance is the whole rule
-    recs, notes = run_check(m, prof, _measured_times(file, m), tol, algorithm, floors)
+    recs, notes = run_check(m, prof, _measured_times(file, m), tol, algorithm=algorithm, floors=floors)
     from ..io import rules
 
     rules.hardware(file, prof, backend=backend_of(m), devices=devices_of(m))

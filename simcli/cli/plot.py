@@ -311,7 +311,7 @@ def plot_comm(
 
     with progress(f"drawing {output}"):
         recs = comm_grid(
-            prof, k, n, algorithm=algorithm, dtype=co.dtype, collective=co.collective, protocol=co.protocol
+            prof, k, n, algorithm=algorithm, message_dtype=co.dtype, collective=co.collective, protocol=co.protocol
         )
         draw_comm(recs, prof, algorithm, co.dtype, output, force, fs, co.collective)
 
@@ -483,7 +483,7 @@ def _bench_figure(recs: list[dict[str, Any]], name: str, profile: str | None, al
         ks = np.array(sorted({m["devices"] for m in measured if m["devices"] >= 2}), dtype=np.int64)
         ns = np.array(sorted({m["bytes"] for m in measured}), dtype=np.float64)
         if ks.size:
-            model = comm_grid(prof, ks, ns, algorithm=algorithm)
+            model = comm_grid(prof, ks, ns, algorithm=algorithm, message_dtype="fp32", protocol=None)
         title += f"\nmarkers measured, lines: model of {prof.name} ({algorithm})"
     return P.comm_figure(model, title, fs, measured=measured)
 

@@ -228,7 +228,7 @@ def comm(
         )
     kw_base = {
         "algorithm": co.algorithm,
-        "dtype": co.dtype,
+        "message_dtype": co.dtype,
         "collective": co.collective,
         "protocol": co.protocol,
         "gpus_per_process": gpus_per_process,
@@ -289,7 +289,7 @@ def _comm_one(
     if pic.plot:
         from .plot import draw_comm
 
-        draw_comm(recs, prof, alg, kw["dtype"], pic.plot, out.force, fig_size, collective)
+        draw_comm(recs, prof, alg, kw["message_dtype"], pic.plot, out.force, fig_size, collective)
     if out.table:
         return comm_table(prof, recs, alg, out.rows, collective), [], recs
     return None, ([{"profile": prof.name, **r} for r in recs] if tagged else recs), recs

@@ -84,9 +84,10 @@ def collective(
     k: np.ndarray,
     nbytes: np.ndarray,
     collective: str = "all_reduce",
-    protocol: str | None = None,
+    *,
+    protocol: str | None,
     gpus_per_process: int | np.ndarray = 1,
-    dtype: str | None = None,
+    message_dtype: str | None = None,
 ) -> CommCost:
     """Cost of one collective of ``nbytes`` (nccl-tests' size) over ``k`` devices on ``profile``.
 
@@ -99,9 +100,10 @@ def collective(
     ``gpus_per_process`` > 1 is a run where one host thread launches the collective on that many GPUs
     (nccl-tests ``-g G``; a number, or an array that broadcasts against the grid, one value per measured
     row): an NCCL-priced time is then at least :func:`simcli.comm.nccl.host_floor` (the ``host`` term says how much
-    that adds). ``dtype``: the element type, where NCCL's choice depends on it (fp8, from 2.24.3).
+    that adds). ``protocol``: the NCCL protocol to force, None for the one NCCL would pick. ``message_dtype``: the
+    element type of the message, where NCCL's choice depends on it (fp8, from 2.24.3); None: not known.
     """
-    cost = _collective(profile, algorithm, k, nbytes, collective, protocol, dtype)
+    cost = _collective(profile, algorithm, k, nbytes, collective, protocol, message_dtype)
     g = np.asarray(gpus_per_process)
     if np.all(g == 1):
         return cost
@@ -122,7 +124,7 @@ def _collective(
     nbytes: np.ndarray,
     collective: str,
     protocol: str | None,
-    dtype: str | None = None,
+    message_dtype: str | None = None,
 ) -> CommCost:
     algorithm = check_algorithm(algorithm or default_algorithm(profile))
     protocol = check_protocol(protocol)
@@ -151,12 +153,14 @@ def _collective(
             return textbook_collective(algorithm, net, k, n, collective, gamma)
         algos = None if spec.nccl == "*" else [spec.nccl]
         if profile.library == "rccl":
-            return rccl.rccl_collective(profile, k, n, collective, algos, protocol)
-        return nccl_choice.nccl_collective(profile, k, n, collective, algos, protocol, dtype=dtype)
+            return rccl.rccl_collective(profile, k, n, collective, algos, protocol=protocol)
+        return nccl_choice.nccl_collective(
+            profile, k, n, collective, algos, protocol=protocol, message_dtype=message_dtype
+        )
     # auto: the fastest of NCCL's pairs and every textbook algorithm that runs this collective
     costs = []
     if is_nccl or protocol is not None:
-        costs.append(tuned(profile, k, n, collective, None, protocol, by="time"))
+        costs.append(tuned(profile, k, n, collective, None, protocol=protocol, by="time"))
     if protocol is None:
         costs += [
             textbook_collective(a.name, net, k, n, collective, gamma)

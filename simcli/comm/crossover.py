@@ -72,7 +72,9 @@ def algorithm_names(profile: Any) -> list[str]:
 
 def allreduce_times(profile: Any, names: Sequence[str], k: np.ndarray, n: np.ndarray) -> np.ndarray:
     """All-reduce time of each named algorithm on ``profile``, stacked: (algorithms, ...broadcast(k, n))."""
-    return np.stack([np.broadcast_to(collective(profile, a, k, n).time, np.broadcast(k, n).shape) for a in names])
+    return np.stack(
+        [np.broadcast_to(collective(profile, a, k, n, protocol=None).time, np.broadcast(k, n).shape) for a in names]
+    )
 
 
 def crossovers_numeric(
@@ -102,7 +104,9 @@ def crossovers_numeric(
         ta, tb = np.empty(x.shape), np.empty(x.shape)
         for u in sorted_unique([a, b]):
             rows = (a == u) | (b == u)
-            tu = np.broadcast_to(collective(profile, names[u], kc[rows], np.exp(x[rows])).time, x[rows].shape)
+            tu = np.broadcast_to(
+                collective(profile, names[u], kc[rows], np.exp(x[rows]), protocol=None).time, x[rows].shape
+            )
             ta[rows & (a == u)] = tu[(a == u)[rows]]
             tb[rows & (b == u)] = tu[(b == u)[rows]]
         b_wins = ta > tb

@@ -17,10 +17,11 @@ def comm_grid(
     profile: Profile,
     devices: np.ndarray,
     sizes: np.ndarray,
-    algorithm: str | None = None,
-    dtype: str = "fp32",
+    *,
+    algorithm: str | None,
+    message_dtype: str,
     collective: str = "all_reduce",
-    protocol: str | None = None,
+    protocol: str | None,
     gpus_per_process: int = 1,
 ) -> list[dict[str, Any]]:
     """One record per (k, bytes), k-major, with nccl-tests' columns in SI and GB/s (1e9 B/s).
@@ -34,13 +35,20 @@ def comm_grid(
     the measured time in (:func:`simcli.comm.bands.time_band`: ``time / p90`` to ``time / p10`` of t_pred/t_meas,
     holding ``time``); ``band_basis`` says what the band was read from.
     """
-    if dtype not in DTYPE_BYTES:
-        raise InputError(f"--dtype: unknown dtype {dtype!r}; choose one of {', '.join(DTYPE_BYTES)}")
+    if message_dtype not in DTYPE_BYTES:
+        raise InputError(f"--dtype: unknown dtype {message_dtype!r}; choose one of {', '.join(DTYPE_BYTES)}")
     k = np.asarray(devices, dtype=np.int64)
     n = np.asarray(sizes, dtype=np.float64)
     topology.check_devices(profile.network, k)
     cost = collectives.collective(
-        profile, algorithm, k[:, None], n[None, :], collective, protocol, gpus_per_process, dtype=dtype
+        profile,
+        algorithm,
+        k[:, None],
+        n[None, :],
+        collective,
+        protocol=protocol,
+        gpus_per_process=gpus_per_process,
+        message_dtype=message_dtype,
     )
     algorithm = algorithm or collectives.default_algorithm(profile)
     kk, nn = np.broadcast_arrays(k[:, None], n[None, :])
@@ -58,7 +66,7 @@ def comm_grid(
     if profile.library == "nccl" and algorithm == "nccl" and protocol is None:
         # issue 21: where simcli's cost of NCCL's own pick is above another pair's, the setting that runs that pair
         faster, f_alg, f_proto, f_time = nccl_choice.nccl_faster_pair(
-            profile, k[:, None], n[None, :], collective, dtype=dtype
+            profile, k[:, None], n[None, :], collective, message_dtype=message_dtype
         )
     recs = []
     for idx in np.ndindex(t.shape):
@@ -67,8 +75,8 @@ def comm_grid(
             {
                 "devices": int(kk[idx]),
                 "bytes": int(nn[idx]),
-                "count": int(nn[idx] // DTYPE_BYTES[dtype]),
-                "dtype": dtype,
+                "count": int(nn[idx] // DTYPE_BYTES[message_dtype]),
+                "dtype": message_dtype,
                 "collective": collective,
                 "algorithm": str(cost.algorithm[idx]) if cost.algorithm is not None else algorithm,
                 "protocol": _proto(cost, idx),

@@ -30,16 +30,20 @@ def nccl_collective(
     n: np.ndarray,
     collective: str = "all_reduce",
     algorithms: Sequence[str] | None = None,
-    protocol: str | None = None,
+    *,
+    protocol: str | None,
     by: str = "tuner",
-    dtype: str | None = None,
+    message_dtype: str | None = None,
 ) -> CommCost:
     """NCCL's pick among its (algorithm, protocol) pairs (``by="tuner"``, as NCCL chooses) or the fastest
     (``by="time"``), priced as :mod:`simcli.comm.nccl` says it costs; vectorised, a running minimum over the pairs.
-    ``dtype``: the element type (from 2.24.3 NCCL's choice prices an fp8 Ring x1024 past 8 ranks)."""
+    ``protocol``: the one protocol to price, None for all of them. ``message_dtype``: the element type of the
+    message (from 2.24.3 NCCL's choice prices an fp8 Ring x1024 past 8 ranks); None: not known."""
     net = profile.network
     spec = nccl_spec(profile)
-    fp8_ring = dtype == "fp8" and by == "tuner" and releases.select(spec.version, "nccl.version").fp8_ring_penalty
+    fp8_ring = (
+        message_dtype == "fp8" and by == "tuner" and releases.select(spec.version, "nccl.version").fp8_ring_penalty
+    )
     tb = tier_bandwidth(net, k)
     cands = pairs(net, spec, k, tb, collective, algorithms, [protocol] if protocol else None)
     if not cands:
@@ -238,7 +242,7 @@ def nccl_faster_pair(
     collective: str = "all_reduce",
     margin: float = FASTER_MARGIN,
     picked: CommCost | None = None,
-    dtype: str | None = None,
+    message_dtype: str | None = None,
 ) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
     """Where NCCL's own pick costs more (by more than ``margin``) than another of its pairs, in simcli's cost.
 
@@ -246,11 +250,12 @@ def nccl_faster_pair(
     by cost beats NCCL's pick by more than ``margin``; ``algorithm``/``protocol`` name that pair and ``time`` its
     cost. Both are one model: NCCL's choice is made on its tuner's view (its tables, the network plugin's
     latency, the ring plateau, all channels), the cost on simcli's; the difference is what
-    ``NCCL_ALGO``/``NCCL_PROTO`` would buy (:func:`nccl_env`). ``picked``: NCCL's pick, if already priced.
+    ``NCCL_ALGO``/``NCCL_PROTO`` would buy (:func:`nccl_env`). ``picked``: NCCL's pick, if already priced;
+    ``message_dtype``: as :func:`nccl_collective`.
     """
     if picked is None:
-        picked = nccl_collective(profile, k, n, collective, dtype=dtype)
-    best = nccl_collective(profile, k, n, collective, by="time")
+        picked = nccl_collective(profile, k, n, collective, protocol=None, message_dtype=message_dtype)
+    best = nccl_collective(profile, k, n, collective, protocol=None, by="time")
     faster = best.time < picked.time * (1.0 - margin)
     return faster, np.asarray(best.algorithm), np.asarray(best.protocol), best.time
 

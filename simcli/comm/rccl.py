@@ -467,7 +467,8 @@ def rccl_collective(
     n: np.ndarray,
     collective: str = "all_reduce",
     algorithms: Sequence[str] | None = None,
-    protocol: str | None = None,
+    *,
+    protocol: str | None,
     by: str = "tuner",
 ) -> CommCost:
     """RCCL's pick for each (k, n) and what it costs: MSCCL's all-pairs algorithm where RCCL runs it, else the

@@ -329,18 +329,19 @@ def scaling(
     lines: Sequence[int],
     source: str,
     *,
-    speedup: Sequence[float] | None = None,
-    throughput: tuple[str, Sequence[float]] | None = None,
-    efficiency: Sequence[float] | None = None,
-    batch: Sequence[float] | None = None,
-    accum: Sequence[float] | None = None,
-    global_batch: Sequence[float] | None = None,
-    series: Sequence[Any] | None = None,
+    speedup: Sequence[float] | None,
+    throughput: tuple[str, Sequence[float]] | None,
+    efficiency: Sequence[float] | None,
+    batch: Sequence[float] | None,
+    accum: Sequence[float] | None,
+    global_batch: Sequence[float] | None,
+    series: Sequence[Any] | None,
 ) -> None:
     """A scaling table (one training run at several k) against itself: S(k)/k <= 1, an efficiency column equal to
     S(k)/k and <= 1, speedup and throughput that say the same, and one global batch where the accumulation changes
     with k (a run that keeps its global batch); a global_batch column equal to k x batch x accum. ``series``: each
-    row's run (rows of one value are one run; the table's text columns, as a series' name and precision)."""
+    row's run (rows of one value are one run; the table's text columns, as a series' name and precision). Each
+    column is None where the table has none."""
     runs: dict[Any, list[int]] = {}
     for i in range(len(k)):
         runs.setdefault(series[i] if series is not None else None, []).append(i)

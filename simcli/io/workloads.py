@@ -268,7 +268,7 @@ def _check_params(params: float, where: str) -> None:
         )
 
 
-def custom_workload(params: float, flops_per_sample: float | None, batch_per_device: int = 32) -> Workload:
+def custom_workload(params: float, flops_per_sample: float | None, batch_per_device: int) -> Workload:
     if not (params > 0 and math.isfinite(params)):
         raise InputError(f"--params: {params!r} must be a positive number of parameters")
     _check_params(params, "--params")
@@ -313,5 +313,6 @@ def build_workload(
                 "--params needs --flops-per-sample (FLOPs per sample, forward + backward) or "
                 "--compute-time (measured seconds per step)"
             )
-        return custom_workload(params, flops_per_sample)
+        # the workload's own batch is Workload's default (a scenario's --batch-per-device overrides it)
+        return custom_workload(params, flops_per_sample, Workload.batch_per_device)
     return get_model(model or DEFAULT_MODEL).workload(seq_len)

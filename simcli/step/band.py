@@ -129,20 +129,21 @@ def _envelope(res: "engine.Result", runs: list[Any]) -> dict[str, np.ndarray]:
     return out
 
 
-def step_band(res: "engine.Result", spread: tuple[float, float] | None = None) -> StepBand:
-    """The band of ``res`` (every source at once): see the module. ``spread``: σ's range (low, high) in place of
-    :func:`spread_range`'s (it must hold the scenario's σ)."""
+def step_band(res: "engine.Result", spread_bounds: tuple[float, float] | None = None) -> StepBand:
+    """The band of ``res`` (every source at once): see the module. ``spread_bounds``: σ's range (low, high) in place
+    of :func:`spread_range`'s (it must hold the scenario's σ)."""
     s_lo, s_hi, why = spread_range(res.scenario)
-    if spread is not None:
-        s_lo, s_hi, why = float(spread[0]), float(spread[1]), f"σ from {spread[0]:g} to {spread[1]:g}, as given"
+    if spread_bounds is not None:
+        lo, hi = spread_bounds
+        s_lo, s_hi, why = float(lo), float(hi), f"σ from {lo:g} to {hi:g}, as given"
     runs = _corners(res, (s_lo, s_hi), ("lo", "hi"))
     sigma = res.scenario.device_spread
     return StepBand(**_envelope(res, runs), spread=(s_lo, sigma, s_hi), spread_basis=why)
 
 
-def banded(res: "engine.Result", spread: tuple[float, float] | None = None) -> "engine.Result":
+def banded(res: "engine.Result", spread_bounds: tuple[float, float] | None = None) -> "engine.Result":
     """``res`` with its band (:func:`step_band`): its records gain :data:`BAND_KEYS`."""
-    return dataclasses.replace(res, band=step_band(res, spread))
+    return dataclasses.replace(res, band=step_band(res, spread_bounds))
 
 
 def widths(res: "engine.Result") -> dict[str, np.ndarray]:

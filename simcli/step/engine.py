@@ -478,10 +478,10 @@ def update_seconds(sc: Scenario, k: np.ndarray) -> np.ndarray:
         k,
         sc.workload.params,
         sc.update_bandwidth[0],
-        sc.optimizer,
-        sc.update_extras,
-        sc.shard_group,
-        sc.profile.network[0].size,
+        optimizer=sc.optimizer,
+        extras=sc.update_extras,
+        group=sc.shard_group,
+        node_size=sc.profile.network[0].size,
     )
 
 
@@ -536,14 +536,26 @@ def simulate(
     plan = bucket_plan(n, sc.bucket_bytes if sc.overlap == "buckets" else None)
     comm_full = (
         collectives.collective(
-            sc.profile, sc.algorithm, k, np.float64(plan.size), "all_reduce", sc.protocol, dtype=sc.grad_dtype
+            sc.profile,
+            sc.algorithm,
+            k,
+            np.float64(plan.size),
+            "all_reduce",
+            protocol=sc.protocol,
+            message_dtype=sc.grad_dtype,
         )
         if plan.full
         else None
     )
     comm_last = (
         collectives.collective(
-            sc.profile, sc.algorithm, k, np.float64(plan.last), "all_reduce", sc.protocol, dtype=sc.grad_dtype
+            sc.profile,
+            sc.algorithm,
+            k,
+            np.float64(plan.last),
+            "all_reduce",
+            protocol=sc.protocol,
+            message_dtype=sc.grad_dtype,
         )
         if plan.last
         else None
@@ -575,7 +587,12 @@ def simulate(
         memory=_memory(sc, k, b),
         comm_bytes=m
         * sharding.comm_bytes(
-            "ddp", k, params=sc.workload.params, param_bytes=0.0, grad_bytes=DTYPE_BYTES[sc.grad_dtype]
+            "ddp",
+            k,
+            params=sc.workload.params,
+            param_bytes=0.0,
+            grad_bytes=DTYPE_BYTES[sc.grad_dtype],
+            reshard_after_forward=sc.reshard_after_forward,
         ),
     )
 

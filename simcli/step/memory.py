@@ -178,7 +178,7 @@ def per_device(
     activations: Any = 0.0,
     group: int | None = None,
     node_size: int | None = None,
-    reshard_after_forward: bool = True,
+    reshard_after_forward: bool,
 ) -> Memory:
     """Bytes per device for ``strategy`` at each k (the module docstring's table). ``k``, ``grad_bytes`` and
     ``activations`` broadcast against each other."""

@@ -90,7 +90,7 @@ def comm_bytes(
     grad_bytes: float,
     group: int | None = None,
     node_size: int | None = None,
-    reshard_after_forward: bool = True,
+    reshard_after_forward: bool,
 ) -> np.ndarray:
     """Bytes one device sends per micro-step (ring volumes: (k-1)/k·n per reduce-scatter or all-gather, 2(k-1)/k·n
     per all-reduce; nccl-tests doc/PERFORMANCE.md)."""
@@ -210,7 +210,7 @@ def _price(
     alg = algorithm
     if alg != "auto" and kind not in registry.SPECS[alg].collectives:
         alg = collectives.default_algorithm(profile)
-    cost = collectives.collective(profile, alg, k, np.float64(n), kind, protocol)
+    cost = collectives.collective(profile, alg, k, np.float64(n), kind, protocol=protocol)
     return cost if comm_end is None else bands.at_end(cost, profile, k, n, kind, comm_end)
 
 
@@ -244,7 +244,7 @@ def step(
     t_backward: np.ndarray,
     bucket_bytes: float | None,
     group: int | None = None,
-    reshard_after_forward: bool = True,
+    reshard_after_forward: bool,
     comm_end: str | None = None,
 ) -> Step:
     """Communication of one micro-step of ``strategy`` (one of :data:`SHARDED`) and what of it is exposed;
