@@ -280,12 +280,14 @@ def _kernel_name_meta(name: str) -> tuple[str | None, str | None]:
     return coll, dt
 
 
-def parse_trace(text: str, source: str) -> Trace:
+def _document(text: str, source: str) -> dict[str, Any]:
+    """The trace's JSON object with its traceEvents list, read by the strict decoder (a key twice, 31 digits, NaN:
+    simcli.io.rules), Kineto's schema version 1."""
     from ..io.inputs import check_json_depth, json_decoder
 
     check_json_depth(text, source)  # before json's recursive parser
     try:
-        doc = json_decoder(source).decode(text)  # the strict decoder: a key twice, 31 digits, NaN (simcli.io.rules)
+        doc = json_decoder(source).decode(text)
     except InputError:
         raise
     except ValueError as e:
@@ -300,6 +302,11 @@ def parse_trace(text: str, source: str) -> Trace:
         raise InputError(
             f"{source}: schemaVersion {json.dumps(version)[:20]} is not one this reader knows (Kineto writes 1)"
         )
+    return doc
+
+
+def parse_trace(text: str, source: str) -> Trace:
+    doc = _document(text, source)
     info = doc.get("distributedInfo") if isinstance(doc.get("distributedInfo"), dict) else {}
     rank, world, pgs = _distributed(info, source)
     backend = info.get("backend") if isinstance(info.get("backend"), str) else None

@@ -121,7 +121,6 @@ def calibrate(
     from pathlib import Path
 
     from ..answers.calibration import CalibrationOptions, calibrate_profile
-    from ..answers.validate import filter_present, filter_rows, read_measurements, scope_where
     from ..io.output import check_output_path
 
     check_output_path(output, force, inputs=[*files, profile])  # never write the profile over an input
@@ -129,34 +128,7 @@ def calibrate(
         raise InputError(
             "calibrate: give at most one 'bench allreduce' CSV, one 'bench step' CSV and one scaling table"
         )
-    where, scoped = scope_where(where or [], [str(f) for f in files])
-    comm_m = step_m = scale_m = None
-    live_run = None  # a profiler trace or Inspector log: a live job's own measurements (issue 23)
-    from ..bench.live import detect
-
-    for f in files:
-        kind = detect(f)
-        if kind is not None:
-            if live_run is not None:
-                raise InputError(f"{f}: a second trace or Inspector log; give one run (a directory holds its ranks)")
-            live_run, comm_m, step_m = _live_inputs(f, kind, run, profile, comm_m, step_m)
-            continue
-        m = read_measurements(f)
-        if scoped[str(f)]:  # FILE:COLUMN=VALUE: this file's rows only (its column must exist)
-            m = filter_rows(m, scoped[str(f)])
-        if m.kind == "allreduce":
-            if comm_m is not None:
-                raise InputError(f"{f}: a second all-reduce file; concatenate the runs into one CSV")
-            comm_m = m
-        elif m.kind == "step":
-            if step_m is not None:
-                raise InputError(f"{f}: a second step file; give one 'bench step' CSV")
-            step_m = m
-        else:
-            if scale_m is not None:
-                raise InputError(f"{f}: a second scaling table; give one (one run's device counts)")
-            # --where COLUMN=VALUE keeps scaling rows too, for the columns the table has
-            scale_m = filter_present(m, where or [])
+    comm_m, step_m, scale_m, live_run, where = _inputs(files, where, run, profile)
     scaling = None
     if scale_m is not None:
         if profile is None:
@@ -222,6 +194,41 @@ def calibrate(
 
         console.print(_calibrate_view(report))
     typer.echo(f"wrote {p} (checked: it loads as a valid profile)", err=True)
+
+
+def _inputs(files: list[str], where: list[str] | None, run: Any, profile: str | None) -> tuple[Any, ...]:
+    """(all-reduce, step, scaling table, live run, the --where left once FILE:COLUMN=VALUE is taken per file) of
+    the files: at most one of each kind; on a scaling table --where keeps the columns it has."""
+    from ..answers.validate import filter_present, filter_rows, read_measurements, scope_where
+    from ..bench.live import detect
+
+    where, scoped = scope_where(where or [], [str(f) for f in files])
+    comm_m = step_m = scale_m = None
+    live_run = None  # a profiler trace or Inspector log: a live job's own measurements (issue 23)
+    for f in files:
+        kind = detect(f)
+        if kind is not None:
+            if live_run is not None:
+                raise InputError(f"{f}: a second trace or Inspector log; give one run (a directory holds its ranks)")
+            live_run, comm_m, step_m = _live_inputs(f, kind, run, profile, comm_m, step_m)
+            continue
+        m = read_measurements(f)
+        if scoped[str(f)]:  # FILE:COLUMN=VALUE: this file's rows only (its column must exist)
+            m = filter_rows(m, scoped[str(f)])
+        if m.kind == "allreduce":
+            if comm_m is not None:
+                raise InputError(f"{f}: a second all-reduce file; concatenate the runs into one CSV")
+            comm_m = m
+        elif m.kind == "step":
+            if step_m is not None:
+                raise InputError(f"{f}: a second step file; give one 'bench step' CSV")
+            step_m = m
+        else:
+            if scale_m is not None:
+                raise InputError(f"{f}: a second scaling table; give one (one run's device counts)")
+            # --where COLUMN=VALUE keeps scaling rows too, for the columns the table has
+            scale_m = filter_present(m, where or [])
+    return comm_m, step_m, scale_m, live_run, where
 
 
 def _live_inputs(f: str, kind: str, run: o.ScenarioOptions, profile: str | None, comm_m, step_m):

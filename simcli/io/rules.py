@@ -350,8 +350,19 @@ def scaling(
 
 
 def _one_run(idx: list[int], k: Any, lines: Any, source: str, *cols: Any) -> None:
+    """One run's rows (``idx``) held together: the efficiency, the speedup against the throughput, the global batch."""
     speedup, throughput, efficiency, batch, accum, global_batch = cols
     i0 = min(idx, key=lambda i: k[i])
+    _run_efficiency(idx, k, lines, source, speedup, efficiency)
+    if speedup is not None and throughput is not None:
+        _run_speedup_throughput(idx, i0, k, lines, source, speedup, throughput)
+    if batch is not None or global_batch is not None:
+        _run_global_batch(idx, i0, k, lines, source, batch, accum, global_batch)
+
+
+def _run_efficiency(idx: list[int], k: Any, lines: Any, source: str, speedup: Any, efficiency: Any) -> None:
+    """S(k)/k and the efficiency column at most 1 (a little above: run-to-run noise, warned), and the two agree."""
+    high: list[int] = []
 
     def eff_rule(i: int, e: float, field: str) -> None:
         if e > 1 + EFFICIENCY_NOISE:
@@ -363,7 +374,6 @@ def _one_run(idx: list[int], k: Any, lines: Any, source: str, *cols: Any) -> Non
         if e > 1:
             high.append(i)
 
-    high: list[int] = []
     if speedup is not None:
         for i in idx:
             eff_rule(i, speedup[i] / k[i], "speedup / k")
@@ -380,34 +390,44 @@ def _one_run(idx: list[int], k: Any, lines: Any, source: str, *cols: Any) -> Non
             f"{source}: efficiency: above 1 at k = {', '.join(str(k[i]) for i in high[:4])} (within "
             f"{EFFICIENCY_NOISE:.0%}: read as run-to-run noise); weak scaling adds communication to the same work"
         )
-    if speedup is not None and throughput is not None:
-        col, tp = throughput
+
+
+def _run_speedup_throughput(
+    idx: list[int], i0: int, k: Any, lines: Any, source: str, speedup: Any, throughput: Any
+) -> None:
+    """The speedup column against the throughput's ratio to the run's smallest k."""
+    col, tp = throughput
+    for i in idx:
+        want = speedup[i0] * tp[i] / tp[i0]
+        if abs(speedup[i] - want) > 0.03 * want + 0.01:
+            raise InputError(
+                f"{source}: line {lines[i]}: speedup {speedup[i]:g} at k = {k[i]}, but {col} says "
+                f"{want:.4g} ({tp[i]:g} / {tp[i0]:g} x {speedup[i0]:g} at k = {k[i0]}); the row contradicts itself"
+            )
+
+
+def _run_global_batch(
+    idx: list[int], i0: int, k: Any, lines: Any, source: str, batch: Any, accum: Any, global_batch: Any
+) -> None:
+    """k x batch_per_device x accum against the global batch column, and one global batch over the run."""
+    m = accum if accum is not None else [1] * len(k)
+    gb = {i: (k[i] * batch[i] * m[i] if batch is not None else global_batch[i]) for i in idx}
+    if global_batch is not None and batch is not None:
         for i in idx:
-            want = speedup[i0] * tp[i] / tp[i0]
-            if abs(speedup[i] - want) > 0.03 * want + 0.01:
+            if abs(global_batch[i] - gb[i]) > 1e-9 * gb[i]:
                 raise InputError(
-                    f"{source}: line {lines[i]}: speedup {speedup[i]:g} at k = {k[i]}, but {col} says "
-                    f"{want:.4g} ({tp[i]:g} / {tp[i0]:g} x {speedup[i0]:g} at k = {k[i0]}); the row contradicts itself"
+                    f"{source}: line {lines[i]}: global_batch {global_batch[i]:g} is not k x batch_per_device x "
+                    f"accum = {k[i]} x {batch[i]:g} x {m[i]:g} = {gb[i]:g}; the row contradicts itself"
                 )
-    if batch is not None or global_batch is not None:
-        m = accum if accum is not None else [1] * len(k)
-        gb = {i: (k[i] * batch[i] * m[i] if batch is not None else global_batch[i]) for i in idx}
-        if global_batch is not None and batch is not None:
-            for i in idx:
-                if abs(global_batch[i] - gb[i]) > 1e-9 * gb[i]:
-                    raise InputError(
-                        f"{source}: line {lines[i]}: global_batch {global_batch[i]:g} is not k x batch_per_device x "
-                        f"accum = {k[i]} x {batch[i]:g} x {m[i]:g} = {gb[i]:g}; the row contradicts itself"
-                    )
-        if accum is not None and len({accum[i] for i in idx}) > 1:
-            odd = [i for i in idx if abs(gb[i] - gb[i0]) > 1e-9 * gb[i0]]
-            if odd:
-                i = odd[0]
-                suspicious(
-                    f"{source}: line {lines[i]}: global batch (k x batch_per_device x accum) {gb[i]:g} at k = {k[i]}, "
-                    f"{gb[i0]:g} at k = {k[i0]}: a run whose accum changes with k keeps its global batch; rows of "
-                    "another global batch are another run's (each row is priced as given)"
-                )
+    if accum is not None and len({accum[i] for i in idx}) > 1:
+        odd = [i for i in idx if abs(gb[i] - gb[i0]) > 1e-9 * gb[i0]]
+        if odd:
+            i = odd[0]
+            suspicious(
+                f"{source}: line {lines[i]}: global batch (k x batch_per_device x accum) {gb[i]:g} at k = {k[i]}, "
+                f"{gb[i0]:g} at k = {k[i0]}: a run whose accum changes with k keeps its global batch; rows of "
+                "another global batch are another run's (each row is priced as given)"
+            )
 
 
 # --------------------------------------------------------------------------- options
