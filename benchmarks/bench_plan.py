@@ -25,7 +25,7 @@ def main() -> None:
     ap.add_argument("--repeat", type=int, default=3)
     args = ap.parse_args()
 
-    from simcli.answers import plan_best as PB
+    from simcli.decisions import plan_best as PB
     from simcli.io.profiles import resolve_profile
     from simcli.io.workloads import build_workload
     from simcli.step.engine import Scenario, simulate

@@ -17,7 +17,7 @@ priced). The table prints, per series, the error of the predicted throughput at 
 ``--write-errors`` writes simcli/step/error_table.py again, with validate_fsdp.py's rows (benchmarks/step_errors.py;
 it prints nothing else): every row's r = predicted / measured throughput (``after``) with its kind.
 ``--fit`` adds, per series, the spread σ and the per-update time u at k0 fitted together to its rows
-(simcli.answers.fit_update.fit_spread_update, what ``simcli calibrate`` runs on a scaling table), with one
+(simcli.fits.fit_update.fit_spread_update, what ``simcli calibrate`` runs on a scaling table), with one
 standard error each where the rows leave more than two degrees of freedom: what each series would need, not
 what simcli predicts (nothing of it enters the table above).
 
@@ -183,7 +183,7 @@ VARIANTS = ("before", "comm", "+update", "+spread", "after")
 
 def fit(s: Series) -> str:
     """σ and u (at k0) fitted together to the series' rows, as ``simcli calibrate`` fits a scaling table."""
-    from simcli.answers.fit_update import fit_spread_update
+    from simcli.fits.fit_update import fit_spread_update
 
     r0 = s.rows[0]
     sc = _scenario(s, 1.0, optimizer=s.optimizer, update_extras=s.extras, compute_time_at_k=int(r0["devices"]))

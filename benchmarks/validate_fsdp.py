@@ -39,8 +39,8 @@ from pathlib import Path
 
 import numpy as np
 
-from simcli.answers.fit_compute import minimise_scalar
 from simcli.cli.options import OptimizerChoice, ScenarioOptions
+from simcli.fits.fit_compute import minimise_scalar
 from simcli.io.profiles import resolve_profile
 from simcli.step import straggler
 from simcli.step.engine import simulate

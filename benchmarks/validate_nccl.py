@@ -52,9 +52,9 @@ import numpy as np
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 
-from simcli.answers.check import curve_kind  # noqa: E402
-from simcli.answers.validate import SIZE_BANDS  # noqa: E402
 from simcli.base.types import NCCL_TABLES_VERSION  # noqa: E402
+from simcli.checks.check import curve_kind  # noqa: E402
+from simcli.checks.validate import SIZE_BANDS  # noqa: E402
 from simcli.comm import bands as B  # noqa: E402
 from simcli.comm import collectives as C  # noqa: E402
 from simcli.comm import nccl, nccl_choice, rccl, releases, topology  # noqa: E402
@@ -382,7 +382,7 @@ def main(
             f"{'all points (median over the points)':52s} {'':9s} {'':5s} {band:11s} {len(a):3d} "
             f"{np.median(a):7.1%} {np.median(b):10.1%}"
         )
-    from simcli.answers.check import DEFAULT_TOLERANCE  # noqa: E402
+    from simcli.checks.check import DEFAULT_TOLERANCE  # noqa: E402
 
     for band, _, _ in BANDS:  # what simcli check's default tolerance stands on (simcli/check.py)
         a = [e for r in out if r["band"] == band for e in r["errors"]]
@@ -392,7 +392,7 @@ def main(
             f"{np.quantile(a, 0.95):7.1%}  (without the known misses: {np.quantile(c, 0.95):.1%}; simcli check's "
             f"default: {DEFAULT_TOLERANCE[band]:.0%})"
         )
-    from simcli.answers.check import MODEL_FLOOR
+    from simcli.checks.check import MODEL_FLOOR
 
     for kind, bands in model_floors(out).items():  # simcli check's MODEL_FLOOR: below it LOW, above it MODEL
         for band, (floor, points) in bands.items():
@@ -412,7 +412,7 @@ def main(
 
 
 def model_floors(out: list[dict]) -> dict[str, dict[str, tuple[float, int]]]:
-    """Per kind of ring (simcli.answers.check.curve_kind) and size band: (the lowest measured/expected busbw over the
+    """Per kind of ring (simcli.checks.check.curve_kind) and size band: (the lowest measured/expected busbw over the
     points of the curves, the known misses left out; the number of points), what simcli check's MODEL_FLOOR holds
     rounded down to a whole percent."""
     acc: dict[str, dict[str, list[float]]] = {}

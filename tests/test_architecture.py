@@ -156,11 +156,11 @@ LAYERS: dict[str, tuple[str, ...]] = {
     "base": ("version", "base"),
     "communication": ("comm",),
     "step": ("step",),
-    "inputs and outputs": ("io", "bench", "bench.stats", "bench.results", "bench.nccltests")
-    + ("bench.calls", "bench.inspector", "bench.kineto", "bench.live"),
-    "answers": ("answers",),
-    "measurement and pictures": ("bench.launch", "bench.dist", "bench.models", "bench.allreduce", "bench.step")
-    + ("bench.worker", "bench.runs", "plot"),
+    "inputs and outputs": ("io",),
+    "fits": ("fits",),
+    "checks": ("checks",),
+    "decisions": ("decisions",),
+    "measurement and pictures": ("bench", "plot"),
     "command line": ("cli", "__main__", ""),
 }
 

@@ -115,7 +115,7 @@ def test_quantile_by_hand_is_numpys_linear_quantile(q):
 
 
 def test_size_bands_split_as_validate_does():
-    from simcli.answers.validate import SIZE_BANDS, size_band
+    from simcli.checks.validate import SIZE_BANDS, size_band
 
     assert SIZE_BANDS is B.SIZE_BANDS
     n = np.array([1024, 256 * 1024, 256 * 1024 + 1, 512 * 1024, 64 * 2**20, 128 * 2**20 - 1, 128 * 2**20, 2.0**34])

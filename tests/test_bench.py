@@ -11,10 +11,10 @@ from hypothesis import given
 from hypothesis import strategies as st
 
 from simcli.base.types import InputError
-from simcli.bench.nccltests import parse_nccl_tests
-from simcli.bench.results import ALLREDUCE_COLUMNS, ResultWriter, read_results
-from simcli.bench.stats import NOISY_SPREAD, allreduce_busbw_factor, summarize
 from simcli.cli import app
+from simcli.io.measured.nccltests import parse_nccl_tests
+from simcli.io.measured.results import ALLREDUCE_COLUMNS, ResultWriter, read_results
+from simcli.io.measured.stats import NOISY_SPREAD, allreduce_busbw_factor, summarize
 
 FIX = Path(__file__).parent / "fixtures"
 PUBLISHED = Path("/work/shared/data/published/nccl-allreduce-8xA100-nvswitch.csv")
@@ -256,7 +256,7 @@ def test_import_records_gpus_per_process(name, tmp_path, runner):
     out = tmp_path / "imported.csv"
     r = runner.invoke(app, ["bench", "import", str(FIX / name), "-o", str(out)])
     assert r.exit_code == 0, r.output
-    from simcli.answers.validate import read_measurements
+    from simcli.io.measured.table import read_measurements
 
     assert set(read_measurements(out).number("gpus_per_process")) == {8.0}
 

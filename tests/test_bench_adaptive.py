@@ -13,7 +13,7 @@ import types
 import numpy as np
 import pytest
 
-from simcli.bench.stats import STATS, relative_se, summarize, unsettled
+from simcli.io.measured.stats import STATS, relative_se, summarize, unsettled
 
 # --------------------------------------------------------------------------- relative_se, unsettled
 

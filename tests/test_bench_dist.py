@@ -14,8 +14,8 @@ from pathlib import Path
 import pytest
 
 from simcli.bench.launch import FAULT_ENV
-from simcli.bench.results import ALLREDUCE_COLUMNS, STEP_COLUMNS, read_results
 from simcli.cli import app
+from simcli.io.measured.results import ALLREDUCE_COLUMNS, STEP_COLUMNS, read_results
 
 pytest.importorskip("torch")
 pytestmark = [pytest.mark.slow, pytest.mark.torch]

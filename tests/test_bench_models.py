@@ -147,7 +147,7 @@ def test_bench_step_refuses_with_one_line(runner, args, needle):
 
 def _steps_csv(path, mfu: dict[str, float], peak: float, bwd: float, noise: float = 0.0, seed: int = 0):
     """A bench step file whose T_compute is flops x b / (peak x mfu[dtype]) (times noise), T_b = bwd x T_compute."""
-    from simcli.bench.results import STEP_COLUMNS
+    from simcli.io.measured.results import STEP_COLUMNS
 
     rng = np.random.default_rng(seed)
     spec = ModelSpec(kind="gpt")
@@ -198,8 +198,8 @@ def _cpu_profile(tmp_path):
 
 
 def test_calibrate_recovers_a_known_mfu_per_dtype(tmp_path):
-    from simcli.answers.calibration import CalibrationOptions, calibrate_profile
-    from simcli.answers.validate import read_measurements
+    from simcli.fits.calibration import CalibrationOptions, calibrate_profile
+    from simcli.io.measured.table import read_measurements
     from simcli.io.profiles import load_profile
 
     base = load_profile(_cpu_profile(tmp_path))
@@ -230,8 +230,8 @@ def test_calibrate_recovers_a_known_mfu_per_dtype(tmp_path):
 
 
 def test_without_a_peak_for_a_dtype_no_mfu_is_written(tmp_path):
-    from simcli.answers.calibration import CalibrationOptions, calibrate_profile
-    from simcli.answers.validate import read_measurements
+    from simcli.fits.calibration import CalibrationOptions, calibrate_profile
+    from simcli.io.measured.table import read_measurements
     from simcli.io.profiles import resolve_profile
 
     base = resolve_profile("cpu-loopback")  # fp32 peak only
@@ -275,7 +275,7 @@ def test_one_row_per_dtype_gets_the_median_s_standard_error_and_where_filters_st
 
     import yaml
 
-    from simcli.answers.fit_compute import fit_mfu_by_dtype
+    from simcli.fits.fit_compute import fit_mfu_by_dtype
 
     # one row: the uncertainty is the standard error of that row's median, 1.2533·σ/√steps, σ = (p90 - p10)/2.563
     f = fit_mfu_by_dtype(

@@ -9,11 +9,11 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from simcli.answers.fit_compute import fit_step, overlap_fraction
-from simcli.answers.fitting import fit_alpha_beta, fit_link, holdout_mask, outer_tier, ring_coefficients, tier_scale
 from simcli.base.types import InputError, Tier
 from simcli.cli.app import app
 from simcli.comm import collectives, topology
+from simcli.fits.fit_compute import fit_step, overlap_fraction
+from simcli.fits.fitting import fit_alpha_beta, fit_link, holdout_mask, outer_tier, ring_coefficients, tier_scale
 
 HEADER = "collective,backend,world_size,bytes,dtype,iters,time_s,time_p10_s,time_p90_s,algbw_GBps,busbw_GBps"
 

@@ -1,8 +1,8 @@
 """`simcli calibrate` and `simcli validate` on profiler traces whose DDP buckets come in 1, 2 or many sizes (issue 39).
 
 A DDP run's buckets are all `bucket_cap_mb` but the last, so a real trace has two sizes; a model whose gradient fits
-one bucket has one. The traces here are built in the documented Kineto form (simcli.bench.kineto) with times from a
-known alpha-beta ring, so the fit can be held to the values that made them; the real gloo trace in
+one bucket has one. The traces here are built in the documented Kineto form (simcli.io.measured.kineto) with times
+from a known alpha-beta ring, so the fit can be held to the values that made them; the real gloo trace in
 measurements/kineto-ddp-gloo-cpu (three 1 MiB buckets a step) is the one-size case from the world.
 """
 
@@ -14,8 +14,8 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from simcli.answers.fitting import fit_alpha_beta, holdout_split
 from simcli.cli.app import app
+from simcli.fits.fitting import fit_alpha_beta, holdout_split
 
 ROOT = Path(__file__).resolve().parent.parent
 REAL_TRACE = ROOT / "measurements" / "kineto-ddp-gloo-cpu"
@@ -85,7 +85,7 @@ def test_two_bucket_sizes_fit_both_values_exactly_and_say_so(runner, tmp_path):
     assert tier["points"] == 2 and tier["holdout_points"] == 0
     assert tier["latency"]["identified"] and tier["bandwidth"]["identified"]
     assert tier["latency"]["after_s"] == pytest.approx(ALPHA, rel=1e-3)
-    # cpu-loopback's tier is a per-node medium: the ring sees b·g(k) with g = 1/k (simcli.answers.fitting)
+    # cpu-loopback's tier is a per-node medium: the ring sees b·g(k) with g = 1/k (simcli.fits.fitting)
     assert tier["bandwidth"]["after_Bps"] / 2 == pytest.approx(B_RING, rel=1e-3)
     assert tier["latency"]["se_s"] is None  # two points, two values: no standard error to give
     assert any("two points" in w and "solved exactly" in w for w in rep["warnings"])

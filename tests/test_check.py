@@ -16,7 +16,7 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from simcli.answers.check import DEFAULT_TOLERANCE, MODEL_FLOOR, curve_kind
+from simcli.checks.check import DEFAULT_TOLERANCE, MODEL_FLOOR, curve_kind
 from simcli.cli.app import app
 from simcli.io.profiles import resolve_profile
 

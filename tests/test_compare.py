@@ -9,9 +9,9 @@ import json
 import numpy as np
 import pytest
 
-from simcli.answers.compare import alternatives, compare
 from simcli.base.types import InputError, Tier, Workload
 from simcli.cli import app
+from simcli.decisions.compare import alternatives, compare
 from simcli.step.engine import Scenario, simulate
 
 from conftest import make_profile

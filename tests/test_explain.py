@@ -4,9 +4,9 @@ import json
 
 import pytest
 
-from simcli.answers.explain import explain
 from simcli.base.types import Tier, Workload
 from simcli.cli import app
+from simcli.decisions.explain import explain
 from simcli.step.engine import Scenario, simulate
 
 from conftest import make_profile

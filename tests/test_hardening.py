@@ -198,7 +198,7 @@ def test_same_keys_in_different_mappings_are_fine(tmp_path):
 def test_a_named_pipe_is_written_into_never_renamed_over(tmp_path):
     import stat
 
-    from simcli.io.output import write_atomic
+    from simcli.io.files import write_atomic
 
     fifo = tmp_path / "fifo"
     os.mkfifo(fifo)
@@ -214,7 +214,7 @@ def test_a_named_pipe_is_written_into_never_renamed_over(tmp_path):
 def test_a_socket_target_is_refused(tmp_path):
     import socket
 
-    from simcli.io.output import write_atomic
+    from simcli.io.files import write_atomic
 
     path = tmp_path / "s"
     sock = socket.socket(socket.AF_UNIX)
@@ -227,7 +227,7 @@ def test_a_socket_target_is_refused(tmp_path):
 
 
 def test_a_symlink_is_kept_and_its_file_replaced(tmp_path):
-    from simcli.io.output import write_atomic
+    from simcli.io.files import write_atomic
 
     real = tmp_path / "real.txt"
     real.write_text("old")
@@ -238,7 +238,7 @@ def test_a_symlink_is_kept_and_its_file_replaced(tmp_path):
 
 
 def test_output_that_is_an_input_is_refused(tmp_path):
-    from simcli.io.output import check_output_path, write_atomic
+    from simcli.io.files import check_output_path, write_atomic
 
     m = tmp_path / "m.csv"
     m.write_text("measurements\n")
@@ -255,7 +255,7 @@ def test_output_that_is_an_input_is_refused(tmp_path):
 def test_path_under_a_regular_file_is_one_line_exit_1(tmp_path, runner):
     from simcli.base.types import EnvironmentFailure
     from simcli.cli import app
-    from simcli.io.output import write_atomic
+    from simcli.io.files import write_atomic
 
     f = tmp_path / "file"
     f.write_text("x")
@@ -273,7 +273,7 @@ def test_refused_writes_are_environment_failures_and_leave_nothing(tmp_path, mon
     import tempfile
 
     from simcli.base.types import EnvironmentFailure
-    from simcli.io.output import write_atomic
+    from simcli.io.files import write_atomic
 
     def fail(*a, **k):
         raise OSError(getattr(errno, err), os.strerror(getattr(errno, err)))
@@ -292,7 +292,7 @@ def test_write_stdout_closed_full_and_ascii(monkeypatch):
     import io
 
     from simcli.base.types import EnvironmentFailure
-    from simcli.io.output import StdoutClosed, write_stdout
+    from simcli.io.stdout import StdoutClosed, write_stdout
 
     with pytest.raises(StdoutClosed):
         _closed_stdout(monkeypatch, write_stdout)
@@ -323,7 +323,7 @@ def test_result_rows_are_whole_or_absent_when_the_disk_fills(tmp_path, monkeypat
     import errno
 
     from simcli.base.types import EnvironmentFailure
-    from simcli.bench.results import ALLREDUCE_COLUMNS, ResultWriter, read_results
+    from simcli.io.measured.results import ALLREDUCE_COLUMNS, ResultWriter, read_results
 
     out = tmp_path / "r.csv"
     w = ResultWriter(out, ALLREDUCE_COLUMNS, ["backend: gloo"])
@@ -352,7 +352,7 @@ def test_no_empty_results_file_is_left(tmp_path, monkeypatch):
     import errno
 
     from simcli.base.types import EnvironmentFailure
-    from simcli.bench.results import ALLREDUCE_COLUMNS, ResultWriter
+    from simcli.io.measured.results import ALLREDUCE_COLUMNS, ResultWriter
 
     out = tmp_path / "r.csv"
     ResultWriter(out, ALLREDUCE_COLUMNS, ["x"]).close()  # nothing measured
@@ -404,7 +404,7 @@ def _txt_case(name):
     ],
 )
 def test_nccl_tests_text_is_checked(tmp_path, case, placement, match):
-    from simcli.bench.nccltests import parse_nccl_tests
+    from simcli.io.measured.nccltests import parse_nccl_tests
 
     f = tmp_path / "perf.txt"
     f.write_text(_txt_case(case))
@@ -413,7 +413,7 @@ def test_nccl_tests_text_is_checked(tmp_path, case, placement, match):
 
 
 def test_nccl_tests_validation_off_is_accepted(tmp_path):
-    from simcli.bench.nccltests import parse_nccl_tests
+    from simcli.io.measured.nccltests import parse_nccl_tests
 
     f = tmp_path / "perf.txt"
     f.write_text(_fixture("txt").replace("1.31       0", "1.31     N/A"))
@@ -462,7 +462,7 @@ def _json_case(name):
     ],
 )
 def test_nccl_tests_json_shapes_are_checked(tmp_path, case, match):
-    from simcli.bench.nccltests import parse_nccl_tests
+    from simcli.io.measured.nccltests import parse_nccl_tests
 
     f = tmp_path / "perf.json"
     f.write_text(_json_case(case))
@@ -472,7 +472,7 @@ def test_nccl_tests_json_shapes_are_checked(tmp_path, case, match):
 
 
 def test_nccl_tests_json_cut_mid_run(tmp_path):
-    from simcli.bench.nccltests import parse_nccl_tests
+    from simcli.io.measured.nccltests import parse_nccl_tests
 
     f = tmp_path / "perf.json"
     f.write_text(_fixture("json")[:3000])
@@ -617,7 +617,7 @@ def test_rounds_interleave_sizes_in_a_shuffled_order_the_same_on_every_rank():
 
 
 def test_statistics_and_noise():
-    from simcli.bench.stats import DEFAULT_STAT, STATS, summarize
+    from simcli.io.measured.stats import DEFAULT_STAT, STATS, summarize
 
     s = summarize([1.0, 1.0, 1.0, 1.0, 1.0, 1.0, 1.0, 1.0, 1.0, 11.0])  # one preempted iteration
     assert s.stat("min") == 1.0 and s.stat("p10") == 1.0 and s.stat("median") == 1.0 and s.stat("mean") == 2.0
@@ -629,7 +629,7 @@ def test_statistics_and_noise():
 def test_json_results_file_is_valid_after_every_row(tmp_path):
     import json
 
-    from simcli.bench.results import ALLREDUCE_COLUMNS, ResultWriter
+    from simcli.io.measured.results import ALLREDUCE_COLUMNS, ResultWriter
 
     out = tmp_path / "r.json"
     with ResultWriter(out, ALLREDUCE_COLUMNS, ["x"], fmt="json") as w:
@@ -919,7 +919,7 @@ def test_a_huge_comm_table_computes_only_the_rows_shown(runner, args, tmp_path):
     ],
 )
 def test_a_huge_compare_table_computes_only_the_rows_shown(runner, monkeypatch, args, rows, tmp_path):
-    import simcli.answers.compare as C
+    import simcli.decisions.compare as C
     from simcli.cli import app
 
     calls = []
@@ -943,10 +943,10 @@ def test_a_huge_compare_table_computes_only_the_rows_shown(runner, monkeypatch, 
 
 # =========================================================================== issue 27
 # Each class of the third round's fault sweep, at its shared mechanism: outputs claimed at the start
-# (simcli.io.output.Claim), the finiteness gate (simcli.io.output.finite_gate), measured tables checked where read
+# (simcli.io.files.Claim), the finiteness gate (simcli.io.formats.finite_gate), measured tables checked where read
 # (simcli.io.tables.check_measured, the nccl-tests reader), limits before work (simcli.base.ranges, inputs.load_json,
 # the profile loader), special files at open (simcli.io.inputs.read_text), signals (cli.common.handle_errors),
-# control characters (simcli.io.output.escape_controls).
+# control characters (simcli.io.stdout.escape_controls).
 
 import signal  # noqa: E402
 import subprocess  # noqa: E402
@@ -984,7 +984,7 @@ def test_two_benches_one_output_file_one_is_refused_before_measuring(tmp_path):
     """Two real benches started together on one -o: one writes its whole run, the other is refused (exit 2,
     one line) before it measures anything; the file holds exactly one run's rows."""
     pytest.importorskip("torch")
-    from simcli.bench.results import read_results
+    from simcli.io.measured.results import read_results
 
     out = tmp_path / "out.csv"
     env = dict(os.environ, OMP_NUM_THREADS="1", GLOO_SOCKET_IFNAME="lo")
@@ -1005,7 +1005,7 @@ def test_two_benches_one_output_file_one_is_refused_before_measuring(tmp_path):
 def test_a_claimed_output_refuses_every_other_command(tmp_path):
     """The claim is the one rule for every command that writes: while one holds the file, speedup, explain,
     bench import and plot are each refused with exit 2, and nothing is written over the claim."""
-    from simcli.io.output import check_output_path, claims
+    from simcli.io.files import check_output_path, claims
 
     out = tmp_path / "out.csv"
     fix = os.path.join(os.path.dirname(__file__), "fixtures", "all_reduce_perf_8xA100.txt")
@@ -1039,8 +1039,8 @@ def test_a_bench_whose_file_is_replaced_keeps_its_rows_beside_it(tmp_path, fmt):
     import json
 
     from simcli.base.types import EnvironmentFailure
-    from simcli.bench.results import ALLREDUCE_COLUMNS, ResultWriter, read_results
-    from simcli.io.output import claims, write_atomic
+    from simcli.io.files import claims, write_atomic
+    from simcli.io.measured.results import ALLREDUCE_COLUMNS, ResultWriter, read_results
 
     out = tmp_path / f"r.{fmt}"
     row = {"collective": "all_reduce", "world_size": 2, "bytes": 1024, "time_s": 1e-3}
@@ -1064,7 +1064,7 @@ def test_a_bench_whose_file_is_replaced_keeps_its_rows_beside_it(tmp_path, fmt):
 
 def test_a_whole_file_writer_whose_claim_was_replaced_does_not_write_over(tmp_path):
     from simcli.base.types import EnvironmentFailure
-    from simcli.io.output import check_output_path, claims, write_atomic
+    from simcli.io.files import check_output_path, claims, write_atomic
 
     out = tmp_path / "plan.csv"
     with claims():
@@ -1080,8 +1080,8 @@ def test_a_whole_file_writer_whose_claim_was_replaced_does_not_write_over(tmp_pa
 
 def test_force_replaces_only_when_the_output_is_ready(tmp_path):
     """--force over an existing file: the old one stays whole until the new content replaces it at once."""
-    from simcli.bench.results import ALLREDUCE_COLUMNS, ResultWriter
-    from simcli.io.output import claims
+    from simcli.io.files import claims
+    from simcli.io.measured.results import ALLREDUCE_COLUMNS, ResultWriter
 
     out = tmp_path / "r.csv"
     out.write_text("old\n")
@@ -1216,7 +1216,7 @@ def test_a_library_warning_is_one_line_not_a_crash(runner, monkeypatch):
 
 def test_finite_gate_directly():
     from simcli.base.types import NonFiniteResult
-    from simcli.io.output import finite_gate, to_csv, to_json
+    from simcli.io.formats import finite_gate, to_csv, to_json
 
     ok = [{"devices": 1, "t_comm_s": 0.0, "speedup": 1.0, "rse": float("nan")}]  # t_comm 0 at k=1; rse may be nan
     finite_gate(ok)
@@ -1234,7 +1234,7 @@ def test_one_serializer_for_csv_and_json_numbers():
 
     import numpy as np
 
-    from simcli.io.output import to_csv, to_json
+    from simcli.io.formats import to_csv, to_json
 
     rec = {"bytes": np.int64(1024), "busbw_GBps": np.float64(0.0029123456789), "time_s": np.float32(0.5)}
     row = next(csv.DictReader(io.StringIO(to_csv([rec]))))
@@ -1477,7 +1477,7 @@ def test_a_stray_fifo_on_the_profile_path_is_skipped_with_a_warning(tmp_path):
 def test_sigterm_and_sighup_during_a_bench_keep_the_rows(tmp_path, sig, code):
     """As Ctrl-C: the rows measured stay in the file, every rank is stopped, one line, exit 128 + the signal."""
     pytest.importorskip("torch")
-    from simcli.bench.results import read_results
+    from simcli.io.measured.results import read_results
 
     out = tmp_path / "r.csv"
     args = _bench_args(out)
@@ -1585,8 +1585,8 @@ def test_yaml_exponent_without_a_dot_is_a_number(tmp_path):
 def test_a_fit_on_identical_points_says_r2_is_undefined():
     import numpy as np
 
-    from simcli.answers.fitting import r2_log
     from simcli.cli.measured import r2_cell
+    from simcli.fits.fitting import r2_log
 
     same = np.array([1e-3, 1e-3, 1e-3])  # no spread of times: R² is 0/0
     assert r2_cell(r2_log(same, same)) == "undefined"

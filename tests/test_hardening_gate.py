@@ -1,7 +1,7 @@
 """Issue 40 (items 1, 4, 5, 6): each class of bad input a sweep found ends in one line and the right exit status,
-held by the shared mechanism, whatever the command: the finiteness gate (simcli.io.output.finite_gate) and the
+held by the shared mechanism, whatever the command: the finiteness gate (simcli.io.formats.finite_gate) and the
 bound on number options (simcli.cli.common._check_options), the bounds on plan's searches, the output-name checks
-(simcli.io.output.check_output_name, simcli.cli.options.check_outputs), and the environment's failures
+(simcli.io.files.check_output_name, simcli.cli.options.check_outputs), and the environment's failures
 (simcli.io.inputs.cannot_read, completion outside a shell). Each test is built from the kind of input, over
 several commands and options; the refusals failed before their fix, the rest hold what must still work."""
 
@@ -135,7 +135,7 @@ def test_a_fitted_error_past_float64_never_reaches_the_profile(runner, tmp_path,
 )
 def test_the_gate_covers_costs_durations_fits_and_any_infinity(record):
     from simcli.base.types import NonFiniteResult
-    from simcli.io.output import finite_gate, to_csv, to_json
+    from simcli.io.formats import finite_gate, to_csv, to_json
 
     with pytest.raises(NonFiniteResult):
         finite_gate({"profile": "p", "rows": [record]})
@@ -148,7 +148,7 @@ def test_the_gate_covers_costs_durations_fits_and_any_infinity(record):
 
 
 def test_the_gate_leaves_undefined_statistics_alone():
-    from simcli.io.output import finite_gate
+    from simcli.io.formats import finite_gate
 
     finite_gate([{"rse": float("inf"), "noise": float("inf"), "r2": float("nan"), "bucket_mb": float("nan")}])
     finite_gate([{"cost": 2.5, "days": 0.0, "t_comm_s": 0.0}])
@@ -160,7 +160,7 @@ def test_the_gate_leaves_undefined_statistics_alone():
 @pytest.mark.parametrize("tol", ["1e-17", "2e-16", "1e-300", "5e-324", "9e-15"])
 def test_plan_solve_tolerance_finer_than_float64_is_refused_before_work(runner, monkeypatch, tol):
     """A tolerance below float64's resolution made the bisection loop forever (1 + 1e-17 == 1)."""
-    from simcli.answers import solve
+    from simcli.decisions import solve
 
     monkeypatch.setattr(solve, "simulate", lambda *a, **k: pytest.fail("simulated before the tolerance check"))
     r = runner.invoke(app, ["plan", "solve", "inter_node.bandwidth", "-k", "64", "-e", "0.9", "--tolerance", tol])
@@ -171,7 +171,7 @@ def test_plan_solve_tolerance_finer_than_float64_is_refused_before_work(runner, 
 
 def test_plan_solve_at_the_finest_tolerance_ends(two_tier):
     """At MIN_RTOL the bisection ends, with the answer of a coarser tolerance within that tolerance."""
-    from simcli.answers.solve import MIN_RTOL, solve_field
+    from simcli.decisions.solve import MIN_RTOL, solve_field
     from simcli.io.workloads import build_workload
     from simcli.step.engine import Scenario
 
@@ -194,7 +194,7 @@ def test_plan_solve_at_the_finest_tolerance_ends(two_tier):
 def test_plan_best_counts_its_grid_and_refuses_a_huge_one_before_work(runner, monkeypatch, grid, count):
     """plan best searched 32 M configurations with no answer in 90 s: the count is computed and refused first,
     naming it and how to narrow the grid; nothing is priced."""
-    from simcli.answers import plan_best
+    from simcli.decisions import plan_best
 
     monkeypatch.setattr(plan_best, "simulate", lambda *a, **k: pytest.fail("priced before the count was checked"))
     r = runner.invoke(app, ["plan", "best", "-B", "512", *grid])
@@ -282,9 +282,9 @@ def test_overflowing_values_are_one_line(runner, args, line):
     "module,cmd,named",
     [
         ("simcli.step.engine", ["speedup", "-k", "8", "--mfu", "0.3"], "--mfu 0.3"),
-        ("simcli.answers.plan_best", ["plan", "best", "-B", "512", "-k", "8"], "--global-batch 512"),
-        ("simcli.answers.plan", ["plan", "time-to-train", "-k", "8", "--samples", "1e6"], "--samples 1000000.0"),
-        ("simcli.answers.solve", ["plan", "solve", "device.mfu", "-k", "8", "-e", "0.9"], "--min-efficiency 0.9"),
+        ("simcli.decisions.plan_best", ["plan", "best", "-B", "512", "-k", "8"], "--global-batch 512"),
+        ("simcli.decisions.plan", ["plan", "time-to-train", "-k", "8", "--samples", "1e6"], "--samples 1000000.0"),
+        ("simcli.decisions.solve", ["plan", "solve", "device.mfu", "-k", "8", "-e", "0.9"], "--min-efficiency 0.9"),
     ],
 )
 def test_any_overflow_in_a_command_is_one_line_naming_the_inputs(runner, monkeypatch, module, cmd, named):

@@ -17,10 +17,10 @@ from pathlib import Path
 import pytest
 
 from simcli.base.types import InputError
-from simcli.bench.calls import collective_name, sniff
-from simcli.bench.inspector import parse_json_records, parse_prometheus, read_inspector
-from simcli.bench.live import read_live
 from simcli.cli.app import app
+from simcli.io.measured.calls import collective_name, sniff
+from simcli.io.measured.inspector import parse_json_records, parse_prometheus, read_inspector
+from simcli.io.measured.live import read_live
 
 ROOT = Path(__file__).resolve().parent.parent
 FIX = ROOT / "tests" / "fixtures"
@@ -414,7 +414,7 @@ def test_validate_and_calibrate_read_an_inspector_directory(runner, tmp_path):
 
 
 def test_the_step_terms_add_up(trace_dir):
-    from simcli.bench.kineto import step_summary
+    from simcli.io.measured.kineto import step_summary
 
     live = read_live(trace_dir)
     s = step_summary(live.traces)

@@ -304,7 +304,7 @@ def _synthetic(truth, seed):
 
 def test_calibrate_fits_nccls_constants_from_two_or_more_k(tmp_path, runner):
     """NVLink and network hop latencies and the NVLink bandwidth come back from noisy times at k = 8, 16, 32."""
-    from simcli.answers.fit_nccl import fit_nccl
+    from simcli.fits.fit_nccl import fit_nccl
 
     p = resolve_profile("dgx-h100")
     truth = dataclasses.replace(

@@ -11,10 +11,10 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from simcli.answers import plan as P
-from simcli.answers import solve as S
 from simcli.base.types import InputError, Tier, Workload
 from simcli.cli import app
+from simcli.decisions import plan as P
+from simcli.decisions import solve as S
 from simcli.step.engine import Scenario, simulate
 
 from conftest import make_profile

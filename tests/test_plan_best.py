@@ -1,4 +1,4 @@
-"""`simcli plan best` (simcli.answers.plan_best): held against a brute force over `simcli speedup`, the frontier,
+"""`simcli plan best` (simcli.decisions.plan_best): held against a brute force over `simcli speedup`, the frontier,
 the drop reasons, the global batch's syntax, and bad input."""
 
 from __future__ import annotations
@@ -9,10 +9,10 @@ import numpy as np
 import pytest
 from typer.testing import CliRunner
 
-from simcli.answers import plan_best as PB
-from simcli.answers.plan import Infeasible
 from simcli.base.types import InputError
 from simcli.cli.app import app
+from simcli.decisions import plan_best as PB
+from simcli.decisions.plan import Infeasible
 from simcli.io.profiles import resolve_profile
 from simcli.io.workloads import build_workload
 from simcli.step.engine import Scenario, accumulated, simulate

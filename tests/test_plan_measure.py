@@ -1,4 +1,4 @@
-"""`simcli plan measure` (simcli.answers.measure, simcli.cli.plan_measure): the counts it plans, the commands that
+"""`simcli plan measure` (simcli.decisions.measure, simcli.cli.plan_measure): the counts it plans, the commands that
 measure them (parsed by the CLI's own parser, never run), the sizes the step sends, the JSON records, the ranking,
 a plan with no cross-node run, and bad input."""
 
@@ -154,7 +154,7 @@ def test_mfu_band_is_what_the_published_h100_rows_give():
     import csv
     from pathlib import Path
 
-    from simcli.answers.measure import MFU_BAND
+    from simcli.decisions.measure import MFU_BAND
 
     path = Path(__file__).resolve().parent.parent / "validation/published/fsdp-torchtitan-h100.csv"
     rows = [r for r in csv.DictReader(line for line in path.open() if not line.startswith("#"))]
@@ -236,8 +236,8 @@ def test_bad_input_is_one_line_exit_2(runner, args, words):
 def test_a_given_or_calibrated_mfu_has_no_band_and_drops_the_step_run():
     """--mfu (or an MFU calibrate fitted for the compute dtype) is taken as measured: the compute term's band is 0,
     and the one-node bench step no longer carries it."""
-    from simcli.answers.measure import measure_plan
     from simcli.cli.plan_measure import step_model
+    from simcli.decisions.measure import measure_plan
     from simcli.io.profiles import resolve_profile
     from simcli.io.workloads import get_model
     from simcli.step.engine import Scenario

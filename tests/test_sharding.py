@@ -405,7 +405,7 @@ def test_speedup_strategy_options(runner):
 
 
 def test_explain_sharded_terms_add_up():
-    from simcli.answers.explain import explain
+    from simcli.decisions.explain import explain
 
     prof = resolve_profile("dgx-h100")
     for strategy in ("fsdp", "hsdp"):

@@ -10,9 +10,9 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from simcli.answers.band_decisions import best_band, max_devices_band, solve_band
-from simcli.answers.plan import max_devices
 from simcli.comm.bands import fitted_tiers
+from simcli.decisions.band_decisions import best_band, max_devices_band, solve_band
+from simcli.decisions.plan import max_devices
 from simcli.io.profiles import list_profiles, resolve_profile
 from simcli.io.workloads import get_model, presets
 from simcli.step.band import BAND_KEYS, banded, dominant, spread_range
@@ -209,7 +209,7 @@ def test_plan_max_devices_prints_and_records_the_band(runner):
 
 
 def test_solve_band_reads_the_current_value_against_the_target():
-    from simcli.answers.solve import solve_field
+    from simcli.decisions.solve import solve_field
 
     sc = _scenario("dgx-h100", "bert-large")
     ans = solve_field(sc, devices=512, target=0.85, path="inter_node.bandwidth", rtol=1e-3)
@@ -221,7 +221,7 @@ def test_solve_band_reads_the_current_value_against_the_target():
 
 
 def test_best_band_says_whether_the_runner_up_is_inside_the_answer_band():
-    from simcli.answers.plan_best import Grid, answer_scenario, best
+    from simcli.decisions.plan_best import Grid, answer_scenario, best
 
     sc = _scenario("dgx-h100", "llama2-7b")
     grid = Grid(strategies=("fsdp",), devices=np.array([256, 512]), micro_batches=(1, 2))

@@ -169,7 +169,7 @@ def test_cli_spread_option(runner):
 
 
 def test_fit_spread_recovers_the_spread_that_made_the_table():
-    from simcli.answers.fit_compute import fit_spread
+    from simcli.fits.fit_compute import fit_spread
 
     p = resolve_profile("dgx-a100")
     wl = Workload("w", params=125e6, flops_per_sample=None, layers=12, batch_per_device=26)
@@ -267,7 +267,7 @@ def test_plan_says_what_the_wait_costs(runner):
 
 
 def test_minimise_scalar_finds_interior_and_boundary_minima():
-    from simcli.answers.fit_compute import minimise_scalar
+    from simcli.fits.fit_compute import minimise_scalar
 
     assert minimise_scalar(lambda x: (x - 0.3) ** 2, 0.0, 0.9) == pytest.approx(0.3, abs=1e-9)
     assert minimise_scalar(lambda x: (x + 0.1) ** 2, 0.0, 0.9) == 0.0  # the bound itself, exactly

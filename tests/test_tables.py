@@ -1,4 +1,4 @@
-"""simcli.io.tables (saved tables read back and recognised) and simcli.answers.calibration (the pure calibration)."""
+"""simcli.io.tables (saved tables read back and recognised) and simcli.fits.calibration (the pure calibration)."""
 
 from __future__ import annotations
 
@@ -8,11 +8,11 @@ import json
 import numpy as np
 import pytest
 
-from simcli.answers.calibration import CalibrationOptions, calibrate_profile
-from simcli.answers.validate import read_measurements
 from simcli.base.types import InputError, Tier
 from simcli.comm import collectives, specs
+from simcli.fits.calibration import CalibrationOptions, calibrate_profile
 from simcli.io import tables
+from simcli.io.measured.table import read_measurements
 from simcli.io.profiles import load_profile
 
 

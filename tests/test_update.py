@@ -246,7 +246,7 @@ def _table(sc, ks, ms, sigma, u, micro):
 def test_the_fit_recovers_a_spread_and_an_update_time_it_was_given_in_well_under_a_second():
     import time
 
-    from simcli.answers.fit_update import fit_spread_update
+    from simcli.fits.fit_update import fit_spread_update
 
     sc = Scenario(
         profile=resolve_profile("dgx-a100"),
@@ -269,7 +269,7 @@ def test_the_fit_recovers_a_spread_and_an_update_time_it_was_given_in_well_under
 
 
 def test_the_update_bandwidth_fit_of_timed_optimizer_steps():
-    from simcli.answers.fit_update import fit_update_bandwidth
+    from simcli.fits.fit_update import fit_update_bandwidth
 
     params = np.array([1e6, 4e6, 16e6])
     f = fit_update_bandwidth(params, [80.0] * 3, params * 80 / 2e10)

@@ -8,10 +8,11 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from simcli.answers.validate import filter_rows, read_measurements, size_band, size_decade, summarise, validate
 from simcli.base.types import InputError, Tier
+from simcli.checks.validate import size_band, size_decade, summarise, validate
 from simcli.cli.app import app
 from simcli.comm import collectives, nccl
+from simcli.io.measured.table import filter_rows, read_measurements
 from simcli.io.profiles import resolve_profile
 
 ROOT = Path(__file__).resolve().parent.parent

@@ -42,7 +42,7 @@ class InputError(SimcliError):
 class NonFiniteResult(InputError):
     """A result that is not a finite (or not a positive) number: the inputs were each valid, their result is not
     (exit 2). The engine raises it where a step is computed (:func:`simcli.step.engine.simulate`) and the writers
-    where a record is rendered (:func:`simcli.io.output.finite_gate`); the CLI adds the inputs the command was given
+    where a record is rendered (:func:`simcli.io.formats.finite_gate`); the CLI adds the inputs the command was given
     to the line (:func:`simcli.cli.common.handle_errors`)."""
 
 

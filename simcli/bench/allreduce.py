@@ -17,7 +17,7 @@ size:
   untimed calls of that size, so the first size of a world no longer pays the
   world's start-up alone (a re-warm at later visits made no measurable
   difference, so there is none);
-* **the statistic** (``stat``, :data:`~simcli.bench.stats.STATS`) reported as
+* **the statistic** (``stat``, :data:`~simcli.io.measured.stats.STATS`) reported as
   ``time_s``: a low quantile (p10, the default) estimates the uncontended cost,
   since preemption only ever adds time; min, median and mean (nccl-tests'
   choice) are kept in their own columns.
@@ -27,7 +27,7 @@ A fourth makes the statistic reproducible from one run to the next:
 * **adaptive repetition** (as ``torch.utils.benchmark``'s ``adaptive_autorange``
   repeats until the spread is small): ``iters`` is the minimum; after it, rounds
   of one iteration of every size whose statistic is not yet settled (its
-  relative standard error, :func:`~simcli.bench.stats.relative_se`, above
+  relative standard error, :func:`~simcli.io.measured.stats.relative_se`, above
   ``target_se``) are added, in a shuffled order, until every size has settled,
   has ``max_iters`` samples, or the world has measured for ``max_time``
   seconds. On the busy 2-core VM ten samples leave p10 ~15% apart between runs
@@ -48,7 +48,7 @@ import random
 import time
 from typing import Sequence
 
-from .stats import (
+from ..io.measured.stats import (
     DEFAULT_MAX_ITERS,
     DEFAULT_MAX_TIME,
     DEFAULT_STAT,
@@ -105,7 +105,7 @@ def round_plan(n_sizes: int, iters: int, rounds: int, seed: int = 0) -> list[lis
 
 
 def extension_order(todo: Sequence[int], round_index: int, seed: int = 0) -> list[int]:
-    """The sizes of an added round (``todo``, from :func:`~simcli.bench.stats.unsettled`) in a shuffled order,
+    """The sizes of an added round (``todo``, from :func:`~simcli.io.measured.stats.unsettled`) in a shuffled order,
     seeded by ``seed`` and the round's index: pure, the same on every rank."""
     order = list(todo)
     random.Random(f"{seed}:{round_index}").shuffle(order)

@@ -35,9 +35,9 @@ import math
 import time
 from typing import TYPE_CHECKING, Any, Sequence
 
+from ..io.measured.stats import summarize
 from ..step.update import SPECS
 from .launch import IdentityError
-from .stats import summarize
 
 if TYPE_CHECKING:  # the worker runs this module's measure_step; a type-only import keeps them out of a circle
     from .dist import Dist

@@ -75,12 +75,12 @@ def algorithms(
                 )
             grid.append(rec)
     if out.format is o.Format.json:
-        from ..io.output import to_json
+        from ..io.formats import to_json
 
         emit(to_json({"profile": prof.name, "grid": grid, "crossovers": cross}), out.output, out.force)
         return
     if out.format is o.Format.csv:
-        from ..io.output import to_csv
+        from ..io.formats import to_csv
 
         emit(to_csv(grid), out.output, out.force)
         return
@@ -157,8 +157,8 @@ def explain(
     out: Annotated[o.OutputOptions, o.tweak(omit=["rows"])] = o.OutputOptions(),
 ) -> None:
     """Every term of the step on k devices: forward, backward, each tier's terms, T_comm, hidden, exposed, n*."""
-    from ..answers.explain import explain as explain_terms
     from ..base.types import InputError
+    from ..decisions.explain import explain as explain_terms
     from .views import explain_view, flat_terms
 
     o.check_outputs(out)
@@ -174,7 +174,7 @@ def explain(
     if out.table:
         show(explain_view(d), out.output, out.force)
         return
-    from ..io.output import to_csv, to_json
+    from ..io.formats import to_csv, to_json
 
     if out.format is o.Format.json:
         emit(to_json(d), out.output, out.force)

@@ -17,7 +17,7 @@ import typer
 from ..base.types import InputError
 from ..base.units import sig4
 from ..bench import runs
-from ..bench.stats import DEFAULT_STAT, STATS
+from ..io.measured.stats import DEFAULT_STAT, STATS
 from . import bench_options as bo
 from . import options as o
 from .common import emit, examples, handle_errors, new_app
@@ -104,7 +104,7 @@ def _run_worlds(
 
 def _stdout_needed(output: str | None, tr: dict[str, Any] | None) -> None:
     """Refuse before measuring when the results could go nowhere (stdout closed, no --output): none are lost."""
-    from ..io.output import StdoutClosed, stdout_usable
+    from ..io.stdout import StdoutClosed, stdout_usable
 
     if output is None and runs.is_writer(tr) and not stdout_usable():
         raise StdoutClosed(
@@ -115,7 +115,7 @@ def _stdout_needed(output: str | None, tr: dict[str, Any] | None) -> None:
 def _finish(
     rows: list[dict[str, Any]], columns, out: o.OutputOptions, writer, noun: str, more: str = "--iters"
 ) -> None:
-    from ..bench.stats import NOISY_SPREAD
+    from ..io.measured.stats import NOISY_SPREAD
 
     if writer.path is not None:
         typer.echo(f"wrote {writer.path} ({len(rows)} rows)", err=True)
@@ -127,7 +127,7 @@ def _finish(
             err=True,
         )
     if not out.table and writer.path is None:  # with --output the data went into that file
-        from ..io.output import to_csv, to_json
+        from ..io.formats import to_csv, to_json
 
         sys.stdout.write(to_json(rows) if out.format is o.Format.json else to_csv(rows, columns))
 
@@ -210,8 +210,8 @@ def bench_allreduce(
     from ..base.ranges import parse_sizes
     from ..bench import require_torch
     from ..bench.allreduce import TORCH_DTYPES
-    from ..bench.results import ALLREDUCE_COLUMNS, ResultWriter, metadata
-    from ..bench.stats import DEFAULT_MAX_ITERS
+    from ..io.measured.results import ALLREDUCE_COLUMNS, ResultWriter, metadata
+    from ..io.measured.stats import DEFAULT_MAX_ITERS
 
     ks, tr = runs.world_sizes(world.world_sizes, "2")
     if dtype not in TORCH_DTYPES:
@@ -266,7 +266,7 @@ def bench_allreduce(
             by_world.setdefault(rec["world_size"], []).append(rec)
 
         def on_world_done(k: int) -> None:
-            from ..io.output import stdout_usable
+            from ..io.stdout import stdout_usable
 
             if out.table and by_world.get(k) and stdout_usable():
                 from ..io.render import console
@@ -405,7 +405,7 @@ def bench_step(
     """Time real data-parallel training steps; check the averaged gradient; compare S(k) with the prediction."""
     from ..bench import models as bm
     from ..bench import require_torch
-    from ..bench.results import STEP_COLUMNS, ResultWriter, metadata
+    from ..io.measured.results import STEP_COLUMNS, ResultWriter, metadata
     from ..io.profiles import resolve_profile
 
     if old_bucket is not None:
@@ -606,10 +606,11 @@ def bench_import(
     The format is told from the content. Inspector logs and traces become one row per (collective, size,
     ranks, nodes); a trace's steps (forward, backward, optimizer) and buckets are in the table and in --format json.
     """
-    from ..bench.live import detect
-    from ..bench.nccltests import parse_nccl_tests
-    from ..bench.results import ALLREDUCE_COLUMNS
-    from ..io.output import check_output_path, to_csv, to_json
+    from ..io.files import check_output_path
+    from ..io.formats import to_csv, to_json
+    from ..io.measured.live import detect
+    from ..io.measured.nccltests import parse_nccl_tests
+    from ..io.measured.results import ALLREDUCE_COLUMNS
 
     if out.output:
         check_output_path(out.output, out.force, inputs=[file])
@@ -664,13 +665,13 @@ def _import_live(file: str, kind: str, out: o.OutputOptions) -> None:
     """bench import of an Inspector log or a profiler trace: the measured table, and a trace's steps."""
     import datetime
 
-    from ..bench.live import read_live
-    from ..io.output import to_csv, to_json
+    from ..io.formats import to_csv, to_json
+    from ..io.measured.live import read_live
 
     live = read_live(file, kind)
     steps = None
     if kind == "kineto":
-        from ..bench.kineto import step_summary
+        from ..io.measured.kineto import step_summary
 
         steps = step_summary(live.traces)
     if out.table and not out.output:

@@ -120,8 +120,8 @@ def calibrate(
     import platform
     from pathlib import Path
 
-    from ..answers.calibration import CalibrationOptions, calibrate_profile
-    from ..io.output import check_output_path
+    from ..fits.calibration import CalibrationOptions, calibrate_profile
+    from ..io.files import check_output_path
 
     check_output_path(output, force, inputs=[*files, profile])  # never write the profile over an input
     if not 1 <= len(files) <= 3:
@@ -178,7 +178,7 @@ def calibrate(
             run=None if live_run is None else live_run[1],
         )
     text = report["yaml"]
-    from ..io.output import write_atomic
+    from ..io.files import write_atomic
     from ..io.profiles import load_profile
 
     p = write_atomic(output, text, force=force)
@@ -186,7 +186,7 @@ def calibrate(
     for w in report["warnings"]:
         warn(w)
     if format is CalFormat.json:
-        from ..io.output import to_json
+        from ..io.formats import to_json
 
         sys.stdout.write(to_json({k: v for k, v in report.items() if k not in ("yaml", "profile")}))
     else:
@@ -199,8 +199,8 @@ def calibrate(
 def _inputs(files: list[str], where: list[str] | None, run: Any, profile: str | None) -> tuple[Any, ...]:
     """(all-reduce, step, scaling table, live run, the --where left once FILE:COLUMN=VALUE is taken per file) of
     the files: at most one of each kind; on a scaling table --where keeps the columns it has."""
-    from ..answers.validate import filter_present, filter_rows, read_measurements, scope_where
-    from ..bench.live import detect
+    from ..io.measured.live import detect
+    from ..io.measured.table import filter_present, filter_rows, read_measurements, scope_where
 
     where, scoped = scope_where(where or [], [str(f) for f in files])
     comm_m = step_m = scale_m = None
@@ -234,8 +234,8 @@ def _inputs(files: list[str], where: list[str] | None, run: Any, profile: str | 
 def _live_inputs(f: str, kind: str, run: o.ScenarioOptions, profile: str | None, comm_m, step_m):
     """A trace's or Inspector log's all-reduces (the comm file), a trace's steps (the step file, when the run's
     model is given) and what the run measured beyond both (per-update time, spread across ranks)."""
-    from ..answers.validate import live_measured, trace_step_measured
-    from ..bench.live import read_live
+    from ..io.measured.live import read_live
+    from ..io.measured.table import live_measured, trace_step_measured
 
     if comm_m is not None:
         raise InputError(f"{f}: an all-reduce file was given too; give the trace (or log) or the CSV, not both")
@@ -248,7 +248,7 @@ def _live_inputs(f: str, kind: str, run: o.ScenarioOptions, profile: str | None,
         "backend": live.rows[0]["backend"] if live.rows else None,
     }
     # one row per (k, size): a DDP trace's buckets give one or two sizes (the last bucket is smaller), and the fit
-    # takes what they can pin (simcli.answers.fitting: one size fits one parameter, and says which)
+    # takes what they can pin (simcli.fits.fitting: one size fits one parameter, and says which)
     comm = live_measured(live, "all_reduce") if ar else None
     spreads = [r["rank_spread"] for r in ar if r.get("rank_spread") is not None]
     if spreads:
@@ -259,7 +259,7 @@ def _live_inputs(f: str, kind: str, run: o.ScenarioOptions, profile: str | None,
         info["warnings"].append(f"{f}: no all-reduce between two or more ranks: the tiers are kept")
     if kind != "kineto":
         return (kind, info), comm, step_m
-    from ..bench.kineto import step_summary
+    from ..io.measured.kineto import step_summary
 
     summ = step_summary(live.traces)
     info.update(
@@ -532,7 +532,7 @@ def _fit_quality_table(sp: dict[str, Any]):
         Column("error", "err"),
     ]
     fitted = (
-        "the spread and the per-update time (simcli.answers.fit_update)"
+        "the spread and the per-update time (simcli.fits.fit_update)"
         if both
         else "it; T_compute x (1 + σ·m_k), simcli.step.straggler"
     )

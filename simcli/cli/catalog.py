@@ -75,7 +75,7 @@ def profiles_list(format: o.FormatOpt = o.Format.table) -> None:
 def _listing(recs: list[dict], format: "o.Format", columns: list, caption: str | None = None) -> None:
     """A list command's answer: JSON or CSV of the records, or their table (one place for every list)."""
     if format is not o.Format.table:
-        from ..io.output import to_csv, to_json
+        from ..io.formats import to_csv, to_json
 
         sys.stdout.write(to_json(recs) if format is o.Format.json else to_csv(recs))
         return
@@ -101,7 +101,7 @@ def profiles_show(
 
         print_table(kv_table(describe(p), title=f"profile {p.name}"))
         return
-    from ..io.output import to_csv, to_json
+    from ..io.formats import to_csv, to_json
 
     if format is o.Format.json:
         sys.stdout.write(to_json(profile_to_dict(p)))
@@ -179,7 +179,7 @@ def profiles_detect(
     import yaml
 
     from ..io.detect import detect
-    from ..io.output import check_output_path, write_atomic
+    from ..io.files import check_output_path, write_atomic
     from ..io.profiles import load_profile, profile_from_dict
 
     if output:

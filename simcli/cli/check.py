@@ -41,8 +41,8 @@ def _measured_times(path: str, m) -> Any:
     if Path(path).is_dir():
         return t
     from ..base.types import InputError
-    from ..bench.nccltests import looks_like_nccl_tests, parse_nccl_tests
     from ..io.inputs import read_text
+    from ..io.measured.nccltests import looks_like_nccl_tests, parse_nccl_tests
 
     if looks_like_nccl_tests(read_text(path, "nccl-tests output")):
         try:
@@ -76,15 +76,15 @@ def check(
     kind run that far below the model): not the hardware. Exit status 0 when no size is LOW, 1 when any is LOW
     (HIGH: the profile undersells the hardware).
     """
-    from ..answers.check import MODEL_FLOOR, parse_tolerance
-    from ..answers.check import check as run_check
-    from ..answers.validate import live_measured, read_measurements
-    from ..io.output import check_output_path
+    from ..checks.check import MODEL_FLOOR, parse_tolerance
+    from ..checks.check import check as run_check
+    from ..io.files import check_output_path
+    from ..io.measured.table import live_measured, read_measurements
 
     if out.output:
         check_output_path(out.output, out.force, inputs=[file, profile])
     tol = parse_tolerance(tolerance)
-    from ..bench.live import detect, read_live
+    from ..io.measured.live import detect, read_live
 
     kind = detect(file)
     m = live_measured(read_live(file, kind), None) if kind else read_measurements(file)

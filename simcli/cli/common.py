@@ -64,8 +64,8 @@ def handle_errors(fn: F) -> F:
 
         from ..base.types import NonFiniteResult
         from ..io.inputs import SkippedFile
-        from ..io.output import escape_controls
         from ..io.rules import SuspiciousInput
+        from ..io.stdout import escape_controls
 
         # warnings said once the command has answered (a suspicious input's, a stand-in MFU's): an error is one line
         _DEFERRED.clear()
@@ -73,7 +73,7 @@ def handle_errors(fn: F) -> F:
         try:
             with warnings.catch_warnings(), _signals_as_interrupts():
                 # numpy's overflow/invalid-value warnings never reach stderr: the finiteness gate
-                # (simcli.io.output.finite_gate) refuses what they would have warned about, in one line
+                # (simcli.io.formats.finite_gate) refuses what they would have warned about, in one line
                 warnings.filterwarnings(
                     "ignore", message=r"(overflow|invalid value|divide by zero|underflow) encountered"
                 )
@@ -116,7 +116,7 @@ def handle_errors(fn: F) -> F:
 def overflow_line(e: OverflowError) -> str:
     """The one line for an OverflowError (a value past float64 or int64 met in parsing or arithmetic): what
     overflowed and the inputs given, for the user to bring into a realistic range."""
-    from ..io.output import escape_controls
+    from ..io.stdout import escape_controls
 
     what = str(e).strip() or "a number is too large"
     return escape_controls(
@@ -288,7 +288,7 @@ class SimcliGroup(TyperGroup):
 
     * a usage error (``--iters 0``, ``--mode weird``, ``-f yaml``, an unknown option): ``simcli: error:
       --iters: 0 is below the minimum 1``, exit 2, as simcli's own input errors;
-    * stdout goes through :class:`simcli.io.output.GuardedStream`: closed (``>&-``) or refusing writes
+    * stdout goes through :class:`simcli.io.stdout.GuardedStream`: closed (``>&-``) or refusing writes
       (``> /dev/full``) is one line and exit 1, a stdout that cannot encode 'α' gets 'alpha';
     * a reader that went away (``| head -1``, BrokenPipeError): quiet, exit 1 (as typer does).
     """
@@ -302,8 +302,9 @@ class SimcliGroup(TyperGroup):
         **extra: Any,
     ) -> Any:
         from ..base.types import SimcliError
+        from ..io.files import claims
         from ..io.inputs import tracking
-        from ..io.output import claims, guard_stdio
+        from ..io.stdout import guard_stdio
 
         click = _click()
         argv = list(sys.argv[1:] if args is None else args)
@@ -493,7 +494,7 @@ def show(renderable: object, output: str | None, force: bool) -> None:
 def emit(text: str | Iterable[str], output: str | None, force: bool) -> None:
     """Print ``text`` (or an iterable of chunks, streamed) to stdout, or write it atomically to ``output``."""
     if output:
-        from ..io.output import write_atomic
+        from ..io.files import write_atomic
 
         p = write_atomic(output, text, force=force)
         done(str(p))
@@ -513,7 +514,7 @@ def answer(
     if out.format.value == "table":
         show(view(), out.output, out.force)  # --wide honoured as every other table does
         return
-    from ..io.output import to_csv, to_json
+    from ..io.formats import to_csv, to_json
 
     if out.format.value == "json":
         text = to_json(doc())
@@ -529,7 +530,7 @@ def done(path: str) -> None:
 
 
 def warn(msg: str) -> None:
-    from ..io.output import escape_controls
+    from ..io.stdout import escape_controls
 
     with suspended():
         typer.echo(f"simcli: warning: {escape_controls(msg, keep_newlines=False)}", err=True)

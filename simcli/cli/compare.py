@@ -1,4 +1,4 @@
-"""`simcli compare`: every combination of comma-separated alternatives side by side (simcli.answers.compare)."""
+"""`simcli compare`: every combination of comma-separated alternatives side by side (simcli.decisions.compare)."""
 
 from __future__ import annotations
 
@@ -105,8 +105,8 @@ def compare(
     """Every combination of the comma-separated alternatives, side by side: step time, speedup, efficiency and
     the gain (throughput over the first combination at the same k).
     """
-    from ..answers.compare import compare as run_compare
     from ..base.ranges import parse_devices
+    from ..decisions.compare import compare as run_compare
     from ..io.profiles import resolve_profile, with_nccl_version
     from ..io.workloads import build_workload
 
@@ -162,7 +162,7 @@ def compare(
         choices["accum"] = parse_numbers(scn.accum, "--accum", int, 1)
     import numpy as np
 
-    from ..answers.compare import alternatives
+    from ..decisions.compare import alternatives
 
     n_alt = len(alternatives(sc, choices))
     k_all = k
@@ -175,7 +175,7 @@ def compare(
 
     with progress(f"compare: {n_alt} alternatives x {k.size} device counts"):
         cmp = run_compare(sc, choices, k)
-    from ..answers.plan import training_memory
+    from ..decisions.plan import training_memory
 
     misfits: dict[str, list[str]] = {}
     for alt in cmp.alternatives:
@@ -190,7 +190,7 @@ def compare(
     if out.table:
         show(_compare_view(cmp, out.rows, n_devices=k_all.size), out.output, out.force)
         return
-    from ..io.output import to_csv, to_json
+    from ..io.formats import to_csv, to_json
 
     recs = cmp.records()
     emit(to_json(recs) if out.format is o.Format.json else to_csv(recs), out.output, out.force)

@@ -697,7 +697,7 @@ def picture_size(
     option: str = "--plot",
 ) -> "FigSize":
     """Check a picture request before any work: suffix, directory, clobbering, size and threshold."""
-    from ..io.output import check_output_path
+    from ..io.files import check_output_path
     from ..plot.figures import FigSize, check_figsize, picture_format
 
     picture_format(path, option)
@@ -713,7 +713,7 @@ def check_outputs(out: OutputOptions, pic: PictureOptions | None = None, thresho
     --output and --plot naming one file (the same name, or two names of one file: a link, ``./x`` and ``x``) is
     refused before either is claimed: the picture would be written, then replaced by the answer, or refused."""
     if out.output and pic is not None and pic.plot:
-        from ..io.output import same_output
+        from ..io.files import same_output
 
         if same_output(out.output, pic.plot):
             raise InputError(
@@ -721,7 +721,7 @@ def check_outputs(out: OutputOptions, pic: PictureOptions | None = None, thresho
                 "give each its own name"
             )
     if out.output:
-        from ..io.output import check_output_path
+        from ..io.files import check_output_path
 
         check_output_path(out.output, out.force)
     if pic is not None and pic.plot:

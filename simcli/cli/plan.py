@@ -1,7 +1,7 @@
 """`simcli plan`: decision answers on top of the analytic model (max-devices, solve, time-to-train; plan best
 in :mod:`simcli.cli.plan_best`, compare in :mod:`simcli.cli.compare`).
 
-The maths lives in :mod:`simcli.answers.plan` (pure); this
+The maths lives in :mod:`simcli.decisions.plan` (pure); this
 module turns options into scenarios, calls them, and renders the answer with
 its reason, the memory check and the command that shows the curve. rich,
 matplotlib and the engine's answer modules are imported inside the commands.
@@ -192,8 +192,8 @@ def plan_max_devices(
 ) -> None:
     """The largest k whose efficiency stays at or above --min-efficiency (scans every k of --devices that fills
     whole nodes past the first; --partial-nodes scans every one)."""
-    from ..answers import plan as P
     from ..base.ranges import parse_devices
+    from ..decisions import plan as P
 
     sc, mem = _plan_start(scn, out)
     cap = sc.profile.max_devices or MAX_SCAN
@@ -207,7 +207,7 @@ def plan_max_devices(
     res["scan"] = "every count" if partial_nodes or k.size == every else "whole nodes past the first"
     nxt = ans.beyond["devices"] if ans.beyond else None
     res["command"] = _curve_command(_scan_string(ans.result.devices, devices, ans.answer, nxt), scn)
-    from ..answers.band_decisions import max_devices_band
+    from ..decisions.band_decisions import max_devices_band
 
     res["band"] = max_devices_band(ans)
     _plan_finish(sc, ans, res, mem, out, [ans.answer] if ans.answer else k)
@@ -224,8 +224,8 @@ def plan_solve(
     out: o.OutputOptions = o.OutputOptions(),
 ) -> None:
     """The value of a profile field that gives --min-efficiency at --devices K."""
-    from ..answers import solve as S
     from ..base.ranges import parse_devices
+    from ..decisions import solve as S
 
     sc, mem = _plan_start(scn, out)
     if devices is None:
@@ -240,7 +240,7 @@ def plan_solve(
     ans = S.solve_field(sc, devices=kk, target=min_efficiency, path=field, rtol=tolerance)  # type: ignore[arg-type]
     res = ans.to_dict()
     res["command"] = _curve_command(_scan_string([1, kk], None, kk), scn)
-    from ..answers.band_decisions import solve_band
+    from ..decisions.band_decisions import solve_band
 
     res["band"] = solve_band(sc, ans)
     _plan_finish(sc, ans, res, mem, out, [kk])
@@ -262,8 +262,8 @@ def plan_time_to_train(
     out: o.OutputOptions = o.OutputOptions(),
 ) -> None:
     """Wall-clock time and cost of a whole run (--samples or --tokens) for each k of --devices."""
-    from ..answers import plan as P
     from ..base.ranges import parse_devices
+    from ..decisions import plan as P
 
     sc, mem = _plan_start(scn, out)
     if (samples is None) == (tokens is None):
@@ -285,7 +285,7 @@ def plan_time_to_train(
 def _plan_finish(
     sc: "Scenario", ans: Any, res: dict[str, Any], optimizer: str, out: o.OutputOptions, devices: Any
 ) -> None:
-    from ..answers.plan import training_memory
+    from ..decisions.plan import training_memory
 
     mem = training_memory(sc, devices)
     res["memory"] = mem.to_dict()
@@ -296,7 +296,7 @@ def _plan_finish(
     if out.table:
         show(_plan_view(sc, ans, res, out.rows), out.output, out.force)
         return
-    from ..io.output import to_csv, to_json
+    from ..io.formats import to_csv, to_json
 
     if out.format is o.Format.json:
         emit(to_json(res), out.output, out.force)
@@ -390,7 +390,7 @@ def _plan_view(sc: "Scenario", ans: Any, out: dict[str, Any], rows: int) -> Any:
             )
         headline = "\n".join(lines)
     parts.append(Text(headline, style="bold"))
-    if out.get("band"):  # how sure (simcli.answers.band_decisions)
+    if out.get("band"):  # how sure (simcli.decisions.band_decisions)
         parts.append(Text(f"band      {out['band']['line']}"))
     parts.append(Text(f"why       {ans.reason()}"))
     fits = out["memory"]["fits"]

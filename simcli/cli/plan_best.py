@@ -1,4 +1,4 @@
-"""`simcli plan best`: the fastest or cheapest configuration of a grid that fits (simcli.answers.plan_best, pure).
+"""`simcli plan best`: the fastest or cheapest configuration of a grid that fits (simcli.decisions.plan_best, pure).
 
 Registered on :data:`simcli.cli.plan.plan_app`; the options it shares with the other questions are plan's.
 """
@@ -26,7 +26,7 @@ from .plan import (
 )
 
 if TYPE_CHECKING:  # pragma: no cover
-    from ..answers.plan_best import Best
+    from ..decisions.plan_best import Best
 
 
 class Objective(str, enum.Enum):
@@ -120,9 +120,9 @@ def plan_best(
     device counts and micro-batches at a fixed global batch: the answer, what limits it, the runner-up, and the
     time-cost frontier.
     """
-    from ..answers import plan as P
-    from ..answers import plan_best as PB
     from ..base.ranges import parse_devices
+    from ..decisions import plan as P
+    from ..decisions import plan_best as PB
 
     size = o.check_outputs(out, pic, threshold=False)
     sc = scn.build()
@@ -174,7 +174,7 @@ def plan_best(
     res["inputs"] = sc.inputs()
     res["scan"] = scan
     res["command"] = _speedup_command(ans.answer, scn)
-    from ..answers.band_decisions import best_band
+    from ..decisions.band_decisions import best_band
 
     res["band"] = best_band(sc, ans, PB.answer_scenario)  # how sure: is the runner-up inside the answer's band
     if pic.plot:
@@ -185,7 +185,7 @@ def plan_best(
     if out.table:
         show(_view(sc, ans, res, out.rows), out.output, out.force)
         return
-    from ..io.output import to_csv, to_json
+    from ..io.formats import to_csv, to_json
 
     if out.format is o.Format.json:
         emit(to_json(res), out.output, out.force)
@@ -257,8 +257,8 @@ def _view(sc: Any, ans: "Best", out: dict[str, Any], rows: int) -> Any:
     from rich.console import Group
     from rich.text import Text
 
-    from ..answers.plan_best import REASON_TEXT
     from ..base.units import fmt_count
+    from ..decisions.plan_best import REASON_TEXT
     from ..io.render import Column, table
 
     head = [line for line in header_lines(sc) if not line.startswith(("model", "gradient"))]

@@ -1,5 +1,5 @@
 """`simcli plan measure`: which device counts and message sizes to benchmark, ranked by how much each narrows the
-prediction (simcli.answers.measure, pure). Registered on :data:`simcli.cli.plan.plan_app`.
+prediction (simcli.decisions.measure, pure). Registered on :data:`simcli.cli.plan.plan_app`.
 
 The model `bench step` trains in place of the workload is chosen here, from :mod:`simcli.bench.models`' counts (no
 torch): the workload's hidden size, heads and sequence with as many layers as bench step's memory check passes.
@@ -15,7 +15,7 @@ from .common import emit, examples, handle_errors, show, warn_mfu_fallback
 from .plan import PartialNodes, PlanDevices, header_lines, plan_app
 
 if TYPE_CHECKING:  # pragma: no cover
-    from ..answers.measure import MeasurePlan, StepModel
+    from ..decisions.measure import MeasurePlan, StepModel
     from ..step.engine import Scenario
 
 MaxNodes = o.opt(
@@ -50,8 +50,8 @@ def plan_measure(
     """Which device counts and message sizes to benchmark on the cluster being sized (nccl-tests in one node,
     across 2 nodes and across the most nodes planned; bench step in one node and across 2), each with its command,
     what it pins and how much of the band of the predicted step at the range's largest k it narrows."""
-    from ..answers.measure import measure_plan
     from ..base.ranges import parse_devices
+    from ..decisions.measure import measure_plan
 
     o.check_outputs(out)
     sc = scn.build()
@@ -67,7 +67,7 @@ def plan_measure(
     if out.table:
         show(_view(sc, plan), out.output, out.force)
         return
-    from ..io.output import to_csv, to_json
+    from ..io.formats import to_csv, to_json
 
     if out.format is o.Format.json:
         emit(to_json(res), out.output, out.force)
@@ -78,8 +78,8 @@ def plan_measure(
 def step_model(sc: "Scenario") -> "StepModel":
     """The model `bench step` trains for the workload: a transformer's shape with the layers that fit, ResNet-50
     for a CNN, else an MLP of the workload's parameters (as many as fit)."""
-    from ..answers.measure import StepModel
     from ..bench import models as bm
+    from ..decisions.measure import StepModel
 
     w = sc.workload
     dtype = sc.compute_dtype if sc.compute_dtype in bm.DTYPES else "bf16"

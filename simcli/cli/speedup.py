@@ -19,7 +19,7 @@ def _stream_records(scs, k, as_json: bool):
     """The CSV or JSON text of every scenario's records, chunk by chunk: the same text as written whole."""
     import json
 
-    from ..io.output import jsonable, to_csv
+    from ..io.formats import jsonable, to_csv
     from ..step.band import banded
     from ..step.engine import simulate
 
@@ -107,7 +107,7 @@ def speedup(
         # the warnings speak of every k asked for, not only the rows a table shows
         _warn_faster(results if shown is k or k.size > STREAM_CHUNK else [simulate(sc, k) for sc in scs])
         if explain:  # every term for the largest k of each scenario
-            from ..answers.explain import explain as explain_terms
+            from ..decisions.explain import explain as explain_terms
 
             terms = [explain_terms(sc, int(k.max())) for sc in scs]
         if pic.plot:
@@ -125,7 +125,7 @@ def speedup(
             parts += [x for d in terms for x in (Text(""), explain_view(d))]
         show(Group(*parts), out.output, out.force)
         return
-    from ..io.output import to_csv, to_json
+    from ..io.formats import to_csv, to_json
     from .plot import speedup_records
 
     recs = speedup_records(results)
@@ -262,7 +262,7 @@ def comm(
 
         show(Group(*[x for part in parts for x in (part, Text(""))][:-1]), out.output, out.force)
         return
-    from ..io.output import to_csv, to_json
+    from ..io.formats import to_csv, to_json
 
     emit(to_json(records) if out.format is o.Format.json else to_csv(records), out.output, out.force)
 

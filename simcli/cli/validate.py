@@ -81,9 +81,9 @@ def validate(
     out: o.OutputOptions = o.OutputOptions(),
 ) -> None:
     """Compare a profile's predictions with measurements: error per row, median and max error per k and size."""
-    from ..answers.validate import filter_rows, read_measurements, scope_where
-    from ..answers.validate import validate as run_validation
-    from ..io.output import check_output_path
+    from ..checks.validate import validate as run_validation
+    from ..io.files import check_output_path
+    from ..io.measured.table import filter_rows, read_measurements, scope_where
 
     profile = run.profile
     if out.output:
@@ -109,7 +109,7 @@ def validate(
             seq_len=run.seq_len,
             compute_time=ct,
         )
-    from ..bench.live import detect
+    from ..io.measured.live import detect
 
     if wl is not None and detect(results) == "kineto":  # a traced step, term by term (issue 23)
         _validate_trace(results, profile, wl, fields, out, limit, run.nccl_version)
@@ -159,11 +159,11 @@ def validate(
 
 
 def _validate_trace(path, profile, wl, fields, out, limit, nccl_version=None) -> None:
-    """simcli validate TRACE --model M: the traced step term by term (simcli.answers.trace_validate)."""
-    from ..answers.trace_validate import validate_trace
-    from ..bench.kineto import step_summary
-    from ..bench.live import read_live
+    """simcli validate TRACE --model M: the traced step term by term (simcli.checks.trace_validate)."""
+    from ..checks.trace_validate import validate_trace
     from ..io import rules
+    from ..io.measured.kineto import step_summary
+    from ..io.measured.live import read_live
 
     live = read_live(path, "kineto")
     prof = profile_for_measurements(profile, [live_measured_any(live)], nccl_version)
@@ -193,7 +193,7 @@ def _validate_trace(path, profile, wl, fields, out, limit, nccl_version=None) ->
 
 
 def live_measured_any(live):
-    from ..answers.validate import live_measured
+    from ..io.measured.table import live_measured
 
     return live_measured(live, None)
 

@@ -102,7 +102,7 @@ def _header_lines(res: Result) -> list[str]:
         for t in p.network
     )
     lines.append(f"network   {tiers}")
-    from ..answers.explain_terms import formula
+    from ..decisions.explain_terms import formula
 
     if sc.algorithm == "auto":
         lines.append(
@@ -351,7 +351,7 @@ def _band_rows(d: dict[str, Any]) -> list[tuple[str, str]]:
 
 
 def explain_view(d: dict[str, Any]) -> Any:
-    """A rich renderable of :func:`simcli.answers.explain.explain`'s terms."""
+    """A rich renderable of :func:`simcli.decisions.explain.explain`'s terms."""
     from rich.console import Group
     from rich.text import Text
 
@@ -472,7 +472,7 @@ def explain_view(d: dict[str, Any]) -> Any:
                 + ("latency-bound" if d["latency_bound"] else "bandwidth-bound"),
             )
         )
-    if "strategy" in d:  # a sharded strategy (simcli.answers.explain_sharding)
+    if "strategy" in d:  # a sharded strategy (simcli.decisions.explain_sharding)
         rows.insert(
             1,
             (

@@ -58,7 +58,7 @@ __all__ = [
 ]
 
 #: the size bands the NCCL model is held to (issue 10; nccl-tests' power-of-two sizes): label, low, high, with
-#: low < n <= high, so 0.5-64 MiB is everything between 256 KiB and 128 MiB (simcli.answers.validate reads them)
+#: low < n <= high, so 0.5-64 MiB is everything between 256 KiB and 128 MiB (simcli.checks.validate reads them)
 SIZE_BANDS = (
     ("<= 256 KiB", 0.0, 256.0 * 1024),
     ("0.5-64 MiB", 256.0 * 1024, 128.0 * 2**20 - 1),

@@ -55,7 +55,7 @@ _READ: list[str] | None = None
 @contextlib.contextmanager
 def tracking() -> Iterator[None]:
     """Record every file :func:`read_text` reads while the block runs (the CLI wraps each command in it), so
-    that :func:`simcli.io.output.write_atomic` can refuse to write over one of the command's inputs."""
+    that :func:`simcli.io.files.write_atomic` can refuse to write over one of the command's inputs."""
     global _READ
     old, _READ = _READ, []
     try:

@@ -174,7 +174,7 @@ class _V:
     def text(self, value: Any, field: str) -> str:
         if not isinstance(value, str) or not value.strip():
             raise self.fail(field, f"{_show(value)} is not a non-empty string")
-        from .output import escape_controls
+        from .stdout import escape_controls
 
         return escape_controls(value.strip())  # an escape code in a name is shown, never obeyed (issue 27)
 
@@ -359,7 +359,7 @@ def _profile_description(v: "_V", top: dict) -> str:
     description = top.get("description") or ""
     if not isinstance(description, str):
         raise v.fail("description", f"{_show(description)} is not a string")
-    from .output import escape_controls
+    from .stdout import escape_controls
 
     return escape_controls(description)
 

@@ -185,7 +185,7 @@ def table(
     ``total``: how many rows there are when ``records`` holds only the first and last ``max_rows`` of them
     (a caller that computed only what is shown); the elision line counts the rows left out.
     """
-    from .output import finite_gate
+    from .formats import finite_gate
 
     finite_gate(list(records))  # no table shows a time, rate or speedup that is not a finite number
     n = len(records)
@@ -227,7 +227,7 @@ def _safe(text: Any) -> Any:
     ``\\x1b``, never obeyed) and rich markup in it shown as written, not interpreted."""
     if not isinstance(text, str):
         return text
-    from .output import escape_controls
+    from .stdout import escape_controls
 
     clean = escape_controls(text)
     return Text(clean) if ("[" in clean or clean != text) else clean

@@ -166,7 +166,7 @@ def workload_from_dict(d: Any, source: str, name: str | None = None) -> ModelPre
     name = name or d.get("name")
     if not isinstance(name, str) or not name:
         raise InputError(f"{source}: name: required (a short name for the workload)")
-    from .output import escape_controls
+    from .stdout import escape_controls
 
     name = escape_controls(name)  # shown, never obeyed by the terminal (issue 27)
     kind = d.get("kind", "custom")

@@ -718,7 +718,7 @@ def figure_bytes(fig: Figure, fmt: str, dpi: int | None = None) -> bytes:
 
 def save_figure(fig: Figure, path: str | os.PathLike[str], force: bool = False, option: str = "--plot") -> str:
     """Render in memory, then write atomically (never a half-written picture; no clobbering without force)."""
-    from ..io.output import write_atomic
+    from ..io.files import write_atomic
 
     data = figure_bytes(fig, picture_format(path, option))
     return str(write_atomic(path, data, force=force, option=option))

@@ -18,8 +18,8 @@ spread them. P. Sinha et al. ("Not All GPUs Are Created Equal", SC22; arXiv:2208
 spread, so σ = 1.48%. It is the default of every GPU kind (:data:`DEFAULT_SPREAD`, :func:`default_spread`) for
 every GPU profile that states no ``device.spread``, built in or written by a user (no A100/H100 population was
 measured with a spread, so it is one number for all; docs/model.md gives the evidence). A cluster's own σ
-differs: ``simcli calibrate`` fits it from a training run's scaling table (simcli.answers.fit_compute.fit_spread,
-and with the per-update time simcli.answers.fit_update), and :func:`spread_from` solves it from two measured
+differs: ``simcli calibrate`` fits it from a training run's scaling table (simcli.fits.fit_compute.fit_spread,
+and with the per-update time simcli.fits.fit_update), and :func:`spread_from` solves it from two measured
 throughputs of one weak-scaling run; ``--spread`` overrides both (``--spread 0``: none). Only the excess over the
 k0 a speed was measured at is applied: (1 + σ·m_k) / (1 + σ·m_k0).
 """

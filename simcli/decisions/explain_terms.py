@@ -1,5 +1,5 @@
-"""The rows every explanation shares (DDP's in :mod:`simcli.answers.explain`, the sharded strategies' in
-:mod:`simcli.answers.explain_sharding`): the formula line, one message's terms, one row per tier, the step's keys.
+"""The rows every explanation shares (DDP's in :mod:`simcli.decisions.explain`, the sharded strategies' in
+:mod:`simcli.decisions.explain_sharding`): the formula line, one message's terms, one row per tier, the step's keys.
 
 Pure: JSON-ready dicts in SI units. No printing, no CLI imports.
 """

@@ -1,5 +1,5 @@
 """Every term of one sharded-strategy prediction (zero1, zero2, fsdp, hsdp) for one k:
-:func:`simcli.answers.explain.explain`
+:func:`simcli.decisions.explain.explain`
 hands these scenarios here and returns the same keys (so `--explain`, `simcli explain` and `simcli plan` read them
 alike), plus ``strategy``, ``units`` and, for fsdp/hsdp, ``units_timeline`` (the first and last units
 of each phase from :func:`simcli.step.sharding.unit_timeline`). Pure; no printing, no CLI imports.

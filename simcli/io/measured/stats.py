@@ -12,7 +12,7 @@ from typing import Sequence
 
 import numpy as np
 
-from ..comm.specs import busbw_factor
+from ...comm.specs import busbw_factor
 
 __all__ = [
     "Summary",

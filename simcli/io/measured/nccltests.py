@@ -36,9 +36,9 @@ import re
 from pathlib import Path
 from typing import Any
 
-from ..base.types import InputError
-from ..io import rules
-from ..io.inputs import read_text
+from ...base.types import InputError
+from .. import rules
+from ..inputs import read_text
 from .stats import summarize
 
 __all__ = ["NCCL_TYPES", "parse_nccl_tests", "parse_text", "parse_json", "looks_like_nccl_tests", "measurement_rows"]
@@ -93,7 +93,7 @@ def looks_like_nccl_tests(text: str) -> bool:
 def measurement_rows(text: str, source: str) -> tuple[tuple[str, ...], list[dict[str, str]], list[str]]:
     """(header, rows as CSV strings, comments) of nccl-tests output, as 'bench import' would write them: what
     ``simcli validate`` and ``calibrate`` read when given nccl-tests' own output instead of a CSV."""
-    from ..io.output import csv_value
+    from ..formats import csv_value
     from .results import ALLREDUCE_COLUMNS
 
     recs = parse_json(text, source) if text.lstrip().startswith("{") else parse_text(text, source)
@@ -189,8 +189,8 @@ _PLACEMENT = {"out": "out-of-place", "in": "in-place"}
 
 def _check_row(where: str, size: int, count: int, ntype: str) -> None:
     """One result row against itself (issue 27): a known type, count x the type's size = size, a size simcli reads."""
-    from ..base.ranges import MAX_BYTES
-    from ..io.tables import ELEMENT_BYTES
+    from ...base.ranges import MAX_BYTES
+    from ..tables import ELEMENT_BYTES
 
     if size > MAX_BYTES:
         raise InputError(f"{where}: size {size} B is more than simcli reads (at most 2**62 B = 4 EiB)")
@@ -418,7 +418,7 @@ def parse_json(
     text: str, source: str, world_size: int | None = None, placement: str = "out", collective: str | None = None
 ) -> list[dict[str, Any]]:
     """Rows of an nccl-tests -J report; every field is checked for its shape and named when it is wrong."""
-    from ..io.inputs import load_json
+    from ..inputs import load_json
 
     doc = load_json(
         text,

@@ -1,7 +1,7 @@
 """A live job's own measurements (NCCL Inspector output, PyTorch profiler traces) as simcli's measured table.
 
 :func:`detect` tells the format of a file or directory from its content; :func:`read_live` reads it into the
-rows ``bench import`` writes and ``validate``, ``calibrate`` and ``check`` read (:mod:`simcli.bench.calls`),
+rows ``bench import`` writes and ``validate``, ``calibrate`` and ``check`` read (:mod:`simcli.io.measured.calls`),
 with the traces themselves when the input is a trace. Pure Python: no torch.
 """
 
@@ -11,7 +11,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from ..base.types import InputError
+from ...base.types import InputError
 from .calls import EXTRA_COLUMNS, peek, sniff, table
 
 __all__ = ["Live", "detect", "read_live", "columns"]
@@ -44,12 +44,12 @@ def detect(path: str | Path, text: str | None = None) -> str | None:
         files = sorted(f for f in p.rglob("*") if f.is_file() and not f.name.startswith("."))
         if not files:
             return None
-        from ..io.inputs import check_readable
+        from ..inputs import check_readable
 
         check_readable(files[0])  # a log that may not be read is named (exit 1), not taken for no format at all
         text = peek(files[0])
     elif text is None:
-        from ..io.inputs import check_readable
+        from ..inputs import check_readable
 
         check_readable(p)
         text = peek(p)

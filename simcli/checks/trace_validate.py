@@ -1,6 +1,6 @@
 """A real training step, from a profiler trace, held against simcli's model term by term.
 
-The measured terms come from :func:`simcli.bench.kineto.step_summary` (one step: the slowest rank's median
+The measured terms come from :func:`simcli.io.measured.kineto.step_summary` (one step: the slowest rank's median
 step, so that the terms add up): forward, backward, each collective of the step (grouped by collective and size), the
 exposed communication, the update (optimizer), and what the step spent outside all of these (``other``: data
 loading, DDP's copies, the Python between ops). The predicted terms are :func:`simcli.step.engine.simulate`'s for the

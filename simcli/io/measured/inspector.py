@@ -44,8 +44,8 @@ import re
 from pathlib import Path
 from typing import Any
 
-from ..base.types import InputError
-from ..io import rules
+from ...base.types import InputError
+from .. import rules
 from .calls import collective_name, files_of, read_log, sniff
 
 __all__ = ["read_inspector", "parse_json_records", "parse_prometheus", "SUPPORTED_VERSIONS"]

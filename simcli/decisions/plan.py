@@ -6,7 +6,7 @@ Three questions, each a pure function of a :class:`~simcli.step.engine.Scenario`
   above a target, scanning every k asked for (E need not fall monotonically:
   a partial node at k = 9 on 8-device nodes reaches the next tier through one
   link, k = 16 through eight), with every k where E crosses the target.
-* :func:`simcli.answers.solve.solve_field` (its own module): the value of one
+* :func:`simcli.decisions.solve.solve_field` (its own module): the value of one
   numeric profile field at which E(k) reaches the target.
 * :func:`time_to_train`: wall-clock time, device-hours and cost of a whole run
   for each k, with the cheapest and the fastest k within a budget.
@@ -106,7 +106,7 @@ _TERMS = (
 
 
 def breakdown(res: Result, i: int) -> dict[str, Any]:
-    """Every term of the step at the i-th k (:func:`simcli.answers.explain.explain`'s terms, under its keys), the term
+    """Every term of the step at the i-th k (:func:`simcli.decisions.explain.explain`'s terms, under its keys), the term
     that dominates, and the bottleneck tier."""
     d = explain(res.scenario, int(res.devices[i]))
     out = {key: d[key] for key in _TERMS}

@@ -1,7 +1,7 @@
 """Calibration: fit a profile's tiers (and compute rate) to measurements and build the calibrated profile.
 
-A pure function of its inputs: the base profile, the measurements read by :mod:`simcli.answers.validate`, the
-options, the clock and the host name. The fitting maths is :mod:`simcli.answers.fitting`'s; this module
+A pure function of its inputs: the base profile, the measurements read by :mod:`simcli.checks.validate`, the
+options, the clock and the host name. The fitting maths is :mod:`simcli.fits.fitting`'s; this module
 applies it tier by tier, rebuilds the profile, and returns the report and the YAML text to write.
 The command line (:mod:`simcli.cli.calibrate`) reads the files, writes the YAML and renders the report.
 """
@@ -19,16 +19,16 @@ import yaml
 from ..base.types import InputError
 from ..base.units import fmt_bytes, fmt_flops, fmt_rate, fmt_time
 from ..comm.topology import check_devices, ring_params, tier_spanned
+from ..io.measured.table import filter_present, filter_rows, placement_notes
 from ..io.profiles import profile_from_dict, profile_to_dict
 from ..version import __version__
 from .fit_compute import fit_mfu_by_dtype, fit_spread, fit_step
 from .fit_nccl import fit_nccl
 from .fitting import fit_link, outer_tier
-from .validate import filter_present, filter_rows, placement_notes
 
 if TYPE_CHECKING:  # pragma: no cover
     from ..base.types import Profile
-    from .validate import Measured
+    from ..io.measured.table import Measured
 
 __all__ = ["CalibrationOptions", "calibrate_profile"]
 
@@ -253,7 +253,7 @@ def _fit_dtypes(
 def _fit_spread(
     base: Profile, network: list, device: Any, scaling: "tuple[Measured, Any]", warnings: list[str], cal: dict
 ) -> tuple[Any, dict[str, Any]]:
-    """device.spread from a scaling table (simcli.answers.fit_compute.fit_spread), on the profile calibrated so far."""
+    """device.spread from a scaling table (simcli.fits.fit_compute.fit_spread), on the profile calibrated so far."""
     m, sc = scaling
     so_far = dataclasses.replace(base, network=tuple(network), device=dataclasses.replace(device, spread=None))
     if "speedup" not in m.header:  # (k, samples/s, accum): the spread and the per-update time together
@@ -338,7 +338,7 @@ def _fit_spread_update(
     base: Profile, m: Measured, sc: Any, device: Any, warnings: list[str], cal: dict
 ) -> tuple[Any, dict[str, Any]]:
     """device.spread and device.update_bandwidth from a (devices, samples_per_s, accum) table
-    (simcli.answers.fit_update: both at once, with standard errors; a warning when they cannot be told apart)."""
+    (simcli.fits.fit_update: both at once, with standard errors; a warning when they cannot be told apart)."""
     from .fit_update import fit_spread_update
 
     b = m.number("batch_per_device") if "batch_per_device" in m.header else None
@@ -388,7 +388,7 @@ def _fit_spread_update(
         "method": (
             f"samples/s per row, the micro-step solved so that the first row (k = {f.k0}) is met; the spread "
             "(T_compute x (1 + σ·m_k) / (1 + σ·m_k0)) and the per-update time (u_k = the optimizer's bytes at k x "
-            "seconds per byte) by least squares on log(predicted / measured) (simcli.answers.fit_update); "
+            "seconds per byte) by least squares on log(predicted / measured) (simcli.fits.fit_update); "
             "standard errors and their correlation from the Jacobian"
         ),
         "median_rel_error": _before_after(out),
@@ -688,7 +688,7 @@ def calibrate_profile(
         description=(base.description + " (calibrated)").strip(),
     )
     data = profile_to_dict(new)
-    from ..io.output import finite_gate
+    from ..io.formats import finite_gate
 
     finite_gate(data, "calibrated profile's")  # a fitted value or its standard error past float64: refused, not .inf
     text = f"# calibrated by simcli calibrate from {base.name}; the calibration block says how\n" + yaml.safe_dump(

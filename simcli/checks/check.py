@@ -23,7 +23,7 @@ model gave on a point of the published curves of that kind that ``benchmarks/val
 percent; ``python benchmarks/validate_nccl.py`` prints them again, and tests/test_check.py holds the table to
 what it computes. An explicit ``--tolerance`` is the whole rule (the user asks for that check): no floor.
 
-:data:`DEFAULT_TOLERANCE` is per size band (:data:`simcli.answers.validate.SIZE_BANDS`): the 95th percentile of
+:data:`DEFAULT_TOLERANCE` is per size band (:data:`simcli.checks.validate.SIZE_BANDS`): the 95th percentile of
 |t_pred/t_meas - 1| over every point of that band of the published nccl-tests curves that
 ``benchmarks/validate_nccl.py`` holds simcli to (built-in profiles, nothing fitted), rounded up to a whole
 percent, so that a healthy cluster's point is called LOW or HIGH about one time in twenty. On the points the
@@ -46,7 +46,8 @@ import numpy as np
 
 from ..base.types import InputError, Profile
 from ..comm import collectives, specs, topology
-from .validate import SIZE_BANDS, Measured, placement_notes, size_band
+from ..io.measured.table import Measured, placement_notes
+from .validate import SIZE_BANDS, size_band
 
 __all__ = ["DEFAULT_TOLERANCE", "MODEL_FLOOR", "KINDS", "curve_kind", "check", "parse_tolerance", "VERDICTS"]
 

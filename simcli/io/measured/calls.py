@@ -6,7 +6,7 @@ size: the buffer of one rank, count x element size), element count and dtype, th
 (communicator and sequence number), and its time in seconds.
 
 :func:`table` turns calls into the rows ``bench allreduce`` and ``bench import`` write (one row per
-(collective, bytes, ranks, nodes); :data:`simcli.bench.results.ALLREDUCE_COLUMNS` plus ``nodes``, ``calls``
+(collective, bytes, ranks, nodes); :data:`simcli.io.measured.results.ALLREDUCE_COLUMNS` plus ``nodes``, ``calls``
 and ``rank_spread``), which ``simcli validate``, ``calibrate`` and ``check`` read. As ``bench allreduce``
 does, one instance's time is its slowest rank's (a collective ends when its last rank ends); the row's
 statistics are over the instances (the repeats): median ``time_s``, p10, p90, min, max. ``rank_spread`` is the
@@ -25,9 +25,9 @@ from typing import Any, Iterable
 
 import numpy as np
 
-from ..base.types import InputError
-from ..comm.specs import busbw_factor
-from ..io import rules
+from ...base.types import InputError
+from ...comm.specs import busbw_factor
+from .. import rules
 from .stats import summarize
 
 __all__ = ["EXTRA_COLUMNS", "table", "sniff", "collective_name", "DTYPE_BYTES", "files_of", "read_log", "peek"]
@@ -106,7 +106,7 @@ def read_log(path: str | os.PathLike[str], what: str, max_bytes: int = 1 << 30) 
     p = Path(path)
     magic = peek_bytes(p, 2)
     if magic != b"\x1f\x8b":
-        from ..io.inputs import read_text
+        from ..inputs import read_text
 
         return read_text(p, what, max_bytes)
     import gzip

@@ -4,11 +4,11 @@ A run that dies keeps every row it measured. The file starts with ``#`` comment
 lines (host, torch version, backend, date, ...) and then one header line; the
 pinned column sets are :data:`ALLREDUCE_COLUMNS` and :data:`STEP_COLUMNS`.
 
-Unlike the other outputs (written whole with :func:`simcli.io.output.write_atomic`)
+Unlike the other outputs (written whole with :func:`simcli.io.files.write_atomic`)
 this file is written progressively on purpose; it still never clobbers an
 existing file without ``--force``, rows are appended whole or not at all, and a
 file that got no row is removed. The file is claimed when the command starts
-(:class:`simcli.io.output.Claim`): a second bench naming it is refused before it
+(:class:`simcli.io.files.Claim`): a second bench naming it is refused before it
 measures, rows go into the claimed handle only, and a bench whose file another
 command replaced keeps its rows in ``NAME.PID.saved`` and stops with one line.
 """
@@ -27,8 +27,9 @@ import stat
 from pathlib import Path
 from typing import Any, Iterable, Mapping, Sequence
 
-from ..io.inputs import csv_rows
-from ..io.output import Claim, cannot_write, check_output_path, claim, csv_value, jsonable, save_aside
+from ..files import Claim, cannot_write, check_output_path, claim, save_aside
+from ..formats import csv_value, jsonable
+from ..inputs import csv_rows
 
 __all__ = ["ALLREDUCE_COLUMNS", "STEP_COLUMNS", "ResultWriter", "metadata", "cpu_model", "read_results"]
 

@@ -38,8 +38,8 @@ from typing import Any, Sequence
 
 import numpy as np
 
-from ..base.types import InputError
-from ..io import rules
+from ...base.types import InputError
+from .. import rules
 from .calls import DTYPE_BYTES, collective_name, files_of, read_log, sniff
 
 __all__ = ["Trace", "Step", "read_trace", "read_traces", "parse_trace", "TORCH_DTYPES"]
@@ -121,7 +121,7 @@ class Trace:
     backend: str | None
     device: str  # "gpu" or "cpu"
     steps: tuple[Step, ...]
-    #: every collective call (simcli.bench.calls' form) of the trace, in steps or not
+    #: every collective call (simcli.io.measured.calls' form) of the trace, in steps or not
     calls: tuple[dict[str, Any], ...]
     notes: tuple[str, ...] = field(default_factory=tuple)
     #: the GPUs' names (deviceProperties), empty on a CPU trace
@@ -283,7 +283,7 @@ def _kernel_name_meta(name: str) -> tuple[str | None, str | None]:
 def _document(text: str, source: str) -> dict[str, Any]:
     """The trace's JSON object with its traceEvents list, read by the strict decoder (a key twice, 31 digits, NaN:
     simcli.io.rules), Kineto's schema version 1."""
-    from ..io.inputs import check_json_depth, json_decoder
+    from ..inputs import check_json_depth, json_decoder
 
     check_json_depth(text, source)  # before json's recursive parser
     try:

@@ -1,5 +1,5 @@
 """Fit the model to measurements: alpha-beta all-reduce costs per tier (the fits of compute, overlap and the
-device spread are :mod:`simcli.answers.fit_compute`'s, NCCL's constants :mod:`simcli.answers.fit_nccl`'s).
+device spread are :mod:`simcli.fits.fit_compute`'s, NCCL's constants :mod:`simcli.fits.fit_nccl`'s).
 
 Pure maths on numpy arrays: no files, no YAML, no CLI (``simcli.cli.calibrate``
 reads the CSVs and writes the calibrated profile).
