@@ -54,7 +54,7 @@ def source(series: list[tuple], rows: list[tuple], commit: str) -> str:
         '"""Every row of the published DDP and FSDP scaling series benchmarks/validate_ddp.py and validate_fsdp.py',
         "price, as r = predicted / measured throughput per device relative to the series' smallest k, with its kind",
         "(simcli.step.errors). Written by `python benchmarks/validate_ddp.py --write-errors` (or validate_fsdp.py's:",
-        "the same file, both scripts' rows); never edit it by hand (tests/test_step_errors.py prices the series",
+        "the same file, both scripts' rows); never edit it by hand (tests/step/test_step_errors.py prices the series",
         'again and fails where this table and the model part)."""',
         "",
         "#: the git commit checked out when this table was written ('+changes': with uncommitted changes)",

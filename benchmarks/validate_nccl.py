@@ -37,7 +37,7 @@ default release (simcli.base.types.NCCL_TABLES_VERSION).
 ``--write-errors`` writes simcli/comm/error_table.py again (and prints nothing else): every point of every curve
 above as r = t_pred/t_meas with its kind (transport, past NCCL's node, size band, NCCL's algorithm family;
 simcli.comm.bands.point_kinds), the curves it comes from and the git commit it was written at. ``simcli comm``'s
-band is read from it (docs/nccl.md#how-sure); tests/test_bands.py fails when the model moves and the table was not
+band is read from it (docs/nccl.md#how-sure); tests/comm/test_bands.py fails when the model moves and the table was not
 written again.
 """
 
@@ -267,7 +267,7 @@ def error_table_source(curves: list[tuple], rows: list[tuple], commit: str) -> s
     lines = [
         '"""Every point of the published nccl-tests all-reduce curves benchmarks/validate_nccl.py prices, as',
         "r = t_pred / t_meas with its kind (simcli.comm.bands.point_kinds). Written by",
-        "`python benchmarks/validate_nccl.py --write-errors`; never edit it by hand (tests/test_bands.py prices the",
+        "`python benchmarks/validate_nccl.py --write-errors`; never edit it by hand (tests/comm/test_bands.py prices the",
         'curves again and fails where this table and the model part)."""',
         "",
         "#: the git commit checked out when this table was written ('+changes': with uncommitted changes)",

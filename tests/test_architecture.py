@@ -320,3 +320,22 @@ def test_the_package_shape_says_what_it_is():
         assert doc, f"{d.name}/__init__.py says nothing about what it holds"
     long = {str(p.relative_to(ROOT)): n for p in pkg.rglob("*.py") if (n := len(p.read_text().splitlines())) > 800}
     assert long == {}, long
+
+
+def test_tests_mirror_the_package_folders():
+    """Issue 41, item 8: a module's tests sit in the folder of its layer (tests/comm/ for simcli/comm/, ...); only
+    tests of the whole tree (architecture, documented examples, prose, names, packaging, scenario defaults, the
+    shared gate) sit directly in tests/."""
+    tests = ROOT / "tests"
+    folders = {p.name for p in (ROOT / "simcli").iterdir() if p.is_dir() and (p / "__init__.py").exists()}
+    extra = sorted(
+        p.name for p in tests.iterdir() if p.is_dir() and p.name not in folders | {"fixtures", "__pycache__"}
+    )
+    assert not extra, f"tests/ folders that mirror no simcli/ folder: {extra}"
+    assert not list(tests.glob("*/*/test_*.py")), "one level of folders, as in simcli/"
+    top = sorted(p.name for p in tests.glob("test_*.py"))
+    # a top-level test walks the tree (rglob) or imports from two folders of simcli, or from none (it reads files)
+    for name in top:
+        text = (tests / name).read_text(encoding="utf-8")
+        layers = {m.split(".")[1] for m in _imports(tests / name) if m.startswith("simcli.") and m.count(".") >= 2}
+        assert len(layers) != 1 or "rglob(" in text, f"tests/{name} tests one folder ({layers}): move it there"

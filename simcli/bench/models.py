@@ -29,7 +29,7 @@ FLOPs per sample, forward + backward:
   Megatron (Narayanan et al. 2021) and torch's FlopCounterMode count it; a causal kernel skips about half).
   For the resnet it equals ``flops_per_sample``; for the mlp it counts the matmuls exactly (no bias, no
   input gradient of the first layer: 2·w²·(3·depth - 1)). It agrees with FlopCounterMode on CPU within
-  :data:`FLOP_COUNTER_RTOL` (tests/test_bench_models.py), the rest being biases, LayerNorm and position
+  :data:`FLOP_COUNTER_RTOL` (tests/bench/test_bench_models.py), the rest being biases, LayerNorm and position
   embedding parameters (in N, not in a matmul) and the first layer's input gradient (never computed).
 """
 

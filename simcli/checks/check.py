@@ -20,7 +20,7 @@ an NVL72 rack: the profile's innermost tier), ``efa`` (across nodes over AWS EFA
 over InfiniBand, RoCE or another network). :data:`MODEL_FLOOR` is, per kind and band, the lowest ratio simcli's
 model gave on a point of the published curves of that kind that ``benchmarks/validate_nccl.py`` holds it to
 (built-in profiles, nothing fitted, sizes from 1 KiB, the known misses left out), rounded down to a whole
-percent; ``python benchmarks/validate_nccl.py`` prints them again, and tests/test_check.py holds the table to
+percent; ``python benchmarks/validate_nccl.py`` prints them again, and tests/checks/test_check.py holds the table to
 what it computes. An explicit ``--tolerance`` is the whole rule (the user asks for that check): no floor.
 
 :data:`DEFAULT_TOLERANCE` is per size band (:data:`simcli.checks.validate.SIZE_BANDS`): the 95th percentile of

@@ -1,6 +1,6 @@
 """Every point of the published nccl-tests all-reduce curves benchmarks/validate_nccl.py prices, as
 r = t_pred / t_meas with its kind (simcli.comm.bands.point_kinds). Written by
-`python benchmarks/validate_nccl.py --write-errors`; never edit it by hand (tests/test_bands.py prices the
+`python benchmarks/validate_nccl.py --write-errors`; never edit it by hand (tests/comm/test_bands.py prices the
 curves again and fails where this table and the model part)."""
 
 #: the git commit checked out when this table was written ('+changes': with uncommitted changes)

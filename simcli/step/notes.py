@@ -18,7 +18,7 @@ __all__ = ["nccl_faster", "graph_notes", "STEP_MARGIN"]
 #: how much of the step NCCL_ALGO/NCCL_PROTO must save before simcli says NCCL's own choice is not its cheapest:
 #: at every other k a better network can make the step slower by at most this fraction (each pair's cost never
 #: grows with a better tier, so the step with the new picks is at most their total saving above the step with the
-#: old ones; tests/test_nccl_issue21.py holds it for every built-in profile and preset)
+#: old ones; tests/comm/test_nccl_issue21.py holds it for every built-in profile and preset)
 STEP_MARGIN = 0.01
 
 

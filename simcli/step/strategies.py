@@ -5,7 +5,7 @@ Every module that branches on a strategy reads its row: the memory model (:mod:`
 divided by the shard group, the buffers' name), the sharded step (:mod:`simcli.step.sharding`: the timeline
 and the collectives), the engine (DDP's buckets or the sharded step), the CLI's ``--strategy`` choices and the
 headers that say what was simulated. Adding a strategy is one row here plus its step's cost
-(docs/ARCHITECTURE.md); ``tests/test_sharding.py`` checks that every row is complete.
+(docs/ARCHITECTURE.md); ``tests/step/test_sharding.py`` checks that every row is complete.
 """
 
 from __future__ import annotations

@@ -24,7 +24,7 @@ pytest.importorskip("matplotlib")
 from simcli.cli.app import app  # noqa: E402
 from simcli.plot import figures as P  # noqa: E402
 
-ROOT = Path(__file__).resolve().parent.parent
+ROOT = Path(__file__).resolve().parents[2]
 STEP_CSV = ROOT / "measurements" / "gloo-step-mlp8x1024-cpu.csv"
 UNIT = re.compile(r"\(.+\)$", re.S)
 

@@ -19,7 +19,7 @@ from simcli.base.types import InputError
 from simcli.cli.app import app
 from simcli.io import rules
 
-ROOT = Path(__file__).resolve().parent.parent
+ROOT = Path(__file__).resolve().parents[2]
 FIX = ROOT / "tests" / "fixtures"
 TEXT = FIX / "all_reduce_perf_8xA100.txt"
 NJSON = FIX / "all_reduce_perf_8xA100.json"

@@ -15,7 +15,7 @@ import pytest
 from simcli.step import error_table
 from simcli.step import errors as E
 
-ROOT = Path(__file__).resolve().parent.parent
+ROOT = Path(__file__).resolve().parents[2]
 sys.path.insert(0, str(ROOT / "benchmarks"))
 import step_errors  # noqa: E402
 import validate_bands  # noqa: E402

@@ -22,7 +22,7 @@ from simcli.io.measured.calls import collective_name, sniff
 from simcli.io.measured.inspector import parse_json_records, parse_prometheus, read_inspector
 from simcli.io.measured.live import read_live
 
-ROOT = Path(__file__).resolve().parent.parent
+ROOT = Path(__file__).resolve().parents[2]
 FIX = ROOT / "tests" / "fixtures"
 PUBLISHED = ROOT / "validation" / "published" / "nccl-allreduce-16xH100-2node-ib400x8.csv"
 PARAMS = 3 * 512 * 512

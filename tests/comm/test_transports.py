@@ -14,7 +14,7 @@ from simcli.comm import nccl_choice
 from simcli.comm.specs import LINK_KINDS
 from simcli.io.profiles import profile_from_dict
 
-ROOT = Path(__file__).resolve().parent.parent
+ROOT = Path(__file__).resolve().parents[2]
 NEW_PROFILES = ("gcp-a3-mega", "mi300x-roce", "mi325x", "mi355x")
 
 H100 = """

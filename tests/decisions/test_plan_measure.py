@@ -156,7 +156,7 @@ def test_mfu_band_is_what_the_published_h100_rows_give():
 
     from simcli.decisions.measure import MFU_BAND
 
-    path = Path(__file__).resolve().parent.parent / "validation/published/fsdp-torchtitan-h100.csv"
+    path = Path(__file__).resolve().parents[2] / "validation/published/fsdp-torchtitan-h100.csv"
     rows = [r for r in csv.DictReader(line for line in path.open() if not line.startswith("#"))]
     r = next(r for r in rows if r["model"] == "8b" and r["k"] == "8")
     mfu = 6 * float(r["params"]) * float(r["tps_gpu"]) / 989.4e12

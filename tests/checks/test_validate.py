@@ -15,7 +15,7 @@ from simcli.comm import collectives, nccl
 from simcli.io.measured.table import filter_rows, read_measurements
 from simcli.io.profiles import resolve_profile
 
-ROOT = Path(__file__).resolve().parent.parent
+ROOT = Path(__file__).resolve().parents[2]
 
 PUBLISHED = ROOT / "validation" / "published"
 A100 = PUBLISHED / "nccl-allreduce-8xA100-nvswitch.csv"

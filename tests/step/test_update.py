@@ -287,7 +287,7 @@ def test_calibrate_fits_both_from_a_throughput_table_and_writes_them(tmp_path):
     out = tmp_path / "cal.yaml"
     from pathlib import Path
 
-    src = str(Path(__file__).resolve().parent.parent / "validation/published/ddp/dle-bert-pytorch-a100.csv")
+    src = str(Path(__file__).resolve().parents[2] / "validation/published/ddp/dle-bert-pytorch-a100.csv")
     args = ["calibrate", src, "--where", "series=pyt-a100-s128-fp16", "-p", "dgx-a100", "-m", "bert-large"]
     args += ["--seq-len", "128", "--optimizer", "lamb", "--update-extras", "flatten", "--overlap", "none"]
     r = CliRunner().invoke(app, [*args, "-o", str(out), "-f", "json"])

@@ -16,7 +16,7 @@ from simcli.io.measured.nccltests import parse_nccl_tests
 from simcli.io.measured.results import ALLREDUCE_COLUMNS, ResultWriter, read_results
 from simcli.io.measured.stats import NOISY_SPREAD, allreduce_busbw_factor, summarize
 
-FIX = Path(__file__).parent / "fixtures"
+FIX = Path(__file__).parents[1] / "fixtures"
 PUBLISHED = Path("/work/shared/data/published/nccl-allreduce-8xA100-nvswitch.csv")
 
 

@@ -375,7 +375,7 @@ def test_no_empty_results_file_is_left(tmp_path, monkeypatch):
 def _fixture(ext):
     from pathlib import Path
 
-    return (Path(__file__).parent / "fixtures" / f"all_reduce_perf_8xA100.{ext}").read_text()
+    return (Path(__file__).parents[1] / "fixtures" / f"all_reduce_perf_8xA100.{ext}").read_text()
 
 
 def _txt_case(name):
@@ -684,7 +684,7 @@ def test_calibrate_refuses_its_measurements_as_the_output(runner, tmp_path):
     from simcli.cli import app
 
     m = tmp_path / "m.csv"
-    m.write_text((Path(__file__).parents[1] / "validation" / "cpu-loopback" / "busy1.csv").read_text())
+    m.write_text((Path(__file__).parents[2] / "validation" / "cpu-loopback" / "busy1.csv").read_text())
     before = m.read_text()
     r = runner.invoke(app, ["calibrate", str(m), "-o", str(m), "--force", "--profile", "cpu-loopback"])
     assert r.exit_code == 2 and "is also an input" in r.stderr
@@ -779,7 +779,7 @@ def test_speedup_records_name_the_bottleneck_bandwidth(runner):
 def _fixture_path(ext):
     from pathlib import Path
 
-    return Path(__file__).parent / "fixtures" / f"all_reduce_perf_8xA100.{ext}"
+    return Path(__file__).parents[1] / "fixtures" / f"all_reduce_perf_8xA100.{ext}"
 
 
 @pytest.mark.parametrize("ext", ["txt", "json"])
@@ -800,7 +800,7 @@ def test_measurements_default_to_their_backends_profile(runner, tmp_path):
 
     from simcli.cli import app
 
-    busy = Path(__file__).parents[1] / "validation" / "cpu-loopback" / "busy1.csv"
+    busy = Path(__file__).parents[2] / "validation" / "cpu-loopback" / "busy1.csv"
     r = runner.invoke(app, ["validate", str(busy), "-f", "json"])
     assert r.exit_code == 0 and "--profile cpu-loopback (the measurements' backend is gloo)" in r.stderr
     assert json.loads(r.stdout)["profile"] == "cpu-loopback"
@@ -819,7 +819,7 @@ def test_a_calibrated_profile_says_what_was_fitted(runner, tmp_path):
 
     from simcli.cli import app
 
-    busy = Path(__file__).parents[1] / "validation" / "cpu-loopback" / "busy1.csv"
+    busy = Path(__file__).parents[2] / "validation" / "cpu-loopback" / "busy1.csv"
     out = tmp_path / "c.yaml"
     r = runner.invoke(app, ["calibrate", str(busy), "-o", str(out)])
     assert r.exit_code == 0, r.output
@@ -1008,7 +1008,7 @@ def test_a_claimed_output_refuses_every_other_command(tmp_path):
     from simcli.io.files import check_output_path, claims
 
     out = tmp_path / "out.csv"
-    fix = os.path.join(os.path.dirname(__file__), "fixtures", "all_reduce_perf_8xA100.txt")
+    fix = os.path.join(os.path.dirname(os.path.dirname(__file__)), "fixtures", "all_reduce_perf_8xA100.txt")
     with claims():
         check_output_path(out, False)  # this process's command holds out.csv from its start
         for args in (
@@ -1249,7 +1249,7 @@ def test_validate_csv_writes_plain_numbers(runner):
 
     from simcli.cli import app
 
-    fix = os.path.join(os.path.dirname(__file__), "fixtures", "all_reduce_perf_8xA100.txt")
+    fix = os.path.join(os.path.dirname(os.path.dirname(__file__)), "fixtures", "all_reduce_perf_8xA100.txt")
     r = runner.invoke(app, ["validate", fix, "--profile", "dgx-a100", "-f", "csv"])
     assert r.exit_code == 0, r.output
     assert "np.float64" not in r.stdout
@@ -1259,7 +1259,7 @@ def test_validate_csv_writes_plain_numbers(runner):
 
 # --------------------------------------------------------------------------- (3) measured tables checked where read
 
-_NCCL = os.path.join(os.path.dirname(__file__), "fixtures", "all_reduce_perf_8xA100.txt")
+_NCCL = os.path.join(os.path.dirname(os.path.dirname(__file__)), "fixtures", "all_reduce_perf_8xA100.txt")
 
 
 def _nccl_text() -> str:
@@ -1316,7 +1316,7 @@ def test_a_world_size_flag_that_contradicts_the_file_is_refused(runner, tmp_path
 def test_duplicate_json_keys_are_refused(runner, tmp_path):
     from simcli.cli import app
 
-    fix = os.path.join(os.path.dirname(__file__), "fixtures", "all_reduce_perf_8xA100.json")
+    fix = os.path.join(os.path.dirname(os.path.dirname(__file__)), "fixtures", "all_reduce_perf_8xA100.json")
     with open(fix) as fh:
         text = fh.read()
     f = tmp_path / "dup.json"
@@ -1529,7 +1529,7 @@ def _no_rank_left(marker: str) -> None:
 
 
 def test_signals_are_documented():
-    doc = os.path.join(os.path.dirname(__file__), "..", "docs", "bench.md")
+    doc = os.path.join(os.path.dirname(__file__), "..", "..", "docs", "bench.md")
     with open(doc) as f:
         text = f.read()
     assert "SIGTERM" in text and "143" in text and "SIGHUP" in text and "129" in text

@@ -278,7 +278,7 @@ def test_comm_picks_pat_where_nccl_would(runner, tmp_path):
     2.23.4 on; 2.20.3 has no PAT."""
     from simcli.cli import app
 
-    src = (Path(__file__).resolve().parents[1] / "hardware_profiles" / "dgx-h100.yaml").read_text()
+    src = (Path(__file__).resolve().parents[2] / "hardware_profiles" / "dgx-h100.yaml").read_text()
     one = tmp_path / "one.yaml"
     one.write_text(src.replace("size: 8 ", "size: 1 ", 1))
     base = ["comm", "-p", str(one), "-k", "32", "-s", "64KiB", "--collective", "all_gather", "--format", "json"]

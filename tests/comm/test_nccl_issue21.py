@@ -13,7 +13,7 @@ from simcli.comm import collectives as C
 from simcli.comm import nccl, nccl_choice, topology
 from simcli.io.profiles import profile_from_dict, resolve_profile
 
-ROOT = Path(__file__).resolve().parent.parent
+ROOT = Path(__file__).resolve().parents[2]
 
 
 def _pair(profile, k, algorithm, protocol):

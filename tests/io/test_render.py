@@ -122,7 +122,7 @@ def test_comm_table_keeps_time_and_busbw_whole_at_80():
     assert any(h.startswith("time ") for h in heads) and "left out to fit 80 columns" in r.stdout
 
 
-ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 
 
 @pytest.mark.parametrize(

@@ -17,7 +17,7 @@ import pytest
 from simcli.cli.app import app
 from simcli.fits.fitting import fit_alpha_beta, holdout_split
 
-ROOT = Path(__file__).resolve().parent.parent
+ROOT = Path(__file__).resolve().parents[2]
 REAL_TRACE = ROOT / "measurements" / "kineto-ddp-gloo-cpu"
 MiB = 1 << 20
 ALPHA, B_RING = 5e-6, 1e9  # the ring's alpha and the bandwidth the ring sees (cpu-loopback's per-node g = 1/k)

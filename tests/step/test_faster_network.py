@@ -3,7 +3,7 @@ release (simcli issue 37, item 7), strictly (t_step may not rise by more than 1e
 
 It does not hold everywhere, and the test says where instead of loosening its bound: on five profiles NCCL's own
 choice makes a faster tier cost a little more (each case below is pinned and explained by
-``test_where_it_fails_nccls_choice_moved``). tests/test_nccl_issue21.py holds the weaker rule simcli promises for
+``test_where_it_fails_nccls_choice_moved``). tests/comm/test_nccl_issue21.py holds the weaker rule simcli promises for
 those: never slower by more than STEP_MARGIN (1%) of the step without a stderr line that names the cause.
 """
 

@@ -19,7 +19,7 @@ from simcli.comm import error_table
 from simcli.comm.grid import comm_grid
 from simcli.io.profiles import list_profiles, resolve_profile
 
-ROOT = Path(__file__).resolve().parent.parent
+ROOT = Path(__file__).resolve().parents[2]
 sys.path.insert(0, str(ROOT / "benchmarks"))
 import validate_bands  # noqa: E402
 import validate_nccl  # noqa: E402

@@ -20,7 +20,7 @@ from simcli.checks.check import DEFAULT_TOLERANCE, MODEL_FLOOR, curve_kind
 from simcli.cli.app import app
 from simcli.io.profiles import resolve_profile
 
-ROOT = Path(__file__).resolve().parent.parent
+ROOT = Path(__file__).resolve().parents[2]
 A100 = ROOT / "tests" / "fixtures" / "all_reduce_perf_8xA100.txt"
 H100_IB = ROOT / "validation" / "published" / "nccl-allreduce-16xH100-2node-ib400x8.csv"
 MiB = 1 << 20
