@@ -24,8 +24,8 @@ sys.path.insert(0, str(ROOT / "benchmarks"))
 import validate_bands  # noqa: E402
 import validate_nccl  # noqa: E402
 
-#: the leave-one-out coverage docs/nccl.md#how-sure states (83% with the cluster offset drawn, 20 curves; 81% when set), and how
-#: far it may move before the docs must say so again
+#: the leave-one-out coverage docs/nccl.md#how-sure states (83% with the cluster offset drawn, 20 curves; 81% when
+#: set), and how far it may move before the docs must say so again
 COVERAGE = (0.71, 0.91)
 
 # ----------------------------------------------------------------------------- the table and its generator

@@ -75,6 +75,30 @@ THREAD_THRESHOLD = 512
 DIRECT_SM90 = 0.85
 
 
+#: search.cc v2.20.3-1 line 840 (``speedArrayInter``): the inter-node speeds (GB/s) a graph takes before SM90
+SPEEDS_INTER_SM80 = (
+    48.0,
+    30.0,
+    28.0,
+    24.0,
+    20.0,
+    18.0,
+    15.0,
+    12.0,
+    10.0,
+    9.0,
+    7.0,
+    6.0,
+    5.0,
+    4.0,
+    3.0,
+    2.4,
+    1.2,
+    0.24,
+    0.12,
+)
+
+
 @dataclass(frozen=True)
 class CollNetRelease:
     """The CollNet terms of ``tuning.cc`` from release ``since`` on (units as NCCL's: us)."""
@@ -154,10 +178,11 @@ def collnet_graph(network: Sequence[Tier], spec: NcclSpec, k: np.ndarray) -> tup
         inter = quantise(np.minimum(nic / per_nic, nvl * ppn / np.maximum(ppn - 1.0, 1.0) / G), SPEEDS_INTER)
         intra = quantise(np.minimum(2.0 * inter, nvl / G), SPEEDS_INTER)
         return G, np.maximum(intra, inter)
+    table = SPEEDS_INTER if spec.generation in ("hopper", "blackwell") else SPEEDS_INTER_SM80
     node_net = network[1].effective_Bps * (ppn if network[1].per == "device" else 1.0) / 1e9
-    inter = quantise(node_net / G, SPEEDS_INTER)
-    intra = quantise(np.minimum(2.0 * inter, network[0].effective_Bps / 1e9 / G), SPEEDS_INTER)
-    return G, intra
+    inter = quantise(node_net / G, table)
+    intra = quantise(np.minimum(2.0 * inter, network[0].effective_Bps / 1e9 / G), table)
+    return G, np.maximum(intra, inter)
 
 
 def collnet_pairs(
