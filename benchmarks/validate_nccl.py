@@ -57,8 +57,8 @@ from simcli.checks.check import curve_kind  # noqa: E402
 from simcli.checks.validate import SIZE_BANDS  # noqa: E402
 from simcli.comm import bands as B  # noqa: E402
 from simcli.comm import collectives as C  # noqa: E402
-from simcli.comm import nccl, nccl_choice, rccl, releases, topology  # noqa: E402
-from simcli.io.profiles import resolve_profile, with_nccl_version  # noqa: E402
+from simcli.comm import collnet, nccl, nccl_choice, rccl, releases, topology  # noqa: E402
+from simcli.io.profiles import resolve_profile, with_nccl_min_ctas, with_nccl_version  # noqa: E402
 
 PUB = ROOT / "validation" / "published"
 CASES = [  # file, system column value (or None), profile, algorithm
@@ -84,30 +84,40 @@ CASES = [  # file, system column value (or None), profile, algorithm
     # one MI300X node on RCCL (issue 37): AMD's library, its tuning model 5 and MSCCL's all-pairs kernels
     ("rccl-allreduce-8xMI300X-1node.csv", None, "mi300x", "nccl"),
     # issue 37, scored as they came (nothing fitted). 8 nodes of the 64-H100 curve's cluster with NCCL_MIN_CTAS=24
-    # (at least 24 channels): no profile field or option sets NCCL's minimum channel count (across nodes the
-    # channels are the search graph's, simcli.comm.nccl.graph_channels), so it is priced with the defaults
+    # (at least 24 channels): priced with nccl.min_ctas = 24 (SETTINGS, simcli.comm.ctas). Its middle band stays a
+    # miss (29.9%; scored, not a KNOWN_MISS, as the default 8-node curve's 22.5% is): that curve's own Tree/LL128
+    # miss at 4-8 MiB, and an NVLSTree fill the run puts at 4-7 chunk times where 24 channels give 2 (docs/nccl.md)
     ("nccl-allreduce-64xH100-8node-ib400-minctas24.csv", None, "dgx-h100", "nccl"),
     # 20 NVL72 racks (1440 GB200), NCCL's default, 2.26.2; the 2-rack curve's provider and page
     ("nccl-allreduce-1440xGB200-20rack.csv", None, "gb200-nvl72", "nccl"),
-    # NCCL_ALGO=COLLNETCHAIN with SHARP on 8 H100 nodes: CollNet is not modelled, so priced as NCCL's own choice
-    # without it (a known miss, below)
-    ("nccl-allreduce-64xH100-8node-collnetchain-sharp.csv", None, "dgx-h100", "nccl"),
+    # NCCL_ALGO=COLLNETCHAIN with SHARP on 8 H100 nodes: the network tier with collnet: sharp (SETTINGS), the
+    # algorithm forced as the run forced it (simcli.comm.collnet)
+    ("nccl-allreduce-64xH100-8node-collnetchain-sharp.csv", None, "dgx-h100", "collnet-chain"),
     # 2 AWS p5 on NCCL 2.18.5 and aws-ofi-nccl 1.7.3: the p5 curve's cluster kind on an older stack (known miss)
     ("nccl-allreduce-16xH100-2node-aws-p5-efa-nccl2.18.5.csv", None, "aws-p5", "nccl"),
 ]
+#: what a run set that the built-in profile does not say, by curve file: ``min_ctas`` (NCCL_MIN_CTAS, as
+#: ``--nccl-min-ctas`` sets it) and ``collnet`` (the value of every network tier's ``collnet`` field: the fabric's
+#: switches reduce and NCCL_COLLNET_ENABLE=1)
+SETTINGS = {
+    "nccl-allreduce-64xH100-8node-ib400-minctas24.csv": {"min_ctas": 24},
+    "nccl-allreduce-64xH100-8node-collnetchain-sharp.csv": {"collnet": "sharp"},
+}
 #: curves whose miss is known and named in docs/nccl.md, with why: in every table and median, but not in the
 #: percentiles that simcli check's default tolerance is read from, nor in its floors (MODEL_FLOOR)
 KNOWN_MISSES = {
     "nccl-allreduce-16xA100-2node-aws-p4de-efa": "A100 on EFA, small sizes: NCCL's Tree/Simple pick and its hops "
     "(docs/nccl.md, 'Not met')",
-    "nccl-allreduce-64xH100-8node-collnetchain-sharp": "NCCL_ALGO=COLLNETCHAIN (SHARP in the switches): CollNet is "
-    "not modelled, the curve is priced as NCCL's pick without it",
-    "nccl-allreduce-1440xGB200-20rack": "20 NVL72 racks: simcli picks Tree where the curve's ~5 ms floor is a "
-    "1440-rank ring's latency, and what lowers bandwidth past two racks is not priced (docs/nccl.md, 'GB200 across "
-    "many racks')",
+    "nccl-allreduce-1440xGB200-20rack": "20 NVL72 racks, NCCL 2.26.2: the measured busbw (405 GB/s at 16 GiB) is "
+    "half the 2-rack curve's (810), the factor NCCL's tree-shaped algorithms take past two nodes (tuning.cc: NVLSTree "
+    "min(bwIntra, bwInter/2) beyond 2 nodes; a double binary tree's inner node sends 2n); under 2.20.3 (no NVLS on "
+    "MNNVL) simcli runs Tree/LL128 and Ring, under 2.26.2 NVLSTree bound by the rack's NVLink at 2 and 20 racks "
+    "alike; NVLS across GB200 racks is being reworked (docs/nccl.md, 'GB200 across many racks')",
     "nccl-allreduce-16xH100-2node-aws-p5-efa-nccl2.18.5": "NCCL 2.18.5 with aws-ofi-nccl 1.7.3: older than the "
-    "oldest release simcli carries (2.20.3; --nccl-version refuses it), and a plugin the aws-p5 profile does not "
-    "describe",
+    "oldest carried release (2.20.3; --nccl-version refuses it; 2.18's NVLS/NVLSTree ratios and latencies differ, "
+    "docs/nccl.md 'Carried releases'); the plugin has no tuner (aws-ofi-nccl's came in v1.8.0) and keeps NVLS on at "
+    "2.18.5 (platform-aws.c configure_nvls_option); the run's algbw doubles from 256 to 512 MiB, a change of "
+    "algorithm no carried tuner makes there",
 }
 BANDS = SIZE_BANDS
 
@@ -201,12 +211,27 @@ def print_release_table(recs: list[dict]) -> None:
         )
 
 
+def with_settings(p, settings: dict):
+    """``p`` with a run's :data:`SETTINGS`: NCCL_MIN_CTAS as --nccl-min-ctas sets it, ``collnet`` on every network
+    tier past the first."""
+    import dataclasses
+
+    p = with_nccl_min_ctas(p, settings.get("min_ctas"), "SETTINGS min_ctas")
+    if "collnet" in settings:
+        tiers = tuple(
+            t if i == 0 else dataclasses.replace(t, collnet=settings["collnet"]) for i, t in enumerate(p.network)
+        )
+        p = dataclasses.replace(p, network=tiers)
+    return p
+
+
 def _priced(
     path: Path, system: str | None, prof: str, alg: str, ll128_net: bool = True, nccl_version: str | None = None
 ):
     """(profile, k, n, measured time, simcli's prediction) of one curve's points of 1 KiB and up, under the profile's
     NCCL release or ``nccl_version``."""
     p = with_nccl_version(resolve_profile(prof), nccl_version)
+    p = with_settings(p, SETTINGS.get(path.name, {}))
     if not ll128_net and p.nccl is not None:  # issue 21's open question: LL128 not across the network
         import dataclasses
 
@@ -267,8 +292,8 @@ def error_table_source(curves: list[tuple], rows: list[tuple], commit: str) -> s
     lines = [
         '"""Every point of the published nccl-tests all-reduce curves benchmarks/validate_nccl.py prices, as',
         "r = t_pred / t_meas with its kind (simcli.comm.bands.point_kinds). Written by",
-        "`python benchmarks/validate_nccl.py --write-errors`; never edit it by hand (tests/comm/test_bands.py prices the",
-        'curves again and fails where this table and the model part)."""',
+        "`python benchmarks/validate_nccl.py --write-errors`; never edit it by hand (tests/comm/test_bands.py prices",
+        'the curves again and fails where this table and the model part)."""',
         "",
         "#: the git commit checked out when this table was written ('+changes': with uncommitted changes)",
         f'COMMIT = "{commit}"',
@@ -324,6 +349,9 @@ def main(
                 topology.tier_bandwidth(p.network, k),
                 "all_reduce",
                 None if alg == "nccl" else [alg],
+            )
+            prs += collnet.collnet_pairs(
+                p.network, nccl_choice.nccl_spec(p), k, "all_reduce", None if alg == "nccl" else [alg]
             )
             tuner = np.min(np.stack([pr.cost(n)[1] for pr in prs]), axis=0)
         err, err_t = pred.time / t - 1, tuner / t - 1

@@ -81,6 +81,9 @@ class Tier:
     #: link kind (simcli.comm.specs.LINK_KINDS: nvlink, nvswitch, mnnvl, pcie, infiniband, roce, efa, ethernet; the
     #: old "net" reads as infiniband); None: guessed from the name and place
     kind: str | None = None
+    #: in-network reduction NCCL's CollNet algorithms use across this tier: "sharp" (the switches reduce, NCCL's
+    #: SHARP plugin is loaded and NCCL_COLLNET_ENABLE=1), None or "none": not there (simcli.comm.collnet)
+    collnet: str | None = None
     #: the fields the profile left to the kind's defaults (latency, efficiency)
     defaulted: tuple[str, ...] = field(default=(), compare=False)
 
@@ -160,6 +163,10 @@ class NcclSpec:
     #: LL128 also runs on graphs that cross the network (tuning.cc: only while the GPU-NIC path is at most PXB,
     #: or PXN on Hopper and later with NCCL_LL128_C2C); False where the NIC sits beyond that (PHB, SYS)
     ll128_net: bool = True
+    #: NCCL_MIN_CTAS / NCCL_MAX_CTAS (the communicator's config.minCTAs/maxCTAs): the least and most channels
+    #: (CTAs) each collective's kernel may run on; None: NCCL's default (simcli.comm.ctas)
+    min_ctas: int | None = None
+    max_ctas: int | None = None
 
 
 @dataclass(frozen=True)

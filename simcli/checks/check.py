@@ -72,7 +72,7 @@ KINDS = {
 #: slower than any healthy curve of its kind was against the model: LOW. Above it but below 1 - tolerance: MODEL.
 MODEL_FLOOR = {
     "nvlink": {"<= 256 KiB": 0.61, "0.5-64 MiB": 0.44, ">= 128 MiB": 0.77},
-    "network": {"<= 256 KiB": 0.89, "0.5-64 MiB": 0.41, ">= 128 MiB": 0.69},
+    "network": {"<= 256 KiB": 0.89, "0.5-64 MiB": 0.41, ">= 128 MiB": 0.73},
     "efa": {"<= 256 KiB": 0.67, "0.5-64 MiB": 0.61, ">= 128 MiB": 0.79},
 }
 VERDICTS = ("OK", "MODEL", "LOW", "HIGH")

@@ -124,8 +124,9 @@ def algorithms(
     head = Text(
         f"fastest all-reduce per (k, size), profile {prof.name} ({prof.device.name})"
         + (
-            "; ring, tree, nvls, nvlst are NCCL's (best protocol each); 'simcli comm -a nccl' shows what "
-            "NCCL itself picks"
+            "; ring, tree, nvls, nvlst"
+            + (", cnd, cnc" if any(t.collnet == "sharp" for t in prof.network) else "")  # CollNet (SHARP)
+            + " are NCCL's (best protocol each); 'simcli comm -a nccl' shows what NCCL itself picks"
             if nccl
             else ""
         )

@@ -31,7 +31,7 @@ import typer
 from ..base.types import InputError
 from ..base.units import parse_at
 from ..comm import nccl, registry, releases, specs
-from ..io.profiles import DEFAULT_PROFILE, resolve_profile, with_nccl_version
+from ..io.profiles import DEFAULT_PROFILE, resolve_profile, with_nccl_min_ctas, with_nccl_version
 from ..io.workloads import DEFAULT_MODEL, build_workload
 from ..step import update
 from ..step.engine import Scenario
@@ -43,6 +43,7 @@ METAVARS = {
     # what to simulate
     "--devices": "K-RANGE",
     "--nccl-version": "RELEASE",
+    "--nccl-min-ctas": "N",
     "--world-sizes": "K-RANGE",
     "--profile": "PROFILE",
     "--model": "MODEL",
@@ -243,8 +244,8 @@ Algorithm = opt(
     f"{', '.join(ALGORITHM_NAMES)}, or auto (the fastest of "
     "everything simcli models, which no single library reaches). On a "
     "profile that models NCCL, nccl is NCCL's own choice and ring, "
-    "tree, nvls, nvls-tree force one of NCCL's algorithms "
-    "(NCCL_ALGO) [default: nccl on NCCL profiles, else ring].",
+    "tree, nvls, nvls-tree, pat, collnet-direct, collnet-chain force one of NCCL's algorithms "
+    "(NCCL_ALGO; collnet-*: a tier with collnet: sharp) [default: nccl on NCCL profiles, else ring].",
 )
 Protocol = opt(
     Optional[str],
@@ -259,6 +260,15 @@ NcclVersion = opt(
     "releases'); one between two carried takes the earlier and says so, one before "
     f"{releases.RELEASES[0].version} is refused [default: the profile's nccl.version, else "
     f"{releases.DEFAULT_RELEASE.version}].",
+)
+NcclMinCtas = opt(
+    Optional[int],
+    "--nccl-min-ctas",
+    min=1,
+    max=32,
+    help="NCCL_MIN_CTAS: the least channels NCCL's kernels run on (1 to 32), over the profile's nccl.min_ctas; "
+    "it moves what a size costs, not NCCL's choice (docs/nccl.md, 'NCCL_MIN_CTAS') [default: the profile's, "
+    "else NCCL's own].",
 )
 GpusPerProcess = opt(
     int,
@@ -541,6 +551,7 @@ class ScenarioOptions(OptionGroup):
     algorithm: Algorithm = None
     protocol: Protocol = None
     nccl_version: NcclVersion = None
+    nccl_min_ctas: NcclMinCtas = None
     overlap: Overlap = SCENARIO_DEFAULTS["overlap"]
     bucket_mb: BucketMb = SCENARIO_DEFAULTS["bucket_mb"]
     accum: Accum = SCENARIO_DEFAULTS["accum"]
@@ -561,6 +572,7 @@ class ScenarioOptions(OptionGroup):
         """The one place where command-line options become a :class:`Scenario`."""
         ct = parse_time(self.compute_time, "--compute-time")
         prof = with_nccl_version(resolve_profile(self.profile), self.nccl_version)
+        prof = with_nccl_min_ctas(prof, self.nccl_min_ctas)
         wl = build_workload(
             model=self.model,
             params=self.params,
@@ -658,10 +670,15 @@ class CommOptions(OptionGroup):
     collective: Collective = "all_reduce"
     dtype: CommDtype = "fp32"
     nccl_version: NcclVersion = None
+    nccl_min_ctas: NcclMinCtas = None
 
     def profiles(self) -> list[Any]:
-        """The comma-separated --profile values, loaded, each priced as --nccl-version where given."""
-        return [with_nccl_version(resolve_profile(p), self.nccl_version) for p in split_list(self.profile, "--profile")]
+        """The comma-separated --profile values, loaded, each priced as --nccl-version and --nccl-min-ctas where
+        given."""
+        return [
+            with_nccl_min_ctas(with_nccl_version(resolve_profile(p), self.nccl_version), self.nccl_min_ctas)
+            for p in split_list(self.profile, "--profile")
+        ]
 
     def grid(self) -> tuple[Any, Any]:
         """(k, sizes) as arrays, checked against their limits before anything is allocated."""

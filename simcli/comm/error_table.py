@@ -4,7 +4,7 @@ r = t_pred / t_meas with its kind (simcli.comm.bands.point_kinds). Written by
 curves again and fails where this table and the model part)."""
 
 #: the git commit checked out when this table was written ('+changes': with uncommitted changes)
-COMMIT = "d0fe6b2776bc4f2a52c2815c2d110ee8f30a1fed+changes"
+COMMIT = "27d4403e368999f74e4f09edc5ca9f86d5a13989+changes"
 #: the curves: file under validation/published/, its system column's value, profile, algorithm, points
 CURVES = (
     ("nccl-allreduce-16xH100-2node-ib400x8.csv", None, "dgx-h100", "nccl", 25),
@@ -25,7 +25,7 @@ CURVES = (
     ("rccl-allreduce-8xMI300X-1node.csv", None, "mi300x", "nccl", 24),
     ("nccl-allreduce-64xH100-8node-ib400-minctas24.csv", None, "dgx-h100", "nccl", 14),
     ("nccl-allreduce-1440xGB200-20rack.csv", None, "gb200-nvl72", "nccl", 6),
-    ("nccl-allreduce-64xH100-8node-collnetchain-sharp.csv", None, "dgx-h100", "nccl", 5),
+    ("nccl-allreduce-64xH100-8node-collnetchain-sharp.csv", None, "dgx-h100", "collnet-chain", 5),
     ("nccl-allreduce-16xH100-2node-aws-p5-efa-nccl2.18.5.csv", None, "aws-p5", "nccl", 6),
 )
 #: the fields of each row of ROWS (curve: an index into CURVES)
@@ -258,27 +258,27 @@ ROWS = (
     (16, 64, 2097152, "infiniband", True, "0.5-64 MiB", "tree", 0.9127349615305801),
     (16, 64, 4194304, "infiniband", True, "0.5-64 MiB", "tree", 0.7121987806988864),
     (16, 64, 8388608, "infiniband", True, "0.5-64 MiB", "tree", 0.4164978295166143),
-    (16, 64, 16777216, "infiniband", True, "0.5-64 MiB", "nvls-tree", 0.6052312141356637),
-    (16, 64, 33554432, "infiniband", True, "0.5-64 MiB", "nvls-tree", 0.6153647561730131),
-    (16, 64, 67108864, "infiniband", True, "0.5-64 MiB", "nvls-tree", 0.6337565961446208),
-    (16, 64, 134217728, "infiniband", True, ">= 128 MiB", "nvls-tree", 0.6974621771820857),
-    (16, 64, 268435456, "infiniband", True, ">= 128 MiB", "nvls-tree", 0.7534186003297343),
-    (16, 64, 536870912, "infiniband", True, ">= 128 MiB", "ring", 0.9055988844065941),
+    (16, 64, 16777216, "infiniband", True, "0.5-64 MiB", "nvls-tree", 0.7005883797277266),
+    (16, 64, 33554432, "infiniband", True, "0.5-64 MiB", "nvls-tree", 0.6890876877214691),
+    (16, 64, 67108864, "infiniband", True, "0.5-64 MiB", "nvls-tree", 0.6850854194609518),
+    (16, 64, 134217728, "infiniband", True, ">= 128 MiB", "nvls-tree", 0.7317405688133377),
+    (16, 64, 268435456, "infiniband", True, ">= 128 MiB", "nvls-tree", 0.7741470994065575),
+    (16, 64, 536870912, "infiniband", True, ">= 128 MiB", "ring", 0.9055988844065942),
     (16, 64, 1073741824, "infiniband", True, ">= 128 MiB", "ring", 1.135506243552579),
-    (16, 64, 2147483648, "infiniband", True, ">= 128 MiB", "ring", 1.1133234295959533),
-    (16, 64, 4294967296, "infiniband", True, ">= 128 MiB", "ring", 1.089526539696058),
-    (16, 64, 8589934592, "infiniband", True, ">= 128 MiB", "ring", 1.0775354182157724),
+    (16, 64, 2147483648, "infiniband", True, ">= 128 MiB", "ring", 1.1133234295959535),
+    (16, 64, 4294967296, "infiniband", True, ">= 128 MiB", "ring", 1.0895265396960583),
+    (16, 64, 8589934592, "infiniband", True, ">= 128 MiB", "ring", 1.0775354182157726),
     (17, 1440, 536870912, "infiniband", True, ">= 128 MiB", "tree", 0.3620503571296902),
     (17, 1440, 1073741824, "infiniband", True, ">= 128 MiB", "tree", 0.49845472707113003),
     (17, 1440, 2147483648, "infiniband", True, ">= 128 MiB", "tree", 0.635239988950785),
     (17, 1440, 4294967296, "infiniband", True, ">= 128 MiB", "tree", 0.7574969763927657),
     (17, 1440, 8589934592, "infiniband", True, ">= 128 MiB", "tree", 0.757314973910033),
     (17, 1440, 17179869184, "infiniband", True, ">= 128 MiB", "ring", 0.6216552100016818),
-    (18, 64, 536870912, "infiniband", True, ">= 128 MiB", "ring", 1.167428410505289),
-    (18, 64, 1073741824, "infiniband", True, ">= 128 MiB", "ring", 1.0934526290573723),
-    (18, 64, 2147483648, "infiniband", True, ">= 128 MiB", "ring", 1.0835031567795785),
-    (18, 64, 4294967296, "infiniband", True, ">= 128 MiB", "ring", 1.0632474405239112),
-    (18, 64, 8589934592, "infiniband", True, ">= 128 MiB", "ring", 1.0586944737726636),
+    (18, 64, 536870912, "infiniband", True, ">= 128 MiB", "collnet-chain", 1.0242024961498735),
+    (18, 64, 1073741824, "infiniband", True, ">= 128 MiB", "collnet-chain", 1.03898628711356),
+    (18, 64, 2147483648, "infiniband", True, ">= 128 MiB", "collnet-chain", 1.0749498083947964),
+    (18, 64, 4294967296, "infiniband", True, ">= 128 MiB", "collnet-chain", 1.0788571039277859),
+    (18, 64, 8589934592, "infiniband", True, ">= 128 MiB", "collnet-chain", 1.0866543620837754),
     (19, 16, 67108864, "efa", True, "0.5-64 MiB", "nvls-tree", 0.44828048192771086),
     (19, 16, 134217728, "efa", True, ">= 128 MiB", "nvls-tree", 0.4045813630041725),
     (19, 16, 268435456, "efa", True, ">= 128 MiB", "nvls-tree", 0.39905077720207255),

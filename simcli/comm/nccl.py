@@ -58,7 +58,7 @@ from typing import Sequence
 import numpy as np
 
 from ..base.types import NcclSpec, Tier
-from . import releases
+from . import ctas, releases
 from .specs import COLLECTIVES, KIND_ALIASES, PROTOCOL_SPECS, PROTOCOLS, link_kind
 
 __all__ = [
@@ -531,6 +531,7 @@ def pairs(
         * 1e9
     )
     gch, ch = graph_channels(network, spec, k, nodes)  # graph channels (tuner caps) and runtime channels
+    ch = ctas.runtime_channels(ch, spec)  # NCCL_MIN_CTAS / NCCL_MAX_CTAS (simcli.comm.ctas)
     kinds = [tier_kind(t, i) for i, t in enumerate(network)]
     lks = [link_kind(kd) for kd in kinds]
     hws = [lk.hw for lk in lks]
@@ -766,7 +767,7 @@ def pairs(
                     ranks=kf,
                     threshold=thr,
                     # NCCL's NVLS graph has one head per GPU of the node (search.cc: NVLS channels = GPUs)
-                    ops=(float(spec.nvls_channels) * (heads if a == "nvls-tree" else np.minimum(ppn, NVLS_MAX_HEADS)))
+                    ops=(ctas.nvls_channels(spec) * (heads if a == "nvls-tree" else np.minimum(ppn, NVLS_MAX_HEADS)))
                     if a.startswith("nvls")
                     else None,
                     nodes=nodes if a.startswith("nvls") else None,
@@ -793,3 +794,6 @@ def tree_groups(network: Sequence[Tier], k: np.ndarray) -> list[np.ndarray]:
             else np.minimum(dom[i], network[i].size // network[i - 1].size)
         )
     return out
+
+
+domains, quantise = _domains, _quantise  # public for simcli.comm.collnet (NCCL's CollNet, priced beside these)

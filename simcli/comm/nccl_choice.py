@@ -11,6 +11,8 @@ import numpy as np
 
 from ..base.types import InputError
 from . import releases
+from .collnet import NCCL_NAMES as COLLNET_ENV
+from .collnet import collnet_pairs
 from .cost import CommCost, Lazy, per_tier
 from .nccl import RING_PLATEAU, default_spec, nvls_fill, pairs
 from .specs import PROTOCOL_SPECS
@@ -46,6 +48,7 @@ def nccl_collective(
     )
     tb = tier_bandwidth(net, k)
     cands = pairs(net, spec, k, tb, collective, algorithms, [protocol] if protocol else None)
+    cands += collnet_pairs(net, spec, k, collective, algorithms, [protocol] if protocol else None)  # SHARP tiers
     if not cands:
         raise InputError(
             f"--protocol: {protocol} does not run {', '.join(algorithms or ['any algorithm'])} on "
@@ -229,7 +232,7 @@ def nccl_collective(
 
 
 #: NCCL_ALGO's spellings of simcli's NCCL algorithm names (NCCL_PROTO's are the ProtocolSpec rows' ``nccl``)
-NCCL_ALGO_ENV = {"ring": "Ring", "tree": "Tree", "nvls": "NVLS", "nvls-tree": "NVLSTree", "pat": "PAT"}
+NCCL_ALGO_ENV = {"ring": "Ring", "tree": "Tree", "nvls": "NVLS", "nvls-tree": "NVLSTree", "pat": "PAT", **COLLNET_ENV}
 #: by how much the cheapest pair by simcli's cost must beat NCCL's pick of one collective before ``comm`` says so,
 #: as a fraction of the pick's time (a step says so by its own measure: simcli.step.notes.STEP_MARGIN)
 FASTER_MARGIN = 0.02

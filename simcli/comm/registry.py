@@ -108,6 +108,26 @@ REGISTRY: tuple[AlgorithmSpec, ...] = (
         "pat",
     ),
     AlgorithmSpec(
+        "collnet-direct",
+        "cnd",
+        "NCCL's CollNetDirect (SHARP in the switches; tiers with collnet: sharp, NVSwitch nodes, <= 8 GPUs a node): "
+        "2·(min(1,ppn-1)·α_0 + (ppn-1)·0.4 us) + α_net + n/(0.5·G·bwIntra/f·0.85), f = ppn/G - (ppn/G-1)/2",
+        "NVIDIA/nccl v2.18.1-v2.30.7 src/graph/tuning.cc (ncclTopoTuneModel; simcli.comm.collnet)",
+        ("all_reduce",),
+        None,
+        "collnet-direct",
+    ),
+    AlgorithmSpec(
+        "collnet-chain",
+        "cnc",
+        "NCCL's CollNetChain (SHARP in the switches; tiers with collnet: sharp, <= 8 GPUs a node): "
+        "2·(ppn-1)·α_0 + α_net + n/(0.5·G·bwIntra), G channels of the CollNet graph",
+        "NVIDIA/nccl v2.18.1-v2.30.7 src/graph/tuning.cc (ncclTopoTuneModel; simcli.comm.collnet)",
+        ("all_reduce",),
+        None,
+        "collnet-chain",
+    ),
+    AlgorithmSpec(
         "recursive-doubling",
         "rd",
         "lg k·(α + n/B) [+ lg k·n/γ], k not a power of two: floor(lg k)+2 steps (Thakur, Rabenseifner & Gropp 2005)",

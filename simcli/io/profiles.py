@@ -436,6 +436,8 @@ def _profile_tier(v: "_V", raw: Any, i: int, n_tiers: int, tiers: list[Tier], na
                 f"{size} must be a multiple of, and larger than, the size of the tier inside it ({tiers[-1].size})",
             )
     simple = v.fields(t, S.TIER, f, ("quantity", "fraction", "choice"))
+    if simple.get("collnet") == "none":
+        del simple["collnet"]
     defaulted = []
     if "kind" in simple:
         # a datasheet profile: the link kind it names supplies what the tier leaves out (simcli.comm.specs)
@@ -502,6 +504,9 @@ def _nccl_spec(v: "_V", raw: Any, device_name: str, tiers: list[Tier], *, nccl_r
             import warnings
 
             warnings.warn(ReleaseNote(f"{v.source}: nccl.version: {said}"), stacklevel=2)
+    for key in ("min_ctas", "max_ctas"):
+        if key in given and given[key] > 32:  # NCCL's MAXCHANNELS (src/include/device.h); init.cc caps it
+            raise v.fail(f"nccl.{key}", f"{given[key]} is more channels than NCCL has (at most 32, MAXCHANNELS)")
     defaulted = tuple(f for f in base.defaulted if f not in given and f != "version")
     return dataclasses.replace(base, defaulted=defaulted, **given)
 
@@ -543,7 +548,11 @@ def profile_to_dict(p: Profile) -> dict[str, Any]:
         "network": [_dump_section(t, S.TIER, _defaulted(t)) for t in p.network],
     }
     if p.nccl is not None:
-        out["nccl"] = {f.key: getattr(p.nccl, f.name) for f in S.NCCL if f.name not in p.nccl.defaulted}
+        out["nccl"] = {
+            f.key: getattr(p.nccl, f.name)
+            for f in S.NCCL
+            if f.name not in p.nccl.defaulted and getattr(p.nccl, f.name) is not None
+        }
     if p.calibration is not None:
         out["calibration"] = p.calibration
     return out
@@ -650,6 +659,18 @@ def with_nccl_version(p: Profile, version: str | None, where: str = "--nccl-vers
     return dataclasses.replace(p, nccl=dataclasses.replace(p.nccl, version=version.strip(), defaulted=defaulted))
 
 
+def with_nccl_min_ctas(p: Profile, min_ctas: int | None, where: str = "--nccl-min-ctas") -> Profile:
+    """``p`` with NCCL_MIN_CTAS = ``min_ctas`` (None: as the profile says). InputError for a value outside 1..32
+    (NCCL's MAXCHANNELS); a profile that does not model NCCL is returned as it is."""
+    if min_ctas is None or p.nccl is None:
+        return p
+    from ..comm.ctas import MAX_CHANNELS
+
+    if isinstance(min_ctas, bool) or not isinstance(min_ctas, int) or not 1 <= min_ctas <= MAX_CHANNELS:
+        raise InputError(f"{where}: {min_ctas!r} is not a channel count from 1 to {MAX_CHANNELS} (NCCL's MAXCHANNELS)")
+    return dataclasses.replace(p, nccl=dataclasses.replace(p.nccl, min_ctas=min_ctas))
+
+
 def resolve_profile(name_or_path: str | None) -> Profile:
     """Load ``--profile``: a path to a YAML file, or a name on the search path."""
     ref = name_or_path or DEFAULT_PROFILE
@@ -729,6 +750,8 @@ def describe(p: Profile) -> list[tuple[str, str]]:
             note = " (default)" if f.name in p.nccl.defaulted else ""
             if f.name == "version":
                 note = f" ({nccl_version_note(p.nccl.version)})"
+            if getattr(p.nccl, f.name) is None:
+                continue  # not set: NCCL's own (min_ctas, max_ctas)
             rows.append((f"nccl.{f.key}", f"{getattr(p.nccl, f.name)}{note}"))
     for i, src in enumerate(p.sources):
         rows.append((f"sources[{i}]", src))

@@ -199,6 +199,14 @@ TIER: tuple[Field, ...] = (
         + ", ".join(LINK_KINDS)
         + " (mnnvl: a multi-node NVLink domain such as a GB200 NVL72 rack)",
     ),
+    Field(
+        "collnet",
+        "choice",
+        "in-network reduction NCCL's CollNet algorithms use across this tier: sharp (the switches reduce, NCCL's "
+        "SHARP plugin is loaded and NCCL_COLLNET_ENABLE=1; simcli.comm.collnet) or none [default: none]",
+        choices=("sharp", "none"),
+        invalid="is neither 'sharp' (the switches reduce: NCCL's CollNet runs) nor 'none'",
+    ),
 )
 
 NCCL: tuple[Field, ...] = (
@@ -233,6 +241,19 @@ NCCL: tuple[Field, ...] = (
         "bool",
         "LL128 also runs across the network (NCCL: only while the GPU-NIC path is at most PXB, PXN on Hopper+) "
         "[default: true]",
+    ),
+    Field(
+        "min_ctas",
+        "count",
+        "NCCL_MIN_CTAS: the least channels (CTAs) NCCL's kernels run on, at most 32 (simcli.comm.ctas) "
+        "[default: NCCL's own]",
+        example=24,
+    ),
+    Field(
+        "max_ctas",
+        "count",
+        "NCCL_MAX_CTAS: the most channels (CTAs) NCCL's kernels run on, at most 32 [default: NCCL's own]",
+        example=32,
     ),
 )
 
