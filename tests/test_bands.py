@@ -176,7 +176,7 @@ def test_a_kind_with_enough_points_reads_its_own_p10_and_p90():
     assert (rb.p10, rb.p90) == pytest.approx(_by_hand(rows, rows))
     sums = sorted(o * r / m for o in (0.9, 1.0) for r, m in zip(ratios, [0.9, 1.0] * 5))  # the same, by hand
     assert rb.p10 == pytest.approx(sums[1] + 0.9 * (sums[2] - sums[1]))  # numpy's linear p10 of 20 values
-    assert rb.points == 10 and rb.curves == 2 and rb.measured and "infiniband" in rb.words()
+    assert rb.rows == 10 and rb.groups == 2 and rb.measured and "infiniband" in rb.words()
     assert "offset from the 2 curves" in rb.words()
 
 
@@ -194,7 +194,7 @@ def test_too_few_points_or_one_curve_back_off_to_the_coarser_grouping():
     rows += [("c1", *IB, SMALL, "ring", 2.0 + 0.01 * i) for i in range(4)]
     corpus = _corpus(rows)
     rb = B.ratio_band(corpus, ("infiniband", True, 0, "tree"))
-    assert rb.points == 12 and rb.curves == 2 and rb.measured
+    assert rb.rows == 12 and rb.groups == 2 and rb.measured
     assert (rb.p10, rb.p90) == pytest.approx(_by_hand(rows, rows))
     assert "this kind: 8 points" in rb.words()
     # with a second curve of the tree kind it stands on its own points' residuals (the ring's c1 still gives an
@@ -202,7 +202,7 @@ def test_too_few_points_or_one_curve_back_off_to_the_coarser_grouping():
     more = rows + [("c2", *IB, SMALL, "tree", 1.5)]
     rb = B.ratio_band(_corpus(more), ("infiniband", True, 0, "tree"))
     tree = [r for r in more if r[-2] == "tree"]
-    assert rb.points == 9 and (rb.p10, rb.p90) == pytest.approx(_by_hand(tree, more))
+    assert rb.rows == 9 and (rb.p10, rb.p90) == pytest.approx(_by_hand(tree, more))
 
 
 def test_a_kind_with_no_point_says_so_and_takes_its_neighbours_widest_band():
@@ -214,7 +214,7 @@ def test_a_kind_with_no_point_says_so_and_takes_its_neighbours_widest_band():
     wide = B.ratio_band(corpus, ("efa", True, 0, "tree"))
     for kind in [("roce", True, 0, "tree"), ("infiniband", True, 0, "ring all_gather")]:
         rb = B.ratio_band(corpus, kind)
-        assert not rb.measured and rb.points == 0 and rb.words().startswith(B.UNMEASURED)
+        assert not rb.measured and rb.rows == 0 and rb.words().startswith(B.UNMEASURED)
         # the envelope, never the narrow neighbour alone
         assert (rb.p10, rb.p90) == (min(narrow.p10, wide.p10), max(narrow.p90, wide.p90))
     # inside a node, its neighbours are the kinds inside a node of its size band: here the nvswitch ring alone
