@@ -59,12 +59,15 @@ def test_the_band_at_1024_gpus_is_wider_than_at_8_for_llama2_7b_fsdp_on_dgx_h100
     assert top == "comm" and w["comm"] > w["spread"] > 0
 
 
-def test_explain_names_sigma_where_the_collectives_hide_and_the_calibration_where_tiers_were_fitted():
-    # FSDP inside one node hides its collectives: σ's range (which also moves what is taken out of an MFU measured
-    # at 16,384 GPUs) is the widest part; on cpu-loopback, whose tiers were fitted, the fits' band is the comm part
-    assert dominant(simulate(_scenario("dgx-h100", "llama2-7b", "fsdp"), [8]), 0)[0] == "spread"
+def test_explain_names_the_training_runs_where_the_collectives_hide_and_the_calibration_where_tiers_were_fitted():
+    # FSDP inside one node hides its collectives: of the propagated sources σ's range (which also moves what is taken
+    # out of an MFU measured at 16,384 GPUs) is the wider, and the training runs' band (no FSDP row inside one node:
+    # the widest of its neighbours, DDP's) wider still; on cpu-loopback, whose tiers were fitted, the fits' band is
+    # the comm part and the training runs' band gives way to it
+    top, w = dominant(simulate(_scenario("dgx-h100", "llama2-7b", "fsdp"), [8]), 0)
+    assert top == "training" and w["training"] > w["spread"] > w["comm"] > 0
     top, w = dominant(simulate(_scenario("cpu-loopback", "resnet50"), [2]), 0)
-    assert top == "calibration" and w["comm"] == 0 and w["calibration"] > 0
+    assert top == "calibration" and w["comm"] == 0 == w["training"] and w["calibration"] > 0
 
 
 def test_one_device_has_no_comm_band_and_sigma_taken_as_given_has_no_spread_band():
@@ -241,7 +244,9 @@ def test_the_table_shows_the_band_when_wide_and_leaves_it_out_first():
 
     res = banded(simulate(_scenario("dgx-h100", "llama2-7b", "fsdp"), [8, 512]))
     wide = render_text(speedup_table(res), width=240)
-    assert "E(k) band" in wide and "(0.9" in wide
+    lo, hi = np.floor(res.band.efficiency_lo[0] * 100) / 100, np.ceil(res.band.efficiency_hi[0] * 100) / 100
+    shown = f"({lo:.2f}–{hi:.2f})"  # rounded outward, so that the band shown holds the value shown
+    assert "E(k) band" in wide and shown in wide
     narrow = render_text(speedup_table(res), width=80)
     assert "E(k)" in narrow and "left out to fit 80 columns: E(k) band, samples/s band" in narrow
     assert all(len(line) <= 80 for line in narrow.splitlines())
@@ -256,3 +261,59 @@ def test_speedup_json_carries_the_band_and_explain_names_the_dominant_source(run
     assert all(key in rec for key in BAND_KEYS) and rec["efficiency_lo"] <= rec["efficiency"] <= rec["efficiency_hi"]
     r = runner.invoke(app, ["explain", "-k", "1024", "-p", "dgx-h100", "-m", "llama2-7b", "--strategy", "fsdp"])
     assert r.exit_code == 0 and "how sure" in r.stdout and "the widest part from the communication band" in r.stdout
+
+
+# --------------------------------------------------------------------------- the corners and the training runs
+
+
+def _brute_force(res, s_lo: float, s_hi: float) -> dict[str, np.ndarray]:
+    """Every corner of the (σ, comm) box, each priced alone (the rule before monotonicity let fewer suffice)."""
+    sc = res.scenario
+    micro = None if sc.strong else res.batch_per_device
+    runs = [simulate(sc.replace(spread=s), res.devices, micro, comm_end=e) for s in (s_lo, s_hi) for e in ("lo", "hi")]
+    out = {}
+    for key in ("t_step_s", "speedup", "efficiency", "samples_per_s"):
+        stack = np.stack([getattr(res, key)] + [getattr(r, key) for r in runs])
+        lo, hi = ("t_step_lo_s", "t_step_hi_s") if key == "t_step_s" else (f"{key}_lo", f"{key}_hi")
+        out[lo], out[hi] = stack.min(axis=0), stack.max(axis=0)
+    return out
+
+
+@SMALL
+@given(
+    profile=st.sampled_from(["dgx-h100", "dgx-a100", "aws-p5", "mi300x"]),
+    strategy=st.sampled_from(["ddp", "fsdp", "zero2"]),
+    at_k=st.sampled_from([None, 1, 8, 64]),
+    strong=st.booleans(),
+)
+def test_the_corners_monotonicity_keeps_give_the_band_every_corner_gives(profile, strategy, at_k, strong):
+    from simcli.step.band import propagated
+
+    kw = {"compute_time_s": 0.3, "compute_time_at_k": at_k} if at_k else {}
+    if strong:
+        kw["global_batch"] = 4096
+    sc = _scenario(profile, "llama2-7b", strategy, **kw)
+    res = simulate(sc, _fits(sc, [1, 2, 8, 16, 64, 256, 1024]))
+    s_lo, s_hi, _ = spread_range(sc)
+    got, want = propagated(res, s_lo, s_hi), _brute_force(res, s_lo, s_hi)
+    for key in BAND_KEYS:
+        np.testing.assert_allclose(got[key], want[key], rtol=1e-9, err_msg=key)
+
+
+def test_the_training_runs_band_holds_the_step_where_it_is_the_wider():
+    from simcli.step.band import training_ratio
+
+    res = banded(simulate(_scenario("dgx-h100", "llama2-7b", "fsdp"), [1, 8, 1024]))
+    r_lo, r_hi, words = training_ratio(res)
+    assert r_lo[0] == r_hi[0] == 1.0  # S(1) = 1: nothing to be wrong about
+    assert np.all(r_lo[1:] <= 1.0) and np.all(r_hi[1:] > 1.0)
+    # at 8 the collectives hide: the training runs' band is the wider, and the band is theirs exactly
+    assert res.band.efficiency_lo[1] == pytest.approx(res.efficiency[1] / r_hi[1])
+    assert res.band.t_step_hi_s[1] == pytest.approx(res.t_step_s[1] * r_hi[1])
+    # no published FSDP row from an MFU: the widest band of its neighbours, said so
+    assert "no published training row of this kind" in words and "widest band" in words
+    # a calibrated profile's fits cover its world sizes: the training runs (other clusters) give way there
+    cal = _calibrated(resolve_profile("dgx-h100"), spread_se=0.001, lat_rel=0.01, bw_rel=0.01, world_sizes=[16, 32])
+    res = simulate(Scenario(profile=cal, workload=get_model("llama2-7b").workload(), strategy="fsdp"), [16, 512])
+    r_lo, r_hi, _ = training_ratio(res)
+    assert (r_lo[0], r_hi[0]) == (1.0, 1.0) and r_hi[1] > 1.0
