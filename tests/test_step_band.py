@@ -132,13 +132,19 @@ def _calibrated(base, *, spread_se: float, lat_rel: float, bw_rel: float, world_
     lat_rel=st.floats(0.0, 1.0),
     bw_rel=st.floats(0.0, 1.0),
     strategy=st.sampled_from(["ddp", "fsdp"]),
+    world=st.lists(st.sampled_from([16, 32, 64, 256, 1024]), min_size=1, max_size=3, unique=True),
+    model=st.sampled_from(["llama2-7b", "bert-large", "resnet50"]),
 )
-def test_a_calibrated_profile_band_is_never_wider_on_what_it_was_calibrated_on(spread_se, lat_rel, bw_rel, strategy):
+def test_a_calibrated_profile_band_is_never_wider_on_what_it_was_calibrated_on(
+    spread_se, lat_rel, bw_rel, strategy, world, model
+):
+    # the same values with the fits' standard errors: the band on the sizes the fit covers (its world sizes and the
+    # ones below that cross the same tier) is never wider, at either end, whatever the standard errors
     base = resolve_profile("dgx-h100")
-    cal = _calibrated(base, spread_se=spread_se, lat_rel=lat_rel, bw_rel=bw_rel, world_sizes=[16, 32, 64])
+    cal = _calibrated(base, spread_se=spread_se, lat_rel=lat_rel, bw_rel=bw_rel, world_sizes=sorted(world))
     assert set(fitted_tiers(cal)) == {1}
-    k = [16, 32, 64]
-    w = get_model("llama2-7b").workload()
+    k = sorted(set(world) | {16})
+    w = get_model(model).workload()
     plain = banded(simulate(Scenario(profile=base, workload=w, strategy=strategy), k)).band
     fitted = banded(simulate(Scenario(profile=cal, workload=w, strategy=strategy), k)).band
     assert np.all(fitted.efficiency_hi - fitted.efficiency_lo <= plain.efficiency_hi - plain.efficiency_lo + 1e-12)
@@ -348,3 +354,41 @@ def test_the_training_runs_band_holds_the_step_where_it_is_the_wider():
     res = simulate(Scenario(profile=cal, workload=get_model("llama2-7b").workload(), strategy="fsdp"), [16, 512])
     r_lo, r_hi, _ = training_ratio(res)
     assert (r_lo[0], r_hi[0]) == (1.0, 1.0) and r_hi[1] > 1.0
+
+
+# --------------------------------------------------------------------------- calibrate narrows it, on a recorded run
+
+
+def test_calibrating_on_a_recorded_run_narrows_the_band_on_its_sizes_and_says_why(runner, tmp_path):
+    # the published 16-GPU nccl-tests curve of two DGX H100s on InfiniBand (validation/published): calibrate fits both
+    # tiers on it (world size 16); the band at 8 and 16 narrows, past the fit's world sizes it does not
+    import yaml
+
+    from simcli.cli import app
+
+    out = tmp_path / "h100-ib.yaml"
+    r = runner.invoke(
+        app,
+        [
+            "calibrate",
+            "validation/published/nccl-allreduce-16xH100-2node-ib400x8.csv",
+            "-p",
+            "dgx-h100",
+            "-o",
+            str(out),
+        ],
+    )
+    assert r.exit_code == 0, r.output
+    cal = resolve_profile(str(out))
+    assert set(fitted_tiers(cal)) == {0, 1}
+    w = get_model("llama2-7b").workload()
+    k = [8, 16, 64]
+    before = banded(simulate(Scenario(profile=resolve_profile("dgx-h100"), workload=w, strategy="fsdp"), k)).band
+    after = banded(simulate(Scenario(profile=cal, workload=w, strategy="fsdp"), k)).band
+    wb, wa = before.efficiency_hi - before.efficiency_lo, after.efficiency_hi - after.efficiency_lo
+    assert np.all(wa[:2] < 0.5 * wb[:2])  # on the calibrated sizes: the fits' band, narrower
+    assert wa[2] == pytest.approx(wb[2], rel=0.05)  # 64 is past the fit's world sizes
+    band = yaml.safe_load(out.read_text())["calibration"]["band"]
+    assert "standard errors" in band["why"] and [t["tier"] for t in band["tiers"]] == ["nvlink", "infiniband"]
+    assert all(t["up_to_devices"] == 16 and 0 < t["relative_standard_error"] < 1 for t in band["tiers"])
+    assert "gives way" in band["training_runs"]
