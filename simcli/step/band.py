@@ -216,9 +216,12 @@ def _with_training(
     res: "engine.Result", env: dict[str, np.ndarray], r_lo: np.ndarray, r_hi: np.ndarray
 ) -> dict[str, np.ndarray]:
     """The propagated band ``env`` widened to hold the training runs' band: T_step from t·r_lo to t·r_hi, the
-    rates (S, E, samples/s) from x/r_hi to x/r_lo; the wider of the two at each end (docs/model.md#how-sure-is-a-step:
+    rates (S, E, samples/s) from x/r_hi to x/r_lo, r_lo no lower than E (the runs' band does not take E past 1);
+    the wider of the two at each end (docs/model.md#how-sure-is-a-step:
     both estimate the same p10-p90, so neither is added to the other)."""
     out = dict(env)
+    # the runs' low end never takes E past 1 (S(k) past k): r no lower than E itself
+    r_lo = np.maximum(r_lo, np.minimum(np.asarray(res.efficiency, dtype=np.float64), 1.0))
     t = np.asarray(res.t_step_s, dtype=np.float64)
     out["t_step_lo_s"] = np.minimum(env["t_step_lo_s"], t * r_lo)
     out["t_step_hi_s"] = np.maximum(env["t_step_hi_s"], t * r_hi)
