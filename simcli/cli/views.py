@@ -204,8 +204,8 @@ def speedup_table(res: Result, max_rows: int = 40, total: int | None = None) -> 
         max_rows=max_rows,
         total=n,
         caption=f"Times in {unit}. S(k) speedup, E(k) = S(k)/k efficiency; bands: the communication's p10-p90 and "
-        "σ's range together (docs/model.md#how-sure-is-a-step); bottleneck GB/s: the bandwidth of the bottleneck tier "
-        "(GB/s = 1e9 B/s; not nccl-tests' busbw)."
+        "σ's range together, held to the training runs' (docs/model.md#how-sure-is-a-step); bottleneck GB/s: the "
+        "bandwidth of the bottleneck tier (GB/s = 1e9 B/s; not nccl-tests' busbw)."
         + (f" {n} rows; --format csv or json holds every row." if max_rows and n > max_rows else ""),
     )
     return Group(scenario_header(res), Text(""), t)
@@ -334,7 +334,7 @@ def _band_rows(d: dict[str, Any]) -> list[tuple[str, str]]:
     if not b:
         return []
     w = b["efficiency_width_by_source"]
-    widths = ", ".join(f"{name} {w[name]:.3f}" for name in ("comm", "spread", "calibration"))
+    widths = ", ".join(f"{name} {w[name]:.3f}" for name in ("comm", "spread", "training", "calibration") if name in w)
     head = (
         f"E(k) {b['efficiency_lo']:.3f}–{b['efficiency_hi']:.3f}, T_step {fmt_time(b['t_step_lo_s'])}–"
         f"{fmt_time(b['t_step_hi_s'])}"
@@ -345,7 +345,8 @@ def _band_rows(d: dict[str, Any]) -> list[tuple[str, str]]:
         (
             "how sure",
             f"{head}; the widest part from {b['dominant_words']} (E(k)'s band from each alone: {widths}); "
-            f"σ {b['spread_range'][0]:.3g}–{b['spread_range'][1]:.3g}: {b['spread_basis']}",
+            f"σ {b['spread_range'][0]:.3g}–{b['spread_range'][1]:.3g}: {b['spread_basis']}"
+            + (f"; training runs: {b['training_basis']}" if b.get("training_basis") else ""),
         )
     ]
 

@@ -27,7 +27,9 @@ from typing import Any, Sequence
 
 import numpy as np
 
+from ..base import ratio_bands as RB
 from ..base.ranges import sorted_unique
+from ..base.ratio_bands import QUANTILES, RatioBand, quantile
 from ..base.types import Tier
 from .nccl import tier_kind
 from .specs import PROTOCOLS
@@ -55,6 +57,7 @@ __all__ = [
     "Z80",
     "at_end",
     "fitted_tiers",
+    "fit_covers",
 ]
 
 #: the size bands the NCCL model is held to (issue 10; nccl-tests' power-of-two sizes): label, low, high, with
@@ -64,8 +67,6 @@ SIZE_BANDS = (
     ("0.5-64 MiB", 256.0 * 1024, 128.0 * 2**20 - 1),
     (">= 128 MiB", 128.0 * 2**20 - 1, math.inf),
 )
-#: the band's ends: the 10th and 90th percentile of t_pred / t_meas (linear interpolation, numpy's default)
-QUANTILES = (0.1, 0.9)
 #: a grouping is read only where it has this many points ...
 MIN_ROWS = 8
 #: ... from this many curves (the points of one curve share its cluster's offset: one curve is one sample of it)
@@ -129,46 +130,6 @@ def point_kinds(
     return transport, nodes, band, np.broadcast_to(family, shape)
 
 
-def quantile(x: np.ndarray, q: float) -> float:
-    """numpy's default (linear) quantile of a 1-d array, by hand: ``np.quantile`` imports ``numpy.ma``."""
-    s = np.sort(np.asarray(x, dtype=np.float64))
-    h = (s.size - 1) * q
-    lo = int(math.floor(h))
-    hi = min(lo + 1, s.size - 1)
-    return float(s[lo] + (h - lo) * (s[hi] - s[lo]))
-
-
-@dataclass(frozen=True)
-class RatioBand:
-    """The p10 and p90 of r = t_pred / t_meas that one kind's band is read from, and what they stand on."""
-
-    p10: float
-    p90: float
-    points: int  #: the published points the quantiles are taken over (0: the kind has none)
-    curves: int
-    basis: str  #: in words: the grouping read, or the neighbours whose widest band this is
-    measured: bool  #: False where the kind has no published point
-
-    @property
-    def lo(self) -> float:
-        """The low end of the ratio band, widened to hold 1 (the prediction itself)."""
-        return min(self.p10, 1.0)
-
-    @property
-    def hi(self) -> float:
-        return max(self.p90, 1.0)
-
-    def words(self) -> str:
-        """What the band stands on, for a record or a table."""
-        if not self.measured or not self.points:
-            return self.basis
-        return f"p10-p90 of {self.points} points of {self.curves} curves: {self.basis}"
-
-    def holds(self, r: np.ndarray) -> np.ndarray:
-        """Whether each ratio lies inside the (widened) band."""
-        return (r >= self.lo) & (r <= self.hi)
-
-
 Kind = tuple[str, bool, int, str]
 #: k = 1: no collective, no error (the time is 0)
 ONE_DEVICE = RatioBand(1.0, 1.0, 0, 0, "one device: nothing to communicate", True)
@@ -199,6 +160,10 @@ class Corpus:
             np.array(cols[4], dtype=object),
             np.array(cols[5], dtype=np.float64),
         )
+
+    @property
+    def labels(self) -> np.ndarray:
+        return self.curve
 
     def without(self, curve: str) -> "Corpus":
         """The corpus less one curve's points (leave one out)."""
@@ -242,60 +207,59 @@ def ratio_band(corpus: Corpus, kind: Kind) -> RatioBand:
     if kind[0] == NO_LINK:
         return ONE_DEVICE
     masks = corpus.masks(kind)
-    own = int(masks[0].sum())
-    out = None
-    if own:
-        for level, m in enumerate(masks):
-            count, curves = int(m.sum()), _count_curves(corpus.curve[m])
-            if count >= MIN_ROWS and curves >= MIN_CURVES:
-                r, n_off = _predictive(corpus, m, masks[SIZE_LEVEL])
-                what = _describe(kind, level) + ("" if level == 0 else f" (this kind: {own} points)")
-                what += f"; a cluster's offset from the {n_off} curves of {SIZE_BANDS[kind[2]][0]}"
-                out = RatioBand(quantile(r, QUANTILES[0]), quantile(r, QUANTILES[1]), count, curves, what, True)
-                break
-    else:
-        for level, m in enumerate(masks[NEIGHBOURS:], start=NEIGHBOURS):
-            if not m.any():
-                continue
-            near = sorted({corpus.kind(i) for i in np.flatnonzero(m)})
-            bands = [ratio_band(corpus, nk) for nk in near]
-            out = RatioBand(
-                min(b.p10 for b in bands),
-                max(b.p90 for b in bands),
-                0,
-                0,
-                f"{UNMEASURED}: the widest band of the {len(near)} measured kinds of {_describe(kind, level)}",
-                False,
-            )
-            break
+    out = _own(corpus, kind, masks)
+    if out is None or RB.count_labels(corpus.curve[masks[0]]) < MIN_CURVES:
+        # no point of its own, or the points of one curve (one cluster: one draw of the kind's offset, which cannot
+        # narrow the kind below what its neighbours show): the widest band of its neighbours, and its own
+        out = _neighbours(corpus, kind, masks, out)
     if out is None:
         raise ValueError("no validated point to read a band from (simcli/comm/error_table.py is empty)")
     corpus.cache[kind] = out
     return out
 
 
-def _predictive(corpus: Corpus, group: np.ndarray, size: np.ndarray) -> tuple[np.ndarray, int]:
-    """The ratios a cluster no curve came from may show, and how many curves its offset is drawn from.
+def _own(corpus: Corpus, kind: Kind, masks: list[np.ndarray]) -> RatioBand | None:
+    """The band read from the kind's own grouping, backing off down :data:`LEVELS`; None where it has no point."""
+    own = int(masks[0].sum())
+    if not own:
+        return None
+    if ("own",) + kind in corpus.cache:
+        return corpus.cache[("own",) + kind]
+    size = SIZE_BANDS[kind[2]][0]
+    out = RB.backed_off(
+        corpus.ratio,
+        corpus.curve,
+        masks,
+        min_rows=MIN_ROWS,
+        min_groups=MIN_CURVES,
+        offsets_from=lambda level: masks[SIZE_LEVEL],
+        describe=lambda level, n: (
+            _describe(kind, level)
+            + ("" if level == 0 else f" (this kind: {own} points)")
+            + f"; a cluster's offset from the {n} curves of {size}"
+        ),
+        unit="points",
+        group_unit="curves",
+    )
+    corpus.cache[("own",) + kind] = out
+    return out
 
-    A published curve's points share its cluster's offset (its NCCL release, its fabric's tuning, what the profile
-    gets wrong about it): log r = offset of the curve + the point's residual. The offset of a curve is the median
-    log r of its points in the size band (``size``); the residuals of the kind are its grouping's (``group``) log
-    r less their own curve's offset. A new cluster draws an offset from the size band's curves and a residual from
-    the kind's: every sum of one of each, as ratios. Reading the kind's ratios alone (each curve's offset fixed)
-    covered 60% of the points of a curve left out; with the offset drawn, 73% (76% with 16 curves;
-    docs/nccl.md#how-sure)."""
-    logr = np.log(corpus.ratio)
-    offsets: dict[str, float] = {}
-    for c in sorted_unique([np.asarray(corpus.curve[size], dtype=str)]).tolist():
-        offsets[c] = quantile(logr[size & (corpus.curve == c)], 0.5)  # the median (np.median imports numpy.ma)
-    idx = np.flatnonzero(group)
-    resid = logr[idx] - np.array([offsets[str(c)] for c in corpus.curve[idx]])
-    off = np.array(list(offsets.values()))
-    return np.exp(off[:, None] + resid[None, :]).ravel(), off.size
 
-
-def _count_curves(curves: np.ndarray) -> int:
-    return int(sorted_unique([np.asarray(curves, dtype=str)]).size) if curves.size else 0
+def _neighbours(corpus: Corpus, kind: Kind, masks: list[np.ndarray], own: RatioBand | None) -> RatioBand | None:
+    """The widest of the bands the measured kinds of the kind's neighbours (:data:`NEIGHBOURS`; each read from its
+    own points) and, where it has one, of its own band."""
+    for level, m in enumerate(masks[NEIGHBOURS:], start=NEIGHBOURS):
+        near = sorted({corpus.kind(i) for i in np.flatnonzero(m)} - {kind})
+        bands = [b for b in (_own(corpus, nk, corpus.masks(nk)) for nk in near) if b is not None]
+        if not bands:
+            continue
+        what = f"the widest band of the {len(near)} measured kinds of {_describe(kind, level)}"
+        if own is None:
+            return RB.widest(bands, f"{UNMEASURED}: {what}")
+        return RB.widest(
+            [own, *bands], f"{own.basis}; one curve of this kind, so no narrower than {what}", measured=True
+        )
+    return own
 
 
 @dataclass(frozen=True)
@@ -396,6 +360,19 @@ def fitted_tiers(profile: Any) -> dict[int, tuple[float, int]]:
     return out
 
 
+def fit_covers(profile: Any, k: Any) -> np.ndarray:
+    """Whether a calibrated profile's fits (:func:`fitted_tiers`) cover each k: the widest tier k spans was fitted,
+    and k lies within the fit's world sizes. All False on a profile not calibrated so."""
+    kk = np.asarray(k, dtype=np.int64)
+    fitted = fitted_tiers(profile)
+    out = np.zeros(kk.shape, dtype=bool)
+    if fitted:
+        widest = tier_spanned(profile.network, kk).sum(axis=0) - 1
+        for tier, (_, k_max) in fitted.items():
+            out |= (widest == tier) & (kk <= k_max)
+    return out
+
+
 def at_end(cost: Any, profile: Any, k: Any, n: Any, collective: str, end: str) -> Any:
     """``cost`` (a :class:`~simcli.comm.cost.CommCost`) with its time at the ``end`` ("lo" or "hi") of its band
     (:func:`time_band` on the published curves), the other terms as they were (a step prices its overlap from the
@@ -423,9 +400,4 @@ def at_end(cost: Any, profile: Any, k: Any, n: Any, collective: str, end: str) -
 
 def leave_one_out(corpus: Corpus) -> np.ndarray:
     """For each point, whether its ratio lies inside the band read without its own curve's points."""
-    inside = np.zeros(corpus.ratio.shape, dtype=bool)
-    for curve in sorted_unique([np.asarray(corpus.curve, dtype=str)]).tolist():
-        rest = corpus.without(curve)
-        for i in np.flatnonzero(corpus.curve == curve):
-            inside[i] = bool(ratio_band(rest, corpus.kind(int(i))).holds(corpus.ratio[i]))
-    return inside
+    return RB.leave_one_out(corpus, ratio_band)

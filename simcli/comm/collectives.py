@@ -5,8 +5,10 @@ formulas (:mod:`simcli.comm.textbook`), and ``auto``, the fastest of everything 
 
 from __future__ import annotations
 
+import contextlib
+import contextvars
 import dataclasses
-from typing import Any, Sequence
+from typing import Any, Iterator, Sequence
 
 import numpy as np
 
@@ -25,8 +27,24 @@ __all__ = [
     "check_protocol",
     "collective",
     "default_algorithm",
+    "memo",
     "textbook_collective",
 ]
+
+#: inside :func:`memo`: the costs priced so far, by their inputs (None outside: every call prices)
+_MEMO: contextvars.ContextVar[dict | None] = contextvars.ContextVar("simcli_collective_memo", default=None)
+
+
+@contextlib.contextmanager
+def memo() -> Iterator[None]:
+    """Inside it, :func:`collective` prices each distinct call once and hands the same (frozen) cost to the calls
+    that repeat it: a step's band prices the step at several corners of σ and the communication band, whose
+    collectives are the same (simcli.step.band). Nothing outlives the block."""
+    token = _MEMO.set({})
+    try:
+        yield
+    finally:
+        _MEMO.reset(token)
 
 
 def auto_allreduce(
@@ -103,6 +121,30 @@ def collective(
     that adds). ``protocol``: the NCCL protocol to force, None for the one NCCL would pick. ``message_dtype``: the
     element type of the message, where NCCL's choice depends on it (fp8, from 2.24.3); None: not known.
     """
+    table = _MEMO.get()
+    key = None
+    if table is not None:
+        kk, nn, gg = (np.asarray(x) for x in (k, nbytes, gpus_per_process))
+        key = (id(profile), algorithm, collective, protocol, message_dtype)
+        key += tuple((x.dtype.str, x.shape, x.tobytes()) for x in (kk, nn, gg))
+        if key in table:
+            return table[key][1]
+    cost = _collective_on(profile, algorithm, k, nbytes, collective, protocol, gpus_per_process, message_dtype)
+    if table is not None:
+        table[key] = (profile, cost)  # the profile held: its id is not reused while the block lasts
+    return cost
+
+
+def _collective_on(
+    profile: Any,
+    algorithm: str | None,
+    k: np.ndarray,
+    nbytes: np.ndarray,
+    collective: str,
+    protocol: str | None,
+    gpus_per_process: Any,
+    message_dtype: str | None,
+) -> CommCost:
     cost = _collective(profile, algorithm, k, nbytes, collective, protocol, message_dtype)
     g = np.asarray(gpus_per_process)
     if np.all(g == 1):

@@ -1,10 +1,10 @@
 """Every point of the published nccl-tests all-reduce curves benchmarks/validate_nccl.py prices, as
 r = t_pred / t_meas with its kind (simcli.comm.bands.point_kinds). Written by
-`python benchmarks/validate_nccl.py --write-errors`; never edit it by hand (tests/comm/test_bands.py prices the
-curves again and fails where this table and the model part)."""
+`python benchmarks/validate_nccl.py --write-errors`; never edit it by hand (tests/comm/test_bands.py prices
+the curves again and fails where this table and the model part)."""
 
 #: the git commit checked out when this table was written ('+changes': with uncommitted changes)
-COMMIT = "27d4403e368999f74e4f09edc5ca9f86d5a13989+changes"
+COMMIT = "76a40de1fbfcd789abf852cbb00ce9f41e303ae1+changes"
 #: the curves: file under validation/published/, its system column's value, profile, algorithm, points
 CURVES = (
     ("nccl-allreduce-16xH100-2node-ib400x8.csv", None, "dgx-h100", "nccl", 25),

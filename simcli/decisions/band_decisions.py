@@ -56,16 +56,25 @@ def _band_at(sc: Any, k: int) -> tuple[float, float, float]:
     return float(r.band.efficiency_lo[0]), float(r.efficiency[0]), float(r.band.efficiency_hi[0])
 
 
+def _edges_at(sc: Any, k: int) -> tuple[float, float]:
+    lo, _, hi = _band_at(sc, k)
+    return lo, hi
+
+
 def solve_band(sc: Any, ans: Any) -> dict[str, Any] | None:
-    """E(k)'s band at the current value of the solved field and at the answer: whether the current value meets
-    the target across the band, misses it across the band, or the band straddles it; None where E does not
-    depend on the field."""
+    """``plan solve`` re-solved on the lower and upper edges of E(k)'s band (simcli.decisions.solve.solve_edge: the
+    same search on the edge in place of the value), and E(k)'s band at the current value of the field: whether the
+    current value meets the target across the band, misses it across the band, or the band straddles it; None where
+    E does not depend on the field."""
+    from .solve import solve_edge
+
     if ans.answer is None:
         return None
-    t, k = ans.target, ans.devices
+    t, k, f = ans.target, ans.devices, ans.field
     c_lo, _, c_hi = _band_at(sc, k)
-    a_lo, a, a_hi = _band_at(ans.field.apply(sc, float(ans.answer)), k)
-    cur = ans.field.fmt(ans.current)
+    a_lo, _, a_hi = _band_at(f.apply(sc, float(ans.answer)), k)
+    lower, upper = solve_edge(sc, ans, "lo", _edges_at), solve_edge(sc, ans, "hi", _edges_at)
+    cur = f.fmt(ans.current)
     if c_lo >= t:
         verdict = f"the current {cur} meets E >= {t:g} across its band ({c_lo:.3f}–{c_hi:.3f})"
     elif c_hi < t:
@@ -75,19 +84,27 @@ def solve_band(sc: Any, ans: Any) -> dict[str, Any] | None:
             f"the current {cur} meets E >= {t:g} only at its band's upper edge ({c_lo:.3f}–{c_hi:.3f}: the band "
             "straddles the target)"
         )
-    at = f"at the answer E({k})'s band is {a_lo:.3f}–{a_hi:.3f}"
-    if a_lo >= t:
-        line = f"{verdict}; {at}: the target holds across it"
-    else:
-        word = "above" if ans.bound == "minimum" else "below"
-        line = f"{verdict}; {at}: the target holds at the value, not at its lower edge (that needs a value {word} it)"
+    word = "at least" if ans.bound == "minimum" else "at most"
+    low = (
+        f"no value of {f.path} meets E({k}) >= {t:g} at the band's lower edge"
+        if lower is None
+        else f"{f.path} {word} {f.fmt(lower)} meets E({k}) >= {t:g} at the band's lower edge"
+    )
+    straddles = lower != ans.answer or upper != ans.answer
+    edges = f"{low}; {f.fmt(ans.answer)} at the value" + (
+        f"; {f.fmt(upper)} only at its upper edge" if upper is not None and upper != ans.answer else ""
+    )
+    edges += " (the band straddles the target)" if straddles else " (the band does not move it)"
     return {
         "current_lo": c_lo,
         "current_hi": c_hi,
         "answer_lo": a_lo,
         "answer_hi": a_hi,
-        "straddles": bool(c_lo < t <= c_hi),
-        "line": line,
+        "answer_lower_edge": lower,
+        "answer_upper_edge": upper,
+        "straddles": bool(straddles),
+        "current_straddles": bool(c_lo < t <= c_hi),
+        "line": f"{edges}; {verdict}",
     }
 
 

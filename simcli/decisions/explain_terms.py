@@ -170,6 +170,7 @@ def band_terms(res: Any) -> dict[str, Any]:
         **{key: float(v[0]) for key, v in b.columns().items()},
         "spread_range": [b.spread[0], b.spread[2]],
         "spread_basis": b.spread_basis,
+        "training_basis": b.training_basis,
         "efficiency_width_by_source": widths,
         "dominant": top if widths[top] > 0 else None,
         "dominant_words": TERMS[top] if widths[top] > 0 else None,

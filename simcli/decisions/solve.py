@@ -19,7 +19,7 @@ from ..io import schema
 from ..step.engine import Result, Scenario, simulate
 from .plan import Infeasible, breakdown, check_target, describe_breakdown
 
-__all__ = ["FieldRef", "Solved", "field_ref", "solve_field", "worse_text", "DEFAULT_RTOL", "MIN_RTOL"]
+__all__ = ["FieldRef", "Solved", "field_ref", "solve_field", "solve_edge", "worse_text", "DEFAULT_RTOL", "MIN_RTOL"]
 
 #: relative tolerance on a solved field value (the answer meets the target; one (1 + rtol) step
 #: further towards the infeasible side does not)
@@ -289,6 +289,111 @@ def _picks(r: Result) -> str:
     return ", ".join(out)
 
 
+class _Sampler:
+    """E(k) of a scenario as one field varies: each value priced once (its E and NCCL's picks), the calls counted."""
+
+    def __init__(self, sc: Scenario, ref: FieldRef, k: int, target: float) -> None:
+        self.sc, self.ref, self.k, self.target = sc, ref, k, target
+        self.evals = 0
+        self.seen: dict[float, tuple[float, str]] = {}
+
+    def run(self, x: float) -> Result:
+        self.evals += 1
+        return simulate(self.ref.apply(self.sc, float(x)), np.array([self.k]))
+
+    def at(self, x: float) -> tuple[float, str]:
+        x = float(x)
+        if x not in self.seen:
+            r = self.run(x)
+            self.seen[x] = (float(r.efficiency[0]), _picks(r))
+        return self.seen[x]
+
+    def eff(self, x: float) -> float:
+        return self.at(x)[0]
+
+
+def _check_tolerance(rtol: float) -> None:
+    if not (isinstance(rtol, (int, float)) and 0 < rtol < 1):
+        raise InputError(f"--tolerance: {rtol!r} must be a relative tolerance in (0, 1), for example 1e-6")
+    if rtol < MIN_RTOL:
+        raise InputError(
+            f"--tolerance: {rtol:g} is finer than float64 resolves (a bracket that narrow stops shrinking); give "
+            f"at least {MIN_RTOL:g}"
+        )
+
+
+def _flat(s: _Sampler, x0: float, e0: float, target: float, rtol: float, searched: tuple[float, float]) -> Solved:
+    """E does not depend on the field: every value answers (the target met), or none does (Infeasible, and why)."""
+    ref, k, sc = s.ref, s.k, s.sc
+    if e0 >= target:
+        return Solved(ref, k, target, "any", None, None, x0, e0, rtol, False, None, searched, s.evals)
+    res0 = s.run(x0)
+    why = ""
+    if ref.tier is not None and ref.tier >= 1 and k <= (sc.profile.network[ref.tier - 1].size or 0):
+        why = (
+            f" (a ring over {k} devices stays inside one network[{ref.tier - 1}] domain of "
+            f"{sc.profile.network[ref.tier - 1].size} and never crosses network[{ref.tier}])"
+        )
+    raise Infeasible(
+        f"no value of {ref.path} reaches E({k}) >= {target:g}: efficiency at k={k} does not "
+        f"depend on it{why} (E = {e0:.4f} for every value); " + describe_breakdown(breakdown(res0, 0))
+    )
+
+
+def _refine_picks(s: _Sampler, grid: np.ndarray, rtol: float) -> None:
+    """Where NCCL's picks change inside a grid step: sample :data:`REFINE_POINTS` values inside it and bisect every
+    change to the tolerance, so that E is monotone between neighbouring samples."""
+    for lo, hi in zip(grid[:-1], grid[1:]):
+        if s.at(lo)[1] == s.at(hi)[1]:
+            continue
+        inner = np.exp(np.linspace(math.log(lo), math.log(hi), REFINE_POINTS + 2))
+        for a, b in zip(inner[:-1], inner[1:]):
+            if s.at(a)[1] == s.at(b)[1]:
+                continue
+            while b / a > 1.0 + rtol:
+                mid = math.sqrt(a * b)
+                if s.at(mid)[1] == s.at(a)[1]:
+                    a = mid
+                else:
+                    b = mid
+
+
+def _unreachable(s: _Sampler, xs: np.ndarray, ev: np.ndarray, grid: np.ndarray, worse: list, increasing: bool) -> None:
+    """No sample meets the target: raise Infeasible with the best E found, where, and what caps it."""
+    ref, k, target = s.ref, s.k, s.target
+    best = int(np.argmax(ev))
+    top = np.flatnonzero(ev >= ev[best] - 1e-9 * max(1.0, abs(ev[best])))
+    last = best
+    while last + 1 in top:
+        last += 1
+    rb = s.run(xs[best])
+    where = (
+        f"at {ref.fmt(xs[best])}" if last == best else f"from {ref.fmt(xs[best])} to {ref.fmt(xs[last])} (as sampled)"
+    )
+    raise Infeasible(
+        f"no value of {ref.path} reaches E({k}) >= {target:g} (searched from {ref.fmt(grid[0])} to "
+        f"{ref.fmt(grid[-1])}): the best is E = {ev[best]:.4f}, {where}"
+        + (f"; {worse_text(ref, worse, 'minimum' if increasing else 'maximum', target)}" if worse else "")
+        + "; "
+        + describe_breakdown(breakdown(rb, 0))
+        + "; the other terms cap it, so relax the target or solve for another field"
+    )
+
+
+def _bisect(meets: Any, good: float, bad: float | None, rtol: float) -> float:
+    """Bisection in log space between a value that meets the target and its neighbour that does not (E monotone
+    between them): the geometric mean halves log(bad/good) each step, until they differ by at most 1 + rtol."""
+    if bad is None:
+        return float(good)
+    while max(good, bad) / min(good, bad) > 1.0 + rtol:
+        mid = math.sqrt(good * bad)
+        if meets(mid):
+            good = mid
+        else:
+            bad = mid
+    return float(good)
+
+
 def solve_field(sc: Scenario, *, devices: int, target: float, path: str, rtol: float = DEFAULT_RTOL) -> Solved:
     """The value of the field at ``path`` at which E(devices) reaches ``target``.
 
@@ -305,109 +410,31 @@ def solve_field(sc: Scenario, *, devices: int, target: float, path: str, rtol: f
     :class:`Infeasible` when no value in the interval reaches the target, with the reason (and the best E found).
     """
     target = check_target(target)
-    if not (isinstance(rtol, (int, float)) and 0 < rtol < 1):
-        raise InputError(f"--tolerance: {rtol!r} must be a relative tolerance in (0, 1), for example 1e-6")
-    if rtol < MIN_RTOL:
-        raise InputError(
-            f"--tolerance: {rtol:g} is finer than float64 resolves (a bracket that narrow stops shrinking); give "
-            f"at least {MIN_RTOL:g}"
-        )
+    _check_tolerance(rtol)
     k = int(devices)
     ref = field_ref(sc, path)
     x0 = ref.get(sc)
     assert x0 is not None
-    evals = 0
-    seen: dict[float, tuple[float, str]] = {}
-
-    def run(x: float) -> Result:
-        nonlocal evals
-        evals += 1
-        return simulate(ref.apply(sc, float(x)), np.array([k]))
-
-    def at(x: float) -> tuple[float, str]:
-        x = float(x)
-        if x not in seen:
-            r = run(x)
-            seen[x] = (float(r.efficiency[0]), _picks(r))
-        return seen[x]
-
-    def eff(x: float) -> float:
-        return at(x)[0]
-
-    e0 = eff(x0)
+    s = _Sampler(sc, ref, k, target)
+    e0 = s.eff(x0)
     grid = _search_grid(ref.kind, x0)
-    es = np.array([eff(x) for x in grid])
+    es = np.array([s.eff(x) for x in grid])
     searched = (float(grid[0]), float(grid[-1]))
-    flat = float(np.max(es) - np.min(es)) <= 1e-12 * max(1.0, float(np.max(np.abs(es))))
-    if flat:
-        if e0 >= target:
-            return Solved(ref, k, target, "any", None, None, x0, e0, rtol, False, None, searched, evals)
-        res0 = run(x0)
-        why = ""
-        if ref.tier is not None and ref.tier >= 1 and k <= (sc.profile.network[ref.tier - 1].size or 0):
-            why = (
-                f" (a ring over {k} devices stays inside one network[{ref.tier - 1}] domain of "
-                f"{sc.profile.network[ref.tier - 1].size} and never crosses network[{ref.tier}])"
-            )
-        raise Infeasible(
-            f"no value of {ref.path} reaches E({k}) >= {target:g}: efficiency at k={k} does not "
-            f"depend on it{why} (E = {e0:.4f} for every value); " + describe_breakdown(breakdown(res0, 0))
-        )
+    if float(np.max(es) - np.min(es)) <= 1e-12 * max(1.0, float(np.max(np.abs(es)))):
+        return _flat(s, x0, e0, target, rtol, searched)
     increasing = es[-1] > es[0]
-    # where NCCL's picks change inside a grid step, sample inside it and bisect every change to the tolerance
-    for lo, hi in zip(grid[:-1], grid[1:]):
-        if at(lo)[1] == at(hi)[1]:
-            continue
-        inner = np.exp(np.linspace(math.log(lo), math.log(hi), REFINE_POINTS + 2))
-        for a, b in zip(inner[:-1], inner[1:]):
-            if at(a)[1] == at(b)[1]:
-                continue
-            while b / a > 1.0 + rtol:
-                mid = math.sqrt(a * b)
-                if at(mid)[1] == at(a)[1]:
-                    a = mid
-                else:
-                    b = mid
-    xs = np.array(sorted(seen))
+    _refine_picks(s, grid, rtol)
+    xs = np.array(sorted(s.seen))
     if not increasing:
         xs = xs[::-1]  # from the field's worse end to its better end
-    ev = np.array([seen[float(x)][0] for x in xs])
-    worse = _worse_ranges(xs, ev, [seen[float(x)][1] for x in xs])
+    ev = np.array([s.seen[float(x)][0] for x in xs])
+    worse = _worse_ranges(xs, ev, [s.seen[float(x)][1] for x in xs])
     meets = ev >= target
     if not meets.any():
-        best = int(np.argmax(ev))
-        top = np.flatnonzero(ev >= ev[best] - 1e-9 * max(1.0, abs(ev[best])))
-        last = best
-        while last + 1 in top:
-            last += 1
-        rb = run(xs[best])
-        where = (
-            f"at {ref.fmt(xs[best])}"
-            if last == best
-            else f"from {ref.fmt(xs[best])} to {ref.fmt(xs[last])} (as sampled)"
-        )
-        raise Infeasible(
-            f"no value of {ref.path} reaches E({k}) >= {target:g} (searched from {ref.fmt(grid[0])} to "
-            f"{ref.fmt(grid[-1])}): the best is E = {ev[best]:.4f}, {where}"
-            + (f"; {worse_text(ref, worse, 'minimum' if increasing else 'maximum', target)}" if worse else "")
-            + "; "
-            + describe_breakdown(breakdown(rb, 0))
-            + "; the other terms cap it, so relax the target or solve for another field"
-        )
+        _unreachable(s, xs, ev, grid, worse, increasing)
     i = int(np.flatnonzero(meets)[0])
-    at_limit = i == 0
-    good, bad = float(xs[i]), (float(xs[i - 1]) if i > 0 else None)
-    if bad is not None:
-        # bisection in log space between two neighbouring samples (E is monotone between them): the geometric mean
-        # halves log(bad/good) each step
-        while max(good, bad) / min(good, bad) > 1.0 + rtol:
-            mid = math.sqrt(good * bad)
-            if eff(mid) >= target:
-                good = mid
-            else:
-                bad = mid
-    good = float(good)
-    r = run(good)
+    good = _bisect(lambda x: s.eff(x) >= target, float(xs[i]), float(xs[i - 1]) if i > 0 else None, rtol)
+    r = s.run(good)
     return Solved(
         ref,
         k,
@@ -418,12 +445,52 @@ def solve_field(sc: Scenario, *, devices: int, target: float, path: str, rtol: f
         x0,
         e0,
         rtol,
-        at_limit,
+        i == 0,
         breakdown(r, 0),
         searched,
-        evals,
+        s.evals,
         tuple(worse),
     )
+
+
+def solve_edge(sc: Scenario, ans: Solved, edge: str, band_of: Any) -> float | None:
+    """The answer of ``ans`` re-solved on one edge of E(k)'s band (``edge`` "lo" or "hi"; ``band_of(scenario, k)``
+    gives (E low, E high) at one k): the first value, from the field's worse end, whose E at that edge meets the
+    target, to the answer's tolerance; None where no value of the searched interval does. The lower edge needs a
+    better value than the answer (it lies below E), the upper edge a worse one, so the search walks the quarter-decade
+    grid from the answer in that direction and bisects the step where the edge crosses the target (E's band is
+    monotone in the field where E is: each edge is E with the inputs at one end of their ranges)."""
+    if ans.answer is None or ans.bound == "any":
+        return None
+    ref, k, t = ans.field, ans.devices, ans.target
+    j = 0 if edge == "lo" else 1
+    seen: dict[float, float] = {}
+
+    def meets(x: float) -> bool:
+        x = float(x)
+        if x not in seen:
+            seen[x] = float(band_of(ref.apply(sc, x), k)[j])
+        return seen[x] >= t
+
+    grid = _search_grid(ref.kind, ans.current)
+    better = grid > ans.answer if ans.bound == "minimum" else grid < ans.answer
+    if edge == "lo":  # from the answer towards the better end: the first grid value whose lower edge meets
+        if meets(ans.answer):
+            return float(ans.answer)
+        steps = grid[better] if ans.bound == "minimum" else grid[better][::-1]
+        prev = ans.answer
+        for x in steps:
+            if meets(x):
+                return _bisect(meets, float(x), float(prev), ans.rtol)
+            prev = x
+        return None
+    steps = grid[~better][::-1] if ans.bound == "minimum" else grid[~better]  # towards the worse end
+    prev = ans.answer
+    for x in steps:
+        if not meets(x):
+            return _bisect(meets, float(prev), float(x), ans.rtol)
+        prev = x
+    return float(prev)
 
 
 #: the least relative fall of E that counts as a range where a better value is worse (below it: rounding, or a

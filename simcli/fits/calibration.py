@@ -153,6 +153,43 @@ def _tier_record(
     }
 
 
+def band_record(profile: Any) -> dict[str, Any] | None:
+    """Why simcli's band (docs/model.md#how-sure-is-a-step) is narrower on a calibrated profile, for its calibration
+    block: per fitted tier (both latency and bandwidth identified) the relative standard error of a time on it, the
+    band it gives (time -+ Z80 of them, where narrower than the published curves' p10-p90) and the world sizes it
+    holds at; where the fits cover k the published training runs' band gives way to them; σ's standard error. None
+    where nothing was fitted with a standard error."""
+    from ..comm.bands import Z80, fitted_tiers
+
+    tiers = fitted_tiers(profile)
+    cal = profile.calibration or {}
+    sigma_se = (cal.get("spread") or {}).get("standard_error")
+    if not tiers and sigma_se is None:
+        return None
+    names = [t.name for t in profile.network]
+    out: dict[str, Any] = {
+        "why": "simcli's band on this profile is read from these fits' standard errors, not only from the published "
+        "runs of other clusters (docs/model.md#how-sure-is-a-step)",
+        "tiers": [
+            {
+                "tier": names[i],
+                "up_to_devices": k_max,
+                "relative_standard_error": round(rel, 5),
+                "time_band": f"-+ {min(Z80 * rel, 1.0):.1%} (time -+ {Z80} standard errors, where narrower than the "
+                "published curves' p10-p90)",
+            }
+            for i, (rel, k_max) in sorted(tiers.items())
+        ],
+    }
+    if tiers:
+        out["training_runs"] = (
+            "at the k these fits cover, the published training runs' band (other clusters) gives way to the fits"
+        )
+    if sigma_se is not None:
+        out["spread"] = f"σ -+ {Z80} x its standard error {sigma_se:g}, within half to twice σ"
+    return out
+
+
 def _fit_dtypes(
     base: Profile,
     device: Any,
@@ -687,6 +724,9 @@ def calibrate_profile(
         origin="calibrated",
         description=(base.description + " (calibrated)").strip(),
     )
+    band = band_record(new)
+    if band is not None:
+        cal["band"] = band
     data = profile_to_dict(new)
     from ..io.formats import finite_gate
 

@@ -187,8 +187,7 @@ def _marker(n: int) -> str | None:
 def _wrap(text: str, fig: Figure, fontsize: float, share: float = 0.88) -> str:
     """Wrap each title line to ``share`` of the figure's width (an axes' title starts at the axes' left edge, past
     the y labels), at about 0.57 em per character (DejaVu Sans' average on simcli's titles is under that), so no
-    title runs off (tests/plot/test_pictures.py renders long ones); a word longer than a line (a long path) is
-    broken."""
+    title runs off (tests/plot/test_pictures.py renders long ones); a word longer than a line (a path) is broken."""
     import textwrap
 
     chars = max(20, int(share * fig.get_figwidth() * 72 / (fontsize * 0.57)))

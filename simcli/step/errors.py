@@ -26,8 +26,8 @@ from typing import Any, Sequence
 
 import numpy as np
 
-from ..base.ranges import sorted_unique
-from ..comm.bands import quantile
+from ..base import ratio_bands as RB
+from ..base.ratio_bands import QUANTILES, RatioBand
 
 __all__ = [
     "NODE_BANDS",
@@ -48,8 +48,6 @@ __all__ = [
 
 #: the scale bands: label and the most nodes a row may span (one node, 2-8, more)
 NODE_BANDS = (("one node", 1), ("2-8 nodes", 8), ("> 8 nodes", 1 << 62))
-#: the band's ends: the 10th and 90th percentile of r (linear interpolation, numpy's default)
-QUANTILES = (0.1, 0.9)
 #: a grouping is read only where it has this many rows ...
 MIN_ROWS = 8
 #: ... from this many series (a series' rows share its offset: one series is one sample of it)
@@ -83,35 +81,6 @@ def kind_words(kind: Kind, level: int = 0) -> str:
 
 
 @dataclass(frozen=True)
-class RatioBand:
-    """The p10 and p90 of r = predicted / measured that one kind's band is read from, and what they stand on."""
-
-    p10: float
-    p90: float
-    rows: int  #: the published rows the quantiles are taken over (0: the kind has none)
-    series: int
-    basis: str  #: in words: the grouping read, or the neighbours whose widest band this is
-    measured: bool  #: False where the kind has no published row
-
-    @property
-    def lo(self) -> float:
-        """The low end, widened to hold 1 (the prediction itself)."""
-        return min(self.p10, 1.0)
-
-    @property
-    def hi(self) -> float:
-        return max(self.p90, 1.0)
-
-    def words(self) -> str:
-        if not self.measured:
-            return self.basis
-        return f"p10-p90 of {self.rows} rows of {self.series} series: {self.basis}"
-
-    def holds(self, r: Any) -> Any:
-        return (np.asarray(r) >= self.lo) & (np.asarray(r) <= self.hi)
-
-
-@dataclass(frozen=True)
 class Corpus:
     """Validated rows: one entry per row, each a series label, its kind and its ratio."""
 
@@ -134,6 +103,10 @@ class Corpus:
             np.array(cols[4], dtype=np.float64),
         )
 
+    @property
+    def labels(self) -> np.ndarray:
+        return self.series
+
     def without(self, series: str) -> "Corpus":
         keep = self.series != series
         return Corpus(self.series[keep], self.strategy[keep], self.base[keep], self.band[keep], self.ratio[keep])
@@ -149,62 +122,64 @@ class Corpus:
         return [m_strategy & (self.band == band), m_strategy, m_base, np.ones(self.ratio.shape, bool)]
 
 
-def _count(labels: np.ndarray) -> int:
-    return int(sorted_unique([np.asarray(labels, dtype=str)]).size) if labels.size else 0
-
-
-def _predictive(corpus: Corpus, group: np.ndarray, offsets_from: np.ndarray) -> tuple[np.ndarray, int]:
-    """Every sum of a series' offset (the median log r of its rows in ``offsets_from``) and a residual of
-    ``group`` (a row's log r less its own series' offset), as ratios; and how many offsets there were."""
-    logr = np.log(corpus.ratio)
-    m = offsets_from | group
-    offsets: dict[str, float] = {}
-    for s in sorted_unique([np.asarray(corpus.series[m], dtype=str)]).tolist():
-        offsets[s] = quantile(logr[m & (corpus.series == s)], 0.5)  # np.median imports numpy.ma
-    idx = np.flatnonzero(group)
-    resid = logr[idx] - np.array([offsets[str(s)] for s in corpus.series[idx]])
-    drawn = np.array([offsets[s] for s in sorted_unique([np.asarray(corpus.series[offsets_from], dtype=str)]).tolist()])
-    if not drawn.size:
-        drawn = np.array(list(offsets.values()))
-    return np.exp(drawn[:, None] + resid[None, :]).ravel(), drawn.size
-
-
 def ratio_band(corpus: Corpus, kind: Kind) -> RatioBand:
     """The ratio band of a kind ``(strategy, base, node band index)``: see the module."""
     if kind in corpus.cache:
         return corpus.cache[kind]
     masks = corpus.masks(kind)
-    own = int(masks[0].sum())
-    out = None
-    if own:
-        for level, m in enumerate(masks):
-            rows, series = int(m.sum()), _count(corpus.series[m])
-            if rows >= MIN_ROWS and series >= MIN_SERIES:
-                r, n_off = _predictive(corpus, m, masks[OFFSET_LEVEL] if level <= OFFSET_LEVEL else m)
-                what = kind_words(kind, level) + ("" if level == 0 else f" (this kind: {own} rows)")
-                what += f"; a cluster's offset from {n_off} series"
-                out = RatioBand(quantile(r, QUANTILES[0]), quantile(r, QUANTILES[1]), rows, series, what, True)
-                break
-    else:
-        same_scale = corpus.band == kind[2]
-        for near_mask, words in ((same_scale, NODE_BANDS[kind[2]][0]), (np.ones(same_scale.shape, bool), "any scale")):
-            if not near_mask.any():
-                continue
-            near = sorted({corpus.kind(i) for i in np.flatnonzero(near_mask)})
-            bands = [ratio_band(corpus, nk) for nk in near]
-            out = RatioBand(
-                min(b.p10 for b in bands),
-                max(b.p90 for b in bands),
-                0,
-                0,
-                f"{UNMEASURED}: the widest band of the {len(near)} measured kinds of {words}",
-                False,
-            )
-            break
+    out = _own(corpus, kind, masks)
+    if out is None or RB.count_labels(corpus.series[masks[0]]) < MIN_SERIES:
+        # no row of its own, or the rows of one series (one cluster: one draw of the kind's offset): the widest
+        # band of its neighbours, and its own
+        out = _neighbours(corpus, kind, out)
     if out is None:
         raise ValueError("no validated row to read a band from (simcli/step/error_table.py is empty)")
     corpus.cache[kind] = out
     return out
+
+
+def _own(corpus: Corpus, kind: Kind, masks: list[np.ndarray]) -> RatioBand | None:
+    """The band read from the kind's own grouping, backing off down :data:`LEVELS`; None where it has no row."""
+    own = int(masks[0].sum())
+    if not own:
+        return None
+    if ("own",) + kind in corpus.cache:
+        return corpus.cache[("own",) + kind]
+    out = RB.backed_off(
+        corpus.ratio,
+        corpus.series,
+        masks,
+        min_rows=MIN_ROWS,
+        min_groups=MIN_SERIES,
+        offsets_from=lambda level: masks[OFFSET_LEVEL] if level <= OFFSET_LEVEL else masks[level],
+        describe=lambda level, n: (
+            kind_words(kind, level)
+            + ("" if level == 0 else f" (this kind: {own} rows)")
+            + f"; a cluster's offset from {n} series"
+        ),
+        unit="rows",
+        group_unit="series",
+    )
+    corpus.cache[("own",) + kind] = out
+    return out
+
+
+def _neighbours(corpus: Corpus, kind: Kind, own: RatioBand | None) -> RatioBand | None:
+    """The widest of the bands of the measured kinds of the same node band (else of any), each read from its own
+    rows, and of the kind's own where it has one."""
+    same_scale = corpus.band == kind[2]
+    for near_mask, words in ((same_scale, NODE_BANDS[kind[2]][0]), (np.ones(same_scale.shape, bool), "any scale")):
+        near = sorted({corpus.kind(i) for i in np.flatnonzero(near_mask)} - {kind})
+        bands = [b for b in (_own(corpus, nk, corpus.masks(nk)) for nk in near) if b is not None]
+        if not bands:
+            continue
+        what = f"the widest band of the {len(near)} measured kinds of {words}"
+        if own is None:
+            return RB.widest(bands, f"{UNMEASURED}: {what}")
+        return RB.widest(
+            [own, *bands], f"{own.basis}; one series of this kind, so no narrower than {what}", measured=True
+        )
+    return own
 
 
 _PUBLISHED: list[Corpus] = []
@@ -221,9 +196,4 @@ def published() -> Corpus:
 
 def leave_one_out(corpus: Corpus) -> np.ndarray:
     """For each row, whether its ratio lies inside the band read without its own series' rows."""
-    inside = np.zeros(corpus.ratio.shape, dtype=bool)
-    for s in sorted_unique([np.asarray(corpus.series, dtype=str)]).tolist():
-        rest = corpus.without(s)
-        for i in np.flatnonzero(corpus.series == s):
-            inside[i] = bool(ratio_band(rest, corpus.kind(int(i))).holds(corpus.ratio[i]))
-    return inside
+    return RB.leave_one_out(corpus, ratio_band)

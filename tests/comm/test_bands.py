@@ -177,7 +177,7 @@ def test_a_kind_with_enough_points_reads_its_own_p10_and_p90():
     assert (rb.p10, rb.p90) == pytest.approx(_by_hand(rows, rows))
     sums = sorted(o * r / m for o in (0.9, 1.0) for r, m in zip(ratios, [0.9, 1.0] * 5))  # the same, by hand
     assert rb.p10 == pytest.approx(sums[1] + 0.9 * (sums[2] - sums[1]))  # numpy's linear p10 of 20 values
-    assert rb.points == 10 and rb.curves == 2 and rb.measured and "infiniband" in rb.words()
+    assert rb.rows == 10 and rb.groups == 2 and rb.measured and "infiniband" in rb.words()
     assert "offset from the 2 curves" in rb.words()
 
 
@@ -195,7 +195,7 @@ def test_too_few_points_or_one_curve_back_off_to_the_coarser_grouping():
     rows += [("c1", *IB, SMALL, "ring", 2.0 + 0.01 * i) for i in range(4)]
     corpus = _corpus(rows)
     rb = B.ratio_band(corpus, ("infiniband", True, 0, "tree"))
-    assert rb.points == 12 and rb.curves == 2 and rb.measured
+    assert rb.rows == 12 and rb.groups == 2 and rb.measured
     assert (rb.p10, rb.p90) == pytest.approx(_by_hand(rows, rows))
     assert "this kind: 8 points" in rb.words()
     # with a second curve of the tree kind it stands on its own points' residuals (the ring's c1 still gives an
@@ -203,7 +203,7 @@ def test_too_few_points_or_one_curve_back_off_to_the_coarser_grouping():
     more = rows + [("c2", *IB, SMALL, "tree", 1.5)]
     rb = B.ratio_band(_corpus(more), ("infiniband", True, 0, "tree"))
     tree = [r for r in more if r[-2] == "tree"]
-    assert rb.points == 9 and (rb.p10, rb.p90) == pytest.approx(_by_hand(tree, more))
+    assert rb.rows == 9 and (rb.p10, rb.p90) == pytest.approx(_by_hand(tree, more))
 
 
 def test_a_kind_with_no_point_says_so_and_takes_its_neighbours_widest_band():
@@ -215,7 +215,7 @@ def test_a_kind_with_no_point_says_so_and_takes_its_neighbours_widest_band():
     wide = B.ratio_band(corpus, ("efa", True, 0, "tree"))
     for kind in [("roce", True, 0, "tree"), ("infiniband", True, 0, "ring all_gather")]:
         rb = B.ratio_band(corpus, kind)
-        assert not rb.measured and rb.points == 0 and rb.words().startswith(B.UNMEASURED)
+        assert not rb.measured and rb.rows == 0 and rb.words().startswith(B.UNMEASURED)
         # the envelope, never the narrow neighbour alone
         assert (rb.p10, rb.p90) == (min(narrow.p10, wide.p10), max(narrow.p90, wide.p90))
     # inside a node, its neighbours are the kinds inside a node of its size band: here the nvswitch ring alone
@@ -227,6 +227,21 @@ def test_a_kind_with_no_point_says_so_and_takes_its_neighbours_widest_band():
     assert (rb.p10, rb.p90) == (min(b.p10 for b in (narrow, wide, inside)), max(b.p90 for b in (narrow, wide, inside)))
     with pytest.raises(ValueError, match="error_table"):
         B.ratio_band(_corpus([]), ("infiniband", True, 0, "tree"))
+
+
+def test_a_kind_of_one_curve_is_no_narrower_than_its_neighbours_widest_band():
+    # the tree kind's points all come from one curve (one cluster: one draw of its offset): its band is the wider of
+    # its own and its neighbours' widest, at each end; with a second curve of its own it stands on its own points
+    rows = [(f"c{i % 2}", *IB, SMALL, "ring", 0.5 + 0.1 * i) for i in range(10)]  # a wide neighbour, two curves
+    rows += [("t", *IB, SMALL, "tree", 0.95 + 0.01 * i) for i in range(8)]  # one curve of the tree kind
+    corpus = _corpus(rows)
+    ring = B.ratio_band(corpus, (*IB, 0, "ring"))
+    tree = B.ratio_band(corpus, (*IB, 0, "tree"))
+    assert tree.measured and tree.rows > 0 and "one curve of this kind" in tree.words()
+    assert tree.p10 <= ring.p10 and tree.p90 >= ring.p90
+    two = _corpus(rows + [("u", *IB, SMALL, "tree", 0.97 + 0.01 * i) for i in range(8)])
+    own = B.ratio_band(two, (*IB, 0, "tree"))
+    assert "one curve" not in own.words() and own.p90 - own.p10 < ring.p90 - ring.p10
 
 
 def test_leave_one_out_on_a_corpus_whose_answer_is_known():
@@ -258,6 +273,25 @@ def test_the_published_leave_one_out_coverage_is_what_the_docs_say(capsys):
     assert validate_bands.main() == pytest.approx(inside.mean())
     overall = [line for line in capsys.readouterr().out.splitlines() if line.startswith("overall")]
     assert overall and f"{inside.mean():.0%}" in overall[0]
+
+
+def test_the_published_bands_are_narrow_enough_to_say_something():
+    """The issue's width bar: a median hi/lo of the held-out bands of at most 1.8."""
+    width = validate_bands.widths(B.published())
+    assert float(np.median(width)) <= 1.8
+
+
+@pytest.mark.xfail(
+    strict=True,
+    reason="three kinds stay under 60% with their curve held out (docs/nccl.md#how-sure): EFA small-message tree "
+    "(the p4de curve alone is priced 2.0-2.7x too slow; no other curve's band reaches 2), InfiniBand tree "
+    ">= 128 MiB (4 of 7: the 20-rack GB200 curve's 0.635 against a band from 0.641) and NVSwitch small ring (1 of 2)",
+)
+def test_every_published_kind_is_covered_at_least_60_percent():
+    corpus = B.published()
+    inside = B.leave_one_out(corpus)
+    low = [(w, f) for w, _, _, f in validate_bands.coverage_table(corpus, inside) if f < 0.6]
+    assert not low, low
 
 
 # ----------------------------------------------------------------------------- every profile, every k and size

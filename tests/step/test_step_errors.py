@@ -75,7 +75,7 @@ def test_a_kind_with_enough_rows_reads_its_own_band_with_the_offset_drawn():
     rows += [("t0", "ddp", "measured", 16, 1.4)]  # another scale: an offset, not a residual of the kind
     corpus = E.Corpus.of(rows)
     rb = E.ratio_band(corpus, E.step_kind("ddp", "measured", 32, 8))
-    assert rb.measured and rb.rows == 9 and rb.series == 3
+    assert rb.measured and rb.rows == 9 and rb.groups == 3
     assert (rb.p10, rb.p90) == pytest.approx(_by_hand(rows[:9], rows))
     assert "offset from 4 series" in rb.words()
 
@@ -85,7 +85,7 @@ def test_too_few_rows_or_one_series_back_off_and_a_band_holds_the_prediction():
     rows += [("s1", "fsdp", "measured", 16, 1.3)]
     corpus = E.Corpus.of(rows)
     rb = E.ratio_band(corpus, ("fsdp", "measured", 1))
-    assert rb.rows == 9 and rb.series == 2 and "this kind: 8 rows" in rb.words()
+    assert rb.rows == 9 and rb.groups == 2 and "this kind: 8 rows" in rb.words()
     assert (rb.p10, rb.p90) == pytest.approx(_by_hand(rows, rows))
     assert rb.p10 > 1 and rb.lo == 1.0 and rb.hi == rb.p90
 
