@@ -125,6 +125,10 @@ THREAD_THRESHOLD = tuple(p.thread_threshold for p in PROTOCOL_SPECS)
 #: the tuner's "plateau effect of ring" factor on a multi-node Simple ring's latency (compute capability >= 8.0)
 RING_PLATEAU = 1.4
 NVLS_RATIO = 5.0 / 6.0
+#: nvlsEfficiency (tuning.cc 2.28.3 on, by compute capability): what NCCL's NVLS kernels move of the NVLS graph's
+#: speed, 0 where NVLS does not run. simcli prices NVLS's cost with it in every release (the releases before 2.28.3
+#: choose on their own 5/6 formula: simcli.comm.nccl._nvls_bw)
+NVLS_EFFICIENCY = {"volta": 0.0, "ampere": 0.0, "hopper": 0.85, "blackwell": 0.74}
 #: NVLS pipeline fill, in chunk times, by collective (simcli.comm.specs: CollectiveSpec.nvls_fill):
 #: a chunk passes the kernel's warp groups one after the
 #: other, so the bytes take m + stages - 1 chunk times for m chunks per concurrent operation (channels x heads),
@@ -494,6 +498,442 @@ def nvls_fill(
         return stages * c * ops / alg_Bps
 
 
+@dataclass(frozen=True)
+class _Ctx:
+    """What every pair of one (network, spec, k, collective) shares: the release's tables, the counts over k, the
+    per-tier hop scales and the tree's and NVLSTree's network terms (built once by :func:`_context`)."""
+
+    network: Sequence[Tier]
+    spec: NcclSpec
+    rel: releases.Release
+    collective: str
+    k: np.ndarray
+    kf: np.ndarray
+    tier_Bps: np.ndarray
+    ring_Bps: np.ndarray
+    gen: str
+    tab: dict
+    dom: list
+    nodes: np.ndarray
+    multi: np.ndarray
+    idx2: np.ndarray
+    ppn: np.ndarray
+    ll_max: np.ndarray
+    gch: np.ndarray
+    ch: np.ndarray
+    lks: list
+    scale: list
+    net_over: float
+    ring_hops: np.ndarray
+    ring_hops_tuner: np.ndarray
+    tree_hops: np.ndarray
+    nvls_ok: bool
+    tree_corrected_nvls: bool
+    one_ppn: np.ndarray
+    top: np.ndarray
+    tree_net_bus: np.ndarray
+    heads: np.ndarray
+    net_heads: np.ndarray
+
+    @property
+    def nt(self) -> int:
+        return len(self.network)
+
+
+def _context(network: Sequence[Tier], spec: NcclSpec, k: np.ndarray, tier_Bps: np.ndarray, collective: str) -> _Ctx:
+    kf = k.astype(np.float64)
+    nt = len(network)
+    rel = releases.select(spec.version, "nccl.version")  # the release's tables and switches
+    gen = rel.generation_table.get(spec.generation, "ampere")
+    tab = rel.generations[gen]
+    dom = _domains(network, k)
+    nodes = dom[1] if nt > 1 else np.ones_like(k)
+    multi = nodes > 1
+    idx2 = np.where(nodes <= 1, 0, np.where(nodes == 2, 1, 2))
+    ll_row = np.asarray(_LL_MAX_MULTINODE.get(spec.cpu, _LL_MAX_MULTINODE["intel"]))
+    ll_max = np.where(multi, ll_row[idx2], np.asarray(tab["ll_max"])[idx2]) * 1e9
+    gch, ch = graph_channels(network, spec, k, nodes)  # graph channels (tuner caps) and runtime channels
+    lks = [link_kind(tier_kind(t, i)) for i, t in enumerate(network)]
+    # per-tier scale: the tier's stated latency over the Ring/Simple hop latency of its kind (NCCL's table, or the
+    # transport's own published per-hop latency where it has one: EFA)
+    scale = []
+    for t, lk in zip(network, lks):
+        ref = lk.hop_us[2] if lk.hop_us else rel.hw_latency_us[lk.hw]["ring"][2]
+        scale.append(t.latency_s / (ref * 1e-6) if ref else 1.0)
+    ring_hops = hops(network, k, collective, inter_minus_one=rel.ring_inter_minus_one)
+    # NCCL's own count of a ring's intra-node steps, nsteps - nInterSteps, unclipped: 2.20.3 counts 2N inter-node
+    # steps of an all-reduce, so at one GPU per node its tuner takes 2 intra-node steps off (its view only)
+    ring_hops_tuner = ring_hops.copy()
+    if nt > 1 and collective in ("all_reduce", "reduce_scatter", "all_gather"):
+        ring_hops_tuner[0] = np.where(k >= 2, COLLECTIVES[collective].ring_steps(kf) - ring_hops[1:].sum(axis=0), 0.0)
+    # NCCL 2.20.3 (tuning.cc, ncclTopoTuneModel): "MNNVL: NVLS not yet supported" -- NVLSTree is disabled when
+    # comm->MNNVL, and NVLS too (without CollNet); a multi-node NVLink domain runs Ring and Tree only. 2.21.5 on
+    # lets it run NVLS (releases.Release.mnnvl_no_nvls)
+    nvls_ok = lks[0].hw == "nvlink" and not (lks[0].multinode and rel.mnnvl_no_nvls)
+    # 2.29.2 on: NVLSTree all-reduce takes treeCorrectionFactor on Blackwell (minCompCap >= 100) x86 hosts
+    tree_corrected_nvls = (
+        rel.nvls_tree_correction and collective == "all_reduce" and gen == "blackwell" and spec.cpu in ("intel", "amd")
+    )
+    shp = (1,) * k.ndim
+    tiers_i = np.arange(nt).reshape((-1,) + shp)
+    outer = np.zeros(k.shape, dtype=np.int64)  # the outermost tier k spans (PAT's network hops)
+    for i in range(1, nt):
+        outer = np.where(dom[i] > 1, i, outer)
+    heads, net_heads = _nvls_heads(network, kf, tier_Bps)
+    return _Ctx(
+        network=network,
+        spec=spec,
+        rel=rel,
+        collective=collective,
+        k=k,
+        kf=kf,
+        tier_Bps=tier_Bps,
+        ring_Bps=np.min(tier_Bps, axis=0),
+        gen=gen,
+        tab=tab,
+        dom=dom,
+        nodes=nodes,
+        multi=multi,
+        idx2=idx2,
+        ppn=kf / np.maximum(nodes, 1),
+        ll_max=ll_max,
+        gch=gch,
+        ch=ch,
+        lks=lks,
+        scale=scale,
+        net_over=NET_OVERHEAD_US.get(spec.cpu, 1.0) * 1e-6,
+        ring_hops=ring_hops,
+        ring_hops_tuner=ring_hops_tuner,
+        tree_hops=_tree_hops(network, k),
+        nvls_ok=nvls_ok,
+        tree_corrected_nvls=tree_corrected_nvls,
+        one_ppn=(kf / np.maximum(nodes, 1)) < 2,  # NCCL's ppn == 1, where 2.23.4 on prices with Tree's hops
+        top=(outer == tiers_i) & (tiers_i > 0),  # (tiers, ...k)
+        tree_net_bus=_tree_net_bus(network, k, tier_Bps),
+        heads=heads,
+        net_heads=net_heads,
+    )
+
+
+def _tree_net_bus(network: Sequence[Tier], k: np.ndarray, tier_Bps: np.ndarray) -> np.ndarray:
+    """What a tree (and NVLSTree) sends over tier i >= 1, as a bus-bandwidth equivalent of the network tiers: a
+    double binary tree over g domains has every domain send and receive n per direction when g = 2 (one edge, each
+    tree carries n/2 up and n/2 down) and up to 2n when g > 2 (an inner node of one tree: n/2 up, 2 x n/2 down,
+    plus n/2 up as a leaf of the other): NCCL's tuner says the same with "bwIntra for nNodes <= 2, bwInter beyond"
+    (Tree) and "bwInter/2 beyond 2 nodes" (NVLSTree), tuning.cc 2.20.3-2.26."""
+    groups = tree_groups(network, k)
+    out = np.full(k.shape, np.inf)
+    for i in range(1, len(network)):
+        load = np.where(groups[i] <= 2, 1.0, 2.0)  # L_i
+        out = np.minimum(out, np.where(groups[i] >= 2, 2.0 * tier_Bps[i] / load, np.inf))
+    return out
+
+
+def _nvls_heads(network: Sequence[Tier], kf: np.ndarray, tier_Bps: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """NVLSTree: the node's heads (one per NIC, at most NCCL_MAX_NVLS_ARITY) and the network bandwidth they carry."""
+    if len(network) < 2:
+        return np.ones(kf.shape), np.full(kf.shape, np.inf)
+    sub = network[0].size or 1
+    r = kf - (np.ceil(kf / sub) - 1) * sub  # devices in the smallest node
+    per_device = network[1].per == "device"
+    heads = np.minimum(r, NVLS_MAX_HEADS) if per_device else np.ones(kf.shape)
+    net_heads = tier_Bps[1] * heads / np.maximum(r, 1) if per_device else tier_Bps[1]
+    return heads, np.asarray(net_heads) * np.ones(kf.shape)
+
+
+def nvls_graph(
+    nvlink_GBps: float, speeds: Sequence[float], G: np.ndarray, nic_GBps: np.ndarray | None = None
+) -> tuple[np.ndarray, np.ndarray]:
+    """(channels, bwIntra GB/s) of NCCL's NVLS search graph (src/graph/search.cc, pattern NVLS) over k.
+
+    Each channel has one head GPU and reserves its speed s on every GPU's NVSwitch link, twice on its head's
+    (ncclTopoSearchTryNvls: ``ncclTopoFollowPath(..., d0 == g ? 2 : 1, ...)``), so a GPU that heads one of G channels
+    carries (G + 1)·s of its NVLink bandwidth T. In one node the search must find all G heads ("Force intra-node
+    NVLS algorithm to pull evenly from all GPUs": minChannels = maxChannels = min(NCCL_MAX_NVLS_ARITY, GPUs)), so s
+    is the largest speed of the table with (G + 1)·s <= T. Across nodes (``nic_GBps`` given: NVLSTree, one head per
+    NIC and at most one channel per NIC) it walks the speeds down from the fastest the NIC carries, keeps the graph
+    with more channels (or more channels x speed; ncclTopoCompareGraphs for NVLS), stops once that reaches T and
+    never goes to a speed at or below 0.49x the kept one's."""
+    G = np.asarray(G, dtype=np.float64)
+    T = float(nvlink_GBps)
+    s = np.asarray(speeds, dtype=np.float64)
+    if nic_GBps is None:
+        fits = (G[..., None] + 1.0) * s <= T  # (..., speeds)
+        pick = np.where(fits.any(axis=-1), s[np.argmax(fits, axis=-1)], s[-1])
+        return G, pick
+    nic = np.broadcast_to(np.asarray(nic_GBps, dtype=np.float64), G.shape)
+    best_g, best_s = np.zeros(G.shape), np.zeros(G.shape)
+    for sp in s:
+        g = np.minimum(G, np.floor(T / sp) - 1.0)
+        above = (sp / np.maximum(best_s, 1e-9) > 0.49) & (best_g * best_s < T)
+        live = (sp <= nic) & (g >= 1) & ((best_s == 0) | above)
+        take = live & ((g > best_g) | (g * sp > best_g * best_s))
+        best_g = np.where(take, g, best_g)
+        best_s = np.where(take, sp, best_s)
+    return np.maximum(best_g, 1.0), np.where(best_s > 0, best_s, s[-1])
+
+
+def _enabled(c: _Ctx, a: str, p: str) -> np.ndarray:
+    """Where NCCL runs (a, p) over k (before a zero bandwidth turns it off)."""
+    spec, multi = c.spec, c.multi
+    enabled = c.k >= 2
+    if p == "ll128" and not spec.ll128_net:
+        enabled = enabled & ~multi
+    if a == "nvls":
+        enabled = enabled & (~multi) & (c.k > 2) & spec.nvls & c.nvls_ok
+    elif a == "nvls-tree":
+        enabled = enabled & multi & spec.nvls & c.nvls_ok & (c.ppn > 2)
+    elif a == "pat":  # ncclPatEnable: one GPU per node (nNodes == nRanks), 2.23.4 on
+        enabled = enabled & multi & c.one_ppn & (c.rel.pat_factor is not None)
+    return enabled
+
+
+def _hop_tables(c: _Ctx, a: str, p: str) -> tuple[np.ndarray, np.ndarray]:
+    """(what a hop of each tier costs, what NCCL's tuner believes it costs), (tiers, ...k): the tuner adds the
+    network plugin's latency to every inter-node hop (twice for Simple) and reads NCCL's table, not the transport's
+    own per-hop figure."""
+    pidx = PROTOCOLS.index(p)
+    rel, k = c.rel, c.k
+    cost_hw, tuner_hw = [], []
+    for i, lk in enumerate(c.lks):
+        table = rel.hw_latency_us[lk.hw]["tree" if a == "pat" else a][pidx] * 1e-6  # PAT: ppn 1, Tree's
+        if i and rel.one_ppn_tree_latency:  # "With ppn=1 latencies are fully exposed" (2.23.4 on)
+            table = np.where(c.one_ppn, rel.hw_latency_us[lk.hw]["tree"][pidx] * 1e-6, table)
+        real = (np.where(table, lk.hop_us[pidx] * 1e-6, 0.0) if lk.hop_us else table) * np.ones(k.shape)
+        cost_hw.append(real * c.scale[i])
+        plug = lk.plugin_latency_us * 1e-6 * (2.0 if p == "simple" else 1.0) if i else 0.0
+        plug = np.where(table, plug, 0.0)
+        tuner_hw.append((table * (c.scale[i] if not lk.hop_us else 1.0)) + plug + np.zeros(k.shape))
+    return np.stack(cost_hw), np.stack(tuner_hw)
+
+
+def _ring_hops(c: _Ctx, p: str, hw: np.ndarray, thw: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """Ring: (cost's hop counts, tuner's); multi-node rings pay at least the network post overhead per NVLink hop
+    (``hw``, ``thw`` raised in place); Reduce/Broadcast rings pay nsteps x one hop latency (tuning.cc)."""
+    if c.collective in ("all_reduce", "reduce_scatter", "all_gather"):
+        floor = c.net_over * (3.0 if p == "simple" else 1.0)
+        hw[0] = np.where(c.multi, np.maximum(hw[0], floor), hw[0])
+        thw[0] = np.where(c.multi, np.maximum(thw[0], floor), thw[0])
+    if c.collective != "broadcast":
+        return c.ring_hops, c.ring_hops_tuner
+    hc = np.zeros_like(c.ring_hops)
+    top = np.zeros(c.k.shape, dtype=np.int64)
+    for i in range(1, c.nt):
+        top = np.where(c.dom[i] > 1, i, top)
+    for i in range(c.nt):
+        hc[i] = np.where(top == i, c.kf, 0.0)
+    hc = np.where(c.k >= 2, hc, 0.0)
+    return hc, hc
+
+
+def _latency(c: _Ctx, a: str, p: str) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray, float]:
+    """(latency, tuner's latency, hops (tiers, ...k), hop latency (tiers, ...k), base) of one pair, as tuning.cc's
+    cases price it: Ring base + steps x hop, Tree base + 2((ppn-1) intra + log2 N inter), NVLS one NVLink hop,
+    NVLSTree that + 2 log2 N network hops, PAT 8 + log2 N x inter/3.5 + 2.8 x nRanks."""
+    hw, thw = _hop_tables(c, a, p)
+    thc = None  # the tuner's hop counts where they differ from the cost's
+    if a == "ring":
+        hc, thc = _ring_hops(c, p, hw, thw)
+    elif a == "tree":
+        hc = c.tree_hops
+    elif a == "nvls":
+        hc = np.zeros((c.nt,) + c.k.shape)
+        hc[0] = 1.0
+    elif a == "pat":
+        # latency 8 + log2i(nNodes)·interLat/3.5 + 2.8·nRanks us: the log part as log2i(N)/3.5 hops of the outermost
+        # spanned tier (interLat is Tree's network hop at one GPU per node), the linear part as k "hops" of 2.8 us
+        # charged to the first tier
+        hc = np.zeros((c.nt,) + c.k.shape)
+        hc[0] = c.kf
+        hc = hc + np.where(c.top, np.floor(np.log2(np.maximum(c.nodes, 1))) / 3.5, 0.0)
+        hw[0] = PAT_PER_RANK_US * 1e-6
+        thw[0] = PAT_PER_RANK_US * 1e-6
+    else:  # nvls-tree: NVLS in the node, then the tree's network hops
+        shp = (1,) * c.k.ndim
+        hc = np.where(np.arange(c.nt).reshape((-1,) + shp) == 0, 1.0, c.tree_hops)
+    base = (PAT_BASE_US if a == "pat" else c.rel.base_latency_us[a][PROTOCOLS.index(p)]) * 1e-6
+    hop_lat = hc * hw
+    lat = base + hop_lat.sum(axis=0)
+    tlat = base + ((hc if thc is None else thc) * thw).sum(axis=0)
+    return lat, tlat, hc, hop_lat, base
+
+
+def _ring_bw(c: _Ctx, p: str) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """Ring: (bus bandwidth, the tuner's, bus-to-algorithm ratio k/nsteps), B/s."""
+    rel = c.rel
+    bus = np.asarray(c.ring_Bps, dtype=np.float64) * np.ones(c.k.shape)
+    if p == "ll":
+        if rel.ring_ll_factor is None:  # 2.20.3: 1/4, or 1/3 in one node for all but all-reduce/reduce
+            frac = 0.25 if (c.collective == "all_reduce" or np.any(c.multi)) else 1.0 / 3.0
+            bus = np.minimum(c.ll_max, bus * np.where(c.multi, 0.25, frac))
+        else:
+            bus = np.minimum(c.ll_max, bus * rel.ring_ll_factor)
+    elif p == "ll128":
+        bus = np.minimum(
+            bus * np.where(c.ppn < 2, rel.ring_ll128_one_ppn, 0.92),
+            c.gch * np.asarray(c.tab["ring_ll128"])[c.idx2] * 1e9,
+        )
+    steps = COLLECTIVES[c.collective].ring_steps(c.kf)
+    return bus, bus, c.kf / np.maximum(steps, 1.0)
+
+
+def _tree_bw(c: _Ctx, p: str) -> tuple[np.ndarray, np.ndarray, float]:
+    """Tree (all-reduce): (bus bandwidth over the tree's own per-tier traffic, the tuner's: bwIntra up to 2 nodes,
+    the ring's bwInter beyond; ratio 0.5), B/s, each min(0.92 B, per-channel caps), LL /3.8, LL128 7/9 or 120/128."""
+    intra = np.asarray(c.tier_Bps[0], dtype=np.float64) * np.ones(c.k.shape)
+    phys = np.minimum(intra, c.tree_net_bus)
+    tuner = np.where(c.nodes <= 2, intra, np.asarray(c.ring_Bps, dtype=np.float64) * np.ones(c.k.shape))
+    both = []
+    for b in (phys, tuner):
+        b = np.minimum(b * 0.92, c.gch * np.asarray(c.tab["tree"])[c.idx2] * 1e9)
+        if p == "ll":
+            b = np.minimum(b / 3.8, c.ll_max)
+        elif p == "ll128":
+            b = np.minimum(
+                b * np.where(c.multi, 120.0 / 128.0, 7.0 / 9.0), c.gch * np.asarray(c.tab["tree_ll128"])[c.idx2] * 1e9
+            )
+        both.append(b)
+    return both[0], both[1], 0.5
+
+
+def _pat_bw(c: _Ctx) -> tuple[np.ndarray, np.ndarray, float]:
+    """PAT: busBw = nChannels x bw x 0.85 (2.23.4) / 0.75, kept as the algorithm bandwidth."""
+    bus = np.asarray(c.ring_Bps, dtype=np.float64) * (c.rel.pat_factor or 1.0) * np.ones(c.k.shape)
+    return bus, bus, 1.0
+
+
+def nvls_channels(c: _Ctx) -> np.ndarray | float:
+    """NVLS's channels over k: the profile's, or Blackwell's 24 in one node or NVLink domain and 32 across (the
+    release's ``sm100_nvls_channels``, nvls.cc 2.27.3 on)."""
+    two = c.rel.sm100_nvls_channels
+    if two is None or c.spec.generation != "blackwell":
+        return float(c.spec.nvls_channels)
+    return np.where(c.multi, float(two[1]), float(two[0]))
+
+
+def _nvls_bw_5_6(c: _Ctx, a: str, G: np.ndarray, s: np.ndarray) -> tuple[np.ndarray, np.ndarray, float]:
+    """NVLS/NVLSTree to 2.27.x: busBw = the graph's nChannels (G) x its speed s, algBw 5/6 of it (all-reduce);
+    NVLSTree's tuner per channel min(bwIntra, bwInter), bwInter halved beyond 2 nodes (the graph's quantised speed,
+    then halved); its cost: the heads' NICs carry n (2 nodes) or 2n."""
+    rel = c.rel
+    reduce_all = c.collective == "all_reduce"
+    split = (c.ppn - 1.0) / np.maximum(c.ppn, 1.0)  # all-gather/reduce-scatter: (ppn-1)/ppn (2.27.3 on)
+    per = s * (split if (not reduce_all and rel.nvls_ag_rs_ppn) else 1.0)
+    ratio = NVLS_RATIO if reduce_all else rel.nvls_ag_rs_ratio
+    bus = G * per * 1e9
+    tbus = bus
+    if a == "nvls-tree" and c.nt > 1:
+        s_inter = _quantise(c.net_heads / 1e9 / G, SPEEDS_INTER) * np.where(c.nodes > 2, 0.5, 1.0)
+        tbus = G * np.minimum(per, s_inter) * 1e9
+        bus = np.minimum(bus, c.net_heads / np.where(c.nodes > 2, 2.0, 1.0) / ratio)
+    return bus, tbus, ratio
+
+
+def _nvls_search_speed(c: _Ctx, a: str, G: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """(channels, bwIntra GB/s) of NCCL's NVLS graph for the 2.28.3 formula (:func:`nvls_graph`): searched on NCCL's
+    own NVLink speed for the generation (the figure its nvlsEfficiency was measured against), the generation's
+    intra-node speed table (Blackwell's own from 2.25.1); NVLSTree's heads limited by one channel per NIC."""
+    net0 = c.network[0]
+    frac = NVLINK_SEARCH_FRACTION.get(c.spec.generation)
+    nvl = net0.bandwidth_Bps * frac / 1e9 if (frac and net0.per == "device") else net0.effective_Bps / 1e9
+    speeds = c.rel.sm100_speeds_intra if (c.gen == "blackwell" and c.rel.sm100_speeds_intra) else SPEEDS_INTRA
+    if a == "nvls-tree" and c.nt > 1:  # searched on the inter-node table (Hopper's: simcli carries no SM100 one)
+        nic = _quantise(c.net_heads / 1e9 / np.maximum(c.heads, 1.0), SPEEDS_INTER)
+        return nvls_graph(nvl, SPEEDS_INTER, G, nic)
+    return nvls_graph(nvl, speeds, G)
+
+
+def _nvls_bw(c: _Ctx, a: str, enabled: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
+    """NVLS and NVLSTree: (bus bandwidth, the tuner's, ratio, enabled), B/s.
+
+    In the NVLS graph's own channels (:func:`nvls_graph`): G heads (GPUs of the node, or NICs for NVLSTree; at most
+    NCCL_MAX_NVLS_ARITY) at bwIntra S each. What it costs is 2.28.3's formula in every release (the kernels do not
+    change with the tuner's table; nvlsEfficiency is NVIDIA's measured correction of the graph's speed): per
+    channel S x nvlsEfficiency x (G-1)/G, x2 for all-reduce (x(ppn-1)/ppn for all-gather/reduce-scatter), its
+    bwInter taken as no tighter (the search raises an NVLS graph's bwInter to 2 x bwIntra); NVLSTree: min(that,
+    the NIC's speed x2 on two nodes, perChMaxNVLSTreeBws where the release has them); algBw = busBw x k/nsteps
+    (all-reduce). What NCCL's tuner believes is the release's own formula (:func:`_nvls_bw_5_6` to 2.27.x).
+    G < 2, or a generation without an efficiency (Volta, Ampere): not run."""
+    rel = c.rel
+    G0 = c.heads if a == "nvls-tree" else np.minimum(c.ppn, NVLS_MAX_HEADS)
+    effs = rel.nvls_efficiency if rel.nvls_efficiency is not None else NVLS_EFFICIENCY
+    eff = effs.get(c.gen, 0.0)
+    if rel.nvls_efficiency is not None:
+        enabled = enabled & (G0 >= 2) & (eff > 0)  # nvlsEfficiency 0 (Volta, Ampere): busBw 0
+    G, S = _nvls_search_speed(c, a, np.maximum(G0, 2.0))
+    G = np.maximum(G, 2.0)
+    reduce_all = c.collective == "all_reduce"
+    split = (c.ppn - 1.0) / np.maximum(c.ppn, 1.0)
+    per = S * (eff or 1.0) * (G - 1.0) / G * (2.0 if reduce_all else split)
+    ratio = c.kf / np.maximum(COLLECTIVES[c.collective].ring_steps(c.kf), 1.0) if reduce_all else np.ones(c.k.shape)
+    bus = G * per * 1e9
+    tbus = bus
+    if a == "nvls-tree" and c.nt > 1:
+        s_inter = _quantise(c.net_heads / 1e9 / G, SPEEDS_INTER) * np.where(c.nodes <= 2, 2.0, 1.0)
+        caps = np.asarray(c.tab["nvls_tree"])
+        cap = np.where(c.multi, caps[c.idx2], np.inf) if caps.any() else np.full(c.k.shape, np.inf)
+        tbus = G * np.minimum(np.minimum(per, s_inter), cap) * 1e9
+        heads_Bps = c.net_heads / np.where(c.nodes > 2, 2.0, 1.0) / ratio
+        bus = np.minimum(np.minimum(bus, G * cap * 1e9), heads_Bps)
+    if rel.nvls_efficiency is None:  # the tuner's own view to 2.27.x, as an algorithm bandwidth over the cost's ratio
+        _, tbus_old, ratio_old = _nvls_bw_5_6(c, a, G, S)
+        tbus = tbus_old * ratio_old / ratio
+    return bus, tbus, ratio, enabled
+
+
+def _pair(c: _Ctx, a: str, p: str) -> Pair:
+    """One (algorithm, protocol) pair over k: its latency (:func:`_latency`) and bandwidth (one helper per
+    algorithm, as tuning.cc's cases), what it costs and what NCCL's tuner believes."""
+    pidx = PROTOCOLS.index(p)
+    enabled = _enabled(c, a, p)
+    lat, tlat, hc, hop_lat, base = _latency(c, a, p)
+    if a == "ring":
+        bus, tbus, ratio = _ring_bw(c, p)
+    elif a == "tree":
+        bus, tbus, ratio = _tree_bw(c, p)
+    elif a == "pat":
+        bus, tbus, ratio = _pat_bw(c)
+    else:
+        bus, tbus, ratio, enabled = _nvls_bw(c, a, enabled)
+    alg_Bps = bus * ratio  # NCCL's "bandwidth": bytes of the collective's size per second
+    tuner_alg = tbus * ratio
+    dead = ~((alg_Bps > 0) & (tuner_alg > 0))
+    if np.any(dead):  # NCCL skips a pair of bandwidth 0 ("if (bw == 0) { *time = -1.0; ...}")
+        enabled = enabled & ~dead
+        alg_Bps = np.where(dead, 1.0, alg_Bps)
+        tuner_alg = np.where(dead, 1.0, tuner_alg)
+    nvls = a.startswith("nvls")
+    if nvls:
+        thr = np.zeros(c.k.shape)  # getAlgoInfo: NVLS always launches all of its channels
+    else:
+        thr = MAX_THREADS[pidx] * THREAD_THRESHOLD[pidx] * (c.kf if (a == "ring" and p == "ll") else np.ones(c.k.shape))
+    # NCCL's NVLS graph has one head per GPU of the node (search.cc: NVLS channels = GPUs)
+    heads = c.heads if a == "nvls-tree" else np.minimum(c.ppn, NVLS_MAX_HEADS)
+    return Pair(
+        algorithm=a,
+        protocol=p,
+        enabled=np.asarray(enabled),
+        latency=lat,
+        alg_Bps=alg_Bps,
+        bus_Bps=bus,
+        base=base,
+        hop_latency=hop_lat,
+        hops=hc,
+        plateau=(a == "ring" and p == "simple" and c.collective == "all_reduce"),
+        multi=c.multi,
+        channels=c.ch,
+        ranks=c.kf,
+        threshold=thr,
+        ops=nvls_channels(c) * heads if nvls else None,
+        nodes=c.nodes if nvls else None,
+        stages=NVLS_FILL.get(c.collective, 0.0) if nvls else 0.0,
+        tuner_lat=tlat,
+        tuner_alg_Bps=tuner_alg,
+        corrected=a == "tree" or (a == "nvls-tree" and c.tree_corrected_nvls),
+        correction_sizes=c.rel.tree_correction_sizes,
+    )
+
+
 def pairs(
     network: Sequence[Tier],
     spec: NcclSpec,
@@ -506,277 +946,23 @@ def pairs(
     """Every (algorithm, protocol) pair NCCL could run for this collective over k; see the module docstring.
 
     ``tier_Bps`` is what each tier offers a ring, (tiers, ...k) (``collectives.tier_bandwidth``; its minimum is
-    the ring's bus bandwidth). Sizes
-    enter through :meth:`Pair.cost`; ``n`` is the collective's size as nccl-tests counts it (all-gather: the
-    gathered output, reduce-scatter: the input).
+    the ring's bus bandwidth). Sizes enter through :meth:`Pair.cost`; ``n`` is the collective's size as nccl-tests
+    counts it (all-gather: the gathered output, reduce-scatter: the input).
     """
     k = np.asarray(k, dtype=np.int64)
-    kf = k.astype(np.float64)
-    nt = len(network)
-    ring_Bps = np.min(tier_Bps, axis=0)
-    rel = releases.select(spec.version, "nccl.version")  # the release's tables and switches
-    gen = rel.generation_table.get(spec.generation, "ampere")
-    tab = rel.generations[gen]
-    dom = _domains(network, k)
-    nodes = dom[1] if nt > 1 else np.ones_like(k)
-    multi = nodes > 1
-    idx2 = np.where(nodes <= 1, 0, np.where(nodes == 2, 1, 2))
-    ppn = kf / np.maximum(nodes, 1)
-    ll_max = (
-        np.where(
-            multi,
-            np.asarray(_LL_MAX_MULTINODE.get(spec.cpu, _LL_MAX_MULTINODE["intel"]))[idx2],
-            np.asarray(tab["ll_max"])[idx2],
-        )
-        * 1e9
-    )
-    gch, ch = graph_channels(network, spec, k, nodes)  # graph channels (tuner caps) and runtime channels
-    kinds = [tier_kind(t, i) for i, t in enumerate(network)]
-    lks = [link_kind(kd) for kd in kinds]
-    hws = [lk.hw for lk in lks]
-    shp = (1,) * k.ndim
-    # per-tier scale: the tier's stated latency over the Ring/Simple hop latency of its kind (NCCL's table, or the
-    # transport's own published per-hop latency where it has one: EFA)
-    scale = []
-    for t, lk in zip(network, lks):
-        ref = lk.hop_us[2] if lk.hop_us else rel.hw_latency_us[lk.hw]["ring"][2]
-        scale.append(t.latency_s / (ref * 1e-6) if ref else 1.0)
-    net_over = NET_OVERHEAD_US.get(spec.cpu, 1.0) * 1e-6
-
+    c = _context(network, spec, k, tier_Bps, collective)
     algos = [
         a for a in ALGOS if a in COLLECTIVES[collective].nccl_algorithms and (algorithms is None or a in algorithms)
     ]
     protos = [p for p in PROTOCOLS if p in spec.protocols and (protocols is None or p in protocols)]
-    ring_hops = hops(network, k, collective, inter_minus_one=rel.ring_inter_minus_one)
-    # NCCL's own count of a ring's intra-node steps, nsteps - nInterSteps, unclipped: 2.20.3 counts 2N inter-node
-    # steps of an all-reduce, so at one GPU per node its tuner takes 2 intra-node steps off (its view only)
-    ring_hops_tuner = ring_hops.copy()
-    if nt > 1 and collective in ("all_reduce", "reduce_scatter", "all_gather"):
-        ring_hops_tuner[0] = np.where(k >= 2, COLLECTIVES[collective].ring_steps(kf) - ring_hops[1:].sum(axis=0), 0.0)
-    tree_hops = _tree_hops(network, k)
-    nvl0 = hws[0] == "nvlink"
-    # NCCL 2.20.3 (tuning.cc, ncclTopoTuneModel): "MNNVL: NVLS not yet supported" -- NVLSTree is disabled when
-    # comm->MNNVL, and NVLS too (without CollNet); a multi-node NVLink domain runs Ring and Tree only. 2.21.5 on
-    # lets it run NVLS (releases.Release.mnnvl_no_nvls)
-    nvls_ok = nvl0 and not (lks[0].multinode and rel.mnnvl_no_nvls)
-    # 2.29.2 on: NVLSTree all-reduce takes treeCorrectionFactor on Blackwell (minCompCap >= 100) x86 hosts
-    tree_corrected_nvls = (
-        rel.nvls_tree_correction and collective == "all_reduce" and gen == "blackwell" and spec.cpu in ("intel", "amd")
-    )
-    one_ppn = ppn < 2  # NCCL's ppn == 1 (ranks / nodes), where 2.23.4 on prices every algorithm with Tree's hops
-    B0 = network[0].effective_Bps / 1e9 * np.ones(k.shape)  # one GPU's NVLink, GB/s
-    tiers_i = np.arange(nt).reshape((-1,) + shp)
-    outer = np.zeros(k.shape, dtype=np.int64)  # the outermost tier k spans (PAT's network hops)
-    for i in range(1, nt):
-        outer = np.where(dom[i] > 1, i, outer)
-    top = (outer == tiers_i) & (tiers_i > 0)  # (tiers, ...k)
-    # ---- what a tree (and NVLSTree) sends over tier i >= 1, per byte of the message, per domain below it: a
-    # double binary tree over g domains has every domain send and receive n per direction when g = 2 (one
-    # edge, each tree carries n/2 up and n/2 down) and up to 2n when g > 2 (an inner node of one tree: n/2 up,
-    # 2 x n/2 down, plus n/2 up as a leaf of the other): NCCL's tuner says the same with "bwIntra for nNodes
-    # <= 2, bwInter beyond" (Tree) and "bwInter/2 beyond 2 nodes" (NVLSTree), tuning.cc 2.20.3-2.26
-    groups = tree_groups(network, k)
-    tree_net_bus = np.full(k.shape, np.inf)  # bus-bandwidth equivalent of the network tiers for a tree
-    for i in range(1, nt):
-        load = np.where(groups[i] <= 2, 1.0, 2.0)  # L_i
-        tree_net_bus = np.minimum(tree_net_bus, np.where(groups[i] >= 2, 2.0 * tier_Bps[i] / load, np.inf))
-    # NVLSTree: the node's heads (one per NIC, at most NCCL_MAX_NVLS_ARITY) carry the network part
-    if nt > 1:
-        sub = network[0].size or 1
-        r = kf - (np.ceil(kf / sub) - 1) * sub  # devices in the smallest node
-        heads = np.minimum(r, NVLS_MAX_HEADS) if network[1].per == "device" else np.ones(k.shape)
-        net_heads = np.where(network[1].per == "device", tier_Bps[1] * heads / np.maximum(r, 1), tier_Bps[1])
-    else:
-        heads = np.ones(k.shape)
-        net_heads = np.full(k.shape, np.inf)
     out: list[Pair] = []
     for a in algos:
         for p in protos:
-            pidx = PROTOCOLS.index(p)
             if (a.startswith("nvls") or a == "pat") and p != "simple":
                 continue
             if p == "ll128" and not spec.ll128:
                 continue
-            enabled = k >= 2
-            if p == "ll128" and not spec.ll128_net:
-                enabled = enabled & ~multi
-            if a == "nvls":
-                enabled = enabled & (~multi) & (k > 2) & spec.nvls & nvls_ok
-            if a == "nvls-tree":
-                enabled = enabled & multi & spec.nvls & nvls_ok & (ppn > 2)
-            if a == "pat":  # ncclPatEnable: one GPU per node (nNodes == nRanks), 2.23.4 on
-                enabled = enabled & multi & one_ppn & (rel.pat_factor is not None)
-            # ---- latency: base + hops x per-hop latency of each tier; the tuner's view adds the network
-            # plugin's latency to every inter-node hop (twice for Simple) and reads NCCL's table, not the
-            # transport's own per-hop figure
-            cost_hw, tuner_hw = [], []
-            for i, lk in enumerate(lks):
-                table = rel.hw_latency_us[lk.hw]["tree" if a == "pat" else a][pidx] * 1e-6  # PAT: ppn 1, Tree's
-                if i and rel.one_ppn_tree_latency:  # "With ppn=1 latencies are fully exposed" (2.23.4 on)
-                    table = np.where(one_ppn, rel.hw_latency_us[lk.hw]["tree"][pidx] * 1e-6, table)
-                real = (np.where(table, lk.hop_us[pidx] * 1e-6, 0.0) if lk.hop_us else table) * np.ones(k.shape)
-                cost_hw.append(real * scale[i])
-                plug = lk.plugin_latency_us * 1e-6 * (2.0 if p == "simple" else 1.0) if i else 0.0
-                plug = np.where(table, plug, 0.0)
-                tuner_hw.append((table * (scale[i] if not lk.hop_us else 1.0)) + plug + np.zeros(k.shape))
-            hw = np.stack(cost_hw)
-            thw = np.stack(tuner_hw)
-            thc = None  # the tuner's hop counts where they differ from the cost's
-            if a == "ring":
-                hc = ring_hops
-                thc = ring_hops_tuner
-                if collective in ("all_reduce", "reduce_scatter", "all_gather"):
-                    floor = net_over * (3.0 if p == "simple" else 1.0)
-                    hw[0] = np.where(multi, np.maximum(hw[0], floor), hw[0])
-                    thw[0] = np.where(multi, np.maximum(thw[0], floor), thw[0])
-                if collective == "broadcast":  # tuning.cc: Reduce/Broadcast rings pay nsteps x one hop latency
-                    hc = np.zeros_like(ring_hops)
-                    top = np.zeros(k.shape, dtype=np.int64)
-                    for i in range(1, nt):
-                        top = np.where(dom[i] > 1, i, top)
-                    for i in range(nt):
-                        hc[i] = np.where(top == i, kf, 0.0)
-                    hc = np.where(k >= 2, hc, 0.0)
-                    thc = hc
-            elif a == "tree":
-                hc = tree_hops
-            elif a == "nvls":
-                hc = np.zeros((nt,) + k.shape)
-                hc[0] = 1.0
-            elif a == "pat":
-                # latency 8 + log2i(nNodes)·interLat/3.5 + 2.8·nRanks us: the log part as log2i(N)/3.5 hops of
-                # the outermost spanned tier (interLat is Tree's network hop at one GPU per node), the linear part
-                # as k "hops" of 2.8 us charged to the first tier
-                hc = np.zeros((nt,) + k.shape)
-                hc[0] = kf
-                hc = hc + np.where(top, np.floor(np.log2(np.maximum(nodes, 1))) / 3.5, 0.0)
-                hw[0] = PAT_PER_RANK_US * 1e-6
-                thw[0] = PAT_PER_RANK_US * 1e-6
-            else:  # nvls-tree: NVLS in the node, then the tree's network hops
-                hc = np.where(tiers_i == 0, 1.0, tree_hops)
-            base = (PAT_BASE_US if a == "pat" else rel.base_latency_us[a][pidx]) * 1e-6
-            hop_lat = hc * hw
-            lat = base + hop_lat.sum(axis=0)
-            tlat = base + ((hc if thc is None else thc) * thw).sum(axis=0)
-            # ---- bus bandwidth (B/s): what it costs (bus) and what NCCL's tuner believes (tbus)
-            bus = np.asarray(ring_Bps, dtype=np.float64) * np.ones(k.shape)
-            if a == "ring":
-                if p == "ll":
-                    if rel.ring_ll_factor is None:  # 2.20.3: 1/4, or 1/3 in one node for all but all-reduce/reduce
-                        frac = 0.25 if (collective == "all_reduce" or np.any(multi)) else 1.0 / 3.0
-                        bus = np.minimum(ll_max, bus * np.where(multi, 0.25, frac))
-                    else:
-                        bus = np.minimum(ll_max, bus * rel.ring_ll_factor)
-                elif p == "ll128":
-                    bus = np.minimum(
-                        bus * np.where(ppn < 2, rel.ring_ll128_one_ppn, 0.92),
-                        gch * np.asarray(tab["ring_ll128"])[idx2] * 1e9,
-                    )
-                tbus = bus
-                steps = COLLECTIVES[collective].ring_steps(kf)
-                ratio = kf / np.maximum(steps, 1.0)
-            elif a == "tree":
-                intra = np.asarray(tier_Bps[0], dtype=np.float64) * np.ones(k.shape)
-                phys = np.minimum(intra, tree_net_bus)  # the tree's own per-tier traffic
-                tuner = np.where(nodes <= 2, intra, bus)  # NCCL: bwIntra up to 2 nodes, bwInter beyond
-                both = []
-                for b in (phys, tuner):
-                    b = np.minimum(b * 0.92, gch * np.asarray(tab["tree"])[idx2] * 1e9)
-                    if p == "ll":
-                        b = np.minimum(b / 3.8, ll_max)
-                    elif p == "ll128":
-                        b = np.minimum(
-                            b * np.where(multi, 120.0 / 128.0, 7.0 / 9.0),
-                            gch * np.asarray(tab["tree_ll128"])[idx2] * 1e9,
-                        )
-                    both.append(b)
-                bus, tbus = both
-                ratio = 0.5
-            elif a == "pat":  # busBw = nChannels x bw x 0.85 (2.23.4) / 0.75, kept as the algorithm bandwidth
-                bus = np.asarray(ring_Bps, dtype=np.float64) * (rel.pat_factor or 1.0) * np.ones(k.shape)
-                tbus = bus
-                ratio = 1.0
-            else:
-                nch = float(spec.nvls_channels)
-                s = _quantise(B0 / nch, SPEEDS_INTRA)  # the NVLS graph's per-channel speed (bwIntra)
-                reduce_all = collective == "all_reduce"
-                split = (ppn - 1.0) / np.maximum(ppn, 1.0)  # all-gather/reduce-scatter: (ppn-1)/ppn (2.27.3 on)
-                if rel.nvls_efficiency is None:  # to 2.27.x: busBw = nch x speed, algBw 5/6 of it
-                    per = s * (split if (not reduce_all and rel.nvls_ag_rs_ppn) else 1.0)
-                    ratio = NVLS_RATIO if reduce_all else rel.nvls_ag_rs_ratio
-                    bus = nch * per * 1e9
-                    tbus = bus
-                    if a == "nvls-tree" and nt > 1:
-                        # NCCL's tuner: per channel min(bwIntra, bwInter), bwInter halved beyond 2 nodes (the
-                        # graph's quantised speed, then halved); the cost: the heads' NICs carry n (2 nodes) or 2n
-                        s_inter = _quantise(net_heads / 1e9 / nch, SPEEDS_INTER) * np.where(nodes > 2, 0.5, 1.0)
-                        tbus = nch * np.minimum(per, s_inter) * 1e9
-                        bus = np.minimum(bus, net_heads / np.where(nodes > 2, 2.0, 1.0) / ratio)
-                else:
-                    # 2.28.3 on, in the NVLS graph's own channels: G = one per head (GPUs of the node, or NICs for
-                    # NVLSTree; at most NCCL_MAX_NVLS_ARITY), each at S = nch x s / G (the same G x S as the
-                    # profile's nvls_channels x s); per channel S x nvlsEfficiency x (G-1)/G, x2 for all-reduce
-                    # (x(ppn-1)/ppn for all-gather/reduce-scatter), its bwInter taken as no tighter (the search
-                    # raises an NVLS graph's bwInter to 2 x bwIntra); NVLSTree: min(that, the NIC's speed x2 on
-                    # two nodes, perChMaxNVLSTreeBws); algBw = busBw x k/nsteps (all-reduce). G < 2: not run.
-                    eff = rel.nvls_efficiency.get(gen, 0.0)
-                    G = heads if a == "nvls-tree" else np.minimum(ppn, NVLS_MAX_HEADS)
-                    enabled = enabled & (G >= 2) & (eff > 0)  # nvlsEfficiency 0 (Volta, Ampere): busBw 0
-                    G = np.maximum(G, 2.0)
-                    S = nch * s / G
-                    per = S * (eff or 1.0) * (G - 1.0) / G * (2.0 if reduce_all else split)
-                    ratio = kf / np.maximum(COLLECTIVES[collective].ring_steps(kf), 1.0) if reduce_all else 1.0
-                    bus = G * per * 1e9
-                    tbus = bus
-                    if a == "nvls-tree" and nt > 1:
-                        s_inter = _quantise(net_heads / 1e9 / G, SPEEDS_INTER) * np.where(nodes <= 2, 2.0, 1.0)
-                        cap = np.where(multi, np.asarray(tab["nvls_tree"])[idx2], np.inf)  # N1: 0, NVLSTree off
-                        tbus = G * np.minimum(np.minimum(per, s_inter), cap) * 1e9
-                        heads_Bps = net_heads / np.where(nodes > 2, 2.0, 1.0) / ratio
-                        bus = np.minimum(np.minimum(bus, G * cap * 1e9), heads_Bps)
-            alg_Bps = bus * ratio  # NCCL's "bandwidth": bytes of the collective's size per second
-            tuner_alg = tbus * ratio
-            dead = ~((alg_Bps > 0) & (tuner_alg > 0))
-            if np.any(dead):  # NCCL skips a pair of bandwidth 0 ("if (bw == 0) { *time = -1.0; ...}")
-                enabled = enabled & ~dead
-                alg_Bps = np.where(dead, 1.0, alg_Bps)
-                tuner_alg = np.where(dead, 1.0, tuner_alg)
-            if a.startswith("nvls"):
-                thr = np.zeros(k.shape)  # getAlgoInfo: NVLS always launches all of its channels
-            else:
-                thr = (
-                    MAX_THREADS[pidx]
-                    * THREAD_THRESHOLD[pidx]
-                    * (kf if (a == "ring" and p == "ll") else np.ones(k.shape))
-                )
-            out.append(
-                Pair(
-                    algorithm=a,
-                    protocol=p,
-                    enabled=np.asarray(enabled),
-                    latency=lat,
-                    alg_Bps=alg_Bps,
-                    bus_Bps=bus,
-                    base=base,
-                    hop_latency=hop_lat,
-                    hops=hc,
-                    plateau=(a == "ring" and p == "simple" and collective == "all_reduce"),
-                    multi=multi,
-                    channels=ch,
-                    ranks=kf,
-                    threshold=thr,
-                    # NCCL's NVLS graph has one head per GPU of the node (search.cc: NVLS channels = GPUs)
-                    ops=(float(spec.nvls_channels) * (heads if a == "nvls-tree" else np.minimum(ppn, NVLS_MAX_HEADS)))
-                    if a.startswith("nvls")
-                    else None,
-                    nodes=nodes if a.startswith("nvls") else None,
-                    stages=NVLS_FILL.get(collective, 0.0) if a.startswith("nvls") else 0.0,
-                    tuner_lat=tlat,
-                    tuner_alg_Bps=tuner_alg,
-                    corrected=a == "tree" or (a == "nvls-tree" and tree_corrected_nvls),
-                    correction_sizes=rel.tree_correction_sizes,
-                )
-            )
+            out.append(_pair(c, a, p))
     return out
 
 
