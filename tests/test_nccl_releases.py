@@ -150,7 +150,7 @@ def test_nvlstree_tuner_bandwidth_on_two_nodes_from_2_28_3_by_hand():
 
 def test_selection_rule():
     assert releases.select(None) is releases.DEFAULT_RELEASE
-    assert releases.DEFAULT_RELEASE.version == NCCL_TABLES_VERSION == "2.20.3"
+    assert releases.DEFAULT_RELEASE.version == NCCL_TABLES_VERSION == "2.29.7"  # PyPI torch 2.13.0's NCCL
     assert releases.select("2.27.5").version == "2.27.5"
     assert releases.select("2.27.7").version == "2.27.5"  # between 2.27.5 and 2.28.3: the earlier
     assert releases.select("2.20.5").version == "2.20.3"
