@@ -289,6 +289,21 @@ def _picks(r: Result) -> str:
     return ", ".join(out)
 
 
+def _graph(r: Result) -> str:
+    """The channels and speed of NCCL's inter-node search graph at the result's one k ('' where the rule does not
+    apply): a faster NIC can stop the search at fewer, faster channels (simcli.comm.nccl.graph_tie), which moves E
+    while NCCL's picks keep their names, so the search refines there too."""
+    sc = r.scenario
+    if sc.profile.library != "nccl" or len(sc.profile.network) < 2:
+        return ""
+    from ..comm import nccl, nccl_choice
+
+    tie = nccl.graph_tie(sc.profile.network, nccl_choice.nccl_spec(sc.profile), np.asarray(r.devices))
+    if tie is None:
+        return ""
+    return f" [{float(tie['channels'][0]):g} x {float(tie['speed_GBps'][0]):g} GB/s]"
+
+
 def solve_field(sc: Scenario, *, devices: int, target: float, path: str, rtol: float = DEFAULT_RTOL) -> Solved:
     """The value of the field at ``path`` at which E(devices) reaches ``target``.
 
@@ -318,6 +333,7 @@ def solve_field(sc: Scenario, *, devices: int, target: float, path: str, rtol: f
     assert x0 is not None
     evals = 0
     seen: dict[float, tuple[float, str]] = {}
+    state: dict[float, str] = {}
 
     def run(x: float) -> Result:
         nonlocal evals
@@ -329,7 +345,13 @@ def solve_field(sc: Scenario, *, devices: int, target: float, path: str, rtol: f
         if x not in seen:
             r = run(x)
             seen[x] = (float(r.efficiency[0]), _picks(r))
+            state[x] = seen[x][1] + _graph(r)
         return seen[x]
+
+    def moved(a: float, b: float) -> bool:
+        """NCCL's picks, or its search graph's channels, differ between a and b (where E may jump)."""
+        at(a), at(b)
+        return state[float(a)] != state[float(b)]
 
     def eff(x: float) -> float:
         return at(x)[0]
@@ -356,15 +378,15 @@ def solve_field(sc: Scenario, *, devices: int, target: float, path: str, rtol: f
     increasing = es[-1] > es[0]
     # where NCCL's picks change inside a grid step, sample inside it and bisect every change to the tolerance
     for lo, hi in zip(grid[:-1], grid[1:]):
-        if at(lo)[1] == at(hi)[1]:
+        if not moved(lo, hi):
             continue
         inner = np.exp(np.linspace(math.log(lo), math.log(hi), REFINE_POINTS + 2))
         for a, b in zip(inner[:-1], inner[1:]):
-            if at(a)[1] == at(b)[1]:
+            if not moved(a, b):
                 continue
             while b / a > 1.0 + rtol:
                 mid = math.sqrt(a * b)
-                if at(mid)[1] == at(a)[1]:
+                if not moved(mid, a):
                     a = mid
                 else:
                     b = mid

@@ -432,7 +432,9 @@ def explain_view(d: dict[str, Any]) -> Any:
         ),
     ]
     if d.get("nccl_version") == NCCL_TABLES_VERSION:
-        rows.append(("NCCL release", f"{NCCL_TABLES_VERSION}, the default: {NCCL_DEFAULT_WHY}"))
+        rel = d.get("nccl_release") or {}
+        against = f"; against {rel['previous']}: {rel['changes']}" if rel.get("previous") else ""
+        rows.append(("NCCL release", f"{NCCL_TABLES_VERSION}, the default: {NCCL_DEFAULT_WHY}{against}"))
     elif d.get("nccl_version"):
         rel = d.get("nccl_release") or {}
         against = f"; against {rel['previous']}: {rel['changes']}" if rel.get("previous") else ""
