@@ -1,45 +1,30 @@
 """NCCL's cost model, generalised to simcli's tiers: every (algorithm, protocol) pair, and NCCL's choice.
 
 The tuner's constants and formula switches are the selected release's (:mod:`simcli.comm.releases`, 2.20.3 to
-2.30.7: ``NcclSpec.version``); the numbers below are 2.20.3's, the default.
-
-Source: NVIDIA/nccl v2.20.3 (makefiles/version.mk), ``src/graph/tuning.cc`` (``ncclTopoTuneModel``,
-``ncclTopoGetAlgoTime``), ``src/enqueue.cc`` (``getAlgoInfo``: channels shrink for small messages) and
-``src/graph/search.cc`` (``sm90SpeedArrayIntra/Inter``: the per-channel speeds a graph may take). NCCL prices
-each pair as ``latency + bytes / bandwidth`` and runs the cheapest; this module does the same, vectorised over
-(k, n), with the hop counts read off simcli's tiers instead of "intra-node" and "inter-node":
+2.30.7: ``NcclSpec.version``; the default 2.29.7, what torch 2.13's CUDA wheels install). Source: NVIDIA/nccl
+``src/graph/tuning.cc`` (``ncclTopoTuneModel``, ``ncclTopoGetAlgoTime``), ``src/enqueue.cc`` (``getAlgoInfo``:
+channels shrink for small messages) and ``src/graph/search.cc`` (the search graphs: :mod:`simcli.comm.nccl_graph`).
+NCCL prices each pair as ``latency + bytes / bandwidth`` and runs the cheapest; this module does the same,
+vectorised over (k, n), with the hop counts read off simcli's tiers, one helper per case of tuning.cc:
 
 * **Ring** (all-reduce: 2 passes of k-1 steps; reduce-scatter and all-gather: 1 pass; broadcast: k steps).
-  A chunk crosses every ring edge but one per pass; the edges that leave a domain of tier i-1 pay tier i's
-  hop latency, the others tier 0's. For two tiers and N nodes that is NCCL's
-  ``base + (nsteps - nInterSteps)·lat_intra + nInterSteps·lat_inter`` with ``nInterSteps = 2N``
-  (all-reduce) or ``N - 1`` (reduce-scatter, all-gather). On multi-node rings each intra hop costs at least
-  NCCL's network post overhead (1 us on Intel/Arm hosts, 2 us on AMD; 3x for Simple).
-  Bandwidth: the ring's bus bandwidth B (``collectives.tier_bandwidth``: the bottleneck tier), times
-  1/4 for LL (capped at ``llMaxBw``), 0.92 for LL128 (0.7 at one device per node; capped at channels x the
-  per-channel LL128 rate), 1 for Simple. Time of the bytes: ``nsteps/k · n / B_p``.
-* **Tree** (all-reduce only): ``base + 2·((ppn-1)·lat_0 + sum_i floor(lg g_i)·lat_i)`` with ppn devices per
-  node and g_i domains of tier i-1 in one domain of tier i; bandwidth ``min(0.92·B, channels·perChMaxTreeBw)``
-  (LL: /3.8, capped at llMaxBw; LL128: 7/9 in one node, 120/128 across, capped per channel), and the bytes
-  take ``n / (0.5·B_p)``; NCCL's size-dependent ``treeCorrectionFactor`` scales B_p.
-* **NVLS** (NVLink SHARP, one NVSwitch domain, Hopper and later, more than 2 GPUs) and **NVLSTree** (NVLS in
-  each node, a tree across nodes): Simple only, latency ``lat_nvls`` (+ ``2·floor(lg N)·lat_net`` for the
-  tree), bandwidth ``5/6 · nvls_channels · s`` where s is the largest per-channel speed of NCCL's search
-  table that ``nvls_channels·s`` does not exceed the GPU's NVLink bandwidth (and, for NVLSTree, its network
-  bandwidth; halved beyond two nodes). Their kernels pipeline chunks through three stages (scatter, multimem
-  reduce + broadcast, gather; ``src/device/all_reduce.h``), so the bytes also pay a fill of
-  ``NVLS_FILL`` chunk times (2 for all-reduce, 1 for reduce-scatter and all-gather),
-  ``fill·min(n, ops·chunk(n)) / bandwidth``, with ops = channels x heads and the
-  chunk NCCL's ``calcCollChunking`` picks for n (:func:`nvls_chunk`); NCCL's tuner leaves the fill out.
+  The edges that leave a domain of tier i-1 pay tier i's hop latency, the others tier 0's: for two tiers NCCL's
+  ``base + (nsteps - nInterSteps)·lat_intra + nInterSteps·lat_inter``; multi-node rings pay at least NCCL's
+  network post overhead per NVLink hop. Bandwidth: the ring's bus bandwidth B times the release's LL factor
+  (capped at ``llMaxBw``), 0.92 for LL128 (capped per channel), 1 for Simple; the bytes take ``nsteps/k · n / B_p``.
+* **Tree** (all-reduce only): ``base + 2·((ppn-1)·lat_0 + sum_i floor(lg g_i)·lat_i)``; bandwidth
+  ``min(0.92·B, channels·perChMaxTreeBw)`` (LL /3.8, LL128 7/9 or 120/128, capped per channel) x
+  ``treeCorrectionFactor``, the bytes ``n / (0.5·B_p)``.
+* **NVLS** and **NVLSTree**: Simple only, latency ``lat_nvls`` (+ ``2·floor(lg N)·lat_net``), bandwidth on NCCL's
+  NVLS graph (:func:`simcli.comm.nccl_graph.nvls_graph`: one head per GPU or NIC) with 2.28.3's nvlsEfficiency;
+  the bytes also pay a pipeline fill of ``NVLS_FILL`` chunk times (:func:`nvls_chunk`), which NCCL's tuner leaves
+  out. **PAT** (2.23.4 on, one GPU per node): ``8 + log2 N·lat_net/3.5 + 2.8·k`` us.
 
 Two ways to read the model (``simcli.comm.nccl_choice.nccl_collective(by="tuner")`` chooses on NCCL's own estimate,
-as NCCL does; ``by="time"`` takes the fastest pair): NCCL's tuner multiplies a multi-node Simple ring's
-latency by 1.4 ("plateau effect") and charges every message all channels; what the chosen pair then *costs* is
-priced without the plateau factor (a choice made after looking at the published 16-GPU forced-ring curve,
-whose 1-2 MiB floor of 155 us sits on Simple's plain latency, 153 us with the bytes, not on 1.4x it; the
-tuner itself picks LL128 there, 85 us, which is the ring curves' open error) and with the channels that
-``getAlgoInfo`` really launches for that size (``nc`` shrinks while ``n < nc·nthreads·threshold``), whose
-bandwidth scales by nc/channels.
+as NCCL does; ``by="time"`` takes the fastest pair): NCCL's tuner multiplies a multi-node Simple ring's latency by
+1.4 ("plateau effect") and charges every message all channels; what the chosen pair *costs* drops the plateau (the
+published 16-GPU forced-ring curve's 1-2 MiB floor, 155 us, sits on Simple's plain latency) and uses the channels
+``getAlgoInfo`` launches for that size (``nc`` shrinks while ``n < nc·nthreads·threshold``).
 
 **The host's issue rate** (:func:`host_floor`). nccl-tests times a loop of back-to-back launches with the
 host's clock, so a run that drives G GPUs from one thread (``-g G``, one process) cannot go faster than the
@@ -59,7 +44,21 @@ import numpy as np
 
 from ..base.types import NcclSpec, Tier
 from . import releases
-from .specs import COLLECTIVES, KIND_ALIASES, PROTOCOL_SPECS, PROTOCOLS, link_kind
+from .nccl_graph import (
+    MAX_CHANNELS,
+    NVLINK_SEARCH_FRACTION,
+    NVLS_CHUNK,
+    SPEEDS_INTER,
+    SPEEDS_INTRA,
+    graph_channels,
+    graph_tie,
+    nvls_chunk,
+    nvls_fill,
+    nvls_graph,
+    quantise,
+    tier_kind,
+)
+from .specs import COLLECTIVES, PROTOCOL_SPECS, PROTOCOLS, link_kind
 
 __all__ = [
     "ALGOS",
@@ -75,6 +74,13 @@ __all__ = [
     "tree_groups",
     "hops",
     "NVLS_MAX_HEADS",
+    # the search graphs and NVLS chunks (simcli.comm.nccl_graph), read here as before
+    "graph_tie",
+    "graph_channels",
+    "nvls_chunk",
+    "NVLINK_SEARCH_FRACTION",
+    "MAX_CHANNELS",
+    "NVLS_CHUNK",
 ]
 
 #: NCCL's algorithms that simcli models and its protocols, in NCCL's order
@@ -97,11 +103,6 @@ HW_LATENCY_US = _DEFAULT.hw_latency_us
 GENERATIONS = _DEFAULT.generations
 #: generations without a table of their own take the nearest older one (the default release's)
 GENERATION_TABLE = _DEFAULT.generation_table
-#: NCCL's speed of one NVLink in its topology search, as a fraction of the link's line rate, by GPU generation
-#: (src/graph/topo.h: SM70/SM80_NVLINK_BW 20.0, SM90_NVLINK_BW 20.6 of a 25 GB/s link, SM100_NVLINK_BW 40.1 of
-#: 50). It sizes NCCL's search graph (the GPU's totalBw that stops the inter-node search), not what the kernels
-#: move: Blackwell measures 0.9 of its links, which the profiles' efficiency carries (docs/nccl.md, "NVLink5").
-NVLINK_SEARCH_FRACTION = {"volta": 20.0 / 25.0, "ampere": 20.0 / 25.0, "hopper": 20.6 / 25.0, "blackwell": 40.1 / 50.0}
 #: llMaxBws rows for multi-node rings, by host CPU vendor
 _LL_MAX_MULTINODE = {"intel": (39.0, 39.0, 20.4), "arm": (39.0, 39.0, 20.4), "amd": (87.7, 22.5, 19.0)}
 #: getNetOverhead (us): the network post overhead every multi-node ring hop pays at least (x3 for Simple)
@@ -114,9 +115,6 @@ TREE_CORRECTION = np.array([
     [1.0, 1.0, 1.0, 1.0, 1.0, .9, .8, .8, .8, .7, .6, .6, .6, .6, .6, .6, .8, .9, .9, .9, .9, 1.0, 1.0, 1.0],
     [.9, .9, .9, .9, .9, .9, .9, .8, .7, .6, .6, .5, .5, .5, .5, .6, .7, .8, .7, .7, .8, .9, .9, .9]])
 # fmt: on
-#: search.cc: per-channel speeds (GB/s) an SM90 graph may take, inside a node and across nodes
-SPEEDS_INTRA = (60.0, 50.0, 40.0, 30.0, 24.0, 20.0, 15.0, 12.0, 11.0, 6.0, 3.0)
-SPEEDS_INTER = (48.0, 45.0, 42.0, 40.0, 30.0, 24.0, 22.0, 20.0, 17.5, 15.0, 12.0, 6.0, 3.0, 2.4, 1.2, 0.24, 0.12)
 #: getAlgoInfo (enqueue.cc): threads per channel (NCCL_{LL,LL128,SIMPLE}_MAX_NTHREADS) and the bytes per thread
 #: below which a channel is dropped (NCCL_*_THREAD_THRESHOLD; ring LL's is multiplied by the ranks): the rows of
 #: simcli.comm.specs.PROTOCOL_SPECS
@@ -141,8 +139,6 @@ NVLS_FILL = {c.name: c.nvls_fill for c in COLLECTIVES.values() if c.nvls_fill}
 #: 2022-12-14): 10, 13.76, 16.88, 20.8, 25.2, 29.5, 33.7 us for N = 2..8, i.e. N x 4.2 us from N = 4 on (4.2,
 #: 4.16, 4.2, 4.2, 4.2 us per GPU), where NCCL's tuner gives the GPU 6.6 + 2(N-1)·0.6 us (15 us at N = 8)
 LAUNCH_US = 4.2
-#: ``comm->nvlsChunkSize`` (NCCL_NVLS_CHUNKSIZE, 128 KiB), the largest NVLS chunk
-NVLS_CHUNK = 128 * 1024
 
 
 def host_floor(gpus_per_process: "int | np.ndarray") -> "float | np.ndarray":
@@ -153,35 +149,6 @@ def host_floor(gpus_per_process: "int | np.ndarray") -> "float | np.ndarray":
 
 #: NCCL_MAX_NVLS_ARITY (src/include/device.h): NVLS heads per node, 32 from NCCL 2.20.1 on (8 before)
 NVLS_MAX_HEADS = 32
-
-
-def tier_kind(tier: Tier, index: int) -> str:
-    """The link kind of a tier: its ``kind``, else guessed from the name and place."""
-    if tier.kind:
-        return KIND_ALIASES.get(tier.kind, tier.kind)
-    name = tier.name.lower()
-    if "pci" in name:
-        return "pcie"
-    if index == 0 and any(w in name for w in ("mnnvl", "nvl72", "nvl36")):
-        return "mnnvl"
-    if index == 0 and "nvswitch" in name:
-        return "nvswitch"
-    if index == 0 and any(w in name for w in ("nvlink", "xgmi", "infinity", "fabric", "nvl")):
-        return "nvlink"
-    if index == 0:
-        return "nvlink" if tier.per == "device" else "pcie"
-    for w, k in (
-        ("efa", "efa"),
-        ("roce", "roce"),
-        ("tcpxo", "tcpxo"),  # rccl hook (issue 37): Google's GPUDirect-TCPX/TCPXO before plain TCP
-        ("tcpx", "tcpx"),
-        ("ether", "ethernet"),
-        ("gbe", "ethernet"),
-        ("tcp", "ethernet"),
-    ):
-        if w in name:
-            return k
-    return "infiniband"
 
 
 def tier_defaulted(tier: Tier) -> tuple[str, ...]:
@@ -381,123 +348,6 @@ def _tree_hops(network: Sequence[Tier], k: np.ndarray) -> np.ndarray:
     return np.where(k >= 2, out, 0.0)
 
 
-def _quantise(bw_GBps: np.ndarray, speeds: Sequence[float]) -> np.ndarray:
-    """The largest per-channel speed of NCCL's search table that does not exceed ``bw_GBps``."""
-    s = np.asarray(speeds)
-    ok = s[None, :] <= np.asarray(bw_GBps, dtype=np.float64).reshape(-1, 1)
-    pick = np.where(ok.any(axis=1), s[np.argmax(ok, axis=1)], s[-1])
-    return pick.reshape(np.shape(bw_GBps))
-
-
-#: MAXCHANNELS (src/include/device.h, 2.20.3): the most channels a communicator keeps after ncclTopoPostset
-MAX_CHANNELS = 32
-
-
-def graph_channels(
-    network: Sequence[Tier], spec: NcclSpec, k: np.ndarray, nodes: np.ndarray
-) -> tuple[np.ndarray, np.ndarray]:
-    """(G, runtime): the channels of NCCL's search graph, which its tuner multiplies every per-channel figure by
-    (tuning.cc: ``busBw = graphs[a]->nChannels * bw`` and the caps ``graphs[a]->nChannels*perChMax...``), and
-    the channels the kernels then run on (``comm->nChannels``), over k.
-
-    ncclTopoPostset (connect.cc) always doubles the graph: "Duplication should be complete now: nChannels =
-    comm->nChannels = std::min(MAXCHANNELS,nChannels*2)", so a profile's ``channels`` (what NCCL logs, runtime)
-    is 2G on one node. Across nodes the graph is searched on NCCL's inter-node speed table (search.cc
-    ``sm90SpeedArrayInter``: 48, 45, 42, 40, ...): one channel per NIC while a NIC carries only one channel of
-    that speed, at most as many as one GPU's NVLink carries; and on compute capability > 8.0
-    ncclTopoDupChannels does not duplicate it ("if (ccMin > 80 && graph->bwIntra < 50.0 && graph->nChannels >
-    4) return ncclSuccess;"). So a DGX/HGX H100 with 8 NDR NICs runs G = 8 graph channels of 45 GB/s, and
-    2G = 16 kernels (the "default number of SMs is 16" of NVIDIA/nccl#1649), not the 24 of one node.
-    Applied where the NIC tier is per device on Hopper and later (the rule's compute-capability branch);
-    elsewhere G = channels/2 and runtime = channels.
-    """
-    k = np.asarray(k)
-    ch = float(spec.channels)
-    G = np.full(k.shape, ch / 2.0)
-    rt = np.full(k.shape, ch)
-    if len(network) < 2 or spec.generation not in ("hopper", "blackwell") or network[1].per != "device":
-        return G, rt
-    best_g, best_s = _graph_search(network, spec, k)
-    best_g = np.maximum(best_g, 1.0)
-    s_pick = best_s
-    dup = (s_pick >= 50.0) | (best_g <= 4)
-    gm = np.where(dup, np.minimum(2 * best_g, MAX_CHANNELS), best_g)
-    multi = nodes > 1
-    G = np.where(multi, gm, G)
-    rt = np.where(multi, np.minimum(2 * gm, MAX_CHANNELS), rt)
-    return G, rt
-
-
-def _graph_search(
-    network: Sequence[Tier], spec: NcclSpec, k: np.ndarray, nic: np.ndarray | None = None
-) -> tuple[np.ndarray, np.ndarray]:
-    """(channels, speed GB/s) of NCCL's inter-node search graph over k: ncclTopoCompute walks the speeds down from
-    the highest the system allows, keeps the graph with the most nChannels x bw (ncclTopoCompareGraphs keeps the
-    first of equal ones), stops once that reaches the GPU's total bandwidth ("if (graph->nChannels*graph->bwInter
-    >= system->totalBw) goto done") and never tries a speed at or below 0.49x the best solution's
-    ("speedArray[speedIndex+1]/graph->bwInter > .49"). ``nic``: the NIC's effective GB/s over k (default the
-    tier's). The GPU's NVLink is NCCL's own figure for the generation (:data:`NVLINK_SEARCH_FRACTION` of the line
-    rate), not the tier's measured efficiency: the search is NCCL's."""
-    nvlink = tier_kind(network[0], 0) != "pcie" and network[0].per == "device"
-    frac = NVLINK_SEARCH_FRACTION.get(spec.generation) if nvlink else None
-    nvl = network[0].bandwidth_Bps * frac / 1e9 if frac else network[0].effective_Bps / 1e9
-    nic = np.full(k.shape, network[1].effective_Bps / 1e9) if nic is None else np.broadcast_to(nic, k.shape)
-    ppn = np.minimum(k, network[0].size or k)
-    best_g, best, best_s = np.zeros(k.shape), np.zeros(k.shape), np.zeros(k.shape)
-    for s in SPEEDS_INTER:
-        if s > nvl:
-            continue
-        live = (s <= nic) & ((best_s == 0) | ((s / np.maximum(best_s, 1e-9) > 0.49) & (best < nvl)))
-        g = np.minimum(np.floor(nvl / s), ppn * np.floor(nic / s))
-        take = live & (g * s > best)
-        best_g = np.where(take, g, best_g)
-        best_s = np.where(take, s, best_s)
-        best = np.where(take, g * s, best)
-    return best_g, best_s
-
-
-def graph_tie(network: Sequence[Tier], spec: NcclSpec, k: np.ndarray) -> dict[str, np.ndarray] | None:
-    """Where a NIC just under the speed of NCCL's inter-node search graph would give the graph more channels
-    (``alt_channels`` of ``alt_speed_GBps`` against ``channels`` of ``speed_GBps``): the search walks down from the
-    fastest speed the NIC allows and keeps the first of equal nChannels x bw, so a faster NIC can stop it at fewer,
-    faster channels. The tuner's per-channel caps count the channels, so there a faster NIC can price some pairs
-    slower: with :func:`simcli.comm.nccl_choice.nccl_faster_pair`, the way a better tier makes NCCL's own pick
-    slower. None where the rule does not apply (one tier, before Hopper, NICs per node); else arrays over k
-    (``tie`` True where the slower NIC's graph has more channels, past one node)."""
-    if len(network) < 2 or spec.generation not in ("hopper", "blackwell") or network[1].per != "device":
-        return None
-    k = np.asarray(k)
-    g, s = _graph_search(network, spec, k)
-    g2, s2 = _graph_search(network, spec, k, nic=s * (1 - 1e-6))
-    tie = (k > (network[0].size or k)) & (s > 0) & (g2 > g)
-    return {"tie": tie, "channels": g, "speed_GBps": s, "alt_channels": g2, "alt_speed_GBps": s2}
-
-
-def nvls_chunk(algorithm: str, n: np.ndarray, ops: np.ndarray, nodes: np.ndarray | None) -> np.ndarray:
-    """The chunk (bytes) NCCL's calcCollChunking gives an NVLS or NVLSTree collective of n bytes."""
-    n = np.asarray(n, dtype=np.float64)
-    c = np.full(np.broadcast(n, ops).shape, float(NVLS_CHUNK))
-    if algorithm == "nvls":
-        steps = ((64, 65536), (8, 32768), (2, 16384))
-    else:
-        if nodes is not None:
-            c = np.where(np.asarray(nodes) >= 4, np.minimum(c, 65536.0), c)
-        steps = ((4, 65536), (1, 32768))
-    for times, smaller in steps:
-        c = np.where((n < times * ops * c) & (c > smaller), float(smaller), c)
-    return c
-
-
-def nvls_fill(
-    algorithm: str, n: np.ndarray, ops: np.ndarray, nodes: np.ndarray | None, alg_Bps: np.ndarray, stages: float
-) -> np.ndarray:
-    """``stages`` chunk times (s): ops x min(chunk, n / ops) bytes at the pair's bandwidth, per fill stage."""
-    n = np.asarray(n, dtype=np.float64)
-    c = np.minimum(nvls_chunk(algorithm, n, ops, nodes), n / ops)
-    with np.errstate(divide="ignore", invalid="ignore"):
-        return stages * c * ops / alg_Bps
-
-
 @dataclass(frozen=True)
 class _Ctx:
     """What every pair of one (network, spec, k, collective) shares: the release's tables, the counts over k, the
@@ -639,38 +489,6 @@ def _nvls_heads(network: Sequence[Tier], kf: np.ndarray, tier_Bps: np.ndarray) -
     heads = np.minimum(r, NVLS_MAX_HEADS) if per_device else np.ones(kf.shape)
     net_heads = tier_Bps[1] * heads / np.maximum(r, 1) if per_device else tier_Bps[1]
     return heads, np.asarray(net_heads) * np.ones(kf.shape)
-
-
-def nvls_graph(
-    nvlink_GBps: float, speeds: Sequence[float], G: np.ndarray, nic_GBps: np.ndarray | None = None
-) -> tuple[np.ndarray, np.ndarray]:
-    """(channels, bwIntra GB/s) of NCCL's NVLS search graph (src/graph/search.cc, pattern NVLS) over k.
-
-    Each channel has one head GPU and reserves its speed s on every GPU's NVSwitch link, twice on its head's
-    (ncclTopoSearchTryNvls: ``ncclTopoFollowPath(..., d0 == g ? 2 : 1, ...)``), so a GPU that heads one of G channels
-    carries (G + 1)·s of its NVLink bandwidth T. In one node the search must find all G heads ("Force intra-node
-    NVLS algorithm to pull evenly from all GPUs": minChannels = maxChannels = min(NCCL_MAX_NVLS_ARITY, GPUs)), so s
-    is the largest speed of the table with (G + 1)·s <= T. Across nodes (``nic_GBps`` given: NVLSTree, one head per
-    NIC and at most one channel per NIC) it walks the speeds down from the fastest the NIC carries, keeps the graph
-    with more channels (or more channels x speed; ncclTopoCompareGraphs for NVLS), stops once that reaches T and
-    never goes to a speed at or below 0.49x the kept one's."""
-    G = np.asarray(G, dtype=np.float64)
-    T = float(nvlink_GBps)
-    s = np.asarray(speeds, dtype=np.float64)
-    if nic_GBps is None:
-        fits = (G[..., None] + 1.0) * s <= T  # (..., speeds)
-        pick = np.where(fits.any(axis=-1), s[np.argmax(fits, axis=-1)], s[-1])
-        return G, pick
-    nic = np.broadcast_to(np.asarray(nic_GBps, dtype=np.float64), G.shape)
-    best_g, best_s = np.zeros(G.shape), np.zeros(G.shape)
-    for sp in s:
-        g = np.minimum(G, np.floor(T / sp) - 1.0)
-        above = (sp / np.maximum(best_s, 1e-9) > 0.49) & (best_g * best_s < T)
-        live = (sp <= nic) & (g >= 1) & ((best_s == 0) | above)
-        take = live & ((g > best_g) | (g * sp > best_g * best_s))
-        best_g = np.where(take, g, best_g)
-        best_s = np.where(take, sp, best_s)
-    return np.maximum(best_g, 1.0), np.where(best_s > 0, best_s, s[-1])
 
 
 def _enabled(c: _Ctx, a: str, p: str) -> np.ndarray:
@@ -823,7 +641,7 @@ def _nvls_bw_5_6(c: _Ctx, a: str, G: np.ndarray, s: np.ndarray) -> tuple[np.ndar
     bus = G * per * 1e9
     tbus = bus
     if a == "nvls-tree" and c.nt > 1:
-        s_inter = _quantise(c.net_heads / 1e9 / G, SPEEDS_INTER) * np.where(c.nodes > 2, 0.5, 1.0)
+        s_inter = quantise(c.net_heads / 1e9 / G, SPEEDS_INTER) * np.where(c.nodes > 2, 0.5, 1.0)
         tbus = G * np.minimum(per, s_inter) * 1e9
         bus = np.minimum(bus, c.net_heads / np.where(c.nodes > 2, 2.0, 1.0) / ratio)
     return bus, tbus, ratio
@@ -838,7 +656,7 @@ def _nvls_search_speed(c: _Ctx, a: str, G: np.ndarray) -> tuple[np.ndarray, np.n
     nvl = net0.bandwidth_Bps * frac / 1e9 if (frac and net0.per == "device") else net0.effective_Bps / 1e9
     speeds = c.rel.sm100_speeds_intra if (c.gen == "blackwell" and c.rel.sm100_speeds_intra) else SPEEDS_INTRA
     if a == "nvls-tree" and c.nt > 1:  # searched on the inter-node table (Hopper's: simcli carries no SM100 one)
-        nic = _quantise(c.net_heads / 1e9 / np.maximum(c.heads, 1.0), SPEEDS_INTER)
+        nic = quantise(c.net_heads / 1e9 / np.maximum(c.heads, 1.0), SPEEDS_INTER)
         return nvls_graph(nvl, SPEEDS_INTER, G, nic)
     return nvls_graph(nvl, speeds, G)
 
@@ -869,7 +687,7 @@ def _nvls_bw(c: _Ctx, a: str, enabled: np.ndarray) -> tuple[np.ndarray, np.ndarr
     bus = G * per * 1e9
     tbus = bus
     if a == "nvls-tree" and c.nt > 1:
-        s_inter = _quantise(c.net_heads / 1e9 / G, SPEEDS_INTER) * np.where(c.nodes <= 2, 2.0, 1.0)
+        s_inter = quantise(c.net_heads / 1e9 / G, SPEEDS_INTER) * np.where(c.nodes <= 2, 2.0, 1.0)
         caps = np.asarray(c.tab["nvls_tree"])
         cap = np.where(c.multi, caps[c.idx2], np.inf) if caps.any() else np.full(c.k.shape, np.inf)
         tbus = G * np.minimum(np.minimum(per, s_inter), cap) * 1e9
