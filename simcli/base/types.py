@@ -139,6 +139,8 @@ TUNED_LIBRARIES = ("nccl", "rccl")
 NCCL_TABLES_VERSION = "2.29.7"
 #: why it is the default, as the headers of ``simcli comm``, ``speedup`` and ``explain`` say it
 NCCL_DEFAULT_WHY = "what torch 2.13's CUDA wheels install"
+#: the same, where a header has one line's room left (``speedup``)
+NCCL_DEFAULT_SHORT = "torch 2.13's"
 
 
 @dataclass(frozen=True)

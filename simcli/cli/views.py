@@ -7,7 +7,14 @@ from typing import Any, Sequence
 from rich.console import Group
 from rich.text import Text
 
-from ..base.types import DTYPE_BYTES, NCCL_DEFAULT_WHY, NCCL_TABLES_VERSION, TUNED_LIBRARIES, Profile
+from ..base.types import (
+    DTYPE_BYTES,
+    NCCL_DEFAULT_SHORT,
+    NCCL_DEFAULT_WHY,
+    NCCL_TABLES_VERSION,
+    TUNED_LIBRARIES,
+    Profile,
+)
 from ..base.units import fmt_bytes, fmt_count, fmt_flops, fmt_rate, fmt_time
 from ..base.units import sig4 as _g
 from ..comm.specs import COLLECTIVES
@@ -101,7 +108,7 @@ def _header_lines(res: Result) -> list[str]:
         + (f", {t.size}/domain" if t.size else "")
         for t in p.network
     )
-    lines.append(f"network   {tiers}")
+    lines.append(f"network   {tiers}" + (f"; {release_words(p, short=True)}" if release_words(p) else ""))
     from ..answers.explain_terms import formula
 
     if sc.algorithm == "auto":
@@ -113,7 +120,6 @@ def _header_lines(res: Result) -> list[str]:
         lines.append(
             f"T_comm    = {formula(sc.algorithm, p.library)}"
             + (f"; protocol forced: {sc.protocol}" if sc.protocol else "")
-            + (f"; {release_words(p)}" if release_words(p) else "")
         )
     acc = f"; accum {sc.accum} micro-steps per all-reduce" if sc.accum > 1 else ""
     if SPECS[sc.strategy].timeline != "buckets":
@@ -235,13 +241,15 @@ def _sig_up(v: float) -> str:
     return _sig_down(v, up=True)
 
 
-def release_words(profile: Profile) -> str:
+def release_words(profile: Profile, short: bool = False) -> str:
     """The NCCL release that prices a profile, as a header says it: 'NCCL 2.29.7 (the default: what torch 2.13's
-    CUDA wheels install)', or 'nccl.version 2.28.9' for another; '' where NCCL's tuner does not price it."""
+    CUDA wheels install)' (``short``: 'NCCL 2.29.7 (the default: torch 2.13's)'), or 'nccl.version 2.28.9' for
+    another; '' where NCCL's tuner does not price it."""
     if profile.library != "nccl" or profile.nccl is None:
         return ""
     v = profile.nccl.version
-    return f"NCCL {v} (the default: {NCCL_DEFAULT_WHY})" if v == NCCL_TABLES_VERSION else f"nccl.version {v}"
+    why = NCCL_DEFAULT_SHORT if short else NCCL_DEFAULT_WHY
+    return f"NCCL {v} (the default: {why})" if v == NCCL_TABLES_VERSION else f"nccl.version {v}"
 
 
 #: algorithms that choose per k and size, so the table shows what they chose
