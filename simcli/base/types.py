@@ -134,9 +134,16 @@ LIBRARIES = ("nccl", "textbook", "gloo", "rccl")
 TUNED_LIBRARIES = ("nccl", "rccl")
 
 
-#: the default NCCL release: the one a profile that names none (and no --nccl-version) is priced as. Every carried
-#: release is a row of simcli.comm.releases; the lead switches this one after validation (docs/nccl.md)
-NCCL_TABLES_VERSION = "2.20.3"
+#: the default NCCL release: the one a profile that names none (and no --nccl-version) is priced as, and every
+#: built-in NCCL profile names. Every carried release is a row of simcli.comm.releases. It is what current PyTorch
+#: CUDA wheels install: torch 2.13.0's wheel on PyPI (torch-2.13.0-cp311-cp311-manylinux_2_28_x86_64.whl, read with
+#: ``pip install --dry-run --report``, 2026-12-06) declares ``Requires-Dist: nvidia-nccl-cu13==2.29.7;
+#: platform_system == "Linux"`` (docs/nccl.md, "Carried releases")
+NCCL_TABLES_VERSION = "2.29.7"
+#: why it is the default, as the headers of ``simcli comm``, ``speedup`` and ``explain`` say it
+NCCL_DEFAULT_WHY = "what torch 2.13's CUDA wheels install"
+#: the same, where a header has one line's room left (``speedup``)
+NCCL_DEFAULT_SHORT = "torch 2.13's"
 
 
 @dataclass(frozen=True)

@@ -598,8 +598,16 @@ def warn_nccl_faster(rows: Iterable[dict[str, Any]], step: bool = True, see: str
     by = f"> {STEP_MARGIN:.0%} of the step" if step else f"> {FASTER_MARGIN:.0%} of the collective"
     if see is None:
         see = f"'simcli explain -k {ks[0]}' says which" if step else "-f json: 'faster' per row"
+    from ..base.types import NCCL_TABLES_VERSION
+
+    old = next((r for r in rows if r.get("release") and r["release"] != NCCL_TABLES_VERSION), None)
     for most in (6, 4, 0):
-        msg = f"{profs}: at {where_k(ks, most)} another NCCL pair beats NCCL's own choice by {by}; {see}"
+        if old is not None:  # an older release's tuner: name it and the pair (a faster link can pick a slower one)
+            pick = "/".join(x for x in (old.get("algorithm"), old.get("protocol")) if x)
+            alt = "/".join(x for x in (old.get("faster_algorithm"), old.get("faster_protocol")) if x)
+            msg = f"{profs}: at {where_k(ks, most)} NCCL {old['release']} picks {pick}, {alt} is faster by {by}; {see}"
+        else:
+            msg = f"{profs}: at {where_k(ks, most)} another NCCL pair beats NCCL's own choice by {by}; {see}"
         if len("simcli: warning: " + msg) <= WARNING_WIDTH:
             break
     warn(msg)

@@ -7,7 +7,14 @@ from typing import Any, Sequence
 from rich.console import Group
 from rich.text import Text
 
-from ..base.types import DTYPE_BYTES, NCCL_TABLES_VERSION, TUNED_LIBRARIES, Profile
+from ..base.types import (
+    DTYPE_BYTES,
+    NCCL_DEFAULT_SHORT,
+    NCCL_DEFAULT_WHY,
+    NCCL_TABLES_VERSION,
+    TUNED_LIBRARIES,
+    Profile,
+)
 from ..base.units import fmt_bytes, fmt_count, fmt_flops, fmt_rate, fmt_time
 from ..base.units import sig4 as _g
 from ..comm.specs import COLLECTIVES
@@ -101,7 +108,7 @@ def _header_lines(res: Result) -> list[str]:
         + (f", {t.size}/domain" if t.size else "")
         for t in p.network
     )
-    lines.append(f"network   {tiers}")
+    lines.append(f"network   {tiers}" + (f"; {release_words(p, short=True)}" if release_words(p) else ""))
     from ..decisions.explain_terms import formula
 
     if sc.algorithm == "auto":
@@ -113,11 +120,6 @@ def _header_lines(res: Result) -> list[str]:
         lines.append(
             f"T_comm    = {formula(sc.algorithm, p.library)}"
             + (f"; protocol forced: {sc.protocol}" if sc.protocol else "")
-            + (
-                f"; nccl.version {p.nccl.version}"
-                if p.library == "nccl" and p.nccl is not None and p.nccl.version != NCCL_TABLES_VERSION
-                else ""
-            )
         )
     acc = f"; accum {sc.accum} micro-steps per all-reduce" if sc.accum > 1 else ""
     if SPECS[sc.strategy].timeline != "buckets":
@@ -239,6 +241,17 @@ def _sig_up(v: float) -> str:
     return _sig_down(v, up=True)
 
 
+def release_words(profile: Profile, short: bool = False) -> str:
+    """The NCCL release that prices a profile, as a header says it: 'NCCL 2.29.7 (the default: what torch 2.13's
+    CUDA wheels install)' (``short``: 'NCCL 2.29.7 (the default: torch 2.13's)'), or 'nccl.version 2.28.9' for
+    another; '' where NCCL's tuner does not price it."""
+    if profile.library != "nccl" or profile.nccl is None:
+        return ""
+    v = profile.nccl.version
+    why = NCCL_DEFAULT_SHORT if short else NCCL_DEFAULT_WHY
+    return f"NCCL {v} (the default: {why})" if v == NCCL_TABLES_VERSION else f"nccl.version {v}"
+
+
 #: algorithms that choose per k and size, so the table shows what they chose
 _PER_ROW = ("auto", "nccl")
 
@@ -273,6 +286,7 @@ def comm_table(
         Column("count", "count", priority=8),
         Column("type", "dtype", justify="left", priority=7),
         Column(f"time {unit}", "time_s", lambda v: _g(v / f)),
+        Column(f"latency {unit}", "latency_s", lambda v: _g(v / f), priority=3, short=f"lat {unit}"),
         # how sure (simcli.comm.bands): the first column a narrow terminal leaves out
         Column(f"band {unit}", lambda r: _band(r, f), priority=9),
         Column("algbw GB/s", "algbw_GBps", _num(".4g"), priority=4, short="algbw"),
@@ -286,11 +300,7 @@ def comm_table(
         cols.append(Column("proto", "protocol", lambda v: v or "-", justify="left", priority=5))
     head = Text(
         f"{collective.replace('_', '-')}, {algorithm}, profile {profile.name} ({profile.device.name}); "
-        + (
-            f"nccl.version {profile.nccl.version}; "
-            if profile.library == "nccl" and profile.nccl is not None and profile.nccl.version != NCCL_TABLES_VERSION
-            else ""
-        )
+        + (f"{release_words(profile)}; " if release_words(profile) else "")
         + f"algbw = size/time, busbw = algbw·{COLLECTIVES[collective].busbw} (nccl-tests)"
     )
     caption = (
@@ -430,7 +440,11 @@ def explain_view(d: dict[str, Any]) -> Any:
             + (f" (B = {fmt_rate(d['bus_Bps'])}, α = {t(d['alpha_s'])})" if d["bus_Bps"] else ""),
         ),
     ]
-    if d.get("nccl_version") and d["nccl_version"] != NCCL_TABLES_VERSION:
+    if d.get("nccl_version") == NCCL_TABLES_VERSION:
+        rel = d.get("nccl_release") or {}
+        against = f"; against {rel['previous']}: {rel['changes']}" if rel.get("previous") else ""
+        rows.append(("NCCL release", f"{NCCL_TABLES_VERSION}, the default: {NCCL_DEFAULT_WHY}{against}"))
+    elif d.get("nccl_version"):
         rel = d.get("nccl_release") or {}
         against = f"; against {rel['previous']}: {rel['changes']}" if rel.get("previous") else ""
         rows.append(

@@ -44,7 +44,8 @@ import numpy as np
 
 from ..base.types import NcclSpec, Tier
 from . import ctas, releases
-from .nccl import NVLINK_SEARCH_FRACTION, SPEEDS_INTER, Pair, domains, graph_channels, quantise, tier_hw, tier_kind
+from .nccl import Pair, domains, tier_hw
+from .nccl_graph import NVLINK_SEARCH_FRACTION, SPEEDS_INTER, graph_channels, quantise, tier_kind
 from .specs import link_kind
 
 __all__ = [

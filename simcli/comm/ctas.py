@@ -47,10 +47,11 @@ def runtime_channels(channels: np.ndarray, spec: NcclSpec) -> np.ndarray:
     return np.maximum(np.minimum(np.asarray(channels, dtype=np.float64), hi), lo)
 
 
-def nvls_channels(spec: NcclSpec) -> float:
-    """NVLS's channels (``comm->nvlsChannels``): the profile's ``nvls_channels`` (NCCL_NVLS_NCHANNELS) within
-    [minCTAs, maxCTAs]."""
+def nvls_channels(spec: NcclSpec, channels: np.ndarray | float | None = None) -> np.ndarray | float:
+    """NVLS's channels (``comm->nvlsChannels``): ``channels`` (the release's count; the profile's
+    ``nvls_channels``, NCCL_NVLS_NCHANNELS, where not given) within [minCTAs, maxCTAs]."""
+    n = float(spec.nvls_channels) if channels is None else channels
     if spec.min_ctas is None and spec.max_ctas is None:
-        return float(spec.nvls_channels)
+        return n
     lo, hi = _limits(spec)
-    return max(lo, min(hi, float(spec.nvls_channels)))
+    return np.maximum(lo, np.minimum(hi, n)) if isinstance(n, np.ndarray) else max(lo, min(hi, n))

@@ -26,6 +26,124 @@ def nccl_spec(profile: Any) -> Any:
     return profile.nccl if profile.nccl is not None else default_spec(profile.device.name, profile.network)
 
 
+def _candidates(profile: Any, spec: Any, k: np.ndarray, collective: str, algorithms, protocol) -> list:
+    """NCCL's pairs for the collective (the forced ones, and Ring where a forced algorithm cannot run: tuning.cc,
+    "at least set ring algo available")."""
+    net = profile.network
+    tb = tier_bandwidth(net, k)
+    protos = [protocol] if protocol else None
+    cands = pairs(net, spec, k, tb, collective, algorithms, protos)
+    cands += collnet_pairs(net, spec, k, collective, algorithms, protos)  # SHARP tiers (simcli.comm.collnet)
+    if not cands:
+        raise InputError(
+            f"--protocol: {protocol} does not run {', '.join(algorithms or ['any algorithm'])} on "
+            f"profile {profile.name}; choose another protocol or leave --protocol out"
+        )
+    if algorithms is not None and "ring" not in algorithms:
+        forced_on = np.any(np.stack([np.broadcast_to(p.enabled, k.shape) for p in cands]), axis=0)
+        for r in pairs(net, spec, k, tb, collective, ["ring"], protos):
+            cands.append(dataclasses.replace(r, enabled=np.broadcast_to(r.enabled, k.shape) & ~forced_on))
+    return cands
+
+
+def _tables(cands: list, ks: tuple, by: str) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
+    """Per-pair tables over k: (latency, 1/bandwidth) of the cost and of the choice (NCCL's tuner view for
+    ``by="tuner"``: its tables, its plugin's latency, its graph's bandwidths); disabled pairs get an infinite
+    latency, so their time is inf without a mask."""
+    lat_t = np.stack([np.where(p.enabled, np.broadcast_to(p.latency, ks), np.inf) for p in cands])
+    inv_t = np.stack([np.where(p.enabled, 1.0 / np.broadcast_to(p.alg_Bps, ks), 0.0) for p in cands])
+    if by != "tuner":
+        return lat_t, inv_t, lat_t, inv_t
+    tlat_t = np.stack(
+        [
+            np.where(p.enabled, np.broadcast_to(p.latency if p.tuner_lat is None else p.tuner_lat, ks), np.inf)
+            for p in cands
+        ]
+    )
+    tinv_t = np.stack(
+        [
+            np.where(
+                p.enabled, 1.0 / np.broadcast_to(p.alg_Bps if p.tuner_alg_Bps is None else p.tuner_alg_Bps, ks), 0.0
+            )
+            for p in cands
+        ]
+    )
+    return lat_t, inv_t, tlat_t, tinv_t
+
+
+def _choose(
+    cands: list, n: np.ndarray, shape: tuple, ks: tuple, tlat_t: np.ndarray, tinv_t: np.ndarray, by: str, fp8_ring: bool
+) -> tuple[np.ndarray, list, dict]:
+    """(index of the chosen pair per (k, n), each pair's size factor, the fills priced for ``by="time"``): NCCL's
+    running minimum in float32, as NCCL keeps it (ncclTopoGetAlgoTime(..., float* time) and the float tables it
+    reads); what the pick costs is computed again in float64 after."""
+    nn = np.broadcast_to(n, shape)
+    tinv32, tlat32 = tinv_t.astype(np.float32), tlat_t.astype(np.float32)
+    best = np.empty(shape, dtype=np.float32)
+    idx = np.zeros(shape, dtype=np.intp)
+    mask = np.empty(shape, dtype=bool)
+    key = np.empty(shape, dtype=np.float32)
+    corr_by_pair = []
+    fill_by_pair: dict[int, np.ndarray] = {}
+    n32 = np.asarray(n, dtype=np.float32)
+    for j, pr in enumerate(cands):
+        out = best if j == 0 else key  # the first pair's key is the running minimum
+        corr = pr.correction(n)  # tree's size factor (1.0 for the others), shaped like n
+        corr_by_pair.append(corr)
+        # the tree's factor folded into the sizes (a vector over n, not a pass over the grid)
+        sizes = (np.asarray(n, dtype=np.float64) / corr).astype(np.float32) if isinstance(corr, np.ndarray) else n32
+        np.multiply(np.broadcast_to(sizes, shape), tinv32[j], out=out)
+        if by != "tuner":
+            out /= pr.share(n)
+        out += tlat32[j]
+        if by == "tuner" and pr.plateau:
+            # the tuner's ring plateau (Pair.tuner_latency), in place: +0.4 x latency where n >= 64 x channels x k
+            # on more than one node; one comparison against a per-k threshold
+            at = np.where(np.broadcast_to(pr.multi, ks), 64.0 * pr.channels * np.broadcast_to(pr.ranks, ks), np.inf)
+            np.greater_equal(nn, at, out=mask)
+            np.add(out, (RING_PLATEAU - 1.0) * tlat_t[j], out=out, where=mask)
+        if fp8_ring and pr.algorithm == "ring":  # enqueue.cc: "Relegate fp8 reduction trees ..." (2.24.3 on)
+            out *= np.where(np.broadcast_to(pr.ranks, ks) > 8, np.float32(1024.0), np.float32(1.0))
+        if pr.ops is not None and by != "tuner":  # NVLS's pipeline fill: what it costs (NCCL's tuner omits it)
+            fill_by_pair[j] = np.where(np.broadcast_to(pr.enabled, ks), pr.fill(nn), 0.0)
+            out += fill_by_pair[j]
+        if j == 0:
+            continue
+        np.less(key, best, out=mask)
+        np.copyto(best, key, where=mask)
+        np.copyto(idx, j, where=mask)
+    return idx, corr_by_pair, fill_by_pair
+
+
+def _fills(cands: list, idx: np.ndarray, nn: np.ndarray, shape: tuple, fill_by_pair: dict) -> list:
+    """The NVLS pipeline fill of the chosen pair, as (where, seconds) parts: priced only where an NVLS pair was
+    chosen (a small part of a large grid), never for the others."""
+    parts = []
+    for j, pr in enumerate(cands):
+        if pr.ops is None or not np.any(pr.enabled):
+            continue
+        chosen = idx == j
+        if not chosen.any():
+            continue
+        if j in fill_by_pair:
+            parts.append((chosen, fill_by_pair[j][chosen]))
+            continue
+        parts.append(
+            (
+                chosen,
+                nvls_fill(
+                    pr.algorithm,
+                    nn[chosen],
+                    np.broadcast_to(pr.ops, shape)[chosen],
+                    np.broadcast_to(pr.nodes, shape)[chosen],
+                    np.broadcast_to(pr.alg_Bps, shape)[chosen],
+                    pr.stages,
+                ),
+            )
+        )
+    return parts
+
+
 def nccl_collective(
     profile: Any,
     k: np.ndarray,
@@ -46,85 +164,17 @@ def nccl_collective(
     fp8_ring = (
         message_dtype == "fp8" and by == "tuner" and releases.select(spec.version, "nccl.version").fp8_ring_penalty
     )
-    tb = tier_bandwidth(net, k)
-    cands = pairs(net, spec, k, tb, collective, algorithms, [protocol] if protocol else None)
-    cands += collnet_pairs(net, spec, k, collective, algorithms, [protocol] if protocol else None)  # SHARP tiers
-    if not cands:
-        raise InputError(
-            f"--protocol: {protocol} does not run {', '.join(algorithms or ['any algorithm'])} on "
-            f"profile {profile.name}; choose another protocol or leave --protocol out"
-        )
-    if algorithms is not None and "ring" not in algorithms:
-        # NCCL (tuning.cc, "at least set ring algo available"): where the forced algorithm cannot run, Ring does
-        forced_on = np.any(np.stack([np.broadcast_to(p.enabled, k.shape) for p in cands]), axis=0)
-        for r in pairs(net, spec, k, tb, collective, ["ring"], [protocol] if protocol else None):
-            cands.append(dataclasses.replace(r, enabled=np.broadcast_to(r.enabled, k.shape) & ~forced_on))
+    cands = _candidates(profile, spec, k, collective, algorithms, protocol)
     n = np.asarray(n, dtype=np.float64)
     shape = np.broadcast(k, n).shape
-    P = len(cands)
     ks = k.shape
-    # per-pair tables over k (disabled pairs: infinite latency, so their time is inf without a mask)
-    lat_t = np.stack([np.where(p.enabled, np.broadcast_to(p.latency, ks), np.inf) for p in cands])
-    inv_t = np.stack([np.where(p.enabled, 1.0 / np.broadcast_to(p.alg_Bps, ks), 0.0) for p in cands])
-    if by == "tuner":  # NCCL's own estimate: its tables, its plugin's latency, its graph's bandwidths
-        tlat_t = np.stack(
-            [
-                np.where(p.enabled, np.broadcast_to(p.latency if p.tuner_lat is None else p.tuner_lat, ks), np.inf)
-                for p in cands
-            ]
-        )
-        tinv_t = np.stack(
-            [
-                np.where(
-                    p.enabled, 1.0 / np.broadcast_to(p.alg_Bps if p.tuner_alg_Bps is None else p.tuner_alg_Bps, ks), 0.0
-                )
-                for p in cands
-            ]
-        )
-    else:
-        tlat_t, tinv_t = lat_t, inv_t
+    lat_t, inv_t, tlat_t, tinv_t = _tables(cands, ks, by)
     # bytes per channel below which a channel is dropped; NVLS never drops one (a threshold of ~0)
     thr_t = np.stack(
         [np.where(np.broadcast_to(p.threshold, ks) > 0, np.broadcast_to(p.threshold, ks), 1e-30) for p in cands]
     )
     nn = np.broadcast_to(n, shape)
-    # the choice's running minimum in float32, as NCCL keeps it (ncclTopoGetAlgoTime(..., float* time) and the
-    # float tables it reads): half the memory traffic of the pass over every pair; what the pick costs is
-    # computed again in float64 below
-    n32 = np.broadcast_to(np.asarray(n, dtype=np.float32), shape)
-    tinv32, tlat32 = tinv_t.astype(np.float32), tlat_t.astype(np.float32)
-    best = np.empty(shape, dtype=np.float32)
-    idx = np.zeros(shape, dtype=np.intp)
-    mask = np.empty(shape, dtype=bool)
-    key = np.empty(shape, dtype=np.float32)
-    corr_by_pair = []
-    fill_by_pair: dict[int, np.ndarray] = {}
-    for j, pr in enumerate(cands):
-        out = best if j == 0 else key  # the first pair's key is the running minimum
-        corr = pr.correction(n)  # tree's size factor (1.0 for the others), shaped like n
-        corr_by_pair.append(corr)
-        np.multiply(n32, tinv32[j], out=out)
-        if isinstance(corr, np.ndarray):  # the tree's factor (a 0-d array for one size: still applied)
-            out /= corr
-        if by != "tuner":
-            out /= pr.share(n)
-        out += tlat32[j]
-        if by == "tuner" and pr.plateau:
-            # the tuner's ring plateau (Pair.tuner_latency), in place: +0.4 x latency where n >= 64 x channels x k
-            # on more than one node; one comparison against a per-k threshold
-            at = np.where(np.broadcast_to(pr.multi, ks), 64.0 * pr.channels * np.broadcast_to(pr.ranks, ks), np.inf)
-            np.greater_equal(nn, at, out=mask)
-            np.add(out, (RING_PLATEAU - 1.0) * tlat_t[j], out=out, where=mask)
-        if fp8_ring and pr.algorithm == "ring":  # enqueue.cc: "Relegate fp8 reduction trees ..." (2.24.3 on)
-            out *= np.where(np.broadcast_to(pr.ranks, ks) > 8, np.float32(1024.0), np.float32(1.0))
-        if pr.ops is not None and by != "tuner":  # NVLS's pipeline fill: what it costs (NCCL's tuner omits it)
-            fill_by_pair[j] = np.where(np.broadcast_to(pr.enabled, ks), pr.fill(nn), 0.0)
-            out += fill_by_pair[j]
-        if j == 0:
-            continue
-        np.less(key, best, out=mask)
-        np.copyto(best, key, where=mask)
-        np.copyto(idx, j, where=mask)
+    idx, corr_by_pair, fill_by_pair = _choose(cands, n, shape, ks, tlat_t, tinv_t, by, fp8_ring)
     # what the chosen pair costs: its latency, and its bytes at the channels getAlgoInfo launches for the size
     nk = int(np.prod(ks))
     flat = idx * nk
@@ -151,29 +201,27 @@ def nccl_collective(
         bandwidth = pick(inv_t * ch)
         bandwidth *= nn
         bandwidth /= nc
-    fill = np.zeros(shape)
-    for j, pr in enumerate(cands):
-        if pr.ops is None:
-            continue
-        if j in fill_by_pair:
-            np.copyto(fill, fill_by_pair[j], where=idx == j)
-            continue
-        chosen = idx == j  # priced only where it was chosen: a small part of a large grid
-        if chosen.any():
-            fill[chosen] = nvls_fill(
-                pr.algorithm,
-                nn[chosen],
-                np.broadcast_to(pr.ops, shape)[chosen],
-                np.broadcast_to(pr.nodes, shape)[chosen],
-                np.broadcast_to(pr.alg_Bps, shape)[chosen],
-                pr.stages,
-            )
-    bandwidth += fill
+    parts = _fills(cands, idx, nn, shape, fill_by_pair)
+    for where, f in parts:
+        bandwidth[where] += f
+
+    def fill_of() -> np.ndarray:
+        out = np.zeros(shape)
+        for where, f in parts:
+            out[where] = f
+        return np.where(one, 0.0, out) if anyone else out
+
     if anyone:
         one = np.broadcast_to(one, shape)
         bandwidth = np.where(one, 0.0, bandwidth)
         lat = np.where(one, 0.0, lat)
-        fill = np.where(one, 0.0, fill)
+    return _cost(cands, net, k, shape, idx, lat, bandwidth, nc, ch, pick, one, anyone, Lazy(fill_of))
+
+
+def _cost(cands, net, k, shape, idx, lat, bandwidth, nc, ch, pick, one, anyone, fill) -> CommCost:
+    """The chosen pairs' CommCost: time, latency and bandwidth now, the per-tier terms and names when asked."""
+    ks = k.shape
+    P = len(cands)
     time = lat + bandwidth
     alg_names = np.array([p.algorithm for p in cands] + ["none"])
     proto_names = np.array([p.protocol for p in cands] + [None], dtype=object)
@@ -211,7 +259,7 @@ def nccl_collective(
 
     hops_of = once("hops", tier_table("hops"))
     bneck_of = once("bottleneck", bottleneck)
-    cost = CommCost(
+    return CommCost(
         time=time,
         latency=lat,
         bandwidth=bandwidth,
@@ -228,7 +276,6 @@ def nccl_collective(
         tier_hops=Lazy(hops_of),
         fill=fill,
     )
-    return cost
 
 
 #: NCCL_ALGO's spellings of simcli's NCCL algorithm names (NCCL_PROTO's are the ProtocolSpec rows' ``nccl``)

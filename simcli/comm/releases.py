@@ -75,6 +75,14 @@ class Release:
     #: PAT (all-gather and reduce-scatter at one GPU per node, Simple): its busBw factor (0.85 in 2.23.4, 0.75
     #: from 2.24.3); None before 2.23.4. Latency 8 + log2i(nNodes) x interLat/3.5 + nRanks x 2.8 us
     pat_factor: float | None = None
+    #: src/graph/search.cc sm100SpeedArrayIntra: the per-channel speeds (GB/s) a Blackwell graph inside a node may
+    #: take (2.25.1 on; None before: Blackwell searched on Hopper's table). The NVLS graph of 2.28.3's formula is
+    #: searched on it (simcli.comm.nccl.nvls_graph)
+    sm100_speeds_intra: tuple[float, ...] | None = None
+    #: src/transport/nvls.cc ncclNvlsInit: Blackwell's NVLS channels (one node or one MNNVL domain, across nodes):
+    #: NVLS_NCHANNELS_SM100 32 from 2.25.1, NVLS_NCHANNELS_SM100_NVL 24 in one domain from 2.27.3; None: the
+    #: profile's nvls_channels
+    sm100_nvls_channels: tuple[int, int] | None = None
 
     @property
     def key(self) -> tuple[int, ...]:
@@ -247,6 +255,9 @@ V2_25_1 = _after(
     "Blackwell gets its own tables (twice Hopper's)",
     generations={**V2_24_3.generations, "blackwell": _BLACKWELL_2_25},
     generation_table={**_GEN_TABLE_2_20, "blackwell": "blackwell"},
+    # NVIDIA/nccl v2.25.1-1 src/graph/search.cc, and src/transport/nvls.cc (NVLS_NCHANNELS_SM100 32 on Blackwell)
+    sm100_speeds_intra=(90.0, 80.0, 70.0, 60.0, 50.0, 40.0, 30.0, 24.0, 20.0, 19.0),
+    sm100_nvls_channels=(32, 32),
 )
 V2_26_2 = _after(
     V2_25_1,
@@ -259,8 +270,12 @@ V2_27_3 = _after(
     "2.27.3",
     _TUNING.format("2.27.3") + " (ncclTopoTuneModel, NVLS branch)",
     "NVLS all-gather/reduce-scatter bandwidth x (ppn-1)/ppn (and 0.9 of the inter-node graph's); LL128 on C2C "
-    "paths (NCCL_LL128_C2C)",
+    "paths (NCCL_LL128_C2C); Blackwell NVLS on 24 channels in one node or NVLink domain, 32 across (nvls.cc)",
     nvls_ag_rs_ppn=True,
+    # NVIDIA/nccl v2.27.3-1 src/graph/search.cc (18.0 added) and src/transport/nvls.cc (NVLS_NCHANNELS_SM100_NVL 24,
+    # NVLS_NCHANNELS_SM100 32: "Use a reduced number of channels for single node/MNNVL domain on Blackwell")
+    sm100_speeds_intra=(90.0, 80.0, 70.0, 60.0, 50.0, 40.0, 30.0, 24.0, 20.0, 19.0, 18.0),
+    sm100_nvls_channels=(24, 32),
 )
 V2_27_5 = _after(
     V2_27_3,
@@ -318,11 +333,14 @@ V2_29_2 = _after(
     generations=_with_gen(V2_28_9.generations, "blackwell", ring_ll128=(34.5, 34.6, 34.5)),
     tree_correction_sizes=24,
     nvls_tree_correction=True,
+    # NVIDIA/nccl v2.29.2-1 src/graph/search.cc: 45.0 added
+    sm100_speeds_intra=(90.0, 80.0, 70.0, 60.0, 50.0, 45.0, 40.0, 30.0, 24.0, 20.0, 19.0, 18.0),
 )
 V2_29_7 = _after(
     V2_29_2,
     "2.29.7",
-    _TUNING.format("2.29.7") + " (perChMaxRingLL128Bws); the release torch 2.13's CUDA wheels install",
+    _TUNING.format("2.29.7") + " (perChMaxRingLL128Bws); the release torch 2.13's CUDA wheels install (PyPI "
+    "torch 2.13.0: Requires-Dist nvidia-nccl-cu13==2.29.7): the default",
     "Blackwell Ring/LL128 caps 40 GB/s per channel",
     generations=_with_gen(V2_29_2.generations, "blackwell", ring_ll128=(40.0, 40.0, 40.0)),
 )

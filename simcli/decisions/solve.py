@@ -296,6 +296,7 @@ class _Sampler:
         self.sc, self.ref, self.k, self.target = sc, ref, k, target
         self.evals = 0
         self.seen: dict[float, tuple[float, str]] = {}
+        self.state: dict[float, str] = {}  # NCCL's picks and its search graph at each value
 
     def run(self, x: float) -> Result:
         self.evals += 1
@@ -306,7 +307,13 @@ class _Sampler:
         if x not in self.seen:
             r = self.run(x)
             self.seen[x] = (float(r.efficiency[0]), _picks(r))
+            self.state[x] = self.seen[x][1] + _graph(r)
         return self.seen[x]
+
+    def moved(self, a: float, b: float) -> bool:
+        """NCCL's picks, or its search graph's channels, differ between a and b (where E may jump)."""
+        self.at(a), self.at(b)
+        return self.state[float(a)] != self.state[float(b)]
 
     def eff(self, x: float) -> float:
         return self.at(x)[0]
@@ -341,18 +348,18 @@ def _flat(s: _Sampler, x0: float, e0: float, target: float, rtol: float, searche
 
 
 def _refine_picks(s: _Sampler, grid: np.ndarray, rtol: float) -> None:
-    """Where NCCL's picks change inside a grid step: sample :data:`REFINE_POINTS` values inside it and bisect every
-    change to the tolerance, so that E is monotone between neighbouring samples."""
+    """Where NCCL's picks (or its search graph's channels) change inside a grid step: sample :data:`REFINE_POINTS`
+    values inside it and bisect every change to the tolerance, so that E is monotone between neighbouring samples."""
     for lo, hi in zip(grid[:-1], grid[1:]):
-        if s.at(lo)[1] == s.at(hi)[1]:
+        if not s.moved(lo, hi):
             continue
         inner = np.exp(np.linspace(math.log(lo), math.log(hi), REFINE_POINTS + 2))
         for a, b in zip(inner[:-1], inner[1:]):
-            if s.at(a)[1] == s.at(b)[1]:
+            if not s.moved(a, b):
                 continue
             while b / a > 1.0 + rtol:
                 mid = math.sqrt(a * b)
-                if s.at(mid)[1] == s.at(a)[1]:
+                if not s.moved(mid, a):
                     a = mid
                 else:
                     b = mid
@@ -392,6 +399,21 @@ def _bisect(meets: Any, good: float, bad: float | None, rtol: float) -> float:
         else:
             bad = mid
     return float(good)
+
+
+def _graph(r: Result) -> str:
+    """The channels and speed of NCCL's inter-node search graph at the result's one k ('' where the rule does not
+    apply): a faster NIC can stop the search at fewer, faster channels (simcli.comm.nccl.graph_tie), which moves E
+    while NCCL's picks keep their names, so the search refines there too."""
+    sc = r.scenario
+    if sc.profile.library != "nccl" or len(sc.profile.network) < 2:
+        return ""
+    from ..comm import nccl, nccl_choice
+
+    tie = nccl.graph_tie(sc.profile.network, nccl_choice.nccl_spec(sc.profile), np.asarray(r.devices))
+    if tie is None:
+        return ""
+    return f" [{float(tie['channels'][0]):g} x {float(tie['speed_GBps'][0]):g} GB/s]"
 
 
 def solve_field(sc: Scenario, *, devices: int, target: float, path: str, rtol: float = DEFAULT_RTOL) -> Solved:

@@ -31,7 +31,9 @@ def nccl_faster(res: Result, margin: float = STEP_MARGIN) -> list[dict[str, Any]
     what NCCL's tuner prefers, the cheaper pair what simcli's cost prefers
     (:func:`simcli.comm.nccl_choice.nccl_faster_pair`; docs/nccl.md says where the two part). ``setting`` is
     the NCCL_ALGO/NCCL_PROTO that runs the cheaper pair;
-    ``saving_s`` the communication one micro-step saves with it, before overlap (count x the difference).
+    ``saving_s`` the communication one micro-step saves with it, before overlap (count x the difference);
+    ``release`` the NCCL release whose tuner made the pick (the stderr line names it and the pair where it is not
+    the default: an older release's tables can make a faster link pick a slower pair).
     """
     sc = res.scenario
     if sc.profile.library != "nccl" or sc.algorithm != "nccl" or sc.protocol is not None:
@@ -52,6 +54,7 @@ def nccl_faster(res: Result, margin: float = STEP_MARGIN) -> list[dict[str, Any]
             for count, nbytes, cost in ((plan.full, plan.size, res.comm_bucket), (1, plan.last, res.comm_last))
             if cost is not None and count
         ]
+    release = nccl_choice.nccl_spec(sc.profile).version  # the release whose tuner made the pick
     found: list[tuple[int, int, dict[str, Any]]] = []
     total = np.zeros(res.devices.shape)
     for m, (coll, count, nbytes, cost, prof, devs) in enumerate(msgs):
@@ -80,6 +83,7 @@ def nccl_faster(res: Result, margin: float = STEP_MARGIN) -> list[dict[str, Any]
                         "faster_time_s": float(t[i]),
                         "setting": nccl_choice.nccl_env(str(alg[i]), f_proto),
                         "saving_s": saving,
+                        "release": release,
                     },
                 )
             )

@@ -130,14 +130,34 @@ def test_ring_ll_bandwidth_from_2_21_5_by_hand():
 
 def test_nvls_bandwidth_from_2_28_3_by_hand():
     """tuning.cc 2.28.3 on, one DGX H100 (k = 8): the NVLS graph has one channel per GPU (search.cc: maxChannels
-    = min(NCCL_MAX_NVLS_ARITY, GPUs)), G = 8 of S = 40 GB/s (the profile's 16 NVLS channels x 20 GB/s, the search
-    table's step at or below 369 GB/s / 16); per channel S x nvlsEfficiency[Hopper] 0.85 x (G-1)/G x 2
-    (all-reduce), algBw = G x that x nRanks/nsteps = 8/14. To 2.27.x: algBw = 16 x 20 x 5/6."""
-    G, S = 8, 16 * 20.0 / 8
+    = min(NCCL_MAX_NVLS_ARITY, GPUs)), G = 8, each at the largest sm90SpeedArrayIntra step S with (G + 1) S <= the
+    GPU's NVLink in NCCL's topology, 18 x SM90_NVLINK_BW 20.6 = 370.8 GB/s (a channel reserves S on every GPU's link,
+    twice on its head's): S = 40; per channel S x nvlsEfficiency[Hopper] 0.85 x (G-1)/G x 2 (all-reduce), algBw = G x
+    that x nRanks/nsteps = 8/14. To 2.27.x NCCL's tuner believes busBw = G x S, algBw 5/6 of it; what it costs is
+    2.28.3's formula in every release."""
+    G, S = 8, 40.0
+    assert (G + 1) * S <= 18 * 20.6 < (G + 1) * 50.0
     new = _pair("2.28.3", 8, "nvls", "simple")
     old = _pair("2.27.5", 8, "nvls", "simple")
     assert new.alg_Bps[0] / 1e9 == pytest.approx(G * S * 0.85 * (G - 1) / G * 2 * 8 / 14, rel=1e-9)
-    assert old.alg_Bps[0] / 1e9 == pytest.approx(16 * 20.0 * 5 / 6, rel=1e-9)
+    assert new.tuner_alg_Bps[0] == pytest.approx(new.alg_Bps[0], rel=1e-12)
+    assert old.tuner_alg_Bps[0] / 1e9 == pytest.approx(G * S * 5 / 6, rel=1e-9)
+    assert old.alg_Bps[0] == pytest.approx(new.alg_Bps[0], rel=1e-12)
+
+
+def test_blackwell_nvls_graph_in_one_nvl72_rack_by_hand():
+    """One GB200 NVL72 rack (k = 72, one MNNVL node): G = min(32, 72) heads, S the largest sm100SpeedArrayIntra step
+    (2.29.2 on: 90, 80, 70, 60, 50, 45, 40, 30, 24, 20, ...) with (G + 1) S <= 18 x SM100_NVLINK_BW 40.1 = 721.8 GB/s:
+    20; busBw = G x S x nvlsEfficiency[Blackwell] 0.74 x (G-1)/G x 2, algBw x 72/142; from 2.27.3 NVLS runs 24
+    channels in one NVLink domain (nvls.cc NVLS_NCHANNELS_SM100_NVL), 32 from 2.25.1 to 2.27.x."""
+    prof = resolve_profile("gb200-nvl72")
+    k = np.array([72])
+    for version, nch in (("2.29.7", 24), ("2.26.2", 32)):
+        spec = dataclasses.replace(prof.nccl, version=version)
+        (pr,) = nccl.pairs(prof.network, spec, k, tier_bandwidth(prof.network, k), "all_reduce", ["nvls"], ["simple"])
+        assert pr.enabled[0]
+        assert pr.alg_Bps[0] / 1e9 == pytest.approx(32 * 20 * 0.74 * 31 / 32 * 2 * 72 / 142, rel=1e-9)
+        assert float(np.asarray(pr.ops).reshape(-1)[0]) == nch * 32
 
 
 def test_nvlstree_tuner_bandwidth_on_two_nodes_from_2_28_3_by_hand():
@@ -150,7 +170,7 @@ def test_nvlstree_tuner_bandwidth_on_two_nodes_from_2_28_3_by_hand():
 
 def test_selection_rule():
     assert releases.select(None) is releases.DEFAULT_RELEASE
-    assert releases.DEFAULT_RELEASE.version == NCCL_TABLES_VERSION == "2.20.3"
+    assert releases.DEFAULT_RELEASE.version == NCCL_TABLES_VERSION == "2.29.7"  # PyPI torch 2.13.0's NCCL
     assert releases.select("2.27.5").version == "2.27.5"
     assert releases.select("2.27.7").version == "2.27.5"  # between 2.27.5 and 2.28.3: the earlier
     assert releases.select("2.20.5").version == "2.20.3"
@@ -174,12 +194,14 @@ def test_every_row_names_its_tag():
 
 
 def test_the_default_release_prices_as_before():
-    """A spec that names 2.20.3 and one that names nothing (the default) give the same pairs."""
+    """A spec that names the default release (2.29.7) and one that names nothing give the same pairs."""
+    from simcli.base.types import NcclSpec
+
     prof = resolve_profile("dgx-h100")
     k = np.array([2, 8, 16, 64, 512])
     tb = tier_bandwidth(prof.network, k)
-    a = nccl.pairs(prof.network, dataclasses.replace(prof.nccl, version="2.20.3"), k, tb)
-    b = nccl.pairs(prof.network, prof.nccl, k, tb)
+    a = nccl.pairs(prof.network, dataclasses.replace(prof.nccl, version="2.29.7"), k, tb)
+    b = nccl.pairs(prof.network, dataclasses.replace(prof.nccl, version=NcclSpec().version), k, tb)
     for x, y in zip(a, b):
         assert np.array_equal(x.latency, y.latency) and np.array_equal(x.alg_Bps, y.alg_Bps)
         assert np.array_equal(x.tuner_lat, y.tuner_lat) and np.array_equal(x.tuner_alg_Bps, y.tuner_alg_Bps)
@@ -293,7 +315,8 @@ def test_comm_picks_pat_where_nccl_would(runner, tmp_path):
 @pytest.mark.parametrize("given, row, before", [("2.29.7", "2.29.7", "2.29.2"), ("2.28.8", "2.28.7", "2.28.3")])
 def test_explain_says_what_the_release_changes_against_the_one_before(given, row, before):
     """issue 37: explain names the carried row that prices the release and what that row changes against the one
-    before it (the row's own words, simcli.comm.releases); the default (the oldest) has nothing before it."""
+    before it (the row's own words, simcli.comm.releases), the default (2.29.7) too; the oldest has nothing before
+    it."""
     from typer.testing import CliRunner
 
     from simcli.cli.app import app
@@ -305,5 +328,7 @@ def test_explain_says_what_the_release_changes_against_the_one_before(given, row
     changes = next(x.changes for x in releases.RELEASES if x.version == row)
     assert rel == {"version": row, "previous": before, "changes": changes}
     text = " ".join(CliRunner().invoke(app, args, env={"COLUMNS": "200"}).stdout.split())
-    assert f"priced as {row}; against {before}: {' '.join(changes.split())}" in text
-    assert releases.against_previous(None) == (releases.DEFAULT_RELEASE, None)
+    assert f"against {before}: {' '.join(changes.split())}" in text and f"{row}" in text
+    assert ("the default: what torch 2.13's CUDA wheels install" in text) == (row == "2.29.7")
+    assert releases.against_previous(None)[0] is releases.DEFAULT_RELEASE
+    assert releases.against_previous("2.20.3") == (releases.RELEASES[0], None)

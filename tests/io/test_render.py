@@ -209,7 +209,7 @@ NARROW = [
         [],
     ),
     ("algorithms", ["size \\ k", "2", "1024", "k", "crossover size", "fastest changes"], ["nvlst"], ["k = 512"]),
-    ("profiles show dgx-h100", [], ["network[0].name", "nvlink", "nccl.version", "2.20.3"], []),
+    ("profiles show dgx-h100", [], ["network[0].name", "nvlink", "nccl.version", "2.29.7"], []),
 ]
 
 
