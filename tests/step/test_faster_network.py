@@ -4,8 +4,9 @@ release (simcli issue 37, item 7), strictly (t_step may not rise by more than 1e
 Under 2.20.3, the default before issue 37, it failed on five profiles, each pinned below (CASES); what made them rise
 was NCCL 2.20.3's tuner (its 28 us Tree/Simple hops and 5/6 NVLS formula pick a pair that costs more), the 5/6 NVLS
 cost, and gcp-a3-mega's NVLS, which the platform's TCPXO environment turns off. Under the default 14 of the 15
-built-in profiles hold it; gcp-a3-mega at TCPXO x2 does not (DEFAULT_MISSES: NCCL's tuner and the TCPXO cost part). Where an older release still breaks it (``test_an_older_release_still_breaks_it_and_says_so``), the
-rise is NCCL's choice, and stderr names the release and the pair once it passes STEP_MARGIN of the step
+built-in profiles hold it; gcp-a3-mega at TCPXO x2 does not (DEFAULT_MISSES: NCCL's tuner and the TCPXO cost
+part). Where an older release still breaks it (``test_an_older_release_still_breaks_it_and_says_so``), the rise is
+NCCL's choice, and stderr names the release and the pair once it passes STEP_MARGIN of the step
 (tests/comm/test_nccl_issue21.py holds that rule for every built-in profile and preset).
 """
 
@@ -71,10 +72,10 @@ def test_the_built_in_profiles_are_priced_as_the_default_release():
 DEFAULT_MISSES = {
     "gcp-a3-mega": (
         ("bert-base", 1, 2.0, 16),
-        "TCPXO x2, BERT-base at k = 16: the 26 MB buckets' Tree/LL128 is bound inside the node (its bandwidth term does "
-        "not move), NCCL's tuner then rates Ring/LL128 cheaper on the faster NIC, and simcli's cost of that Ring (its "
-        "TCPXO hops at the transport's own latency) is 1.5% above the Tree it left: +0.7% of the step, under "
-        "STEP_MARGIN",
+        "TCPXO x2, BERT-base at k = 16: the 26 MB buckets' Tree/LL128 is bound inside the node (its bandwidth term "
+        "does not move), NCCL's tuner then rates Ring/LL128 cheaper on the faster NIC, and simcli's cost of that "
+        "Ring (its TCPXO hops at the transport's own latency) is 1.5% above the Tree it left: +0.7% of the step, "
+        "under STEP_MARGIN",
     ),
 }
 
