@@ -281,7 +281,7 @@ class _TextRun:
     finished: bool = False
 
 
-def _read_run_header(body: str, run: _TextRun, source: str, lineno: int) -> None:
+def _read_run_header(body: str, run: _TextRun, source: str, *, lineno: int) -> None:
     """A header line of the run: its iterations, its processes' GPUs, its start (a second start is refused) and
     its footer."""
     m = re.search(r"\bwarmup iters:\s*(\d+)\s+iters:\s*(\d+)", body)
@@ -307,10 +307,10 @@ def _read_run_header(body: str, run: _TextRun, source: str, lineno: int) -> None
         run.finished = True
 
 
-def _read_comment(body: str, run: _TextRun, source: str, lineno: int) -> None:
+def _read_comment(body: str, run: _TextRun, source: str, *, lineno: int) -> None:
     """One ``#`` line: the run's header and footer, a rank line (a rank listed twice is refused), the
     collective's name, the column header."""
-    _read_run_header(body, run, source, lineno)
+    _read_run_header(body, run, source, lineno=lineno)
     m = re.match(r"Rank\s+(\d+)\s+Group", body)
     if m:
         run.ranks += 1
@@ -394,7 +394,7 @@ def parse_text(
     for lineno, raw in enumerate(text.splitlines(), 1):
         line = _PREFIX.sub("", raw, count=1) if not raw.lstrip().startswith("#") else raw.strip()
         if line.startswith("#"):
-            _read_comment(line.lstrip("#").strip(), run, source, lineno)
+            _read_comment(line.lstrip("#").strip(), run, source, lineno=lineno)
             continue
         toks = line.split()
         if len(toks) < 2 or not _NUM.match(toks[0]) or not _NUM.match(toks[1]):

@@ -245,7 +245,7 @@ _NO_FIT = dict(color="0.62", linestyle=(0, (4, 2)), linewidth=1.6, marker="x", m
 
 
 def _efficiency_note(
-    k: np.ndarray, eff: np.ndarray, fits: np.ndarray, threshold: float, *, measured: bool
+    k: np.ndarray, eff: np.ndarray, fits: np.ndarray, *, threshold: float, measured: bool
 ) -> tuple[int | None, str]:
     """A line's first k where E(k) < ``threshold`` among the k that fit (its index in ``k``, None: none) and the
     legend's note on it ("line: " first when measured markers share the line)."""
@@ -262,7 +262,7 @@ def _efficiency_note(
 
 
 def _draw_no_fit(
-    ax: Any, s: Series, k: np.ndarray, y: np.ndarray, bad: np.ndarray, *, fits: np.ndarray, first: bool
+    ax: Any, s: Series, k: np.ndarray, *, y: np.ndarray, bad: np.ndarray, fits: np.ndarray, first: bool
 ) -> None:
     """The k where the series does not fit in memory, greyed and dashed, named in the first panel's legend."""
     cap = f" in {fmt_bytes(s.capacity_bytes, binary=False)}" if s.capacity_bytes else ""
@@ -277,8 +277,8 @@ def _draw_line(
     panels: list[tuple[Any, np.ndarray, str]],
     s: Series,
     k: np.ndarray,
-    color: Any,
     *,
+    color: Any,
     fits: np.ndarray,
     label: str,
     band_ax: Any,
@@ -302,7 +302,7 @@ def _draw_line(
             label=label if j == 0 and fits.any() else f"_{s.label}",
         )
         if not fits.all():
-            _draw_no_fit(ax, s, k, y, bad, fits=fits, first=j == 0)
+            _draw_no_fit(ax, s, k, y=y, bad=bad, fits=fits, first=j == 0)
 
 
 def _mark_crossing(marks: Iterable[tuple[Any, float]], x: float, color: Any) -> None:
@@ -439,7 +439,7 @@ def speedup_figure(
         sp = _column(s.records, "speedup")
         eff = _column(s.records, "efficiency")
         fits = ~np.isin(k, np.asarray(list(s.no_fit), dtype=float))
-        i, note = _efficiency_note(k, eff, fits, threshold, measured=bool(s.measured))
+        i, note = _efficiency_note(k, eff, fits, threshold=threshold, measured=bool(s.measured))
         gain = ""
         if ax_t is not None:  # the gain over the first line at the largest k where both fit, in the legend
             tp_fit = np.where(fits, _column(s.records, "samples_per_s"), np.nan)
@@ -451,7 +451,7 @@ def speedup_figure(
         line_tp = ax_t is not None and _has_data(s.records, "samples_per_s")
         if line_tp:
             panels.insert(0, (ax_t, _column(s.records, "samples_per_s"), "samples_per_s"))
-        _draw_line(panels, s, k, color, fits=fits, label=f"{s.label} ({note}{gain})", band_ax=ax_e)
+        _draw_line(panels, s, k, color=color, fits=fits, label=f"{s.label} ({note}{gain})", band_ax=ax_e)
         if i is not None:
             _mark_crossing(((ax_s, sp[i]), (ax_e, eff[i])), k[i], color)
         if s.measured:
