@@ -397,8 +397,7 @@ def _fit_spread_update(
 
 
 def _calibration_block(base: Profile, opts: CalibrationOptions, algorithm: str) -> dict[str, Any]:
-    """The calibration block's head: the tool, the clock, the host, the base profile and the textbook fit's
-    method (the NCCL fit replaces the method)."""
+    """The calibration block's head: tool, date, host, base profile and the textbook fit's method."""
     loss = opts.loss
     return {
         "tool": f"simcli {__version__} calibrate",
@@ -465,8 +464,7 @@ def _fit_textbook_tiers(
     opts: CalibrationOptions,
     warnings: list[str],
 ) -> None:
-    """The textbook alpha-beta fit of each tier in ``groups``: updates ``network``, appends one record per tier,
-    and warns where the fitted values make another tier the ring's bottleneck."""
+    """The textbook fit of each tier in ``groups`` (``network``, ``tiers_out`` updated), and the bottleneck's check."""
     k, n, t = rows
     holdout, seed = opts.holdout, opts.seed
     for ti, sel in sorted(groups.items()):
@@ -705,7 +703,6 @@ def _sources(
 ) -> list[str]:
     """The new profile's sources: the parent's, said to be the parent's, the step fit's per-dtype lines (taken out
     of the calibration block) and one line on what this calibration fitted from which files (issue 12)."""
-    # the parent's sources describe the parent's numbers: say so, and say what this calibration fitted (issue 12)
     parent = [s if " (the base profile): " in s else f"{base.name} (the base profile): {s}" for s in base.sources]
     fitted = []
     for r in tiers_out:
@@ -757,14 +754,7 @@ def calibrate_profile(
         raise InputError("calibrate: nothing to fit")
     if comm_m is not None:
         _fit_comm(
-            base,
-            comm_m,
-            opts,
-            algorithm=algorithm,
-            network=network,
-            tiers_out=tiers_out,
-            warnings=warnings,
-            cal=cal,
+            base, comm_m, opts, algorithm=algorithm, network=network, tiers_out=tiers_out, warnings=warnings, cal=cal
         )
     step_out = None
     device = base.device

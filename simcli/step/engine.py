@@ -117,10 +117,12 @@ class Scenario:
     update_time_s: float | None = None
 
     def __post_init__(self) -> None:
-        """Every field checked, group by group (the first bad value is the one named), and the algorithm,
-        protocol and update extras resolved."""
+        """Every field checked, group by group (the first bad one is named); algorithm and protocol resolved."""
         self._check_batch_and_compute()
-        self._resolve_communication()
+        if self.algorithm is None:  # the profile's default
+            object.__setattr__(self, "algorithm", collectives.default_algorithm(self.profile))
+        collectives.check_algorithm(self.algorithm)
+        object.__setattr__(self, "protocol", collectives.check_protocol(self.protocol))
         self._check_buckets_and_accumulation()
         self._check_sharding()
         self._check_spread_and_update()
@@ -147,16 +149,8 @@ class Scenario:
         if self.compute_time_s is not None and not self.compute_time_s > 0:
             raise InputError(f"--compute-time: {self.compute_time_s} must be a positive number of seconds")
 
-    def _resolve_communication(self) -> None:
-        """The all-reduce algorithm (None: the profile's default) and protocol, checked and stored."""
-        if self.algorithm is None:
-            object.__setattr__(self, "algorithm", collectives.default_algorithm(self.profile))
-        collectives.check_algorithm(self.algorithm)
-        object.__setattr__(self, "protocol", collectives.check_protocol(self.protocol))
-
     def _check_buckets_and_accumulation(self) -> None:
-        """How communication overlaps backward: the overlap mode, DDP's bucket size, accumulation and the share of
-        the step spent in backward."""
+        """How communication overlaps backward: the overlap mode, DDP's buckets, accumulation, the backward share."""
         if self.overlap not in OVERLAPS:
             raise InputError(f"--overlap: unknown mode {self.overlap!r}; choose one of {', '.join(OVERLAPS)}")
         if not (self.bucket_mb > 0 and np.isfinite(self.bucket_mb)):
@@ -197,8 +191,7 @@ class Scenario:
             )
 
     def _check_spread_and_update(self) -> None:
-        """The straggler spread, the optimizer step (optimizer, extras, measured time), the compute time's k and
-        that the compute time has a source (FLOPs per sample or a measured time)."""
+        """The devices' spread, the optimizer step, the compute time's k and a source for the compute time."""
         if self.spread is not None and not (0 <= self.spread <= 1 and np.isfinite(self.spread)):
             raise InputError(
                 f"--spread: {self.spread} is not in [0, 1]; give the spread of the devices' speed as a fraction "
