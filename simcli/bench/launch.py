@@ -239,37 +239,34 @@ class _PortTaken(Exception):
     pass
 
 
-def _run_world_once(
+#: the launcher's variables a rank must not inherit from the shell (torchrun's, torchelastic's): the world sets its own
+_LAUNCHER_VARS = (
+    "RANK",
+    "WORLD_SIZE",
+    "LOCAL_RANK",
+    "LOCAL_WORLD_SIZE",
+    "MASTER_ADDR",
+    "MASTER_PORT",
+    "GROUP_RANK",
+    "ROLE_RANK",
+    "TORCHELASTIC_RUN_ID",
+)
+
+
+def _world_env(
     k: int,
     task: str,
     config: Mapping[str, Any],
     *,
-    timeout_s: float,
-    on_record: Callable[[dict[str, Any]], None],
     port: int,
+    timeout_s: float,
+    progress_path: Path,
     threads: int | None,
     extra_env: Mapping[str, str] | None,
-    on_progress: Callable[[int], None] | None = None,
-) -> WorldResult:
-    result = WorldResult()
-    tmp = tempfile.TemporaryDirectory(prefix=f"simcli-bench-k{k}-")
-    tmpdir = Path(tmp.name)
-    progress_path = tmpdir / "progress"
-    progress_path.write_bytes(b"\0" * (8 * k))
-    rfd, wfd = os.pipe()
-    ranks: list[_Rank] = []
+) -> dict[str, str]:
+    """The environment every rank of a world of ``k`` starts with (each adds its RANK and LOCAL_RANK)."""
     base_env = dict(os.environ)
-    for key in (
-        "RANK",
-        "WORLD_SIZE",
-        "LOCAL_RANK",
-        "LOCAL_WORLD_SIZE",
-        "MASTER_ADDR",
-        "MASTER_PORT",
-        "GROUP_RANK",
-        "ROLE_RANK",
-        "TORCHELASTIC_RUN_ID",
-    ):
+    for key in _LAUNCHER_VARS:
         base_env.pop(key, None)
     base_env.update(
         {
@@ -290,82 +287,163 @@ def _run_world_once(
     if threads:
         base_env["SIMCLI_BENCH_THREADS"] = str(threads)
     base_env.update(extra_env or {})
-    buf = b""
+    return base_env
+
+
+def _spawn_ranks(ranks: list[_Rank], k: int, base_env: Mapping[str, str], *, wfd: int, tmpdir: Path) -> None:
+    """Start the k workers, each logging to its file; rank 0 also gets the result pipe's write end. Each started rank
+    is appended to ``ranks`` as it starts, so that a failure half-way stops the ones already running."""
+    for r in range(k):
+        env = dict(base_env, RANK=str(r), LOCAL_RANK=str(r))
+        if r == 0:
+            env["SIMCLI_BENCH_RESULT_FD"] = str(wfd)
+        log = tmpdir / f"rank{r}.log"
+        with open(log, "wb") as lf:
+            proc = subprocess.Popen(
+                [sys.executable, "-m", "simcli.bench.worker"],
+                env=env,
+                stdin=subprocess.DEVNULL,
+                stdout=lf,
+                stderr=subprocess.STDOUT,
+                start_new_session=True,
+                pass_fds=(wfd,) if r == 0 else (),
+            )
+        ranks.append(_Rank(r, proc, log))
+
+
+@dataclass
+class _ResultPipe:
+    """The read end of rank 0's result pipe: the bytes read so far, dispatched line by line into ``result``."""
+
+    fd: int
+    result: WorldResult
+    on_record: Callable[[dict[str, Any]], None]
+    buf: bytes = b""
+    eof: bool = False
+
+    def poll(self, timeout_s: float) -> None:
+        """Read what is there within ``timeout_s`` and dispatch the whole lines."""
+        ready, _, _ = select.select([self.fd], [], [], timeout_s)
+        if ready:
+            chunk = os.read(self.fd, 65536)
+            if not chunk:
+                self.eof = True
+            self.buf += chunk
+            self.buf = _dispatch(self.buf, self.result, self.on_record)
+
+    def drain(self) -> None:
+        """Rows rank 0 sent before the end are still in the pipe: read them all and dispatch them, a last line
+        without its newline too."""
+        while True:
+            ready, _, _ = select.select([self.fd], [], [], 0)
+            if not ready:
+                break
+            chunk = os.read(self.fd, 65536)
+            if not chunk:
+                break
+            self.buf += chunk
+        buf = self.buf
+        _dispatch(buf + b"\n" if buf and not buf.endswith(b"\n") else buf, self.result, self.on_record)
+
+
+def _slowest_unit(prog: list[int]) -> int:
+    """The unit the slowest rank still working has reached (-1: every rank is done)."""
+    return min(v for v in prog if v != PROGRESS_DONE) if any(v != PROGRESS_DONE for v in prog) else -1
+
+
+def _watch(
+    k: int,
+    ranks: list[_Rank],
+    pipe: _ResultPipe,
+    *,
+    progress_path: Path,
+    timeout_s: float,
+    config: Mapping[str, Any],
+    on_progress: Callable[[int], None] | None,
+) -> str | None:
+    """Read rank 0's records and watch the ranks until all of them end well (None), one fails or the world stops
+    making progress (the failure's description)."""
+    start = time.monotonic()
+    last_prog: list[int] | None = None
+    last_change = start
+    while True:
+        if not pipe.eof:
+            pipe.poll(0.05)
+        else:
+            time.sleep(0.05)
+        now = time.monotonic()
+        for r in ranks:
+            if r.returncode is None and r.proc.poll() is not None:
+                r.returncode, r.ended_at = r.proc.returncode, now
+        failed = [r for r in ranks if r.returncode not in (None, 0)]
+        if failed:
+            return _describe_failure(k, failed, ranks, progress_path, config)
+        if all(r.returncode == 0 for r in ranks):
+            return None
+        # a watchdog, not a stopwatch: --timeout is how long the world may go without any rank starting a new
+        # unit (a size, a step); before every rank has started, the start-up (torch import, rendezvous) gets
+        # at least STARTUP_S
+        prog = _progress(progress_path, k)
+        if prog != last_prog:
+            last_prog, last_change = prog, now
+            if on_progress is not None:
+                on_progress(_slowest_unit(prog))
+        started = min(prog) > 0
+        limit = timeout_s if started else max(timeout_s, STARTUP_S)
+        if now - last_change > limit:
+            return _describe_timeout(k, ranks, progress_path, limit, config, started)
+
+
+def _run_world_once(
+    k: int,
+    task: str,
+    config: Mapping[str, Any],
+    *,
+    timeout_s: float,
+    on_record: Callable[[dict[str, Any]], None],
+    port: int,
+    threads: int | None,
+    extra_env: Mapping[str, str] | None,
+    on_progress: Callable[[int], None] | None = None,
+) -> WorldResult:
+    result = WorldResult()
+    tmp = tempfile.TemporaryDirectory(prefix=f"simcli-bench-k{k}-")
+    tmpdir = Path(tmp.name)
+    progress_path = tmpdir / "progress"
+    progress_path.write_bytes(b"\0" * (8 * k))
+    rfd, wfd = os.pipe()
+    ranks: list[_Rank] = []
+    base_env = _world_env(
+        k,
+        task,
+        config,
+        port=port,
+        timeout_s=timeout_s,
+        progress_path=progress_path,
+        threads=threads,
+        extra_env=extra_env,
+    )
+    pipe = _ResultPipe(rfd, result, on_record)
     failure: str | None = None
     try:
-        for r in range(k):
-            env = dict(base_env, RANK=str(r), LOCAL_RANK=str(r))
-            if r == 0:
-                env["SIMCLI_BENCH_RESULT_FD"] = str(wfd)
-            log = tmpdir / f"rank{r}.log"
-            with open(log, "wb") as lf:
-                proc = subprocess.Popen(
-                    [sys.executable, "-m", "simcli.bench.worker"],
-                    env=env,
-                    stdin=subprocess.DEVNULL,
-                    stdout=lf,
-                    stderr=subprocess.STDOUT,
-                    start_new_session=True,
-                    pass_fds=(wfd,) if r == 0 else (),
-                )
-            ranks.append(_Rank(r, proc, log))
+        _spawn_ranks(ranks, k, base_env, wfd=wfd, tmpdir=tmpdir)
         os.close(wfd)
         wfd = -1
-        start = time.monotonic()
-        last_prog: list[int] | None = None
-        last_change = start
-        eof = False
-        while True:
-            if not eof:
-                ready, _, _ = select.select([rfd], [], [], 0.05)
-                if ready:
-                    chunk = os.read(rfd, 65536)
-                    if not chunk:
-                        eof = True
-                    buf += chunk
-                    buf = _dispatch(buf, result, on_record)
-            else:
-                time.sleep(0.05)
-            now = time.monotonic()
-            for r in ranks:
-                if r.returncode is None and r.proc.poll() is not None:
-                    r.returncode, r.ended_at = r.proc.returncode, now
-            failed = [r for r in ranks if r.returncode not in (None, 0)]
-            if failed:
-                failure = _describe_failure(k, failed, ranks, progress_path, config)
-                break
-            if all(r.returncode == 0 for r in ranks):
-                break
-            # a watchdog, not a stopwatch: --timeout is how long the world may go without any rank starting a new
-            # unit (a size, a step); before every rank has started, the start-up (torch import, rendezvous) gets
-            # at least STARTUP_S
-            prog = _progress(progress_path, k)
-            if prog != last_prog:
-                last_prog, last_change = prog, now
-                if on_progress is not None:
-                    on_progress(
-                        min(v for v in prog if v != PROGRESS_DONE) if any(v != PROGRESS_DONE for v in prog) else -1
-                    )
-            started = min(prog) > 0
-            limit = timeout_s if started else max(timeout_s, STARTUP_S)
-            if now - last_change > limit:
-                failure = _describe_timeout(k, ranks, progress_path, limit, config, started)
-                break
+        failure = _watch(
+            k,
+            ranks,
+            pipe,
+            progress_path=progress_path,
+            timeout_s=timeout_s,
+            config=config,
+            on_progress=on_progress,
+        )
     finally:
         _stop(ranks)
         if wfd >= 0:
             os.close(wfd)
-        # rows rank 0 sent before the end are still in the pipe: keep them
         try:
-            while True:
-                ready, _, _ = select.select([rfd], [], [], 0)
-                if not ready:
-                    break
-                chunk = os.read(rfd, 65536)
-                if not chunk:
-                    break
-                buf += chunk
-            _dispatch(buf + b"\n" if buf and not buf.endswith(b"\n") else buf, result, on_record)
+            pipe.drain()
         finally:
             os.close(rfd)
         logs = {r.rank: _last_line(r.log) for r in ranks}

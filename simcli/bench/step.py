@@ -33,7 +33,7 @@ from __future__ import annotations
 
 import math
 import time
-from typing import TYPE_CHECKING, Any, Sequence
+from typing import TYPE_CHECKING, Any, Callable, Sequence
 
 from ..io.measured.stats import summarize
 from ..step.update import SPECS
@@ -140,6 +140,202 @@ def _precision(dtype: str, device):
     return contextlib.nullcontext
 
 
+class _Timer:
+    """How every timed loop runs on every rank: a progress checkpoint, a barrier and a device sync before each
+    timed step, and the slowest rank's time per step (a step ends when its slowest rank ends)."""
+
+    def __init__(self, d: Dist, clock: _Clock) -> None:
+        self.d, self.clock, self.counter = d, clock, 0
+
+    def reduce_max(self, series: list[list[float]]) -> list[Any]:
+        """Each series' per-step maximum over the ranks, summarised."""
+        import torch
+        import torch.distributed as dist
+
+        tt = torch.tensor(series, dtype=torch.float64, device=self.d.device)
+        dist.all_reduce(tt, op=dist.ReduceOp.MAX)  # a step ends when its slowest rank ends
+        return [summarize(row) for row in tt.cpu().tolist()]
+
+    def ready(self) -> None:
+        """Before a timed step: the next progress checkpoint, a barrier, a device sync."""
+        import torch.distributed as dist
+
+        self.d.checkpoint(self.counter)
+        self.counter += 1
+        dist.barrier()
+        self.d.sync()
+
+    def timed(self, fn: Callable[[int], Any], n: int, nwarm: int) -> Any:
+        """``fn(i)`` run ``nwarm`` times untimed, then ``n`` times timed: the summary of the slowest rank's times."""
+        for i in range(nwarm):
+            fn(i)
+        self.d.sync()
+        times = []
+        for i in range(n):
+            self.ready()
+            t0 = self.clock.mark()
+            fn(i)
+            t1 = self.clock.mark()
+            self.d.sync()
+            times.append(self.clock.seconds(t0, t1))
+        return self.reduce_max([times])[0]
+
+    def timed_compute(self, compute: Callable[[int], tuple[Any, Any, Any]], steps: int, warmup: int) -> list[Any]:
+        """T_forward, T_backward and T_compute from the same steps: ``compute(i)`` returns the three marks."""
+        for i in range(warmup):
+            compute(i)
+        self.d.sync()
+        fw: list[float] = []
+        bw: list[float] = []
+        tot: list[float] = []
+        for i in range(steps):
+            self.ready()
+            t0, t1, t2 = compute(i)
+            self.d.sync()
+            fw.append(self.clock.seconds(t0, t1))
+            bw.append(self.clock.seconds(t1, t2))
+            tot.append(self.clock.seconds(t0, t2))
+        return self.reduce_max([fw, bw, tot])
+
+
+def _solo_step_time(
+    d: Dist,
+    spec: Any,
+    batches: list[Any],
+    *,
+    seed: int,
+    lr: float,
+    steps: int,
+    warmup: int,
+    clock: _Clock,
+    fwd_loss: Callable[..., Any],
+) -> float | None:
+    """T_step(1) under torchrun: rank 0 alone runs the step without communication (the median; None on the other
+    ranks, which wait)."""
+    import torch
+    import torch.distributed as dist
+
+    from .models import build
+
+    solo = None
+    solo_model = build(spec, seed, d.device)
+    opt = torch.optim.SGD(solo_model.parameters(), lr=lr)
+    if d.rank == 0:
+        ts = []
+        for i in range(warmup + steps):
+            d.sync()
+            t0 = clock.mark()
+            opt.zero_grad(set_to_none=False)
+            _, _, x, y = batches[i % len(batches)]
+            fwd_loss(solo_model, x, y).backward()
+            opt.step()
+            t1 = clock.mark()
+            d.sync()
+            if i >= warmup:
+                ts.append(clock.seconds(t0, t1))
+        solo = summarize(ts).median
+    dist.barrier()
+    return solo
+
+
+def _mode_identity(
+    d: Dist,
+    mode: str,
+    spec: Any,
+    *,
+    batch: tuple[Any, Any, Any, Any],
+    seed: int,
+    lr: float,
+    bucket_cap_mb: float,
+    fwd_loss: Callable[..., Any],
+    dtype: str,
+    b: int,
+) -> dict[str, float]:
+    """The identity of ``mode`` (module docstring), on a fresh model at step 0. Raises IdentityError."""
+    import torch
+    import torch.distributed as dist
+
+    from .models import build
+
+    ident_model = build(spec, seed, d.device)
+    opt = torch.optim.SGD(ident_model.parameters(), lr=lr)
+    xg, yg, x, y = batch
+    if mode == "ddp":
+        ddp = torch.nn.parallel.DistributedDataParallel(ident_model, bucket_cap_mb=bucket_cap_mb)
+        fwd_loss(ddp, x, y).backward()
+        g_avg = _flat_grad(ident_model)
+    else:
+        fwd_loss(ident_model, x, y).backward()
+        g_avg = _flat_grad(ident_model)
+        dist.all_reduce(g_avg)
+        g_avg.div_(d.world_size)
+        _set_grads(ident_model, g_avg)
+    if d.fault("grad"):  # test hook: a rank whose gradient is wrong must fail the check
+        g_avg = g_avg + 1e-2
+    opt.step()
+    return _check_identity(d, g_avg, _flat_params(ident_model), xg, yg, spec, seed, lr, fwd_loss, dtype, b)
+
+
+def _comm_step(mode: str, flat: Any, buckets: list[int]) -> Callable[[int], None]:
+    """T_comm's step: one all_reduce of the flat gradient (flat), one per DDP bucket (ddp)."""
+    import torch
+    import torch.distributed as dist
+
+    if mode == "flat":
+
+        def comm(i: int) -> None:
+            dist.all_reduce(flat)
+
+        return comm
+    chunks = list(torch.split(flat, buckets))
+
+    def comm_buckets(i: int) -> None:
+        for c in chunks:
+            dist.all_reduce(c)
+
+    return comm_buckets
+
+
+def _train_step(
+    mode: str,
+    model: Any,
+    batches: list[Any],
+    *,
+    lr: float,
+    bucket_cap_mb: float,
+    fwd_loss: Callable[..., Any],
+    k: int,
+) -> Callable[[int], None]:
+    """T_step's step on ``model``: forward, backward, the all-reduce (DDP's buckets, or one flat all_reduce and a
+    division by k) and the SGD update."""
+    import torch
+    import torch.distributed as dist
+
+    opt = torch.optim.SGD(model.parameters(), lr=lr)
+    if mode == "ddp":
+        net = torch.nn.parallel.DistributedDataParallel(model, bucket_cap_mb=bucket_cap_mb)
+
+        def step(i: int) -> None:
+            opt.zero_grad(set_to_none=False)
+            _, _, x, y = batches[i % len(batches)]
+            fwd_loss(net, x, y).backward()
+            opt.step()
+
+        return step
+
+    def flat_step(i: int) -> None:
+        opt.zero_grad(set_to_none=False)
+        _, _, x, y = batches[i % len(batches)]
+        fwd_loss(model, x, y).backward()
+        g = _flat_grad(model)
+        dist.all_reduce(g)
+        g.div_(k)
+        _set_grads(model, g)
+        opt.step()
+
+    return flat_step
+
+
 def measure_step(
     d: Dist,
     width: int = 1024,
@@ -163,13 +359,13 @@ def measure_step(
     ``dtype`` one of fp32, tf32, bf16, fp16 (tf32 and fp16 on CUDA only).
     """
     import torch
-    import torch.distributed as dist
 
     from .models import ModelSpec, build, describe, flops_per_sample, flops_per_sample_exact, loss, make_batches
 
     spec = ModelSpec.from_dict(model) if model else ModelSpec(kind="mlp", width=width, depth=depth)
     autocast = _precision(dtype, d.device)
     clock = _Clock(d.device)
+    timer = _Timer(d, clock)
 
     def fwd_loss(net, x, y):
         with autocast():
@@ -181,29 +377,6 @@ def measure_step(
         (xg, yg, xg[r * b : (r + 1) * b], yg[r * b : (r + 1) * b])
         for xg, yg in make_batches(spec, k * b, n_batches, gen, d.device)
     ]
-    counter = [0]
-
-    def reduce_max(series: list[list[float]]):
-        tt = torch.tensor(series, dtype=torch.float64, device=d.device)
-        dist.all_reduce(tt, op=dist.ReduceOp.MAX)  # a step ends when its slowest rank ends
-        return [summarize(row) for row in tt.cpu().tolist()]
-
-    def timed(fn, n: int, nwarm: int):
-        for i in range(nwarm):
-            fn(i)
-        d.sync()
-        times = []
-        for i in range(n):
-            d.checkpoint(counter[0])
-            counter[0] += 1
-            dist.barrier()
-            d.sync()
-            t0 = clock.mark()
-            fn(i)
-            t1 = clock.mark()
-            d.sync()
-            times.append(clock.seconds(t0, t1))
-        return reduce_max([times])[0]
 
     # ---- T_compute: forward + backward, no communication, the two timed apart
     net0 = build(spec, seed, d.device)
@@ -218,23 +391,7 @@ def measure_step(
         lo.backward()
         return t0, t1, clock.mark()
 
-    for i in range(warmup):
-        compute(i)
-    d.sync()
-    fw: list[float] = []
-    bw: list[float] = []
-    tot: list[float] = []
-    for i in range(steps):
-        d.checkpoint(counter[0])
-        counter[0] += 1
-        dist.barrier()
-        d.sync()
-        t0, t1, t2 = compute(i)
-        d.sync()
-        fw.append(clock.seconds(t0, t1))
-        bw.append(clock.seconds(t1, t2))
-        tot.append(clock.seconds(t0, t2))
-    t_fwd, t_bwd, t_compute = reduce_max([fw, bw, tot])
+    t_fwd, t_bwd, t_compute = timer.timed_compute(compute, steps, warmup)
     buckets = _bucket_sizes(net0, bucket_cap_mb)
     # ---- T_update: the optimizer step alone, AdamW as torch runs it by default on this device (its state: two fp32
     # tensors per parameter; the gradients are the last compute step's)
@@ -243,94 +400,38 @@ def measure_step(
     def update_step(i: int) -> None:
         opt_u[0].step()
 
-    t_update = timed(update_step, steps, warmup)
+    t_update = timer.timed(update_step, steps, warmup)
     opt_u.clear()  # its state: two tensors per parameter
     net0 = None  # one model at a time on the device from here on (a large model on one GPU)
     flat = torch.zeros(nparams, dtype=torch.float32, device=d.device)
 
     solo = None
     if solo_reference and k > 1:
-        # T_step(1) under torchrun: rank 0 alone runs the step without communication; the others wait
-        solo_model = build(spec, seed, d.device)
-        opt = torch.optim.SGD(solo_model.parameters(), lr=lr)
-        if r == 0:
-            ts = []
-            for i in range(warmup + steps):
-                d.sync()
-                t0 = clock.mark()
-                opt.zero_grad(set_to_none=False)
-                _, _, x, y = batches[i % n_batches]
-                fwd_loss(solo_model, x, y).backward()
-                opt.step()
-                t1 = clock.mark()
-                d.sync()
-                if i >= warmup:
-                    ts.append(clock.seconds(t0, t1))
-            solo = summarize(ts).median
-        dist.barrier()
+        solo = _solo_step_time(
+            d, spec, batches, seed=seed, lr=lr, steps=steps, warmup=warmup, clock=clock, fwd_loss=fwd_loss
+        )
 
     for mode in modes:
         # ---- the identity, on a fresh model, step 0
-        ident_model = build(spec, seed, d.device)
-        opt = torch.optim.SGD(ident_model.parameters(), lr=lr)
-        xg, yg, x, y = batches[0]
-        if mode == "ddp":
-            ddp = torch.nn.parallel.DistributedDataParallel(ident_model, bucket_cap_mb=bucket_cap_mb)
-            fwd_loss(ddp, x, y).backward()
-            g_avg = _flat_grad(ident_model)
-        else:
-            fwd_loss(ident_model, x, y).backward()
-            g_avg = _flat_grad(ident_model)
-            dist.all_reduce(g_avg)
-            g_avg.div_(k)
-            _set_grads(ident_model, g_avg)
-        if d.fault("grad"):  # test hook: a rank whose gradient is wrong must fail the check
-            g_avg = g_avg + 1e-2
-        opt.step()
-        ident = _check_identity(d, g_avg, _flat_params(ident_model), xg, yg, spec, seed, lr, fwd_loss, dtype, b)
-        if mode == "ddp":
-            del ddp
-        del ident_model, opt, g_avg
-
+        ident = _mode_identity(
+            d,
+            mode,
+            spec,
+            batch=batches[0],
+            seed=seed,
+            lr=lr,
+            bucket_cap_mb=bucket_cap_mb,
+            fwd_loss=fwd_loss,
+            dtype=dtype,
+            b=b,
+        )
         # ---- T_comm and T_step
-        if mode == "flat":
-
-            def comm(i: int) -> None:
-                dist.all_reduce(flat)
-        else:
-            chunks = list(torch.split(flat, buckets))
-
-            def comm(i: int) -> None:
-                for c in chunks:
-                    dist.all_reduce(c)
-
-        t_comm = timed(comm, steps, warmup)
-
-        step_model = build(spec, seed, d.device)
-        opt = torch.optim.SGD(step_model.parameters(), lr=lr)
-        if mode == "ddp":
-            net = torch.nn.parallel.DistributedDataParallel(step_model, bucket_cap_mb=bucket_cap_mb)
-
-            def step(i: int) -> None:
-                opt.zero_grad(set_to_none=False)
-                _, _, x, y = batches[i % n_batches]
-                fwd_loss(net, x, y).backward()
-                opt.step()
-        else:
-
-            def step(i: int) -> None:
-                opt.zero_grad(set_to_none=False)
-                _, _, x, y = batches[i % n_batches]
-                fwd_loss(step_model, x, y).backward()
-                g = _flat_grad(step_model)
-                dist.all_reduce(g)
-                g.div_(k)
-                _set_grads(step_model, g)
-                opt.step()
-
-        t_step = timed(step, steps, warmup)
-        if mode == "ddp":
-            del net
+        t_comm = timer.timed(_comm_step(mode, flat, buckets), steps, warmup)
+        step = _train_step(
+            mode, build(spec, seed, d.device), batches, lr=lr, bucket_cap_mb=bucket_cap_mb, fwd_loss=fwd_loss, k=k
+        )
+        t_step = timer.timed(step, steps, warmup)
+        del step  # its model (and DDP's wrapper) with it
 
         fps, fpx = flops_per_sample(spec), flops_per_sample_exact(spec)
         d.emit(

@@ -120,7 +120,8 @@ def calibrate(
     import platform
     from pathlib import Path
 
-    from ..fits.calibration import CalibrationOptions, calibrate_profile
+    from ..fits.calibration import calibrate_profile
+    from ..fits.fit_comm import CalibrationOptions
     from ..io.files import check_output_path
 
     check_output_path(output, force, inputs=[*files, profile])  # never write the profile over an input

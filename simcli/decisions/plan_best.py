@@ -234,25 +234,19 @@ def _check_positive(name: str, v: float | None) -> None:
         raise InputError(f"{name}: {v!r} must be a positive number")
 
 
-def best(
+def _run_length(
     sc: Scenario,
-    grid: Grid,
+    objective: str,
+    samples: float | None,
     *,
-    global_batch: int,
-    objective: str = "time",
-    samples: float | None = None,
-    tokens: float | None = None,
-    price: float | None = None,
-    max_days: float | None = None,
-    budget: float | None = None,
-    min_efficiency: float | None = None,
-    on_progress: Callable[[int], Any] | None = None,
-) -> Best:
-    """The best configuration of ``grid`` for ``objective`` at ``global_batch`` samples per optimizer step (module
-    docstring). ``sc`` gives the rest of the scenario (model, profile, dtypes, mfu, algorithm, ...).
-
-    The grid's size is checked first (:meth:`Grid.check_size`); ``on_progress(n)`` is called as each n more
-    configurations are priced (the CLI's progress bar)."""
+    tokens: float | None,
+    price: float | None,
+    max_days: float | None,
+    budget: float | None,
+    min_efficiency: float | None,
+) -> float | None:
+    """The objective and the constraints checked against each other; the run's length in samples (from
+    ``--tokens`` where given), None when no length was given."""
     if objective not in OBJECTIVES:
         raise InputError(f"--objective: {objective!r}; choose one of {', '.join(OBJECTIVES)}")
     for name, v in (
@@ -273,6 +267,38 @@ def best(
         raise InputError("--max-days needs the run's length: give --tokens or --samples")
     if budget is not None and (samples is None or price is None):
         raise InputError("--budget needs --price-per-device-hour and the run's length (--tokens or --samples)")
+    return samples
+
+
+def best(
+    sc: Scenario,
+    grid: Grid,
+    *,
+    global_batch: int,
+    objective: str = "time",
+    samples: float | None = None,
+    tokens: float | None = None,
+    price: float | None = None,
+    max_days: float | None = None,
+    budget: float | None = None,
+    min_efficiency: float | None = None,
+    on_progress: Callable[[int], Any] | None = None,
+) -> Best:
+    """The best configuration of ``grid`` for ``objective`` at ``global_batch`` samples per optimizer step (module
+    docstring). ``sc`` gives the rest of the scenario (model, profile, dtypes, mfu, algorithm, ...).
+
+    The grid's size is checked first (:meth:`Grid.check_size`); ``on_progress(n)`` is called as each n more
+    configurations are priced (the CLI's progress bar)."""
+    samples = _run_length(
+        sc,
+        objective,
+        samples,
+        tokens=tokens,
+        price=price,
+        max_days=max_days,
+        budget=budget,
+        min_efficiency=min_efficiency,
+    )
     M.check_optimizer(sc.optimizer)
     B = int(global_batch)
     if not 1 <= B <= MAX_GLOBAL_BATCH:

@@ -10,147 +10,24 @@ from __future__ import annotations
 
 import dataclasses
 import datetime
-from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
 import numpy as np
 import yaml
 
 from ..base.types import InputError
-from ..base.units import fmt_bytes, fmt_flops, fmt_rate, fmt_time
-from ..comm.topology import check_devices, ring_params, tier_spanned
-from ..io.measured.table import filter_present, filter_rows, placement_notes
+from ..base.units import fmt_flops
+from ..io.measured.table import filter_present
 from ..io.profiles import profile_from_dict, profile_to_dict
 from ..version import __version__
+from .fit_comm import CalibrationOptions, fit_comm
 from .fit_compute import fit_mfu_by_dtype, fit_spread, fit_step
-from .fit_nccl import fit_nccl
-from .fitting import fit_link, outer_tier
 
 if TYPE_CHECKING:  # pragma: no cover
     from ..base.types import Profile
     from ..io.measured.table import Measured
 
 __all__ = ["CalibrationOptions", "calibrate_profile"]
-
-
-@dataclass(frozen=True)
-class CalibrationOptions:
-    """How a calibration fits and what it records: the one options value :func:`calibrate_profile` takes.
-
-    ``tier``: the one tier a textbook fit refits (None: every tier the data spans); ``holdout``/``seed``: the
-    share of points held out of the fits, and its seed; ``min_size``/``max_size``/``where``: the all-reduce rows
-    kept; ``algorithm``: the model the all-reduces are fitted with (None: the profile's default); ``loss``:
-    "huber" or "linear"; ``name``: the new profile's; ``now`` (an aware datetime) and ``host``: the clock and the
-    machine the calibration block records, arguments so that the same inputs give the same profile."""
-
-    name: str
-    now: datetime.datetime
-    host: str
-    tier: str | None = None
-    holdout: float = 0.0
-    seed: int = 0
-    min_size: float = 0.0
-    max_size: float | None = None
-    where: tuple[str, ...] = ()
-    algorithm: str | None = None
-    loss: str = "huber"
-
-
-def _fit_nccl_tiers(
-    base: Profile,
-    network: list,
-    tiers_out: list,
-    k: np.ndarray,
-    n: np.ndarray,
-    t: np.ndarray,
-    *,
-    algorithm: str,
-    holdout: float,
-    seed: int,
-    what: str,
-    gpus: np.ndarray | None = None,
-) -> tuple[str, ...]:
-    """NCCL's model fitted on every identified tier: updates ``network``, appends one record per tier and returns
-    the fit's warnings."""
-    fit = fit_nccl(base, k, n, t, algorithm=algorithm, holdout=holdout, seed=seed, what=what, gpus=gpus)
-    spanned = tier_spanned(base.network, k)
-    for ti, t_before in enumerate(base.network):
-        if not spanned[ti].any():
-            continue
-        changes: dict[str, Any] = {}
-        if fit.latency_identified[ti]:
-            changes["latency_s"] = fit.latency_s[ti]
-        if fit.bandwidth_identified[ti]:
-            changes.update(bandwidth_Bps=fit.bandwidth_Bps[ti], efficiency=1.0)
-        network[ti] = dataclasses.replace(t_before, **changes)
-        tiers_out.append(
-            _tier_record(
-                t_before,
-                network[ti],
-                ti,
-                fit,
-                world_sizes=[int(x) for x in sorted(set(k[spanned[ti]].tolist()))],
-                holdout=holdout,
-                seed=seed,
-                latency=(fit.latency_se_s[ti], fit.latency_identified[ti]),
-                bandwidth=(fit.bandwidth_se_Bps[ti], fit.bandwidth_identified[ti]),
-                downweighted=0,
-            )
-        )
-    return fit.warnings
-
-
-def _tier_record(
-    before: Any,
-    after: Any,
-    ti: int,
-    fit: Any,
-    *,
-    world_sizes: list[int],
-    holdout: float,
-    seed: int,
-    latency: tuple[float | None, bool],
-    bandwidth: tuple[float | None, bool],
-    downweighted: int,
-) -> dict[str, Any]:
-    """One fitted tier for the report: what was fitted from what, before and after, and the fit's quality
-    (the NCCL fit and the textbook fit both; ``latency`` and ``bandwidth`` are (standard error, identified))."""
-    return {
-        "tier": before.name,
-        "index": ti,
-        "world_sizes": world_sizes,
-        "sizes": [int(x) for x in fit.sizes],
-        "size_range": (
-            f"{fmt_bytes(fit.sizes[0])} (1 size)"
-            if len(fit.sizes) == 1
-            else f"{fmt_bytes(min(fit.sizes))}..{fmt_bytes(max(fit.sizes))} ({len(fit.sizes)} sizes)"
-        ),
-        "points": fit.n_fit,
-        "holdout_points": fit.n_holdout,
-        "holdout_fraction": holdout,
-        "seed": seed,
-        "latency": {
-            "before_s": before.latency_s,
-            "after_s": after.latency_s,
-            "se_s": latency[0],
-            "identified": latency[1],
-        },
-        "bandwidth": {
-            "before_Bps": before.effective_Bps,
-            "after_Bps": after.effective_Bps,
-            "se_Bps": bandwidth[0],
-            "identified": bandwidth[1],
-        },
-        "quality": {
-            "r2_log_time": fit.r2_log,
-            "median_rel_error_fit": fit.fit_median_rel,
-            "max_rel_error_fit": fit.fit_max_rel,
-            "median_rel_error_holdout": fit.holdout_median_rel,
-            "max_rel_error_holdout": fit.holdout_max_rel,
-            "downweighted_points": downweighted,
-        },
-        "warnings": list(fit.warnings),
-    }
 
 
 def band_record(profile: Any) -> dict[str, Any] | None:
@@ -433,6 +310,137 @@ def _fit_spread_update(
     return device, out
 
 
+def _calibration_block(base: Profile, opts: CalibrationOptions, algorithm: str) -> dict[str, Any]:
+    """The calibration block's head: tool, date, host, base profile and the textbook fit's method."""
+    loss = opts.loss
+    return {
+        "tool": f"simcli {__version__} calibrate",
+        "date": opts.now.astimezone(datetime.timezone.utc).strftime("%Y-%m-%dT%H:%M:%SZ"),
+        "host": opts.host,
+        "base_profile": f"{base.name} ({base.origin})",
+        "method": (
+            f"{algorithm} alpha-beta model, weighted least squares on relative error, alpha >= 0, B > 0, "
+            f"loss {loss}"
+            + (" (Huber IRLS, c = 1.345 x 1.4826 MAD)" if loss == "huber" else "")
+            + "; standard errors from the fit's covariance"
+        ),
+    }
+
+
+def _flops_per_sample(sm: Measured) -> tuple[np.ndarray | None, str | None]:
+    """A step file's FLOPs per sample and where they come from: its column, else 6 x params, else none."""
+    fps = sm.optional("flops_per_sample")
+    if fps is None and "params" in sm.header:
+        return 6.0 * sm.number("params"), "6 x params (dense layers)"  # dense layers: 2N forward + 4N backward
+    return fps, "the file's flops_per_sample column" if fps is not None else None
+
+
+def _fit_step_file(
+    base: Profile, step_m: Measured, where: list[str], *, warnings: list[str], cal: dict[str, Any]
+) -> tuple[Any, dict[str, Any]]:
+    """The step file's fit: the compute rate (device.mfu, and mfu_by_dtype from a ``--dtype`` file), the overlap,
+    the update bandwidth where the file timed the optimizer step; returns the device and the report's record."""
+    device = base.device
+    # --where COLUMN=VALUE keeps step rows too, for the columns a step file has (e.g. world_size=1)
+    sm = filter_present(step_m, where)
+    k = sm.devices()
+    b = sm.number("batch_per_device")
+    tc, ts = sm.number("t_compute_s"), sm.number("t_step_s")
+    tm = sm.optional("t_comm_s")
+    fps, flops_note = _flops_per_sample(sm)
+    dtype = device.default_dtype()
+    dts = sm.text("dtype") if "dtype" in sm.header else None
+    if dts is not None and not all(dts):
+        dts = None
+    # device.mfu is the default dtype's: fit it from that dtype's rows only (every row without a dtype column)
+    same = np.array([x == dtype for x in dts]) if dts is not None else np.ones(k.shape, dtype=bool)
+    peak = device.peak(dtype) if same.any() else None
+    if not same.any():
+        same = np.ones(k.shape, dtype=bool)
+    sf = fit_step(
+        k[same],
+        b[same],
+        tc[same],
+        tm[same] if tm is not None else np.full(int(same.sum()), np.nan),
+        ts[same],
+        flops_per_sample=None if fps is None else fps[same],
+        peak_flops=peak,
+        what=sm.path,
+    )
+    warnings.extend(f"{sm.path}: {w}" for w in sf.warnings)
+    if sf.mfu is not None and 0 < sf.mfu <= 1:
+        device = dataclasses.replace(device, mfu=sf.mfu)
+    step_out = {
+        "file": sm.path,
+        "rows": sf.n_rows,
+        "seconds_per_sample": sf.seconds_per_sample,
+        "seconds_per_sample_se": sf.seconds_per_sample_se,
+        "flops_per_sample_from": flops_note,
+        "peak_dtype": dtype,
+        "mfu": {"before": base.device.mfu, "after": device.mfu, "fitted": sf.mfu, "se": sf.mfu_se},
+        "overlap": sf.overlap,
+        "overlap_se": sf.overlap_se,
+        "overlap_rows": sf.n_overlap_rows,
+        "warnings": list(sf.warnings),
+    }
+    cal["step"] = {
+        "file": sm.path,
+        "rows": sf.n_rows,
+        "seconds_per_sample": f"{sf.seconds_per_sample:.6g} s"
+        + (f" +- {sf.seconds_per_sample_se:.2g}" if sf.seconds_per_sample_se else ""),
+        "mfu": {
+            "before": base.device.mfu,
+            "after": round(device.mfu, 6),
+            "standard_error": None if sf.mfu_se is None else round(sf.mfu_se, 6),
+            "flops_per_sample": flops_note,
+            "peak_dtype": dtype,
+        },
+        "overlap_fraction": None if sf.overlap is None else round(sf.overlap, 4),
+        "overlap_standard_error": None if sf.overlap_se is None else round(sf.overlap_se, 4),
+        "overlap_definition": "(T_compute + T_comm - T_step) / min(T_compute, T_comm), mean over k > 1 rows",
+    }
+    if dts is not None and fps is not None:
+        device, by_dtype = _fit_dtypes(base, device, sm, dts, k, b, tc, fps, warnings, cal)
+        step_out["by_dtype"] = by_dtype
+    if sm.optional("t_update_s") is not None and "params" in sm.header:
+        device, step_out["update"] = _fit_update_bandwidth(base, device, sm, k, cal)
+    return device, step_out
+
+
+def _sources(
+    base: Profile,
+    cal: dict[str, Any],
+    tiers_out: list[dict[str, Any]],
+    *,
+    step_out: dict[str, Any] | None,
+    comm_m: Measured | None,
+    step_m: Measured | None,
+    scaling: "tuple[Measured, Any] | None",
+) -> list[str]:
+    """The new profile's sources: the parent's, said to be the parent's, the step fit's per-dtype lines (taken out
+    of the calibration block) and one line on what this calibration fitted from which files (issue 12)."""
+    parent = [s if " (the base profile): " in s else f"{base.name} (the base profile): {s}" for s in base.sources]
+    fitted = []
+    for r in tiers_out:
+        what = [n for n in ("latency", "bandwidth") if r.get(n, {}).get("identified")]
+        fitted.append(f"tier {r['tier']}: {' and '.join(what) or 'nothing (kept)'}")
+    if step_m is not None:
+        fitted.append("device: compute rate (mfu)")
+        if (step_out or {}).get("update"):
+            fitted.append("device: update bandwidth (the optimizer step)")
+    if scaling is not None:
+        fitted.append("device: speed spread (the slowest of k)")
+        if "speedup" not in scaling[0].header:
+            fitted.append("device: update bandwidth (the per-update time)")
+    if step_m is not None and cal.get("step", {}).get("sources"):
+        parent += list(cal["step"].pop("sources"))
+    return parent + [
+        f"calibrated by simcli calibrate on {cal['date']} (host {cal['host']}): fitted {'; '.join(fitted)}; from "
+        + ", ".join(x.path for x in (comm_m, step_m, scaling[0] if scaling else None) if x is not None)
+        + "; the other values are the base profile's; see the calibration block"
+    ]
+
+
 def calibrate_profile(
     base: Profile,
     comm_m: Measured | None,
@@ -452,240 +460,22 @@ def calibrate_profile(
 
     from ..comm.collectives import default_algorithm
 
-    tier, holdout, seed, loss, name = opts.tier, opts.holdout, opts.seed, opts.loss, opts.name
-    min_size, max_size, where, now, host = opts.min_size, opts.max_size, list(opts.where), opts.now, opts.host
-    algorithm = opts.algorithm
-    algorithm = algorithm or default_algorithm(base)
+    name = opts.name
+    algorithm = opts.algorithm or default_algorithm(base)
     warnings: list[str] = []
     network = list(base.network)
     tiers_out: list[dict[str, Any]] = []
-    cal: dict[str, Any] = {
-        "tool": f"simcli {__version__} calibrate",
-        "date": now.astimezone(datetime.timezone.utc).strftime("%Y-%m-%dT%H:%M:%SZ"),
-        "host": host,
-        "base_profile": f"{base.name} ({base.origin})",
-        "method": (
-            f"{algorithm} alpha-beta model, weighted least squares on relative error, alpha >= 0, B > 0, "
-            f"loss {loss}"
-            + (" (Huber IRLS, c = 1.345 x 1.4826 MAD)" if loss == "huber" else "")
-            + "; standard errors from the fit's covariance"
-        ),
-    }
+    cal = _calibration_block(base, opts, algorithm)
     if comm_m is None and step_m is None and scaling is None and run is None:
         raise InputError("calibrate: nothing to fit")
     if comm_m is not None:
-        m = filter_rows(comm_m, where, min_size, max_size)
-        warnings.extend(f"{m.path}: {w}" for w in placement_notes(m, base))
-        k, n, t = m.devices(), m.number("bytes"), m.allreduce_time()
-        gpus = m.gpus_per_process()  # nccl-tests' -g, as bench import records it
-        one = k < 2
-        if one.any():
-            warnings.append(f"{m.path}: {int(one.sum())} row(s) with world size 1 left out (no communication)")
-            keep = ~one
-            k, n, t = k[keep], n[keep], t[keep]
-            gpus = None if gpus is None else gpus[keep]
-            if not k.size:
-                raise InputError(f"{m.path}: only world size 1: nothing to fit; measure world sizes >= 2")
-        check_devices(base.network, k)
-        if base.library == "rccl" and algorithm == "nccl":  # rccl hook (issue 37): no RCCL fit yet
-            raise InputError(
-                f"--profile: {base.name} models RCCL (library: rccl), whose choice simcli does not fit yet; "
-                "give --algorithm ring for the textbook fit, or calibrate a copy with library: nccl"
-            )
-        use_nccl = base.library == "nccl"
-        if use_nccl:
-            groups = {}
-            if tier is not None:
-                warnings.append(
-                    "--tier is for the textbook fit; NCCL's model is fitted on every tier the data identifies"
-                )
-            cal["method"] = (
-                f"NCCL's model (simcli.comm.nccl, tuning.cc 2.20.3), algorithm {algorithm}: each tier's "
-                "hop latency and effective bandwidth by least squares on log(t_pred/t_meas), "
-                "derivative-free coordinate search; standard errors from 8 half-samples"
-            )
-            nccl_warnings = _fit_nccl_tiers(
-                base,
-                network,
-                tiers_out,
-                k,
-                n,
-                t,
-                algorithm=algorithm,
-                holdout=holdout,
-                seed=seed,
-                what=m.path,
-                gpus=gpus,
-            )
-            warnings.extend(f"{m.path}: {w}" for w in nccl_warnings)
-        elif tier is not None:
-            names = [x.name for x in base.network]
-            if tier not in names:
-                raise InputError(f"--tier: {base.name} has no tier {tier!r}; it has {', '.join(names)}")
-            ti = names.index(tier)
-            groups = {ti: np.ones(k.shape, dtype=bool)}
-            spans = outer_tier(base.network, k)
-            if np.any(spans < ti):
-                bad = sorted({int(x) for x in k[spans < ti]})
-                raise InputError(
-                    f"--tier {tier}: world sizes {bad} do not cross tier {tier!r}; leave them out "
-                    "with --where or choose another tier"
-                )
-        else:
-            spans = outer_tier(base.network, k)
-            groups = {int(i): spans == i for i in np.unique(spans)}
-        cal["data"] = {"file": m.path, "rows": int(k.size), "comments": list(m.comments)[:6]}
-        if use_nccl:
-            groups = {}
-        for ti, sel in sorted(groups.items()):
-            t_before = base.network[ti]
-            fit = fit_link(
-                base.network,
-                ti,
-                k[sel],
-                n[sel],
-                t[sel],
-                algorithm=algorithm,
-                reduce_Bps=base.device.reduce_Bps,
-                holdout=holdout,
-                seed=seed + ti,
-                loss=loss,
-                what=f"{m.path} (tier {t_before.name})",
-            )
-            for w in fit.warnings:
-                warnings.append(f"tier {t_before.name}: {w}")
-            changes: dict[str, Any] = {}
-            if fit.identified["alpha"]:
-                changes["latency_s"] = fit.alpha_s
-            if fit.identified["bandwidth"]:
-                changes.update(bandwidth_Bps=fit.bandwidth_Bps, efficiency=1.0)
-            network[ti] = dataclasses.replace(t_before, **changes)
-            rec = _tier_record(
-                t_before,
-                network[ti],
-                ti,
-                fit,
-                world_sizes=list(fit.world_sizes),
-                holdout=holdout,
-                seed=seed + ti,
-                latency=(fit.alpha_se_s, fit.identified["alpha"]),
-                bandwidth=(fit.bandwidth_se_Bps, fit.identified["bandwidth"]),
-                downweighted=fit.downweighted,
-            )
-            tiers_out.append(rec)
-        # the textbook fits assume the fitted tier is the ring's bottleneck; say so where the new profile disagrees
-        for rec in [] if use_nccl else tiers_out:
-            ks = np.array(rec["world_sizes"])
-            alpha, _, bott = ring_params(network, ks)
-            if np.any(bott != rec["index"]):
-                warnings.append(
-                    f"tier {rec['tier']}: with the fitted values another tier is the bottleneck for "
-                    f"k = {sorted({int(x) for x in ks[bott != rec['index']]})}; predictions there use it"
-                )
-        cal["network"] = [
-            {
-                "tier": r["tier"],
-                "world_sizes": r["world_sizes"],
-                "sizes": r["size_range"],
-                "points": r["points"],
-                "holdout_points": r["holdout_points"],
-                "seed": r["seed"],
-                "latency": {
-                    "before": fmt_time(r["latency"]["before_s"]),
-                    "after": fmt_time(r["latency"]["after_s"]),
-                    "standard_error": None if r["latency"]["se_s"] is None else fmt_time(r["latency"]["se_s"]),
-                    "identified": r["latency"]["identified"],
-                },
-                "effective_bandwidth": {
-                    "before": fmt_rate(r["bandwidth"]["before_Bps"]),
-                    "after": fmt_rate(r["bandwidth"]["after_Bps"]),
-                    "standard_error": (
-                        None if r["bandwidth"]["se_Bps"] is None else fmt_rate(r["bandwidth"]["se_Bps"])
-                    ),
-                    "identified": r["bandwidth"]["identified"],
-                },
-                "quality": {key: (None if v is None else round(float(v), 5)) for key, v in r["quality"].items()},
-                "warnings": r["warnings"],
-            }
-            for r in tiers_out
-        ]
-        cal["note"] = "bandwidth is the measured achievable bandwidth (efficiency set to 1.0 on fitted tiers); " + (
-            "latency is the tier's Ring/Simple hop latency; NCCL's other per-protocol latencies scale with it"
-            if use_nccl
-            else "latency is the per-step alpha"
+        fit_comm(
+            base, comm_m, opts, algorithm=algorithm, network=network, tiers_out=tiers_out, warnings=warnings, cal=cal
         )
-
     step_out = None
     device = base.device
     if step_m is not None:
-        # --where COLUMN=VALUE keeps step rows too, for the columns a step file has (e.g. world_size=1)
-        sm = filter_present(step_m, where)
-        k = sm.devices()
-        b = sm.number("batch_per_device")
-        tc, ts = sm.number("t_compute_s"), sm.number("t_step_s")
-        tm = sm.optional("t_comm_s")
-        fps = sm.optional("flops_per_sample")
-        if fps is None and "params" in sm.header:
-            fps = 6.0 * sm.number("params")  # dense layers: 2N forward + 4N backward FLOPs per sample
-            flops_note = "6 x params (dense layers)"
-        else:
-            flops_note = "the file's flops_per_sample column" if fps is not None else None
-        dtype = device.default_dtype()
-        dts = sm.text("dtype") if "dtype" in sm.header else None
-        if dts is not None and not all(dts):
-            dts = None
-        # device.mfu is the default dtype's: fit it from that dtype's rows only (every row without a dtype column)
-        same = np.array([x == dtype for x in dts]) if dts is not None else np.ones(k.shape, dtype=bool)
-        peak = device.peak(dtype) if same.any() else None
-        if not same.any():
-            same = np.ones(k.shape, dtype=bool)
-        sf = fit_step(
-            k[same],
-            b[same],
-            tc[same],
-            tm[same] if tm is not None else np.full(int(same.sum()), np.nan),
-            ts[same],
-            flops_per_sample=None if fps is None else fps[same],
-            peak_flops=peak,
-            what=sm.path,
-        )
-        warnings.extend(f"{sm.path}: {w}" for w in sf.warnings)
-        if sf.mfu is not None and 0 < sf.mfu <= 1:
-            device = dataclasses.replace(device, mfu=sf.mfu)
-        step_out = {
-            "file": sm.path,
-            "rows": sf.n_rows,
-            "seconds_per_sample": sf.seconds_per_sample,
-            "seconds_per_sample_se": sf.seconds_per_sample_se,
-            "flops_per_sample_from": flops_note,
-            "peak_dtype": dtype,
-            "mfu": {"before": base.device.mfu, "after": device.mfu, "fitted": sf.mfu, "se": sf.mfu_se},
-            "overlap": sf.overlap,
-            "overlap_se": sf.overlap_se,
-            "overlap_rows": sf.n_overlap_rows,
-            "warnings": list(sf.warnings),
-        }
-        cal["step"] = {
-            "file": sm.path,
-            "rows": sf.n_rows,
-            "seconds_per_sample": f"{sf.seconds_per_sample:.6g} s"
-            + (f" +- {sf.seconds_per_sample_se:.2g}" if sf.seconds_per_sample_se else ""),
-            "mfu": {
-                "before": base.device.mfu,
-                "after": round(device.mfu, 6),
-                "standard_error": None if sf.mfu_se is None else round(sf.mfu_se, 6),
-                "flops_per_sample": flops_note,
-                "peak_dtype": dtype,
-            },
-            "overlap_fraction": None if sf.overlap is None else round(sf.overlap, 4),
-            "overlap_standard_error": None if sf.overlap_se is None else round(sf.overlap_se, 4),
-            "overlap_definition": "(T_compute + T_comm - T_step) / min(T_compute, T_comm), mean over k > 1 rows",
-        }
-        if dts is not None and fps is not None:
-            device, by_dtype = _fit_dtypes(base, device, sm, dts, k, b, tc, fps, warnings, cal)
-            step_out["by_dtype"] = by_dtype
-        if sm.optional("t_update_s") is not None and "params" in sm.header:
-            device, step_out["update"] = _fit_update_bandwidth(base, device, sm, k, cal)
+        device, step_out = _fit_step_file(base, step_m, list(opts.where), warnings=warnings, cal=cal)
     spread_out = None
     if scaling is not None:
         device, spread_out = _fit_spread(base, network, device, scaling, warnings, cal)
@@ -693,27 +483,7 @@ def calibrate_profile(
         warnings.extend(run.get("warnings", []))
         cal["measured_run"] = {key: v for key, v in run.items() if key != "warnings"}
     cal["warnings"] = warnings
-    # the parent's sources describe the parent's numbers: say so, and say what this calibration fitted (issue 12)
-    parent = [s if " (the base profile): " in s else f"{base.name} (the base profile): {s}" for s in base.sources]
-    fitted = []
-    for r in tiers_out:
-        what = [n for n in ("latency", "bandwidth") if r.get(n, {}).get("identified")]
-        fitted.append(f"tier {r['tier']}: {' and '.join(what) or 'nothing (kept)'}")
-    if step_m is not None:
-        fitted.append("device: compute rate (mfu)")
-        if (step_out or {}).get("update"):
-            fitted.append("device: update bandwidth (the optimizer step)")
-    if scaling is not None:
-        fitted.append("device: speed spread (the slowest of k)")
-        if "speedup" not in scaling[0].header:
-            fitted.append("device: update bandwidth (the per-update time)")
-    if step_m is not None and cal.get("step", {}).get("sources"):
-        parent += list(cal["step"].pop("sources"))
-    sources = parent + [
-        f"calibrated by simcli calibrate on {cal['date']} (host {cal['host']}): fitted {'; '.join(fitted)}; from "
-        + ", ".join(x.path for x in (comm_m, step_m, scaling[0] if scaling else None) if x is not None)
-        + "; the other values are the base profile's; see the calibration block"
-    ]
+    sources = _sources(base, cal, tiers_out, step_out=step_out, comm_m=comm_m, step_m=step_m, scaling=scaling)
     new = dataclasses.replace(
         base,
         name=name,

@@ -240,6 +240,158 @@ def r2_log(pred: np.ndarray, meas: np.ndarray) -> float:
     return 1.0 - float(np.sum((lm - lp) ** 2)) / ss_tot
 
 
+_NAMES = ("alpha", "bandwidth")
+
+
+def _check_link_data(k: np.ndarray, n: np.ndarray, t: np.ndarray, *, algorithm: str, what: str) -> None:
+    """The rows a link fit reads: a known algorithm, one shape, world sizes >= 2, positive times and sizes."""
+    if algorithm not in COEFFICIENTS:
+        raise InputError(f"--algorithm: cannot fit {algorithm!r}; calibration knows {', '.join(COEFFICIENTS)}")
+    if not (k.shape == n.shape == t.shape):
+        raise ValueError("k, n and t must have the same shape")
+    if k.size == 0:
+        raise InputError(f"{what}: no measurements to fit (need all-reduce rows with world_size >= 2)")
+    if np.any(k < 2):
+        raise InputError(
+            f"{what}: world size {int(k.min())} has no communication to fit; give rows with world_size >= 2"
+        )
+    bad = ~(np.isfinite(t) & (t > 0)) | ~(np.isfinite(n) & (n > 0))
+    if np.any(bad):
+        i = int(np.argmax(bad))
+        raise InputError(
+            f"{what}: row {i + 1}: time {t[i]!r} s at {n[i]!r} bytes; times and sizes must be positive numbers"
+        )
+
+
+def _base_value(j: int, base_alpha_s: float | None, base_bandwidth_Bps: float | None, *, what: str) -> float:
+    """The base value kept for parameter ``j`` (0: alpha, 1: 1/B) where the data cannot identify it."""
+    v = base_alpha_s if j == 0 else (None if base_bandwidth_Bps is None else 1.0 / base_bandwidth_Bps)
+    if v is None:
+        raise InputError(
+            f"{what}: the data cannot identify {_NAMES[j]} and no base value was given; measure several message sizes"
+        )
+    return v
+
+
+def _design_notes(
+    Af: np.ndarray,
+    sizes: tuple[float, ...],
+    worlds: tuple[int, ...],
+    *,
+    base_alpha_s: float | None,
+    base_bandwidth_Bps: float | None,
+    one_point: bool,
+    what: str,
+) -> tuple[dict[int, float], list[str]]:
+    """What the spread of sizes and world sizes lets the fit tell apart: the parameters held at their base value
+    from the start (one size at one world size pins one of them) and the warnings that say so."""
+    fixed: dict[int, float] = {}
+    if len(sizes) == 1 and len(worlds) == 1:
+        # alpha and 1/B enter through one column each scaled by constants: they cannot be told apart.
+        # Keep the one that matters least at this size at its base value and fit the other.
+        if base_alpha_s is None or base_bandwidth_Bps is None:
+            raise InputError(
+                f"{what}: one message size ({sizes[0]:.0f} bytes) and one world size "
+                f"({worlds[0]}) cannot separate latency from bandwidth; measure several sizes"
+            )
+        lat_share = float(Af[0, 0]) * base_alpha_s
+        bw_share = float(Af[0, 1]) / base_bandwidth_Bps
+        j_keep = 1 if lat_share >= bw_share else 0
+        fixed[j_keep] = _base_value(j_keep, base_alpha_s, base_bandwidth_Bps, what=what)
+        share = (bw_share if j_keep == 1 else lat_share) / (lat_share + bw_share)
+        return fixed, [
+            f"one message size and one world size only ({fmt_bytes(sizes[0])} at k = {worlds[0]}) pin one "
+            "parameter: "
+            f"{_NAMES[j_keep]} kept at the base value ({share:.0%} of the base profile's time at this size), "
+            f"{_NAMES[1 - j_keep]} fitted{' (one point: no standard error)' if one_point else ''}; "
+            "measure a second size to fit both"
+        ]
+    if len(sizes) == 1:
+        return fixed, [
+            f"one message size only ({sizes[0]:.0f} bytes): alpha and B are told apart only "
+            "through the world sizes; measure several sizes"
+        ]
+    if len(worlds) == 1:
+        return fixed, [
+            f"one world size only (k={worlds[0]}): alpha and B describe this k; "
+            "measure several world sizes to describe the link"
+        ]
+    return fixed, []
+
+
+def _identification_problems(
+    x: np.ndarray, se: dict[int, float | None], free: list[int], *, exact: bool
+) -> list[tuple[int, str]]:
+    """The free parameters the fit does not identify, each with the reason: alpha at its bound 0, a singular
+    design, a standard error above ``_MAX_REL_SE`` of the value (none where the points solve it exactly)."""
+    problems = []
+    for j in free:
+        sej = se.get(j)
+        if j == 0 and x[0] <= 0:
+            problems.append((j, "alpha is at its bound 0 (the smallest sizes do not resolve a latency)"))
+        elif exact:
+            continue
+        elif sej is None:
+            problems.append((j, f"{_NAMES[j]} is not identified (the design is singular)"))
+        elif sej > _MAX_REL_SE * abs(x[j]):
+            problems.append(
+                (
+                    j,
+                    f"{_NAMES[j]} is not identified by these data (standard error {sej / abs(x[j]):.0%} of the value)",
+                )
+            )
+    return problems
+
+
+def _fit_identified(
+    Af: np.ndarray,
+    tf: np.ndarray,
+    of: np.ndarray,
+    *,
+    fixed: dict[int, float],
+    loss: str,
+    points: int,
+    base_alpha_s: float | None,
+    base_bandwidth_Bps: float | None,
+    warnings: list[str],
+    sizes: tuple[float, ...],
+    worlds: tuple[int, ...],
+    what: str,
+) -> tuple[np.ndarray, np.ndarray, int, dict[int, float | None]]:
+    """The IRLS fit, refitted at most twice with a parameter the data do not identify held at its base value
+    (``fixed`` and ``warnings`` updated in place); returns (x, the weights, the iterations, standard errors)."""
+    for _ in range(3):  # refit at most twice when a parameter turns out not to be identified
+        x, w, iters = _irls(Af, tf, of, fixed, loss)
+        if x[1] <= 0 and 1 not in fixed:
+            raise InputError(
+                f"{what}: the fit gives infinite bandwidth (the times do not grow with the size); "
+                "check the data, or measure larger sizes"
+            )
+        free = [j for j in range(2) if j not in fixed]
+        cov = _covariance(Af, tf, of, x, w, free)
+        se = {j: (math.sqrt(max(cov[i, i], 0.0)) if cov is not None else None) for i, j in enumerate(free)}
+        # as many distinct points as free parameters (and they tell them apart): solved exactly, no standard error
+        exact = points == len(free) and np.linalg.matrix_rank(Af[:, free] / tf[:, None]) == len(free)
+        problems = _identification_problems(x, se, free, exact=exact)
+        if not problems:
+            if exact and len(free) == 2:
+                warnings.append(
+                    f"two points ({' and '.join(fmt_bytes(v) for v in sizes)}"
+                    f"{'' if len(worlds) == 1 else ' at k = ' + ', '.join(map(str, worlds))}) for two parameters: "
+                    "alpha and B solved exactly from them, with no standard error and no residual to check the "
+                    "model by; measure a third size for both"
+                )
+            break
+        j, msg = problems[0]
+        base = base_alpha_s if j == 0 else base_bandwidth_Bps
+        if len(free) == 1 or base is None:  # nothing left to hold fixed: report it, with the caveat
+            warnings.append(msg + "; reported as fitted, treat it with care")
+            break
+        fixed[j] = _base_value(j, base_alpha_s, base_bandwidth_Bps, what=what)
+        warnings.append(msg + "; kept at the base value")
+    return x, w, iters, se
+
+
 def fit_alpha_beta(
     k: np.ndarray,
     n: np.ndarray,
@@ -265,22 +417,7 @@ def fit_alpha_beta(
     k = np.asarray(k, dtype=np.int64)
     n = np.asarray(n, dtype=np.float64)
     t = np.asarray(t, dtype=np.float64)
-    if algorithm not in COEFFICIENTS:
-        raise InputError(f"--algorithm: cannot fit {algorithm!r}; calibration knows {', '.join(COEFFICIENTS)}")
-    if not (k.shape == n.shape == t.shape):
-        raise ValueError("k, n and t must have the same shape")
-    if k.size == 0:
-        raise InputError(f"{what}: no measurements to fit (need all-reduce rows with world_size >= 2)")
-    if np.any(k < 2):
-        raise InputError(
-            f"{what}: world size {int(k.min())} has no communication to fit; give rows with world_size >= 2"
-        )
-    bad = ~(np.isfinite(t) & (t > 0)) | ~(np.isfinite(n) & (n > 0))
-    if np.any(bad):
-        i = int(np.argmax(bad))
-        raise InputError(
-            f"{what}: row {i + 1}: time {t[i]!r} s at {n[i]!r} bytes; times and sizes must be positive numbers"
-        )
+    _check_link_data(k, n, t, algorithm=algorithm, what=what)
     g = np.ones(k.shape) if bw_scale is None else np.asarray(bw_scale, dtype=np.float64)
     off = np.zeros(k.shape) if offset is None else np.asarray(offset, dtype=np.float64)
     c_lat, c_bw = COEFFICIENTS[algorithm](k)
@@ -293,94 +430,30 @@ def fit_alpha_beta(
     worlds = tuple(int(x) for x in np.unique(k[fit]))
     #: distinct (k, n) points the fit sees: a trace's buckets are one row per size already
     points = len({(int(a), float(b)) for a, b in zip(k[fit], n[fit])})
-    warnings: list[str] = [note] if note else []
-    fixed: dict[int, float] = {}
-    names = ("alpha", "bandwidth")
-
-    def base_for(j: int) -> float:
-        v = base_alpha_s if j == 0 else (None if base_bandwidth_Bps is None else 1.0 / base_bandwidth_Bps)
-        if v is None:
-            raise InputError(
-                f"{what}: the data cannot identify {names[j]} and no base value was given; "
-                "measure several message sizes"
-            )
-        return v
-
-    if len(sizes) == 1 and len(worlds) == 1:
-        # alpha and 1/B enter through one column each scaled by constants: they cannot be told apart.
-        # Keep the one that matters least at this size at its base value and fit the other.
-        if base_alpha_s is None or base_bandwidth_Bps is None:
-            raise InputError(
-                f"{what}: one message size ({sizes[0]:.0f} bytes) and one world size "
-                f"({worlds[0]}) cannot separate latency from bandwidth; measure several sizes"
-            )
-        lat_share = float(Af[0, 0]) * base_alpha_s
-        bw_share = float(Af[0, 1]) / base_bandwidth_Bps
-        j_keep = 1 if lat_share >= bw_share else 0
-        fixed[j_keep] = base_for(j_keep)
-        share = (bw_share if j_keep == 1 else lat_share) / (lat_share + bw_share)
-        warnings.append(
-            f"one message size and one world size only ({fmt_bytes(sizes[0])} at k = {worlds[0]}) pin one "
-            "parameter: "
-            f"{names[j_keep]} kept at the base value ({share:.0%} of the base profile's time at this size), "
-            f"{names[1 - j_keep]} fitted{' (one point: no standard error)' if len(tf) == 1 else ''}; "
-            "measure a second size to fit both"
-        )
-    elif len(sizes) == 1:
-        warnings.append(
-            f"one message size only ({sizes[0]:.0f} bytes): alpha and B are told apart only "
-            "through the world sizes; measure several sizes"
-        )
-    elif len(worlds) == 1:
-        warnings.append(
-            f"one world size only (k={worlds[0]}): alpha and B describe this k; "
-            "measure several world sizes to describe the link"
-        )
-
-    for _ in range(3):  # refit at most twice when a parameter turns out not to be identified
-        x, w, iters = _irls(Af, tf, of, fixed, loss)
-        if x[1] <= 0 and 1 not in fixed:
-            raise InputError(
-                f"{what}: the fit gives infinite bandwidth (the times do not grow with the size); "
-                "check the data, or measure larger sizes"
-            )
-        free = [j for j in range(2) if j not in fixed]
-        cov = _covariance(Af, tf, of, x, w, free)
-        se = {j: (math.sqrt(max(cov[i, i], 0.0)) if cov is not None else None) for i, j in enumerate(free)}
-        # as many distinct points as free parameters (and they tell them apart): solved exactly, no standard error
-        exact = points == len(free) and np.linalg.matrix_rank(Af[:, free] / tf[:, None]) == len(free)
-        problems = []
-        for j in free:
-            if j == 0 and x[0] <= 0:
-                problems.append((j, "alpha is at its bound 0 (the smallest sizes do not resolve a latency)"))
-            elif exact:
-                continue
-            elif se.get(j) is None:
-                problems.append((j, f"{names[j]} is not identified (the design is singular)"))
-            elif se[j] > _MAX_REL_SE * abs(x[j]):
-                problems.append(
-                    (
-                        j,
-                        f"{names[j]} is not identified by these data (standard error "
-                        f"{se[j] / abs(x[j]):.0%} of the value)",
-                    )
-                )
-        if not problems:
-            if exact and len(free) == 2:
-                warnings.append(
-                    f"two points ({' and '.join(fmt_bytes(v) for v in sizes)}"
-                    f"{'' if len(worlds) == 1 else ' at k = ' + ', '.join(map(str, worlds))}) for two parameters: "
-                    "alpha and B solved exactly from them, with no standard error and no residual to check the "
-                    "model by; measure a third size for both"
-                )
-            break
-        j, msg = problems[0]
-        base = base_alpha_s if j == 0 else base_bandwidth_Bps
-        if len(free) == 1 or base is None:  # nothing left to hold fixed: report it, with the caveat
-            warnings.append(msg + "; reported as fitted, treat it with care")
-            break
-        fixed[j] = base_for(j)
-        warnings.append(msg + "; kept at the base value")
+    fixed, notes = _design_notes(
+        Af,
+        sizes,
+        worlds,
+        base_alpha_s=base_alpha_s,
+        base_bandwidth_Bps=base_bandwidth_Bps,
+        one_point=len(tf) == 1,
+        what=what,
+    )
+    warnings: list[str] = ([note] if note else []) + notes
+    x, w, iters, se = _fit_identified(
+        Af,
+        tf,
+        of,
+        fixed=fixed,
+        loss=loss,
+        points=points,
+        base_alpha_s=base_alpha_s,
+        base_bandwidth_Bps=base_bandwidth_Bps,
+        warnings=warnings,
+        sizes=sizes,
+        worlds=worlds,
+        what=what,
+    )
 
     identified = {"alpha": 0 not in fixed, "bandwidth": 1 not in fixed}
     alpha, beta = float(x[0]), float(x[1])

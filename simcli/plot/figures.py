@@ -244,6 +244,104 @@ def _split_fit(k: np.ndarray, y: np.ndarray, no_fit: Sequence[float]) -> tuple[n
 _NO_FIT = dict(color="0.62", linestyle=(0, (4, 2)), linewidth=1.6, marker="x", markersize=6)
 
 
+#: the ring on the point where a line's E(k) first falls below the threshold
+_RING = dict(linestyle="none", marker="o", markersize=9, markerfacecolor="none", markeredgewidth=1.8)
+
+
+def _efficiency_note(
+    k: np.ndarray, eff: np.ndarray, fits: np.ndarray, *, threshold: float, measured: bool
+) -> tuple[int | None, str]:
+    """The first k (its index) where E(k) < ``threshold`` among the k that fit, and the legend's note on it."""
+    i = threshold_crossing(k[fits], eff[fits], threshold) if fits.any() else None
+    if i is not None:
+        i = int(np.flatnonzero(fits)[i])
+        note = f"E < {threshold:g} from k = {k[i]:,.0f}"
+    else:
+        note = f"E ≥ {threshold:g} up to k = {k[fits][-1]:,.0f}" if fits.any() else ""
+    if measured and note:  # the line's E, not the markers': say whose (the markers get their own below)
+        note = f"line: {note}"
+    return i, note
+
+
+def _draw_line(panels: list, s: Series, k: np.ndarray, *, color: Any, fits: np.ndarray, label: str) -> None:
+    """One series on each panel: its band (shaded), its line and the k where it does not fit (greyed, dashed)."""
+    mk, last = _marker(len(k)), len(panels) - 1
+    band = f"{s.label}: band (comm p10-p90, σ's range)"  # how sure (simcli.step.band), shaded behind the line
+    for j, (ax, y, key) in enumerate(panels):  # the line is named in the first panel it is drawn on
+        if _has_data(s.records, f"{key}_lo"):
+            lo, hi = _column(s.records, f"{key}_lo"), _column(s.records, f"{key}_hi")
+            ax.fill_between(k, lo, hi, color=color, alpha=0.15, linewidth=0, label=band if j == last else "_")
+        ok, bad = _split_fit(k, y, s.no_fit)
+        name = label if j == 0 and fits.any() else f"_{s.label}"
+        ax.plot(k, ok, color=color, marker=mk, markersize=4, linewidth=1.8, label=name)
+        if not fits.all():
+            cap = f" in {fmt_bytes(s.capacity_bytes, binary=False)}" if s.capacity_bytes else ""
+            where = f"every k ({_k_range(k)[4:]})" if not fits.any() else _k_range(k[~fits])
+            nofit = f"{s.label}: does not fit{cap} at {where} (greyed)" if j == 0 else "_nofit"
+            ax.plot(k, bad, label=nofit, **_NO_FIT)
+            x0 = float(k[~fits][0])
+            y0 = float(y[~fits][0])
+            ax.annotate("does not fit", (x0, y0), xytext=(4, 6), textcoords="offset points", fontsize=7, color="0.4")
+
+
+def _draw_measured(s: Series, color: Any, threshold: float, *, axes: tuple, line_tp: bool) -> None:
+    """A series' measured points, crosses in the line's colour, named with their own threshold note."""
+    ax_t, ax_s, ax_e = axes
+    mk_k = _column(s.measured, "devices")
+    im = threshold_crossing(mk_k, _column(s.measured, "efficiency"), threshold)
+    m_note = f"E < {threshold:g} from k = {mk_k[im]:,.0f}" if im is not None else None
+    m_note = m_note or f"E ≥ {threshold:g} up to k = {np.nanmax(mk_k):,.0f}"
+    m_label = f"{s.measured_label or s.label + ' measured'} ({m_note})"
+    marks = [(ax_s, "speedup", m_label), (ax_e, "efficiency", "_measured")]
+    if ax_t is not None and _has_data(s.measured, "samples_per_s"):
+        marks.append((ax_t, "samples_per_s", "_measured" if line_tp else m_label))
+    for ax, key, label in marks:
+        ax.plot(mk_k, _column(s.measured, key), linestyle="none", marker="x", color=color, markersize=7, label=label)
+
+
+def _speedup_axes(fig: Figure, title: str, threshold: float, *, axes: tuple, all_k: np.ndarray, e_top: float) -> None:
+    """The panels' ideal and threshold lines, scales (log 2 where k is geometric), titles and legends."""
+    ax_t, ax_s, ax_e = axes
+    geometric = is_geometric(all_k)
+    ax_s.plot(all_k, all_k, label="ideal S = k", **_IDEAL)
+    ax_e.axhline(threshold, label=f"threshold E = {threshold:g}", **_THRESH)
+    if geometric:
+        ax_s.set_xscale("log", base=2)
+        ax_s.set_yscale("log", base=2)
+        _log2_axis(ax_s.xaxis, _k_formatter)
+        _log2_axis(ax_s.yaxis, _k_formatter)
+    else:
+        ax_s.xaxis.set_major_locator(MaxNLocator(12, integer=True))
+        ax_s.xaxis.set_major_formatter(FuncFormatter(_k_formatter))
+        ax_s.set_ylim(bottom=0)
+    if ax_t is not None:  # the throughput panel: the top one, with the title
+        if geometric:
+            ax_t.set_yscale("log")
+        else:
+            ax_t.set_ylim(bottom=0)
+        ax_t.yaxis.set_major_formatter(FuncFormatter(_rate_formatter))
+        lo, hi = ax_t.get_ylim()
+        if geometric and lo > 0 and hi / lo < 10:  # under a decade has at most one major tick: name the minor ones
+            ax_t.yaxis.set_minor_formatter(FuncFormatter(_rate_formatter))
+        else:
+            ax_t.yaxis.set_minor_formatter(NullFormatter())
+        ax_t.set_ylabel(_axis_label("throughput (samples/s" + (", log scale)" if geometric else ")")))
+        _legend(ax_t, fig, loc="upper left", framealpha=0.9)
+        ax_t.set_title(_wrap(title, fig, 11), fontsize=11, loc="left")
+    else:
+        ax_s.set_title(_wrap(title, fig, 11), fontsize=11, loc="left")
+    _legend(ax_s, fig, loc="upper left", framealpha=0.9)  # with a throughput panel: what it does not name
+    ax_e.set_ylim(0.0, e_top)
+    # several lines: each S(k) is relative to its own line's k = 1 (the throughput panel compares them)
+    own = ", each line's own k = 1" if ax_t is not None else ""
+    ax_s.set_ylabel(_axis_label("speedup S(k) (x" + own + (", log 2)" if geometric else ")")))
+    ax_e.set_ylabel(_axis_label("efficiency E(k) = S(k)/k (fraction)"))
+    ax_e.set_xlabel("devices k (count" + (", log 2)" if geometric else ")"))
+    _legend(ax_e, fig, loc="best", framealpha=0.9)  # the threshold only; lines are named above
+    for ax in (ax_s, ax_e, *([ax_t] if ax_t is not None else [])):
+        ax.grid(True, which="major", alpha=0.3)
+
+
 def speedup_figure(
     series: Sequence[Series],
     title: str,
@@ -253,9 +351,8 @@ def speedup_figure(
 ) -> Figure:
     """Speedup S(k) against k with the ideal line S = k, efficiency E(k) below; one line per series.
 
-    The first k where E(k) < ``threshold`` is marked on both panels with a
-    dotted vertical line and named in the legend. The x axis is log 2 when the
-    device counts are geometric (then S is log 2 too, so S = k is a diagonal).
+    The first k where E(k) < ``threshold`` is marked on both panels with a dotted vertical line and named in the
+    legend. The x axis is log 2 when the device counts are geometric (then S is log 2 too, so S = k is a diagonal).
 
     ``throughput`` (default: when there are several series) adds a third panel, samples/s against k, so a
     faster system looks faster: S(k) and E(k) are relative to each line's own one device. The k at which a
@@ -274,24 +371,14 @@ def speedup_figure(
         ax_s, ax_e = fig.subplots(2, 1, sharex=True, height_ratios=[3, 2])
         ax_t = None
     all_k = np.unique(np.concatenate([_column(s.records, "devices") for s in series]))
-    geometric = is_geometric(all_k)
-    colors = _colors(len(series))
     first_tp: np.ndarray | None = None
     first_label = ""
-    for s, color in zip(series, colors):
+    for s, color in zip(series, _colors(len(series))):
         k = _column(s.records, "devices")
         sp = _column(s.records, "speedup")
         eff = _column(s.records, "efficiency")
         fits = ~np.isin(k, np.asarray(list(s.no_fit), dtype=float))
-        i = threshold_crossing(k[fits], eff[fits], threshold) if fits.any() else None
-        if i is not None:
-            i = int(np.flatnonzero(fits)[i])
-        if i is not None:
-            note = f"E < {threshold:g} from k = {k[i]:,.0f}"
-        else:
-            note = f"E ≥ {threshold:g} up to k = {k[fits][-1]:,.0f}" if fits.any() else ""
-        if s.measured and note:  # the line's E, not the markers': say whose (the markers get their own below)
-            note = f"line: {note}"
+        i, note = _efficiency_note(k, eff, fits, threshold=threshold, measured=bool(s.measured))
         gain = ""
         if ax_t is not None:  # the gain over the first line at the largest k where both fit, in the legend
             tp_fit = np.where(fits, _column(s.records, "samples_per_s"), np.nan)
@@ -299,108 +386,19 @@ def speedup_figure(
                 first_tp, first_label = tp_fit, s.label
             elif len(tp_fit) == len(first_tp) and np.isfinite([tp_fit[-1], first_tp[-1]]).all() and first_tp[-1] > 0:
                 gain = f"; x{tp_fit[-1] / first_tp[-1]:.2f} over {first_label} at k = {k[-1]:,.0f}"
-        mk = _marker(len(k))
         panels = [(ax_s, sp, "speedup"), (ax_e, eff, "efficiency")]
         line_tp = ax_t is not None and _has_data(s.records, "samples_per_s")
         if line_tp:
             panels.insert(0, (ax_t, _column(s.records, "samples_per_s"), "samples_per_s"))
-        band = f"{s.label}: band (comm p10-p90, σ's range)"  # how sure (simcli.step.band), shaded behind the line
-        for j, (ax, y, key) in enumerate(panels):  # the line is named in the first panel it is drawn on
-            if _has_data(s.records, f"{key}_lo"):
-                lo, hi = _column(s.records, f"{key}_lo"), _column(s.records, f"{key}_hi")
-                ax.fill_between(k, lo, hi, color=color, alpha=0.15, linewidth=0, label=band if ax is ax_e else "_")
-            ok, bad = _split_fit(k, y, s.no_fit)
-            ax.plot(
-                k,
-                ok,
-                color=color,
-                marker=mk,
-                markersize=4,
-                linewidth=1.8,
-                label=f"{s.label} ({note}{gain})" if j == 0 and fits.any() else f"_{s.label}",
-            )
-            if not fits.all():
-                cap = f" in {fmt_bytes(s.capacity_bytes, binary=False)}" if s.capacity_bytes else ""
-                where = f"every k ({_k_range(k)[4:]})" if not fits.any() else _k_range(k[~fits])
-                ax.plot(
-                    k, bad, label=f"{s.label}: does not fit{cap} at {where} (greyed)" if j == 0 else "_nofit", **_NO_FIT
-                )
-                x0 = float(k[~fits][0])
-                y0 = float(y[~fits][0])
-                ax.annotate(
-                    "does not fit", (x0, y0), xytext=(4, 6), textcoords="offset points", fontsize=7, color="0.4"
-                )
-        if i is not None:
-            for ax, y in ((ax_s, sp[i]), (ax_e, eff[i])):
-                ax.axvline(k[i], color=color, linestyle=":", linewidth=1.0, label="_crossing")
-                ax.plot(
-                    [k[i]],
-                    [y],
-                    linestyle="none",
-                    marker="o",
-                    markersize=9,
-                    markerfacecolor="none",
-                    markeredgecolor=color,
-                    markeredgewidth=1.8,
-                    label="_crossing",
-                )
+        _draw_line(panels, s, k, color=color, fits=fits, label=f"{s.label} ({note}{gain})")
+        for ax, y in ((ax_s, sp[i]), (ax_e, eff[i])) if i is not None else ():  # the crossing: a line and a ring
+            ax.axvline(k[i], color=color, linestyle=":", linewidth=1.0, label="_crossing")
+            ax.plot([k[i]], [y], markeredgecolor=color, label="_crossing", **_RING)
         if s.measured:
-            mk_k = _column(s.measured, "devices")
-            m_eff = _column(s.measured, "efficiency")
-            im = threshold_crossing(mk_k, m_eff, threshold)
-            m_note = (
-                f"E < {threshold:g} from k = {mk_k[im]:,.0f}"
-                if im is not None
-                else f"E ≥ {threshold:g} up to k = {np.nanmax(mk_k):,.0f}"
-            )
-            m_label = f"{s.measured_label or s.label + ' measured'} ({m_note})"
-            marks = [(ax_s, "speedup", m_label), (ax_e, "efficiency", "_measured")]
-            if ax_t is not None and _has_data(s.measured, "samples_per_s"):
-                marks.append((ax_t, "samples_per_s", "_measured" if line_tp else m_label))
-            for ax, key, label in marks:
-                ax.plot(
-                    mk_k, _column(s.measured, key), linestyle="none", marker="x", color=color, markersize=7, label=label
-                )
-    ax_s.plot(all_k, all_k, label="ideal S = k", **_IDEAL)
-    ax_e.axhline(threshold, label=f"threshold E = {threshold:g}", **_THRESH)
-    if geometric:
-        ax_s.set_xscale("log", base=2)
-        ax_s.set_yscale("log", base=2)
-        _log2_axis(ax_s.xaxis, _k_formatter)
-        _log2_axis(ax_s.yaxis, _k_formatter)
-    else:
-        ax_s.xaxis.set_major_locator(MaxNLocator(12, integer=True))
-        ax_s.xaxis.set_major_formatter(FuncFormatter(_k_formatter))
-        ax_s.set_ylim(bottom=0)
-    if ax_t is not None:
-        if geometric:
-            ax_t.set_yscale("log")
-        else:
-            ax_t.set_ylim(bottom=0)
-        ax_t.yaxis.set_major_formatter(FuncFormatter(_rate_formatter))
-        lo, hi = ax_t.get_ylim()
-        if geometric and lo > 0 and hi / lo < 10:  # under a decade has at most one major tick: name the minor ones
-            ax_t.yaxis.set_minor_formatter(FuncFormatter(_rate_formatter))
-        else:
-            ax_t.yaxis.set_minor_formatter(NullFormatter())
-        ax_t.set_ylabel(_axis_label("throughput (samples/s" + (", log scale)" if geometric else ")")))
-        _legend(ax_t, fig, loc="upper left", framealpha=0.9)
-        ax_t.set_title(_wrap(title, fig, 11), fontsize=11, loc="left")
-        _legend(ax_s, fig, loc="upper left", framealpha=0.9)  # what is drawn here and not named above
-    else:
-        ax_s.set_title(_wrap(title, fig, 11), fontsize=11, loc="left")
-        _legend(ax_s, fig, loc="upper left", framealpha=0.9)
+            _draw_measured(s, color, threshold, axes=(ax_t, ax_s, ax_e), line_tp=line_tp)
     effs = [_column(s.records, c) for s in series for c in ("efficiency", "efficiency_hi") if _has_data(s.records, c)]
     top = max(1.05, float(np.nanmax(np.concatenate(effs))) * 1.05)
-    ax_e.set_ylim(0.0, top)
-    # several lines: each S(k) is relative to its own line's k = 1 (the throughput panel compares them)
-    own = ", each line's own k = 1" if ax_t is not None else ""
-    ax_s.set_ylabel(_axis_label("speedup S(k) (x" + own + (", log 2)" if geometric else ")")))
-    ax_e.set_ylabel(_axis_label("efficiency E(k) = S(k)/k (fraction)"))
-    ax_e.set_xlabel("devices k (count" + (", log 2)" if geometric else ")"))
-    _legend(ax_e, fig, loc="best", framealpha=0.9)  # the threshold only; lines are named above
-    for ax in (ax_s, ax_e, *([ax_t] if ax_t is not None else [])):
-        ax.grid(True, which="major", alpha=0.3)
+    _speedup_axes(fig, title, threshold, axes=(ax_t, ax_s, ax_e), all_k=all_k, e_top=top)
     return fig
 
 

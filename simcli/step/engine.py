@@ -117,6 +117,18 @@ class Scenario:
     update_time_s: float | None = None
 
     def __post_init__(self) -> None:
+        """Every field checked, group by group (the first bad one is named); algorithm and protocol resolved."""
+        self._check_batch_and_compute()
+        if self.algorithm is None:  # the profile's default
+            object.__setattr__(self, "algorithm", collectives.default_algorithm(self.profile))
+        collectives.check_algorithm(self.algorithm)
+        object.__setattr__(self, "protocol", collectives.check_protocol(self.protocol))
+        self._check_buckets_and_accumulation()
+        self._check_sharding()
+        self._check_spread_and_update()
+
+    def _check_batch_and_compute(self) -> None:
+        """The batch (weak or strong scaling) and the compute rate's inputs: dtypes, mfu, compute time."""
         if self.batch_per_device is not None and self.global_batch is not None:
             raise InputError(
                 "--batch-per-device and --global-batch exclude each other: give one (weak scaling or strong scaling)"
@@ -136,10 +148,9 @@ class Scenario:
                 raise InputError(f"--{name.replace('_', '-')}: {v} must be at least 1")
         if self.compute_time_s is not None and not self.compute_time_s > 0:
             raise InputError(f"--compute-time: {self.compute_time_s} must be a positive number of seconds")
-        if self.algorithm is None:
-            object.__setattr__(self, "algorithm", collectives.default_algorithm(self.profile))
-        collectives.check_algorithm(self.algorithm)
-        object.__setattr__(self, "protocol", collectives.check_protocol(self.protocol))
+
+    def _check_buckets_and_accumulation(self) -> None:
+        """How communication overlaps backward: the overlap mode, DDP's buckets, accumulation, the backward share."""
         if self.overlap not in OVERLAPS:
             raise InputError(f"--overlap: unknown mode {self.overlap!r}; choose one of {', '.join(OVERLAPS)}")
         if not (self.bucket_mb > 0 and np.isfinite(self.bucket_mb)):
@@ -158,6 +169,9 @@ class Scenario:
                 f"backward_fraction: {self.backward_fraction} is not in [0, 1]; give the share "
                 "of forward+backward spent in backward, for example 2/3"
             )
+
+    def _check_sharding(self) -> None:
+        """The strategy and what sharding reads: the parameters' dtype, the shard group, the FSDP units."""
         strategies.check_strategy(self.strategy)
         if self.param_dtype not in DTYPE_BYTES:
             raise InputError(
@@ -175,6 +189,9 @@ class Scenario:
                 f"{src}: {fsdp_units(self):,} FSDP units is more than simcli models (at most {MAX_UNITS:,}); "
                 "give fewer units"
             )
+
+    def _check_spread_and_update(self) -> None:
+        """The devices' spread, the optimizer step, the compute time's k and a source for the compute time."""
         if self.spread is not None and not (0 <= self.spread <= 1 and np.isfinite(self.spread)):
             raise InputError(
                 f"--spread: {self.spread} is not in [0, 1]; give the spread of the devices' speed as a fraction "

@@ -12,7 +12,7 @@ from hypothesis import strategies as st
 
 from simcli.base.types import InputError
 from simcli.cli import app
-from simcli.io.measured.nccltests import parse_nccl_tests
+from simcli.io.measured.nccltests import parse_nccl_tests, parse_text
 from simcli.io.measured.results import ALLREDUCE_COLUMNS, ResultWriter, read_results
 from simcli.io.measured.stats import NOISY_SPREAD, allreduce_busbw_factor, summarize
 
@@ -140,6 +140,33 @@ def test_import_bad_files(tmp_path, content, match):
     f.write_text(content)
     with pytest.raises(InputError, match=match):
         parse_nccl_tests(f)
+
+
+_A100 = FIX / "all_reduce_perf_8xA100.txt"
+
+
+def test_text_placements_read_their_own_columns_and_name_a_header_without_them():
+    text = _A100.read_text()
+    out, inp = parse_text(text, "a.txt", placement="out"), parse_text(text, "a.txt", placement="in")
+    assert len(out) == len(inp) == 11 and out[0]["world_size"] == 8
+    assert out[2]["time_s"] == pytest.approx(101.90e-6) and out[2]["busbw_GBps"] == pytest.approx(18.00)
+    # a column header with one placement only: in-place is refused with the fix, out-of-place reads
+    one = "\n".join(
+        line.split("  time ")[0] + "  time   algbw   busbw  #wrong" if "size         count" in line else line
+        for line in text.splitlines()
+    )
+    assert len(parse_text(one, "a.txt", placement="out")) == 11
+    with pytest.raises(InputError) as e:
+        parse_text(one, "a.txt", placement="in")
+    assert str(e.value) == "a.txt: the column header has no in-place columns (one 'time' only); pass --placement out"
+    no_time = text.replace("  time   algbw", "  tyme   algbw")
+    with pytest.raises(InputError) as e:
+        parse_text(no_time, "a.txt")
+    assert str(e.value).startswith("a.txt: the column header has no 'time' column: size count type redop root tyme")
+    neg = "   -8  -2  float  sum  -1  10.0  1.0  1.0  0  10.0  1.0  1.0  0\n"
+    with pytest.raises(InputError) as e:
+        parse_text(neg, "n.txt")
+    assert str(e.value) == "n.txt:1: size -8 and count -2 must be >= 0"
 
 
 def test_import_cli_csv_and_errors(runner, tmp_path):

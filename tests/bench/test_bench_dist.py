@@ -332,6 +332,48 @@ def test_torchrun_launch(tmp_path, tag):
     _no_leftovers(tag)
 
 
+def test_torchrun_step_times_the_solo_reference_on_rank_0(tmp_path, tag):
+    """Under torchrun no world of 1 runs: rank 0 times T_step(1) alone (t_solo_step_s) and the speedup uses it."""
+    out = tmp_path / "torchrun_step.json"
+    cmd = [
+        sys.executable,
+        "-m",
+        "torch.distributed.run",
+        "--standalone",
+        "--nproc-per-node",
+        "2",
+        "-m",
+        "simcli",
+        "bench",
+        "step",
+        "--model-width",
+        "16",
+        "--depth",
+        "2",
+        "--batch-per-device",
+        "2",
+        "--steps",
+        "2",
+        "--warmup",
+        "1",
+        "-o",
+        str(out),
+        "-f",
+        "json",
+    ]
+    env = dict(os.environ, OMP_NUM_THREADS="1", GLOO_SOCKET_IFNAME="lo")
+    p = subprocess.run(cmd, capture_output=True, text=True, timeout=180, env=env, cwd=tmp_path)
+    assert p.returncode == 0, p.stderr[-2000:]
+    recs = json.loads(out.read_text())
+    assert [(x["world_size"], x["mode"]) for x in recs] == [(2, "flat"), (2, "ddp")]
+    for x in recs:
+        assert x["t_solo_step_s"] > 0
+        assert x["t_step_ref_s"] == x["t_solo_step_s"]
+        assert x["speedup"] == pytest.approx(2 * x["t_solo_step_s"] / x["t_step_s"])
+        assert x["grad_rank_max_diff"] == 0 and x["param_rank_max_diff"] == 0
+    _no_leftovers(tag)
+
+
 def test_ctrl_c_stops_every_rank(tmp_path, tag):
     out = tmp_path / "interrupted.csv"
     cmd = [

@@ -198,7 +198,8 @@ def _cpu_profile(tmp_path):
 
 
 def test_calibrate_recovers_a_known_mfu_per_dtype(tmp_path):
-    from simcli.fits.calibration import CalibrationOptions, calibrate_profile
+    from simcli.fits.calibration import calibrate_profile
+    from simcli.fits.fit_comm import CalibrationOptions
     from simcli.io.measured.table import read_measurements
     from simcli.io.profiles import load_profile
 
@@ -230,7 +231,8 @@ def test_calibrate_recovers_a_known_mfu_per_dtype(tmp_path):
 
 
 def test_without_a_peak_for_a_dtype_no_mfu_is_written(tmp_path):
-    from simcli.fits.calibration import CalibrationOptions, calibrate_profile
+    from simcli.fits.calibration import calibrate_profile
+    from simcli.fits.fit_comm import CalibrationOptions
     from simcli.io.measured.table import read_measurements
     from simcli.io.profiles import resolve_profile
 

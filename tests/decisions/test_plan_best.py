@@ -159,6 +159,41 @@ def test_global_batch_syntax(text, samples, unit):
     assert PB.parse_global_batch(text, 4096) == (samples, unit)
 
 
+@pytest.mark.parametrize(
+    "kw,message",
+    [
+        ({"objective": "speed"}, "--objective: 'speed'; choose one of"),
+        ({"samples": -1.0}, "--samples: -1.0 must be a positive number"),
+        ({"tokens": float("inf")}, "--tokens: inf must be a positive number"),
+        ({"price": 0}, "--price-per-device-hour: 0 must be a positive number"),
+        ({"samples": 1e6, "tokens": 4e9}, "--samples and --tokens exclude each other"),
+        ({"min_efficiency": 1.5}, "--min-efficiency: 1.5 is not in (0, 1]"),
+        ({"max_days": 3.0}, "--max-days needs the run's length: give --tokens or --samples"),
+        ({"budget": 10.0, "samples": 1e6}, "--budget needs --price-per-device-hour and the run's length"),
+        ({"global_batch": 0}, "--global-batch: 0 must be at least 1 and at most 2**53"),
+        # the objective first, then the positive numbers, then how the options go together
+        ({"objective": "speed", "samples": -1.0}, "--objective"),
+        ({"budget": -1.0, "max_days": 3.0}, "--budget: -1.0 must be a positive number"),
+        ({"min_efficiency": 0.0, "max_days": 3.0}, "--min-efficiency"),
+    ],
+)
+def test_best_names_the_bad_option(kw, message):
+    grid = PB.Grid(strategies=("ddp",), devices=np.array([8]), micro_batches=(1,))
+    kw = {"global_batch": 64, **kw}
+    with pytest.raises(InputError) as e:
+        PB.best(_scenario(), grid, **kw)
+    assert str(e.value).startswith(message)
+
+
+def test_best_reads_the_run_s_length_from_tokens():
+    grid = PB.Grid(strategies=("fsdp",), devices=np.array([64]), micro_batches=(1,))
+    seq = _scenario().workload.seq_len
+    by_tokens = PB.best(_scenario(), grid, global_batch=64, tokens=seq * 64 * 100, price=2.0)
+    by_samples = PB.best(_scenario(), grid, global_batch=64, samples=64 * 100, price=2.0)
+    assert by_tokens.answer["days"] == pytest.approx(by_samples.answer["days"], rel=1e-12)
+    assert by_tokens.answer["days"] == pytest.approx(100 * by_tokens.answer["t_step_s"] / 86400, rel=1e-12)
+
+
 def test_bad_input_is_one_line_exit_2(runner):
     r = invoke(runner, "plan", "best", *BASE, "--global-batch", "lots")
     assert r.exit_code == 2 and "--global-batch" in r.stderr and "Traceback" not in r.output

@@ -153,6 +153,59 @@ def test_alpha_unresolved_by_large_sizes_is_kept_at_base():
     assert any("alpha" in w for w in fit.warnings)
 
 
+def test_fit_alpha_beta_refuses_an_unknown_algorithm_a_shape_mismatch_and_names_the_bad_row():
+    k, n = np.array([2, 2, 2]), np.array([1e3, 1e4, 1e5])
+    with pytest.raises(InputError) as e:
+        fit_alpha_beta(k, n, ring_time(k, n, 1e-5, 1e9), algorithm="hypercube")
+    assert str(e.value).startswith("--algorithm: cannot fit 'hypercube'; calibration knows ring")
+    with pytest.raises(ValueError, match="same shape"):
+        fit_alpha_beta(k, n[:2], ring_time(k, n, 1e-5, 1e9)[:2], algorithm="ring")
+    with pytest.raises(InputError) as e:
+        fit_alpha_beta(k, n, np.array([1e-3, -2e-3, 3e-3]), algorithm="ring", what="run.csv")
+    msg = str(e.value)
+    assert msg.startswith("run.csv: row 2: time ") and msg.endswith("; times and sizes must be positive numbers")
+    assert "-0.002" in msg and "10000.0" in msg
+
+
+def test_one_size_at_several_world_sizes_warns_but_fits():
+    k, n = np.array([2, 3, 4, 8]), np.full(4, 1e4)
+    fit = fit_alpha_beta(k, n, ring_time(k, n, 1e-5, 1e9), algorithm="ring")
+    assert fit.identified == {"alpha": True, "bandwidth": True}
+    assert fit.alpha_s == pytest.approx(1e-5, rel=1e-6) and fit.bandwidth_Bps == pytest.approx(1e9, rel=1e-6)
+    assert fit.warnings == (
+        "one message size only (10000 bytes): alpha and B are told apart only through the world sizes; "
+        "measure several sizes",
+    )
+
+
+@pytest.mark.parametrize(
+    "case,reason",
+    [
+        # times that fall faster than the bandwidth term: the latency goes to its bound 0
+        ("alpha at 0", "alpha is at its bound 0 (the smallest sizes do not resolve a latency)"),
+        # three sizes a part in 1e10 apart at one world size: the two columns are one
+        ("singular", "alpha is not identified (the design is singular)"),
+    ],
+)
+@pytest.mark.parametrize("with_base", [False, True])
+def test_an_unidentified_alpha_is_kept_at_its_base_value_or_reported_with_care(case, reason, with_base):
+    if case == "alpha at 0":
+        k, n = np.repeat([2, 3, 4], 4), np.tile(np.geomspace(1e5, 1e7, 4), 3)
+        t = ring_time(k, n, -1e-6, 1e9)
+    else:
+        k, n = np.full(3, 4), 1e4 * (1 + np.array([0.0, 1e-10, 2e-10]))
+        t = ring_time(k, n, 1e-5, 1e9)
+    base = {"base_alpha_s": 5e-6, "base_bandwidth_Bps": 2e9} if with_base else {}
+    fit = fit_alpha_beta(k, n, t, algorithm="ring", **base)
+    said = reason + ("; kept at the base value" if with_base else "; reported as fitted, treat it with care")
+    assert fit.warnings[-1] == said
+    assert fit.identified == {"alpha": not with_base, "bandwidth": True}
+    if with_base:
+        assert fit.alpha_s == 5e-6
+    elif case == "alpha at 0":
+        assert fit.alpha_s == 0.0 and fit.bandwidth_Bps == pytest.approx(1e9, rel=0.05)
+
+
 def test_outer_tier_and_tier_scale_match_collectives(two_tier):
     net = two_tier.network
     k = np.array([2, 8, 9, 12, 16])
@@ -317,6 +370,127 @@ def test_calibrate_per_tier_fits(runner, tmp_path):
     assert p.network[1].latency_s == pytest.approx(12e-6, rel=1e-4)
     assert [x["tier"] for x in p.calibration["network"]] == ["nvlink", "ib"]
     assert p.calibration["network"][1]["world_sizes"] == [8, 16]
+
+
+_TWO_TIERS = (
+    "name: base2\nsources: [test]\nlibrary: textbook\n"
+    "device: {name: gpu, peak_flops: {bf16: 100 TFLOP/s}, mfu: 0.4}\n"
+    "network:\n  - {name: nvlink, size: 4, bandwidth: 50 GB/s, latency: 2 us}\n"
+    "  - {name: ib, bandwidth: 5 GB/s, per: node, latency: 5 us}\n"
+)
+
+
+def _two_tier_run(tmp_path, ks, true=None, *, base=_TWO_TIERS):
+    """An all-reduce CSV over two tiers at world sizes ``ks`` (world size 1 rows: 1 us) and the base profile."""
+    true = true or (Tier("nvlink", 100e9, 4e-6, size=4), Tier("ib", 10e9, 12e-6, per="node"))
+    k = np.repeat(ks, 12)
+    n = np.tile(np.geomspace(2**12, 2**30, 12), len(ks))
+    t = np.where(k > 1, collectives.allreduce("ring", true, np.maximum(k, 2), n).time, 1e-6)
+    prof = tmp_path / "base2.yaml"
+    prof.write_text(base)
+    return write_csv(tmp_path / "two.csv", k, n, t), prof
+
+
+def _calibrate(runner, tmp_path, csv, prof, *extra):
+    out = tmp_path / "cal.yaml"
+    r = runner.invoke(app, ["calibrate", str(csv), "--profile", str(prof), "-o", str(out), "--holdout", "0", *extra])
+    return r, out
+
+
+def test_calibrate_leaves_world_size_1_out_and_refuses_a_file_of_only_world_size_1(runner, tmp_path):
+    from simcli.io.profiles import load_profile
+
+    csv, prof = _two_tier_run(tmp_path, [1, 2, 4, 8, 16])
+    r, out = _calibrate(runner, tmp_path, csv, prof)
+    assert r.exit_code == 0, r.output
+    assert f"{csv}: 12 row(s) with world size 1 left out (no communication)" in r.stderr
+    assert load_profile(out).network[1].effective_Bps == pytest.approx(10e9, rel=1e-4)
+    out.unlink()
+    csv, prof = _two_tier_run(tmp_path, [1])
+    r, out = _calibrate(runner, tmp_path, csv, prof)
+    assert r.exit_code == 2 and not out.exists()
+    assert r.stderr == f"simcli: error: {csv}: only world size 1: nothing to fit; measure world sizes >= 2\n"
+
+
+def test_calibrate_tier_names_a_tier_the_rows_cross(runner, tmp_path):
+    from simcli.io.profiles import load_profile
+
+    csv, prof = _two_tier_run(tmp_path, [2, 4, 8, 16])
+    r, out = _calibrate(runner, tmp_path, csv, prof, "--tier", "infiniband")
+    assert r.exit_code == 2 and not out.exists()
+    assert "--tier: base2 has no tier 'infiniband'; it has nvlink, ib" in r.stderr
+    r, out = _calibrate(runner, tmp_path, csv, prof, "--tier", "ib")
+    assert r.exit_code == 2 and not out.exists()
+    assert "--tier ib: world sizes [2, 4] do not cross tier 'ib'; leave them out with --where" in r.stderr
+    # every row fitted to the inner tier: the fitted NVLink is slower than the rings across nodes need, so the
+    # profile's IB is the bottleneck there, and that is said
+    r, out = _calibrate(runner, tmp_path, csv, prof, "--tier", "nvlink")
+    assert r.exit_code == 0, r.output
+    assert "tier nvlink: with the fitted values another tier is the bottleneck for k = [8, 16]" in r.stderr
+    cal = load_profile(out).calibration
+    assert [x["tier"] for x in cal["network"]] == ["nvlink"] and cal["network"][0]["world_sizes"] == [2, 4, 8, 16]
+
+
+def test_calibrate_on_nccl_and_rccl_profiles(runner, tmp_path):
+    a100 = "validation/published/nccl-allreduce-8xA100-nvswitch.csv"
+    r, out = _calibrate(runner, tmp_path, a100, "dgx-a100", "--min-size", "1GiB", "--tier", "nvlink")
+    assert r.exit_code == 0, r.output
+    assert "--tier is for the textbook fit; NCCL's model is fitted on every tier the data identifies" in r.stderr
+    out.unlink()
+    r, out = _calibrate(runner, tmp_path, "validation/published/rccl-allreduce-8xMI300X-1node.csv", "mi300x")
+    assert r.exit_code == 2 and not out.exists()
+    assert "--profile: mi300x models RCCL (library: rccl), whose choice simcli does not fit yet" in r.stderr
+
+
+@pytest.mark.parametrize(
+    "args,fitted",
+    [
+        (
+            [
+                "tests/fixtures/scaling-fsdp-125m-a100.csv",
+                *("-p", "dgx-a100", "--params", "125311488", "--compute-time", "0.40792", "--units", "12"),
+                *("--strategy", "fsdp", "--grad-dtype", "bf16", "--no-activation-checkpointing"),
+            ],
+            "fitted device: speed spread (the slowest of k); from tests/fixtures/scaling-fsdp-125m-a100.csv;",
+        ),
+        (
+            [
+                "validation/published/ddp/dle-bert-pytorch-a100.csv",
+                *("--where", "series=pyt-a100-s128-fp16", "-p", "dgx-a100", "-m", "bert-large", "--seq-len", "128"),
+                *("--optimizer", "lamb", "--update-extras", "flatten", "--overlap", "none"),
+            ],
+            "fitted device: speed spread (the slowest of k); device: update bandwidth (the per-update time); from "
+            "validation/published/ddp/dle-bert-pytorch-a100.csv;",
+        ),
+        (
+            ["measurements/cpu-step-gpt-bf16.csv", "-p", "measurements/detected-cpu-host.yaml"],
+            "fitted device: compute rate (mfu); from measurements/cpu-step-gpt-bf16.csv;",
+        ),
+    ],
+)
+def test_the_calibrated_profile_s_last_source_says_what_was_fitted_from_what(runner, tmp_path, args, fitted):
+    from simcli.io.profiles import load_profile
+
+    out = tmp_path / "cal.yaml"
+    r = runner.invoke(app, ["calibrate", *args, "-o", str(out)])
+    assert r.exit_code == 0, r.output
+    p = load_profile(out)
+    assert p.sources[-1].startswith("calibrated by simcli calibrate on ") and fitted in p.sources[-1]
+    # the base profile's sources come first, each said to be the base profile's
+    assert all(" (the base profile): " in x or "CALIBRATED by simcli calibrate" in x for x in p.sources[:-1])
+    assert any(" (the base profile): " in x for x in p.sources[:-1])
+
+
+def test_calibrate_profile_with_nothing_to_fit_is_refused():
+    import datetime
+
+    from simcli.fits.calibration import calibrate_profile
+    from simcli.fits.fit_comm import CalibrationOptions
+    from simcli.io.profiles import resolve_profile
+
+    now = datetime.datetime(2026, 1, 2, tzinfo=datetime.timezone.utc)
+    with pytest.raises(InputError, match="^calibrate: nothing to fit$"):
+        calibrate_profile(resolve_profile("cpu-loopback"), None, None, CalibrationOptions(name="x", now=now, host="h"))
 
 
 def test_calibrate_with_a_step_file_fits_mfu_and_overlap(runner, tmp_path, synthetic_csv, base_profile):

@@ -10,7 +10,8 @@ import pytest
 
 from simcli.base.types import InputError, Tier
 from simcli.comm import collectives, specs
-from simcli.fits.calibration import CalibrationOptions, calibrate_profile
+from simcli.fits.calibration import calibrate_profile
+from simcli.fits.fit_comm import CalibrationOptions
 from simcli.io import tables
 from simcli.io.measured.table import read_measurements
 from simcli.io.profiles import load_profile

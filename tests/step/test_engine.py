@@ -121,6 +121,50 @@ def test_scenario_refuses(one_tier, kw, fragment):
         _scenario(one_tier, **kw)
 
 
+@pytest.mark.parametrize(
+    "kw,message",
+    [
+        ({"global_batch": 0}, "--global-batch: 0 must be at least 1"),
+        ({"compute_time_s": -1.0}, "--compute-time: -1.0 must be a positive number of seconds"),
+        ({"overlap": "half"}, "--overlap: unknown mode 'half'; choose one of"),
+        ({"bucket_mb": float("nan")}, "--bucket-mb: nan must be a positive number of MiB"),
+        ({"bucket_mb": 1e-9}, "--bucket-mb: 1e-09 MiB is below the smallest bucket simcli models"),
+        ({"accum": 1.5}, "--accum: 1.5 must be a whole number of micro-steps, at least 1"),
+        ({"accum": True}, "--accum: True must be a whole number of micro-steps"),
+        ({"backward_fraction": 1.5}, "backward_fraction: 1.5 is not in [0, 1]"),
+        ({"param_dtype": "int3"}, "--param-dtype: unknown dtype 'int3'"),
+        ({"shard_group": 0}, "--shard-group: 0 must be a whole number, at least 1"),
+        ({"units": 2.5}, "--units: 2.5 must be a whole number, at least 1"),
+        ({"strategy": "fsdp", "units": 200_000}, "--units: 200,000 FSDP units is more than simcli models"),
+        ({"spread": 2.0}, "--spread: 2.0 is not in [0, 1]"),
+        ({"update_time_s": -1.0}, "--update-time: -1.0 must be a non-negative number of seconds"),
+        ({"compute_time_at_k": 0}, "--compute-time-at-k: 0 must be a whole number of devices, at least 1"),
+        # several bad fields: the first group's is the one named (batch, compute, communication, buckets, ...)
+        ({"accum": 0, "compute_time_s": 0.0}, "--compute-time: 0.0 must be a positive number"),
+        ({"spread": 5.0, "bucket_mb": -1.0}, "--bucket-mb: -1.0 must be a positive number"),
+        ({"units": 0, "backward_fraction": -1.0}, "backward_fraction: -1.0 is not in"),
+        ({"update_time_s": -1.0, "param_dtype": "x"}, "--param-dtype: unknown dtype 'x'"),
+    ],
+)
+def test_scenario_names_the_first_bad_field(one_tier, kw, message):
+    with pytest.raises(InputError) as e:
+        _scenario(one_tier, **kw)
+    assert str(e.value).startswith(message)
+
+
+def test_scenario_without_a_compute_source_is_refused(one_tier):
+    wl = Workload("w", params=25e6, flops_per_sample=None, batch_per_device=64)
+    with pytest.raises(InputError, match="the workload has no FLOPs per sample: give --flops-per-sample"):
+        Scenario(profile=one_tier, workload=wl)
+    assert Scenario(profile=one_tier, workload=wl, compute_time_s=0.1).compute_time_s == 0.1
+
+
+def test_scenario_resolves_the_algorithm_protocol_and_extras(one_tier):
+    sc = _scenario(one_tier, protocol="simple", update_extras=["clip", "unscale", "clip"])
+    assert sc.algorithm == "ring" and sc.protocol == "simple"
+    assert sc.update_extras == ("clip", "unscale")  # each once, in the order given, a tuple
+
+
 def test_devices_beyond_profile_refused():
     p = make_profile(Tier("nvl", 900e9, 1e-6, size=72))
     with pytest.raises(InputError, match="exceed"):

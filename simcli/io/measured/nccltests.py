@@ -33,6 +33,7 @@ from __future__ import annotations
 import json
 import math
 import re
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
@@ -246,147 +247,179 @@ def _wrong(v: Any, where: str, label: str) -> None:
         )
 
 
+#: the text table's columns when the file has no column header line (all_reduce_perf's: out-of-place, in-place)
+_TEXT_COLUMNS = [
+    "size",
+    "count",
+    "type",
+    "redop",
+    "root",
+    "time",
+    "algbw",
+    "busbw",
+    "#wrong",
+    "time",
+    "algbw",
+    "busbw",
+    "#wrong",
+]
+
+
+@dataclass
+class _TextRun:
+    """What a text table's ``#`` lines said so far: the run's header, its ranks, its column names, its footer."""
+
+    collective: str | None
+    iters: int | None = None
+    warmup: int | None = None
+    gpus: int | None = None
+    ranks: int = 0
+    rank_ids: dict[int, int] = field(default_factory=dict)
+    runs: int = 0
+    cols: list[str] | None = None
+    started: bool = False
+    finished: bool = False
+
+
+def _read_run_header(body: str, run: _TextRun, source: str, *, lineno: int) -> None:
+    """A header line of the run: its iterations, its processes' GPUs, its start (a second start is refused) and
+    its footer."""
+    m = re.search(r"\bwarmup iters:\s*(\d+)\s+iters:\s*(\d+)", body)
+    if m:
+        run.warmup, run.iters = int(m.group(1)), int(m.group(2))
+    m = re.match(r"nThread\s+\d+\s+nGpus\s+(\d+)", body)
+    if m:
+        run.gpus = int(m.group(1))
+    if body.startswith("nThread"):
+        run.runs += 1
+        if run.runs > 1:
+            raise InputError(
+                f"{source}:{lineno}: a second run's header ('# nThread ...'): one nccl-tests run per file; "
+                "split the runs into files of their own"
+            )
+    if body.startswith("nThread") or body.startswith("Collective test starting"):
+        run.started = True
+    if (
+        body.startswith("Avg bus bandwidth")
+        or body.startswith("Out of bounds values")
+        or body.startswith("Collective test concluded")
+    ):
+        run.finished = True
+
+
+def _read_comment(body: str, run: _TextRun, source: str, *, lineno: int) -> None:
+    """One ``#`` line: the run's header and footer, a rank line (a rank listed twice is refused), the
+    collective's name, the column header."""
+    _read_run_header(body, run, source, lineno=lineno)
+    m = re.match(r"Rank\s+(\d+)\s+Group", body)
+    if m:
+        run.ranks += 1
+        rid = int(m.group(1)[:20])
+        if rid in run.rank_ids:
+            raise InputError(
+                f"{source}:{lineno}: rank {rid} is listed twice (first on line {run.rank_ids[rid]}): one run "
+                "lists each rank once; split the runs into files of their own"
+            )
+        run.rank_ids[rid] = lineno
+    m = re.match(r"Collective test starting:\s*(\S+)", body)
+    if m and run.collective is None:
+        run.collective = _collective(m.group(1), "all_reduce")
+    toks = body.split()
+    if toks[:2] == ["size", "count"]:
+        run.cols = toks
+
+
+def _time_column(names: list[str], placement: str, source: str) -> int:
+    """Where the placement's columns (time, algbw, busbw) start: the first "time" out-of-place, the second in-place."""
+    t_idx = [i for i, c in enumerate(names) if c in ("time", "cputime")]
+    if not t_idx:
+        raise InputError(f"{source}: the column header has no 'time' column: {' '.join(names)}")
+    if placement == "in" and len(t_idx) < 2:
+        raise InputError(f"{source}: the column header has no in-place columns (one 'time' only); pass --placement out")
+    return t_idx[1] if placement == "in" else t_idx[0]
+
+
+def _read_result_row(
+    toks: list[str], raw: str, names: list[str], *, start: int, label: str, where: str
+) -> tuple[dict[str, Any], tuple[int, str, str]]:
+    """One result row, checked (issue 12, 27): its record and its (size, type, operation) key."""
+    need = start + 3
+    if len(toks) < need:
+        raise InputError(
+            f"{where}: the row is cut short ({len(toks)} of {len(names)} columns): the {label} "
+            f"columns time, algbw and busbw are missing: {raw.strip()[:80]!r}"
+        )
+    try:
+        t_us, alg, bus = (float(toks[start]), float(toks[start + 1]), float(toks[start + 2]))
+        if len(toks[0]) > 20 or len(toks[1]) > 20:  # digits beyond any int64: refused before int() works on them
+            raise InputError(f"{where}: size {toks[0][:24]} or count {toks[1][:24]} is more than simcli reads")
+        size, count = int(toks[0]), int(toks[1])
+    except ValueError:
+        raise InputError(
+            f"{where}: not an nccl-tests result row ({label} time, algbw, busbw are not numbers): {raw.strip()[:80]!r}"
+        ) from None
+    if size < 0 or count < 0:
+        raise InputError(f"{where}: size {size} and count {count} must be >= 0")
+    _positive_time(t_us, where)
+    _bandwidth(alg, where, "algbw")
+    _bandwidth(bus, where, "busbw")
+    wrong_i = start + 3
+    if wrong_i < len(names) and names[wrong_i] == "#wrong" and wrong_i < len(toks):
+        _wrong(toks[wrong_i], f"{where}: size {size}", label)
+    ntype = toks[2] if len(toks) > 2 and not _NUM.match(toks[2]) else "float"
+    redop = toks[3] if len(toks) > 3 and not _NUM.match(toks[3]) else "sum"
+    _check_row(f"{where}", size, count, ntype)
+    row = {
+        "bytes": size,
+        "count": count,
+        "dtype": NCCL_TYPES.get(ntype, ntype),
+        "time_s": t_us * 1e-6,
+        "time_p10_s": None,
+        "time_p90_s": None,
+        "algbw_GBps": alg,
+        "busbw_GBps": bus,
+    }
+    return row, (size, ntype, redop)
+
+
 def parse_text(
     text: str, source: str, world_size: int | None = None, placement: str = "out", collective: str | None = None
 ) -> list[dict[str, Any]]:
     """Rows of nccl-tests' text table. Refused (one line naming the line): a row cut short, a column the
     placement needs that is missing, a time <= 0, a #wrong > 0, and a run cut before its footer."""
-    iters = warmup = gpus = None
-    ranks = 0
-    rank_ids: dict[int, int] = {}
-    runs = 0
+    run = _TextRun(collective=collective)
     keys: list[tuple[tuple, str]] = []
-    coll = collective
-    cols: list[str] | None = None
     rows: list[dict[str, Any]] = []
-    started = finished = False
     label = _PLACEMENT[placement]
     for lineno, raw in enumerate(text.splitlines(), 1):
         line = _PREFIX.sub("", raw, count=1) if not raw.lstrip().startswith("#") else raw.strip()
         if line.startswith("#"):
-            body = line.lstrip("#").strip()
-            m = re.search(r"\bwarmup iters:\s*(\d+)\s+iters:\s*(\d+)", body)
-            if m:
-                warmup, iters = int(m.group(1)), int(m.group(2))
-            m = re.match(r"nThread\s+\d+\s+nGpus\s+(\d+)", body)
-            if m:
-                gpus = int(m.group(1))
-            if body.startswith("nThread"):
-                runs += 1
-                if runs > 1:
-                    raise InputError(
-                        f"{source}:{lineno}: a second run's header ('# nThread ...'): one nccl-tests run per file; "
-                        "split the runs into files of their own"
-                    )
-            if body.startswith("nThread") or body.startswith("Collective test starting"):
-                started = True
-            if (
-                body.startswith("Avg bus bandwidth")
-                or body.startswith("Out of bounds values")
-                or body.startswith("Collective test concluded")
-            ):
-                finished = True
-            m = re.match(r"Rank\s+(\d+)\s+Group", body)
-            if m:
-                ranks += 1
-                rid = int(m.group(1)[:20])
-                if rid in rank_ids:
-                    raise InputError(
-                        f"{source}:{lineno}: rank {rid} is listed twice (first on line {rank_ids[rid]}): one run "
-                        "lists each rank once; split the runs into files of their own"
-                    )
-                rank_ids[rid] = lineno
-            m = re.match(r"Collective test starting:\s*(\S+)", body)
-            if m and coll is None:
-                coll = _collective(m.group(1), "all_reduce")
-            toks = body.split()
-            if toks[:2] == ["size", "count"]:
-                cols = toks
+            _read_comment(line.lstrip("#").strip(), run, source, lineno=lineno)
             continue
         toks = line.split()
         if len(toks) < 2 or not _NUM.match(toks[0]) or not _NUM.match(toks[1]):
             continue
-        where = f"{source}:{lineno}"
-        names = cols or [
-            "size",
-            "count",
-            "type",
-            "redop",
-            "root",
-            "time",
-            "algbw",
-            "busbw",
-            "#wrong",
-            "time",
-            "algbw",
-            "busbw",
-            "#wrong",
-        ]
-        # out-of-place columns start at the first "time"; in-place at the second
-        t_idx = [i for i, c in enumerate(names) if c in ("time", "cputime")]
-        if not t_idx:
-            raise InputError(f"{source}: the column header has no 'time' column: {' '.join(names)}")
-        if placement == "in" and len(t_idx) < 2:
-            raise InputError(
-                f"{source}: the column header has no in-place columns (one 'time' only); pass --placement out"
-            )
-        start = t_idx[1] if placement == "in" else t_idx[0]
-        need = start + 3
-        if len(toks) < need:
-            raise InputError(
-                f"{where}: the row is cut short ({len(toks)} of {len(names)} columns): the {label} "
-                f"columns time, algbw and busbw are missing: {raw.strip()[:80]!r}"
-            )
-        try:
-            t_us, alg, bus = (float(toks[start]), float(toks[start + 1]), float(toks[start + 2]))
-            if len(toks[0]) > 20 or len(toks[1]) > 20:  # digits beyond any int64: refused before int() works on them
-                raise InputError(f"{where}: size {toks[0][:24]} or count {toks[1][:24]} is more than simcli reads")
-            size, count = int(toks[0]), int(toks[1])
-        except ValueError:
-            raise InputError(
-                f"{where}: not an nccl-tests result row ({label} time, algbw, busbw are not "
-                f"numbers): {raw.strip()[:80]!r}"
-            ) from None
-        if size < 0 or count < 0:
-            raise InputError(f"{where}: size {size} and count {count} must be >= 0")
-        _positive_time(t_us, where)
-        _bandwidth(alg, where, "algbw")
-        _bandwidth(bus, where, "busbw")
-        wrong_i = start + 3
-        if wrong_i < len(names) and names[wrong_i] == "#wrong" and wrong_i < len(toks):
-            _wrong(toks[wrong_i], f"{where}: size {size}", label)
-        ntype = toks[2] if len(toks) > 2 and not _NUM.match(toks[2]) else "float"
-        redop = toks[3] if len(toks) > 3 and not _NUM.match(toks[3]) else "sum"
-        _check_row(f"{where}", size, count, ntype)
-        keys.append(((size, ntype, redop), f"{source}: line {lineno}"))
-        rows.append(
-            {
-                "bytes": size,
-                "count": count,
-                "dtype": NCCL_TYPES.get(ntype, ntype),
-                "time_s": t_us * 1e-6,
-                "time_p10_s": None,
-                "time_p90_s": None,
-                "algbw_GBps": alg,
-                "busbw_GBps": bus,
-            }
-        )
+        names = run.cols or _TEXT_COLUMNS
+        start = _time_column(names, placement, source)
+        row, key = _read_result_row(toks, raw, names, start=start, label=label, where=f"{source}:{lineno}")
+        keys.append((key, f"{source}: line {lineno}"))
+        rows.append(row)
     if not rows:
         raise InputError(
             f"{source}: no nccl-tests result rows found (expected lines like "
             "'  1048576  262144  float  sum  -1  101.9  10.29  18.00  0 ...' from all_reduce_perf)"
         )
-    if started and not finished:
+    if run.started and not run.finished:
         raise InputError(
             f"{source}: the run was cut before its end (no '# Avg bus bandwidth' line after the "
             f"last row, size {rows[-1]['bytes']}); rerun nccl-tests, or delete the header lines to "
             "import the rows it has"
         )
     _check_repeats(keys, source)
-    coll = coll or "all_reduce"
-    k = _world(source, ranks, world_size, rows, coll)
+    coll = run.collective or "all_reduce"
+    k = _world(source, run.ranks, world_size, rows, coll)
     wheres = [w for _, w in keys]
-    return _finish(rows, k, coll, iters, warmup, f"nccl-tests {Path(source).name}", gpus, wheres)
+    return _finish(rows, k, coll, run.iters, run.warmup, f"nccl-tests {Path(source).name}", run.gpus, wheres)
 
 
 def _num(v: Any, where: str, integer: bool = False) -> float:
