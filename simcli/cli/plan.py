@@ -37,49 +37,56 @@ SolveField = Annotated[
         "device.mfu, device.peak_flops[.bf16], device.reduce_bandwidth.",
     ),
 ]
-MinEfficiency = o.opt(
+MinEfficiency = Annotated[
     Optional[float],
-    "--min-efficiency",
-    "-e",
-    help="Target efficiency E(k) = S(k)/k, 0 < x <= 1 (max-devices, solve; best: a constraint).",
-)
-PlanDevices = o.opt(
+    o.option(
+        "--min-efficiency",
+        "-e",
+        help="Target efficiency E(k) = S(k)/k, 0 < x <= 1 (max-devices, solve; best: a constraint).",
+    ),
+]
+PlanDevices = Annotated[
     Optional[str],
-    "--devices",
-    "-k",
-    help="max-devices: the k to scan "
-    "[default: 1..the profile's limit, or 1..100000]; solve: "
-    "one k; time-to-train: the k to cost ('8..1024:x2').",
-)
-Tolerance = o.opt(
+    o.option(
+        "--devices",
+        "-k",
+        help="max-devices: the k to scan "
+        "[default: 1..the profile's limit, or 1..100000]; solve: "
+        "one k; time-to-train: the k to cost ('8..1024:x2').",
+    ),
+]
+Tolerance = Annotated[
     float,
-    "--tolerance",
-    help="Relative tolerance on the solved value (bisection in log space stops when the bracket is this narrow).",
-)
-Samples = o.opt(Optional[float], "--samples", help="Samples in the whole run (e.g. 1.2e9 images).")
-Tokens = o.opt(
+    o.option(
+        "--tolerance",
+        help="Relative tolerance on the solved value (bisection in log space stops when the bracket is this narrow).",
+    ),
+]
+Samples = Annotated[Optional[float], o.option("--samples", help="Samples in the whole run (e.g. 1.2e9 images).")]
+Tokens = Annotated[
     Optional[float],
-    "--tokens",
-    help="Tokens in the whole run for a transformer (samples = tokens / seq_len), e.g. 2e12.",
-)
-Price = o.opt(
+    o.option("--tokens", help="Tokens in the whole run for a transformer (samples = tokens / seq_len), e.g. 2e12."),
+]
+Price = Annotated[
     Optional[float],
-    "--price-per-device-hour",
-    help="Price of one device for one hour (any currency); gives cost = device-hours x price.",
-)
-MaxHours = o.opt(Optional[float], "--max-hours", help="Only plans that finish within this many hours.")
-MaxCost = o.opt(
-    Optional[float],
-    "--max-cost",
-    help="Only plans that cost at most this (needs --price-per-device-hour).",
-)
+    o.option(
+        "--price-per-device-hour",
+        help="Price of one device for one hour (any currency); gives cost = device-hours x price.",
+    ),
+]
+MaxHours = Annotated[Optional[float], o.option("--max-hours", help="Only plans that finish within this many hours.")]
+MaxCost = Annotated[
+    Optional[float], o.option("--max-cost", help="Only plans that cost at most this (needs --price-per-device-hour).")
+]
 
-PartialNodes = o.opt(
+PartialNodes = Annotated[
     bool,
-    "--partial-nodes",
-    help="Scan every device count, not only whole nodes past the first (a 9th device alone on a second node "
-    "sends every collective through one NIC; see docs/plan.md).",
-)
+    o.option(
+        "--partial-nodes",
+        help="Scan every device count, not only whole nodes past the first (a 9th device alone on a second node "
+        "sends every collective through one NIC; see docs/plan.md).",
+    ),
+]
 
 # compare's options take comma-separated alternatives
 

@@ -7,7 +7,7 @@ torch): the workload's hidden size, heads and sequence with as many layers as be
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Annotated, Any
 
 from ..base.types import InputError
 from . import options as o
@@ -18,13 +18,15 @@ if TYPE_CHECKING:  # pragma: no cover
     from ..answers.measure import MeasurePlan, StepModel
     from ..step.engine import Scenario
 
-MaxNodes = o.opt(
+MaxNodes = Annotated[
     int,
-    "--max-nodes",
-    min=1,
-    metavar="N",
-    help="The most nodes one planned measurement takes; a range past it is extrapolated from that many.",
-)
+    o.option(
+        "--max-nodes",
+        min=1,
+        metavar="N",
+        help="The most nodes one planned measurement takes; a range past it is extrapolated from that many.",
+    ),
+]
 
 #: the share of a device's memory a bench step model may take (bench step refuses past all of it)
 STEP_MEMORY_SHARE = 0.8

@@ -45,12 +45,14 @@ app = new_app(
     no_args_is_help=True,
 )
 
-PictureOut = o.opt(
+PictureOut = Annotated[
     str,
-    "--output",
-    "-o",
-    help="Picture file to write: .png, .svg or .pdf (atomically; refuses to overwrite without --force).",
-)
+    o.option(
+        "--output",
+        "-o",
+        help="Picture file to write: .png, .svg or .pdf (atomically; refuses to overwrite without --force).",
+    ),
+]
 
 
 def _scenario_tweak(noun: str) -> o.Tweak:

@@ -24,19 +24,23 @@ app = new_app()  # `validate`, a top-level command
 
 
 #: validate's --overlap: DDP's buckets or none, as everywhere, and "auto" (its default) that reads each row
-ValidateOverlap = o.opt(
+ValidateOverlap = Annotated[
     str,
-    "--overlap",
-    help="Step and scaling files: how communication hides behind backward, 'buckets' (DDP's) or 'none'; "
-    "auto: buckets for scaling tables and for step rows whose mode is ddp, none for other step rows.",
-)
-MeasuredModel = o.opt(
+    o.option(
+        "--overlap",
+        help="Step and scaling files: how communication hides behind backward, 'buckets' (DDP's) or 'none'; "
+        "auto: buckets for scaling tables and for step rows whose mode is ddp, none for other step rows.",
+    ),
+]
+MeasuredModel = Annotated[
     Optional[str],
-    "--model",
-    "-m",
-    help="Built-in model the measurements trained (step files without a params column, scaling tables, "
-    "traces; see 'simcli models list').",
-)
+    o.option(
+        "--model",
+        "-m",
+        help="Built-in model the measurements trained (step files without a params column, scaling tables, "
+        "traces; see 'simcli models list').",
+    ),
+]
 
 
 @app.command(
