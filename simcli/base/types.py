@@ -88,6 +88,13 @@ class Tier:
     def effective_Bps(self) -> float:
         return self.bandwidth_Bps * self.efficiency
 
+    @property
+    def inner_size(self) -> int:
+        """``size`` of a tier inside another: a profile gives it on every tier but the outermost."""
+        if self.size is None:
+            raise ValueError(f"tier {self.name} has no size; only the outermost tier may leave it out")
+        return self.size
+
 
 @dataclass(frozen=True)
 class Device:

@@ -257,7 +257,7 @@ def ratio_band(corpus: Corpus, kind: Kind) -> RatioBand:
         for level, m in enumerate(masks[NEIGHBOURS:], start=NEIGHBOURS):
             if not m.any():
                 continue
-            near = sorted({corpus.kind(i) for i in np.flatnonzero(m)})
+            near = sorted({corpus.kind(int(i)) for i in np.flatnonzero(m)})
             bands = [ratio_band(corpus, nk) for nk in near]
             out = RatioBand(
                 min(b.p10 for b in bands),

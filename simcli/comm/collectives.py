@@ -151,7 +151,7 @@ def _collective(
                     "the textbook formula here (give a profile that models NCCL, or drop --protocol)"
                 )
             return textbook_collective(algorithm, net, k, n, collective, gamma)
-        algos = None if spec.nccl == "*" else [spec.nccl]
+        algos = [spec.nccl] if spec.nccl is not None and spec.nccl != "*" else None
         if profile.library == "rccl":
             return rccl.rccl_collective(profile, k, n, collective, algos, protocol=protocol)
         return nccl_choice.nccl_collective(

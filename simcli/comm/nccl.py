@@ -259,7 +259,7 @@ class Pair:
     hops: np.ndarray
     plateau: bool  #: the tuner's ring plateau factor applies (multi-node Simple ring all-reduce)
     multi: np.ndarray
-    channels: float
+    channels: np.ndarray | float  #: the runtime channels, over k (RCCL: one number)
     ranks: np.ndarray
     threshold: np.ndarray  #: bytes per channel below which getAlgoInfo drops a channel (0: never)
     #: NVLS and NVLSTree: concurrent operations (channels x heads), over k; None for the others (no fill)
@@ -473,6 +473,7 @@ def nvls_chunk(algorithm: str, n: np.ndarray, ops: np.ndarray, nodes: np.ndarray
     """The chunk (bytes) NCCL's calcCollChunking gives an NVLS or NVLSTree collective of n bytes."""
     n = np.asarray(n, dtype=np.float64)
     c = np.full(np.broadcast(n, ops).shape, float(NVLS_CHUNK))
+    steps: tuple[tuple[int, int], ...]
     if algorithm == "nvls":
         steps = ((64, 65536), (8, 32768), (2, 16384))
     else:
@@ -611,13 +612,14 @@ def pairs(
             # transport's own per-hop figure
             cost_hw, tuner_hw = [], []
             for i, lk in enumerate(lks):
-                table = rel.hw_latency_us[lk.hw]["tree" if a == "pat" else a][pidx] * 1e-6  # PAT: ppn 1, Tree's
+                # PAT: ppn 1, Tree's
+                table: float | np.ndarray = rel.hw_latency_us[lk.hw]["tree" if a == "pat" else a][pidx] * 1e-6
                 if i and rel.one_ppn_tree_latency:  # "With ppn=1 latencies are fully exposed" (2.23.4 on)
                     table = np.where(one_ppn, rel.hw_latency_us[lk.hw]["tree"][pidx] * 1e-6, table)
                 real = (np.where(table, lk.hop_us[pidx] * 1e-6, 0.0) if lk.hop_us else table) * np.ones(k.shape)
                 cost_hw.append(real * scale[i])
-                plug = lk.plugin_latency_us * 1e-6 * (2.0 if p == "simple" else 1.0) if i else 0.0
-                plug = np.where(table, plug, 0.0)
+                plug_s = lk.plugin_latency_us * 1e-6 * (2.0 if p == "simple" else 1.0) if i else 0.0
+                plug = np.where(table, plug_s, 0.0)
                 tuner_hw.append((table * (scale[i] if not lk.hop_us else 1.0)) + plug + np.zeros(k.shape))
             hw = np.stack(cost_hw)
             thw = np.stack(tuner_hw)
@@ -790,6 +792,6 @@ def tree_groups(network: Sequence[Tier], k: np.ndarray) -> list[np.ndarray]:
         out.append(
             dom[i]
             if i == nt - 1 or network[i].size is None
-            else np.minimum(dom[i], network[i].size // network[i - 1].size)
+            else np.minimum(dom[i], network[i].inner_size // network[i - 1].inner_size)
         )
     return out

@@ -11,7 +11,7 @@ import numpy as np
 
 from ..base.types import InputError
 from . import releases
-from .cost import CommCost, Lazy, per_tier
+from .cost import CommCost, lazy, per_tier
 from .nccl import RING_PLATEAU, default_spec, nvls_fill, pairs
 from .specs import PROTOCOL_SPECS
 from .topology import ring_params, tier_bandwidth
@@ -150,7 +150,7 @@ def nccl_collective(
         bandwidth /= nc
     fill = np.zeros(shape)
     for j, pr in enumerate(cands):
-        if pr.ops is None:
+        if pr.ops is None or pr.nodes is None:  # NVLS and NVLSTree carry both; the others have no fill
             continue
         if j in fill_by_pair:
             np.copyto(fill, fill_by_pair[j], where=idx == j)
@@ -212,17 +212,17 @@ def nccl_collective(
         time=time,
         latency=lat,
         bandwidth=bandwidth,
-        reduction=Lazy(lambda: np.zeros(shape)),
-        alpha=Lazy(lambda: np.where(one, 0.0, lat / np.maximum(hops_of().sum(axis=0), 1.0))),
-        bus_Bps=Lazy(
+        reduction=lazy(lambda: np.zeros(shape)),
+        alpha=lazy(lambda: np.where(one, 0.0, lat / np.maximum(hops_of().sum(axis=0), 1.0))),
+        bus_Bps=lazy(
             lambda: np.where(one, np.inf, pick(np.stack([np.broadcast_to(p.bus_Bps, ks) for p in cands])) * nc / ch)
         ),
-        bottleneck=Lazy(bneck_of),
-        tier_latency=Lazy(tier_table("hop_latency")),
-        tier_bandwidth_s=Lazy(lambda: per_tier(nt, bandwidth, bneck_of())),
-        algorithm=Lazy(lambda: alg_names[sel]),
-        protocol=Lazy(lambda: proto_names[sel]),
-        tier_hops=Lazy(hops_of),
+        bottleneck=lazy(bneck_of),
+        tier_latency=lazy(tier_table("hop_latency")),
+        tier_bandwidth_s=lazy(lambda: per_tier(nt, bandwidth, bneck_of())),
+        algorithm=lazy(lambda: alg_names[sel]),
+        protocol=lazy(lambda: proto_names[sel]),
+        tier_hops=lazy(hops_of),
         fill=fill,
     )
     return cost
