@@ -58,12 +58,12 @@ class CommCost:
     alpha: np.ndarray  #: latency per step that was used (s)
     bus_Bps: np.ndarray  #: bottleneck bandwidth that was used (B/s)
     bottleneck: np.ndarray  #: index of the bottleneck tier (-1 where k == 1)
+    #: the algorithm's name per element (``auto`` picks one per element)
+    algorithm: np.ndarray
     #: per-tier latency terms, shape (tiers, ...); they add up to ``latency``
     tier_latency: np.ndarray | None = None
     #: per-tier bandwidth terms (s), shape (tiers, ...); they add up to ``bandwidth``
     tier_bandwidth_s: np.ndarray | None = None
-    #: the algorithm's name per element (``auto`` picks one per element)
-    algorithm: np.ndarray | None = None
     #: NCCL's protocol per element ("ll", "ll128", "simple"; None for a textbook algorithm)
     protocol: np.ndarray | None = None
     #: hops per tier on the chunk's critical path (NCCL model), shape (tiers, ...); None for textbook costs
@@ -210,7 +210,7 @@ def fastest(costs: list[CommCost]) -> CommCost:
         bottleneck=pick_all("bottleneck"),
         tier_latency=pick("tier_latency", True),
         tier_bandwidth_s=pick("tier_bandwidth_s", True),
-        algorithm=pick("algorithm"),
+        algorithm=pick_all("algorithm"),
         protocol=protocol,
         tier_hops=pick("tier_hops", True),
         fill=pick("fill", zero=True),

@@ -190,7 +190,7 @@ def ratio_band(corpus: Corpus, kind: Kind) -> RatioBand:
         for near_mask, words in ((same_scale, NODE_BANDS[kind[2]][0]), (np.ones(same_scale.shape, bool), "any scale")):
             if not near_mask.any():
                 continue
-            near = sorted({corpus.kind(i) for i in np.flatnonzero(near_mask)})
+            near = sorted({corpus.kind(int(i)) for i in np.flatnonzero(near_mask)})
             bands = [ratio_band(corpus, nk) for nk in near]
             out = RatioBand(
                 min(b.p10 for b in bands),
