@@ -592,10 +592,12 @@ def bare_bandwidths(data: Any) -> list[str]:
             return False
         return True
 
-    out = []
+    out: list[str] = []
     if not isinstance(data, dict):
         return out
-    device = data.get("device") if isinstance(data.get("device"), dict) else {}
+    device = data.get("device")
+    if not isinstance(device, dict):
+        device = {}
     for f in S.DEVICE:
         if f.kind == "quantity" and f.unit == "bandwidth" and f.key in device and bare(device[f.key]):
             out.append(f"device.{f.key}: {device[f.key]!r}")
