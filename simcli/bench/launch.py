@@ -327,9 +327,9 @@ def _run_world_once(
             else:
                 time.sleep(0.05)
             now = time.monotonic()
-            for r in ranks:
-                if r.returncode is None and r.proc.poll() is not None:
-                    r.returncode, r.ended_at = r.proc.returncode, now
+            for rk in ranks:
+                if rk.returncode is None and rk.proc.poll() is not None:
+                    rk.returncode, rk.ended_at = rk.proc.returncode, now
             failed = [r for r in ranks if r.returncode not in (None, 0)]
             if failed:
                 failure = _describe_failure(k, failed, ranks, progress_path, config)
