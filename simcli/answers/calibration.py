@@ -590,7 +590,7 @@ def calibrate_profile(
         fps = sm.optional("flops_per_sample")
         if fps is None and "params" in sm.header:
             fps = 6.0 * sm.number("params")  # dense layers: 2N forward + 4N backward FLOPs per sample
-            flops_note = "6 x params (dense layers)"
+            flops_note: str | None = "6 x params (dense layers)"
         else:
             flops_note = "the file's flops_per_sample column" if fps is not None else None
         dtype = device.default_dtype()

@@ -85,7 +85,8 @@ class FieldRef:
         p = sc.profile
         if self.tier is not None:
             net = list(p.network)
-            net[self.tier] = dataclasses.replace(net[self.tier], **{self.attr: value})
+            field: dict[str, Any] = {self.attr: value}  # the one field this names
+            net[self.tier] = dataclasses.replace(net[self.tier], **field)
             return sc.replace(profile=p.replace(network=tuple(net)))
         if self.attr == "mfu":
             # --mfu overrides the profile's device.mfu; the solved value is the one the model uses
@@ -94,7 +95,8 @@ class FieldRef:
             peaks = dict(p.device.peak_flops)
             peaks[self.attr.split(".", 1)[1]] = value
             return sc.replace(profile=p.replace(device=dataclasses.replace(p.device, peak_flops=peaks)))
-        return sc.replace(profile=p.replace(device=dataclasses.replace(p.device, **{self.attr: value})))
+        field = {self.attr: value}
+        return sc.replace(profile=p.replace(device=dataclasses.replace(p.device, **field)))
 
     def fmt(self, v: float) -> str:
         return _fmt_value(self.kind, v)

@@ -37,11 +37,14 @@ from __future__ import annotations
 import json
 import math
 import warnings
-from typing import Any, Iterable, Iterator, Mapping, Sequence
+from typing import TYPE_CHECKING, Any, Iterable, Iterator, Mapping, Sequence
 
 from ..base.ranges import MAX_BYTES
 from ..base.types import InputError
 from .inputs import MAX_INT_DIGITS, check_json_depth, json_decoder
+
+if TYPE_CHECKING:
+    import numpy as np
 
 __all__ = [
     "SuspiciousInput",
@@ -329,12 +332,12 @@ def scaling(
     lines: Sequence[int],
     source: str,
     *,
-    speedup: Sequence[float] | None,
-    throughput: tuple[str, Sequence[float]] | None,
-    efficiency: Sequence[float] | None,
-    batch: Sequence[float] | None,
-    accum: Sequence[float] | None,
-    global_batch: Sequence[float] | None,
+    speedup: Sequence[float] | np.ndarray | None,
+    throughput: tuple[str, Sequence[float] | np.ndarray] | None,
+    efficiency: Sequence[float] | np.ndarray | None,
+    batch: Sequence[float] | np.ndarray | None,
+    accum: Sequence[float] | np.ndarray | None,
+    global_batch: Sequence[float] | np.ndarray | None,
     series: Sequence[Any] | None,
 ) -> None:
     """A scaling table (one training run at several k) against itself: S(k)/k <= 1, an efficiency column equal to
