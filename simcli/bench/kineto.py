@@ -482,7 +482,13 @@ def _meta(args: dict) -> dict | None:
     return args
 
 
-def _gpu_calls(nccl_k, events, pgs, world, source):
+def _gpu_calls(
+    nccl_k: list[tuple[float, float, dict]],
+    events: list[tuple[float, float, dict]],
+    pgs: list[dict],
+    world: int | None,
+    source: str,
+) -> list[tuple[dict[str, Any], float, float]]:
     # record_param_comms CPU ops by thread, to find the one around a kernel's launch (its correlation)
     rpc: dict[Any, list] = {}
     for ts, dur, e in events:

@@ -79,7 +79,7 @@ def _run_worlds(
     """:func:`simcli.bench.runs.run_worlds` with the command's worlds; on a terminal, a progress bar on stderr
     counts the records (``records_per_world`` per world) and names the world and the unit its slowest rank has
     reached (none under torchrun)."""
-    kw = dict(timeout=world.timeout, port=world.port, threads=world.threads)
+    kw: dict[str, Any] = dict(timeout=world.timeout, port=world.port, threads=world.threads)
     if tr is not None:
         runs.run_worlds(task, sizes_k, tr, backend, config, **kw, on_record=on_record, on_world_done=on_world_done)
         return

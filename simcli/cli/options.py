@@ -457,6 +457,7 @@ DPI, WIDTH, THRESHOLD = 150, 10.0, 0.8
 # --------------------------------------------------------------------------- option groups
 
 
+@dataclasses.dataclass(frozen=True)
 class OptionGroup:
     """Base of the option dataclasses: a command parameter annotated with a subclass becomes its fields."""
 
@@ -547,6 +548,10 @@ def parse_bytes(value: str | None, option: str) -> float | None:
     return None if value is None else parse_at(value, "bytes", option)
 
 
+@typing.overload
+def parse_fraction(value: str, option: str, example: str, zero: bool = False) -> float: ...
+@typing.overload
+def parse_fraction(value: str | None, option: str, example: str, zero: bool = False) -> float | None: ...
 def parse_fraction(value: str | None, option: str, example: str, zero: bool = False) -> float | None:
     """A fraction from the command line, as a percentage ('15%') or a number (0.15); None stays None.
 
@@ -583,7 +588,7 @@ def split_list(value: str | None, option: str) -> list[str | None]:
 #: options that take several comma-separated values, one scenario per combination
 MULTI = ("profile", "model", "algorithm", "strategy")
 #: Scenario's defaults: an option that sets a Scenario field defaults to the field's default (written once, there)
-SCENARIO_DEFAULTS = {f.name: f.default for f in dataclasses.fields(Scenario)}
+SCENARIO_DEFAULTS: dict[str, Any] = {f.name: f.default for f in dataclasses.fields(Scenario)}
 
 
 @dataclasses.dataclass(frozen=True)
@@ -798,7 +803,13 @@ def check_outputs(out: OutputOptions, pic: PictureOptions | None = None, thresho
 
 def scenario_tags(sc: Scenario) -> dict[str, str]:
     """The values that name one combination (the keys of MULTI)."""
-    return {"profile": sc.profile.name, "model": sc.workload.name, "algorithm": sc.algorithm, "strategy": sc.strategy}
+    # a Scenario's algorithm is a name once it is made (None asks for the profile's default)
+    return {
+        "profile": sc.profile.name,
+        "model": sc.workload.name,
+        "algorithm": str(sc.algorithm),
+        "strategy": sc.strategy,
+    }
 
 
 def varying(scenarios: list[Scenario]) -> list[str]:

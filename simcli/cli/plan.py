@@ -94,11 +94,13 @@ PartialNodes = Annotated[
 # --------------------------------------------------------------------------- helpers
 
 
-def parse_numbers(value: str | None, option: str, kind: type, lo: float, hi: float | None = None) -> list[Any]:
+def parse_numbers(value: str | float | None, option: str, kind: type, lo: float, hi: float | None = None) -> list[Any]:
+    """Comma-separated numbers (a group's option that a command tweaks into a list, e.g. compare's --mfu), each
+    ``kind`` and in range; None -> []."""
     if value is None:
         return []
     out = []
-    for item in o.split_list(value, option):
+    for item in o.split_list(str(value), option):
         try:
             v = kind(item)
         except ValueError:
@@ -118,7 +120,7 @@ def _curve_command(devices: str, scn: o.ScenarioOptions) -> str:
     return " ".join(shlex.quote(p) for p in parts)
 
 
-def _scan_string(res_devices: Any, given: str | None, *extra: int) -> str:
+def _scan_string(res_devices: Any, given: str | None, *extra: int | None) -> str:
     """A --devices string for the curve: the given range when short, else powers of two plus the key k."""
     if given is not None and len(res_devices) <= 64:
         return given

@@ -94,7 +94,16 @@ def step_model(sc: "Scenario") -> "StepModel":
         layers = w.layers
         while layers > 1 and bm.memory_estimate(_gpt(bm, w, layers, heads), b) > cap:
             layers -= 1
-        args = ("--model", "gpt", "--layers", str(layers), "--hidden", str(w.hidden), "--heads", str(heads))
+        args: tuple[str, ...] = (
+            "--model",
+            "gpt",
+            "--layers",
+            str(layers),
+            "--hidden",
+            str(w.hidden),
+            "--heads",
+            str(heads),
+        )
         args += ("--seq-len", str(w.seq_len), "--vocab", str(w.vocab), "--dtype", dtype)
         kept = "all its" if layers == w.layers else f"{layers} of its {w.layers}"
         return StepModel(

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from typing import Annotated, Any, Optional
+from typing import Annotated, Any, Callable, Optional
 
 import typer
 
@@ -144,7 +144,7 @@ def validate(
         },
         lambda: (v.records, [f"simcli validate {v.path} --profile {v.profile}"]),
     )
-    if plot:
+    if plot and fig_size is not None:
         from pathlib import Path
 
         from ..plot import figures as P
@@ -268,6 +268,11 @@ def _max_error(value: str | None) -> float | None:
     return o.parse_fraction(value, "--max-error", "'15%' or 0.15")
 
 
+def _in_unit(f: float) -> Callable[[float], str]:
+    """A cell format: four significant digits of x / f (a time in its column's unit)."""
+    return lambda x: sig4(x / f)
+
+
 def _validate_view(v, max_rows: int):
     from rich.console import Group
     from rich.text import Text
@@ -281,13 +286,14 @@ def _validate_view(v, max_rows: int):
     for metric in sorted(v.summary, key=lambda x: x != v.primary):  # the main metric first
         s = v.summary[metric]
         rs = [r for r in v.records if r["metric"] == metric]
+        fmt: Callable[[float], str]
         if metric == "time_s":
             f, unit = time_unit([r["measured"] for r in rs])
-            fmt = lambda x, f=f: sig4(x / f)  # noqa: E731
+            fmt = _in_unit(f)
             label = f"time {unit}"
         elif metric == "t_step_s":
             f, unit = time_unit([r["measured"] for r in rs])
-            fmt = lambda x, f=f: sig4(x / f)  # noqa: E731
+            fmt = _in_unit(f)
             label = f"T_step {unit}"
         else:
             fmt = lambda x: f"{x:.4g}"  # noqa: E731

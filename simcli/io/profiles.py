@@ -83,7 +83,7 @@ def _loader() -> Any:
 _LOADER: Any = None
 
 
-def read_yaml(path: Path, what: str = "file") -> Any:
+def read_yaml(path: str | Path, what: str = "file") -> Any:
     """Safely read one YAML document; aliases (the 'billion laughs' vector) and huge files are refused."""
     import yaml
 
