@@ -291,8 +291,9 @@ def _picks(r: Result) -> str:
     return ", ".join(out)
 
 
-def solve_field(sc: Scenario, *, devices: int, target: float, path: str, rtol: float = DEFAULT_RTOL) -> Solved:
-    """The value of the field at ``path`` at which E(devices) reaches ``target``.
+def solve_field(sc: Scenario, *, devices: int, target: float | None, path: str, rtol: float = DEFAULT_RTOL) -> Solved:
+    """The value of the field at ``path`` at which E(devices) reaches ``target`` (None: refused, as
+    --min-efficiency is required here).
 
     E follows each solvable field for a fixed k in one direction while NCCL's picks stay the same (more bandwidth,
     less latency, a higher link efficiency never lower one pair's cost; a faster device, higher mfu or peak, lowers

@@ -37,6 +37,8 @@ class InputError(SimcliError):
     """Bad input (a file, a field, an option value): exit code 2, one line naming what and how to fix it."""
 
     exit_code = 2
+    #: every error of an input checked as a whole (a profile file), where the message names the first
+    all_errors: tuple[str, ...] = ()
 
 
 class NonFiniteResult(InputError):

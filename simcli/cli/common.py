@@ -14,7 +14,7 @@ import functools
 import gc
 import importlib
 import sys
-from typing import Any, Callable, Iterable, Iterator, Sequence, TypeVar
+from typing import Any, Callable, Iterable, Iterator, Sequence, TypeVar, cast
 
 import typer
 from typer.core import TyperArgument, TyperGroup
@@ -111,7 +111,7 @@ def handle_errors(fn: F) -> F:
                     warn(msg)
             _DEFERRED.clear()
 
-    return wrapper  # type: ignore[return-value]
+    return cast(F, wrapper)
 
 
 def overflow_line(e: OverflowError) -> str:
@@ -466,7 +466,7 @@ def _argument_type(self: Any, ctx: Any) -> Any:
 
 
 _typer_argument_type = TyperArgument.display_type_rich
-TyperArgument.display_type_rich = _argument_type  # type: ignore[method-assign]
+TyperArgument.display_type_rich = _argument_type  # type: ignore[method-assign]  # typer's help, patched on purpose
 
 
 def new_app(**kw: Any) -> typer.Typer:

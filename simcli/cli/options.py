@@ -196,260 +196,189 @@ class Format(str, enum.Enum):
 
 
 # --------------------------------------------------------------------------- one alias per option
-
-Devices = Annotated[
-    str, option("--devices", "-k", help="Device counts: '1..64', '1..64:x2', '1,2,8,32', '1..8,16..64:x2'.")
-]
-Profile = Annotated[
-    Optional[str],
-    option("--profile", "-p", help=f"Built-in profile name or path to a YAML profile [default: {DEFAULT_PROFILE}]."),
-]
-Model = Annotated[
-    Optional[str],
-    option("--model", "-m", help=f"Built-in model (see 'simcli models list') [default: {DEFAULT_MODEL}]."),
-]
-Params = Annotated[
-    Optional[float], option("--params", help="Custom workload: number of parameters (sets the gradient size).")
-]
-FlopsPerSample = Annotated[
-    Optional[float],
-    option("--flops-per-sample", help="Custom workload: training FLOPs per sample (forward + backward)."),
-]
-ComputeTime = Annotated[
-    Optional[str],
-    option(
-        "--compute-time",
-        help="Measured single-device compute time per step (seconds, or '350 ms'); replaces the FLOP model.",
-    ),
-]
-WorkloadFile = Annotated[
-    Optional[str],
-    option("--workload", help="Workload YAML file (name, params, flops_per_sample or forward_flops or seq_len)."),
-]
-SeqLen = Annotated[
-    Optional[int], option("--seq-len", help="Tokens per sample for a transformer [default: the model's].")
-]
-BatchPerDevice = Annotated[
-    Optional[int],
-    option("--batch-per-device", "-b", help="Weak scaling: samples per device per step [default: the model's]."),
-]
-GlobalBatch = Annotated[
-    Optional[int],
-    option("--global-batch", "-B", help="Strong scaling: samples per step over all devices, split over k."),
-]
-Dtype = Annotated[
-    Optional[str],
-    option("--dtype", help="Compute dtype, picks the peak FLOP/s [default: bf16, else fp16, tf32, fp32]."),
-]
+# one declaration per option, laid out by hand as a table (the formatter would spread each over seven lines)
+# fmt: off
+Devices = Annotated[str, option(
+    "--devices", "-k", help="Device counts: '1..64', '1..64:x2', '1,2,8,32', '1..8,16..64:x2'.",
+)]
+Profile = Annotated[Optional[str], option(
+    "--profile", "-p", help=f"Built-in profile name or path to a YAML profile [default: {DEFAULT_PROFILE}].",
+)]
+Model = Annotated[Optional[str], option(
+    "--model", "-m", help=f"Built-in model (see 'simcli models list') [default: {DEFAULT_MODEL}].",
+)]
+Params = Annotated[Optional[float], option(
+    "--params", help="Custom workload: number of parameters (sets the gradient size).",
+)]
+FlopsPerSample = Annotated[Optional[float], option(
+    "--flops-per-sample", help="Custom workload: training FLOPs per sample (forward + backward).",
+)]
+ComputeTime = Annotated[Optional[str], option(
+    "--compute-time",
+    help="Measured single-device compute time per step (seconds, or '350 ms'); replaces the FLOP model.",
+)]
+WorkloadFile = Annotated[Optional[str], option(
+    "--workload", help="Workload YAML file (name, params, flops_per_sample or forward_flops or seq_len).",
+)]
+SeqLen = Annotated[Optional[int], option(
+    "--seq-len", help="Tokens per sample for a transformer [default: the model's].",
+)]
+BatchPerDevice = Annotated[Optional[int], option(
+    "--batch-per-device", "-b", help="Weak scaling: samples per device per step [default: the model's].",
+)]
+GlobalBatch = Annotated[Optional[int], option(
+    "--global-batch", "-B", help="Strong scaling: samples per step over all devices, split over k.",
+)]
+Dtype = Annotated[Optional[str], option(
+    "--dtype", help="Compute dtype, picks the peak FLOP/s [default: bf16, else fp16, tf32, fp32].",
+)]
 GradDtype = Annotated[str, option("--grad-dtype", help="Gradient dtype on the wire: fp32, bf16, fp16, fp8.")]
-Mfu = Annotated[
-    Optional[float], option("--mfu", help="Achieved fraction of peak, 0 < mfu <= 1 [default: the profile's].")
-]
+Mfu = Annotated[Optional[float], option(
+    "--mfu", help="Achieved fraction of peak, 0 < mfu <= 1 [default: the profile's].",
+)]
 #: the algorithms' names, from the one registry in simcli.comm.registry
 ALGORITHM_NAMES = [a.name for a in registry.REGISTRY]
 #: the textbook all-reduce algorithms (affine in the size, so 'simcli algorithms' finds exact crossovers)
 TEXTBOOK_NAMES = list(registry.ALGORITHMS)
-Algorithm = Annotated[
-    Optional[str],
-    option(
-        "--algorithm",
-        "-a",
-        help=f"Collective algorithm: "
-        f"{', '.join(ALGORITHM_NAMES)}, or auto (the fastest of "
-        "everything simcli models, which no single library reaches). On a "
-        "profile that models NCCL, nccl is NCCL's own choice and ring, "
-        "tree, nvls, nvls-tree force one of NCCL's algorithms "
-        "(NCCL_ALGO) [default: nccl on NCCL profiles, else ring].",
-    ),
-]
-Protocol = Annotated[
-    Optional[str],
-    option(
-        "--protocol",
-        help=f"NCCL protocol to force: {', '.join(specs.PROTOCOLS)} (NCCL_PROTO) "
-        "[default: the one NCCL picks per size].",
-    ),
-]
-NcclVersion = Annotated[
-    Optional[str],
-    option(
-        "--nccl-version",
-        help="NCCL release whose tuner prices NCCL's choice and costs, over the profile's nccl.version: "
-        f"{releases.RELEASES[0].version} to {releases.RELEASES[-1].version} are carried (docs/nccl.md, 'Carried "
-        "releases'); one between two carried takes the earlier and says so, one before "
-        f"{releases.RELEASES[0].version} is refused [default: the profile's nccl.version, else "
-        f"{releases.DEFAULT_RELEASE.version}].",
-    ),
-]
-GpusPerProcess = Annotated[
-    int,
-    option(
-        "--gpus-per-process",
-        "-g",
-        min=1,
-        help="GPUs one host thread launches each collective on, as nccl-tests' -g: a single-process run "
-        f"(-g 8) is no faster than 8 launches of {nccl.LAUNCH_US:g} us [default: 1, one process per GPU, as "
-        "mpirun and torch.distributed run].",
-    ),
-]
-Collective = Annotated[
-    str,
-    option(
-        "--collective",
-        help=f"Collective: {', '.join(specs.COLLECTIVES)} (sizes as nccl-tests counts them: all_gather's is the "
-        "gathered output).",
-    ),
-]
-Overlap = Annotated[
-    str,
-    option(
-        "--overlap",
-        help="How the all-reduce hides behind backward: 'buckets' "
-        "(PyTorch DDP's gradient buckets, reduced as backward produces them) or "
-        "'none' (one all-reduce after backward).",
-    ),
-]
-BucketMb = Annotated[
-    float, option("--bucket-mb", help="DDP bucket size in MiB, as DDP's bucket_cap_mb; used with --overlap buckets.")
-]
-Strategy = Annotated[
-    str,
-    option(
-        "--strategy",
-        help="Data parallelism: ddp (all-reduce), zero1, zero2 "
-        "(reduce-scatter + all-gather after the step), fsdp (ZeRO-3: all-gathers per "
-        "unit), hsdp (fsdp in a shard group, all-reduce across); comma-separated for "
-        "one result each (see docs/sharding.md).",
-    ),
-]
-ParamDtype = Annotated[
-    str,
-    option(
-        "--param-dtype",
-        help="Parameter dtype of the all-gathers and of the parameters in memory (sharded strategies): "
-        "bf16, fp16, fp32.",
-    ),
-]
-ShardGroup = Annotated[
-    Optional[int], option("--shard-group", help="hsdp: devices per shard group [default: one node].")
-]
-Units = Annotated[
-    Optional[int], option("--units", help="FSDP units (wrapped modules) [default: the model's layers, else 1].")
-]
-NoReshard = Annotated[
-    bool,
-    option(
-        "--no-reshard-after-forward",
-        help="fsdp/hsdp: keep the gathered parameters from forward to backward (no second all-gather; more memory).",
-    ),
-]
-NoCheckpointing = Annotated[
-    bool,
-    option(
-        "--no-activation-checkpointing",
-        help="Count activations without activation checkpointing in the memory per device.",
-    ),
-]
-Activations = Annotated[
-    Optional[str],
-    option(
-        "--activations",
-        help="Activation memory kept for backward per sample (bytes, units allowed: '96MiB'), e.g. measured as "
-        "the peak-memory growth per extra sample; replaces the per-token transformer estimate and gives CNNs and "
-        "custom workloads one [default: the workload's activation_bytes_per_sample, else the estimate (0 where "
-        "there is none)].",
-    ),
-]
-Spread = Annotated[
-    Optional[str],
-    option(
-        "--spread",
-        help="Spread of the devices' speed, a fraction of the step ('3%' or 0.03): each synchronised step waits "
-        "for the slowest of k, T_compute x (1 + spread x E[max of k normals]) [default: the profile's "
-        "device.spread, else the default of its device kind (GPUs: 0.0148), else none].",
-    ),
-]
-ComputeTimeAtK = Annotated[
-    Optional[int],
-    option(
-        "--compute-time-at-k",
-        help="The device count at which --compute-time was measured: its step already waited for the slowest of "
-        "that many devices, so only the excess slowest-of-k factor is applied [default: 1].",
-    ),
-]
+Algorithm = Annotated[Optional[str], option(
+    "--algorithm", "-a",
+    help=f"Collective algorithm: "
+    f"{', '.join(ALGORITHM_NAMES)}, or auto (the fastest of "
+    "everything simcli models, which no single library reaches). On a "
+    "profile that models NCCL, nccl is NCCL's own choice and ring, "
+    "tree, nvls, nvls-tree force one of NCCL's algorithms "
+    "(NCCL_ALGO) [default: nccl on NCCL profiles, else ring].",
+)]
+Protocol = Annotated[Optional[str], option(
+    "--protocol",
+    help=f"NCCL protocol to force: {', '.join(specs.PROTOCOLS)} (NCCL_PROTO) [default: the one NCCL picks per size].",
+)]
+NcclVersion = Annotated[Optional[str], option(
+    "--nccl-version",
+    help="NCCL release whose tuner prices NCCL's choice and costs, over the profile's nccl.version: "
+    f"{releases.RELEASES[0].version} to {releases.RELEASES[-1].version} are carried (docs/nccl.md, 'Carried "
+    "releases'); one between two carried takes the earlier and says so, one before "
+    f"{releases.RELEASES[0].version} is refused [default: the profile's nccl.version, else "
+    f"{releases.DEFAULT_RELEASE.version}].",
+)]
+GpusPerProcess = Annotated[int, option(
+    "--gpus-per-process", "-g", min=1,
+    help="GPUs one host thread launches each collective on, as nccl-tests' -g: a single-process run "
+    f"(-g 8) is no faster than 8 launches of {nccl.LAUNCH_US:g} us [default: 1, one process per GPU, as "
+    "mpirun and torch.distributed run].",
+)]
+Collective = Annotated[str, option(
+    "--collective",
+    help=f"Collective: {', '.join(specs.COLLECTIVES)} (sizes as nccl-tests counts them: all_gather's is the "
+    "gathered output).",
+)]
+Overlap = Annotated[str, option(
+    "--overlap",
+    help="How the all-reduce hides behind backward: 'buckets' "
+    "(PyTorch DDP's gradient buckets, reduced as backward produces them) or "
+    "'none' (one all-reduce after backward).",
+)]
+BucketMb = Annotated[float, option(
+    "--bucket-mb", help="DDP bucket size in MiB, as DDP's bucket_cap_mb; used with --overlap buckets.",
+)]
+Strategy = Annotated[str, option(
+    "--strategy",
+    help="Data parallelism: ddp (all-reduce), zero1, zero2 "
+    "(reduce-scatter + all-gather after the step), fsdp (ZeRO-3: all-gathers per "
+    "unit), hsdp (fsdp in a shard group, all-reduce across); comma-separated for "
+    "one result each (see docs/sharding.md).",
+)]
+ParamDtype = Annotated[str, option(
+    "--param-dtype",
+    help="Parameter dtype of the all-gathers and of the parameters in memory (sharded strategies): bf16, fp16, fp32.",
+)]
+ShardGroup = Annotated[Optional[int], option(
+    "--shard-group", help="hsdp: devices per shard group [default: one node].",
+)]
+Units = Annotated[Optional[int], option(
+    "--units", help="FSDP units (wrapped modules) [default: the model's layers, else 1].",
+)]
+NoReshard = Annotated[bool, option(
+    "--no-reshard-after-forward",
+    help="fsdp/hsdp: keep the gathered parameters from forward to backward (no second all-gather; more memory).",
+)]
+NoCheckpointing = Annotated[bool, option(
+    "--no-activation-checkpointing",
+    help="Count activations without activation checkpointing in the memory per device.",
+)]
+Activations = Annotated[Optional[str], option(
+    "--activations",
+    help="Activation memory kept for backward per sample (bytes, units allowed: '96MiB'), e.g. measured as "
+    "the peak-memory growth per extra sample; replaces the per-token transformer estimate and gives CNNs and "
+    "custom workloads one [default: the workload's activation_bytes_per_sample, else the estimate (0 where "
+    "there is none)].",
+)]
+Spread = Annotated[Optional[str], option(
+    "--spread",
+    help="Spread of the devices' speed, a fraction of the step ('3%' or 0.03): each synchronised step waits "
+    "for the slowest of k, T_compute x (1 + spread x E[max of k normals]) [default: the profile's "
+    "device.spread, else the default of its device kind (GPUs: 0.0148), else none].",
+)]
+ComputeTimeAtK = Annotated[Optional[int], option(
+    "--compute-time-at-k",
+    help="The device count at which --compute-time was measured: its step already waited for the slowest of "
+    "that many devices, so only the excess slowest-of-k factor is applied [default: 1].",
+)]
 #: the optimizers simcli prices (simcli.step.update.OPTIMIZER_SPECS: their passes and fp32 state)
 OptimizerChoice = enum.Enum(  # type: ignore[misc]  # members from the registry: mypy sees an enum without members
     "OptimizerChoice", enum_members(update.OPTIMIZERS), type=str
 )
-OptimizerName = Annotated[
-    OptimizerChoice,
-    option(
-        "--optimizer",
-        help="Optimizer whose state the memory counts and whose step is priced once per optimizer step over the "
-        "device's memory bandwidth (bytes read and written per parameter): "
-        + ", ".join(f"{s.name} ({s.bytes_per_param:g})" for s in update.OPTIMIZER_SPECS)
-        + "; adamw is torch.optim.AdamW's default on CUDA (foreach) (docs/model.md).",
-    ),
-]
-UpdateExtras = Annotated[
-    Optional[str],
-    option(
-        "--update-extras",
-        help="Comma-separated passes around the optimizer step, each priced over the memory bandwidth: unscale "
-        "(AMP's GradScaler, 8 B/param), clip (clip_grad_norm_, 12), flatten (an all-reduce after accumulation on "
-        "one flat buffer, 16).",
-    ),
-]
-UpdateTime = Annotated[
-    Optional[str],
-    option(
-        "--update-time",
-        help="Measured seconds of one optimizer step per device ('12 ms'); replaces the memory-bandwidth price.",
-    ),
-]
-Accum = Annotated[
-    int,
-    option(
-        "--accum",
-        help="Gradient accumulation: micro-steps of compute per all-reduce (DDP's no_sync); speedup stays per sample.",
-    ),
-]
-Explain = Annotated[
-    bool,
-    option(
-        "--explain",
-        help="Also print every term of the step for the largest k: "
-        "forward, backward, each tier's latency and bandwidth terms, T_comm, the "
-        "hidden and exposed parts, the bottleneck and the crossover size n*.",
-    ),
-]
+OptimizerName = Annotated[OptimizerChoice, option(
+    "--optimizer",
+    help="Optimizer whose state the memory counts and whose step is priced once per optimizer step over the "
+    "device's memory bandwidth (bytes read and written per parameter): "
+    + ", ".join(f"{s.name} ({s.bytes_per_param:g})" for s in update.OPTIMIZER_SPECS)
+    + "; adamw is torch.optim.AdamW's default on CUDA (foreach) (docs/model.md).",
+)]
+UpdateExtras = Annotated[Optional[str], option(
+    "--update-extras",
+    help="Comma-separated passes around the optimizer step, each priced over the memory bandwidth: unscale "
+    "(AMP's GradScaler, 8 B/param), clip (clip_grad_norm_, 12), flatten (an all-reduce after accumulation on "
+    "one flat buffer, 16).",
+)]
+UpdateTime = Annotated[Optional[str], option(
+    "--update-time",
+    help="Measured seconds of one optimizer step per device ('12 ms'); replaces the memory-bandwidth price.",
+)]
+Accum = Annotated[int, option(
+    "--accum",
+    help="Gradient accumulation: micro-steps of compute per all-reduce (DDP's no_sync); speedup stays per sample.",
+)]
+Explain = Annotated[bool, option(
+    "--explain",
+    help="Also print every term of the step for the largest k: "
+    "forward, backward, each tier's latency and bandwidth terms, T_comm, the "
+    "hidden and exposed parts, the bottleneck and the crossover size n*.",
+)]
 FormatOpt = Annotated[Format, option("--format", "-f", help="Output format; csv and json print only data to stdout.")]
-Output = Annotated[
-    Optional[str], option("--output", "-o", help="Write the output to this file (atomically) instead of stdout.")
-]
+Output = Annotated[Optional[str], option(
+    "--output", "-o", help="Write the output to this file (atomically) instead of stdout.",
+)]
 Force = Annotated[bool, option("--force", help="Overwrite an existing --output (or --plot) file.")]
 Rows = Annotated[int, option("--rows", min=0, help="Table rows shown before the middle is elided (0: all).")]
-Wide = Annotated[
-    bool, option("--wide", help="Show every table column, however wide (a narrow terminal otherwise leaves some out).")
-]
-PlotFile = Annotated[
-    Optional[str],
-    option(
-        "--plot",
-        help="Also draw a picture into this file: PNG, SVG or PDF by its suffix "
-        "(written atomically; --force overwrites).",
-    ),
-]
+Wide = Annotated[bool, option(
+    "--wide", help="Show every table column, however wide (a narrow terminal otherwise leaves some out).",
+)]
+PlotFile = Annotated[Optional[str], option(
+    "--plot",
+    help="Also draw a picture into this file: PNG, SVG or PDF by its suffix (written atomically; --force overwrites).",
+)]
 Dpi = Annotated[int, option("--dpi", help="Picture resolution in dots per inch (PNG pixels = inches x dpi).")]
 Width = Annotated[float, option("--width", help="Picture width in inches.")]
-Height = Annotated[
-    Optional[float], option("--height", help="Picture height in inches [default: fits the figure's panels].")
-]
-Threshold = Annotated[
-    float, option("--threshold", help="Mark the first k whose efficiency E(k) falls below this (0 < x <= 1).")
-]
+Height = Annotated[Optional[float], option(
+    "--height", help="Picture height in inches [default: fits the figure's panels].",
+)]
+Threshold = Annotated[float, option(
+    "--threshold", help="Mark the first k whose efficiency E(k) falls below this (0 < x <= 1).",
+)]
 Size = Annotated[str, option("--size", "-s", help="Message sizes with units: '1KiB..1GiB:x4', '32MiB,1GiB'.")]
 CommDtype = Annotated[str, option("--dtype", help="Element type (sets nccl-tests' count column).")]
+# fmt: on
 #: defaults of the picture options
 DPI, WIDTH, THRESHOLD = 150, 10.0, 0.8
 
@@ -537,10 +466,10 @@ def command(fn: F) -> F:
             kwargs[pname] = cls(**{n: kwargs.pop(n) for n in names})
         return fn(**kwargs)
 
-    wrapper.__signature__ = inspect.Signature(params)  # type: ignore[attr-defined]
+    wrapper.__signature__ = inspect.Signature(params)  # type: ignore[attr-defined]  # what inspect (so typer) reads
     wrapper.__annotations__ = {p.name: p.annotation for p in params}
     del wrapper.__wrapped__  # typer must read the new signature, not fn's
-    return wrapper  # type: ignore[return-value]
+    return typing.cast(F, wrapper)
 
 
 def parse_bytes(value: str | None, option: str) -> float | None:
@@ -574,7 +503,11 @@ def parse_time(value: str | None, option: str) -> float | None:
     return None if value is None else parse_at(value, "time", option, positive=True)
 
 
-def split_list(value: str | None, option: str) -> list[str | None]:
+@typing.overload
+def split_list(value: str, option: str) -> list[str]: ...
+@typing.overload
+def split_list(value: str | None, option: str) -> list[str] | list[None]: ...
+def split_list(value: str | None, option: str) -> list[str] | list[None]:
     """Comma-separated option values: 'dgx-a100,dgx-h100' -> ['dgx-a100', 'dgx-h100'] (order kept, duplicates
     dropped, empty items refused); None -> [None]."""
     if value is None:

@@ -210,7 +210,7 @@ def plan_max_devices(
     every = k.size
     if not partial_nodes:
         k = P.whole_nodes(sc, k)
-    ans = P.max_devices(sc, k, target=min_efficiency)  # type: ignore[arg-type]
+    ans = P.max_devices(sc, k, target=min_efficiency)
     res = ans.to_dict()
     # what was scanned, said: whole nodes past the first (a 9th device alone on a second node is not a plan)
     res["scan"] = "every count" if partial_nodes or k.size == every else "whole nodes past the first"
@@ -246,7 +246,7 @@ def plan_solve(
             "for example --devices 256"
         )
     kk = int(k[0])
-    ans = S.solve_field(sc, devices=kk, target=min_efficiency, path=field, rtol=tolerance)  # type: ignore[arg-type]
+    ans = S.solve_field(sc, devices=kk, target=min_efficiency, path=field, rtol=tolerance)
     res = ans.to_dict()
     res["command"] = _curve_command(_scan_string([1, kk], None, kk), scn)
     from ..answers.band_decisions import solve_band
@@ -282,7 +282,11 @@ def plan_time_to_train(
             "--devices: plan time-to-train needs the device counts to cost, for example --devices 8..1024:x2"
         )
     k = parse_devices(devices)
-    n = samples if samples is not None else P.samples_from_tokens(sc.workload, tokens)  # type: ignore[arg-type]
+    if samples is not None:
+        n = samples
+    else:
+        assert tokens is not None  # one of the two (checked above)
+        n = P.samples_from_tokens(sc.workload, tokens)
     ans = P.time_to_train(sc, k, samples=n, price=price_per_device_hour, max_hours=max_hours, max_cost=max_cost)
     res = ans.to_dict()
     if tokens is not None:

@@ -159,10 +159,10 @@ def plan_best(
             raise InputError(f"--activation-checkpointing: {item!r}; give on, off or 'on,off'")
         ck.append(ckpt[item])
     grid = PB.Grid(
-        strategies=tuple(o.split_list(strategy, "--strategy")),  # type: ignore[arg-type]
+        strategies=tuple(o.split_list(strategy, "--strategy")),
         devices=k,
         micro_batches=tuple(micro or range(1, 9)),
-        grad_dtypes=tuple(o.split_list(grad_dtype, "--grad-dtype")),  # type: ignore[arg-type]
+        grad_dtypes=tuple(o.split_list(grad_dtype, "--grad-dtype")),
         shard_groups=tuple(parse_numbers(shard_group, "--shard-group", int, 1)) or (None,),
         checkpointing=tuple(ck),
         bucket_mbs=tuple(parse_numbers(bucket_mb, "--bucket-mb", float, 1e-9)) or (sc.bucket_mb,),

@@ -270,8 +270,9 @@ def select(version: str | None, option: str = "nccl.version") -> RcclRelease:
     if version in _BY_VERSION:
         return _BY_VERSION[version]
     want = _key(version)
-    numbered = [r for r in RCCL_RELEASES if _key(r.version) is not None]
-    older = [r for r in numbered if _key(r.version) <= want]  # type: ignore[operator]
+    keyed = [(key, r) for r in RCCL_RELEASES if (key := _key(r.version)) is not None]
+    numbered = [r for _, r in keyed]
+    older = [r for key, r in keyed if want is not None and key <= want]
     if not older:
         raise InputError(
             f"{option}: RCCL {version} is older than the oldest release simcli carries ({numbered[0].version}); "

@@ -68,7 +68,7 @@ def _loader() -> Any:
     if _LOADER is None:
         base = getattr(yaml, "CSafeLoader", yaml.SafeLoader)  # libyaml when available: fast
 
-        class Loader(base):  # type: ignore[misc, valid-type]
+        class Loader(base):  # type: ignore[misc, valid-type]  # a base picked at run time (libyaml's if built)
             pass
 
         Loader.add_implicit_resolver(
@@ -342,7 +342,7 @@ def profile_from_dict(data: Any, source: str, origin: str = "built-in") -> Profi
                 )
     if errors:
         first = InputError(str(errors[0]))
-        first.all_errors = tuple(str(e) for e in errors)  # type: ignore[attr-defined]
+        first.all_errors = tuple(str(e) for e in errors)
         raise first
     # every section recorded no error, so each set its value
     assert name is not None and description is not None and sources is not None and device is not None
