@@ -151,7 +151,8 @@ def _expand(lo: int, hi: int, op: str | None, step_s: str | None, item: str, opt
         if hi - lo + 1 > MAX_POINTS:
             raise InputError(f"{option}: {item!r} has {hi - lo + 1:,} points; add a step such as ':x2'")
         return np.arange(lo, hi + 1, dtype=np.int64)
-    if len(step_s or "") > 64:
+    step_s = step_s or ""  # the pattern gives a step wherever it gives an op
+    if len(step_s) > 64:
         raise InputError(f"{option}: {item[:40]!r}...: step is not a number (try ':x2' or ':+8')")
     try:
         step = float(step_s) if op in "x*" else float(parse(step_s, "bytes"))

@@ -149,7 +149,8 @@ def widest(bands: Sequence[RatioBand], basis: str, *, measured: bool = False) ->
 
 
 class _Corpus(Protocol):
-    ratio: np.ndarray
+    @property
+    def ratio(self) -> np.ndarray: ...
 
     @property
     def labels(self) -> np.ndarray: ...

@@ -37,6 +37,8 @@ class InputError(SimcliError):
     """Bad input (a file, a field, an option value): exit code 2, one line naming what and how to fix it."""
 
     exit_code = 2
+    #: every error of an input checked as a whole (a profile file), where the message names the first
+    all_errors: tuple[str, ...] = ()
 
 
 class NonFiniteResult(InputError):
@@ -90,6 +92,13 @@ class Tier:
     @property
     def effective_Bps(self) -> float:
         return self.bandwidth_Bps * self.efficiency
+
+    @property
+    def inner_size(self) -> int:
+        """``size`` of a tier inside another: a profile gives it on every tier but the outermost."""
+        if self.size is None:
+            raise ValueError(f"tier {self.name} has no size; only the outermost tier may leave it out")
+        return self.size
 
 
 @dataclass(frozen=True)

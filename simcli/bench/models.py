@@ -107,7 +107,8 @@ class ModelSpec:
 
     @classmethod
     def from_dict(cls, d: dict[str, Any]) -> "ModelSpec":
-        return cls(**{k: (tuple(v) if k == "blocks" else v) for k, v in d.items()})
+        fields: dict[str, Any] = {k: (tuple(v) if k == "blocks" else v) for k, v in d.items()}
+        return cls(**fields)
 
 
 # --------------------------------------------------------------------------- counts (no torch)

@@ -145,7 +145,7 @@ def validate_trace(
         "devices": k,
         "ranks": summary["ranks"],
         "steps": summary["steps"],
-        "batch_per_device": int(sc.batch_per_device),
+        "batch_per_device": int(sc.batch),
         "bucket_mb": bucket_mb,
         "gradient_bytes_measured": grad_meas,
         "gradient_bytes_predicted": grad_pred,

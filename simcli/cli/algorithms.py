@@ -70,7 +70,7 @@ def algorithms(
             if choice is not None:  # what NCCL itself would run there
                 rec.update(
                     nccl_algorithm=str(choice.algorithm[i, j]),
-                    nccl_protocol=choice.protocol[i, j],
+                    nccl_protocol=None if choice.protocol is None else choice.protocol[i, j],
                     nccl_s=float(choice.time[i, j]),
                 )
             grid.append(rec)
@@ -102,7 +102,7 @@ def algorithms(
     ]
     legend = ", ".join(f"{SHORT[a]} = {a}" for a in names)
     crows = [{"devices": c["devices"], "bytes": c["bytes"], "change": f"{c['from']} -> {c['to']}"} for c in cross]
-    ctab = table(
+    cross_table = table(
         crows,
         [
             Column("k", "devices"),
@@ -111,7 +111,7 @@ def algorithms(
         ],
     )
     ctab = Group(
-        ctab,
+        cross_table,
         Text(
             "Crossover: where two algorithms' costs are equal ("
             + (

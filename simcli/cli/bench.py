@@ -8,6 +8,7 @@ records; this module draws the progress bar and the tables. torch is imported on
 
 from __future__ import annotations
 
+import enum
 import math
 import sys
 from typing import Annotated, Any, Callable, Optional
@@ -28,21 +29,36 @@ app = new_app(
     no_args_is_help=True,
 )
 
+
 #: the step's gradient all-reduce: flat, ddp, or both one after the other
-Mode = o.choices("Mode", ("flat", "ddp", "both"))
-Placement = o.choices("Placement", ("out", "in"))
-Stat = o.choices("Stat", STATS)
+class Mode(str, enum.Enum):
+    flat = "flat"
+    ddp = "ddp"
+    both = "both"
+
+
+#: which timings of nccl-tests output: out-of-place or in-place
+class Placement(str, enum.Enum):
+    out = "out"
+    in_ = "in"
+
+
+Stat = enum.Enum("Stat", o.enum_members(STATS), type=str)  # type: ignore[misc]  # members from the registry
 #: the bench commands take only --format, --output and --force of the output options
 _OUTPUT = ("rows", "wide")
-_ALLREDUCE_OUTPUT = o.opt(
+_ALLREDUCE_OUTPUT = Annotated[
     Optional[str],
-    "--output",
-    "-o",
-    help="Write the measurements here in the "
-    "--format (csv for table); rows are added as they are "
-    "measured, and the file is valid after each.",
-)
-_STEP_OUTPUT = o.opt(Optional[str], "--output", "-o", help="CSV file; rows are appended as they are measured.")
+    o.option(
+        "--output",
+        "-o",
+        help="Write the measurements here in the "
+        "--format (csv for table); rows are added as they are "
+        "measured, and the file is valid after each.",
+    ),
+]
+_STEP_OUTPUT = Annotated[
+    Optional[str], o.option("--output", "-o", help="CSV file; rows are appended as they are measured.")
+]
 
 
 # --------------------------------------------------------------------------- shared plumbing
@@ -63,7 +79,7 @@ def _run_worlds(
     """:func:`simcli.bench.runs.run_worlds` with the command's worlds; on a terminal, a progress bar on stderr
     counts the records (``records_per_world`` per world) and names the world and the unit its slowest rank has
     reached (none under torchrun)."""
-    kw = dict(timeout=world.timeout, port=world.port, threads=world.threads)
+    kw: dict[str, Any] = dict(timeout=world.timeout, port=world.port, threads=world.threads)
     if tr is not None:
         runs.run_worlds(task, sizes_k, tr, backend, config, **kw, on_record=on_record, on_world_done=on_world_done)
         return
@@ -375,7 +391,7 @@ def bench_step(
             "fp16 (torch.autocast). CPU: fp32 and bf16; tf32 and fp16 need "
             "CUDA.",
         ),
-    ] = bo.StepDtype.fp32,
+    ] = bo.StepDtype("fp32"),
     batch_per_device: o.BatchPerDevice = None,
     mode: Annotated[
         Mode,

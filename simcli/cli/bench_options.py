@@ -4,46 +4,62 @@
 from __future__ import annotations
 
 import dataclasses
+import enum
 from typing import Annotated, Optional
 
 from ..base.types import InputError
 from ..bench import models as bench_models
 from ..bench import runs as bench_runs
-from .options import OptionGroup, choices, opt, option
+from .options import OptionGroup, enum_members, option
 
 __all__ = ["WorldOptions", "ModelShapeOptions", "Backend", "ModelKind", "StepDtype"]
 
-Backend = choices("Backend", bench_runs.BACKENDS)
+# choices built from the domain tuples (members from the registry: mypy sees enums without members)
+Backend = enum.Enum("Backend", enum_members(bench_runs.BACKENDS), type=str)  # type: ignore[misc]
 #: what ``bench step`` trains, and in which compute dtype (the tuples of simcli.bench.models)
-ModelKind = choices("ModelKind", bench_models.KINDS)
-StepDtype = choices("StepDtype", bench_models.DTYPES)
+ModelKind = enum.Enum("ModelKind", enum_members(bench_models.KINDS), type=str)  # type: ignore[misc]
+StepDtype = enum.Enum("StepDtype", enum_members(bench_models.DTYPES), type=str)  # type: ignore[misc]
 
-WorldSizes = opt(
+WorldSizes = Annotated[
     Optional[str],
-    "--world-sizes",
-    "-k",
-    help="Ranks per world, one fresh world each: '2,4', '1..4'. Under torchrun: the launcher's WORLD_SIZE.",
-)
-BackendOpt = opt(Backend, "--backend", help="torch.distributed backend; auto: nccl with CUDA devices, gloo otherwise.")
-Warmup = opt(int, "--warmup", min=0, help="Untimed iterations before timing.")
-Timeout = opt(
+    option(
+        "--world-sizes",
+        "-k",
+        help="Ranks per world, one fresh world each: '2,4', '1..4'. Under torchrun: the launcher's WORLD_SIZE.",
+    ),
+]
+BackendOpt = Annotated[
+    Backend, option("--backend", help="torch.distributed backend; auto: nccl with CUDA devices, gloo otherwise.")
+]
+Warmup = Annotated[int, option("--warmup", min=0, help="Untimed iterations before timing.")]
+Timeout = Annotated[
     float,
-    "--timeout",
-    min=1,
-    help="Seconds a world may go without any rank "
-    "starting a new size or step (start-up gets at least 120 s); then every "
-    "rank is stopped and the command exits 1.",
-)
-Port = opt(int, "--port", help="TCP port of the rendezvous on 127.0.0.1 [default: a free one per world size].")
-Threads = opt(
+    option(
+        "--timeout",
+        min=1,
+        help="Seconds a world may go without any rank "
+        "starting a new size or step (start-up gets at least 120 s); then every "
+        "rank is stopped and the command exits 1.",
+    ),
+]
+Port = Annotated[
+    int, option("--port", help="TCP port of the rendezvous on 127.0.0.1 [default: a free one per world size].")
+]
+Threads = Annotated[
     Optional[int],
-    "--threads",
-    min=1,
-    help="torch threads per rank on CPU, the same in every world [default: cores // largest world size, at least 1].",
-)
-Oversubscribe = opt(
-    bool, "--oversubscribe", help="Allow more CPU ranks than max(4, 2 x cores) (the times then measure the scheduler)."
-)
+    option(
+        "--threads",
+        min=1,
+        help="torch threads per rank on CPU, the same in every world "
+        "[default: cores // largest world size, at least 1].",
+    ),
+]
+Oversubscribe = Annotated[
+    bool,
+    option(
+        "--oversubscribe", help="Allow more CPU ranks than max(4, 2 x cores) (the times then measure the scheduler)."
+    ),
+]
 
 
 @dataclasses.dataclass(frozen=True)
@@ -52,7 +68,7 @@ class WorldOptions(OptionGroup):
     --timeout, --port, --threads, --oversubscribe (simcli.bench.runs reads them)."""
 
     world_sizes: WorldSizes = None
-    backend: BackendOpt = Backend.auto
+    backend: BackendOpt = Backend("auto")
     warmup: Warmup = 5
     timeout: Timeout = 300.0
     port: Port = 0
@@ -76,7 +92,7 @@ class ModelShapeOptions(OptionGroup):
             "--layers, --hidden, --heads, --seq-len, --vocab), resnet "
             "(bottleneck blocks: --model-width, --blocks, --image-size, --classes).",
         ),
-    ] = ModelKind.mlp
+    ] = ModelKind("mlp")
     width: Annotated[
         Optional[int],
         option(

@@ -14,16 +14,18 @@ from .measured import backend_of, devices_of
 app = new_app()  # `check`, a top-level command
 
 
-Tolerance = o.opt(
+Tolerance = Annotated[
     Optional[str],
-    "--tolerance",
-    metavar=o.many("--tolerance"),
-    help="Allowed |measured/expected busbw - 1| before a size is LOW or HIGH: one value ('15%') or one per size band, "
-    "smallest first ('30%,40%,10%'); given, it is the whole rule [default: per band, the 95th percentile of simcli's "
-    "own error on the published validation curves (the table's caption and --format json name them), and a size "
-    "below it is LOW only below the lowest meas/exp the model gave on a healthy curve of its kind, else MODEL; "
-    "docs/calibration.md].",
-)
+    o.option(
+        "--tolerance",
+        metavar=o.many("--tolerance"),
+        help="Allowed |measured/expected busbw - 1| before a size is LOW or HIGH: one value ('15%') or one per size "
+        "band, smallest first ('30%,40%,10%'); given, it is the whole rule [default: per band, the 95th percentile of "
+        "simcli's own error on the published validation curves (the table's caption and --format json name them), and "
+        "a size below it is LOW only below the lowest meas/exp the model gave on a healthy curve of its kind, else "
+        "MODEL; docs/calibration.md].",
+    ),
+]
 
 
 def _measured_times(path: str, m) -> Any:

@@ -12,8 +12,9 @@ import contextlib
 import enum
 import functools
 import gc
+import importlib
 import sys
-from typing import Any, Callable, Iterable, Iterator, TypeVar
+from typing import Any, Callable, Iterable, Iterator, Sequence, TypeVar, cast
 
 import typer
 from typer.core import TyperArgument, TyperGroup
@@ -110,7 +111,7 @@ def handle_errors(fn: F) -> F:
                     warn(msg)
             _DEFERRED.clear()
 
-    return wrapper  # type: ignore[return-value]
+    return cast(F, wrapper)
 
 
 def overflow_line(e: OverflowError) -> str:
@@ -189,11 +190,7 @@ def _given_inputs() -> str:
     for a result the finiteness gate refused (one of them produced it)."""
     from ..io.inputs import files_read
 
-    try:
-        from typer._click.globals import get_current_context
-    except ImportError:  # pragma: no cover
-        from click import get_current_context
-    ctx = get_current_context(silent=True)
+    ctx = _click().globals.get_current_context(silent=True)
     given: list[str] = []
     if ctx is not None:
         for p in ctx.command.params:
@@ -214,10 +211,9 @@ def _given_inputs() -> str:
 def _click() -> Any:
     """The click that typer runs on (typer >= 0.24 vendors it as ``typer._click``)."""
     try:
-        from typer import _click as click
+        return importlib.import_module("typer._click")
     except ImportError:  # pragma: no cover - older typer uses click itself
-        import click
-    return click
+        return importlib.import_module("click")
 
 
 def _raw_value(args: list[str], opts: list[str]) -> str | None:
@@ -295,10 +291,11 @@ class SimcliGroup(TyperGroup):
 
     def main(
         self,
-        args: Any = None,
-        prog_name: Any = None,
-        complete_var: Any = None,
+        args: Sequence[str] | None = None,
+        prog_name: str | None = None,
+        complete_var: str | None = None,
         standalone_mode: bool = True,
+        windows_expand_args: bool = True,
         **extra: Any,
     ) -> Any:
         from ..base.types import SimcliError
@@ -315,7 +312,12 @@ class SimcliGroup(TyperGroup):
             try:
                 with tracking(), claims():  # the files it reads are never its output; the outputs it claims are its own
                     rv = super().main(
-                        args=argv, prog_name=prog_name, complete_var=complete_var, standalone_mode=False, **extra
+                        args=argv,
+                        prog_name=prog_name,
+                        complete_var=complete_var,
+                        standalone_mode=False,
+                        windows_expand_args=windows_expand_args,
+                        **extra,
                     )
                 code = rv if isinstance(rv, int) else 0
                 sys.stdout.flush()
@@ -419,11 +421,7 @@ MAX_FLOAT = 1e30
 
 
 def _option_name(name: str) -> str:
-    try:
-        from typer._click.globals import get_current_context
-    except ImportError:  # pragma: no cover
-        from click import get_current_context
-    ctx = get_current_context(silent=True)
+    ctx = _click().globals.get_current_context(silent=True)
     for p in getattr(getattr(ctx, "command", None), "params", []):
         if p.name == name:
             longs = [o for o in p.opts if o.startswith("--")]
@@ -469,7 +467,7 @@ def _argument_type(self: Any, ctx: Any) -> Any:
 
 
 _typer_argument_type = TyperArgument.display_type_rich
-TyperArgument.display_type_rich = _argument_type  # type: ignore[method-assign]
+TyperArgument.display_type_rich = _argument_type  # type: ignore[method-assign]  # typer's help, patched on purpose
 
 
 def new_app(**kw: Any) -> typer.Typer:

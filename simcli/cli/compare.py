@@ -12,66 +12,79 @@ from .plan import header_lines, parse_numbers
 
 app = new_app()  # `compare`, a top-level command
 
-ProfileList = o.opt(
+ProfileList = Annotated[
     Optional[str],
-    "--profile",
-    "-p",
-    metavar=o.many("--profile"),
-    help="Profiles to compare, comma-separated names or paths: 'dgx-a100,dgx-h100'.",
-)
-ModelList = o.opt(
-    Optional[str], "--model", "-m", metavar=o.many("--model"), help="Built-in models to compare, comma-separated."
-)
-DtypeList = o.opt(
+    o.option(
+        "--profile",
+        "-p",
+        metavar=o.many("--profile"),
+        help="Profiles to compare, comma-separated names or paths: 'dgx-a100,dgx-h100'.",
+    ),
+]
+ModelList = Annotated[
     Optional[str],
-    "--dtype",
-    metavar=o.many("--dtype"),
-    help="Compute dtypes to compare, comma-separated [default: the device's].",
-)
-GradDtypeList = o.opt(
+    o.option("--model", "-m", metavar=o.many("--model"), help="Built-in models to compare, comma-separated."),
+]
+DtypeList = Annotated[
+    Optional[str],
+    o.option(
+        "--dtype", metavar=o.many("--dtype"), help="Compute dtypes to compare, comma-separated [default: the device's]."
+    ),
+]
+GradDtypeList = Annotated[
     str,
-    "--grad-dtype",
-    metavar=o.many("--grad-dtype"),
-    help="Gradient dtypes to compare, comma-separated: 'fp32,bf16'.",
-)
-MfuList = o.opt(
+    o.option(
+        "--grad-dtype", metavar=o.many("--grad-dtype"), help="Gradient dtypes to compare, comma-separated: 'fp32,bf16'."
+    ),
+]
+MfuList = Annotated[
     Optional[str],
-    "--mfu",
-    metavar=o.many("--mfu"),
-    help="Achieved fractions of peak to compare, comma-separated [default: the profile's].",
-)
-BatchList = o.opt(
+    o.option(
+        "--mfu",
+        metavar=o.many("--mfu"),
+        help="Achieved fractions of peak to compare, comma-separated [default: the profile's].",
+    ),
+]
+BatchList = Annotated[
     Optional[str],
-    "--batch-per-device",
-    "-b",
-    metavar=o.many("--batch-per-device"),
-    help="Per-device batches to compare, comma-separated [default: the model's].",
-)
-AlgorithmList = o.opt(
+    o.option(
+        "--batch-per-device",
+        "-b",
+        metavar=o.many("--batch-per-device"),
+        help="Per-device batches to compare, comma-separated [default: the model's].",
+    ),
+]
+AlgorithmList = Annotated[
     str,
-    "--algorithm",
-    "-a",
-    metavar=o.many("--algorithm"),
-    help="All-reduce algorithms to compare, comma-separated: 'ring,auto'.",
-)
-OverlapList = o.opt(
+    o.option(
+        "--algorithm",
+        "-a",
+        metavar=o.many("--algorithm"),
+        help="All-reduce algorithms to compare, comma-separated: 'ring,auto'.",
+    ),
+]
+OverlapList = Annotated[
     Optional[str],
-    "--overlap",
-    metavar="buckets,none",
-    help="Overlap modes to compare, comma-separated: 'none,buckets' [default: the engine's].",
-)
-BucketList = o.opt(
+    o.option(
+        "--overlap",
+        metavar="buckets,none",
+        help="Overlap modes to compare, comma-separated: 'none,buckets' [default: the engine's].",
+    ),
+]
+BucketList = Annotated[
     Optional[str],
-    "--bucket-mb",
-    metavar=o.many("--bucket-mb"),
-    help="DDP bucket sizes in MiB to compare, comma-separated: '25,100' [default: the engine's].",
-)
-AccumList = o.opt(
+    o.option(
+        "--bucket-mb",
+        metavar=o.many("--bucket-mb"),
+        help="DDP bucket sizes in MiB to compare, comma-separated: '25,100' [default: the engine's].",
+    ),
+]
+AccumList = Annotated[
     Optional[str],
-    "--accum",
-    metavar=o.many("--accum"),
-    help="Gradient accumulation steps to compare, comma-separated: '1,4'.",
-)
+    o.option(
+        "--accum", metavar=o.many("--accum"), help="Gradient accumulation steps to compare, comma-separated: '1,4'."
+    ),
+]
 
 
 #: compare takes comma-separated alternatives for these scenario options

@@ -4,7 +4,7 @@ measurements belong to."""
 from __future__ import annotations
 
 import math
-from typing import Any, Optional
+from typing import Annotated, Any, Optional
 
 import typer
 
@@ -27,14 +27,20 @@ __all__ = [
 ]
 
 
-Where = o.opt(
+Where = Annotated[
     Optional[list[str]],
-    "--where",
-    help="Keep only rows whose COLUMN equals VALUE (COLUMN=VALUE, repeatable), e.g. --where system=nd-h100-v5; "
-    "FILE:COLUMN=VALUE keeps rows of that file only.",
-)
-MinSize = o.opt(str, "--min-size", help="Leave out all-reduce rows smaller than this (bytes, units allowed: '64MiB').")
-MaxSize = o.opt(Optional[str], "--max-size", help="Leave out all-reduce rows larger than this (bytes, units allowed).")
+    o.option(
+        "--where",
+        help="Keep only rows whose COLUMN equals VALUE (COLUMN=VALUE, repeatable), e.g. --where system=nd-h100-v5; "
+        "FILE:COLUMN=VALUE keeps rows of that file only.",
+    ),
+]
+MinSize = Annotated[
+    str, o.option("--min-size", help="Leave out all-reduce rows smaller than this (bytes, units allowed: '64MiB').")
+]
+MaxSize = Annotated[
+    Optional[str], o.option("--max-size", help="Leave out all-reduce rows larger than this (bytes, units allowed).")
+]
 
 
 #: a size option ('64MiB') in bytes
@@ -51,15 +57,17 @@ def pct(v: float | None) -> str:
 #: on this host's CPU cores (cpu-loopback); nccl could be any GPU system, so it needs --profile
 BACKEND_PROFILES = {"gloo": "cpu-loopback"}
 
-MeasuredProfile = o.opt(
+MeasuredProfile = Annotated[
     Optional[str],
-    "--profile",
-    "-p",
-    help="Built-in profile name or path "
-    "to a YAML profile [default: from the file's backend: "
-    "cpu-loopback for gloo; nccl and unknown backends need "
-    "--profile].",
-)
+    o.option(
+        "--profile",
+        "-p",
+        help="Built-in profile name or path "
+        "to a YAML profile [default: from the file's backend: "
+        "cpu-loopback for gloo; nccl and unknown backends need "
+        "--profile].",
+    ),
+]
 
 
 def backend_of(m) -> str | None:

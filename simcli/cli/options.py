@@ -37,7 +37,7 @@ from ..step import update
 from ..step.engine import Scenario
 
 #: what an option takes, as ``--help`` shows it after the option's name (its metavar), by the option's long name;
-#: :func:`option` (and so :func:`opt`) gives it to every option declared with that name, and a declaration that takes
+#: :func:`option` gives it to every option declared with that name, and a declaration that takes
 #: something else (a comma-separated list of what the name usually takes) says so with ``metavar=``
 METAVARS = {
     # what to simulate
@@ -144,10 +144,10 @@ def many(long: str) -> str:
     return f"{METAVARS[long]},..."
 
 
-def opt(kind: Any, *decls: str, **kw: Any) -> Any:
-    """An option's type, ``Annotated[kind, option(*decls, **kw)]``: one declaration per option, one line
-    each (the help text is the rest)."""
-    return Annotated[kind, option(*decls, **kw)]
+def enum_members(values: typing.Iterable[str]) -> dict[str, str]:
+    """The members of a ``str`` enum of a domain tuple's values, one choice each ('-' in a value is '_' in its
+    member's name): ``enum.Enum(name, enum_members(values), type=str)``, a type that typer offers as choices."""
+    return {v.replace("-", "_"): v for v in values}
 
 
 # --------------------------------------------------------------------------- shell completion
@@ -197,202 +197,195 @@ class Format(str, enum.Enum):
 
 
 # --------------------------------------------------------------------------- one alias per option
-
-Devices = opt(str, "--devices", "-k", help="Device counts: '1..64', '1..64:x2', '1,2,8,32', '1..8,16..64:x2'.")
-Profile = opt(
-    Optional[str],
-    "--profile",
-    "-p",
-    help=f"Built-in profile name or path to a YAML profile [default: {DEFAULT_PROFILE}].",
-)
-Model = opt(
-    Optional[str], "--model", "-m", help=f"Built-in model (see 'simcli models list') [default: {DEFAULT_MODEL}]."
-)
-Params = opt(Optional[float], "--params", help="Custom workload: number of parameters (sets the gradient size).")
-FlopsPerSample = opt(
-    Optional[float], "--flops-per-sample", help="Custom workload: training FLOPs per sample (forward + backward)."
-)
-ComputeTime = opt(
-    Optional[str],
+# one declaration per option, laid out by hand as a table (the formatter would spread each over seven lines)
+# fmt: off
+Devices = Annotated[str, option(
+    "--devices", "-k", help="Device counts: '1..64', '1..64:x2', '1,2,8,32', '1..8,16..64:x2'.",
+)]
+Profile = Annotated[Optional[str], option(
+    "--profile", "-p", help=f"Built-in profile name or path to a YAML profile [default: {DEFAULT_PROFILE}].",
+)]
+Model = Annotated[Optional[str], option(
+    "--model", "-m", help=f"Built-in model (see 'simcli models list') [default: {DEFAULT_MODEL}].",
+)]
+Params = Annotated[Optional[float], option(
+    "--params", help="Custom workload: number of parameters (sets the gradient size).",
+)]
+FlopsPerSample = Annotated[Optional[float], option(
+    "--flops-per-sample", help="Custom workload: training FLOPs per sample (forward + backward).",
+)]
+ComputeTime = Annotated[Optional[str], option(
     "--compute-time",
     help="Measured single-device compute time per step (seconds, or '350 ms'); replaces the FLOP model.",
-)
-WorkloadFile = opt(
-    Optional[str], "--workload", help="Workload YAML file (name, params, flops_per_sample or forward_flops or seq_len)."
-)
-SeqLen = opt(Optional[int], "--seq-len", help="Tokens per sample for a transformer [default: the model's].")
-BatchPerDevice = opt(
-    Optional[int], "--batch-per-device", "-b", help="Weak scaling: samples per device per step [default: the model's]."
-)
-GlobalBatch = opt(
-    Optional[int], "--global-batch", "-B", help="Strong scaling: samples per step over all devices, split over k."
-)
-Dtype = opt(
-    Optional[str], "--dtype", help="Compute dtype, picks the peak FLOP/s [default: bf16, else fp16, tf32, fp32]."
-)
-GradDtype = opt(str, "--grad-dtype", help="Gradient dtype on the wire: fp32, bf16, fp16, fp8.")
-Mfu = opt(Optional[float], "--mfu", help="Achieved fraction of peak, 0 < mfu <= 1 [default: the profile's].")
+)]
+WorkloadFile = Annotated[Optional[str], option(
+    "--workload", help="Workload YAML file (name, params, flops_per_sample or forward_flops or seq_len).",
+)]
+SeqLen = Annotated[Optional[int], option(
+    "--seq-len", help="Tokens per sample for a transformer [default: the model's].",
+)]
+BatchPerDevice = Annotated[Optional[int], option(
+    "--batch-per-device", "-b", help="Weak scaling: samples per device per step [default: the model's].",
+)]
+GlobalBatch = Annotated[Optional[int], option(
+    "--global-batch", "-B", help="Strong scaling: samples per step over all devices, split over k.",
+)]
+Dtype = Annotated[Optional[str], option(
+    "--dtype", help="Compute dtype, picks the peak FLOP/s [default: bf16, else fp16, tf32, fp32].",
+)]
+GradDtype = Annotated[str, option("--grad-dtype", help="Gradient dtype on the wire: fp32, bf16, fp16, fp8.")]
+Mfu = Annotated[Optional[float], option(
+    "--mfu", help="Achieved fraction of peak, 0 < mfu <= 1 [default: the profile's].",
+)]
 #: the algorithms' names, from the one registry in simcli.comm.registry
 ALGORITHM_NAMES = [a.name for a in registry.REGISTRY]
 #: the textbook all-reduce algorithms (affine in the size, so 'simcli algorithms' finds exact crossovers)
 TEXTBOOK_NAMES = list(registry.ALGORITHMS)
-Algorithm = opt(
-    Optional[str],
-    "--algorithm",
-    "-a",
+Algorithm = Annotated[Optional[str], option(
+    "--algorithm", "-a",
     help=f"Collective algorithm: "
     f"{', '.join(ALGORITHM_NAMES)}, or auto (the fastest of "
     "everything simcli models, which no single library reaches). On a "
     "profile that models NCCL, nccl is NCCL's own choice and ring, "
     "tree, nvls, nvls-tree, pat, collnet-direct, collnet-chain force one of NCCL's algorithms "
     "(NCCL_ALGO; collnet-*: a tier with collnet: sharp) [default: nccl on NCCL profiles, else ring].",
-)
-Protocol = opt(
-    Optional[str],
+)]
+Protocol = Annotated[Optional[str], option(
     "--protocol",
     help=f"NCCL protocol to force: {', '.join(specs.PROTOCOLS)} (NCCL_PROTO) [default: the one NCCL picks per size].",
-)
-NcclVersion = opt(
-    Optional[str],
+)]
+NcclVersion = Annotated[Optional[str], option(
     "--nccl-version",
     help="NCCL release whose tuner prices NCCL's choice and costs, over the profile's nccl.version: "
     f"{releases.RELEASES[0].version} to {releases.RELEASES[-1].version} are carried (docs/nccl.md, 'Carried "
     "releases'); one between two carried takes the earlier and says so, one before "
     f"{releases.RELEASES[0].version} is refused [default: the profile's nccl.version, else "
     f"{releases.DEFAULT_RELEASE.version}].",
-)
-NcclMinCtas = opt(
-    Optional[int],
-    "--nccl-min-ctas",
-    min=1,
-    max=32,
+)]
+NcclMinCtas = Annotated[Optional[int], option(
+    "--nccl-min-ctas", min=1, max=32,
     help="NCCL_MIN_CTAS: the least channels NCCL's kernels run on (1 to 32), over the profile's nccl.min_ctas; "
     "it moves what a size costs, not NCCL's choice (docs/nccl.md, 'NCCL_MIN_CTAS') [default: the profile's, "
     "else NCCL's own].",
-)
-GpusPerProcess = opt(
-    int,
-    "--gpus-per-process",
-    "-g",
-    min=1,
+)]
+GpusPerProcess = Annotated[int, option(
+    "--gpus-per-process", "-g", min=1,
     help="GPUs one host thread launches each collective on, as nccl-tests' -g: a single-process run "
     f"(-g 8) is no faster than 8 launches of {nccl.LAUNCH_US:g} us [default: 1, one process per GPU, as "
     "mpirun and torch.distributed run].",
-)
-Collective = opt(
-    str,
+)]
+Collective = Annotated[str, option(
     "--collective",
     help=f"Collective: {', '.join(specs.COLLECTIVES)} (sizes as nccl-tests counts them: all_gather's is the "
     "gathered output).",
-)
-Overlap = opt(
-    str,
+)]
+Overlap = Annotated[str, option(
     "--overlap",
     help="How the all-reduce hides behind backward: 'buckets' "
     "(PyTorch DDP's gradient buckets, reduced as backward produces them) or "
     "'none' (one all-reduce after backward).",
-)
-BucketMb = opt(
-    float, "--bucket-mb", help="DDP bucket size in MiB, as DDP's bucket_cap_mb; used with --overlap buckets."
-)
-Strategy = opt(
-    str,
+)]
+BucketMb = Annotated[float, option(
+    "--bucket-mb", help="DDP bucket size in MiB, as DDP's bucket_cap_mb; used with --overlap buckets.",
+)]
+Strategy = Annotated[str, option(
     "--strategy",
     help="Data parallelism: ddp (all-reduce), zero1, zero2 "
     "(reduce-scatter + all-gather after the step), fsdp (ZeRO-3: all-gathers per "
     "unit), hsdp (fsdp in a shard group, all-reduce across); comma-separated for "
     "one result each (see docs/sharding.md).",
-)
-ParamDtype = opt(
-    str,
+)]
+ParamDtype = Annotated[str, option(
     "--param-dtype",
     help="Parameter dtype of the all-gathers and of the parameters in memory (sharded strategies): bf16, fp16, fp32.",
-)
-ShardGroup = opt(Optional[int], "--shard-group", help="hsdp: devices per shard group [default: one node].")
-Units = opt(Optional[int], "--units", help="FSDP units (wrapped modules) [default: the model's layers, else 1].")
-NoReshard = opt(
-    bool,
+)]
+ShardGroup = Annotated[Optional[int], option(
+    "--shard-group", help="hsdp: devices per shard group [default: one node].",
+)]
+Units = Annotated[Optional[int], option(
+    "--units", help="FSDP units (wrapped modules) [default: the model's layers, else 1].",
+)]
+NoReshard = Annotated[bool, option(
     "--no-reshard-after-forward",
     help="fsdp/hsdp: keep the gathered parameters from forward to backward (no second all-gather; more memory).",
-)
-NoCheckpointing = opt(
-    bool,
+)]
+NoCheckpointing = Annotated[bool, option(
     "--no-activation-checkpointing",
     help="Count activations without activation checkpointing in the memory per device.",
-)
-Activations = opt(
-    Optional[str],
+)]
+Activations = Annotated[Optional[str], option(
     "--activations",
     help="Activation memory kept for backward per sample (bytes, units allowed: '96MiB'), e.g. measured as "
     "the peak-memory growth per extra sample; replaces the per-token transformer estimate and gives CNNs and "
     "custom workloads one [default: the workload's activation_bytes_per_sample, else the estimate (0 where "
     "there is none)].",
-)
-Spread = opt(
-    Optional[str],
+)]
+Spread = Annotated[Optional[str], option(
     "--spread",
     help="Spread of the devices' speed, a fraction of the step ('3%' or 0.03): each synchronised step waits "
     "for the slowest of k, T_compute x (1 + spread x E[max of k normals]) [default: the profile's "
     "device.spread, else the default of its device kind (GPUs: 0.0148), else none].",
-)
-ComputeTimeAtK = opt(
-    Optional[int],
+)]
+ComputeTimeAtK = Annotated[Optional[int], option(
     "--compute-time-at-k",
     help="The device count at which --compute-time was measured: its step already waited for the slowest of "
     "that many devices, so only the excess slowest-of-k factor is applied [default: 1].",
-)
+)]
 #: the optimizers simcli prices (simcli.step.update.OPTIMIZER_SPECS: their passes and fp32 state)
-OptimizerChoice = enum.Enum(  # type: ignore[misc]
-    "OptimizerChoice", {n.replace("-", "_"): n for n in update.OPTIMIZERS}, type=str
+OptimizerChoice = enum.Enum(  # type: ignore[misc]  # members from the registry: mypy sees an enum without members
+    "OptimizerChoice", enum_members(update.OPTIMIZERS), type=str
 )
-OptimizerName = opt(
-    OptimizerChoice,
+OptimizerName = Annotated[OptimizerChoice, option(
     "--optimizer",
     help="Optimizer whose state the memory counts and whose step is priced once per optimizer step over the "
     "device's memory bandwidth (bytes read and written per parameter): "
     + ", ".join(f"{s.name} ({s.bytes_per_param:g})" for s in update.OPTIMIZER_SPECS)
     + "; adamw is torch.optim.AdamW's default on CUDA (foreach) (docs/model.md).",
-)
-UpdateExtras = opt(
-    Optional[str],
+)]
+UpdateExtras = Annotated[Optional[str], option(
     "--update-extras",
     help="Comma-separated passes around the optimizer step, each priced over the memory bandwidth: unscale "
     "(AMP's GradScaler, 8 B/param), clip (clip_grad_norm_, 12), flatten (an all-reduce after accumulation on "
     "one flat buffer, 16).",
-)
-UpdateTime = opt(
-    Optional[str],
+)]
+UpdateTime = Annotated[Optional[str], option(
     "--update-time",
     help="Measured seconds of one optimizer step per device ('12 ms'); replaces the memory-bandwidth price.",
-)
-Accum = opt(
-    int,
+)]
+Accum = Annotated[int, option(
     "--accum",
     help="Gradient accumulation: micro-steps of compute per all-reduce (DDP's no_sync); speedup stays per sample.",
-)
-Explain = opt(
-    bool,
+)]
+Explain = Annotated[bool, option(
     "--explain",
     help="Also print every term of the step for the largest k: "
     "forward, backward, each tier's latency and bandwidth terms, T_comm, the "
     "hidden and exposed parts, the bottleneck and the crossover size n*.",
-)
-FormatOpt = opt(Format, "--format", "-f", help="Output format; csv and json print only data to stdout.")
-Output = opt(Optional[str], "--output", "-o", help="Write the output to this file (atomically) instead of stdout.")
-Force = opt(bool, "--force", help="Overwrite an existing --output (or --plot) file.")
-Rows = opt(int, "--rows", min=0, help="Table rows shown before the middle is elided (0: all).")
-Wide = opt(bool, "--wide", help="Show every table column, however wide (a narrow terminal otherwise leaves some out).")
-PlotFile = opt(
-    Optional[str],
+)]
+FormatOpt = Annotated[Format, option("--format", "-f", help="Output format; csv and json print only data to stdout.")]
+Output = Annotated[Optional[str], option(
+    "--output", "-o", help="Write the output to this file (atomically) instead of stdout.",
+)]
+Force = Annotated[bool, option("--force", help="Overwrite an existing --output (or --plot) file.")]
+Rows = Annotated[int, option("--rows", min=0, help="Table rows shown before the middle is elided (0: all).")]
+Wide = Annotated[bool, option(
+    "--wide", help="Show every table column, however wide (a narrow terminal otherwise leaves some out).",
+)]
+PlotFile = Annotated[Optional[str], option(
     "--plot",
     help="Also draw a picture into this file: PNG, SVG or PDF by its suffix (written atomically; --force overwrites).",
-)
-Dpi = opt(int, "--dpi", help="Picture resolution in dots per inch (PNG pixels = inches x dpi).")
-Width = opt(float, "--width", help="Picture width in inches.")
-Height = opt(Optional[float], "--height", help="Picture height in inches [default: fits the figure's panels].")
-Threshold = opt(float, "--threshold", help="Mark the first k whose efficiency E(k) falls below this (0 < x <= 1).")
-Size = opt(str, "--size", "-s", help="Message sizes with units: '1KiB..1GiB:x4', '32MiB,1GiB'.")
-CommDtype = opt(str, "--dtype", help="Element type (sets nccl-tests' count column).")
+)]
+Dpi = Annotated[int, option("--dpi", help="Picture resolution in dots per inch (PNG pixels = inches x dpi).")]
+Width = Annotated[float, option("--width", help="Picture width in inches.")]
+Height = Annotated[Optional[float], option(
+    "--height", help="Picture height in inches [default: fits the figure's panels].",
+)]
+Threshold = Annotated[float, option(
+    "--threshold", help="Mark the first k whose efficiency E(k) falls below this (0 < x <= 1).",
+)]
+Size = Annotated[str, option("--size", "-s", help="Message sizes with units: '1KiB..1GiB:x4', '32MiB,1GiB'.")]
+CommDtype = Annotated[str, option("--dtype", help="Element type (sets nccl-tests' count column).")]
+# fmt: on
 #: defaults of the picture options
 DPI, WIDTH, THRESHOLD = 150, 10.0, 0.8
 
@@ -400,6 +393,7 @@ DPI, WIDTH, THRESHOLD = 150, 10.0, 0.8
 # --------------------------------------------------------------------------- option groups
 
 
+@dataclasses.dataclass(frozen=True)
 class OptionGroup:
     """Base of the option dataclasses: a command parameter annotated with a subclass becomes its fields."""
 
@@ -479,10 +473,10 @@ def command(fn: F) -> F:
             kwargs[pname] = cls(**{n: kwargs.pop(n) for n in names})
         return fn(**kwargs)
 
-    wrapper.__signature__ = inspect.Signature(params)  # type: ignore[attr-defined]
+    wrapper.__signature__ = inspect.Signature(params)  # type: ignore[attr-defined]  # what inspect (so typer) reads
     wrapper.__annotations__ = {p.name: p.annotation for p in params}
     del wrapper.__wrapped__  # typer must read the new signature, not fn's
-    return wrapper  # type: ignore[return-value]
+    return typing.cast(F, wrapper)
 
 
 def parse_bytes(value: str | None, option: str) -> float | None:
@@ -490,6 +484,10 @@ def parse_bytes(value: str | None, option: str) -> float | None:
     return None if value is None else parse_at(value, "bytes", option)
 
 
+@typing.overload
+def parse_fraction(value: str, option: str, example: str, zero: bool = False) -> float: ...
+@typing.overload
+def parse_fraction(value: str | None, option: str, example: str, zero: bool = False) -> float | None: ...
 def parse_fraction(value: str | None, option: str, example: str, zero: bool = False) -> float | None:
     """A fraction from the command line, as a percentage ('15%') or a number (0.15); None stays None.
 
@@ -512,7 +510,11 @@ def parse_time(value: str | None, option: str) -> float | None:
     return None if value is None else parse_at(value, "time", option, positive=True)
 
 
-def split_list(value: str | None, option: str) -> list[str | None]:
+@typing.overload
+def split_list(value: str, option: str) -> list[str]: ...
+@typing.overload
+def split_list(value: str | None, option: str) -> list[str] | list[None]: ...
+def split_list(value: str | None, option: str) -> list[str] | list[None]:
     """Comma-separated option values: 'dgx-a100,dgx-h100' -> ['dgx-a100', 'dgx-h100'] (order kept, duplicates
     dropped, empty items refused); None -> [None]."""
     if value is None:
@@ -526,7 +528,7 @@ def split_list(value: str | None, option: str) -> list[str | None]:
 #: options that take several comma-separated values, one scenario per combination
 MULTI = ("profile", "model", "algorithm", "strategy")
 #: Scenario's defaults: an option that sets a Scenario field defaults to the field's default (written once, there)
-SCENARIO_DEFAULTS = {f.name: f.default for f in dataclasses.fields(Scenario)}
+SCENARIO_DEFAULTS: dict[str, Any] = {f.name: f.default for f in dataclasses.fields(Scenario)}
 
 
 @dataclasses.dataclass(frozen=True)
@@ -748,15 +750,16 @@ def check_outputs(out: OutputOptions, pic: PictureOptions | None = None, thresho
 
 def scenario_tags(sc: Scenario) -> dict[str, str]:
     """The values that name one combination (the keys of MULTI)."""
-    return {"profile": sc.profile.name, "model": sc.workload.name, "algorithm": sc.algorithm, "strategy": sc.strategy}
+    # a Scenario's algorithm is a name once it is made (None asks for the profile's default)
+    return {
+        "profile": sc.profile.name,
+        "model": sc.workload.name,
+        "algorithm": str(sc.algorithm),
+        "strategy": sc.strategy,
+    }
 
 
 def varying(scenarios: list[Scenario]) -> list[str]:
     """The keys of MULTI whose values differ between ``scenarios``."""
     tags = [scenario_tags(sc) for sc in scenarios]
     return [k for k in MULTI if len({t[k] for t in tags}) > 1]
-
-
-def choices(name: str, values: typing.Iterable[str]) -> Any:
-    """A ``str`` enum of a domain tuple's values (one choice each; '-' in a value is '_' in its member's name)."""
-    return enum.Enum(name, {v.replace("-", "_"): v for v in values}, type=str)  # type: ignore[misc]

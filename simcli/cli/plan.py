@@ -37,49 +37,56 @@ SolveField = Annotated[
         "device.mfu, device.peak_flops[.bf16], device.reduce_bandwidth.",
     ),
 ]
-MinEfficiency = o.opt(
+MinEfficiency = Annotated[
     Optional[float],
-    "--min-efficiency",
-    "-e",
-    help="Target efficiency E(k) = S(k)/k, 0 < x <= 1 (max-devices, solve; best: a constraint).",
-)
-PlanDevices = o.opt(
+    o.option(
+        "--min-efficiency",
+        "-e",
+        help="Target efficiency E(k) = S(k)/k, 0 < x <= 1 (max-devices, solve; best: a constraint).",
+    ),
+]
+PlanDevices = Annotated[
     Optional[str],
-    "--devices",
-    "-k",
-    help="max-devices: the k to scan "
-    "[default: 1..the profile's limit, or 1..100000]; solve: "
-    "one k; time-to-train: the k to cost ('8..1024:x2').",
-)
-Tolerance = o.opt(
+    o.option(
+        "--devices",
+        "-k",
+        help="max-devices: the k to scan "
+        "[default: 1..the profile's limit, or 1..100000]; solve: "
+        "one k; time-to-train: the k to cost ('8..1024:x2').",
+    ),
+]
+Tolerance = Annotated[
     float,
-    "--tolerance",
-    help="Relative tolerance on the solved value (bisection in log space stops when the bracket is this narrow).",
-)
-Samples = o.opt(Optional[float], "--samples", help="Samples in the whole run (e.g. 1.2e9 images).")
-Tokens = o.opt(
+    o.option(
+        "--tolerance",
+        help="Relative tolerance on the solved value (bisection in log space stops when the bracket is this narrow).",
+    ),
+]
+Samples = Annotated[Optional[float], o.option("--samples", help="Samples in the whole run (e.g. 1.2e9 images).")]
+Tokens = Annotated[
     Optional[float],
-    "--tokens",
-    help="Tokens in the whole run for a transformer (samples = tokens / seq_len), e.g. 2e12.",
-)
-Price = o.opt(
+    o.option("--tokens", help="Tokens in the whole run for a transformer (samples = tokens / seq_len), e.g. 2e12."),
+]
+Price = Annotated[
     Optional[float],
-    "--price-per-device-hour",
-    help="Price of one device for one hour (any currency); gives cost = device-hours x price.",
-)
-MaxHours = o.opt(Optional[float], "--max-hours", help="Only plans that finish within this many hours.")
-MaxCost = o.opt(
-    Optional[float],
-    "--max-cost",
-    help="Only plans that cost at most this (needs --price-per-device-hour).",
-)
+    o.option(
+        "--price-per-device-hour",
+        help="Price of one device for one hour (any currency); gives cost = device-hours x price.",
+    ),
+]
+MaxHours = Annotated[Optional[float], o.option("--max-hours", help="Only plans that finish within this many hours.")]
+MaxCost = Annotated[
+    Optional[float], o.option("--max-cost", help="Only plans that cost at most this (needs --price-per-device-hour).")
+]
 
-PartialNodes = o.opt(
+PartialNodes = Annotated[
     bool,
-    "--partial-nodes",
-    help="Scan every device count, not only whole nodes past the first (a 9th device alone on a second node "
-    "sends every collective through one NIC; see docs/plan.md).",
-)
+    o.option(
+        "--partial-nodes",
+        help="Scan every device count, not only whole nodes past the first (a 9th device alone on a second node "
+        "sends every collective through one NIC; see docs/plan.md).",
+    ),
+]
 
 # compare's options take comma-separated alternatives
 
@@ -87,11 +94,13 @@ PartialNodes = o.opt(
 # --------------------------------------------------------------------------- helpers
 
 
-def parse_numbers(value: str | None, option: str, kind: type, lo: float, hi: float | None = None) -> list[Any]:
+def parse_numbers(value: str | float | None, option: str, kind: type, lo: float, hi: float | None = None) -> list[Any]:
+    """Comma-separated numbers (a group's option that a command tweaks into a list, e.g. compare's --mfu), each
+    ``kind`` and in range; None -> []."""
     if value is None:
         return []
     out = []
-    for item in o.split_list(value, option):
+    for item in o.split_list(str(value), option):
         try:
             v = kind(item)
         except ValueError:
@@ -111,7 +120,7 @@ def _curve_command(devices: str, scn: o.ScenarioOptions) -> str:
     return " ".join(shlex.quote(p) for p in parts)
 
 
-def _scan_string(res_devices: Any, given: str | None, *extra: int) -> str:
+def _scan_string(res_devices: Any, given: str | None, *extra: int | None) -> str:
     """A --devices string for the curve: the given range when short, else powers of two plus the key k."""
     if given is not None and len(res_devices) <= 64:
         return given
@@ -201,7 +210,7 @@ def plan_max_devices(
     every = k.size
     if not partial_nodes:
         k = P.whole_nodes(sc, k)
-    ans = P.max_devices(sc, k, target=min_efficiency)  # type: ignore[arg-type]
+    ans = P.max_devices(sc, k, target=min_efficiency)
     res = ans.to_dict()
     # what was scanned, said: whole nodes past the first (a 9th device alone on a second node is not a plan)
     res["scan"] = "every count" if partial_nodes or k.size == every else "whole nodes past the first"
@@ -237,7 +246,7 @@ def plan_solve(
             "for example --devices 256"
         )
     kk = int(k[0])
-    ans = S.solve_field(sc, devices=kk, target=min_efficiency, path=field, rtol=tolerance)  # type: ignore[arg-type]
+    ans = S.solve_field(sc, devices=kk, target=min_efficiency, path=field, rtol=tolerance)
     res = ans.to_dict()
     res["command"] = _curve_command(_scan_string([1, kk], None, kk), scn)
     from ..decisions.band_decisions import solve_band
@@ -273,7 +282,11 @@ def plan_time_to_train(
             "--devices: plan time-to-train needs the device counts to cost, for example --devices 8..1024:x2"
         )
     k = parse_devices(devices)
-    n = samples if samples is not None else P.samples_from_tokens(sc.workload, tokens)  # type: ignore[arg-type]
+    if samples is not None:
+        n = samples
+    else:
+        assert tokens is not None  # one of the two (checked above)
+        n = P.samples_from_tokens(sc.workload, tokens)
     ans = P.time_to_train(sc, k, samples=n, price=price_per_device_hour, max_hours=max_hours, max_cost=max_cost)
     res = ans.to_dict()
     if tokens is not None:

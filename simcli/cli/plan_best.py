@@ -34,54 +34,71 @@ class Objective(str, enum.Enum):
     cost = "cost"
 
 
-GlobalBatchOpt = o.opt(
+GlobalBatchOpt = Annotated[
     str,
-    "--global-batch",
-    "-B",
-    metavar="N|TOKENS",
-    help="Samples per optimizer step over all devices ('512'), or tokens with a unit ('4Mi-tokens', "
-    "'4M tokens'); the accumulation of each configuration follows: accum = B / (k x micro-batch).",
-)
-StrategyList = o.opt(
+    o.option(
+        "--global-batch",
+        "-B",
+        metavar="N|TOKENS",
+        help="Samples per optimizer step over all devices ('512'), or tokens with a unit ('4Mi-tokens', "
+        "'4M tokens'); the accumulation of each configuration follows: accum = B / (k x micro-batch).",
+    ),
+]
+StrategyList = Annotated[
     str,
-    "--strategy",
-    metavar=o.many("--strategy"),
-    help="Strategies to search, comma-separated: ddp,zero1,zero2,fsdp,hsdp.",
-)
-BestDevices = o.opt(
+    o.option(
+        "--strategy",
+        metavar=o.many("--strategy"),
+        help="Strategies to search, comma-separated: ddp,zero1,zero2,fsdp,hsdp.",
+    ),
+]
+BestDevices = Annotated[
     Optional[str],
-    "--devices",
-    "-k",
-    help="Device counts to search ('64..2048:x2', '8..1024:+8') [default: 1..the profile's limit, or 1..4096]; "
-    "past one node only whole nodes unless --partial-nodes.",
-)
-MicroBatchList = o.opt(
+    o.option(
+        "--devices",
+        "-k",
+        help="Device counts to search ('64..2048:x2', '8..1024:+8') [default: 1..the profile's limit, or 1..4096]; "
+        "past one node only whole nodes unless --partial-nodes.",
+    ),
+]
+MicroBatchList = Annotated[
     Optional[str],
-    "--batch-per-device",
-    "-b",
-    metavar=o.many("--batch-per-device"),
-    help="Micro-batches (samples per device per micro-step) to search: '1,2,4,8' or '1..8' [default: 1..8].",
-)
-GradDtypeList = o.opt(
-    str, "--grad-dtype", metavar=o.many("--grad-dtype"), help="Gradient dtypes to search, comma-separated."
-)
-ShardGroupList = o.opt(
+    o.option(
+        "--batch-per-device",
+        "-b",
+        metavar=o.many("--batch-per-device"),
+        help="Micro-batches (samples per device per micro-step) to search: '1,2,4,8' or '1..8' [default: 1..8].",
+    ),
+]
+GradDtypeList = Annotated[
+    str, o.option("--grad-dtype", metavar=o.many("--grad-dtype"), help="Gradient dtypes to search, comma-separated.")
+]
+ShardGroupList = Annotated[
     Optional[str],
-    "--shard-group",
-    metavar=o.many("--shard-group"),
-    help="hsdp shard groups to search: '8,16' [default: one node].",
-)
-CheckpointingList = o.opt(
+    o.option(
+        "--shard-group",
+        metavar=o.many("--shard-group"),
+        help="hsdp shard groups to search: '8,16' [default: one node].",
+    ),
+]
+CheckpointingList = Annotated[
     str,
-    "--activation-checkpointing",
-    help="Activation checkpointing to search: on, off or 'on,off' (memory only; at equal speed off is preferred).",
-)
-BucketList = o.opt(
-    Optional[str], "--bucket-mb", metavar=o.many("--bucket-mb"), help="DDP bucket sizes in MiB to search: '25,100'."
-)
-ObjectiveOpt = o.opt(Objective, "--objective", help="time: the most samples/s; cost: the least device-time (x price).")
-MaxDays = o.opt(Optional[float], "--max-days", help="Only runs that finish within this many days.")
-Budget = o.opt(Optional[float], "--budget", help="Only runs that cost at most this (needs --price-per-device-hour).")
+    o.option(
+        "--activation-checkpointing",
+        help="Activation checkpointing to search: on, off or 'on,off' (memory only; at equal speed off is preferred).",
+    ),
+]
+BucketList = Annotated[
+    Optional[str],
+    o.option("--bucket-mb", metavar=o.many("--bucket-mb"), help="DDP bucket sizes in MiB to search: '25,100'."),
+]
+ObjectiveOpt = Annotated[
+    Objective, o.option("--objective", help="time: the most samples/s; cost: the least device-time (x price).")
+]
+MaxDays = Annotated[Optional[float], o.option("--max-days", help="Only runs that finish within this many days.")]
+Budget = Annotated[
+    Optional[float], o.option("--budget", help="Only runs that cost at most this (needs --price-per-device-hour).")
+]
 
 #: plan best searches these itself (lists), so they leave the scenario group
 _OWN = ("strategy", "batch_per_device", "global_batch", "grad_dtype", "shard_group", "bucket_mb", "accum")
@@ -142,10 +159,10 @@ def plan_best(
             raise InputError(f"--activation-checkpointing: {item!r}; give on, off or 'on,off'")
         ck.append(ckpt[item])
     grid = PB.Grid(
-        strategies=tuple(o.split_list(strategy, "--strategy")),  # type: ignore[arg-type]
+        strategies=tuple(o.split_list(strategy, "--strategy")),
         devices=k,
         micro_batches=tuple(micro or range(1, 9)),
-        grad_dtypes=tuple(o.split_list(grad_dtype, "--grad-dtype")),  # type: ignore[arg-type]
+        grad_dtypes=tuple(o.split_list(grad_dtype, "--grad-dtype")),
         shard_groups=tuple(parse_numbers(shard_group, "--shard-group", int, 1)) or (None,),
         checkpointing=tuple(ck),
         bucket_mbs=tuple(parse_numbers(bucket_mb, "--bucket-mb", float, 1e-9)) or (sc.bucket_mb,),

@@ -7,7 +7,7 @@ torch): the workload's hidden size, heads and sequence with as many layers as be
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Annotated, Any
 
 from ..base.types import InputError
 from . import options as o
@@ -18,13 +18,15 @@ if TYPE_CHECKING:  # pragma: no cover
     from ..decisions.measure import MeasurePlan, StepModel
     from ..step.engine import Scenario
 
-MaxNodes = o.opt(
+MaxNodes = Annotated[
     int,
-    "--max-nodes",
-    min=1,
-    metavar="N",
-    help="The most nodes one planned measurement takes; a range past it is extrapolated from that many.",
-)
+    o.option(
+        "--max-nodes",
+        min=1,
+        metavar="N",
+        help="The most nodes one planned measurement takes; a range past it is extrapolated from that many.",
+    ),
+]
 
 #: the share of a device's memory a bench step model may take (bench step refuses past all of it)
 STEP_MEMORY_SHARE = 0.8
@@ -92,7 +94,16 @@ def step_model(sc: "Scenario") -> "StepModel":
         layers = w.layers
         while layers > 1 and bm.memory_estimate(_gpt(bm, w, layers, heads), b) > cap:
             layers -= 1
-        args = ("--model", "gpt", "--layers", str(layers), "--hidden", str(w.hidden), "--heads", str(heads))
+        args: tuple[str, ...] = (
+            "--model",
+            "gpt",
+            "--layers",
+            str(layers),
+            "--hidden",
+            str(w.hidden),
+            "--heads",
+            str(heads),
+        )
         args += ("--seq-len", str(w.seq_len), "--vocab", str(w.vocab), "--dtype", dtype)
         kept = "all its" if layers == w.layers else f"{layers} of its {w.layers}"
         return StepModel(

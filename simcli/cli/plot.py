@@ -45,12 +45,14 @@ app = new_app(
     no_args_is_help=True,
 )
 
-PictureOut = o.opt(
+PictureOut = Annotated[
     str,
-    "--output",
-    "-o",
-    help="Picture file to write: .png, .svg or .pdf (atomically; refuses to overwrite without --force).",
-)
+    o.option(
+        "--output",
+        "-o",
+        help="Picture file to write: .png, .svg or .pdf (atomically; refuses to overwrite without --force).",
+    ),
+]
 
 
 def _scenario_tweak(noun: str) -> o.Tweak:
@@ -510,6 +512,7 @@ def _step_figure(
     cols = set(recs[0])
     k_key = "world_size" if "world_size" in cols else "devices"
     t_key = T.step_key(cols)
+    assert t_key is not None  # a table detect_kind calls a step table has a step time
     T.numeric(
         recs,
         (
@@ -537,6 +540,7 @@ def _step_figure(
         ks = sorted({int(r[k_key]) for r in recs})
 
         def scenario(overlap: str | None = None):
+            given: dict[str, Any] = {"overlap": overlap} if overlap else {}
             return o.ScenarioOptions(
                 profile=profile,
                 model=builtin,
@@ -546,7 +550,7 @@ def _step_figure(
                 batch_per_device=batch_per_device or _int_or_none(first.get("batch_per_device")),
                 global_batch=global_batch,
                 algorithm=algorithm,
-                **({"overlap": overlap} if overlap else {}),
+                **given,
             ).build()
 
         sc = scenario()
@@ -625,7 +629,7 @@ def _float_or_none(v: Any) -> float | None:
     return x if x is not None and x > 0 and x == x else None
 
 
-def _samples_per_s(r: dict[str, Any], k_key: str, t_key: str) -> float | None:
+def _samples_per_s(r: Mapping[str, Any], k_key: str, t_key: str) -> float | None:
     """A bench step row's samples per second: world size x batch per device / step time (None if it cannot say)."""
     b, t = _float_or_none(r.get("batch_per_device")), _float_or_none(r.get(t_key))
     return None if b is None or t is None else float(r[k_key]) * b / t

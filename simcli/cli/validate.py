@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from typing import Annotated, Any, Optional
+from typing import Annotated, Any, Callable, Optional
 
 import typer
 
@@ -24,19 +24,23 @@ app = new_app()  # `validate`, a top-level command
 
 
 #: validate's --overlap: DDP's buckets or none, as everywhere, and "auto" (its default) that reads each row
-ValidateOverlap = o.opt(
+ValidateOverlap = Annotated[
     str,
-    "--overlap",
-    help="Step and scaling files: how communication hides behind backward, 'buckets' (DDP's) or 'none'; "
-    "auto: buckets for scaling tables and for step rows whose mode is ddp, none for other step rows.",
-)
-MeasuredModel = o.opt(
+    o.option(
+        "--overlap",
+        help="Step and scaling files: how communication hides behind backward, 'buckets' (DDP's) or 'none'; "
+        "auto: buckets for scaling tables and for step rows whose mode is ddp, none for other step rows.",
+    ),
+]
+MeasuredModel = Annotated[
     Optional[str],
-    "--model",
-    "-m",
-    help="Built-in model the measurements trained (step files without a params column, scaling tables, "
-    "traces; see 'simcli models list').",
-)
+    o.option(
+        "--model",
+        "-m",
+        help="Built-in model the measurements trained (step files without a params column, scaling tables, "
+        "traces; see 'simcli models list').",
+    ),
+]
 
 
 @app.command(
@@ -140,7 +144,7 @@ def validate(
         },
         lambda: (v.records, [f"simcli validate {v.path} --profile {v.profile}"]),
     )
-    if plot:
+    if plot and fig_size is not None:
         from pathlib import Path
 
         from ..plot import figures as P
@@ -264,6 +268,11 @@ def _max_error(value: str | None) -> float | None:
     return o.parse_fraction(value, "--max-error", "'15%' or 0.15")
 
 
+def _in_unit(f: float) -> Callable[[float], str]:
+    """A cell format: four significant digits of x / f (a time in its column's unit)."""
+    return lambda x: sig4(x / f)
+
+
 def _validate_view(v, max_rows: int):
     from rich.console import Group
     from rich.text import Text
@@ -277,13 +286,14 @@ def _validate_view(v, max_rows: int):
     for metric in sorted(v.summary, key=lambda x: x != v.primary):  # the main metric first
         s = v.summary[metric]
         rs = [r for r in v.records if r["metric"] == metric]
+        fmt: Callable[[float], str]
         if metric == "time_s":
             f, unit = time_unit([r["measured"] for r in rs])
-            fmt = lambda x, f=f: sig4(x / f)  # noqa: E731
+            fmt = _in_unit(f)
             label = f"time {unit}"
         elif metric == "t_step_s":
             f, unit = time_unit([r["measured"] for r in rs])
-            fmt = lambda x, f=f: sig4(x / f)  # noqa: E731
+            fmt = _in_unit(f)
             label = f"T_step {unit}"
         else:
             fmt = lambda x: f"{x:.4g}"  # noqa: E731

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from typing import Any, Sequence
 
-from rich.console import Group
+from rich.console import Group, RenderableType
 from rich.text import Text
 
 from ..base.types import (
@@ -88,6 +88,7 @@ def _header_lines(res: Result) -> list[str]:
         lines.append(f"compute   measured {fmt_time(sc.compute_time_s)} per step {where} (--compute-time)")
     else:
         mfu, src, _ = sc.mfu_choice
+        assert w.flops_per_sample is not None  # a scenario without --compute-time has FLOPs (checked on creation)
         lines.append(
             f"compute   {fmt_count(w.flops_per_sample)}FLOP/sample / ({fmt_flops(inp['peak_flops'])} "
             f"{sc.compute_dtype} peak x mfu {mfu:g} = {fmt_flops(sc.achieved_flops)}; mfu: {src}"
@@ -118,7 +119,7 @@ def _header_lines(res: Result) -> list[str]:
         )
     else:
         lines.append(
-            f"T_comm    = {formula(sc.algorithm, p.library)}"
+            f"T_comm    = {formula(str(sc.algorithm), p.library)}"
             + (f"; protocol forced: {sc.protocol}" if sc.protocol else "")
         )
     acc = f"; accum {sc.accum} micro-steps per all-reduce" if sc.accum > 1 else ""
@@ -158,6 +159,7 @@ def _sharding_lines(res: Result) -> list[str]:
     if sc.overlap == "none":
         how = how.replace("the reduce-scatters as DDP's buckets during backward", "one reduce-scatter after backward")
     cap = sc.profile.device.memory_bytes
+    assert res.memory is not None  # simulate counts every step's memory
     mem = (
         f"memory    {fmt_bytes(float(res.memory.total[0]), binary=False)} per device at k = {int(res.devices[0])}"
         + (
@@ -501,11 +503,11 @@ def explain_view(d: dict[str, Any]) -> Any:
         cap = mem["capacity_bytes"]
         from ..step.memory import PARTS, describe_parts
 
-        parts = describe_parts({p: mem[f"{p}_bytes"] for p in PARTS}, d.get("strategy") or "ddp", d["optimizer"])
+        held = describe_parts({p: mem[f"{p}_bytes"] for p in PARTS}, d.get("strategy") or "ddp", d["optimizer"])
         rows.append(
             (
                 "memory",
-                f"{fmt_bytes(mem['total_bytes'], binary=False)} per device = {parts}"
+                f"{fmt_bytes(mem['total_bytes'], binary=False)} per device = {held}"
                 + (
                     ""
                     if cap is None
@@ -526,7 +528,7 @@ def explain_view(d: dict[str, Any]) -> Any:
     ]
     if any(r.get("hops") is not None for r in d["tiers"]):
         cols.insert(4, Column("hops", "hops", lambda v: "-" if v is None else f"{v:g}", priority=4))
-    parts = [
+    parts: list[RenderableType] = [
         kv_table(rows, title=f"explain: k = {k}"),
         Text(""),
         table(

@@ -249,7 +249,7 @@ def _neighbours(corpus: Corpus, kind: Kind, masks: list[np.ndarray], own: RatioB
     """The widest of the bands the measured kinds of the kind's neighbours (:data:`NEIGHBOURS`; each read from its
     own points) and, where it has one, of its own band."""
     for level, m in enumerate(masks[NEIGHBOURS:], start=NEIGHBOURS):
-        near = sorted({corpus.kind(i) for i in np.flatnonzero(m)} - {kind})
+        near = sorted({corpus.kind(int(i)) for i in np.flatnonzero(m)} - {kind})
         bands = [b for b in (_own(corpus, nk, corpus.masks(nk)) for nk in near) if b is not None]
         if not bands:
             continue

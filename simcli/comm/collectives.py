@@ -122,11 +122,11 @@ def collective(
     element type of the message, where NCCL's choice depends on it (fp8, from 2.24.3); None: not known.
     """
     table = _MEMO.get()
-    key = None
+    key: tuple | None = None
     if table is not None:
         kk, nn, gg = (np.asarray(x) for x in (k, nbytes, gpus_per_process))
-        key = (id(profile), algorithm, collective, protocol, message_dtype)
-        key += tuple((x.dtype.str, x.shape, x.tobytes()) for x in (kk, nn, gg))
+        arrays = tuple((x.dtype.str, x.shape, x.tobytes()) for x in (kk, nn, gg))
+        key = (id(profile), algorithm, collective, protocol, message_dtype, *arrays)
         if key in table:
             return table[key][1]
     cost = _collective_on(profile, algorithm, k, nbytes, collective, protocol, gpus_per_process, message_dtype)
@@ -193,7 +193,7 @@ def _collective(
                     "the textbook formula here (give a profile that models NCCL, or drop --protocol)"
                 )
             return textbook_collective(algorithm, net, k, n, collective, gamma)
-        algos = None if spec.nccl == "*" else [spec.nccl]
+        algos = [spec.nccl] if spec.nccl is not None and spec.nccl != "*" else None
         if profile.library == "rccl":
             return rccl.rccl_collective(profile, k, n, collective, algos, protocol=protocol)
         return nccl_choice.nccl_collective(

@@ -168,7 +168,7 @@ def collnet_graph(network: Sequence[Tier], spec: NcclSpec, k: np.ndarray) -> tup
     ppn = np.minimum(k, network[0].size or k).astype(np.float64)
     if len(network) < 2:
         return G, np.zeros(k.shape)
-    frac = NVLINK_SEARCH_FRACTION.get(spec.generation)
+    frac = NVLINK_SEARCH_FRACTION.get(spec.generation, 1.0)
     if spec.generation in ("hopper", "blackwell") and network[1].per == "device":
         nvl = network[0].bandwidth_Bps * frac / 1e9 if tier_hw(network[0], 0) == "nvlink" else None
         nvl = network[0].effective_Bps / 1e9 if nvl is None else nvl

@@ -13,13 +13,13 @@ nccl-tests' vocabulary (nccl-tests doc/PERFORMANCE.md): ``algbw = n / T``; all-r
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import Any, Callable, Sequence
+from typing import Any, Callable, Sequence, cast
 
 import numpy as np
 
 from ..base.types import Tier
 
-__all__ = ["CommCost", "COMM_TERMS", "Lazy", "pack", "per_tier", "reduction_term", "fastest"]
+__all__ = ["CommCost", "COMM_TERMS", "Lazy", "lazy", "pack", "per_tier", "reduction_term", "fastest"]
 
 
 class Lazy:
@@ -29,6 +29,12 @@ class Lazy:
 
     def __init__(self, fn: Callable[[], Any]) -> None:
         self.fn = fn
+
+
+def lazy(fn: Callable[[], np.ndarray]) -> np.ndarray:
+    """A :class:`Lazy` field for :class:`CommCost`, typed as the array it stands for: a CommCost computes it on
+    first read, so its readers only ever see the array."""
+    return cast(np.ndarray, Lazy(fn))
 
 
 @dataclass(frozen=True)
@@ -52,12 +58,12 @@ class CommCost:
     alpha: np.ndarray  #: latency per step that was used (s)
     bus_Bps: np.ndarray  #: bottleneck bandwidth that was used (B/s)
     bottleneck: np.ndarray  #: index of the bottleneck tier (-1 where k == 1)
+    #: the algorithm's name per element (``auto`` picks one per element)
+    algorithm: np.ndarray
     #: per-tier latency terms, shape (tiers, ...); they add up to ``latency``
     tier_latency: np.ndarray | None = None
     #: per-tier bandwidth terms (s), shape (tiers, ...); they add up to ``bandwidth``
     tier_bandwidth_s: np.ndarray | None = None
-    #: the algorithm's name per element (``auto`` picks one per element)
-    algorithm: np.ndarray | None = None
     #: NCCL's protocol per element ("ll", "ll128", "simple"; None for a textbook algorithm)
     protocol: np.ndarray | None = None
     #: hops per tier on the chunk's critical path (NCCL model), shape (tiers, ...); None for textbook costs
@@ -153,12 +159,12 @@ def pack(
         time=time,
         latency=latency,
         bandwidth=bandwidth,
-        reduction=(np.broadcast_to(reduction, shape) if reduction is not None else Lazy(lambda: np.zeros(shape))),
+        reduction=(np.broadcast_to(reduction, shape) if reduction is not None else lazy(lambda: np.zeros(shape))),
         alpha=np.broadcast_to(alpha, shape),
         bus_Bps=np.broadcast_to(bus, shape),
         bottleneck=np.broadcast_to(bottleneck, shape),
-        tier_latency=Lazy(tiers(latency, tier_latency, lat_tier)),
-        tier_bandwidth_s=Lazy(tiers(bandwidth, tier_bw, bottleneck)),
+        tier_latency=lazy(tiers(latency, tier_latency, lat_tier)),
+        tier_bandwidth_s=lazy(tiers(bandwidth, tier_bw, bottleneck)),
         algorithm=np.broadcast_to(np.array(name, dtype=object), shape),
     )  # a view, not a copy
 
@@ -181,6 +187,12 @@ def fastest(costs: list[CommCost]) -> CommCost:
             return np.take_along_axis(arr, best[None, None], axis=0)[0]
         return np.take_along_axis(arr, best[None], axis=0)[0]
 
+    def pick_all(field: str) -> np.ndarray:
+        """A field every CommCost has."""
+        arr = pick(field)
+        assert arr is not None, field  # the fields without a default
+        return arr
+
     protos = [
         c.protocol if c.protocol is not None else np.broadcast_to(np.array("-", dtype=object), c.time.shape)
         for c in costs
@@ -189,16 +201,16 @@ def fastest(costs: list[CommCost]) -> CommCost:
         np.stack([np.broadcast_to(p, costs[0].time.shape) for p in protos]), best[None], axis=0
     )[0]
     return CommCost(
-        time=pick("time"),
-        latency=pick("latency"),
-        bandwidth=pick("bandwidth"),
-        reduction=pick("reduction"),
-        alpha=pick("alpha"),
-        bus_Bps=pick("bus_Bps"),
-        bottleneck=pick("bottleneck"),
+        time=pick_all("time"),
+        latency=pick_all("latency"),
+        bandwidth=pick_all("bandwidth"),
+        reduction=pick_all("reduction"),
+        alpha=pick_all("alpha"),
+        bus_Bps=pick_all("bus_Bps"),
+        bottleneck=pick_all("bottleneck"),
         tier_latency=pick("tier_latency", True),
         tier_bandwidth_s=pick("tier_bandwidth_s", True),
-        algorithm=pick("algorithm"),
+        algorithm=pick_all("algorithm"),
         protocol=protocol,
         tier_hops=pick("tier_hops", True),
         fill=pick("fill", zero=True),

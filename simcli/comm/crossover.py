@@ -55,7 +55,7 @@ def crossovers(
                     xb = (lat[b] - lat[cur]) / (slope[cur] - slope[b])
                     if xb > x and (best_x is None or xb < best_x):
                         best, best_x = b, xb
-            if best is None or best_x > n_hi:
+            if best is None or best_x is None or best_x > n_hi:
                 break
             out.append({"devices": kj, "bytes": float(best_x), "from": names[cur], "to": names[best]})
             cur, x = best, best_x

@@ -38,7 +38,7 @@ binds: every pair's latency is above 4.2 us.
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import Sequence
+from typing import Mapping, Sequence
 
 import numpy as np
 
@@ -216,8 +216,7 @@ class Pair:
     """One (algorithm, protocol) pair for one collective over k (arrays of k's shape; grid terms on demand).
 
     ``latency`` (s) and ``alg_Bps`` (collective bytes per second at full channels) depend on k only;
-    ``hop_latency`` and ``hops`` are (tiers, ...k). ``enabled`` is False where NCCL does not run the pair.
-    """
+    ``hop_latency`` and ``hops`` are (tiers, ...k). ``enabled`` is False where NCCL does not run the pair."""
 
     algorithm: str
     protocol: str
@@ -230,7 +229,7 @@ class Pair:
     hops: np.ndarray
     plateau: bool  #: the tuner's ring plateau factor applies (multi-node Simple ring all-reduce)
     multi: np.ndarray
-    channels: float
+    channels: np.ndarray | float  #: the runtime channels, over k (RCCL: one number)
     ranks: np.ndarray
     threshold: np.ndarray  #: bytes per channel below which getAlgoInfo drops a channel (0: never)
     #: NVLS and NVLSTree: concurrent operations (channels x heads), over k; None for the others (no fill)
@@ -362,7 +361,7 @@ class _Ctx:
     tier_Bps: np.ndarray
     ring_Bps: np.ndarray
     gen: str
-    tab: dict
+    tab: Mapping[str, tuple[float, float, float]]
     dom: list
     nodes: np.ndarray
     multi: np.ndarray
@@ -515,7 +514,7 @@ def _hop_tables(c: _Ctx, a: str, p: str) -> tuple[np.ndarray, np.ndarray]:
     rel, k = c.rel, c.k
     cost_hw, tuner_hw = [], []
     for i, lk in enumerate(c.lks):
-        table = rel.hw_latency_us[lk.hw]["tree" if a == "pat" else a][pidx] * 1e-6  # PAT: ppn 1, Tree's
+        table: np.ndarray | float = rel.hw_latency_us[lk.hw]["tree" if a == "pat" else a][pidx] * 1e-6  # PAT: Tree's
         if i and rel.one_ppn_tree_latency:  # "With ppn=1 latencies are fully exposed" (2.23.4 on)
             table = np.where(c.one_ppn, rel.hw_latency_us[lk.hw]["tree"][pidx] * 1e-6, table)
         real = (np.where(table, lk.hop_us[pidx] * 1e-6, 0.0) if lk.hop_us else table) * np.ones(k.shape)
@@ -706,6 +705,7 @@ def _pair(c: _Ctx, a: str, p: str) -> Pair:
     pidx = PROTOCOLS.index(p)
     enabled = _enabled(c, a, p)
     lat, tlat, hc, hop_lat, base = _latency(c, a, p)
+    ratio: np.ndarray | float
     if a == "ring":
         bus, tbus, ratio = _ring_bw(c, p)
     elif a == "tree":
@@ -795,6 +795,6 @@ def tree_groups(network: Sequence[Tier], k: np.ndarray) -> list[np.ndarray]:
         out.append(
             dom[i]
             if i == nt - 1 or network[i].size is None
-            else np.minimum(dom[i], network[i].size // network[i - 1].size)
+            else np.minimum(dom[i], network[i].inner_size // network[i - 1].inner_size)
         )
     return out

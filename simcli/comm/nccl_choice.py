@@ -13,7 +13,7 @@ from ..base.types import InputError
 from . import releases
 from .collnet import NCCL_NAMES as COLLNET_ENV
 from .collnet import collnet_pairs
-from .cost import CommCost, Lazy, per_tier
+from .cost import CommCost, Lazy, lazy, per_tier
 from .nccl import RING_PLATEAU, default_spec, nvls_fill, pairs
 from .specs import PROTOCOL_SPECS
 from .topology import ring_params, tier_bandwidth
@@ -263,17 +263,17 @@ def _cost(cands, net, k, shape, idx, lat, bandwidth, nc, ch, pick, one, anyone, 
         time=time,
         latency=lat,
         bandwidth=bandwidth,
-        reduction=Lazy(lambda: np.zeros(shape)),
-        alpha=Lazy(lambda: np.where(one, 0.0, lat / np.maximum(hops_of().sum(axis=0), 1.0))),
-        bus_Bps=Lazy(
+        reduction=lazy(lambda: np.zeros(shape)),
+        alpha=lazy(lambda: np.where(one, 0.0, lat / np.maximum(hops_of().sum(axis=0), 1.0))),
+        bus_Bps=lazy(
             lambda: np.where(one, np.inf, pick(np.stack([np.broadcast_to(p.bus_Bps, ks) for p in cands])) * nc / ch)
         ),
-        bottleneck=Lazy(bneck_of),
-        tier_latency=Lazy(tier_table("hop_latency")),
-        tier_bandwidth_s=Lazy(lambda: per_tier(nt, bandwidth, bneck_of())),
-        algorithm=Lazy(lambda: alg_names[sel]),
-        protocol=Lazy(lambda: proto_names[sel]),
-        tier_hops=Lazy(hops_of),
+        bottleneck=lazy(bneck_of),
+        tier_latency=lazy(tier_table("hop_latency")),
+        tier_bandwidth_s=lazy(lambda: per_tier(nt, bandwidth, bneck_of())),
+        algorithm=lazy(lambda: alg_names[sel]),
+        protocol=lazy(lambda: proto_names[sel]),
+        tier_hops=lazy(hops_of),
         fill=fill,
     )
 

@@ -167,6 +167,7 @@ def nvls_chunk(algorithm: str, n: np.ndarray, ops: np.ndarray, nodes: np.ndarray
     """The chunk (bytes) NCCL's calcCollChunking gives an NVLS or NVLSTree collective of n bytes."""
     n = np.asarray(n, dtype=np.float64)
     c = np.full(np.broadcast(n, ops).shape, float(NVLS_CHUNK))
+    steps: tuple[tuple[int, int], ...]
     if algorithm == "nvls":
         steps = ((64, 65536), (8, 32768), (2, 16384))
     else:

@@ -47,7 +47,7 @@ from typing import Any, Callable, Mapping, Sequence
 import numpy as np
 
 from ..base.types import InputError, NcclSpec, Tier
-from .cost import CommCost, Lazy, per_tier
+from .cost import CommCost, lazy, per_tier
 from .nccl import HW_LATENCY_US, NET_OVERHEAD_US, Pair, hops, tier_kind, tree_groups
 from .specs import COLLECTIVES, PROTOCOLS, link_kind
 from .topology import ring_params, tier_bandwidth
@@ -270,8 +270,9 @@ def select(version: str | None, option: str = "nccl.version") -> RcclRelease:
     if version in _BY_VERSION:
         return _BY_VERSION[version]
     want = _key(version)
-    numbered = [r for r in RCCL_RELEASES if _key(r.version) is not None]
-    older = [r for r in numbered if _key(r.version) <= want]  # type: ignore[operator]
+    keyed = [(key, r) for r in RCCL_RELEASES if (key := _key(r.version)) is not None]
+    numbered = [r for _, r in keyed]
+    older = [r for key, r in keyed if want is not None and key <= want]
     if not older:
         raise InputError(
             f"{option}: RCCL {version} is older than the oldest release simcli carries ({numbered[0].version}); "
@@ -341,7 +342,7 @@ def pairs(
     protos = [p for p in PROTOCOLS if p in spec.protocols and (protocols is None or p in protocols)]
     algos = [a for a in ("tree", "ring") if a in COLLECTIVES[collective].nccl_algorithms]
     algos = [a for a in algos if algorithms is None or a in algorithms]
-    out = []
+    out: list[tuple[Pair, np.ndarray, Callable[[np.ndarray], np.ndarray]]] = []
     for a in algos:
         for p in protos:
             pi = PROTOCOLS.index(p)
@@ -498,7 +499,8 @@ def rccl_collective(
         with np.errstate(divide="ignore", invalid="ignore"):
             t = np.where(en, pr.latency, np.inf) + nn / pr.alg_Bps
             c = corr(nn)
-            key = np.where(en, pr.tuner_lat, np.inf) + nn / (tbw * np.where(c > 0, c, np.nan))
+            tlat = pr.tuner_lat if pr.tuner_lat is not None else pr.latency  # None: the cost's own
+            key = np.where(en, tlat, np.inf) + nn / (tbw * np.where(c > 0, c, np.nan))
         key = np.where(np.isnan(key), np.inf, key)
         times.append(np.broadcast_to(t, shape))
         keys.append(np.broadcast_to(key, shape) if by == "tuner" else np.broadcast_to(t, shape))
@@ -552,7 +554,7 @@ def rccl_collective(
     proto_names = np.array([pr.protocol for pr, _, _ in cands], dtype=object)
     ms_proto = np.array([m.protocol for m in rel.msccl] + [None], dtype=object)
     algorithm = np.where(one, "none", np.where(use_ms, "msccl", alg_names[idx]))
-    prot = np.where(one, None, np.where(use_ms, ms_proto[ms], proto_names[idx]))
+    prot = np.where(one, np.array(None, dtype=object), np.where(use_ms, ms_proto[ms], proto_names[idx]))
     nt = len(net)
 
     def hops_of() -> np.ndarray:
@@ -582,14 +584,14 @@ def rccl_collective(
         time=time,
         latency=lat,
         bandwidth=bandwidth,
-        reduction=Lazy(lambda: np.zeros(shape)),
-        alpha=Lazy(lambda: np.where(one, 0.0, lat / np.maximum(hops_of().sum(axis=0), 1.0))),
+        reduction=lazy(lambda: np.zeros(shape)),
+        alpha=lazy(lambda: np.where(one, 0.0, lat / np.maximum(hops_of().sum(axis=0), 1.0))),
         bus_Bps=np.where(one, np.inf, np.where(use_ms, ms_bus, bus_pick)),
-        bottleneck=Lazy(bottleneck),
-        tier_latency=Lazy(tier_lat),
-        tier_bandwidth_s=Lazy(lambda: per_tier(nt, bandwidth, bottleneck())),
+        bottleneck=lazy(bottleneck),
+        tier_latency=lazy(tier_lat),
+        tier_bandwidth_s=lazy(lambda: per_tier(nt, bandwidth, bottleneck())),
         algorithm=algorithm,
         protocol=prot,
-        tier_hops=Lazy(hops_of),
+        tier_hops=lazy(hops_of),
         fill=np.zeros(shape),
     )

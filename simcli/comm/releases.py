@@ -19,7 +19,7 @@ from __future__ import annotations
 import dataclasses
 import re
 from dataclasses import dataclass
-from typing import Mapping
+from typing import Any, Mapping
 
 from ..base.types import NCCL_TABLES_VERSION, InputError
 
@@ -102,7 +102,7 @@ def parse_version(text: str) -> tuple[int, ...]:
     return parts + (_SERIES_END,) if len(parts) == 2 else parts
 
 
-def _after(prev: Release, version: str, source: str, changes: str, **fields: object) -> Release:
+def _after(prev: Release, version: str, source: str, changes: str, **fields: Any) -> Release:
     """The row of ``version``: ``prev`` with the fields its tag changed."""
     return dataclasses.replace(prev, version=version, source=source, changes=changes, **fields)
 
@@ -175,7 +175,7 @@ V2_20_3 = Release(
 )
 
 
-def _with_hw(base: Mapping[str, Table], **algos: tuple[float, float, float]) -> Table:
+def _with_hw(base: Table, **algos: tuple[float, float, float]) -> Table:
     out = dict(base)
     out.update({k.replace("_", "-"): v for k, v in algos.items()})
     return out

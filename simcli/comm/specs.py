@@ -344,7 +344,7 @@ def check_collective(collective: str, option: str = "--collective") -> Collectiv
     return spec
 
 
-def busbw_factor(k: np.ndarray, collective: str = "all_reduce") -> np.ndarray:
+def busbw_factor(k: np.ndarray | float, collective: str = "all_reduce") -> np.ndarray:
     """nccl-tests' bus-bandwidth factor busbw/algbw (doc/PERFORMANCE.md): all-reduce 2(k-1)/k; reduce-scatter and
     all-gather (k-1)/k; broadcast 1."""
     return check_collective(collective).busbw_of(np.asarray(k, dtype=np.float64))

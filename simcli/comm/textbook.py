@@ -286,7 +286,7 @@ def hierarchical_allreduce(
         if i == 0:
             g = np.minimum(k, t.size) if t.size is not None else k
         else:
-            below = network[i - 1].size
+            below = network[i - 1].inner_size
             units = -(-k // below)  # ceil(k / size_{i-1}): domains of tier i-1 in use
             g = np.minimum(units, max(1, t.size // below)) if t.size is not None else units
         g = np.where(spanned[i], g, 1).astype(np.float64)

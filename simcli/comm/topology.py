@@ -100,7 +100,7 @@ def tier_bandwidth(network: Sequence[Tier], k: np.ndarray) -> np.ndarray:
             if t.per == "node":
                 bw = np.full(k.shape, b)
             else:
-                sub = network[i - 1].size
+                sub = network[i - 1].inner_size
                 r = k - (np.ceil(k / sub).astype(np.int64) - 1) * sub  # devices in the smallest sub-domain
                 bw = b * r
         out[i] = np.where(spanned[i], bw, np.inf)

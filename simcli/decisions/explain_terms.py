@@ -81,6 +81,8 @@ def tier_rows(sc: Scenario, comm: CommCost, k: int, hops: np.ndarray | None) -> 
     ring_bw = topology.tier_bandwidth(net, karr)[:, 0]
     link_bw = topology.tier_link_bandwidth(net, karr)[:, 0]
     spanned = topology.tier_spanned(net, karr)[:, 0]
+    tl, tb = comm.tier_latency, comm.tier_bandwidth_s
+    assert tl is not None and tb is not None  # every cost simcli prices carries its per-tier terms
     return [
         {
             "tier": t.name,
@@ -96,8 +98,8 @@ def tier_rows(sc: Scenario, comm: CommCost, k: int, hops: np.ndarray | None) -> 
             "efficiency": t.efficiency,
             "ring_bandwidth_Bps": _f(ring_bw[i]),
             "link_bandwidth_Bps": _f(link_bw[i]),
-            "latency_term_s": float(comm.tier_latency[i][0]),
-            "bandwidth_term_s": float(comm.tier_bandwidth_s[i][0]),
+            "latency_term_s": float(tl[i][0]),
+            "bandwidth_term_s": float(tb[i][0]),
             # hops on the chunk's critical path (NCCL model only)
             "hops": None if hops is None else float(hops[i][0]),
         }
@@ -110,9 +112,9 @@ def step_terms(
     res: Any,
     comm: CommCost,
     *,
-    algorithm: str,
+    algorithm: str | None,
     protocol: str | None,
-    formula_of: str,
+    formula_of: str | None,
     messages: list[dict[str, Any]],
     tiers: list[dict[str, Any]],
 ) -> dict[str, Any]:

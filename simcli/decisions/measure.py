@@ -231,7 +231,8 @@ def _terms(sc: Scenario, res: Result, kt: int) -> tuple[list[dict[str, Any]], di
             lo, hi = lo + w * r_lo, hi + w * r_hi
             if w * (r_hi - r_lo) > widest[1]:
                 widest = (f"{coll} {fmt_bytes(nbytes)}: {words}", w * (r_hi - r_lo))
-        lo_hi = tuple(_t_step(sc.replace(profile=_scaled(sc.profile, r)), kt) for r in (lo, hi))
+        t_lo, t_hi = (_t_step(sc.replace(profile=_scaled(sc.profile, r)), kt) for r in (lo, hi))
+        lo_hi = (t_lo, t_hi)
         basis = f"x{lo:.2f}..x{hi:.2f} of each collective (p10-p90 of published runs; widest: {widest[0]})"
         shares = _tier_shares(res.comm, i)
     else:
@@ -463,7 +464,9 @@ def _nccl_runs(
     end = max(64.0 * 2**20, fit) if lib == "gloo" else max(NCCL_TESTS_SWEEP[1], fit)
     sizes = sorted({int(round(n)) for _, _, n, _, _, _ in step_messages(res)})
     runs = []
-    plan = [(k_in, f"inside one node, {inner}", shares["inner"], (f"α and B of {inner}",))]
+    plan: list[tuple[int, str, float, tuple[str, ...]]] = [
+        (k_in, f"inside one node, {inner}", shares["inner"], (f"α and B of {inner}",))
+    ]
     if k2:
         plan.append(
             (
@@ -493,8 +496,9 @@ def _nccl_runs(
                 f"torchrun --nnodes {nodes} --nproc-per-node {node} --rdzv-backend c10d --rdzv-endpoint HEAD:29500 "
                 f"-m simcli bench allreduce --backend {backend} --size {size_arg} -o ar-{k}.csv"
             )
+        alternative: str | None = simcli_run
         if not tool:
-            command, simcli_run = simcli_run, None
+            command, alternative = simcli_run, None
         model_sizes = _sizes(res, k)
         widest = _band_sizes(sc, k)[:1]
         why = (
@@ -514,7 +518,7 @@ def _nccl_runs(
                 where=where,
                 sizes=tuple(model_sizes + [{**w, "kind": "band", "what": f"widest band {w['band']}"} for w in widest]),
                 command=command,
-                alternative=simcli_run,
+                alternative=alternative,
                 pins=pins,
                 narrows=comm_narrows * share,
                 why=why,

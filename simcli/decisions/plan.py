@@ -278,9 +278,9 @@ def check_target(target: float | None, option: str = "--min-efficiency") -> floa
     return float(target)
 
 
-def max_devices(sc: Scenario, devices: np.ndarray, *, target: float) -> MaxDevices:
-    """The largest k in ``devices`` before E(k) first falls below target, with the later recoveries listed;
-    every k is scanned (one vectorised simulate)."""
+def max_devices(sc: Scenario, devices: np.ndarray, *, target: float | None) -> MaxDevices:
+    """The largest k in ``devices`` before E(k) first falls below target (None: refused, as --min-efficiency is
+    required here), with the later recoveries listed; every k is scanned (one vectorised simulate)."""
     target = check_target(target)
     res = simulate(sc, devices)
     eff = res.efficiency

@@ -114,9 +114,9 @@ class Grid:
             for v in vals:
                 if v is not None and (int(v) != v or v < 1):
                     raise InputError(f"{name}: {v} must be a whole number, at least 1")
-        for v in self.bucket_mbs:
-            if not (v > 0 and math.isfinite(v)):
-                raise InputError(f"--bucket-mb: {v} must be a positive number of MiB")
+        for mb in self.bucket_mbs:
+            if not (mb > 0 and math.isfinite(mb)):
+                raise InputError(f"--bucket-mb: {mb} must be a positive number of MiB")
         if not self.strategies or not self.micro_batches or np.asarray(self.devices).size == 0:
             raise InputError("plan best: give at least one strategy, micro-batch and device count")
 

@@ -85,7 +85,8 @@ class FieldRef:
         p = sc.profile
         if self.tier is not None:
             net = list(p.network)
-            net[self.tier] = dataclasses.replace(net[self.tier], **{self.attr: value})
+            field: dict[str, Any] = {self.attr: value}  # the one field this names
+            net[self.tier] = dataclasses.replace(net[self.tier], **field)
             return sc.replace(profile=p.replace(network=tuple(net)))
         if self.attr == "mfu":
             # --mfu overrides the profile's device.mfu; the solved value is the one the model uses
@@ -94,7 +95,8 @@ class FieldRef:
             peaks = dict(p.device.peak_flops)
             peaks[self.attr.split(".", 1)[1]] = value
             return sc.replace(profile=p.replace(device=dataclasses.replace(p.device, peak_flops=peaks)))
-        return sc.replace(profile=p.replace(device=dataclasses.replace(p.device, **{self.attr: value})))
+        field = {self.attr: value}
+        return sc.replace(profile=p.replace(device=dataclasses.replace(p.device, **field)))
 
     def fmt(self, v: float) -> str:
         return _fmt_value(self.kind, v)
@@ -416,8 +418,9 @@ def _graph(r: Result) -> str:
     return f" [{float(tie['channels'][0]):g} x {float(tie['speed_GBps'][0]):g} GB/s]"
 
 
-def solve_field(sc: Scenario, *, devices: int, target: float, path: str, rtol: float = DEFAULT_RTOL) -> Solved:
-    """The value of the field at ``path`` at which E(devices) reaches ``target``.
+def solve_field(sc: Scenario, *, devices: int, target: float | None, path: str, rtol: float = DEFAULT_RTOL) -> Solved:
+    """The value of the field at ``path`` at which E(devices) reaches ``target`` (None: refused, as
+    --min-efficiency is required here).
 
     E follows each solvable field for a fixed k in one direction while NCCL's picks stay the same (more bandwidth,
     less latency, a higher link efficiency never lower one pair's cost; a faster device, higher mfu or peak, lowers

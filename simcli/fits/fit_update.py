@@ -139,9 +139,9 @@ def table_predictor(sc: Any, k: np.ndarray, thr: np.ndarray, m: np.ndarray, b: f
 
 def fit_spread_update(
     sc: Any,
-    k: Sequence[int],
-    samples_per_s: Sequence[float],
-    accum: Sequence[int],
+    k: Sequence[int] | np.ndarray,
+    samples_per_s: Sequence[float] | np.ndarray,
+    accum: Sequence[int] | np.ndarray,
     *,
     batch: float | None = None,
     what: str = "scaling",
@@ -156,8 +156,8 @@ def fit_spread_update(
         raise InputError(f"{what}: devices, samples_per_s and accum must have one value per row")
     bad = ~(np.isfinite(thr) & (thr > 0))
     if bad.any():
-        i = int(np.argmax(bad))
-        raise InputError(f"{what}: row {i + 1}: samples_per_s {thr[i]!r} must be a positive number")
+        row = int(np.argmax(bad))
+        raise InputError(f"{what}: row {row + 1}: samples_per_s {thr[row]!r} must be a positive number")
     if np.any(m < 1):
         raise InputError(f"{what}: accum must be a whole number of micro-steps, at least 1")
     order = np.lexsort((m, k))
@@ -290,7 +290,11 @@ class UpdateBandwidthFit:
 
 
 def fit_update_bandwidth(
-    params: Sequence[float], bytes_per_param: Sequence[float], t_update: Sequence[float], *, what: str = "step"
+    params: Sequence[float] | np.ndarray,
+    bytes_per_param: Sequence[float] | np.ndarray,
+    t_update: Sequence[float] | np.ndarray,
+    *,
+    what: str = "step",
 ) -> UpdateBandwidthFit:
     """t_update = bytes moved / B, bytes moved = params x bytes per parameter: θ = 1/B by least squares on the
     relative error (weights 1/t²: each row counts alike whatever its size), through the origin; the standard error

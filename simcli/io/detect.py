@@ -452,7 +452,7 @@ def _gpu_profile(name: str, gpus: list[GpuInfo], topo: str | None, found: list[N
                 "network[0].bandwidth",
                 f"{bw / 1e9:g} GB/s",
                 f"{ref.name}'s NVLink tier"
-                if inner is not None
+                if ref is not None
                 else f"NV{min(nv)} x 25 GB/s per link one way (NVLink 3/4)",
             )
             net.append(

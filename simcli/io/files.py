@@ -352,9 +352,10 @@ def write_atomic(
     p = check_output_name(path, force, option, inputs)
     c = claim(p, force, option)
     if c.special:
+        assert c.fd is not None  # a pipe or device is opened when it is claimed
         try:
             for raw in _chunks(data):
-                write_fd(c.fd, raw)  # type: ignore[arg-type]
+                write_fd(c.fd, raw)
         except OSError as e:
             raise cannot_write(f"{option}: {p}", e) from None
         finally:

@@ -68,7 +68,7 @@ def _loader() -> Any:
     if _LOADER is None:
         base = getattr(yaml, "CSafeLoader", yaml.SafeLoader)  # libyaml when available: fast
 
-        class Loader(base):  # type: ignore[misc, valid-type]
+        class Loader(base):  # type: ignore[misc, valid-type]  # a base picked at run time (libyaml's if built)
             pass
 
         Loader.add_implicit_resolver(
@@ -83,7 +83,7 @@ def _loader() -> Any:
 _LOADER: Any = None
 
 
-def read_yaml(path: Path, what: str = "file") -> Any:
+def read_yaml(path: str | Path, what: str = "file") -> Any:
     """Safely read one YAML document; aliases (the 'billion laughs' vector) and huge files are refused."""
     import yaml
 
@@ -96,26 +96,25 @@ def read_yaml(path: Path, what: str = "file") -> Any:
         # laughs" vector), and so is a key given twice in one mapping (YAML would keep the last silently)
         stack: list[list] = []  # per open collection: [is_mapping, expecting_a_key, {key: line}]
         for event in yaml.parse(text, Loader=loader):
+            line = event.start_mark.line + 1 if event.start_mark is not None else 0  # the parser marks every event
             if isinstance(event, yaml.AliasEvent):
                 raise InputError(
-                    f"{p}: line {event.start_mark.line + 1}: YAML aliases (*name) are not "
-                    f"allowed in a {what}; write the value out"
+                    f"{p}: line {line}: YAML aliases (*name) are not allowed in a {what}; write the value out"
                 )
             if isinstance(event, yaml.ScalarEvent) and len(event.value) > 40 and _DIGITS.match(event.value):
                 raise InputError(
-                    f"{p}: line {event.start_mark.line + 1}: a number of {len(event.value):,} characters is beyond "
+                    f"{p}: line {line}: a number of {len(event.value):,} characters is beyond "
                     f"any quantity a {what} holds; write it with an exponent (1e12)"
                 )
             if isinstance(event, (yaml.MappingStartEvent, yaml.SequenceStartEvent)) and len(stack) >= _MAX_DEPTH:
                 raise InputError(
-                    f"{p}: line {event.start_mark.line + 1}: nested more than {_MAX_DEPTH} levels deep; a {what} "
+                    f"{p}: line {line}: nested more than {_MAX_DEPTH} levels deep; a {what} "
                     "is a few levels of mappings and lists"
                 )
             if isinstance(event, (yaml.ScalarEvent, yaml.MappingStartEvent, yaml.SequenceStartEvent)):
                 if stack and stack[-1][0]:
                     frame = stack[-1]
                     if frame[1] and isinstance(event, yaml.ScalarEvent):
-                        line = event.start_mark.line + 1
                         if event.value in frame[2]:
                             raise InputError(
                                 f"{p}: line {line}: key {event.value!r} is given twice in one "
@@ -321,6 +320,7 @@ def profile_from_dict(data: Any, source: str, origin: str = "built-in") -> Profi
         if calibration is not None and not isinstance(calibration, dict):
             raise v.fail("calibration", f"{_show(calibration)} is not a mapping")
     if not errors:
+        assert device is not None  # its section recorded no error
         with _Section(errors):
             library = (
                 v.value(S.field(S.TOP, "library"), top["library"], "library")
@@ -332,7 +332,9 @@ def profile_from_dict(data: Any, source: str, origin: str = "built-in") -> Profi
                 if library in TUNED_LIBRARIES
                 else None
             )
-            if library == "rccl":  # rccl hook: nccl.version names an RCCL release (simcli.comm.rccl)
+            if (
+                library == "rccl" and spec is not None
+            ):  # rccl hook: nccl.version names an RCCL release (simcli.comm.rccl)
                 spec = _rccl_version(v, spec, top.get("nccl"))
             if library not in TUNED_LIBRARIES and top.get("nccl") is not None:
                 raise v.fail(
@@ -340,8 +342,10 @@ def profile_from_dict(data: Any, source: str, origin: str = "built-in") -> Profi
                 )
     if errors:
         first = InputError(str(errors[0]))
-        first.all_errors = tuple(str(e) for e in errors)  # type: ignore[attr-defined]
+        first.all_errors = tuple(str(e) for e in errors)
         raise first
+    # every section recorded no error, so each set its value
+    assert name is not None and description is not None and sources is not None and device is not None
     return Profile(
         name=name,
         description=description.strip(),
@@ -406,8 +410,8 @@ def _profile_network(v: "_V", top: dict, errors: list[InputError]) -> list[Tier]
     net = top["network"]
     if not isinstance(net, list) or not net:
         raise v.fail("network", "give a list of tiers, innermost first (for example nvlink, then infiniband)")
-    tiers = []
-    names = set()
+    tiers: list[Tier] = []
+    names: set[str] = set()
     for i, raw in enumerate(net):
         with _Section(errors):  # each tier on its own: one bad tier does not hide the next one's error
             _profile_tier(v, raw, i, len(net), tiers, names)
@@ -430,7 +434,7 @@ def _profile_tier(v: "_V", raw: Any, i: int, n_tiers: int, tiers: list[Tier], na
             )
     else:
         size = v.count(size, f"{f}.size")
-        if tiers and (size <= tiers[-1].size or size % tiers[-1].size):
+        if tiers and (size <= tiers[-1].inner_size or size % tiers[-1].inner_size):
             raise v.fail(
                 f"{f}.size",
                 f"{size} must be a multiple of, and larger than, the size of the tier inside it ({tiers[-1].size})",

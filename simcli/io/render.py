@@ -9,7 +9,7 @@ import os
 from typing import Any, Callable, Sequence
 
 import numpy as np
-from rich.console import Console
+from rich.console import Console, JustifyMethod
 from rich.table import Table
 from rich.text import Text
 
@@ -20,7 +20,7 @@ class _Console(Console):
     """rich's Console, with COLUMNS read when it draws rather than once when it is made: a width asked for in the
     environment (COLUMNS=80 simcli ..., or a test's CliRunner(env=...)) is the width tables fit."""
 
-    @property  # type: ignore[override]
+    @property
     def _width(self) -> int | None:
         cols = os.environ.get("COLUMNS", "")
         return int(cols) if cols.isdigit() and int(cols) > 0 else self._fixed_width
@@ -66,7 +66,7 @@ class Column:
         header: str,
         key: str | Callable[[dict], Any],
         fmt: Callable[[Any], str] = str,
-        justify: str = "right",
+        justify: JustifyMethod = "right",
         priority: int = 0,
         short: str | None = None,
         label: str | None = None,

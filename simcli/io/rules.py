@@ -37,11 +37,14 @@ from __future__ import annotations
 import json
 import math
 import warnings
-from typing import Any, Iterable, Iterator, Mapping, Sequence
+from typing import TYPE_CHECKING, Any, Iterable, Iterator, Mapping, Sequence
 
 from ..base.ranges import MAX_BYTES
 from ..base.types import InputError
 from .inputs import MAX_INT_DIGITS, check_json_depth, json_decoder
+
+if TYPE_CHECKING:
+    import numpy as np
 
 __all__ = [
     "SuspiciousInput",
@@ -329,12 +332,12 @@ def scaling(
     lines: Sequence[int],
     source: str,
     *,
-    speedup: Sequence[float] | None,
-    throughput: tuple[str, Sequence[float]] | None,
-    efficiency: Sequence[float] | None,
-    batch: Sequence[float] | None,
-    accum: Sequence[float] | None,
-    global_batch: Sequence[float] | None,
+    speedup: Sequence[float] | np.ndarray | None,
+    throughput: tuple[str, Sequence[float] | np.ndarray] | None,
+    efficiency: Sequence[float] | np.ndarray | None,
+    batch: Sequence[float] | np.ndarray | None,
+    accum: Sequence[float] | np.ndarray | None,
+    global_batch: Sequence[float] | np.ndarray | None,
     series: Sequence[Any] | None,
 ) -> None:
     """A scaling table (one training run at several k) against itself: S(k)/k <= 1, an efficiency column equal to
@@ -480,7 +483,7 @@ def strategy(path: str, name: str | None, collectives: set[str]) -> None:
 def line_rate(
     profile: Any,
     k: Sequence[int],
-    busbw_GBps: Sequence[float],
+    busbw_GBps: Sequence[float | None],
     where: Sequence[str],
     field: str = "busbw",
 ) -> None:
@@ -505,22 +508,23 @@ def line_rate(
     bw = topology.tier_bandwidth(net, np.maximum(ks, 2))
     rate = np.min(bw, axis=0) / 1e9
     tier = np.argmin(bw, axis=0)
-    worst = None
+    worst: int | None = None
+    worst_b = 0.0
     for i, b in enumerate(busbw_GBps):
         if b is None or not np.isfinite(rate[i]) or int(k[i]) < 2:
             continue
-        if b > IN_NETWORK_CEILING * rate[i] and (worst is None or b / rate[i] > busbw_GBps[worst] / rate[worst]):
-            worst = i
+        if b > IN_NETWORK_CEILING * rate[i] and (worst is None or b / rate[i] > worst_b / rate[worst]):
+            worst, worst_b = i, b
     if worst is not None:  # the row furthest above the line: its ratio says which slip it was
         i = worst
-        ratio = busbw_GBps[i] / rate[i]
+        ratio = worst_b / rate[i]
         slip = (
             "a time in ms written as us (1000x)"
             if ratio > 100
             else "bits read as bytes (8x), a time in another unit, or a file of other hardware"
         )
         raise InputError(
-            f"{where[i]}: {field} {busbw_GBps[i]:.4g} GB/s at k = {int(k[i])} is {ratio:.3g} x the {rate[i]:.4g} GB/s "
+            f"{where[i]}: {field} {worst_b:.4g} GB/s at k = {int(k[i])} is {ratio:.3g} x the {rate[i]:.4g} GB/s "
             f"line rate of {profile.name}'s {profile.network[int(tier[i])].name} (no algorithm gets more than "
             f"{IN_NETWORK_CEILING:g} x): likely {slip}; fix the unit, or give the profile of the hardware that "
             "measured it (--profile)"
@@ -592,10 +596,12 @@ def bare_bandwidths(data: Any) -> list[str]:
             return False
         return True
 
-    out = []
+    out: list[str] = []
     if not isinstance(data, dict):
         return out
-    device = data.get("device") if isinstance(data.get("device"), dict) else {}
+    device = data.get("device")
+    if not isinstance(device, dict):
+        device = {}
     for f in S.DEVICE:
         if f.kind == "quantity" and f.unit == "bandwidth" and f.key in device and bare(device[f.key]):
             out.append(f"device.{f.key}: {device[f.key]!r}")

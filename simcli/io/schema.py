@@ -275,7 +275,7 @@ def field(section: tuple[Field, ...], key: str) -> Field:
 
 def solvable(section: tuple[Field, ...]) -> dict[str, tuple[str, str]]:
     """``plan solve`` fields of a section: YAML key -> (attribute, unit kind or "fraction")."""
-    return {f.key: (f.name, f.unit if f.kind == "quantity" else "fraction") for f in section if f.solvable}
+    return {f.key: (f.name, f.unit if f.kind == "quantity" and f.unit else "fraction") for f in section if f.solvable}
 
 
 def _pattern(unit: str) -> str:

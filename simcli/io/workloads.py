@@ -71,7 +71,10 @@ class ModelPreset:
         if self.flops_per_sample_fixed is not None:
             return self.flops_per_sample_fixed
         if self.kind == "transformer":
-            return 6.0 * self.params * (seq_len if seq_len is not None else self.seq_len)
+            tokens = seq_len if seq_len is not None else self.seq_len
+            assert tokens is not None  # a transformer has seq_len or flops_per_sample (checked where it is read)
+            return 6.0 * self.params * tokens
+        assert self.forward_flops is not None  # the others have forward_flops or flops_per_sample (likewise)
         return 3.0 * self.forward_flops
 
     def workload(self, seq_len: int | None = None) -> Workload:
@@ -138,6 +141,11 @@ def _number(v: Any, source: str, field: str, integer: bool = False) -> float:
     return int(v) if integer else float(v)
 
 
+def _count(v: Any, source: str, field: str) -> int:
+    """A whole number >= 1 (layers, tokens, samples), else bad input naming the field."""
+    return int(_number(v, source, field, integer=True))
+
+
 def _activations(v: Any, source: str, field: str) -> float | dict[str, float]:
     """activation_bytes_per_sample: one size (bytes, units allowed), or a size per compute dtype (fp32, bf16)."""
     from ..base.units import parse_at
@@ -186,7 +194,7 @@ def workload_from_dict(d: Any, source: str, name: str | None = None) -> ModelPre
     if d.get("forward_flops") is not None:
         fwd = _number(d["forward_flops"], source, prefix + "forward_flops")
     if d.get("seq_len") is not None:
-        seq = _number(d["seq_len"], source, prefix + "seq_len", integer=True)
+        seq = _count(d["seq_len"], source, prefix + "seq_len")
     if kind == "transformer" and seq is None and fixed is None:
         raise InputError(f"{source}: {prefix}seq_len: required for a transformer (tokens per sample)")
     if kind != "transformer" and fwd is None and fixed is None:
@@ -196,13 +204,13 @@ def workload_from_dict(d: Any, source: str, name: str | None = None) -> ModelPre
         )
     if kind == "custom" and fwd is not None and fixed is None:
         kind = "cnn"
-    layers = _number(d["layers"], source, prefix + "layers", integer=True) if d.get("layers") is not None else None
-    hidden = _number(d["hidden"], source, prefix + "hidden", integer=True) if d.get("hidden") is not None else None
-    vocab = _number(d["vocab"], source, prefix + "vocab", integer=True) if d.get("vocab") is not None else None
+    layers = _count(d["layers"], source, prefix + "layers") if d.get("layers") is not None else None
+    hidden = _count(d["hidden"], source, prefix + "hidden") if d.get("hidden") is not None else None
+    vocab = _count(d["vocab"], source, prefix + "vocab") if d.get("vocab") is not None else None
     act = None
     if d.get("activation_bytes_per_sample") is not None:
         act = _activations(d["activation_bytes_per_sample"], source, prefix + "activation_bytes_per_sample")
-    batch = _number(d.get("batch_per_device", 32), source, prefix + "batch_per_device", integer=True)
+    batch = _count(d.get("batch_per_device", 32), source, prefix + "batch_per_device")
     sources = d.get("sources") or []
     if isinstance(sources, str):
         sources = [sources]

@@ -140,7 +140,7 @@ def is_geometric(values: Sequence[float] | np.ndarray) -> bool:
     return spread(log) < spread(lin)
 
 
-def threshold_crossing(devices: Sequence[float], efficiency: Sequence[float | None], threshold: float) -> int | None:
+def threshold_crossing(devices: Iterable[float], efficiency: Iterable[float | None], threshold: float) -> int | None:
     """Index of the first k whose efficiency E(k) is below ``threshold``, or None if none is."""
     for i, e in enumerate(efficiency):
         if e is not None and e == e and e < threshold:

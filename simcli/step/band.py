@@ -109,8 +109,10 @@ def spread_range(sc: "engine.Scenario") -> tuple[float, float, str]:
 def _spread_se(sc: "engine.Scenario") -> float | None:
     cal = sc.profile.calibration or {}
     rec = cal.get("spread") if isinstance(cal, dict) else None
+    if not isinstance(rec, dict):
+        return None
     try:
-        se = float(rec["standard_error"])  # type: ignore[index]
+        se = float(rec["standard_error"])
     except (KeyError, TypeError, ValueError):
         return None
     return se if se >= 0 and np.isfinite(se) else None

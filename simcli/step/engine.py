@@ -121,7 +121,7 @@ class Scenario:
         self._check_batch_and_compute()
         if self.algorithm is None:  # the profile's default
             object.__setattr__(self, "algorithm", collectives.default_algorithm(self.profile))
-        collectives.check_algorithm(self.algorithm)
+        collectives.check_algorithm(str(self.algorithm))
         object.__setattr__(self, "protocol", collectives.check_protocol(self.protocol))
         self._check_buckets_and_accumulation()
         self._check_sharding()
@@ -365,26 +365,27 @@ class Result:
     #: alpha, bus_Bps, bottleneck and algorithm are those of the main message (a full bucket, or the gradient)
     comm: CommCost = field(repr=False)
     #: T_comm that backward does not hide (T_step = t_compute_s + t_comm_exposed_s)
-    t_comm_exposed_s: np.ndarray = field(repr=False, default=None)  # type: ignore[assignment]
-    t_comm_hidden_s: np.ndarray = field(repr=False, default=None)  # type: ignore[assignment]
+    t_comm_exposed_s: np.ndarray = field(repr=False)
+    t_comm_hidden_s: np.ndarray = field(repr=False)
     #: forward and backward seconds per optimizer step (all m micro-steps)
-    t_forward_s: np.ndarray = field(repr=False, default=None)  # type: ignore[assignment]
-    t_backward_s: np.ndarray = field(repr=False, default=None)  # type: ignore[assignment]
+    t_forward_s: np.ndarray = field(repr=False)
+    t_backward_s: np.ndarray = field(repr=False)
+    #: bytes each device sends per step
+    comm_bytes: np.ndarray = field(repr=False)
+    #: of t_compute_s, the seconds spent waiting for the slowest of k devices (0 without a spread; negative below
+    #: the k the compute speed was measured at)
+    t_straggler_s: np.ndarray = field(repr=False)
+    #: seconds of the optimizer step (and its extra passes) per device, once per optimizer step (simcli.step.update)
+    t_update_s: np.ndarray = field(repr=False)
     #: how the gradient was split into all-reduces
     plan: "BucketPlan | None" = field(repr=False, default=None)
     #: one all-reduce of a full bucket (None when there is none) and of the remainder (None when none)
     comm_bucket: CommCost | None = field(repr=False, default=None)
     comm_last: CommCost | None = field(repr=False, default=None)
-    #: bytes per device (simcli.step.memory) and bytes each device sends per step
+    #: bytes per device (simcli.step.memory)
     memory: "memory_model.Memory | None" = field(repr=False, default=None)
-    comm_bytes: np.ndarray = field(repr=False, default=None)  # type: ignore[assignment]
     #: a sharded strategy's communication, collective by collective (None for ddp)
     sharded: "sharding.Step | None" = field(repr=False, default=None)
-    #: of t_compute_s, the seconds spent waiting for the slowest of k devices (0 without a spread; negative below
-    #: the k the compute speed was measured at)
-    t_straggler_s: np.ndarray = field(repr=False, default=None)  # type: ignore[assignment]
-    #: seconds of the optimizer step (and its extra passes) per device, once per optimizer step (simcli.step.update)
-    t_update_s: np.ndarray = field(repr=False, default=None)  # type: ignore[assignment]
     #: how sure: the band of T_step, S(k), E(k) and samples/s (simcli.step.band.banded; None until asked for)
     band: Any = field(repr=False, default=None)
 
@@ -513,7 +514,8 @@ def _total(plan: BucketPlan, full: CommCost | None, last: CommCost | None) -> Co
             return None
         return np.asarray(sum(times * v for times, v in parts if v is not None))
 
-    return dataclasses.replace(main, **{name: add(name) for name in COMM_TERMS})
+    terms: dict[str, Any] = {name: add(name) for name in COMM_TERMS}  # None only for the optional ones
+    return dataclasses.replace(main, **terms)
 
 
 def simulate(

@@ -169,7 +169,7 @@ def _neighbours(corpus: Corpus, kind: Kind, own: RatioBand | None) -> RatioBand 
     rows, and of the kind's own where it has one."""
     same_scale = corpus.band == kind[2]
     for near_mask, words in ((same_scale, NODE_BANDS[kind[2]][0]), (np.ones(same_scale.shape, bool), "any scale")):
-        near = sorted({corpus.kind(i) for i in np.flatnonzero(near_mask)} - {kind})
+        near = sorted({corpus.kind(int(i)) for i in np.flatnonzero(near_mask)} - {kind})
         bands = [b for b in (_own(corpus, nk, corpus.masks(nk)) for nk in near) if b is not None]
         if not bands:
             continue

@@ -198,17 +198,17 @@ class Step:
 
 def _price(
     profile: Profile,
-    algorithm: str,
+    algorithm: str | None,
     protocol: str | None,
     k: np.ndarray,
     n: float,
     kind: str,
     comm_end: str | None = None,
 ) -> CommCost:
-    """One collective; an algorithm that does not run ``kind`` gives way to the profile's default. ``comm_end``
-    ("lo", "hi"): its time at that end of its band (simcli.comm.bands.at_end)."""
+    """One collective; an algorithm that does not run ``kind`` (or None) gives way to the profile's default.
+    ``comm_end`` ("lo", "hi"): its time at that end of its band (simcli.comm.bands.at_end)."""
     alg = algorithm
-    if alg != "auto" and kind not in registry.SPECS[alg].collectives:
+    if alg is None or (alg != "auto" and kind not in registry.SPECS[alg].collectives):
         alg = collectives.default_algorithm(profile)
     cost = collectives.collective(profile, alg, k, np.float64(n), kind, protocol=protocol)
     return cost if comm_end is None else bands.at_end(cost, profile, k, n, kind, comm_end)
@@ -234,7 +234,7 @@ def step(
     profile: Profile,
     k: np.ndarray,
     *,
-    algorithm: str,
+    algorithm: str | None,
     protocol: str | None,
     params: float,
     units: int,
@@ -266,24 +266,22 @@ def step(
         rs_exposed = np.clip(end - t_backward, 0.0, t_rs) if bucket_bytes is not None else t_rs
         t_ag = ag.time
         terms = [(c, plan.full if c is rs_full else 1.0) for c in (rs_full, rs_last, ag) if c is not None]
-        main = rs_full or rs_last
-        msgs = tuple(
-            m
-            for m in (
+        zmsgs = tuple(
+            (name, times, size, c)
+            for name, times, size, c in (
                 ("reduce_scatter", plan.full, plan.size, rs_full),
                 ("reduce_scatter", 1, plan.last, rs_last),
                 ("all_gather after the step", 1, P * param_bytes, ag),
             )
-            if m[3] is not None
+            if c is not None
         )
-        on = tuple((m[0].split()[0], profile, k) for m in msgs)
         return Step(
             t_comm=t_rs + t_ag,
             exposed=rs_exposed + t_ag,
-            comm=_add(main, terms),
+            comm=_add(terms[0][0], terms),  # the main one: a full bucket's reduce-scatter, else the remainder's
             parts={"reduce_scatter_s": t_rs, "all_gather_step_s": t_ag},
-            messages=msgs,
-            priced_on=on,
+            messages=zmsgs,
+            priced_on=tuple((m[0].split()[0], profile, k) for m in zmsgs),
         )
     if spec.timeline != "units":
         raise InputError(f"--strategy: {strategy!r} is not a sharded strategy ({', '.join(SHARDED)})")
@@ -296,7 +294,10 @@ def step(
     R = rs.time
     terms = [(ag, 2.0 * L if reshard_after_forward else 1.0 * L), (rs, 1.0 * L)]
     parts = {"all_gather_s": L * ag.time * (2.0 if reshard_after_forward else 1.0), "reduce_scatter_s": L * rs.time}
-    msgs = [("all_gather", (2.0 if reshard_after_forward else 1.0) * L, unit_p, ag), ("reduce_scatter", L, unit_g, rs)]
+    msgs: list[tuple[str, float, float, CommCost]] = [
+        ("all_gather", (2.0 if reshard_after_forward else 1.0) * L, unit_p, ag),
+        ("reduce_scatter", L, unit_g, rs),
+    ]
     on = [("all_gather", profile, d), ("reduce_scatter", profile, d)]
     if spec.replicas:
         gsize = int(group if group is not None else (profile.network[0].size or 0)) or None
@@ -321,7 +322,7 @@ def step(
         f=fwd_u, b=bwd_u, ag_fwd=ag.time, ag_bwd=ag.time if reshard_after_forward else None, rs=R, units=L
     )
     exposed = np.maximum(F - L * fwd_u, 0.0) + np.maximum(B - L * bwd_u, 0.0)
-    t_comm = sum(parts.values())
+    t_comm = sum(parts.values(), zero)
     return Step(
         t_comm=t_comm,
         exposed=np.minimum(exposed, t_comm),

@@ -85,7 +85,7 @@ def read_inspector(path: str | Path) -> tuple[list[dict[str, Any]], list[str]]:
     return calls, [f"source: NCCL Inspector output {Path(path).name} ({len(calls)} records)"]
 
 
-def _field(obj: Any, path: str, where: str, kind: type | tuple = (int, float)) -> Any:
+def _field(obj: Any, path: str, where: str, kind: type | tuple | None = (int, float)) -> Any:
     cur = obj
     for part in path.split("."):
         if not isinstance(cur, dict) or part not in cur:

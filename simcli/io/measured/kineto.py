@@ -307,7 +307,9 @@ def _document(text: str, source: str) -> dict[str, Any]:
 
 def parse_trace(text: str, source: str) -> Trace:
     doc = _document(text, source)
-    info = doc.get("distributedInfo") if isinstance(doc.get("distributedInfo"), dict) else {}
+    info = doc.get("distributedInfo")
+    if not isinstance(info, dict):
+        info = {}
     rank, world, pgs = _distributed(info, source)
     backend = info.get("backend") if isinstance(info.get("backend"), str) else None
     devices = tuple(
@@ -358,10 +360,7 @@ def parse_trace(text: str, source: str) -> Trace:
     bwd = [(ts, ts + dur) for ts, dur, e in events if e["name"].startswith(_BACKWARD)]
     opt = [(ts, ts + dur) for ts, dur, e in events if e["name"].startswith(_OPTIMIZER)]
     fwd_marks = sorted(ts for ts, dur, e in events if e["name"].endswith(".forward") or e["name"] == "## forward ##")
-    if device == "gpu":
-        phase_of = _gpu_phases(kernels, events)
-    else:
-        phase_of = None
+    phase_of = _gpu_phases(kernels, events) if device == "gpu" else {}
     rules.steps(
         (
             (e["name"], dur * 1e-6, [(c["collective"], c["time_s"]) for c in calls if ts <= c["start_us"] < ts + dur])
@@ -483,7 +482,13 @@ def _meta(args: dict) -> dict | None:
     return args
 
 
-def _gpu_calls(nccl_k, events, pgs, world, source):
+def _gpu_calls(
+    nccl_k: list[tuple[float, float, dict]],
+    events: list[tuple[float, float, dict]],
+    pgs: list[dict],
+    world: int | None,
+    source: str,
+) -> list[tuple[dict[str, Any], float, float]]:
     # record_param_comms CPU ops by thread, to find the one around a kernel's launch (its correlation)
     rpc: dict[Any, list] = {}
     for ts, dur, e in events:

@@ -120,9 +120,9 @@ def device_names(text: str) -> list[str]:
             found.append(m.group(1))
     else:
         for line in text.splitlines()[:4096]:
-            m = _DEVICE.search(line)
-            if m:
-                found.append(m.group(1)[:80])
+            hit = _DEVICE.search(line)
+            if hit:
+                found.append(hit.group(1)[:80])
     return list(dict.fromkeys(found))
 
 
@@ -440,6 +440,11 @@ def _num(v: Any, where: str, integer: bool = False) -> float:
     return x
 
 
+def _int(v: Any, where: str) -> int:
+    """A JSON whole number >= 0 (sizes, counts, iterations), named when it is not one."""
+    return int(_num(v, where, integer=True))
+
+
 def _obj(v: Any, where: str, kind: type, what: str) -> Any:
     if not isinstance(v, kind):
         shown = "null" if v is None else json.dumps(v)[:40]
@@ -471,8 +476,8 @@ def parse_json(
     label = _PLACEMENT[placement]
     iters = cfg.get("iterations")
     warmup = cfg.get("warmup_iters")
-    iters = None if iters is None else _num(iters, f"{source}: config.iterations", integer=True)
-    warmup = None if warmup is None else _num(warmup, f"{source}: config.warmup_iters", integer=True)
+    iters = None if iters is None else _int(iters, f"{source}: config.iterations")
+    warmup = None if warmup is None else _int(warmup, f"{source}: config.warmup_iters")
     rows = []
     keys: list[tuple[tuple, str]] = []
     for i, r in enumerate(doc["results"]):
@@ -497,10 +502,10 @@ def parse_json(
             raise InputError(f"{where}.{key}: missing field 'time'")
         tf = "time" if "time" in res else "cpu_time"
         t_us = _positive_time(_num(res[tf], f"{where}.{key}.{tf}"), f"{where}.{key}")
-        size = _num(r["size"], f"{where}.size", integer=True)
-        rec = {
+        size = _int(r["size"], f"{where}.size")
+        rec: dict[str, Any] = {
             "bytes": size,
-            "count": _num(r["count"], f"{where}.count", integer=True),
+            "count": _int(r["count"], f"{where}.count"),
             "dtype": NCCL_TYPES.get(str(r.get("type", "float")), str(r.get("type"))),
             "time_s": t_us * 1e-6,
             "time_p10_s": None,
@@ -547,6 +552,6 @@ def parse_json(
     _check_repeats(keys, source)
     k = _world(source, len(devices), world_size, rows, coll)
     gpus = cfg.get("ngpus")
-    gpus = None if gpus is None else _num(gpus, f"{source}: config.ngpus", integer=True)
+    gpus = None if gpus is None else _int(gpus, f"{source}: config.ngpus")
     wheres = [w for _, w in keys]
     return _finish(rows, k, coll, iters, warmup, f"nccl-tests {Path(source).name}", gpus, wheres)

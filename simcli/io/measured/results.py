@@ -127,7 +127,9 @@ def cpu_model() -> str:
     return platform.processor() or platform.machine()
 
 
-def metadata(command: str, backend: str, torch_version: str | None, extra: Mapping[str, Any] = ()) -> list[str]:
+def metadata(
+    command: str, backend: str, torch_version: str | None, extra: Mapping[str, Any] | None = None
+) -> list[str]:
     """The ``key: value`` lines of the header comment."""
     lines = [
         f"simcli {command}",
@@ -137,7 +139,7 @@ def metadata(command: str, backend: str, torch_version: str | None, extra: Mappi
         f"backend: {backend}",
         f"date: {_dt.datetime.now(_dt.timezone.utc).isoformat(timespec='seconds')}",
     ]
-    lines += [f"{k}: {v}" for k, v in dict(extra).items()]
+    lines += [f"{k}: {v}" for k, v in dict(extra or {}).items()]
     return lines
 
 
@@ -261,7 +263,13 @@ class ResultWriter:
                 pass
             fd, self._fd = self._fd, None
             os.close(fd)
-            if self._written == 0 and _regular(self.path) and self._claim is not None and self._claim.ours():
+            if (
+                self._written == 0
+                and self.path is not None
+                and _regular(self.path)
+                and self._claim is not None
+                and self._claim.ours()
+            ):
                 try:  # not even the header: leave no empty file
                     os.unlink(self.path)
                 except OSError:

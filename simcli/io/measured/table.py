@@ -215,14 +215,14 @@ def apply_rules(m: Measured) -> None:
     elif m.kind == "scaling":
         k = m.devices()
         opt = {c: m.optional(c) for c in ("speedup", "efficiency", "batch_per_device", "accum", "global_batch")}
-        tcol = next((c for c in ("samples_per_s", "images_per_s", "tokens_per_s") if c in m.header), None)
-        tput = m.optional(tcol) if tcol else None
+        tp_col = next((c for c in ("samples_per_s", "images_per_s", "tokens_per_s") if c in m.header), None)
+        tput = m.optional(tp_col) if tp_col else None
         rules.scaling(
             [int(x) for x in k],
             m.lines,
             m.path,
             speedup=opt["speedup"],
-            throughput=(tcol, tput) if tput is not None else None,
+            throughput=(tp_col, tput) if tp_col is not None and tput is not None else None,
             efficiency=opt["efficiency"],
             batch=opt["batch_per_device"],
             accum=opt["accum"],
