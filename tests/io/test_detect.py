@@ -189,7 +189,7 @@ def test_a_release_simcli_refuses_is_said_and_not_written(monkeypatch, tmp_path)
     assert "nccl" not in data and "nccl.version" not in data["calibration"]["detected"]
     said = [s for s in data["sources"] if s.startswith("nccl.version 2.18.5")]
     assert len(said) == 1 and "not written" in said[0] and "older than the oldest" in said[0]
-    assert profile_from_dict(yaml.safe_load(yaml.safe_dump(data)), "old").nccl.version == NCCL_TABLES_VERSION  # the default prices it
+    assert profile_from_dict(yaml.safe_load(yaml.safe_dump(data)), "old").nccl.version == NCCL_TABLES_VERSION
     # a release between two carried rows is written, and the source says which row prices it
     data = detect("mid", gpus=gpus, topo=None, nccl="2.27.4", root=tmp_path, date="d")
     assert data["nccl"] == {"version": "2.27.4"}
