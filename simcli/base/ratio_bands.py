@@ -6,8 +6,9 @@ step against training series).
 A row belongs to a **group** (a published curve, a training series: one cluster) whose rows share an offset (its
 framework, fabric, release: what the profile gets wrong about it): log r = offset of the group + the row's
 residual. A band is the p10-p90 of every sum of an offset drawn from the groups a new cluster may be like and a
-residual of the kind (:func:`predictive`). Reading the residuals alone (each group's offset fixed) covers fewer
-held-out rows (docs/nccl.md#how-sure).
+residual of the kind (:func:`predictive`), each group's offset first pulled toward the others by the noise of the
+few rows it was read from (:func:`deconvolved`), so that the offsets drawn spread as the clusters do. Reading the
+residuals alone (each group's offset fixed) covers fewer held-out rows (docs/nccl.md#how-sure).
 
 Pure numpy; no ``np.quantile``, ``np.median`` or ``np.unique`` (their first calls import ``numpy.ma``, a start-up
 cost).
@@ -28,6 +29,7 @@ __all__ = [
     "sorted_labels",
     "count_labels",
     "predictive",
+    "deconvolved",
     "backed_off",
     "widest",
     "leave_one_out",
@@ -91,18 +93,50 @@ class RatioBand:
 def predictive(
     ratio: np.ndarray, labels: np.ndarray, group: np.ndarray, offsets_from: np.ndarray
 ) -> tuple[np.ndarray, int]:
-    """Every sum of a group's offset (the median log r of its rows in ``offsets_from | group``) drawn from the groups
-    of ``offsets_from`` (all where it is empty) and a residual of ``group`` (a row's log r less its own group's
-    offset), as ratios; and how many offsets were drawn."""
+    """Every sum of a group's offset drawn from the groups of ``offsets_from`` (all where it is empty) and a residual
+    of ``group`` (a row's log r less its own group's offset), as ratios; and how many offsets were drawn.
+
+    A group's offset is the median log r of its rows in ``offsets_from | group``: an estimate, read from n rows, of
+    its cluster's offset, and the spread of those estimates is the clusters' spread **plus** each estimate's noise
+    (its rows' own variance over n), which the residual drawn beside it carries a second time. So the offsets drawn
+    are first pulled toward their median (:func:`deconvolved`) until their spread is the clusters' alone."""
     logr = np.log(ratio)
     m = offsets_from | group
-    offsets = {s: quantile(logr[m & (labels == s)], 0.5) for s in sorted_labels(labels[m])}
+    names = sorted_labels(labels[m])
+    rows = {s: logr[m & (labels == s)] for s in names}
+    offsets = {s: quantile(rows[s], 0.5) for s in names}
     idx = np.flatnonzero(group)
     resid = logr[idx] - np.array([offsets[str(s)] for s in labels[idx]])
-    drawn = np.array([offsets[s] for s in sorted_labels(labels[offsets_from])])
-    if not drawn.size:
-        drawn = np.array(list(offsets.values()))
+    drawn_names = sorted_labels(labels[offsets_from]) or names
+    drawn = deconvolved(
+        np.array([offsets[s] for s in drawn_names]),
+        [rows[s] - offsets[s] for s in drawn_names],
+        np.concatenate([rows[s] - offsets[s] for s in names]),
+        sum(rows[s].size - 1 for s in names),
+    )
     return np.exp(drawn[:, None] + resid[None, :]).ravel(), drawn.size
+
+
+def deconvolved(offsets: np.ndarray, own: Sequence[np.ndarray], pooled: np.ndarray, dof: int) -> np.ndarray:
+    """The estimated offsets pulled toward their median so that their spread is the clusters' (tau^2), not the
+    clusters' plus each estimate's noise.
+
+    Each estimate's noise is v = s^2 / n, s^2 its group's own rows' variance about their median (``own``: a row's log
+    r less the offset), or, for a group of one row, the variance pooled over every group (``pooled`` over ``dof``
+    degrees of freedom); tau^2 is the offsets' variance about their median less the mean v (the method of moments of
+    a random-effects meta-analysis, DerSimonian and Laird 1986, Control. Clin. Trials 7:177; floored at 0); each
+    offset moves toward the median by the factor sqrt(tau^2 / (tau^2 + v)), which leaves the drawn offsets with the
+    clusters' variance (the variance-matched "constrained Bayes" estimate of a population of offsets, Louis 1984,
+    JASA 79:393), where the shrunken posterior means (the factor without the root) would leave less."""
+    if offsets.size < 2:
+        return offsets
+    s2 = float((pooled**2).sum() / dof) if dof > 0 else 0.0
+    v = np.array([float((r**2).sum()) / (r.size - 1) / r.size if r.size > 1 else s2 for r in own])
+    center = quantile(offsets, 0.5)
+    tau2 = max(0.0, float(((offsets - center) ** 2).sum()) / (offsets.size - 1) - float(v.mean()))
+    total = tau2 + v
+    factor = np.sqrt(np.divide(tau2, total, out=np.ones_like(total), where=total > 0))
+    return center + (offsets - center) * factor
 
 
 def backed_off(

@@ -79,7 +79,7 @@ LEVELS = (
     ("size",),
     (),
 )
-#: the LEVELS entry a cluster's offset is read from: the size band, any transport (:func:`_predictive`)
+#: the LEVELS entry a cluster's offset is read from: the size band, any transport (simcli.base.ratio_bands.predictive)
 SIZE_LEVEL = 3
 #: where a kind has no point, its neighbours are the measured kinds of this grouping of LEVELS (the same size
 #: band on the same side of NCCL's node boundary, any transport or family), else of the next coarser one

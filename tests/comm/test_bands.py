@@ -24,9 +24,11 @@ sys.path.insert(0, str(ROOT / "benchmarks"))
 import validate_bands  # noqa: E402
 import validate_nccl  # noqa: E402
 
-#: the leave-one-out coverage docs/nccl.md#how-sure states (83% with the cluster offset drawn, 20 curves; 81% when
-#: set), and how far it may move before the docs must say so again
-COVERAGE = (0.71, 0.91)
+#: the goal of issue 38 for the leave-one-curve-out coverage of the p10-p90 band (docs/nccl.md#how-sure prints what
+#: benchmarks/validate_bands.py measures today); a change to the model or the curves that moves it out fails here
+COVERAGE = (0.70, 0.90)
+#: ... and for the median width hi/lo of the held-out bands (a band as wide as the world says nothing)
+WIDTH = 1.8
 
 # ----------------------------------------------------------------------------- the table and its generator
 
@@ -154,14 +156,36 @@ def _corpus(rows: list[tuple]) -> B.Corpus:
     return B.Corpus.of(rows)
 
 
+def _pulled_in(offset: dict[str, float], logs: dict[str, list[float]]) -> list[float]:
+    """The offsets drawn, written out: each curve's offset is an estimate with noise v = its points' variance about it
+    over n (the variance pooled over every curve for a curve of one point); the clusters' variance tau^2 is the
+    offsets' variance about their median less the mean v (at least 0); each offset moves toward that median by
+    sqrt(tau^2 / (tau^2 + v))."""
+    names = list(offset)
+    dev = {c: np.array(logs[c]) - offset[c] for c in names}
+    pooled = sum(float((d**2).sum()) for d in dev.values()) / max(sum(d.size - 1 for d in dev.values()), 1)
+    v = np.array(
+        [float((dev[c] ** 2).sum()) / (dev[c].size - 1) / dev[c].size if dev[c].size > 1 else pooled for c in names]
+    )
+    a = np.array([offset[c] for c in names])
+    if a.size < 2:
+        return a.tolist()
+    mid = float(np.median(a))
+    tau2 = max(0.0, float(((a - mid) ** 2).sum()) / (a.size - 1) - float(v.mean()))
+    f = np.where(tau2 + v > 0, tau2 / np.where(tau2 + v > 0, tau2 + v, 1.0), 1.0)
+    return (mid + (a - mid) * np.sqrt(f)).tolist()
+
+
 def _by_hand(group: list[tuple], size: list[tuple]) -> tuple[float, float]:
     """p10 and p90 of the ratios a new cluster may show, written out: each curve's offset is the median log ratio
-    of its points in the size band (``size``); each point of the kind's grouping (``group``) leaves a residual
-    against its own curve's offset; every offset plus every residual, as ratios (numpy's linear quantile)."""
+    of its points in the size band (``size``), pulled in as :func:`_pulled_in` says; each point of the kind's grouping
+    (``group``) leaves a residual against its own curve's offset; every offset plus every residual, as ratios
+    (numpy's linear quantile)."""
     curves = sorted({r[0] for r in size})
-    offset = {c: float(np.median(np.log([r[-1] for r in size if r[0] == c]))) for c in curves}
+    logs = {c: [float(np.log(r[-1])) for r in size if r[0] == c] for c in curves}
+    offset = {c: float(np.median(logs[c])) for c in curves}
     resid = [np.log(r[-1]) - offset[r[0]] for r in group]
-    sums = np.exp(np.add.outer(list(offset.values()), resid).ravel())
+    sums = np.exp(np.add.outer(_pulled_in(offset, logs), resid).ravel())
     return float(np.quantile(sums, 0.1)), float(np.quantile(sums, 0.9))
 
 
@@ -170,15 +194,42 @@ IB, SMALL = ("infiniband", True), "<= 256 KiB"
 
 def test_a_kind_with_enough_points_reads_its_own_p10_and_p90():
     # 10 points from 2 curves: c0 0.5, 0.7, ..., 1.3 (offset: median 0.9), c1 0.6, ..., 1.4 (1.0); the residuals
-    # are each point over its curve's median, and a new cluster takes either offset with any residual
+    # are each point over its curve's median, and a new cluster takes either offset with any residual. The two
+    # offsets differ by less than either curve's own points pin it (tau^2 = 0): both are drawn at their median,
+    # sqrt(0.9 * 1.0) as a ratio
     ratios = [0.5 + 0.1 * i for i in range(10)]
     rows = [(f"c{i % 2}", *IB, SMALL, "tree", r) for i, r in enumerate(ratios)]
     rb = B.ratio_band(_corpus(rows), ("infiniband", True, 0, "tree"))
     assert (rb.p10, rb.p90) == pytest.approx(_by_hand(rows, rows))
-    sums = sorted(o * r / m for o in (0.9, 1.0) for r, m in zip(ratios, [0.9, 1.0] * 5))  # the same, by hand
+    mid = (0.9 * 1.0) ** 0.5
+    sums = sorted(mid * r / m for _ in range(2) for r, m in zip(ratios, [0.9, 1.0] * 5))  # the same, by hand
     assert rb.p10 == pytest.approx(sums[1] + 0.9 * (sums[2] - sums[1]))  # numpy's linear p10 of 20 values
     assert rb.rows == 10 and rb.groups == 2 and rb.measured and "infiniband" in rb.words()
     assert "offset from the 2 curves" in rb.words()
+
+
+def test_the_offsets_drawn_carry_the_clusters_spread_not_their_estimates_noise():
+    """A curve's offset is read from its points; where they scatter, the offsets of curves that share one cluster
+    offset still differ, and drawing them as they are would count that scatter twice (once in the offset, once in
+    the residual beside it). Four curves whose medians differ by less than their own points' scatter are drawn at
+    their median; four whose points do not scatter at all keep their offsets as they are."""
+    noisy = [("a", 0.8), ("a", 1.25), ("b", 0.84), ("b", 1.3), ("c", 0.76), ("c", 1.2), ("d", 0.82), ("d", 1.24)]
+    rows = [(c, *IB, SMALL, "tree", r) for c, r in noisy]
+    rb = B.ratio_band(_corpus(rows), (*IB, 0, "tree"))
+    logs = {c: [np.log(r) for cc, r in noisy if cc == c] for c in "abcd"}
+    mid = float(np.median([np.median(v) for v in logs.values()]))
+    resid = [np.log(r) - float(np.median(logs[c])) for c, r in noisy]
+    sums = np.exp(mid + np.array(resid * 4))  # every curve at the median offset, every residual
+    assert (rb.p10, rb.p90) == pytest.approx((np.quantile(sums, 0.1), np.quantile(sums, 0.9)))
+    assert (rb.p10, rb.p90) == pytest.approx(_by_hand(rows, rows))
+    # the raw draw (each curve's own median) is wider: the scatter counted twice
+    raw = np.exp(np.add.outer([np.median(v) for v in logs.values()], resid).ravel())
+    assert np.quantile(raw, 0.9) / np.quantile(raw, 0.1) > rb.p90 / rb.p10
+    # no scatter inside a curve: its offset is known exactly and drawn as it is
+    exact = [(c, *IB, SMALL, "tree", r) for c, r in zip("aabbccdd", [0.8, 0.8, 0.9, 0.9, 1.0, 1.0, 1.2, 1.2])]
+    rb = B.ratio_band(_corpus(exact), (*IB, 0, "tree"))
+    offsets = np.repeat([0.8, 0.9, 1.0, 1.2], 8)  # four offsets, eight zero residuals each
+    assert (rb.p10, rb.p90) == pytest.approx((np.quantile(offsets, 0.1), np.quantile(offsets, 0.9)))
 
 
 def test_a_band_always_holds_the_prediction():
@@ -264,8 +315,8 @@ def test_leave_one_out_on_a_corpus_whose_answer_is_known():
 
 
 def test_the_published_leave_one_out_coverage_is_what_the_docs_say(capsys):
-    """docs/nccl.md#how-sure: the band read without a curve holds 81% of that curve's points (target 70-90%); a
-    change to the model or the corpus that moves it out of COVERAGE must be written there again."""
+    """docs/nccl.md#how-sure: the band read without a curve holds the share of that curve's points the script prints
+    (the goal: 70-90%); a change to the model or the corpus that moves it out of COVERAGE fails here."""
     corpus = B.published()
     inside = B.leave_one_out(corpus)
     assert inside.size == len(error_table.ROWS)
@@ -276,16 +327,18 @@ def test_the_published_leave_one_out_coverage_is_what_the_docs_say(capsys):
 
 
 def test_the_published_bands_are_narrow_enough_to_say_something():
-    """The issue's width bar: a median hi/lo of the held-out bands of at most 1.8."""
+    """The issue's width bar: a median hi/lo of the held-out bands of at most 1.8 (the figure the script prints)."""
     width = validate_bands.widths(B.published())
-    assert float(np.median(width)) <= 1.8
+    assert float(np.median(width)) <= WIDTH, float(np.median(width))
 
 
 @pytest.mark.xfail(
     strict=True,
-    reason="three kinds stay under 60% with their curve held out (docs/nccl.md#how-sure): EFA small-message tree "
-    "(the p4de curve alone is priced 2.0-2.7x too slow; no other curve's band reaches 2), InfiniBand tree "
-    ">= 128 MiB (4 of 7: the 20-rack GB200 curve's 0.635 against a band from 0.641) and NVSwitch small ring (1 of 2)",
+    reason="four kinds stay under 60% with their curve held out, each a whole curve no other curve resembles "
+    "(docs/nccl.md#how-sure): EFA small-message tree (0 of 9: the p4de curve alone, r 0.63-0.67, against a band from "
+    "0.74), InfiniBand ring >= 128 MiB (7 of 14: the forced-ring 2-node curve's 1.07-1.11 against a band to 1.06), "
+    "NVSwitch small ring (1 of 2: the A100 curve's 0.55 against a band from 0.65) and NVSwitch NVLS 0.5-64 MiB "
+    "(4 of 8: the Azure curves' 1.03-1.06 against a band to 1.02)",
 )
 def test_every_published_kind_is_covered_at_least_60_percent():
     corpus = B.published()

@@ -20,9 +20,9 @@ sys.path.insert(0, str(ROOT / "benchmarks"))
 import step_errors  # noqa: E402
 import validate_bands  # noqa: E402
 
-#: the leave-one-series-out coverage docs/model.md#measured-against-training-runs states (81%, 125 rows of 42
-#: series), and how far it may move (±10 points) before the docs must say so again
-COVERAGE = (0.71, 0.91)
+#: issue 38's goal for the leave-one-series-out coverage (docs/model.md#measured-against-training-runs prints what
+#: benchmarks/validate_bands.py measures today); a change that moves it out fails here
+COVERAGE = (0.70, 0.90)
 
 # ----------------------------------------------------------------------------- the table and its generators
 
@@ -61,12 +61,25 @@ def test_the_table_holds_both_scripts_rows_with_their_kinds():
 
 
 def _by_hand(group: list[tuple], offsets_from: list[tuple]) -> tuple[float, float]:
-    """Each series' offset: the median log ratio of its rows; each row of the group leaves a residual against its
-    own series' offset; every drawn offset plus every residual, as ratios (numpy's linear p10 and p90)."""
+    """Each series' offset: the median log ratio of its rows, pulled toward the offsets' median by sqrt(tau^2 /
+    (tau^2 + v)) (v: its rows' variance about it over n, the variance pooled over every series for a series of one row;
+    tau^2: the offsets' variance about their median less the mean v, at least 0); each row of the group leaves a
+    residual against its own series' offset; every drawn offset plus every residual, as ratios (numpy's linear p10 and
+    p90)."""
     names = sorted({r[0] for r in offsets_from})
-    offset = {s: float(np.median(np.log([r[-1] for r in offsets_from if r[0] == s]))) for s in names}
+    logs = {s: np.log([r[-1] for r in offsets_from if r[0] == s]) for s in names}
+    offset = {s: float(np.median(logs[s])) for s in names}
+    dev = {s: logs[s] - offset[s] for s in names}
+    pooled = sum(float((d**2).sum()) for d in dev.values()) / max(sum(d.size - 1 for d in dev.values()), 1)
+    v = np.array(
+        [float((dev[s] ** 2).sum()) / (dev[s].size - 1) / dev[s].size if dev[s].size > 1 else pooled for s in names]
+    )
+    a = np.array([offset[s] for s in names])
+    mid = float(np.median(a))
+    tau2 = max(0.0, float(((a - mid) ** 2).sum()) / (a.size - 1) - float(v.mean()))
+    drawn = mid + (a - mid) * np.sqrt(tau2 / (tau2 + v)) if tau2 > 0 else np.full(a.size, mid)
     resid = [np.log(r[-1]) - offset[r[0]] for r in group]
-    sums = np.exp(np.add.outer(list(offset.values()), resid).ravel())
+    sums = np.exp(np.add.outer(drawn, resid).ravel())
     return float(np.quantile(sums, 0.1)), float(np.quantile(sums, 0.9))
 
 
@@ -128,8 +141,8 @@ def test_leave_one_series_out_on_a_corpus_whose_answer_is_known():
 
 
 def test_the_published_coverage_is_what_the_docs_say(capsys):
-    """docs/model.md#measured-against-training-runs: the band read without a series holds 81% of its rows (target
-    70-90%, no kind below 60%); a change that moves it out of COVERAGE must be written there again."""
+    """docs/model.md#measured-against-training-runs: the band read without a series holds the share of its rows the
+    script prints (the goal: 70-90%, no kind below 60%); a change that moves it out of COVERAGE fails here."""
     corpus = E.published()
     inside = E.leave_one_out(corpus)
     assert inside.size == len(error_table.ROWS)
