@@ -13,8 +13,9 @@ vectorised over (k, n), with the hop counts read off simcli's tiers, one helper 
   network post overhead per NVLink hop. Bandwidth: the ring's bus bandwidth B times the release's LL factor
   (capped at ``llMaxBw``), 0.92 for LL128 (capped per channel), 1 for Simple; the bytes take ``nsteps/k · n / B_p``.
 * **Tree** (all-reduce only): ``base + 2·((ppn-1)·lat_0 + sum_i floor(lg g_i)·lat_i)``; bandwidth
-  ``min(0.92·B, channels·perChMaxTreeBw)`` (LL /3.8, LL128 7/9 or 120/128, capped per channel) x
-  ``treeCorrectionFactor``, the bytes ``n / (0.5·B_p)``.
+  ``min(0.92·B, channels·perChMaxTreeBw)`` (LL /3.8, LL128 7/9 or 120/128, capped per channel; x0.85 at one GPU
+  per node, the TREE pattern: :data:`TREE_PATTERN_FACTOR`) x ``treeCorrectionFactor``, the bytes
+  ``n / (0.5·B_p)``.
 * **NVLS** and **NVLSTree**: Simple only, latency ``lat_nvls`` (+ ``2·floor(lg N)·lat_net``), bandwidth on NCCL's
   NVLS graph (:func:`simcli.comm.nccl_graph.nvls_graph`: one head per GPU or NIC) with 2.28.3's nvlsEfficiency;
   the bytes also pay a pipeline fill of ``NVLS_FILL`` chunk times (:func:`nvls_chunk`), which NCCL's tuner leaves
@@ -122,6 +123,13 @@ MAX_THREADS = tuple(p.max_threads for p in PROTOCOL_SPECS)
 THREAD_THRESHOLD = tuple(p.thread_threshold for p in PROTOCOL_SPECS)
 #: the tuner's "plateau effect of ring" factor on a multi-node Simple ring's latency (compute capability >= 8.0)
 RING_PLATEAU = 1.4
+#: Tree's busBw factor where the tree graph's pattern is NCCL_TOPO_PATTERN_TREE ("All NIC traffic going to/from the
+#: same GPU", src/include/graph.h): tuning.cc ``if (a == NCCL_ALGO_TREE && graphs[a]->pattern ==
+#: NCCL_TOPO_PATTERN_TREE) busBw *= .85;`` (2.20.3 line 186, 2.25.1 line 260; from 2.26.2 on it reads
+#: ``comm->maxTreePattern``, 2.29.7 line 310). search.cc gives that pattern to every tree graph of a node with one GPU
+#: (``if (ngpus == 1) if (graph->pattern != NCCL_TOPO_PATTERN_RING) graph->pattern = NCCL_TOPO_PATTERN_TREE;``,
+#: 2.25.1 line 995, 2.26.2 line 978): simcli applies it at one GPU per node, where the pattern is certain
+TREE_PATTERN_FACTOR = 0.85
 NVLS_RATIO = 5.0 / 6.0
 #: nvlsEfficiency (tuning.cc 2.28.3 on, by compute capability): what NCCL's NVLS kernels move of the NVLS graph's
 #: speed, 0 where NVLS does not run. simcli prices NVLS's cost with it in every release (the releases before 2.28.3
@@ -598,7 +606,8 @@ def _ring_bw(c: _Ctx, p: str) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
 
 def _tree_bw(c: _Ctx, p: str) -> tuple[np.ndarray, np.ndarray, float]:
     """Tree (all-reduce): (bus bandwidth over the tree's own per-tier traffic, the tuner's: bwIntra up to 2 nodes,
-    the ring's bwInter beyond; ratio 0.5), B/s, each min(0.92 B, per-channel caps), LL /3.8, LL128 7/9 or 120/128."""
+    the ring's bwInter beyond; ratio 0.5), B/s, each min(0.92 B, per-channel caps), LL /3.8, LL128 7/9 or 120/128,
+    x0.85 at one GPU per node (:data:`TREE_PATTERN_FACTOR`)."""
     intra = np.asarray(c.tier_Bps[0], dtype=np.float64) * np.ones(c.k.shape)
     phys = np.minimum(intra, c.tree_net_bus)
     tuner = np.where(c.nodes <= 2, intra, np.asarray(c.ring_Bps, dtype=np.float64) * np.ones(c.k.shape))
@@ -611,6 +620,7 @@ def _tree_bw(c: _Ctx, p: str) -> tuple[np.ndarray, np.ndarray, float]:
             b = np.minimum(
                 b * np.where(c.multi, 120.0 / 128.0, 7.0 / 9.0), c.gch * np.asarray(c.tab["tree_ll128"])[c.idx2] * 1e9
             )
+        b = np.where(c.one_ppn & c.multi, b * TREE_PATTERN_FACTOR, b)  # one GPU per node: the TREE pattern
         both.append(b)
     return both[0], both[1], 0.5
 
