@@ -4,7 +4,7 @@ r = t_pred / t_meas with its kind (simcli.comm.bands.point_kinds). Written by
 the curves again and fails where this table and the model part)."""
 
 #: the git commit checked out when this table was written ('+changes': with uncommitted changes)
-COMMIT = "39b0c5d197a68606ca7aea72d3fbe8cc55bc7849+changes"
+COMMIT = "f60ca6b72bfc4cd699db7ac9f53646b4e705e1bd+changes"
 #: the curves: file under validation/published/, its system column's value, profile, algorithm, points
 CURVES = (
     ("nccl-allreduce-16xH100-2node-ib400x8.csv", None, "dgx-h100", "nccl", 25),

@@ -13,7 +13,7 @@ vectorised over (k, n), with the hop counts read off simcli's tiers, one helper 
   network post overhead per NVLink hop. Bandwidth: the ring's bus bandwidth B times the release's LL factor
   (capped at ``llMaxBw``), 0.92 for LL128 (capped per channel), 1 for Simple; the bytes take ``nsteps/k · n / B_p``.
 * **Tree** (all-reduce only): ``base + 2·((ppn-1)·lat_0 + sum_i floor(lg g_i)·lat_i)``; bandwidth
-  ``min(0.92·B, channels·perChMaxTreeBw)`` (LL /3.8, LL128 7/9 or 120/128, capped per channel) x
+  ``min(0.92·B, channels·perChMaxTreeBw)`` (LL /3.8, LL128 7/9 or 120/128, per-channel caps; x0.85 at ppn 1) x
   ``treeCorrectionFactor``, the bytes ``n / (0.5·B_p)``.
 * **NVLS** and **NVLSTree**: Simple only, latency ``lat_nvls`` (+ ``2·floor(lg N)·lat_net``), bandwidth on NCCL's
   NVLS graph (:func:`simcli.comm.nccl_graph.nvls_graph`: one head per GPU or NIC) with 2.28.3's nvlsEfficiency;
@@ -85,8 +85,8 @@ __all__ = [
 
 #: NCCL's algorithms that simcli models and its protocols, in NCCL's order
 ALGOS = ("tree", "ring", "nvls", "nvls-tree", "pat")
-#: PAT's base latency, us (tuning.cc 2.23.4: "8 // Base time"; baseLat[PAT] = 8.0 from 2.28.3) and its linear
-#: part per rank ("nRanks * 2.8; // Still a linear part"), both in every release that has PAT
+#: PAT's base latency, us (tuning.cc 2.23.4: "8 // Base time"; baseLat[PAT] 8.0 from 2.28.3) and its linear part
+#: per rank ("nRanks * 2.8; // Still a linear part"), in every release that has PAT
 PAT_BASE_US = 8.0
 PAT_PER_RANK_US = 2.8
 
@@ -98,8 +98,8 @@ _DEFAULT = releases.DEFAULT_RELEASE
 BASE_LATENCY_US = _DEFAULT.base_latency_us
 #: hwLat[link kind][algorithm][protocol], us per hop (the default release's)
 HW_LATENCY_US = _DEFAULT.hw_latency_us
-#: per-generation tables, indexed [one node, two nodes, more]; llMaxBws is indexed by the GPU generation in
-#: one node and by the host CPU (Intel/Arm: the first row, AMD: the second) across nodes (the default release's)
+#: per-generation tables, indexed [one node, two nodes, more]; llMaxBws by the GPU generation in one node and by
+#: the host CPU (Intel/Arm: the first row, AMD: the second) across nodes (the default release's)
 GENERATIONS = _DEFAULT.generations
 #: generations without a table of their own take the nearest older one (the default release's)
 GENERATION_TABLE = _DEFAULT.generation_table
@@ -107,32 +107,32 @@ GENERATION_TABLE = _DEFAULT.generation_table
 _LL_MAX_MULTINODE = {"intel": (39.0, 39.0, 20.4), "arm": (39.0, 39.0, 20.4), "amd": (87.7, 22.5, 19.0)}
 #: getNetOverhead (us): the network post overhead every multi-node ring hop pays at least (x3 for Simple)
 NET_OVERHEAD_US = {"intel": 1.0, "amd": 2.0, "arm": 1.0}
-#: treeCorrectionFactor[protocol][log2(n / 64)], n from 64 B to 256 MB (tuning.cc, ncclTopoGetAlgoTime), and the
-#: 24th entry (512 MiB to 1 GiB) 2.29.2 added (releases.Release.tree_correction_sizes says how many a release has)
+#: treeCorrectionFactor[protocol][log2(n / 64)], n from 64 B to 256 MB (tuning.cc, ncclTopoGetAlgoTime), and the 24th
+#: entry (512 MiB-1 GiB) 2.29.2 added (releases.Release.tree_correction_sizes: how many a release has)
 # fmt: off
 TREE_CORRECTION = np.array([
     [1.0, 1.0, 1.0, 1.0, .9, .8, .7, .7, .7, .7, .6, .5, .4, .4, .5, .6, .7, .8, .9, 1.0, 1.0, 1.0, 1.0, 1.0],
     [1.0, 1.0, 1.0, 1.0, 1.0, .9, .8, .8, .8, .7, .6, .6, .6, .6, .6, .6, .8, .9, .9, .9, .9, 1.0, 1.0, 1.0],
     [.9, .9, .9, .9, .9, .9, .9, .8, .7, .6, .6, .5, .5, .5, .5, .6, .7, .8, .7, .7, .8, .9, .9, .9]])
 # fmt: on
-#: getAlgoInfo (enqueue.cc): threads per channel (NCCL_{LL,LL128,SIMPLE}_MAX_NTHREADS) and the bytes per thread
-#: below which a channel is dropped (NCCL_*_THREAD_THRESHOLD; ring LL's is multiplied by the ranks): the rows of
-#: simcli.comm.specs.PROTOCOL_SPECS
+#: getAlgoInfo (enqueue.cc): threads per channel (NCCL_{LL,LL128,SIMPLE}_MAX_NTHREADS) and the bytes per thread below
+#: which a channel is dropped (NCCL_*_THREAD_THRESHOLD; ring LL's x the ranks): simcli.comm.specs.PROTOCOL_SPECS
 MAX_THREADS = tuple(p.max_threads for p in PROTOCOL_SPECS)
 THREAD_THRESHOLD = tuple(p.thread_threshold for p in PROTOCOL_SPECS)
 #: the tuner's "plateau effect of ring" factor on a multi-node Simple ring's latency (compute capability >= 8.0)
 RING_PLATEAU = 1.4
-NVLS_RATIO = 5.0 / 6.0
+#: Tree's busBw x .85 for NCCL_TOPO_PATTERN_TREE (tuning.cc 2.20.3 l.186, 2.29.7 l.310), which search.cc gives every
+#: tree graph of a one-GPU node ("if (ngpus == 1) ...", 2.26.2 l.978): applied at one GPU per node; and NVLS's 5/6
+TREE_PATTERN_FACTOR, NVLS_RATIO = 0.85, 5.0 / 6.0
 #: nvlsEfficiency (tuning.cc 2.28.3 on, by compute capability): what NCCL's NVLS kernels move of the NVLS graph's
 #: speed, 0 where NVLS does not run. simcli prices NVLS's cost with it in every release (the releases before 2.28.3
 #: choose on their own 5/6 formula: simcli.comm.nccl._nvls_bw)
 NVLS_EFFICIENCY = {"volta": 0.0, "ampere": 0.0, "hopper": 0.85, "blackwell": 0.74}
-#: NVLS pipeline fill, in chunk times, by collective (simcli.comm.specs: CollectiveSpec.nvls_fill):
-#: a chunk passes the kernel's warp groups one after the
-#: other, so the bytes take m + stages - 1 chunk times for m chunks per concurrent operation (channels x heads),
-#: not m. All-reduce (src/device/all_reduce.h): scatter into the NVLS buffer, multimem reduce + broadcast,
-#: gather out of it (3 stages); reduce-scatter (reduce_scatter.h): scatter, multimem reduce (2); all-gather:
-#: multimem broadcast, gather (2)
+#: NVLS pipeline fill, in chunk times, by collective (simcli.comm.specs: CollectiveSpec.nvls_fill): a chunk passes
+#: the kernel's warp groups one after the other, so the bytes take m + stages - 1 chunk times for m chunks per
+#: concurrent operation (channels x heads), not m. All-reduce (src/device/all_reduce.h): scatter into the NVLS
+#: buffer, multimem reduce + broadcast, gather out of it (3 stages); reduce-scatter (reduce_scatter.h): scatter,
+#: multimem reduce (2); all-gather: multimem broadcast, gather (2)
 NVLS_FILL = {c.name: c.nvls_fill for c in COLLECTIVES.values() if c.nvls_fill}
 #: Host time to issue one collective to one GPU (us), measured by a third party: DGX-A100, nccl-tests
 #: ``all_reduce_perf -b 8 -e 128 -g N`` in one process, NCCL_ALGO=Ring, NCCL_MAX_NCHANNELS=1 (NVIDIA/nccl-tests#123,
@@ -597,7 +597,7 @@ def _ring_bw(c: _Ctx, p: str) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
 
 def _tree_bw(c: _Ctx, p: str) -> tuple[np.ndarray, np.ndarray, float]:
     """Tree (all-reduce): (bus bandwidth over the tree's own per-tier traffic, the tuner's: bwIntra up to 2 nodes,
-    the ring's bwInter beyond; ratio 0.5), B/s, each min(0.92 B, per-channel caps), LL /3.8, LL128 7/9 or 120/128."""
+    the ring's bwInter beyond; ratio 0.5), B/s, min(0.92 B, caps), LL /3.8, LL128 7/9 or 120/128, x0.85 at ppn 1."""
     intra = np.asarray(c.tier_Bps[0], dtype=np.float64) * np.ones(c.k.shape)
     phys = np.minimum(intra, c.tree_net_bus)
     tuner = np.where(c.nodes <= 2, intra, np.asarray(c.ring_Bps, dtype=np.float64) * np.ones(c.k.shape))
@@ -610,7 +610,7 @@ def _tree_bw(c: _Ctx, p: str) -> tuple[np.ndarray, np.ndarray, float]:
             b = np.minimum(
                 b * np.where(c.multi, 120.0 / 128.0, 7.0 / 9.0), c.gch * np.asarray(c.tab["tree_ll128"])[c.idx2] * 1e9
             )
-        both.append(b)
+        both.append(np.where(c.one_ppn & c.multi, b * TREE_PATTERN_FACTOR, b))  # one GPU per node: TREE pattern
     return both[0], both[1], 0.5
 
 

@@ -97,6 +97,27 @@ def test_bandwidths_by_protocol():
     assert 2.0**36 / c.time[0] * 1.75 / 1e9 == pytest.approx(476, rel=0.01)
 
 
+def test_tree_at_one_gpu_per_node_takes_the_tree_patterns_085_by_hand():
+    """One GPU per node: search.cc gives the tree graph NCCL_TOPO_PATTERN_TREE (``if (ngpus == 1) ...``) and
+    tuning.cc multiplies Tree's busBw by .85 for it, after the protocol's own factors; eight GPUs per node: not."""
+    one = dataclasses.replace(
+        h100_like(), network=[dataclasses.replace(h100_like().network[0], size=1)] + list(h100_like().network[1:])
+    )
+    net = 50e9 * 0.92
+    # 2 nodes: the tree's NICs carry n per node (2 x 46 GB/s bus), x0.92, capped at 2 graph channels x 41.4 GB/s
+    # (perChMaxTreeBws Hopper N2, 2.20.3): 82.8 GB/s; x0.85 = 70.38
+    assert pair(one, 2, "tree", "simple").bus_Bps[0] == pytest.approx(min(0.92 * 2 * net, 2 * 41.4e9) * 0.85)
+    assert pair(one, 2, "tree", "simple").bus_Bps[0] == pytest.approx(70.38e9)
+    # LL: that /3.8 (below llMaxBw 39), then x0.85; the tuner's view takes the same factor
+    ll = pair(one, 2, "tree", "ll")
+    assert ll.bus_Bps[0] == pytest.approx(82.8e9 / 3.8 * 0.85)
+    assert ll.tuner_alg_Bps[0] == pytest.approx(82.8e9 / 3.8 * 0.85 * 0.5)
+    # 4 nodes: inner nodes carry 2n, 46 GB/s bus, x0.92 = 42.32, x0.85 = 35.97
+    assert pair(one, 4, "tree", "simple").bus_Bps[0] == pytest.approx(0.92 * net * 0.85)
+    # 8 GPUs per node, 2 nodes: no factor (min(369, 2 x 8 x 46) x 0.92, capped at 8 graph channels x 41.4)
+    assert pair(h100_like(), 16, "tree", "simple").bus_Bps[0] == pytest.approx(min(0.92 * 369e9, 8 * 41.4e9))
+
+
 def test_nvls_pipeline_fill_by_hand():
     """NVLS: 16 channels x 8 heads = 128 concurrent chunks; the bytes take m + 2 chunk times (enqueue.cc chunks)."""
     p = h100_like()
