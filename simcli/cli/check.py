@@ -7,9 +7,8 @@ from typing import Annotated, Any, Optional
 import typer
 
 from . import options as o
-from .calibrate import MeasuredProfile, profile_for_measurements
 from .common import answer, examples, handle_errors, new_app
-from .measured import backend_of, devices_of
+from .measured import MeasuredProfile, backend_of, devices_of, profile_for_measurements
 
 app = new_app()  # `check`, a top-level command
 

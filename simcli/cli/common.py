@@ -9,14 +9,16 @@ modules can import it without a circle; :mod:`.app` imports the command modules.
 from __future__ import annotations
 
 import contextlib
+import dataclasses
 import enum
 import functools
 import gc
+import importlib
 import sys
-from typing import Any, Callable, Iterable, Iterator, TypeVar
+from typing import Any, Callable, ClassVar, Iterable, Iterator, Mapping, MutableMapping, TypeVar
 
 import typer
-from typer.core import TyperArgument, TyperGroup
+from typer.core import TyperArgument, TyperCommand, TyperGroup
 
 from ..base.types import SimcliError
 from .options import command as _expand_groups
@@ -347,6 +349,111 @@ class SimcliGroup(TyperGroup):
         if standalone_mode:
             sys.exit(code)
         return code
+
+
+# --------------------------------------------------------------------------- commands imported when they run
+
+
+@dataclasses.dataclass(frozen=True)
+class Lazy:
+    """A command whose module is imported only when it runs (or its own help or completion is asked for).
+
+    ``simcli.cli.<module>`` holds it on its typer app ``app``: as the command of that name (a top-level command
+    such as ``speedup``, or one that registers itself on a group, such as ``plan best``), or, with ``group``, the
+    whole app is the group (``plot``). ``help`` is the first sentence of the command's help, the line its
+    parent's ``--help`` lists without importing it (tests/test_cli.py holds the two equal).
+    """
+
+    module: str
+    help: str
+    app: str = "app"
+    group: bool = False
+
+    def load(self, name: str, parent: TyperGroup) -> Any:
+        """The click command, built as typer builds the commands of a registered app (``add_typer``)."""
+        app = getattr(importlib.import_module(f"{__package__}.{self.module}"), self.app)
+        if self.group:
+            return typer.main.get_group_from_info(
+                typer.models.TyperInfo(app, name=name),
+                pretty_exceptions_short=app.pretty_exceptions_short,
+                suggest_commands=parent.suggest_commands,
+                rich_markup_mode=parent.rich_markup_mode,
+            )
+        for info in app.registered_commands:
+            if (info.name or typer.main.get_command_name(info.callback.__name__)) == name:
+                return typer.main.get_command_from_info(
+                    info, pretty_exceptions_short=app.pretty_exceptions_short, rich_markup_mode=parent.rich_markup_mode
+                )
+        raise LookupError(f"simcli.cli.{self.module}.{self.app} registers no command {name!r}")
+
+
+class _Commands(MutableMapping[str, Any]):
+    """A group's commands by name, each lazy one imported on first access; in order: the group's own commands,
+    then the lazy ones as the table lists them. ``in`` and iteration import nothing."""
+
+    def __init__(self, group: TyperGroup, own: Mapping[str, Any], lazy: Mapping[str, Lazy]) -> None:
+        self._group, self._lazy, self._loaded = group, lazy, dict(own)
+        self._order = [*(n for n in own if n not in lazy), *lazy]
+
+    def __getitem__(self, name: str) -> Any:
+        if name not in self._loaded:
+            if name not in self._lazy:
+                raise KeyError(name)
+            self._loaded[name] = self._lazy[name].load(name, self._group)
+        return self._loaded[name]
+
+    def __contains__(self, name: object) -> bool:
+        return name in self._loaded or name in self._lazy
+
+    def __iter__(self) -> Iterator[str]:
+        return iter(self._order)
+
+    def __len__(self) -> int:
+        return len(self._order)
+
+    def __setitem__(self, name: str, cmd: Any) -> None:
+        self._loaded[name] = cmd
+        if name not in self._order:
+            self._order.append(name)
+
+    def __delitem__(self, name: str) -> None:
+        self._loaded.pop(name, None)
+        self._order.remove(name)
+
+    def listed(self, name: str) -> Any:
+        """The command as a listing shows it: the loaded one, or a stand-in with its help line."""
+        if name in self._loaded or name not in self._lazy:
+            return self[name]
+        return TyperCommand(name=name, help=self._lazy[name].help)
+
+
+class LazyGroup(TyperGroup):
+    """A group whose commands in ``lazy`` (name -> :class:`Lazy`) are imported when they run: ``--help`` lists
+    their help lines and completion offers their names without importing any of them."""
+
+    lazy: ClassVar[Mapping[str, Lazy]] = {}
+
+    def __init__(self, **kw: Any) -> None:
+        super().__init__(**kw)
+        self.commands = _Commands(self, self.commands, self.lazy)
+
+    def list_commands(self, ctx: Any) -> list[str]:
+        return list(self.commands)
+
+    def format_commands(self, ctx: Any, formatter: Any) -> None:
+        """typer's listing (``TyperGroup.format_commands``), of the help lines rather than the commands."""
+        commands = [(n, c) for n in self.list_commands(ctx) if not (c := self.commands.listed(n)).hidden]
+        if commands:
+            limit = formatter.width - 6 - max(len(n) for n, _ in commands)
+            with formatter.section("Commands"):
+                formatter.write_dl([(n, c.get_short_help_str(limit)) for n, c in commands])
+
+    def shell_complete(self, ctx: Any, incomplete: str) -> list[Any]:
+        """typer's completion of a group (``TyperGroup.shell_complete``), naming commands without importing them."""
+        item = importlib.import_module(f"{_click().__name__}.shell_completion").CompletionItem
+        names = [n for n in self.list_commands(ctx) if n.startswith(incomplete)]
+        found = [item(n, help=c.get_short_help_str()) for n in names if not (c := self.commands.listed(n)).hidden]
+        return found + _click().Command.shell_complete(self, ctx, incomplete)
 
 
 #: the shells typer writes a completion script for (typer._completion_shared._completion_scripts)

@@ -8,7 +8,7 @@ from ..base.types import InputError
 from ..base.units import sig4
 from . import options as o
 from .common import emit, examples, handle_errors, new_app, show, warn
-from .plan import header_lines, parse_numbers
+from .views import header_lines
 
 app = new_app()  # `compare`, a top-level command
 
@@ -118,10 +118,10 @@ def compare(
     grads = o.split_list(scn.grad_dtype, "--grad-dtype")
     algs = o.split_list(scn.algorithm, "--algorithm")
     strategies = o.split_list(scn.strategy, "--strategy")
-    mfus = parse_numbers(scn.mfu, "--mfu", float, 0.0, 1.0) or [None]
+    mfus = o.parse_numbers(scn.mfu, "--mfu", float, 0.0, 1.0) or [None]
     if 0.0 in mfus:
         raise InputError("--mfu: 0 is not in (0, 1]")
-    batches = parse_numbers(scn.batch_per_device, "--batch-per-device", int, 1) or [None]
+    batches = o.parse_numbers(scn.batch_per_device, "--batch-per-device", int, 1) or [None]
     first = o.ScenarioOptions()  # the engine's overlap, bucket and accumulation unless compared
     sc = scn.replace(
         profile=profiles[0],
@@ -157,9 +157,9 @@ def compare(
     if scn.overlap is not None:
         choices["overlap"] = o.split_list(scn.overlap, "--overlap")
     if scn.bucket_mb is not None:
-        choices["bucket_mb"] = parse_numbers(scn.bucket_mb, "--bucket-mb", float, 1e-9)
+        choices["bucket_mb"] = o.parse_numbers(scn.bucket_mb, "--bucket-mb", float, 1e-9)
     if scn.accum is not None:
-        choices["accum"] = parse_numbers(scn.accum, "--accum", int, 1)
+        choices["accum"] = o.parse_numbers(scn.accum, "--accum", int, 1)
     import numpy as np
 
     from ..answers.compare import alternatives

@@ -24,7 +24,7 @@ import inspect
 import itertools
 import math
 import typing
-from typing import Annotated, Any, Callable, Optional, TypeVar
+from typing import Annotated, Any, Callable, Optional, Sequence, TypeVar
 
 import typer
 
@@ -738,6 +738,36 @@ def varying(scenarios: list[Scenario]) -> list[str]:
     """The keys of MULTI whose values differ between ``scenarios``."""
     tags = [scenario_tags(sc) for sc in scenarios]
     return [k for k in MULTI if len({t[k] for t in tags}) > 1]
+
+
+def speedup_records(results: Sequence[Any]) -> list[dict[str, Any]]:
+    """The JSON/CSV records of one or several results; several get profile/model/algorithm keys in front."""
+    if len(results) == 1:
+        return results[0].records()
+    vary = varying([r.scenario for r in results]) or list(MULTI)
+    out = []
+    for r in results:
+        tags = scenario_tags(r.scenario)
+        for rec in r.records():
+            out.append({**{k: tags[k] for k in vary}, **rec})
+    return out
+
+
+def parse_numbers(value: str | None, option: str, kind: type, lo: float, hi: float | None = None) -> list[Any]:
+    """The numbers of a comma-separated option ('1,4'), each of ``kind`` and in [lo, hi]."""
+    if value is None:
+        return []
+    out = []
+    for item in split_list(value, option):
+        try:
+            v = kind(item)
+        except ValueError:
+            raise InputError(f"{option}: {item!r} is not {'a whole number' if kind is int else 'a number'}") from None
+        if not (v >= lo and (hi is None or v <= hi)) or v != v:
+            rng = f"at least {lo:g}" if hi is None else f"in ({lo:g}, {hi:g}]"
+            raise InputError(f"{option}: {item!r} must be {rng}")
+        out.append(v)
+    return out
 
 
 def choices(name: str, values: typing.Iterable[str]) -> Any:

@@ -17,7 +17,8 @@ import typer
 from ..base.types import InputError
 from ..base.units import sig4
 from . import options as o
-from .common import emit, examples, handle_errors, new_app, show, warn, warn_mfu_fallback
+from .common import Lazy, LazyGroup, emit, examples, handle_errors, new_app, show, warn, warn_mfu_fallback
+from .views import header_lines
 
 if TYPE_CHECKING:  # pragma: no cover
     from ..step.engine import Scenario
@@ -87,22 +88,6 @@ PartialNodes = o.opt(
 # --------------------------------------------------------------------------- helpers
 
 
-def parse_numbers(value: str | None, option: str, kind: type, lo: float, hi: float | None = None) -> list[Any]:
-    if value is None:
-        return []
-    out = []
-    for item in o.split_list(value, option):
-        try:
-            v = kind(item)
-        except ValueError:
-            raise InputError(f"{option}: {item!r} is not {'a whole number' if kind is int else 'a number'}") from None
-        if not (v >= lo and (hi is None or v <= hi)) or v != v:
-            rng = f"at least {lo:g}" if hi is None else f"in ({lo:g}, {hi:g}]"
-            raise InputError(f"{option}: {item!r} must be {rng}")
-        out.append(v)
-    return out
-
-
 def _curve_command(devices: str, scn: o.ScenarioOptions) -> str:
     """The `simcli speedup` command that shows the curve behind an answer, with the options that were given."""
     parts = ["simcli", "speedup", "--devices", devices]
@@ -130,35 +115,33 @@ def _on_grid(x: int, lo: int) -> bool:
     return x == lo
 
 
-def header_lines(sc: "Scenario") -> list[str]:
-    from ..base.units import fmt_count, fmt_flops
-    from .views import communicated
-
-    p, w = sc.profile, sc.workload
-    batch = (
-        f"global batch {sc.batch} split over k (strong scaling)"
-        if sc.strong
-        else f"batch {sc.batch} per device (weak scaling)"
-    )
-    lines = [
-        f"profile   {p.name}: {p.device.name} ({p.origin})",
-        f"model     {w.name}: {fmt_count(w.params)} params"
-        + (f", seq_len {w.seq_len}" if w.seq_len else "")
-        + f"; {batch}",
-        ("gradient  " if sc.strategy == "ddp" else "strategy  ") + communicated(sc),
-    ]
-    if sc.compute_time_s is None:
-        lines.append(
-            f"compute   {sc.compute_dtype} at {fmt_flops(sc.achieved_flops)} per device "
-            f"(peak x mfu {sc.achieved_mfu:g})"
-        )
-    return lines
-
-
 # --------------------------------------------------------------------------- plan
 
 
+class _PlanGroup(LazyGroup):
+    """plan's own commands, and best and measure, whose modules register them on :data:`plan_app` when imported."""
+
+    lazy = {
+        "best": Lazy(
+            "plan_best",
+            "The fastest (--objective time) or cheapest (cost) configuration that fits, searched jointly over "
+            "strategies, device counts and micro-batches at a fixed global batch: the answer, what limits it, the "
+            "runner-up, and the time-cost frontier.",
+            app="plan_app",
+        ),
+        "measure": Lazy(
+            "plan_measure",
+            "Which device counts and message sizes to benchmark on the cluster being sized (nccl-tests in one node, "
+            "across 2 nodes and across the most nodes planned; bench step in one node and across 2), each with its "
+            "command, what it pins and how much of the band of the predicted step at the range's largest k it "
+            "narrows.",
+            app="plan_app",
+        ),
+    }
+
+
 plan_app = new_app(
+    cls=_PlanGroup,
     help="Answer a sizing question: the most devices at an efficiency, the profile value that reaches one, the "
     "time and cost of a whole run, or the best configuration of a grid (plan best); each with the reason (the "
     "dominant term), a memory check and the command that shows the curve. JSON: one object whose key 'answer' "

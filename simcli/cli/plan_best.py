@@ -20,10 +20,9 @@ from .plan import (
     Price,
     Samples,
     Tokens,
-    header_lines,
-    parse_numbers,
     plan_app,
 )
+from .views import header_lines
 
 if TYPE_CHECKING:  # pragma: no cover
     from ..answers.plan_best import Best
@@ -146,9 +145,9 @@ def plan_best(
         devices=k,
         micro_batches=tuple(micro or range(1, 9)),
         grad_dtypes=tuple(o.split_list(grad_dtype, "--grad-dtype")),  # type: ignore[arg-type]
-        shard_groups=tuple(parse_numbers(shard_group, "--shard-group", int, 1)) or (None,),
+        shard_groups=tuple(o.parse_numbers(shard_group, "--shard-group", int, 1)) or (None,),
         checkpointing=tuple(ck),
-        bucket_mbs=tuple(parse_numbers(bucket_mb, "--bucket-mb", float, 1e-9)) or (sc.bucket_mb,),
+        bucket_mbs=tuple(o.parse_numbers(bucket_mb, "--bucket-mb", float, 1e-9)) or (sc.bucket_mb,),
     )
     from .progress import progress
 

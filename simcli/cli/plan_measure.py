@@ -12,7 +12,8 @@ from typing import TYPE_CHECKING, Any
 from ..base.types import InputError
 from . import options as o
 from .common import emit, examples, handle_errors, show, warn_mfu_fallback
-from .plan import PartialNodes, PlanDevices, header_lines, plan_app
+from .plan import PartialNodes, PlanDevices, plan_app
+from .views import header_lines
 
 if TYPE_CHECKING:  # pragma: no cover
     from ..answers.measure import MeasurePlan, StepModel

@@ -143,19 +143,6 @@ def scenario_title(scenarios: Sequence["Scenario"], what: str) -> str:
     return " ".join(head) + "\n" + "; ".join(second)
 
 
-def speedup_records(results: Sequence["Result"]) -> list[dict[str, Any]]:
-    """The JSON/CSV records of one or several results; several get profile/model/algorithm keys in front."""
-    if len(results) == 1:
-        return results[0].records()
-    vary = o.varying([r.scenario for r in results]) or list(o.MULTI)
-    out = []
-    for r in results:
-        tags = o.scenario_tags(r.scenario)
-        for rec in r.records():
-            out.append({**{k: tags[k] for k in vary}, **rec})
-    return out
-
-
 def scenario_series(results: Sequence["Result"], labels: Sequence[str] | None = None) -> list[Any]:
     """One :class:`simcli.plot.figures.Series` per result, with the k at which it does not fit the device's memory."""
     from ..plot import figures as P

@@ -126,9 +126,8 @@ def speedup(
         show(Group(*parts), out.output, out.force)
         return
     from ..io.output import to_csv, to_json
-    from .plot import speedup_records
 
-    recs = speedup_records(results)
+    recs = o.speedup_records(results)
     if not explain:
         text = to_json(recs) if out.format is o.Format.json else to_csv(recs)
     elif out.format is o.Format.json:

@@ -12,7 +12,7 @@ from ..base.units import fmt_bytes, fmt_count, fmt_flops, fmt_rate, fmt_time
 from ..base.units import sig4 as _g
 from ..comm.specs import COLLECTIVES
 from ..io.render import Column, table, time_unit
-from ..step.engine import Result
+from ..step.engine import Result, Scenario
 from ..step.strategies import SPECS
 
 
@@ -49,6 +49,29 @@ def communicated(sc: Any, sizes: bool = True) -> str:
         f"reduce-scattered" + (", all-reduced across groups" if spec.replicas else "") + f", with "
         f"{sc.algorithm}{acc}"
     )
+
+
+def header_lines(sc: Scenario) -> list[str]:
+    """The block above a plan's answer: the profile, the model and batch, what is communicated, the compute."""
+    p, w = sc.profile, sc.workload
+    batch = (
+        f"global batch {sc.batch} split over k (strong scaling)"
+        if sc.strong
+        else f"batch {sc.batch} per device (weak scaling)"
+    )
+    lines = [
+        f"profile   {p.name}: {p.device.name} ({p.origin})",
+        f"model     {w.name}: {fmt_count(w.params)} params"
+        + (f", seq_len {w.seq_len}" if w.seq_len else "")
+        + f"; {batch}",
+        ("gradient  " if sc.strategy == "ddp" else "strategy  ") + communicated(sc),
+    ]
+    if sc.compute_time_s is None:
+        lines.append(
+            f"compute   {sc.compute_dtype} at {fmt_flops(sc.achieved_flops)} per device "
+            f"(peak x mfu {sc.achieved_mfu:g})"
+        )
+    return lines
 
 
 def scenario_header(res: Result) -> Any:
