@@ -6,6 +6,7 @@ formulas (:mod:`simcli.comm.textbook`), and ``auto``, the fastest of everything 
 from __future__ import annotations
 
 import dataclasses
+import difflib
 from typing import Any, Sequence
 
 import numpy as np
@@ -39,8 +40,6 @@ def auto_allreduce(
 def check_algorithm(algorithm: str, option: str = "--algorithm") -> str:
     """The algorithm's name if simcli knows it, else an InputError that lists the choices."""
     if algorithm not in CHOICES:
-        import difflib
-
         close = difflib.get_close_matches(algorithm, CHOICES, n=2)
         hint = f" (did you mean {' or '.join(close)}?)" if close else ""
         raise InputError(f"{option}: unknown algorithm {algorithm!r}{hint}; choose one of {', '.join(CHOICES)}")

@@ -30,7 +30,7 @@ from typing import Any
 
 import numpy as np
 
-from ..comm.bands import Z80
+from ..comm.bands import Z80, fitted_tiers
 from . import engine
 
 __all__ = [
@@ -163,8 +163,6 @@ def widths(res: "engine.Result") -> dict[str, np.ndarray]:
     calibrated = bool(sc.profile.calibration)
     out["calibration"] = np.zeros(res.devices.shape)
     if calibrated:  # what the fits leave of the band: the calibrated ends' share, told apart from the published
-        from ..comm.bands import fitted_tiers
-
         if fitted_tiers(sc.profile):
             out["calibration"] = out.pop("comm")
             out["comm"] = np.zeros(res.devices.shape)
