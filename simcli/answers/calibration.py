@@ -18,7 +18,9 @@ import yaml
 
 from ..base.types import InputError
 from ..base.units import fmt_bytes, fmt_flops, fmt_rate, fmt_time
+from ..comm.collectives import default_algorithm
 from ..comm.topology import check_devices, ring_params, tier_spanned
+from ..io.output import finite_gate
 from ..io.profiles import profile_from_dict, profile_to_dict
 from ..version import __version__
 from .fit_compute import fit_mfu_by_dtype, fit_spread, fit_step
@@ -308,7 +310,7 @@ def _before_after(out: dict[str, Any]) -> dict[str, float]:
 def _fit_update_bandwidth(base: Profile, device: Any, sm: Measured, k: np.ndarray, cal: dict) -> tuple[Any, dict]:
     """device.update_bandwidth from a bench step file's timed optimizer steps (t_update_s, update_bytes_per_param,
     params): the one-rank rows where there are any (more ranks on one host share its memory bandwidth)."""
-    from .fit_update import fit_update_bandwidth
+    from .fit_update import fit_update_bandwidth  # lazy
 
     one = k == 1 if np.any(k == 1) else np.ones(k.shape, dtype=bool)
     per = sm.optional("update_bytes_per_param")
@@ -339,7 +341,7 @@ def _fit_spread_update(
 ) -> tuple[Any, dict[str, Any]]:
     """device.spread and device.update_bandwidth from a (devices, samples_per_s, accum) table
     (simcli.answers.fit_update: both at once, with standard errors; a warning when they cannot be told apart)."""
-    from .fit_update import fit_spread_update
+    from .fit_update import fit_spread_update  # lazy
 
     b = m.number("batch_per_device") if "batch_per_device" in m.header else None
     f = fit_spread_update(
@@ -412,8 +414,6 @@ def calibrate_profile(
 
     ``opts``: how to fit and what to record (:class:`CalibrationOptions`).
     """
-
-    from ..comm.collectives import default_algorithm
 
     tier, holdout, seed, loss, name = opts.tier, opts.holdout, opts.seed, opts.loss, opts.name
     min_size, max_size, where, now, host = opts.min_size, opts.max_size, list(opts.where), opts.now, opts.host
@@ -688,7 +688,6 @@ def calibrate_profile(
         description=(base.description + " (calibrated)").strip(),
     )
     data = profile_to_dict(new)
-    from ..io.output import finite_gate
 
     finite_gate(data, "calibrated profile's")  # a fitted value or its standard error past float64: refused, not .inf
     text = f"# calibrated by simcli calibrate from {base.name}; the calibration block says how\n" + yaml.safe_dump(

@@ -21,6 +21,7 @@ from __future__ import annotations
 import contextlib
 import csv
 import errno
+import fcntl
 import io
 import json
 import math
@@ -32,6 +33,7 @@ from pathlib import Path
 from typing import Any, Callable, Iterable, Iterator, Sequence
 
 from ..base.types import EnvironmentFailure, InputError, NonFiniteResult
+from .inputs import files_read
 
 __all__ = [
     "write_atomic",
@@ -112,7 +114,6 @@ def check_output_name(
     check_name_length(p, option)
     if p.is_dir():
         raise InputError(f"{option}: {p} is a directory; give a file name")
-    from .inputs import files_read
 
     for inp in [*inputs, *files_read()]:  # the command's inputs, given or read so far: never written over
         if inp is not None and _same_file(p, inp):
@@ -286,7 +287,6 @@ def _open_special(target: Path, st: os.stat_result, option: str, shown: Path) ->
                 "or write to a regular file"
             ) from None
         raise cannot_write(f"{option}: {shown}", e) from None
-    import fcntl
 
     fcntl.fcntl(fd, fcntl.F_SETFL, fcntl.fcntl(fd, fcntl.F_GETFL) & ~os.O_NONBLOCK)
     return fd

@@ -20,15 +20,21 @@ import difflib
 import math
 import os
 import re
+import warnings
 from dataclasses import dataclass
 from importlib import resources
 from pathlib import Path
 from typing import Any, Iterable
 
+from ..base.ranges import MAX_DEVICES
 from ..base.types import COMPUTE_DTYPES, TUNED_LIBRARIES, Device, InputError, NcclSpec, Profile, Tier
 from ..base.units import UnitError, fmt_bytes, fmt_flops, fmt_rate, fmt_time, parse
+from ..comm import rccl, releases
+from ..comm.nccl import default_spec, known_gpu, tier_defaulted, tier_kind
+from ..comm.specs import link_kind
 from . import schema as S
 from .inputs import read_text, skip_special
+from .output import escape_controls
 
 __all__ = [
     "DEFAULT_PROFILE",
@@ -62,7 +68,7 @@ _MAX_DEPTH = 32
 
 def _loader() -> Any:
     """The safe YAML loader, reading '5e-1' and '1e3' as numbers (YAML 1.2 does; PyYAML's 1.1 wants a dot)."""
-    import yaml
+    import yaml  # lazy
 
     global _LOADER
     if _LOADER is None:
@@ -85,7 +91,7 @@ _LOADER: Any = None
 
 def read_yaml(path: Path, what: str = "file") -> Any:
     """Safely read one YAML document; aliases (the 'billion laughs' vector) and huge files are refused."""
-    import yaml
+    import yaml  # lazy
 
     p = Path(path)
     text = read_text(p, f"a YAML {what} (a .yaml file)", MAX_FILE_BYTES)
@@ -174,7 +180,6 @@ class _V:
     def text(self, value: Any, field: str) -> str:
         if not isinstance(value, str) or not value.strip():
             raise self.fail(field, f"{_show(value)} is not a non-empty string")
-        from .output import escape_controls
 
         return escape_controls(value.strip())  # an escape code in a name is shown, never obeyed (issue 27)
 
@@ -202,8 +207,6 @@ class _V:
         return float(value)
 
     def count(self, value: Any, field: str) -> int:
-        from ..base.ranges import MAX_DEVICES
-
         if isinstance(value, bool) or not isinstance(value, int) or value < 1:
             raise self.fail(field, f"{_show(value)} is not a whole number of devices >= 1")
         if value > MAX_DEVICES:  # refused at load: beyond int64 arithmetic in the engine (issue 27)
@@ -359,7 +362,6 @@ def _profile_description(v: "_V", top: dict) -> str:
     description = top.get("description") or ""
     if not isinstance(description, str):
         raise v.fail("description", f"{_show(description)} is not a string")
-    from .output import escape_controls
 
     return escape_controls(description)
 
@@ -439,7 +441,6 @@ def _profile_tier(v: "_V", raw: Any, i: int, n_tiers: int, tiers: list[Tier], na
     defaulted = []
     if "kind" in simple:
         # a datasheet profile: the link kind it names supplies what the tier leaves out (simcli.comm.specs)
-        from ..comm.specs import link_kind
 
         lk = link_kind(simple["kind"])
         for key, attr, value in (("latency", "latency_s", lk.latency_us * 1e-6), ("efficiency", "efficiency", None)):
@@ -454,7 +455,6 @@ def _profile_tier(v: "_V", raw: Any, i: int, n_tiers: int, tiers: list[Tier], na
 def _rccl_version(v: "_V", spec: NcclSpec, raw: Any) -> NcclSpec:
     """An RCCL profile's release: the one ``nccl.version`` names (checked against simcli.comm.rccl's rows), else
     the newest numbered release simcli carries (rccl hook, issue 37)."""
-    from ..comm import rccl
 
     given = isinstance(raw, dict) and raw.get("version") is not None
     if not given:
@@ -468,7 +468,6 @@ def _rccl_version(v: "_V", spec: NcclSpec, raw: Any) -> NcclSpec:
 
 def _default_library(device_name: str, tiers: list[Tier]) -> str:
     """A profile that does not say: NCCL for a GPU (known by its name or its links), else the textbook formulas."""
-    from ..comm.nccl import known_gpu
 
     names = " ".join(t.name.lower() for t in tiers)
     gpu_links = any(w in names for w in ("nvlink", "nvswitch", "nvl", "infiniband", "roce", "xgmi", "pcie"))
@@ -478,7 +477,6 @@ def _default_library(device_name: str, tiers: list[Tier]) -> str:
 def _nccl_spec(v: "_V", raw: Any, device_name: str, tiers: list[Tier], *, nccl_release: bool = True) -> NcclSpec:
     """The profile's ``nccl:`` block over the defaults for its GPU generation (simcli.comm.nccl.default_spec);
     ``nccl_release``: its version names an NCCL release (an RCCL profile's names RCCL's: :func:`_rccl_version`)."""
-    from ..comm.nccl import default_spec
 
     base = default_spec(device_name, tiers)
     if raw is None:
@@ -492,15 +490,11 @@ def _nccl_spec(v: "_V", raw: Any, device_name: str, tiers: list[Tier], *, nccl_r
     if "version" in given and not re.fullmatch(r"\d+\.\d+(\.\d+)*", given["version"]):
         raise v.fail("nccl.version", f"{_show(given['version'])} is not an NCCL release (give one such as 2.20.3)")
     if "version" in given and nccl_release:
-        from ..comm import releases
-
         why = releases.problem(given["version"])
         if why:
             raise v.fail("nccl.version", why)
         said = releases.note(given["version"])
         if said:
-            import warnings
-
             warnings.warn(ReleaseNote(f"{v.source}: nccl.version: {said}"), stacklevel=2)
     defaulted = tuple(f for f in base.defaulted if f not in given and f != "version")
     return dataclasses.replace(base, defaulted=defaulted, **given)
@@ -574,7 +568,7 @@ def search_dirs() -> list[Path]:
     """User directories searched before the built-ins, in order."""
     dirs = [Path(d) for d in os.environ.get("SIMCLI_PROFILE_PATH", "").split(os.pathsep) if d.strip()]
     try:
-        from platformdirs import user_config_dir
+        from platformdirs import user_config_dir  # compat
 
         dirs.append(Path(user_config_dir("simcli")) / "profiles")
     except ImportError:  # pragma: no cover - platformdirs is a dependency
@@ -623,7 +617,6 @@ class ReleaseNote(UserWarning):
 
 def nccl_version_note(version: str) -> str:
     """Which carried release prices ``version`` and what it is (``simcli profiles show``'s nccl.version row)."""
-    from ..comm import releases
 
     said = releases.note(version)
     if said:
@@ -638,13 +631,10 @@ def with_nccl_version(p: Profile, version: str | None, where: str = "--nccl-vers
     A profile that does not model NCCL is returned as it is."""
     if version is None or p.nccl is None:
         return p
-    from ..comm import releases
 
     releases.select(version, where)  # refuses what cannot be priced
     said = releases.note(version)
     if said:
-        import warnings
-
         warnings.warn(ReleaseNote(f"{where}: {said}"), stacklevel=2)
     defaulted = tuple(f for f in p.nccl.defaulted if f != "version")
     return dataclasses.replace(p, nccl=dataclasses.replace(p.nccl, version=version.strip(), defaulted=defaulted))
@@ -679,15 +669,11 @@ def _human(f: S.Field, x: Any) -> str:
 
 
 def _defaulted(t: Tier) -> tuple[str, ...]:
-    from ..comm.nccl import tier_defaulted
-
     return tier_defaulted(t)
 
 
 def kind_text(t: Tier, index: int) -> str:
     """A tier's link kind as the tables say it: the name, how it was known, NCCL's class, what it changes."""
-    from ..comm.nccl import tier_kind
-    from ..comm.specs import link_kind
 
     kd = tier_kind(t, index)
     lk = link_kind(kd)
