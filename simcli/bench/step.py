@@ -31,12 +31,25 @@ gradients); after one update the parameters are identical on every rank.
 
 from __future__ import annotations
 
+import contextlib
 import math
 import time
 from typing import TYPE_CHECKING, Any, Sequence
 
 from ..step.update import SPECS
 from .launch import IdentityError
+from .models import (
+    ModelSpec,
+    autocast_settings,
+    batch_dependent,
+    build,
+    describe,
+    flops_per_sample,
+    flops_per_sample_exact,
+    grad_rtol,
+    loss,
+    make_batches,
+)
 from .stats import summarize
 
 if TYPE_CHECKING:  # the worker runs this module's measure_step; a type-only import keeps them out of a circle
@@ -67,13 +80,13 @@ def mlp_width_for_params(params: float, depth: int) -> int:
 
 
 def _flat_grad(model):
-    import torch
+    import torch  # heavy
 
     return torch.cat([p.grad.reshape(-1) for p in model.parameters()])
 
 
 def _flat_params(model):
-    import torch
+    import torch  # heavy
 
     return torch.cat([p.detach().reshape(-1) for p in model.parameters()])
 
@@ -111,7 +124,7 @@ class _Clock:
 
     def mark(self):
         if self.cuda:
-            import torch
+            import torch  # heavy
 
             e = torch.cuda.Event(enable_timing=True)
             e.record()
@@ -125,11 +138,8 @@ class _Clock:
 
 def _precision(dtype: str, device):
     """Set TF32 as ``dtype`` asks and return a factory of the autocast context for forward and loss."""
-    import contextlib
 
-    import torch
-
-    from .models import autocast_settings
+    import torch  # heavy
 
     st = autocast_settings(dtype, device.type)
     if device.type == "cuda":
@@ -162,10 +172,8 @@ def measure_step(
     ``model`` is a :class:`simcli.bench.models.ModelSpec` as a dict (None: the MLP of ``depth`` x ``width``);
     ``dtype`` one of fp32, tf32, bf16, fp16 (tf32 and fp16 on CUDA only).
     """
-    import torch
-    import torch.distributed as dist
-
-    from .models import ModelSpec, build, describe, flops_per_sample, flops_per_sample_exact, loss, make_batches
+    import torch  # heavy
+    import torch.distributed as dist  # heavy
 
     spec = ModelSpec.from_dict(model) if model else ModelSpec(kind="mlp", width=width, depth=depth)
     autocast = _precision(dtype, d.device)
@@ -374,7 +382,7 @@ def measure_step(
 
 def _device_name(device) -> str:
     if device.type == "cuda":
-        import torch
+        import torch  # heavy
 
         return str(torch.cuda.get_device_name(device))
     return "cpu"
@@ -391,10 +399,8 @@ def _check_identity(
     BatchNorm (resnet) each rank normalises over its own samples, as DDP without SyncBatchNorm does, and
     the mean of the slices' gradients is what the ranks must agree with.
     """
-    import torch
-    import torch.distributed as dist
-
-    from .models import batch_dependent, build, grad_rtol
+    import torch  # heavy
+    import torch.distributed as dist  # heavy
 
     def rank_diff(t) -> float:
         ref = t.clone()
