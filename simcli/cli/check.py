@@ -2,10 +2,25 @@
 
 from __future__ import annotations
 
+from pathlib import Path
 from typing import Annotated, Any, Optional
 
+import numpy as np
 import typer
+from rich.console import Group
+from rich.text import Text
 
+from ..answers.check import MODEL_FLOOR, parse_tolerance
+from ..answers.check import check as run_check
+from ..answers.validate import live_measured, read_measurements
+from ..base.types import InputError
+from ..base.units import fmt_bytes
+from ..bench.live import detect, read_live
+from ..bench.nccltests import looks_like_nccl_tests, parse_nccl_tests
+from ..io import rules
+from ..io.inputs import read_text
+from ..io.output import check_output_path
+from ..io.render import Column, table
 from . import options as o
 from .common import answer, examples, handle_errors, new_app
 from .measured import MeasuredProfile, backend_of, devices_of, profile_for_measurements
@@ -27,7 +42,6 @@ Tolerance = o.opt(
 
 def _measured_times(path: str, m) -> Any:
     """The better of out-of-place and in-place where the file has both (nccl-tests runs both), else time_s."""
-    import numpy as np
 
     t = m.allreduce_time()
     if m.has("time_us", "time_inplace_us"):
@@ -35,13 +49,9 @@ def _measured_times(path: str, m) -> Any:
         if inp is not None:
             return np.minimum(t, inp * 1e-6)
         return t
-    from pathlib import Path
 
     if Path(path).is_dir():
         return t
-    from ..base.types import InputError
-    from ..bench.nccltests import looks_like_nccl_tests, parse_nccl_tests
-    from ..io.inputs import read_text
 
     if looks_like_nccl_tests(read_text(path, "nccl-tests output")):
         try:
@@ -75,22 +85,16 @@ def check(
     kind run that far below the model): not the hardware. Exit status 0 when no size is LOW, 1 when any is LOW
     (HIGH: the profile undersells the hardware).
     """
-    from ..answers.check import MODEL_FLOOR, parse_tolerance
-    from ..answers.check import check as run_check
-    from ..answers.validate import live_measured, read_measurements
-    from ..io.output import check_output_path
 
     if out.output:
         check_output_path(out.output, out.force, inputs=[file, profile])
     tol = parse_tolerance(tolerance)
-    from ..bench.live import detect, read_live
 
     kind = detect(file)
     m = live_measured(read_live(file, kind), None) if kind else read_measurements(file)
     prof = profile_for_measurements(profile, [m])
     floors = MODEL_FLOOR if tolerance is None else None  # the user's --tolerance is the whole rule
     recs, notes = run_check(m, prof, _measured_times(file, m), tol, algorithm=algorithm, floors=floors)
-    from ..io import rules
 
     rules.hardware(file, prof, backend=backend_of(m), devices=devices_of(m))
     rules.line_rate(
@@ -119,12 +123,6 @@ def check(
 def _check_view(
     path: str, profile: str, recs: list[dict[str, Any]], tol: dict[str, float], max_rows: int, floors: bool = True
 ):
-    from rich.console import Group
-    from rich.text import Text
-
-    from ..base.units import fmt_bytes
-    from ..io.render import Column, table
-
     def bw(x: float) -> str:
         return f"{x:.4g}"
 

@@ -14,13 +14,22 @@ import enum
 import functools
 import gc
 import importlib
+import math
+import os
+import re
+import signal
 import sys
+import threading
+import warnings
 from typing import Any, Callable, ClassVar, Iterable, Iterator, Mapping, MutableMapping, TypeVar
 
 import typer
 from typer.core import TyperArgument, TyperCommand, TyperGroup
 
-from ..base.types import SimcliError
+from ..base.types import InputError, NonFiniteResult, SimcliError
+from ..comm.nccl_choice import FASTER_MARGIN
+from ..io.inputs import SkippedFile, files_read, tracking
+from ..io.output import claims, escape_controls, guard_stdio, to_csv, to_json, write_atomic
 from .options import command as _expand_groups
 from .progress import suspended
 
@@ -62,12 +71,8 @@ def handle_errors(fn: F) -> F:
     @functools.wraps(fn)
     def wrapper(*args: Any, **kwargs: Any) -> Any:
         resume_collector()
-        import warnings
 
-        from ..base.types import NonFiniteResult
-        from ..io.inputs import SkippedFile
-        from ..io.output import escape_controls
-        from ..io.rules import SuspiciousInput
+        from ..io.rules import SuspiciousInput  # lazy
 
         # warnings said once the command has answered (a suspicious input's, a stand-in MFU's): an error is one line
         _DEFERRED.clear()
@@ -118,7 +123,6 @@ def handle_errors(fn: F) -> F:
 def overflow_line(e: OverflowError) -> str:
     """The one line for an OverflowError (a value past float64 or int64 met in parsing or arithmetic): what
     overflowed and the inputs given, for the user to bring into a realistic range."""
-    from ..io.output import escape_controls
 
     what = str(e).strip() or "a number is too large"
     return escape_controls(
@@ -139,7 +143,7 @@ def _show_warning(
     """Every warning raised below the CLI (a skipped file, a library's RuntimeWarning) as one 'simcli: warning:'
     line on stderr (warnings.showwarning's signature: a ``file`` argument is accepted and ignored); a suspicious
     input's (simcli.io.rules.SuspiciousInput) is kept in ``pending`` and said when the command ends."""
-    from ..io.rules import SuspiciousInput
+    from ..io.rules import SuspiciousInput  # lazy
 
     if pending is not None and isinstance(category, type) and issubclass(category, SuspiciousInput):
         pending.append(str(message))
@@ -152,8 +156,6 @@ class Terminated(KeyboardInterrupt):
     ``finally`` runs: a bench keeps its rows and stops its ranks; the exit status is 128 + the signal."""
 
     def __init__(self, signum: int):
-        import signal
-
         super().__init__(signum)
         self.signum = signum
         self.name = signal.Signals(signum).name
@@ -162,8 +164,6 @@ class Terminated(KeyboardInterrupt):
 @contextlib.contextmanager
 def _signals_as_interrupts() -> Iterator[None]:
     """SIGTERM and SIGHUP handled as SIGINT is, while a command runs (in the main thread only)."""
-    import signal
-    import threading
 
     if threading.current_thread() is not threading.main_thread():
         yield
@@ -189,12 +189,11 @@ def _signals_as_interrupts() -> Iterator[None]:
 def _given_inputs() -> str:
     """'; from the inputs --mfu 1e-320, profile p.yaml': the options given on the command line and the files read,
     for a result the finiteness gate refused (one of them produced it)."""
-    from ..io.inputs import files_read
 
     try:
-        from typer._click.globals import get_current_context
+        from typer._click.globals import get_current_context  # compat
     except ImportError:  # pragma: no cover
-        from click import get_current_context
+        from click import get_current_context  # compat
     ctx = get_current_context(silent=True)
     given: list[str] = []
     if ctx is not None:
@@ -216,9 +215,9 @@ def _given_inputs() -> str:
 def _click() -> Any:
     """The click that typer runs on (typer >= 0.24 vendors it as ``typer._click``)."""
     try:
-        from typer import _click as click
+        from typer import _click as click  # compat
     except ImportError:  # pragma: no cover - older typer uses click itself
-        import click
+        import click  # compat
     return click
 
 
@@ -237,7 +236,6 @@ def _raw_value(args: list[str], opts: list[str]) -> str | None:
 
 def usage_line(e: Any, args: list[str]) -> str:
     """typer's and click's own usage errors in simcli's one-line form: 'OPTION: VALUE ... how to fix'."""
-    import re
 
     click = _click()
     ctx = getattr(e, "ctx", None)
@@ -303,10 +301,6 @@ class SimcliGroup(TyperGroup):
         standalone_mode: bool = True,
         **extra: Any,
     ) -> Any:
-        from ..base.types import SimcliError
-        from ..io.inputs import tracking
-        from ..io.output import claims, guard_stdio
-
         click = _click()
         argv = list(sys.argv[1:] if args is None else args)
         _guard_completion(self)
@@ -495,7 +489,7 @@ def _completion_callback(original: Callable[..., Any], name: str) -> Callable[..
 def _shell_name() -> str | None:
     """The shell simcli runs under, as typer detects it (shellingham), or None."""
     try:
-        from typer._completion_shared import _get_shell_name
+        from typer._completion_shared import _get_shell_name  # compat
     except ImportError:  # pragma: no cover - another typer: let its own callback decide
         return "bash"
     return _get_shell_name()
@@ -503,7 +497,6 @@ def _shell_name() -> str | None:
 
 def _quiet_pipe() -> None:
     """After BrokenPipeError: point stdout at /dev/null so that the interpreter's last flush stays quiet."""
-    import os
 
     try:
         devnull = os.open(os.devnull, os.O_WRONLY)
@@ -526,9 +519,9 @@ MAX_FLOAT = 1e30
 
 def _option_name(name: str) -> str:
     try:
-        from typer._click.globals import get_current_context
+        from typer._click.globals import get_current_context  # compat
     except ImportError:  # pragma: no cover
-        from click import get_current_context
+        from click import get_current_context  # compat
     ctx = get_current_context(silent=True)
     for p in getattr(getattr(ctx, "command", None), "params", []):
         if p.name == name:
@@ -542,9 +535,6 @@ def _check_options(kwargs: dict[str, Any]) -> None:
     number option that is NaN or infinite (``--lr inf`` as ``--lr nan``) or beyond :data:`MAX_FLOAT` in magnitude
     (``--price-per-device-hour 1e308``), and an empty text value (``-o ''``,
     ``-k ''``) where the option has a meaning only with a value."""
-    import math
-
-    from ..base.types import InputError
 
     for name, v in kwargs.items():
         vals = v if isinstance(v, (list, tuple)) else [v]
@@ -586,7 +576,7 @@ def new_app(**kw: Any) -> typer.Typer:
 
 def show(renderable: object, output: str | None, force: bool) -> None:
     """Print a table to the terminal, or its plain text to ``output``; with ``--wide`` every column, however wide."""
-    from ..io.render import Wide, console, render_text
+    from ..io.render import Wide, console, render_text  # lazy
 
     if State.wide:
         renderable = Wide(renderable)
@@ -600,8 +590,6 @@ def show(renderable: object, output: str | None, force: bool) -> None:
 def emit(text: str | Iterable[str], output: str | None, force: bool) -> None:
     """Print ``text`` (or an iterable of chunks, streamed) to stdout, or write it atomically to ``output``."""
     if output:
-        from ..io.output import write_atomic
-
         p = write_atomic(output, text, force=force)
         done(str(p))
     elif isinstance(text, str):
@@ -620,7 +608,6 @@ def answer(
     if out.format.value == "table":
         show(view(), out.output, out.force)  # --wide honoured as every other table does
         return
-    from ..io.output import to_csv, to_json
 
     if out.format.value == "json":
         text = to_json(doc())
@@ -636,8 +623,6 @@ def done(path: str) -> None:
 
 
 def warn(msg: str) -> None:
-    from ..io.output import escape_controls
-
     with suspended():
         typer.echo(f"simcli: warning: {escape_controls(msg, keep_newlines=False)}", err=True)
 
@@ -693,8 +678,7 @@ def warn_nccl_faster(rows: Iterable[dict[str, Any]], step: bool = True, see: str
     Each row: profile, devices (and the details, not said here). ``step``: the rows are a step's messages (said past
     STEP_MARGIN of the step), else single collectives (FASTER_MARGIN).
     """
-    from ..comm.nccl_choice import FASTER_MARGIN
-    from ..step.notes import STEP_MARGIN
+    from ..step.notes import STEP_MARGIN  # lazy
 
     rows = list(rows)
     if not rows:

@@ -4,10 +4,23 @@ from __future__ import annotations
 
 from typing import Annotated, Any, Optional
 
+import numpy as np
+from rich.console import Group
+from rich.text import Text
+
+from ..answers.compare import alternatives
+from ..answers.compare import compare as run_compare
+from ..answers.plan import training_memory
+from ..base.ranges import parse_devices
 from ..base.types import InputError
-from ..base.units import sig4
+from ..base.units import fmt_bytes, sig4
+from ..io.output import to_csv, to_json
+from ..io.profiles import resolve_profile, with_nccl_version
+from ..io.render import Column, table, time_unit
+from ..io.workloads import build_workload
 from . import options as o
 from .common import emit, examples, handle_errors, new_app, show, warn
+from .progress import progress
 from .views import header_lines
 
 app = new_app()  # `compare`, a top-level command
@@ -105,10 +118,6 @@ def compare(
     """Every combination of the comma-separated alternatives, side by side: step time, speedup, efficiency and
     the gain (throughput over the first combination at the same k).
     """
-    from ..answers.compare import compare as run_compare
-    from ..base.ranges import parse_devices
-    from ..io.profiles import resolve_profile, with_nccl_version
-    from ..io.workloads import build_workload
 
     fig_size = o.check_outputs(out, pic)
     k = parse_devices(devices)
@@ -160,9 +169,6 @@ def compare(
         choices["bucket_mb"] = o.parse_numbers(scn.bucket_mb, "--bucket-mb", float, 1e-9)
     if scn.accum is not None:
         choices["accum"] = o.parse_numbers(scn.accum, "--accum", int, 1)
-    import numpy as np
-
-    from ..answers.compare import alternatives
 
     n_alt = len(alternatives(sc, choices))
     k_all = k
@@ -171,11 +177,9 @@ def compare(
         head = out.rows // 2
         nh, nt = -(-head // n_alt), -(-(out.rows - head) // n_alt)
         k = np.concatenate([k[:nh], k[k.size - nt :]]) if nh + nt < k.size else k
-    from .progress import progress
 
     with progress(f"compare: {n_alt} alternatives x {k.size} device counts"):
         cmp = run_compare(sc, choices, k)
-    from ..answers.plan import training_memory
 
     misfits: dict[str, list[str]] = {}
     for alt in cmp.alternatives:
@@ -190,14 +194,13 @@ def compare(
     if out.table:
         show(_compare_view(cmp, out.rows, n_devices=k_all.size), out.output, out.force)
         return
-    from ..io.output import to_csv, to_json
 
     recs = cmp.records()
     emit(to_json(recs) if out.format is o.Format.json else to_csv(recs), out.output, out.force)
 
 
 def _compare_title(cmp: Any) -> str:
-    from .plot import scenario_title
+    from .plot import scenario_title  # lazy
 
     varied = cmp.varied or ["nothing"]
     return scenario_title(
@@ -206,7 +209,7 @@ def _compare_title(cmp: Any) -> str:
 
 
 def _draw_compare(cmp: Any, path: str, force: bool, size: Any, threshold: float) -> None:
-    from .plot import draw_speedup
+    from .plot import draw_speedup  # lazy
 
     draw_speedup(
         cmp.results, path, force, size, threshold, labels=[a.label for a in cmp.alternatives], title=_compare_title(cmp)
@@ -215,11 +218,6 @@ def _draw_compare(cmp: Any, path: str, force: bool, size: Any, threshold: float)
 
 def _compare_view(cmp: Any, rows: int, n_devices: int | None = None) -> Any:
     """``n_devices``: how many k were asked for when ``cmp`` holds only the first and last ones shown."""
-    from rich.console import Group
-    from rich.text import Text
-
-    from ..base.units import fmt_bytes
-    from ..io.render import Column, table, time_unit
 
     recs = cmp.by_devices()
     first = cmp.alternatives[0]

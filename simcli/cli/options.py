@@ -28,11 +28,13 @@ from typing import Annotated, Any, Callable, Optional, Sequence, TypeVar
 
 import typer
 
+from ..base.ranges import check_combinations, parse_devices, parse_sizes
 from ..base.types import InputError
 from ..base.units import parse_at
 from ..comm import nccl, registry, releases, specs
-from ..io.profiles import DEFAULT_PROFILE, resolve_profile, with_nccl_version
-from ..io.workloads import DEFAULT_MODEL, build_workload
+from ..io.output import check_output_path, same_output
+from ..io.profiles import DEFAULT_PROFILE, list_profiles, resolve_profile, with_nccl_version
+from ..io.workloads import DEFAULT_MODEL, build_workload, presets
 from ..step import update
 from ..step.engine import Scenario
 
@@ -162,9 +164,7 @@ def _listed(items: Any, incomplete: str) -> list[str]:
 def complete_profile(incomplete: str) -> list[str]:
     """Profile names a shell offers for --profile: the built-ins and the profile files simcli finds
     (simcli.io.profiles.list_profiles), then YAML files in the current folder."""
-    import glob
-
-    from ..io.profiles import list_profiles
+    import glob  # lazy
 
     names = list(dict.fromkeys(e.name for e in list_profiles()))
     _, _, last = incomplete.rpartition(",")
@@ -174,7 +174,6 @@ def complete_profile(incomplete: str) -> list[str]:
 
 def complete_model(incomplete: str) -> list[str]:
     """Model names a shell offers for --model: simcli's presets (simcli.io.workloads.presets)."""
-    from ..io.workloads import presets
 
     return _listed(presets(), incomplete)
 
@@ -606,7 +605,6 @@ class ScenarioOptions(OptionGroup):
 
         Order: profile-major, then model, then algorithm, then strategy, as given on the command line.
         """
-        from ..base.ranges import check_combinations
 
         lists = [split_list(getattr(self, name), f"--{name}") for name in MULTI]
         check_combinations({f"--{name}": len(v) for name, v in zip(MULTI, lists)})
@@ -665,7 +663,6 @@ class CommOptions(OptionGroup):
 
     def grid(self) -> tuple[Any, Any]:
         """(k, sizes) as arrays, checked against their limits before anything is allocated."""
-        from ..base.ranges import parse_devices, parse_sizes
 
         return parse_devices(self.devices), parse_sizes(self.size)
 
@@ -697,8 +694,7 @@ def picture_size(
     option: str = "--plot",
 ) -> "FigSize":
     """Check a picture request before any work: suffix, directory, clobbering, size and threshold."""
-    from ..io.output import check_output_path
-    from ..plot.figures import FigSize, check_figsize, picture_format
+    from ..plot.figures import FigSize, check_figsize, picture_format  # heavy
 
     picture_format(path, option)
     check_output_path(path, force, option)
@@ -713,16 +709,12 @@ def check_outputs(out: OutputOptions, pic: PictureOptions | None = None, thresho
     --output and --plot naming one file (the same name, or two names of one file: a link, ``./x`` and ``x``) is
     refused before either is claimed: the picture would be written, then replaced by the answer, or refused."""
     if out.output and pic is not None and pic.plot:
-        from ..io.output import same_output
-
         if same_output(out.output, pic.plot):
             raise InputError(
                 f"--plot: {pic.plot} is also --output ({out.output}); the picture and the answer need two files, "
                 "give each its own name"
             )
     if out.output:
-        from ..io.output import check_output_path
-
         check_output_path(out.output, out.force)
     if pic is not None and pic.plot:
         return pic.size(pic.plot, out.force, threshold=threshold)

@@ -13,9 +13,14 @@ import shlex
 from typing import TYPE_CHECKING, Annotated, Any, Optional
 
 import typer
+from rich.console import Group
+from rich.text import Text
 
+from ..base.ranges import parse_devices
 from ..base.types import InputError
-from ..base.units import sig4
+from ..base.units import fmt_count, fmt_time, sig4
+from ..io.output import to_csv, to_json
+from ..io.render import Column, table, time_unit
 from . import options as o
 from .common import Lazy, LazyGroup, emit, examples, handle_errors, new_app, show, warn, warn_mfu_fallback
 from .views import header_lines
@@ -175,8 +180,7 @@ def plan_max_devices(
 ) -> None:
     """The largest k whose efficiency stays at or above --min-efficiency (scans every k of --devices that fills
     whole nodes past the first; --partial-nodes scans every one)."""
-    from ..answers import plan as P
-    from ..base.ranges import parse_devices
+    from ..answers import plan as P  # lazy
 
     sc, mem = _plan_start(scn, out)
     cap = sc.profile.max_devices or MAX_SCAN
@@ -190,7 +194,7 @@ def plan_max_devices(
     res["scan"] = "every count" if partial_nodes or k.size == every else "whole nodes past the first"
     nxt = ans.beyond["devices"] if ans.beyond else None
     res["command"] = _curve_command(_scan_string(ans.result.devices, devices, ans.answer, nxt), scn)
-    from ..answers.band_decisions import max_devices_band
+    from ..answers.band_decisions import max_devices_band  # lazy
 
     res["band"] = max_devices_band(ans)
     _plan_finish(sc, ans, res, mem, out, [ans.answer] if ans.answer else k)
@@ -207,8 +211,7 @@ def plan_solve(
     out: o.OutputOptions = o.OutputOptions(),
 ) -> None:
     """The value of a profile field that gives --min-efficiency at --devices K."""
-    from ..answers import solve as S
-    from ..base.ranges import parse_devices
+    from ..answers import solve as S  # lazy
 
     sc, mem = _plan_start(scn, out)
     if devices is None:
@@ -223,7 +226,7 @@ def plan_solve(
     ans = S.solve_field(sc, devices=kk, target=min_efficiency, path=field, rtol=tolerance)  # type: ignore[arg-type]
     res = ans.to_dict()
     res["command"] = _curve_command(_scan_string([1, kk], None, kk), scn)
-    from ..answers.band_decisions import solve_band
+    from ..answers.band_decisions import solve_band  # lazy
 
     res["band"] = solve_band(sc, ans)
     _plan_finish(sc, ans, res, mem, out, [kk])
@@ -245,8 +248,7 @@ def plan_time_to_train(
     out: o.OutputOptions = o.OutputOptions(),
 ) -> None:
     """Wall-clock time and cost of a whole run (--samples or --tokens) for each k of --devices."""
-    from ..answers import plan as P
-    from ..base.ranges import parse_devices
+    from ..answers import plan as P  # lazy
 
     sc, mem = _plan_start(scn, out)
     if (samples is None) == (tokens is None):
@@ -268,7 +270,7 @@ def plan_time_to_train(
 def _plan_finish(
     sc: "Scenario", ans: Any, res: dict[str, Any], optimizer: str, out: o.OutputOptions, devices: Any
 ) -> None:
-    from ..answers.plan import training_memory
+    from ..answers.plan import training_memory  # lazy
 
     mem = training_memory(sc, devices)
     res["memory"] = mem.to_dict()
@@ -279,7 +281,6 @@ def _plan_finish(
     if out.table:
         show(_plan_view(sc, ans, res, out.rows), out.output, out.force)
         return
-    from ..io.output import to_csv, to_json
 
     if out.format is o.Format.json:
         emit(to_json(res), out.output, out.force)
@@ -325,12 +326,6 @@ def _plan_rows(out: dict[str, Any]) -> list[dict[str, Any]]:
 
 
 def _plan_view(sc: "Scenario", ans: Any, out: dict[str, Any], rows: int) -> Any:
-    from rich.console import Group
-    from rich.text import Text
-
-    from ..base.units import fmt_count, fmt_time
-    from ..io.render import Column, table
-
     parts: list[Any] = [Text("\n".join(header_lines(sc)))]
     q = out["question"]
     if q == "max-devices":
@@ -417,8 +412,6 @@ def _plan_view(sc: "Scenario", ans: Any, out: dict[str, Any], rows: int) -> Any:
             )
         )
     if q == "time-to-train":
-        from ..io.render import time_unit
-
         f_, unit = time_unit([r["t_step_s"] for r in out["rows"]])
         ch, fa = ans.cheapest["devices"], ans.fastest["devices"]
 

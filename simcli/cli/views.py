@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import math
 from typing import Any, Sequence
 
 from rich.console import Group
@@ -10,10 +11,14 @@ from rich.text import Text
 from ..base.types import DTYPE_BYTES, NCCL_TABLES_VERSION, TUNED_LIBRARIES, Profile
 from ..base.units import fmt_bytes, fmt_count, fmt_flops, fmt_rate, fmt_time
 from ..base.units import sig4 as _g
+from ..comm.bands import UNMEASURED
 from ..comm.specs import COLLECTIVES
-from ..io.render import Column, table, time_unit
-from ..step.engine import Result, Scenario
+from ..io.render import Column, kv_table, labelled, table, time_unit
+from ..step.engine import Result, Scenario, fsdp_units
+from ..step.memory import PARTS, describe_parts
+from ..step.straggler import expected_max
 from ..step.strategies import SPECS
+from ..step.update import describe
 
 
 def _num(fmt: str):
@@ -76,7 +81,6 @@ def header_lines(sc: Scenario) -> list[str]:
 
 def scenario_header(res: Result) -> Any:
     """The block above a speedup table: every input, one labelled line each, wrapped at word boundaries."""
-    from ..io.render import labelled
 
     return labelled([(line[:9].rstrip(), line[10:]) for line in _header_lines(res)])
 
@@ -116,7 +120,6 @@ def _header_lines(res: Result) -> list[str]:
             f"devices   speed spread σ = {sigma:.3g} ({given}): a step waits for the slowest of k, "
             f"T_compute x (1 + σ·m_k){excess}, m_k = E[max of k normals]"
         )
-    from ..step.update import describe
 
     lines.append(f"update    {describe(sc)}")  # simcli.step.update
     tiers = ", ".join(
@@ -125,7 +128,7 @@ def _header_lines(res: Result) -> list[str]:
         for t in p.network
     )
     lines.append(f"network   {tiers}")
-    from ..answers.explain_terms import formula
+    from ..answers.explain_terms import formula  # lazy
 
     if sc.algorithm == "auto":
         lines.append(
@@ -157,7 +160,6 @@ def _header_lines(res: Result) -> list[str]:
 
 def _sharding_lines(res: Result) -> list[str]:
     """The header of a sharded strategy (simcli.step.sharding): what is gathered and reduced, how it overlaps."""
-    from ..step.engine import fsdp_units
 
     sc = res.scenario
     L = fsdp_units(sc)
@@ -237,7 +239,6 @@ def speedup_table(res: Result, max_rows: int = 40, total: int | None = None) -> 
 def _step_band(r: dict[str, Any], key: str, digits: int) -> str | None:
     """``(lo–hi)`` of a speedup record's band (simcli.step.band), the low end rounded down and the high end up so
     that the band shown holds the value shown; E(k) to ``digits`` decimals, samples/s to 3 significant figures."""
-    import math
 
     lo, hi = r.get(f"{key}_lo"), r.get(f"{key}_hi")
     if lo is None or hi is None:
@@ -250,7 +251,6 @@ def _step_band(r: dict[str, Any], key: str, digits: int) -> str | None:
 
 def _sig_down(v: float, up: bool = False) -> str:
     """``v`` to 3 significant figures, rounded down (up with ``up``), as sig4 writes numbers."""
-    import math
 
     if v <= 0:
         return _g(v)
@@ -267,8 +267,6 @@ _PER_ROW = ("auto", "nccl")
 
 
 def _unmeasured(r: dict[str, Any]) -> bool:
-    from ..comm.bands import UNMEASURED
-
     return str(r.get("band_basis") or "").startswith(UNMEASURED)
 
 
@@ -375,11 +373,6 @@ def _band_rows(d: dict[str, Any]) -> list[tuple[str, str]]:
 
 def explain_view(d: dict[str, Any]) -> Any:
     """A rich renderable of :func:`simcli.answers.explain.explain`'s terms."""
-    from rich.console import Group
-    from rich.text import Text
-
-    from ..base.units import fmt_bytes, fmt_rate, fmt_time
-    from ..io.render import Column, kv_table, table
 
     def t(x: float | None) -> str:
         return "-" if x is None else fmt_time(x)
@@ -397,8 +390,6 @@ def explain_view(d: dict[str, Any]) -> Any:
         ("T_compute", t(d["t_compute_s"])),
     ]
     if d["spread"]:
-        from ..step.straggler import expected_max
-
         k0 = d.get("reference_k", 1)
         rows.append(
             (
@@ -507,7 +498,6 @@ def explain_view(d: dict[str, Any]) -> Any:
     if "memory" in d:
         mem = d["memory"]
         cap = mem["capacity_bytes"]
-        from ..step.memory import PARTS, describe_parts
 
         parts = describe_parts({p: mem[f"{p}_bytes"] for p in PARTS}, d.get("strategy") or "ddp", d["optimizer"])
         rows.append(
