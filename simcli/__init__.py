@@ -9,6 +9,8 @@ The Python API the CLI is built on::
     df = res.to_frame()                  # pandas DataFrame (pandas imported on demand)
 """
 
+from importlib import import_module
+
 from .version import __version__
 
 #: the public names and the module each comes from; imported on first use (PEP 562), so that ``import simcli``
@@ -32,8 +34,6 @@ _API = {
 
 def __getattr__(name: str):
     if name in _API:
-        from importlib import import_module
-
         value = getattr(import_module(_API[name], __name__), name)
         globals()[name] = value  # once: the next access is a plain attribute
         return value

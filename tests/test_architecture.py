@@ -3,10 +3,12 @@
 from __future__ import annotations
 
 import ast
+import io
 import json
 import shutil
 import subprocess
 import sys
+import tokenize
 from pathlib import Path
 
 import pytest
@@ -124,6 +126,52 @@ def _imports_of(node: ast.Import | ast.ImportFrom) -> list[str]:
     if isinstance(node, ast.Import):
         return [a.name for a in node.names]
     return [node.module or ""] if not node.level else []
+
+
+#: why an import may sit inside a function, the one word its line says (docs/ARCHITECTURE.md, the start-up rules)
+IMPORT_REASONS = {
+    "heavy": "torch, matplotlib (simcli.plot), pandas: only the paths that need them load them",
+    "lazy": "a module deferred on purpose: importing it at the top would add to the start-up of a command that "
+    "loads this module without needing it (tests/cli/test_cli.py; benchmarks/bench_startup.py)",
+    "compat": "one of two spellings, tried in turn (typer's vendored click or click; platformdirs' fallback)",
+}
+
+
+def _unexplained_imports(source: str) -> list[int]:
+    """The lines of the imports inside a function whose statement carries no ``# <reason>`` comment."""
+    said: dict[int, set[str]] = {}
+    for tok in tokenize.generate_tokens(io.StringIO(source).readline):
+        if tok.type == tokenize.COMMENT:
+            said.setdefault(tok.start[0], set()).update(w.strip().split(" ")[0] for w in tok.string.split("#")[1:])
+    bad = []
+
+    def walk(node: ast.AST, inside: bool) -> None:
+        for child in ast.iter_child_nodes(node):
+            if inside and isinstance(child, (ast.Import, ast.ImportFrom)):
+                words = set().union(*(said.get(n, set()) for n in range(child.lineno, child.end_lineno + 1)))
+                if not words & IMPORT_REASONS.keys():
+                    bad.append(child.lineno)
+            walk(child, inside or isinstance(child, (ast.FunctionDef, ast.AsyncFunctionDef)))
+
+    walk(ast.parse(source), False)
+    return bad
+
+
+def test_imports_sit_at_the_top_unless_one_word_says_why():
+    """Every import at the top of its module, where a reader sees what the module depends on; one inside a function
+    says why on its line (# heavy, # lazy, # compat)."""
+    bad = [
+        f"{p.relative_to(ROOT)}:{line}"
+        for p in sorted((ROOT / "simcli").rglob("*.py"))
+        for line in _unexplained_imports(p.read_text(encoding="utf-8"))
+    ]
+    assert bad == [], bad
+    toy = (
+        "import os\n\ndef f():\n    import json\n    import torch  # heavy\n    from x import (  # lazy\n"
+        "        y,\n    )\n    import re  # noqa: F401\n    s = '# lazy'; import csv\n\n"
+        "class C:\n    def g(self):\n        import math\n"
+    )
+    assert _unexplained_imports(toy) == [4, 9, 10, 14]
 
 
 def test_no_cli_module_imports_the_root_app_back():

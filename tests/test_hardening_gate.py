@@ -214,7 +214,7 @@ def test_plan_best_reports_progress_for_every_configuration(runner, monkeypatch)
             seen.append((self.description, self.total, self.completed))
             return super().__exit__(*exc)
 
-    monkeypatch.setattr(P, "progress", lambda d, total=None, **kw: Recorder(d, total, delay=3600))
+    monkeypatch.setattr("simcli.cli.plan_best.progress", lambda d, total=None, **kw: Recorder(d, total, delay=3600))
     r = runner.invoke(app, ["plan", "best", "-B", "512", "-k", "8..64:x2", "-b", "1,2,4", "-f", "json"])
     assert r.exit_code == 0, r.output
     assert json.loads(r.stdout)["scanned"] == 4 * 3 * 5
@@ -281,7 +281,7 @@ def test_overflowing_values_are_one_line(runner, args, line):
 @pytest.mark.parametrize(
     "module,cmd,named",
     [
-        ("simcli.step.engine", ["speedup", "-k", "8", "--mfu", "0.3"], "--mfu 0.3"),
+        ("simcli.cli.speedup", ["speedup", "-k", "8", "--mfu", "0.3"], "--mfu 0.3"),
         ("simcli.decisions.plan_best", ["plan", "best", "-B", "512", "-k", "8"], "--global-batch 512"),
         ("simcli.decisions.plan", ["plan", "time-to-train", "-k", "8", "--samples", "1e6"], "--samples 1000000.0"),
         ("simcli.decisions.solve", ["plan", "solve", "device.mfu", "-k", "8", "-e", "0.9"], "--min-efficiency 0.9"),

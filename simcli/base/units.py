@@ -20,6 +20,8 @@ from __future__ import annotations
 import math
 import re
 
+from .types import InputError
+
 __all__ = [
     "UnitError",
     "KINDS",
@@ -113,7 +115,6 @@ def parse(value: object, kind: str) -> float:
 def parse_at(value: object, kind: str, where: str, positive: bool = False) -> float:
     """:func:`parse` for input that names its place (an option, a file and field): anything that is not a
     ``kind``, is negative, or (``positive``) is 0 raises InputError as one line starting with ``where``."""
-    from .types import InputError
 
     try:
         x = parse(value, kind)

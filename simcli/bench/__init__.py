@@ -19,6 +19,8 @@ and memory it has (:mod:`.runs`, inside those functions).
 
 from __future__ import annotations
 
+import importlib.util
+
 from ..base.types import InputError
 
 __all__ = ["require_torch", "INSTALL_HINT"]
@@ -31,12 +33,11 @@ INSTALL_HINT = (
 
 def require_torch() -> str:
     """Return torch's version, or raise InputError with the one line that says how to install it."""
-    import importlib.util
 
     if importlib.util.find_spec("torch") is None:
         raise InputError(INSTALL_HINT)
     try:
-        import torch
+        import torch  # heavy
     except ImportError as e:  # installed but broken
         raise InputError(f"{INSTALL_HINT} (import torch failed: {e})") from None
     return str(torch.__version__)

@@ -125,8 +125,8 @@ def measure_allreduce(
     max_iters: int | None = None,
     max_time: float = DEFAULT_MAX_TIME,
 ) -> None:
-    import torch
-    import torch.distributed as dist
+    import torch  # heavy
+    import torch.distributed as dist  # heavy
 
     if stat not in STATS:
         raise ValueError(f"unknown statistic {stat!r}")

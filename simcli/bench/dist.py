@@ -63,6 +63,6 @@ class Dist:
     def sync(self) -> None:
         """Wait for the device (GPU kernels are asynchronous); nothing to do on CPU."""
         if self.device.type == "cuda":
-            import torch
+            import torch  # heavy
 
             torch.cuda.synchronize(self.device)

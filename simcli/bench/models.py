@@ -271,8 +271,8 @@ def autocast_settings(dtype: str, device_type: str) -> dict[str, Any]:
 
 def build(s: ModelSpec, seed: int, device: Any) -> Any:
     """The torch module, initialised from ``seed`` (every rank builds the same one)."""
-    import torch
-    from torch import nn
+    import torch  # heavy
+    from torch import nn  # heavy
 
     torch.manual_seed(seed)
     if s.kind == "mlp":
@@ -290,9 +290,9 @@ def build(s: ModelSpec, seed: int, device: Any) -> Any:
 
 
 def _gpt(s: ModelSpec) -> Any:
-    import torch
-    from torch import nn
-    from torch.nn import functional as F
+    import torch  # heavy
+    from torch import nn  # heavy
+    from torch.nn import functional as F  # heavy
 
     class Block(nn.Module):
         def __init__(self, h: int, heads: int):
@@ -328,7 +328,7 @@ def _gpt(s: ModelSpec) -> Any:
 
 
 def _resnet(s: ModelSpec) -> Any:
-    from torch import nn
+    from torch import nn  # heavy
 
     class Bottleneck(nn.Module):
         def __init__(self, cin: int, mid: int, stride: int):
@@ -376,7 +376,7 @@ def _resnet(s: ModelSpec) -> Any:
 
 def make_batches(s: ModelSpec, rows: int, n: int, gen: Any, device: Any) -> list[tuple[Any, Any]]:
     """``n`` synthetic global batches of ``rows`` samples: (inputs, targets), drawn from ``gen``."""
-    import torch
+    import torch  # heavy
 
     out = []
     for _ in range(n):
@@ -395,7 +395,7 @@ def make_batches(s: ModelSpec, rows: int, n: int, gen: Any, device: Any) -> list
 
 def loss(s: ModelSpec, out: Any, y: Any) -> Any:
     """The mean loss over the batch (so the mean of k equal-sized per-rank losses is the global one)."""
-    from torch.nn import functional as F
+    from torch.nn import functional as F  # heavy
 
     if s.kind == "mlp":
         return F.mse_loss(out.float(), y)

@@ -15,7 +15,12 @@ from __future__ import annotations
 import os
 from typing import Any, Callable
 
+from ..base.ranges import parse_devices
 from ..base.types import InputError
+from ..base.units import fmt_bytes
+from ..io.workloads import custom_workload
+from ..step.engine import Scenario, simulate
+from .models import memory_estimate
 
 __all__ = [
     "BACKENDS",
@@ -38,8 +43,7 @@ BACKENDS = ("auto", "gloo", "nccl")
 def world_sizes(text: str | None, default: str) -> tuple[list[int], dict[str, Any] | None]:
     """The world sizes to spawn (``--world-sizes``, else ``default``), or under a launcher its one world and its
     environment (:func:`~simcli.bench.launch.torchrun_env`)."""
-    from ..base.ranges import parse_devices
-    from .launch import torchrun_env
+    from .launch import torchrun_env  # lazy
 
     tr = torchrun_env()
     if tr is not None:
@@ -59,7 +63,7 @@ def is_writer(tr: dict[str, Any] | None) -> bool:
 
 def resolve_backend(backend: str) -> tuple[str, int | None]:
     """``(backend, CUDA devices torch sees)``: auto is nccl with CUDA devices, gloo otherwise; nccl needs one."""
-    import torch
+    import torch  # heavy
 
     cuda = torch.cuda.device_count() if torch.cuda.is_available() else 0
     if backend == "auto":
@@ -71,7 +75,7 @@ def resolve_backend(backend: str) -> tuple[str, int | None]:
 
 def check_worlds(sizes: list[int], backend: str, oversubscribe: bool, cuda: int | None, port: int) -> None:
     """Refuse, before any rank starts, a world this host cannot run and a --port that is out of range or busy."""
-    from .launch import check_port, check_world_size
+    from .launch import check_port, check_world_size  # lazy
 
     for k in sizes:
         check_world_size(k, backend, oversubscribe, cuda)
@@ -108,11 +112,11 @@ def run_worlds(
     ``on_record`` gets rank 0's records as they are measured; ``on_world_start(i, k)`` is called before the i-th
     world (of size k) is spawned, ``on_world_done(k)`` after it (under torchrun on rank 0 only), and
     ``on_progress`` with the unit (a size, a timed step) the slowest rank of the running world has reached."""
-    from .launch import BenchError
+    from .launch import BenchError  # lazy
 
     if tr is not None:
-        from . import worker
-        from .launch import IdentityError
+        from . import worker  # lazy
+        from .launch import IdentityError  # lazy
 
         d = worker.init(
             backend,
@@ -131,14 +135,14 @@ def run_worlds(
         except RuntimeError as e:  # a peer died: torch.distributed raises on the survivors
             raise BenchError(f"rank {d.rank} of world size {d.world_size}: {str(e).splitlines()[0]}") from None
         finally:
-            import torch.distributed as dist
+            import torch.distributed as dist  # heavy
 
             if dist.is_initialized():
                 dist.destroy_process_group()
         if d.rank == 0:
             on_world_done(d.world_size)
         return
-    from .launch import run_world
+    from .launch import run_world  # lazy
 
     for i, k in enumerate(sizes_k):
         if on_world_start is not None:
@@ -161,12 +165,10 @@ def run_worlds(
 
 def check_memory(spec: Any, batch: int, backend: str, ranks_here: int, kind: str) -> None:
     """Refuse a model whose step cannot fit: parameters x 4 B x 4 + activations, per rank, vs the memory there."""
-    from ..base.units import fmt_bytes
-    from .models import memory_estimate
 
     need = memory_estimate(spec, batch)
     if backend == "nccl":
-        import torch
+        import torch  # heavy
 
         have, where, total = float(torch.cuda.get_device_properties(0).total_memory), "GPU 0 has", need
     else:
@@ -207,8 +209,6 @@ def add_prediction(
     after backward (``--overlap none``); DDP overlaps its buckets with backward (``buckets``).
     ``ref`` keeps each mode's T_step(1) from one record to the next.
     """
-    from ..io.workloads import custom_workload
-    from ..step.engine import Scenario, simulate
 
     k, mode = int(rec["world_size"]), rec["mode"]
     if k == 1:

@@ -31,6 +31,7 @@ gradients); after one update the parameters are identical on every rank.
 
 from __future__ import annotations
 
+import contextlib
 import math
 import time
 from typing import TYPE_CHECKING, Any, Callable, Sequence
@@ -38,6 +39,18 @@ from typing import TYPE_CHECKING, Any, Callable, Sequence
 from ..io.measured.stats import summarize
 from ..step.update import SPECS
 from .launch import IdentityError
+from .models import (
+    ModelSpec,
+    autocast_settings,
+    batch_dependent,
+    build,
+    describe,
+    flops_per_sample,
+    flops_per_sample_exact,
+    grad_rtol,
+    loss,
+    make_batches,
+)
 
 if TYPE_CHECKING:  # the worker runs this module's measure_step; a type-only import keeps them out of a circle
     from .dist import Dist
@@ -67,13 +80,13 @@ def mlp_width_for_params(params: float, depth: int) -> int:
 
 
 def _flat_grad(model):
-    import torch
+    import torch  # heavy
 
     return torch.cat([p.grad.reshape(-1) for p in model.parameters()])
 
 
 def _flat_params(model):
-    import torch
+    import torch  # heavy
 
     return torch.cat([p.detach().reshape(-1) for p in model.parameters()])
 
@@ -111,7 +124,7 @@ class _Clock:
 
     def mark(self):
         if self.cuda:
-            import torch
+            import torch  # heavy
 
             e = torch.cuda.Event(enable_timing=True)
             e.record()
@@ -125,11 +138,8 @@ class _Clock:
 
 def _precision(dtype: str, device):
     """Set TF32 as ``dtype`` asks and return a factory of the autocast context for forward and loss."""
-    import contextlib
 
-    import torch
-
-    from .models import autocast_settings
+    import torch  # heavy
 
     st = autocast_settings(dtype, device.type)
     if device.type == "cuda":
@@ -149,8 +159,8 @@ class _Timer:
 
     def reduce_max(self, series: list[list[float]]) -> list[Any]:
         """Each series' per-step maximum over the ranks, summarised."""
-        import torch
-        import torch.distributed as dist
+        import torch  # heavy
+        import torch.distributed as dist  # heavy
 
         tt = torch.tensor(series, dtype=torch.float64, device=self.d.device)
         dist.all_reduce(tt, op=dist.ReduceOp.MAX)  # a step ends when its slowest rank ends
@@ -158,7 +168,7 @@ class _Timer:
 
     def ready(self) -> None:
         """Before a timed step: the next progress checkpoint, a barrier, a device sync."""
-        import torch.distributed as dist
+        import torch.distributed as dist  # heavy
 
         self.d.checkpoint(self.counter)
         self.counter += 1
@@ -212,10 +222,10 @@ def _solo_step_time(
 ) -> float | None:
     """T_step(1) under torchrun: rank 0 alone runs the step without communication (the median; None on the other
     ranks, which wait)."""
-    import torch
-    import torch.distributed as dist
+    import torch  # heavy
+    import torch.distributed as dist  # heavy
 
-    from .models import build
+    from .models import build  # lazy
 
     solo = None
     solo_model = build(spec, seed, d.device)
@@ -252,10 +262,10 @@ def _mode_identity(
     b: int,
 ) -> dict[str, float]:
     """The identity of ``mode`` (module docstring), on a fresh model at step 0. Raises IdentityError."""
-    import torch
-    import torch.distributed as dist
+    import torch  # heavy
+    import torch.distributed as dist  # heavy
 
-    from .models import build
+    from .models import build  # lazy
 
     ident_model = build(spec, seed, d.device)
     opt = torch.optim.SGD(ident_model.parameters(), lr=lr)
@@ -278,8 +288,8 @@ def _mode_identity(
 
 def _comm_step(mode: str, flat: Any, buckets: list[int]) -> Callable[[int], None]:
     """T_comm's step: one all_reduce of the flat gradient (flat), one per DDP bucket (ddp)."""
-    import torch
-    import torch.distributed as dist
+    import torch  # heavy
+    import torch.distributed as dist  # heavy
 
     if mode == "flat":
 
@@ -308,8 +318,8 @@ def _train_step(
 ) -> Callable[[int], None]:
     """T_step's step on ``model``: forward, backward, the all-reduce (DDP's buckets, or one flat all_reduce and a
     division by k) and the SGD update."""
-    import torch
-    import torch.distributed as dist
+    import torch  # heavy
+    import torch.distributed as dist  # heavy
 
     opt = torch.optim.SGD(model.parameters(), lr=lr)
     if mode == "ddp":
@@ -358,9 +368,7 @@ def measure_step(
     ``model`` is a :class:`simcli.bench.models.ModelSpec` as a dict (None: the MLP of ``depth`` x ``width``);
     ``dtype`` one of fp32, tf32, bf16, fp16 (tf32 and fp16 on CUDA only).
     """
-    import torch
-
-    from .models import ModelSpec, build, describe, flops_per_sample, flops_per_sample_exact, loss, make_batches
+    import torch  # heavy
 
     spec = ModelSpec.from_dict(model) if model else ModelSpec(kind="mlp", width=width, depth=depth)
     autocast = _precision(dtype, d.device)
@@ -475,7 +483,7 @@ def measure_step(
 
 def _device_name(device) -> str:
     if device.type == "cuda":
-        import torch
+        import torch  # heavy
 
         return str(torch.cuda.get_device_name(device))
     return "cpu"
@@ -492,10 +500,8 @@ def _check_identity(
     BatchNorm (resnet) each rank normalises over its own samples, as DDP without SyncBatchNorm does, and
     the mean of the slices' gradients is what the ranks must agree with.
     """
-    import torch
-    import torch.distributed as dist
-
-    from .models import batch_dependent, build, grad_rtol
+    import torch  # heavy
+    import torch.distributed as dist  # heavy
 
     def rank_diff(t) -> float:
         ref = t.clone()

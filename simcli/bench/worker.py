@@ -10,16 +10,20 @@ stderr starting with ``simcli-worker:``), 3 gradient identity check failed.
 from __future__ import annotations
 
 import datetime
+import gc
 import json
 import mmap
 import os
 import sys
 import threading
 import time
+import traceback
 from typing import Any, Callable
 
+from .allreduce import measure_allreduce
 from .dist import Dist
 from .launch import FAULT_ENV, IdentityError
+from .step import measure_step
 
 __all__ = ["init", "run_task", "main"]
 
@@ -35,7 +39,7 @@ def _parse_fault(spec: str | None, rank: int, world: int) -> tuple[int, int, str
 
 
 def pick_backend(backend: str) -> str:
-    import torch
+    import torch  # heavy
 
     if backend == "auto":
         return "nccl" if torch.cuda.is_available() and torch.cuda.device_count() > 0 else "gloo"
@@ -55,8 +59,8 @@ def init(
     init_method: str = "env://",
 ) -> Dist:
     """Join the process group; pick this rank's device (cuda:LOCAL_RANK under nccl)."""
-    import torch
-    import torch.distributed as dist
+    import torch  # heavy
+    import torch.distributed as dist  # heavy
 
     backend = pick_backend(backend)
     if backend == "nccl":
@@ -89,12 +93,8 @@ def init(
 
 def run_task(task: str, d: Dist, config: dict[str, Any]) -> None:
     if task == "allreduce":
-        from .allreduce import measure_allreduce
-
         measure_allreduce(d, **config)
     elif task == "step":
-        from .step import measure_step
-
         measure_step(d, **config)
     else:  # pragma: no cover - the CLI only sends these two
         raise ValueError(f"unknown task {task!r}")
@@ -112,9 +112,8 @@ def shutdown() -> None:
     torch 2.13 / gloo). Destroying the group joins those threads only if nothing else holds it; collect
     garbage first so that freed DDP modules let go of it. That is not always enough (see ``_exit``).
     """
-    import gc
 
-    import torch.distributed as dist
+    import torch.distributed as dist  # heavy
 
     gc.collect()
     dist.destroy_process_group()
@@ -164,7 +163,7 @@ def main() -> int:
             out.write(json.dumps({"type": "record", "record": rec}) + "\n")
             out.flush()
 
-    import torch
+    import torch  # heavy
 
     if env.get("SIMCLI_BENCH_THREADS"):
         torch.set_num_threads(int(env["SIMCLI_BENCH_THREADS"]))
@@ -187,8 +186,6 @@ def main() -> int:
         sys.stderr.write(f"simcli-worker: {e}\n")
         return 3
     except Exception as e:  # one line for the parent's message; the traceback stays in the rank's log
-        import traceback
-
         traceback.print_exc()
         sys.stderr.write(f"simcli-worker: {type(e).__name__}: {str(e).splitlines()[0] if str(e) else ''}\n")
         return 1

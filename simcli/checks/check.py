@@ -46,6 +46,8 @@ import numpy as np
 
 from ..base.types import InputError, Profile
 from ..comm import collectives, specs, topology
+from ..comm.nccl import tier_kind
+from ..comm.specs import COLLECTIVES
 from ..io.measured.table import Measured, placement_notes
 from .validate import SIZE_BANDS, size_band
 
@@ -81,7 +83,6 @@ VERDICTS = ("OK", "MODEL", "LOW", "HIGH")
 def curve_kind(profile: Profile, k: np.ndarray) -> np.ndarray:
     """Per k, the kind of its ring (:data:`KINDS`): 'nvlink' inside the profile's innermost tier, else 'efa' where
     the outermost tier it spans is EFA, else 'network'."""
-    from ..comm.nccl import tier_kind
 
     k = np.asarray(k, dtype=np.int64)
     spanned = topology.tier_spanned(profile.network, k)
@@ -139,7 +140,6 @@ def check(
     skipped: dict[str, int] = {}
     for coll in dict.fromkeys(colls):
         idx = np.array([i for i, c in enumerate(colls) if c == coll])
-        from ..comm.specs import COLLECTIVES
 
         if coll not in COLLECTIVES:
             skipped[coll] = len(idx)

@@ -22,6 +22,8 @@ import numpy as np
 from ..base.types import InputError, Profile, Workload
 from ..base.units import fmt_bytes
 from ..comm import collectives
+from ..comm.specs import COLLECTIVES
+from ..step.engine import Scenario, simulate
 
 __all__ = ["validate_trace", "STEP_TERMS"]
 
@@ -56,7 +58,6 @@ def validate_trace(
     ``scenario``: the Scenario fields the run's options set (every scenario option: ``--optimizer``,
     ``--compute-time``, ``--spread``, ...; the CLI passes ``ScenarioOptions.scenario_fields()``); the trace's own
     gradient dtype, bucket size and DDP overlap replace theirs, and the batch defaults to the workload's."""
-    from ..step.engine import Scenario, simulate
 
     k = int(summary.get("world_size") or summary["ranks"])
     if k < 1:
@@ -91,7 +92,6 @@ def validate_trace(
     groups: dict[tuple[str, int], list[dict[str, Any]]] = {}
     for b in summary["buckets"]:
         groups.setdefault((b["collective"], int(b["bytes"])), []).append(b)
-    from ..comm.specs import COLLECTIVES
 
     for (coll, n), bs in groups.items():
         if coll in COLLECTIVES and k > 1:

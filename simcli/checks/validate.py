@@ -32,6 +32,7 @@ from ..base.types import InputError, Profile, Workload
 from ..comm import bands, collectives, specs, topology
 from ..fits.fitting import rel_error
 from ..io.measured.table import PRIMARY_METRIC, Measured, placement_notes
+from ..step.engine import Scenario, simulate
 
 __all__ = ["validate", "Validation", "summarise", "size_band", "size_decade", "SIZE_BANDS"]
 
@@ -110,7 +111,6 @@ def _validate_allreduce(
 def _scenario(profile: Profile, workload: Workload, opts: Mapping[str, Any], **row: Any):
     """The run's scenario for some rows: the run's options (``opts``, Scenario fields) with the rows' own batch,
     overlap and dtype."""
-    from ..step.engine import Scenario
 
     return Scenario(profile=profile, workload=workload, **{**opts, **row})
 
@@ -127,7 +127,6 @@ def _validate_step(
     m: Measured, profile: Profile, workload: Workload | None, opts: Mapping[str, Any], overlap: str, notes: list[str]
 ) -> list[dict[str, Any]]:
     """bench step rows: predicted T_step and S(k) for the measured model (params from the file)."""
-    from ..step.engine import simulate
 
     k = m.devices()
     b = m.number("batch_per_device", integer=True)
@@ -182,7 +181,6 @@ def _validate_scaling(
     m: Measured, profile: Profile, workload: Workload | None, opts: Mapping[str, Any], overlap: str
 ) -> list[dict[str, Any]]:
     """Published scaling tables: predicted S(k) (k > 1) and throughput for the named model."""
-    from ..step.engine import simulate
 
     if workload is None:
         raise InputError(

@@ -4,9 +4,17 @@ from __future__ import annotations
 
 from typing import Annotated
 
+import numpy as np
+
+from ..base.ranges import parse_devices, parse_sizes
+from ..base.types import InputError
+from ..base.units import fmt_bytes
 from ..comm import collectives, crossover, registry, topology
+from ..io.formats import to_csv, to_json
+from ..io.profiles import resolve_profile
 from . import options as o
 from .common import emit, examples, handle_errors, new_app, show, warn_mfu_fallback, warn_nccl_faster
+from .progress import progress
 
 __all__ = ["algorithms", "explain"]
 
@@ -28,10 +36,6 @@ def algorithms(
     pic: Annotated[o.PictureOptions, o.tweak(omit=["threshold"])] = o.PictureOptions(),
 ) -> None:
     """Which all-reduce algorithm is fastest at each (k, message size), and the crossover sizes."""
-    import numpy as np
-
-    from ..base.ranges import parse_devices, parse_sizes
-    from ..io.profiles import resolve_profile
 
     fig_size = o.check_outputs(out, pic, threshold=False)
     k = parse_devices(devices)
@@ -41,7 +45,6 @@ def algorithms(
     topology.check_devices(net, k)
     gamma = prof.device.reduce_Bps
     nccl = prof.library == "nccl"
-    from .progress import progress
 
     with progress(f"fastest all-reduce over {k.size * n.size:,} (k, size) points and their crossovers"):
         names = crossover.algorithm_names(prof)
@@ -49,7 +52,7 @@ def algorithms(
         win = np.argmin(times, axis=0)
         choice = collectives.collective(prof, "nccl", k[:, None], n[None, :], protocol=None) if nccl else None
         if pic.plot:
-            from .plot import draw_algorithm_map
+            from .plot import draw_algorithm_map  # lazy
 
             draw_algorithm_map(prof, k, n, names, win, pic.plot, out.force, fig_size)
         cross = (
@@ -75,20 +78,15 @@ def algorithms(
                 )
             grid.append(rec)
     if out.format is o.Format.json:
-        from ..io.formats import to_json
-
         emit(to_json({"profile": prof.name, "grid": grid, "crossovers": cross}), out.output, out.force)
         return
     if out.format is o.Format.csv:
-        from ..io.formats import to_csv
-
         emit(to_csv(grid), out.output, out.force)
         return
-    from rich.console import Group
-    from rich.text import Text
+    from rich.console import Group  # lazy
+    from rich.text import Text  # lazy
 
-    from ..base.units import fmt_bytes
-    from ..io.render import Column, table
+    from ..io.render import Column, table  # lazy
 
     rows = [
         {"size": fmt_bytes(nn), **{str(kk): SHORT[names[int(win[i, j])]] for i, kk in enumerate(k.tolist())}}
@@ -158,9 +156,8 @@ def explain(
     out: Annotated[o.OutputOptions, o.tweak(omit=["rows"])] = o.OutputOptions(),
 ) -> None:
     """Every term of the step on k devices: forward, backward, each tier's terms, T_comm, hidden, exposed, n*."""
-    from ..base.types import InputError
-    from ..decisions.explain import explain as explain_terms
-    from .views import explain_view, flat_terms
+    from ..decisions.explain import explain as explain_terms  # lazy
+    from .views import explain_view, flat_terms  # lazy
 
     o.check_outputs(out)
     if devices < 1:
@@ -175,7 +172,6 @@ def explain(
     if out.table:
         show(explain_view(d), out.output, out.force)
         return
-    from ..io.formats import to_csv, to_json
 
     if out.format is o.Format.json:
         emit(to_json(d), out.output, out.force)

@@ -8,6 +8,7 @@ records; this module draws the progress bar and the tables. torch is imported on
 
 from __future__ import annotations
 
+import datetime
 import enum
 import math
 import sys
@@ -15,13 +16,21 @@ from typing import Annotated, Any, Callable, Optional
 
 import typer
 
+from ..base.ranges import parse_sizes
 from ..base.types import InputError
-from ..base.units import sig4
-from ..bench import runs
-from ..io.measured.stats import DEFAULT_STAT, STATS
+from ..base.units import fmt_bytes, fmt_count, fmt_flops, sig4
+from ..bench import models as bm
+from ..bench import require_torch, runs
+from ..io.files import check_output_path
+from ..io.formats import to_csv, to_json
+from ..io.measured.stats import DEFAULT_MAX_ITERS, DEFAULT_STAT, NOISY_SPREAD, STATS
+from ..io.profiles import resolve_profile
+from ..io.stdout import StdoutClosed, stdout_usable
+from ..step.engine import MIN_BUCKET_MB
 from . import bench_options as bo
 from . import options as o
 from .common import emit, examples, handle_errors, new_app
+from .progress import progress
 
 app = new_app(
     help="Measure all-reduce and training steps with torch.distributed; import nccl-tests output.",
@@ -83,7 +92,6 @@ def _run_worlds(
     if tr is not None:
         runs.run_worlds(task, sizes_k, tr, backend, config, **kw, on_record=on_record, on_world_done=on_world_done)
         return
-    from .progress import progress
 
     unit = str(config.get("progress_unit", "step"))
     with progress(f"bench {task}", total=len(sizes_k) * records_per_world) as bar:
@@ -120,7 +128,6 @@ def _run_worlds(
 
 def _stdout_needed(output: str | None, tr: dict[str, Any] | None) -> None:
     """Refuse before measuring when the results could go nowhere (stdout closed, no --output): none are lost."""
-    from ..io.stdout import StdoutClosed, stdout_usable
 
     if output is None and runs.is_writer(tr) and not stdout_usable():
         raise StdoutClosed(
@@ -131,8 +138,6 @@ def _stdout_needed(output: str | None, tr: dict[str, Any] | None) -> None:
 def _finish(
     rows: list[dict[str, Any]], columns, out: o.OutputOptions, writer, noun: str, more: str = "--iters"
 ) -> None:
-    from ..io.measured.stats import NOISY_SPREAD
-
     if writer.path is not None:
         typer.echo(f"wrote {writer.path} ({len(rows)} rows)", err=True)
     noisy = [r for r in rows if (r.get("spread") or 0) > NOISY_SPREAD]
@@ -143,8 +148,6 @@ def _finish(
             err=True,
         )
     if not out.table and writer.path is None:  # with --output the data went into that file
-        from ..io.formats import to_csv, to_json
-
         sys.stdout.write(to_json(rows) if out.format is o.Format.json else to_csv(rows, columns))
 
 
@@ -223,11 +226,8 @@ def bench_allreduce(
     out: Annotated[o.OutputOptions, o.tweak(omit=_OUTPUT, output=_ALLREDUCE_OUTPUT)] = o.OutputOptions(),
 ) -> None:
     """Time torch.distributed.all_reduce for each world size and message size (nccl-tests' columns)."""
-    from ..base.ranges import parse_sizes
-    from ..bench import require_torch
-    from ..bench.allreduce import TORCH_DTYPES
-    from ..io.measured.results import ALLREDUCE_COLUMNS, ResultWriter, metadata
-    from ..io.measured.stats import DEFAULT_MAX_ITERS
+    from ..bench.allreduce import TORCH_DTYPES  # lazy
+    from ..io.measured.results import ALLREDUCE_COLUMNS, ResultWriter, metadata  # lazy
 
     ks, tr = runs.world_sizes(world.world_sizes, "2")
     if dtype not in TORCH_DTYPES:
@@ -282,10 +282,8 @@ def bench_allreduce(
             by_world.setdefault(rec["world_size"], []).append(rec)
 
         def on_world_done(k: int) -> None:
-            from ..io.stdout import stdout_usable
-
             if out.table and by_world.get(k) and stdout_usable():
-                from ..io.render import console
+                from ..io.render import console  # lazy
 
                 console.print(_allreduce_table(k, be, by_world[k]))
 
@@ -327,11 +325,10 @@ def bench_allreduce(
 
 
 def _allreduce_table(k: int, backend: str, recs: list[dict[str, Any]], title: str | None = None):
-    from rich.console import Group
-    from rich.text import Text
+    from rich.console import Group  # lazy
+    from rich.text import Text  # lazy
 
-    from ..base.units import fmt_bytes
-    from ..io.render import Column, table, time_unit
+    from ..io.render import Column, table, time_unit  # lazy
 
     f, unit = time_unit([r["time_s"] for r in recs])
     stat = recs[0].get("stat") or "median"
@@ -419,10 +416,7 @@ def bench_step(
     out: Annotated[o.OutputOptions, o.tweak(omit=_OUTPUT, output=_STEP_OUTPUT)] = o.OutputOptions(),
 ) -> None:
     """Time real data-parallel training steps; check the averaged gradient; compare S(k) with the prediction."""
-    from ..bench import models as bm
-    from ..bench import require_torch
-    from ..io.measured.results import STEP_COLUMNS, ResultWriter, metadata
-    from ..io.profiles import resolve_profile
+    from ..io.measured.results import STEP_COLUMNS, ResultWriter, metadata  # lazy
 
     if old_bucket is not None:
         bucket_cap_mb = old_bucket
@@ -436,7 +430,6 @@ def bench_step(
     spec = shape.spec(b)
     if not lr > 0:
         raise InputError(f"--lr: {lr} must be positive")
-    from ..step.engine import MIN_BUCKET_MB
 
     if not (bucket_cap_mb >= MIN_BUCKET_MB and bucket_cap_mb < float("inf")):  # checked before any rank starts
         raise InputError(
@@ -511,18 +504,17 @@ def bench_step(
     if not runs.is_writer(tr):
         return
     if out.table:
-        from ..io.render import console
+        from ..io.render import console  # lazy
 
         console.print(_step_table(rows, prof.name, be))
     _finish(rows, STEP_COLUMNS, out, writer, "step measurements", more="--steps")
 
 
 def _step_table(rows: list[dict[str, Any]], profile: str, backend: str):
-    from rich.console import Group
-    from rich.text import Text
+    from rich.console import Group  # lazy
+    from rich.text import Text  # lazy
 
-    from ..base.units import fmt_count, fmt_flops
-    from ..io.render import Column, table, time_unit
+    from ..io.render import Column, table, time_unit  # lazy
 
     f, unit = time_unit([r["t_step_s"] for r in rows])
 
@@ -622,15 +614,13 @@ def bench_import(
     The format is told from the content. Inspector logs and traces become one row per (collective, size,
     ranks, nodes); a trace's steps (forward, backward, optimizer) and buckets are in the table and in --format json.
     """
-    from ..io.files import check_output_path
-    from ..io.formats import to_csv, to_json
-    from ..io.measured.live import detect
-    from ..io.measured.nccltests import parse_nccl_tests
-    from ..io.measured.results import ALLREDUCE_COLUMNS
+    from ..io.measured.live import detect  # lazy
+    from ..io.measured.nccltests import parse_nccl_tests  # lazy
+    from ..io.measured.results import ALLREDUCE_COLUMNS  # lazy
 
     if out.output:
         check_output_path(out.output, out.force, inputs=[file])
-    from ..io import rules
+    from ..io import rules  # lazy
 
     live = detect(file)
     if live is not None:  # the file says its ranks, collectives and timings: an option that would be ignored is refused
@@ -649,7 +639,7 @@ def bench_import(
     placement = placement or Placement.out
     recs = parse_nccl_tests(file, world_size, placement.value, collective)
     if out.table and not out.output:
-        from ..io.render import console
+        from ..io.render import console  # lazy
 
         console.print(
             _allreduce_table(
@@ -664,7 +654,6 @@ def bench_import(
     if out.format is o.Format.json:
         emit(to_json(recs), out.output, out.force)
         return
-    import datetime
 
     comments = [
         "simcli bench import",
@@ -679,19 +668,17 @@ def bench_import(
 
 def _import_live(file: str, kind: str, out: o.OutputOptions) -> None:
     """bench import of an Inspector log or a profiler trace: the measured table, and a trace's steps."""
-    import datetime
 
-    from ..io.formats import to_csv, to_json
-    from ..io.measured.live import read_live
+    from ..io.measured.live import read_live  # lazy
 
     live = read_live(file, kind)
     steps = None
     if kind == "kineto":
-        from ..io.measured.kineto import step_summary
+        from ..io.measured.kineto import step_summary  # lazy
 
         steps = step_summary(live.traces)
     if out.table and not out.output:
-        from ..io.render import console
+        from ..io.render import console  # lazy
 
         console.print(_live_table(file, kind, live.rows, steps))
         return
@@ -713,11 +700,10 @@ def _import_live(file: str, kind: str, out: o.OutputOptions) -> None:
 
 
 def _live_table(file: str, kind: str, rows: list[dict[str, Any]], steps: dict[str, Any] | None):
-    from rich.console import Group
-    from rich.text import Text
+    from rich.console import Group  # lazy
+    from rich.text import Text  # lazy
 
-    from ..base.units import fmt_bytes
-    from ..io.render import Column, table, time_unit
+    from ..io.render import Column, table, time_unit  # lazy
 
     f, unit = time_unit([r["time_s"] for r in rows])
 

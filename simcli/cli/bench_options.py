@@ -145,7 +145,7 @@ class ModelShapeOptions(OptionGroup):
 
     def spec(self, batch: int) -> bench_models.ModelSpec:
         """The model's shape, every value checked (one line per bad option); ``batch`` samples per rank."""
-        from ..bench.step import mlp_width_for_params
+        from ..bench.step import mlp_width_for_params  # lazy
 
         kind, width = ModelKind(self.model).value, self.width
         if self.params is not None:

@@ -3,13 +3,35 @@ a profiler trace or an Inspector log) and write it."""
 
 from __future__ import annotations
 
+import datetime
 import enum
+import platform
 import sys
+from pathlib import Path
 from typing import Annotated, Any, Optional
 
 import typer
+from rich.console import Group
+from rich.text import Text
 
 from ..base.types import InputError
+from ..base.units import fmt_rate, fmt_time
+from ..base.units import fmt_time as ft
+from ..fits.calibration import CalibrationOptions, calibrate_profile
+from ..io.files import check_output_path, write_atomic
+from ..io.formats import to_json
+from ..io.measured.live import detect, read_live
+from ..io.measured.table import (
+    filter_present,
+    filter_rows,
+    live_measured,
+    read_measurements,
+    scope_where,
+    trace_step_measured,
+)
+from ..io.profiles import load_profile, resolve_profile
+from ..io.render import Column, console, table
+from ..step.update import bytes_per_param
 from . import options as o
 from .common import examples, handle_errors, new_app, warn
 from .measured import (
@@ -24,6 +46,7 @@ from .measured import (
     profile_for_measurements,
     r2_cell,
 )
+from .progress import progress
 
 app = new_app()  # `calibrate`, a top-level command
 
@@ -116,13 +139,6 @@ def calibrate(
     ] = o.ScenarioOptions(),
 ) -> None:
     """Fit a profile's latency and bandwidth (compute rate, device spread) to measurements; write the profile."""
-    import datetime
-    import platform
-    from pathlib import Path
-
-    from ..fits.calibration import calibrate_profile
-    from ..fits.fit_comm import CalibrationOptions
-    from ..io.files import check_output_path
 
     check_output_path(output, force, inputs=[*files, profile])  # never write the profile over an input
     if not 1 <= len(files) <= 3:
@@ -151,7 +167,6 @@ def calibrate(
     base = profile_for_measurements(profile, measured)
     for m in measured:
         hold_to_profile(m, base)
-    from .progress import progress
 
     fits = ", ".join(
         x for x, m in (("network", comm_m), ("compute", step_m), ("device spread", scale_m)) if m is not None
@@ -179,20 +194,14 @@ def calibrate(
             run=None if live_run is None else live_run[1],
         )
     text = report["yaml"]
-    from ..io.files import write_atomic
-    from ..io.profiles import load_profile
 
     p = write_atomic(output, text, force=force)
     load_profile(p)  # validate what was written
     for w in report["warnings"]:
         warn(w)
     if format is CalFormat.json:
-        from ..io.formats import to_json
-
         sys.stdout.write(to_json({k: v for k, v in report.items() if k not in ("yaml", "profile")}))
     else:
-        from ..io.render import console
-
         console.print(_calibrate_view(report))
     typer.echo(f"wrote {p} (checked: it loads as a valid profile)", err=True)
 
@@ -200,8 +209,6 @@ def calibrate(
 def _inputs(files: list[str], where: list[str] | None, run: Any, profile: str | None) -> tuple[Any, ...]:
     """(all-reduce, step, scaling table, live run, the --where left once FILE:COLUMN=VALUE is taken per file) of
     the files: at most one of each kind; on a scaling table --where keeps the columns it has."""
-    from ..io.measured.live import detect
-    from ..io.measured.table import filter_present, filter_rows, read_measurements, scope_where
 
     where, scoped = scope_where(where or [], [str(f) for f in files])
     comm_m = step_m = scale_m = None
@@ -235,8 +242,6 @@ def _inputs(files: list[str], where: list[str] | None, run: Any, profile: str | 
 def _live_inputs(f: str, kind: str, run: o.ScenarioOptions, profile: str | None, comm_m, step_m):
     """A trace's or Inspector log's all-reduces (the comm file), a trace's steps (the step file, when the run's
     model is given) and what the run measured beyond both (per-update time, spread across ranks)."""
-    from ..io.measured.live import read_live
-    from ..io.measured.table import live_measured, trace_step_measured
 
     if comm_m is not None:
         raise InputError(f"{f}: an all-reduce file was given too; give the trace (or log) or the CSV, not both")
@@ -253,14 +258,14 @@ def _live_inputs(f: str, kind: str, run: o.ScenarioOptions, profile: str | None,
     comm = live_measured(live, "all_reduce") if ar else None
     spreads = [r["rank_spread"] for r in ar if r.get("rank_spread") is not None]
     if spreads:
-        import statistics
+        import statistics  # lazy
 
         info["collective_rank_spread"] = float(statistics.median(spreads))
     if comm is None:
         info["warnings"].append(f"{f}: no all-reduce between two or more ranks: the tiers are kept")
     if kind != "kineto":
         return (kind, info), comm, step_m
-    from ..io.measured.kineto import step_summary
+    from ..io.measured.kineto import step_summary  # lazy
 
     summ = step_summary(live.traces)
     info.update(
@@ -284,7 +289,6 @@ def _live_inputs(f: str, kind: str, run: o.ScenarioOptions, profile: str | None,
         return (kind, info), comm, step_m
     if step_m is not None:
         raise InputError(f"{f}: a 'bench step' file was given too; give the trace or the step CSV, not both")
-    from ..io.profiles import resolve_profile
 
     base = profile or BACKEND_PROFILES.get(live.rows[0]["backend"])
     sc = run.replace(profile=base).build()
@@ -293,7 +297,6 @@ def _live_inputs(f: str, kind: str, run: o.ScenarioOptions, profile: str | None,
         info["warnings"].append(f"{f}: the workload has no FLOPs per sample (--compute-time): no MFU to fit")
         return (kind, info), comm, step_m
     dtype = run.dtype or (resolve_profile(base).device.default_dtype() if base else "fp32")
-    from ..step.update import bytes_per_param
 
     per = bytes_per_param(sc.optimizer, sc.update_extras)
     step = trace_step_measured(live, float(wl.flops_per_sample), float(wl.params), int(sc.batch), dtype, per)
@@ -301,12 +304,6 @@ def _live_inputs(f: str, kind: str, run: o.ScenarioOptions, profile: str | None,
 
 
 def _calibrate_view(report: dict[str, Any]):
-    from rich.console import Group
-    from rich.text import Text
-
-    from ..base.units import fmt_rate, fmt_time
-    from ..io.render import Column, table
-
     parts: list[Any] = [Text(f"profile {report['name']}: calibrated from {report['base']}")]
     rows = []
     for r in report["tiers"]:
@@ -465,8 +462,6 @@ def _calibrate_view(report: dict[str, Any]):
         )
     lr = report.get("run")
     if lr is not None:
-        from ..base.units import fmt_time as ft
-
         items = []
         if lr.get("update_s") is not None:
             items.append(("per-update time (optimizer)", ft(lr["update_s"]), lr["update_note"]))
@@ -510,7 +505,6 @@ def _fit_quality_table(sp: dict[str, Any]):
     """A scaling table's rows beside simcli's prediction without and with what was fitted: the spread alone (the
     per-device throughput relative to k0), or the spread and the per-update time together (samples/s, each row's
     accumulation)."""
-    from ..io.render import Column, table
 
     both = sp.get("update_s") is not None
     fmt = "{:,.1f}" if both else "{:.4f}"

@@ -2,14 +2,31 @@
 
 from __future__ import annotations
 
+import datetime
+import json
 import sys
+from pathlib import Path
 from typing import Annotated, Optional
 
 import typer
 
 from ..base.types import InputError
+from ..base.units import fmt_count
+from ..io.files import check_output_path, write_atomic
+from ..io.formats import to_csv, to_json
+from ..io.profiles import (
+    describe,
+    list_profiles,
+    load_profile,
+    profile_from_dict,
+    profile_to_dict,
+    read_yaml,
+    resolve_profile,
+)
+from ..io.schema import json_schema
+from ..io.workloads import presets
 from . import options as o
-from .common import examples, handle_errors, new_app
+from .common import emit, examples, handle_errors, new_app
 
 profiles_app = new_app(
     help="List, show and validate hardware profiles.",
@@ -23,7 +40,6 @@ models_app = new_app(help="Built-in workloads.", epilog=examples("simcli models 
 @handle_errors
 def profiles_list(format: o.FormatOpt = o.Format.table) -> None:
     """Every profile --profile can find: name, device, devices per node, where it comes from."""
-    from ..io.profiles import list_profiles, load_profile
 
     recs = []
     for e in list_profiles():
@@ -52,7 +68,7 @@ def profiles_list(format: o.FormatOpt = o.Format.table) -> None:
                     "error": str(err),
                 }
             )
-    from ..io.render import Column
+    from ..io.render import Column  # lazy
 
     _listing(
         recs,
@@ -75,11 +91,9 @@ def profiles_list(format: o.FormatOpt = o.Format.table) -> None:
 def _listing(recs: list[dict], format: "o.Format", columns: list, caption: str | None = None) -> None:
     """A list command's answer: JSON or CSV of the records, or their table (one place for every list)."""
     if format is not o.Format.table:
-        from ..io.formats import to_csv, to_json
-
         sys.stdout.write(to_json(recs) if format is o.Format.json else to_csv(recs))
         return
-    from ..io.render import print_table, table
+    from ..io.render import print_table, table  # lazy
 
     print_table(table(recs, columns, caption=caption))
 
@@ -93,15 +107,13 @@ def profiles_show(
     format: o.FormatOpt = o.Format.table,
 ) -> None:
     """Every value of one profile, with units."""
-    from ..io.profiles import describe, profile_to_dict, resolve_profile
 
     p = resolve_profile(profile)
     if format is o.Format.table:
-        from ..io.render import kv_table, print_table
+        from ..io.render import kv_table, print_table  # lazy
 
         print_table(kv_table(describe(p), title=f"profile {p.name}"))
         return
-    from ..io.formats import to_csv, to_json
 
     if format is o.Format.json:
         sys.stdout.write(to_json(profile_to_dict(p)))
@@ -115,8 +127,7 @@ def profiles_validate(
     files: Annotated[list[str], typer.Argument(metavar="FILE...", help="Profile YAML files.")],
 ) -> None:
     """Check profile files; every error names the file, the field and the value. Exit 2 if any is invalid."""
-    from ..io import rules
-    from ..io.profiles import load_profile, read_yaml
+    from ..io import rules  # lazy
 
     bad = 0
     for f in files:
@@ -151,10 +162,6 @@ def profiles_schema(output: o.Output = None, force: o.Force = False) -> None:
     For example, VS Code's YAML extension: add '# yaml-language-server: $schema=profile.schema.json' as the
     first line of a profile, after 'simcli profiles schema -o profile.schema.json'.
     """
-    import json
-
-    from ..io.schema import json_schema
-    from .common import emit
 
     emit(json.dumps(json_schema(), indent=1, ensure_ascii=False) + "\n", output, force)
 
@@ -173,14 +180,10 @@ def profiles_detect(
     ] = None,
 ) -> None:
     """Write a profile of this machine: what is detected (GPUs, links, NICs, cores) and what is assumed, marked."""
-    import datetime
-    from pathlib import Path
 
-    import yaml
+    import yaml  # lazy
 
-    from ..io.detect import detect
-    from ..io.files import check_output_path, write_atomic
-    from ..io.profiles import load_profile, profile_from_dict
+    from ..io.detect import detect  # lazy
 
     if output:
         check_output_path(output, force)
@@ -203,7 +206,6 @@ def profiles_detect(
 @handle_errors
 def models_list(format: o.FormatOpt = o.Format.table) -> None:
     """Built-in models: parameters, training FLOPs per sample, default batch and source."""
-    from ..io.workloads import presets
 
     recs = []
     for m in presets().values():
@@ -219,8 +221,7 @@ def models_list(format: o.FormatOpt = o.Format.table) -> None:
                 "source": "; ".join(m.sources),
             }
         )
-    from ..base.units import fmt_count
-    from ..io.render import Column
+    from ..io.render import Column  # lazy
 
     _listing(
         recs,

@@ -2,14 +2,28 @@
 
 from __future__ import annotations
 
+from pathlib import Path
 from typing import Annotated, Any, Optional
 
+import numpy as np
 import typer
+from rich.console import Group
+from rich.text import Text
 
+from ..base.types import InputError
+from ..base.units import fmt_bytes
+from ..checks.check import MODEL_FLOOR, parse_tolerance
+from ..checks.check import check as run_check
+from ..io import rules
+from ..io.files import check_output_path
+from ..io.inputs import read_text
+from ..io.measured.live import detect, read_live
+from ..io.measured.nccltests import looks_like_nccl_tests, parse_nccl_tests
+from ..io.measured.table import live_measured, read_measurements
+from ..io.render import Column, table
 from . import options as o
-from .calibrate import MeasuredProfile, profile_for_measurements
 from .common import answer, examples, handle_errors, new_app
-from .measured import backend_of, devices_of
+from .measured import MeasuredProfile, backend_of, devices_of, profile_for_measurements
 
 app = new_app()  # `check`, a top-level command
 
@@ -30,7 +44,6 @@ Tolerance = Annotated[
 
 def _measured_times(path: str, m) -> Any:
     """The better of out-of-place and in-place where the file has both (nccl-tests runs both), else time_s."""
-    import numpy as np
 
     t = m.allreduce_time()
     if m.has("time_us", "time_inplace_us"):
@@ -38,13 +51,9 @@ def _measured_times(path: str, m) -> Any:
         if inp is not None:
             return np.minimum(t, inp * 1e-6)
         return t
-    from pathlib import Path
 
     if Path(path).is_dir():
         return t
-    from ..base.types import InputError
-    from ..io.inputs import read_text
-    from ..io.measured.nccltests import looks_like_nccl_tests, parse_nccl_tests
 
     if looks_like_nccl_tests(read_text(path, "nccl-tests output")):
         try:
@@ -78,22 +87,16 @@ def check(
     kind run that far below the model): not the hardware. Exit status 0 when no size is LOW, 1 when any is LOW
     (HIGH: the profile undersells the hardware).
     """
-    from ..checks.check import MODEL_FLOOR, parse_tolerance
-    from ..checks.check import check as run_check
-    from ..io.files import check_output_path
-    from ..io.measured.table import live_measured, read_measurements
 
     if out.output:
         check_output_path(out.output, out.force, inputs=[file, profile])
     tol = parse_tolerance(tolerance)
-    from ..io.measured.live import detect, read_live
 
     kind = detect(file)
     m = live_measured(read_live(file, kind), None) if kind else read_measurements(file)
     prof = profile_for_measurements(profile, [m])
     floors = MODEL_FLOOR if tolerance is None else None  # the user's --tolerance is the whole rule
     recs, notes = run_check(m, prof, _measured_times(file, m), tol, algorithm=algorithm, floors=floors)
-    from ..io import rules
 
     rules.hardware(file, prof, backend=backend_of(m), devices=devices_of(m))
     rules.line_rate(
@@ -122,12 +125,6 @@ def check(
 def _check_view(
     path: str, profile: str, recs: list[dict[str, Any]], tol: dict[str, float], max_rows: int, floors: bool = True
 ):
-    from rich.console import Group
-    from rich.text import Text
-
-    from ..base.units import fmt_bytes
-    from ..io.render import Column, table
-
     def bw(x: float) -> str:
         return f"{x:.4g}"
 

@@ -9,17 +9,29 @@ modules can import it without a circle; :mod:`.app` imports the command modules.
 from __future__ import annotations
 
 import contextlib
+import dataclasses
 import enum
 import functools
 import gc
 import importlib
+import math
+import os
+import re
+import signal
 import sys
-from typing import Any, Callable, Iterable, Iterator, Sequence, TypeVar, cast
+import threading
+import warnings
+from typing import Any, Callable, ClassVar, Iterable, Iterator, Mapping, MutableMapping, Sequence, TypeVar, cast
 
 import typer
-from typer.core import TyperArgument, TyperGroup
+from typer.core import TyperArgument, TyperCommand, TyperGroup
 
-from ..base.types import SimcliError
+from ..base.types import NCCL_TABLES_VERSION, InputError, NonFiniteResult, SimcliError
+from ..comm.nccl_choice import FASTER_MARGIN
+from ..io.files import claims, write_atomic
+from ..io.formats import to_csv, to_json
+from ..io.inputs import SkippedFile, files_read, tracking
+from ..io.stdout import escape_controls, guard_stdio
 from .options import command as _expand_groups
 from .progress import suspended
 
@@ -61,12 +73,8 @@ def handle_errors(fn: F) -> F:
     @functools.wraps(fn)
     def wrapper(*args: Any, **kwargs: Any) -> Any:
         resume_collector()
-        import warnings
 
-        from ..base.types import NonFiniteResult
-        from ..io.inputs import SkippedFile
-        from ..io.rules import SuspiciousInput
-        from ..io.stdout import escape_controls
+        from ..io.rules import SuspiciousInput  # lazy
 
         # warnings said once the command has answered (a suspicious input's, a stand-in MFU's): an error is one line
         _DEFERRED.clear()
@@ -117,7 +125,6 @@ def handle_errors(fn: F) -> F:
 def overflow_line(e: OverflowError) -> str:
     """The one line for an OverflowError (a value past float64 or int64 met in parsing or arithmetic): what
     overflowed and the inputs given, for the user to bring into a realistic range."""
-    from ..io.stdout import escape_controls
 
     what = str(e).strip() or "a number is too large"
     return escape_controls(
@@ -138,7 +145,7 @@ def _show_warning(
     """Every warning raised below the CLI (a skipped file, a library's RuntimeWarning) as one 'simcli: warning:'
     line on stderr (warnings.showwarning's signature: a ``file`` argument is accepted and ignored); a suspicious
     input's (simcli.io.rules.SuspiciousInput) is kept in ``pending`` and said when the command ends."""
-    from ..io.rules import SuspiciousInput
+    from ..io.rules import SuspiciousInput  # lazy
 
     if pending is not None and isinstance(category, type) and issubclass(category, SuspiciousInput):
         pending.append(str(message))
@@ -151,8 +158,6 @@ class Terminated(KeyboardInterrupt):
     ``finally`` runs: a bench keeps its rows and stops its ranks; the exit status is 128 + the signal."""
 
     def __init__(self, signum: int):
-        import signal
-
         super().__init__(signum)
         self.signum = signum
         self.name = signal.Signals(signum).name
@@ -161,8 +166,6 @@ class Terminated(KeyboardInterrupt):
 @contextlib.contextmanager
 def _signals_as_interrupts() -> Iterator[None]:
     """SIGTERM and SIGHUP handled as SIGINT is, while a command runs (in the main thread only)."""
-    import signal
-    import threading
 
     if threading.current_thread() is not threading.main_thread():
         yield
@@ -188,7 +191,6 @@ def _signals_as_interrupts() -> Iterator[None]:
 def _given_inputs() -> str:
     """'; from the inputs --mfu 1e-320, profile p.yaml': the options given on the command line and the files read,
     for a result the finiteness gate refused (one of them produced it)."""
-    from ..io.inputs import files_read
 
     ctx = _click().globals.get_current_context(silent=True)
     given: list[str] = []
@@ -231,7 +233,6 @@ def _raw_value(args: list[str], opts: list[str]) -> str | None:
 
 def usage_line(e: Any, args: list[str]) -> str:
     """typer's and click's own usage errors in simcli's one-line form: 'OPTION: VALUE ... how to fix'."""
-    import re
 
     click = _click()
     ctx = getattr(e, "ctx", None)
@@ -298,11 +299,6 @@ class SimcliGroup(TyperGroup):
         windows_expand_args: bool = True,
         **extra: Any,
     ) -> Any:
-        from ..base.types import SimcliError
-        from ..io.files import claims
-        from ..io.inputs import tracking
-        from ..io.stdout import guard_stdio
-
         click = _click()
         argv = list(sys.argv[1:] if args is None else args)
         _guard_completion(self)
@@ -352,6 +348,113 @@ class SimcliGroup(TyperGroup):
         return code
 
 
+# --------------------------------------------------------------------------- commands imported when they run
+
+
+@dataclasses.dataclass(frozen=True)
+class Lazy:
+    """A command whose module is imported only when it runs (or its own help or completion is asked for).
+
+    ``simcli.cli.<module>`` holds it on its typer app ``app``: as the command of that name (a top-level command
+    such as ``speedup``, or one that registers itself on a group, such as ``plan best``), or, with ``group``, the
+    whole app is the group (``plot``). ``help`` is the first sentence of the command's help, the line its
+    parent's ``--help`` lists without importing it (tests/cli/test_cli.py holds the two equal).
+    """
+
+    module: str
+    help: str
+    app: str = "app"
+    group: bool = False
+
+    def load(self, name: str, parent: TyperGroup) -> Any:
+        """The click command, built as typer builds the commands of a registered app (``add_typer``)."""
+        app = getattr(importlib.import_module(f"{__package__}.{self.module}"), self.app)
+        if self.group:
+            return typer.main.get_group_from_info(
+                typer.models.TyperInfo(app, name=name),
+                pretty_exceptions_short=app.pretty_exceptions_short,
+                suggest_commands=parent.suggest_commands,
+                rich_markup_mode=parent.rich_markup_mode,
+            )
+        for info in app.registered_commands:
+            if (info.name or typer.main.get_command_name(info.callback.__name__)) == name:
+                return typer.main.get_command_from_info(
+                    info, pretty_exceptions_short=app.pretty_exceptions_short, rich_markup_mode=parent.rich_markup_mode
+                )
+        raise LookupError(f"simcli.cli.{self.module}.{self.app} registers no command {name!r}")
+
+
+class _Commands(MutableMapping[str, Any]):
+    """A group's commands by name, each lazy one imported on first access; in order: the group's own commands,
+    then the lazy ones as the table lists them. ``in`` and iteration import nothing."""
+
+    def __init__(self, group: TyperGroup, own: Mapping[str, Any], lazy: Mapping[str, Lazy]) -> None:
+        self._group, self._lazy, self._loaded = group, lazy, dict(own)
+        self._order = [*(n for n in own if n not in lazy), *lazy]
+
+    def __getitem__(self, name: str) -> Any:
+        if name not in self._loaded:
+            if name not in self._lazy:
+                raise KeyError(name)
+            self._loaded[name] = self._lazy[name].load(name, self._group)
+        return self._loaded[name]
+
+    def __contains__(self, name: object) -> bool:
+        return name in self._loaded or name in self._lazy
+
+    def __iter__(self) -> Iterator[str]:
+        return iter(self._order)
+
+    def __len__(self) -> int:
+        return len(self._order)
+
+    def __setitem__(self, name: str, cmd: Any) -> None:
+        self._loaded[name] = cmd
+        if name not in self._order:
+            self._order.append(name)
+
+    def __delitem__(self, name: str) -> None:
+        self._loaded.pop(name, None)
+        self._order.remove(name)
+
+    def listed(self, name: str) -> Any:
+        """The command as a listing shows it: the loaded one, or a stand-in with its help line."""
+        if name in self._loaded or name not in self._lazy:
+            return self[name]
+        return TyperCommand(name=name, help=self._lazy[name].help)
+
+
+class LazyGroup(TyperGroup):
+    """A group whose commands in ``lazy`` (name -> :class:`Lazy`) are imported when they run: ``--help`` lists
+    their help lines and completion offers their names without importing any of them."""
+
+    lazy: ClassVar[Mapping[str, Lazy]] = {}
+
+    def __init__(self, **kw: Any) -> None:
+        super().__init__(**kw)
+        self.commands = _Commands(self, self.commands, self.lazy)
+
+    def list_commands(self, ctx: Any) -> list[str]:
+        return list(self.commands)
+
+    def format_commands(self, ctx: Any, formatter: Any) -> None:
+        """typer's listing (``TyperGroup.format_commands``), of the help lines rather than the commands."""
+        listed = cast(_Commands, self.commands).listed
+        commands = [(n, c) for n in self.list_commands(ctx) if not (c := listed(n)).hidden]
+        if commands:
+            limit = formatter.width - 6 - max(len(n) for n, _ in commands)
+            with formatter.section("Commands"):
+                formatter.write_dl([(n, c.get_short_help_str(limit)) for n, c in commands])
+
+    def shell_complete(self, ctx: Any, incomplete: str) -> list[Any]:
+        """typer's completion of a group (``TyperGroup.shell_complete``), naming commands without importing them."""
+        item = importlib.import_module(f"{_click().__name__}.shell_completion").CompletionItem
+        names = [n for n in self.list_commands(ctx) if n.startswith(incomplete)]
+        listed = cast(_Commands, self.commands).listed
+        found = [item(n, help=c.get_short_help_str()) for n in names if not (c := listed(n)).hidden]
+        return found + _click().Command.shell_complete(self, ctx, incomplete)
+
+
 #: the shells typer writes a completion script for (typer._completion_shared._completion_scripts)
 COMPLETION_SHELLS = ("bash", "zsh", "fish", "powershell", "pwsh")
 
@@ -391,7 +494,7 @@ def _completion_callback(original: Callable[..., Any], name: str) -> Callable[..
 def _shell_name() -> str | None:
     """The shell simcli runs under, as typer detects it (shellingham), or None."""
     try:
-        from typer._completion_shared import _get_shell_name
+        from typer._completion_shared import _get_shell_name  # compat
     except ImportError:  # pragma: no cover - another typer: let its own callback decide
         return "bash"
     return _get_shell_name()
@@ -399,7 +502,6 @@ def _shell_name() -> str | None:
 
 def _quiet_pipe() -> None:
     """After BrokenPipeError: point stdout at /dev/null so that the interpreter's last flush stays quiet."""
-    import os
 
     try:
         devnull = os.open(os.devnull, os.O_WRONLY)
@@ -434,9 +536,6 @@ def _check_options(kwargs: dict[str, Any]) -> None:
     number option that is NaN or infinite (``--lr inf`` as ``--lr nan``) or beyond :data:`MAX_FLOAT` in magnitude
     (``--price-per-device-hour 1e308``), and an empty text value (``-o ''``,
     ``-k ''``) where the option has a meaning only with a value."""
-    import math
-
-    from ..base.types import InputError
 
     for name, v in kwargs.items():
         vals = v if isinstance(v, (list, tuple)) else [v]
@@ -478,7 +577,7 @@ def new_app(**kw: Any) -> typer.Typer:
 
 def show(renderable: object, output: str | None, force: bool) -> None:
     """Print a table to the terminal, or its plain text to ``output``; with ``--wide`` every column, however wide."""
-    from ..io.render import Wide, console, render_text
+    from ..io.render import Wide, console, render_text  # lazy
 
     if State.wide:
         renderable = Wide(renderable)
@@ -492,8 +591,6 @@ def show(renderable: object, output: str | None, force: bool) -> None:
 def emit(text: str | Iterable[str], output: str | None, force: bool) -> None:
     """Print ``text`` (or an iterable of chunks, streamed) to stdout, or write it atomically to ``output``."""
     if output:
-        from ..io.files import write_atomic
-
         p = write_atomic(output, text, force=force)
         done(str(p))
     elif isinstance(text, str):
@@ -512,7 +609,6 @@ def answer(
     if out.format.value == "table":
         show(view(), out.output, out.force)  # --wide honoured as every other table does
         return
-    from ..io.formats import to_csv, to_json
 
     if out.format.value == "json":
         text = to_json(doc())
@@ -528,8 +624,6 @@ def done(path: str) -> None:
 
 
 def warn(msg: str) -> None:
-    from ..io.stdout import escape_controls
-
     with suspended():
         typer.echo(f"simcli: warning: {escape_controls(msg, keep_newlines=False)}", err=True)
 
@@ -585,8 +679,7 @@ def warn_nccl_faster(rows: Iterable[dict[str, Any]], step: bool = True, see: str
     Each row: profile, devices (and the details, not said here). ``step``: the rows are a step's messages (said past
     STEP_MARGIN of the step), else single collectives (FASTER_MARGIN).
     """
-    from ..comm.nccl_choice import FASTER_MARGIN
-    from ..step.notes import STEP_MARGIN
+    from ..step.notes import STEP_MARGIN  # lazy
 
     rows = list(rows)
     if not rows:
@@ -596,7 +689,6 @@ def warn_nccl_faster(rows: Iterable[dict[str, Any]], step: bool = True, see: str
     by = f"> {STEP_MARGIN:.0%} of the step" if step else f"> {FASTER_MARGIN:.0%} of the collective"
     if see is None:
         see = f"'simcli explain -k {ks[0]}' says which" if step else "-f json: 'faster' per row"
-    from ..base.types import NCCL_TABLES_VERSION
 
     old = next((r for r in rows if r.get("release") and r["release"] != NCCL_TABLES_VERSION), None)
     for most in (6, 4, 0):

@@ -4,11 +4,24 @@ from __future__ import annotations
 
 from typing import Annotated, Any, Optional
 
+import numpy as np
+from rich.console import Group
+from rich.text import Text
+
+from ..base.ranges import parse_devices
 from ..base.types import InputError
-from ..base.units import sig4
+from ..base.units import fmt_bytes, sig4
+from ..decisions.compare import alternatives
+from ..decisions.compare import compare as run_compare
+from ..decisions.plan import training_memory
+from ..io.formats import to_csv, to_json
+from ..io.profiles import resolve_profile, with_nccl_version
+from ..io.render import Column, table, time_unit
+from ..io.workloads import build_workload
 from . import options as o
 from .common import emit, examples, handle_errors, new_app, show, warn
-from .plan import header_lines, parse_numbers
+from .progress import progress
+from .views import header_lines
 
 app = new_app()  # `compare`, a top-level command
 
@@ -118,10 +131,6 @@ def compare(
     """Every combination of the comma-separated alternatives, side by side: step time, speedup, efficiency and
     the gain (throughput over the first combination at the same k).
     """
-    from ..base.ranges import parse_devices
-    from ..decisions.compare import compare as run_compare
-    from ..io.profiles import resolve_profile, with_nccl_version
-    from ..io.workloads import build_workload
 
     fig_size = o.check_outputs(out, pic)
     k = parse_devices(devices)
@@ -131,10 +140,10 @@ def compare(
     grads = o.split_list(scn.grad_dtype, "--grad-dtype")
     algs = o.split_list(scn.algorithm, "--algorithm")
     strategies = o.split_list(scn.strategy, "--strategy")
-    mfus = parse_numbers(scn.mfu, "--mfu", float, 0.0, 1.0) or [None]
+    mfus = o.parse_numbers(scn.mfu, "--mfu", float, 0.0, 1.0) or [None]
     if 0.0 in mfus:
         raise InputError("--mfu: 0 is not in (0, 1]")
-    batches = parse_numbers(scn.batch_per_device, "--batch-per-device", int, 1) or [None]
+    batches = o.parse_numbers(scn.batch_per_device, "--batch-per-device", int, 1) or [None]
     first = o.ScenarioOptions()  # the engine's overlap, bucket and accumulation unless compared
     sc = scn.replace(
         profile=profiles[0],
@@ -170,12 +179,9 @@ def compare(
     if scn.overlap is not None:
         choices["overlap"] = o.split_list(scn.overlap, "--overlap")
     if scn.bucket_mb is not None:
-        choices["bucket_mb"] = parse_numbers(scn.bucket_mb, "--bucket-mb", float, 1e-9)
+        choices["bucket_mb"] = o.parse_numbers(scn.bucket_mb, "--bucket-mb", float, 1e-9)
     if scn.accum is not None:
-        choices["accum"] = parse_numbers(scn.accum, "--accum", int, 1)
-    import numpy as np
-
-    from ..decisions.compare import alternatives
+        choices["accum"] = o.parse_numbers(scn.accum, "--accum", int, 1)
 
     n_alt = len(alternatives(sc, choices))
     k_all = k
@@ -184,11 +190,9 @@ def compare(
         head = out.rows // 2
         nh, nt = -(-head // n_alt), -(-(out.rows - head) // n_alt)
         k = np.concatenate([k[:nh], k[k.size - nt :]]) if nh + nt < k.size else k
-    from .progress import progress
 
     with progress(f"compare: {n_alt} alternatives x {k.size} device counts"):
         cmp = run_compare(sc, choices, k)
-    from ..decisions.plan import training_memory
 
     misfits: dict[str, list[str]] = {}
     for alt in cmp.alternatives:
@@ -203,14 +207,13 @@ def compare(
     if out.table:
         show(_compare_view(cmp, out.rows, n_devices=k_all.size), out.output, out.force)
         return
-    from ..io.formats import to_csv, to_json
 
     recs = cmp.records()
     emit(to_json(recs) if out.format is o.Format.json else to_csv(recs), out.output, out.force)
 
 
 def _compare_title(cmp: Any) -> str:
-    from .plot import scenario_title
+    from .plot import scenario_title  # lazy
 
     varied = cmp.varied or ["nothing"]
     return scenario_title(
@@ -219,7 +222,7 @@ def _compare_title(cmp: Any) -> str:
 
 
 def _draw_compare(cmp: Any, path: str, force: bool, size: Any, threshold: float) -> None:
-    from .plot import draw_speedup
+    from .plot import draw_speedup  # lazy
 
     draw_speedup(
         cmp.results, path, force, size, threshold, labels=[a.label for a in cmp.alternatives], title=_compare_title(cmp)
@@ -228,11 +231,6 @@ def _draw_compare(cmp: Any, path: str, force: bool, size: Any, threshold: float)
 
 def _compare_view(cmp: Any, rows: int, n_devices: int | None = None) -> Any:
     """``n_devices``: how many k were asked for when ``cmp`` holds only the first and last ones shown."""
-    from rich.console import Group
-    from rich.text import Text
-
-    from ..base.units import fmt_bytes
-    from ..io.render import Column, table, time_unit
 
     recs = cmp.by_devices()
     first = cmp.alternatives[0]

@@ -6,9 +6,13 @@ from __future__ import annotations
 import math
 from typing import Annotated, Any, Optional
 
+import numpy as np
 import typer
 
 from ..base.types import InputError
+from ..comm.specs import COLLECTIVES, busbw_factor
+from ..io import rules
+from ..io.profiles import resolve_profile, with_nccl_version
 from . import options as o
 
 __all__ = [
@@ -84,7 +88,6 @@ def backend_of(m) -> str | None:
 def profile_for_measurements(profile: str | None, measured: list, nccl_version: str | None = None) -> Any:
     """--profile, or the profile the measurements' backend implies; refused with a hint when it cannot tell.
     ``nccl_version``: --nccl-version, the release that prices it (None: the profile's own)."""
-    from ..io.profiles import resolve_profile, with_nccl_version
 
     if profile is not None:
         return with_nccl_version(resolve_profile(profile), nccl_version)
@@ -115,10 +118,6 @@ def hold_to_profile(m, prof, *, backend: str | None = None, devices: list[str] |
     """A measured file against the profile it is priced on (simcli.io.rules): a warning where its backend or device
     names contradict the profile; an all-reduce file's bus bandwidths against the line rate of the slowest link
     each row's ranks span (refused above what any algorithm gets: a unit slip, or a file of other hardware)."""
-    import numpy as np
-
-    from ..comm.specs import COLLECTIVES, busbw_factor
-    from ..io import rules
 
     rules.hardware(m.path, prof, backend=backend or backend_of(m), devices=devices or devices_of(m))
     if m.kind != "allreduce" or not len(m):

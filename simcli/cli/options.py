@@ -24,15 +24,17 @@ import inspect
 import itertools
 import math
 import typing
-from typing import Annotated, Any, Callable, Optional, TypeVar
+from typing import Annotated, Any, Callable, Optional, Sequence, TypeVar
 
 import typer
 
+from ..base.ranges import check_combinations, parse_devices, parse_sizes
 from ..base.types import InputError
 from ..base.units import parse_at
 from ..comm import nccl, registry, releases, specs
-from ..io.profiles import DEFAULT_PROFILE, resolve_profile, with_nccl_min_ctas, with_nccl_version
-from ..io.workloads import DEFAULT_MODEL, build_workload
+from ..io.files import check_output_path, same_output
+from ..io.profiles import DEFAULT_PROFILE, list_profiles, resolve_profile, with_nccl_min_ctas, with_nccl_version
+from ..io.workloads import DEFAULT_MODEL, build_workload, presets
 from ..step import update
 from ..step.engine import Scenario
 
@@ -163,9 +165,7 @@ def _listed(items: Any, incomplete: str) -> list[str]:
 def complete_profile(incomplete: str) -> list[str]:
     """Profile names a shell offers for --profile: the built-ins and the profile files simcli finds
     (simcli.io.profiles.list_profiles), then YAML files in the current folder."""
-    import glob
-
-    from ..io.profiles import list_profiles
+    import glob  # lazy
 
     names = list(dict.fromkeys(e.name for e in list_profiles()))
     _, _, last = incomplete.rpartition(",")
@@ -175,7 +175,6 @@ def complete_profile(incomplete: str) -> list[str]:
 
 def complete_model(incomplete: str) -> list[str]:
     """Model names a shell offers for --model: simcli's presets (simcli.io.workloads.presets)."""
-    from ..io.workloads import presets
 
     return _listed(presets(), incomplete)
 
@@ -620,7 +619,6 @@ class ScenarioOptions(OptionGroup):
 
         Order: profile-major, then model, then algorithm, then strategy, as given on the command line.
         """
-        from ..base.ranges import check_combinations
 
         lists = [split_list(getattr(self, name), f"--{name}") for name in MULTI]
         check_combinations({f"--{name}": len(v) for name, v in zip(MULTI, lists)})
@@ -684,7 +682,6 @@ class CommOptions(OptionGroup):
 
     def grid(self) -> tuple[Any, Any]:
         """(k, sizes) as arrays, checked against their limits before anything is allocated."""
-        from ..base.ranges import parse_devices, parse_sizes
 
         return parse_devices(self.devices), parse_sizes(self.size)
 
@@ -716,8 +713,7 @@ def picture_size(
     option: str = "--plot",
 ) -> "FigSize":
     """Check a picture request before any work: suffix, directory, clobbering, size and threshold."""
-    from ..io.files import check_output_path
-    from ..plot.figures import FigSize, check_figsize, picture_format
+    from ..plot.figures import FigSize, check_figsize, picture_format  # heavy
 
     picture_format(path, option)
     check_output_path(path, force, option)
@@ -732,16 +728,12 @@ def check_outputs(out: OutputOptions, pic: PictureOptions | None = None, thresho
     --output and --plot naming one file (the same name, or two names of one file: a link, ``./x`` and ``x``) is
     refused before either is claimed: the picture would be written, then replaced by the answer, or refused."""
     if out.output and pic is not None and pic.plot:
-        from ..io.files import same_output
-
         if same_output(out.output, pic.plot):
             raise InputError(
                 f"--plot: {pic.plot} is also --output ({out.output}); the picture and the answer need two files, "
                 "give each its own name"
             )
     if out.output:
-        from ..io.files import check_output_path
-
         check_output_path(out.output, out.force)
     if pic is not None and pic.plot:
         return pic.size(pic.plot, out.force, threshold=threshold)
@@ -763,3 +755,34 @@ def varying(scenarios: list[Scenario]) -> list[str]:
     """The keys of MULTI whose values differ between ``scenarios``."""
     tags = [scenario_tags(sc) for sc in scenarios]
     return [k for k in MULTI if len({t[k] for t in tags}) > 1]
+
+
+def speedup_records(results: Sequence[Any]) -> list[dict[str, Any]]:
+    """The JSON/CSV records of one or several results; several get profile/model/algorithm keys in front."""
+    if len(results) == 1:
+        return results[0].records()
+    vary = varying([r.scenario for r in results]) or list(MULTI)
+    out = []
+    for r in results:
+        tags = scenario_tags(r.scenario)
+        for rec in r.records():
+            out.append({**{k: tags[k] for k in vary}, **rec})
+    return out
+
+
+def parse_numbers(value: str | float | None, option: str, kind: type, lo: float, hi: float | None = None) -> list[Any]:
+    """The numbers of a comma-separated option ('1,4'; a group's option a command tweaks into a list, e.g.
+    compare's --mfu), each of ``kind`` and in [lo, hi]; None -> []."""
+    if value is None:
+        return []
+    out = []
+    for item in split_list(str(value), option):
+        try:
+            v = kind(item)
+        except ValueError:
+            raise InputError(f"{option}: {item!r} is not {'a whole number' if kind is int else 'a number'}") from None
+        if not (v >= lo and (hi is None or v <= hi)) or v != v:
+            rng = f"at least {lo:g}" if hi is None else f"in ({lo:g}, {hi:g}]"
+            raise InputError(f"{option}: {item!r} must be {rng}")
+        out.append(v)
+    return out

@@ -13,11 +13,17 @@ import shlex
 from typing import TYPE_CHECKING, Annotated, Any, Optional
 
 import typer
+from rich.console import Group
+from rich.text import Text
 
+from ..base.ranges import parse_devices
 from ..base.types import InputError
-from ..base.units import sig4
+from ..base.units import fmt_count, fmt_time, sig4
+from ..io.formats import to_csv, to_json
+from ..io.render import Column, table, time_unit
 from . import options as o
-from .common import emit, examples, handle_errors, new_app, show, warn, warn_mfu_fallback
+from .common import Lazy, LazyGroup, emit, examples, handle_errors, new_app, show, warn, warn_mfu_fallback
+from .views import header_lines
 
 if TYPE_CHECKING:  # pragma: no cover
     from ..step.engine import Scenario
@@ -94,24 +100,6 @@ PartialNodes = Annotated[
 # --------------------------------------------------------------------------- helpers
 
 
-def parse_numbers(value: str | float | None, option: str, kind: type, lo: float, hi: float | None = None) -> list[Any]:
-    """Comma-separated numbers (a group's option that a command tweaks into a list, e.g. compare's --mfu), each
-    ``kind`` and in range; None -> []."""
-    if value is None:
-        return []
-    out = []
-    for item in o.split_list(str(value), option):
-        try:
-            v = kind(item)
-        except ValueError:
-            raise InputError(f"{option}: {item!r} is not {'a whole number' if kind is int else 'a number'}") from None
-        if not (v >= lo and (hi is None or v <= hi)) or v != v:
-            rng = f"at least {lo:g}" if hi is None else f"in ({lo:g}, {hi:g}]"
-            raise InputError(f"{option}: {item!r} must be {rng}")
-        out.append(v)
-    return out
-
-
 def _curve_command(devices: str, scn: o.ScenarioOptions) -> str:
     """The `simcli speedup` command that shows the curve behind an answer, with the options that were given."""
     parts = ["simcli", "speedup", "--devices", devices]
@@ -139,35 +127,33 @@ def _on_grid(x: int, lo: int) -> bool:
     return x == lo
 
 
-def header_lines(sc: "Scenario") -> list[str]:
-    from ..base.units import fmt_count, fmt_flops
-    from .views import communicated
-
-    p, w = sc.profile, sc.workload
-    batch = (
-        f"global batch {sc.batch} split over k (strong scaling)"
-        if sc.strong
-        else f"batch {sc.batch} per device (weak scaling)"
-    )
-    lines = [
-        f"profile   {p.name}: {p.device.name} ({p.origin})",
-        f"model     {w.name}: {fmt_count(w.params)} params"
-        + (f", seq_len {w.seq_len}" if w.seq_len else "")
-        + f"; {batch}",
-        ("gradient  " if sc.strategy == "ddp" else "strategy  ") + communicated(sc),
-    ]
-    if sc.compute_time_s is None:
-        lines.append(
-            f"compute   {sc.compute_dtype} at {fmt_flops(sc.achieved_flops)} per device "
-            f"(peak x mfu {sc.achieved_mfu:g})"
-        )
-    return lines
-
-
 # --------------------------------------------------------------------------- plan
 
 
+class _PlanGroup(LazyGroup):
+    """plan's own commands, and best and measure, whose modules register them on :data:`plan_app` when imported."""
+
+    lazy = {
+        "best": Lazy(
+            "plan_best",
+            "The fastest (--objective time) or cheapest (cost) configuration that fits, searched jointly over "
+            "strategies, device counts and micro-batches at a fixed global batch: the answer, what limits it, the "
+            "runner-up, and the time-cost frontier.",
+            app="plan_app",
+        ),
+        "measure": Lazy(
+            "plan_measure",
+            "Which device counts and message sizes to benchmark on the cluster being sized (nccl-tests in one node, "
+            "across 2 nodes and across the most nodes planned; bench step in one node and across 2), each with its "
+            "command, what it pins and how much of the band of the predicted step at the range's largest k it "
+            "narrows.",
+            app="plan_app",
+        ),
+    }
+
+
 plan_app = new_app(
+    cls=_PlanGroup,
     help="Answer a sizing question: the most devices at an efficiency, the profile value that reaches one, the "
     "time and cost of a whole run, or the best configuration of a grid (plan best); each with the reason (the "
     "dominant term), a memory check and the command that shows the curve. JSON: one object whose key 'answer' "
@@ -201,8 +187,7 @@ def plan_max_devices(
 ) -> None:
     """The largest k whose efficiency stays at or above --min-efficiency (scans every k of --devices that fills
     whole nodes past the first; --partial-nodes scans every one)."""
-    from ..base.ranges import parse_devices
-    from ..decisions import plan as P
+    from ..decisions import plan as P  # lazy
 
     sc, mem = _plan_start(scn, out)
     cap = sc.profile.max_devices or MAX_SCAN
@@ -216,7 +201,7 @@ def plan_max_devices(
     res["scan"] = "every count" if partial_nodes or k.size == every else "whole nodes past the first"
     nxt = ans.beyond["devices"] if ans.beyond else None
     res["command"] = _curve_command(_scan_string(ans.result.devices, devices, ans.answer, nxt), scn)
-    from ..decisions.band_decisions import max_devices_band
+    from ..decisions.band_decisions import max_devices_band  # lazy
 
     res["band"] = max_devices_band(ans)
     _plan_finish(sc, ans, res, mem, out, [ans.answer] if ans.answer else k)
@@ -233,8 +218,7 @@ def plan_solve(
     out: o.OutputOptions = o.OutputOptions(),
 ) -> None:
     """The value of a profile field that gives --min-efficiency at --devices K."""
-    from ..base.ranges import parse_devices
-    from ..decisions import solve as S
+    from ..decisions import solve as S  # lazy
 
     sc, mem = _plan_start(scn, out)
     if devices is None:
@@ -249,7 +233,7 @@ def plan_solve(
     ans = S.solve_field(sc, devices=kk, target=min_efficiency, path=field, rtol=tolerance)
     res = ans.to_dict()
     res["command"] = _curve_command(_scan_string([1, kk], None, kk), scn)
-    from ..decisions.band_decisions import solve_band
+    from ..decisions.band_decisions import solve_band  # lazy
 
     res["band"] = solve_band(sc, ans)
     _plan_finish(sc, ans, res, mem, out, [kk])
@@ -271,8 +255,7 @@ def plan_time_to_train(
     out: o.OutputOptions = o.OutputOptions(),
 ) -> None:
     """Wall-clock time and cost of a whole run (--samples or --tokens) for each k of --devices."""
-    from ..base.ranges import parse_devices
-    from ..decisions import plan as P
+    from ..decisions import plan as P  # lazy
 
     sc, mem = _plan_start(scn, out)
     if (samples is None) == (tokens is None):
@@ -298,7 +281,7 @@ def plan_time_to_train(
 def _plan_finish(
     sc: "Scenario", ans: Any, res: dict[str, Any], optimizer: str, out: o.OutputOptions, devices: Any
 ) -> None:
-    from ..decisions.plan import training_memory
+    from ..decisions.plan import training_memory  # lazy
 
     mem = training_memory(sc, devices)
     res["memory"] = mem.to_dict()
@@ -309,7 +292,6 @@ def _plan_finish(
     if out.table:
         show(_plan_view(sc, ans, res, out.rows), out.output, out.force)
         return
-    from ..io.formats import to_csv, to_json
 
     if out.format is o.Format.json:
         emit(to_json(res), out.output, out.force)
@@ -355,12 +337,6 @@ def _plan_rows(out: dict[str, Any]) -> list[dict[str, Any]]:
 
 
 def _plan_view(sc: "Scenario", ans: Any, out: dict[str, Any], rows: int) -> Any:
-    from rich.console import Group
-    from rich.text import Text
-
-    from ..base.units import fmt_count, fmt_time
-    from ..io.render import Column, table
-
     parts: list[Any] = [Text("\n".join(header_lines(sc)))]
     q = out["question"]
     if q == "max-devices":
@@ -447,8 +423,6 @@ def _plan_view(sc: "Scenario", ans: Any, out: dict[str, Any], rows: int) -> Any:
             )
         )
     if q == "time-to-train":
-        from ..io.render import time_unit
-
         f_, unit = time_unit([r["t_step_s"] for r in out["rows"]])
         ch, fa = ans.cheapest["devices"], ans.fastest["devices"]
 

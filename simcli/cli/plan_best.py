@@ -6,12 +6,22 @@ Registered on :data:`simcli.cli.plan.plan_app`; the options it shares with the o
 from __future__ import annotations
 
 import enum
+import shlex
 from typing import TYPE_CHECKING, Annotated, Any, Optional
 
 import typer
+from rich.console import Group
+from rich.text import Text
 
+from ..base.ranges import parse_devices
 from ..base.types import InputError
-from ..base.units import sig4
+from ..base.units import fmt_bytes, fmt_count, sig4
+from ..decisions import plan as P
+from ..decisions import plan_best as PB
+from ..decisions.band_decisions import best_band
+from ..decisions.plan_best import REASON_TEXT
+from ..io.formats import to_csv, to_json
+from ..io.render import Column, table
 from . import options as o
 from .common import emit, examples, handle_errors, show, warn_mfu_fallback
 from .plan import (
@@ -20,10 +30,10 @@ from .plan import (
     Price,
     Samples,
     Tokens,
-    header_lines,
-    parse_numbers,
     plan_app,
 )
+from .progress import progress
+from .views import header_lines
 
 if TYPE_CHECKING:  # pragma: no cover
     from ..decisions.plan_best import Best
@@ -137,9 +147,6 @@ def plan_best(
     device counts and micro-batches at a fixed global batch: the answer, what limits it, the runner-up, and the
     time-cost frontier.
     """
-    from ..base.ranges import parse_devices
-    from ..decisions import plan as P
-    from ..decisions import plan_best as PB
 
     size = o.check_outputs(out, pic, threshold=False)
     sc = scn.build()
@@ -163,11 +170,10 @@ def plan_best(
         devices=k,
         micro_batches=tuple(micro or range(1, 9)),
         grad_dtypes=tuple(o.split_list(grad_dtype, "--grad-dtype")),
-        shard_groups=tuple(parse_numbers(shard_group, "--shard-group", int, 1)) or (None,),
+        shard_groups=tuple(o.parse_numbers(shard_group, "--shard-group", int, 1)) or (None,),
         checkpointing=tuple(ck),
-        bucket_mbs=tuple(parse_numbers(bucket_mb, "--bucket-mb", float, 1e-9)) or (sc.bucket_mb,),
+        bucket_mbs=tuple(o.parse_numbers(bucket_mb, "--bucket-mb", float, 1e-9)) or (sc.bucket_mb,),
     )
-    from .progress import progress
 
     n = grid.check_size()  # refused before any work, with the count and how to narrow it
     with progress(f"plan best: {n:,} configurations", total=n) as bar:
@@ -191,18 +197,16 @@ def plan_best(
     res["inputs"] = sc.inputs()
     res["scan"] = scan
     res["command"] = _speedup_command(ans.answer, scn)
-    from ..decisions.band_decisions import best_band
 
     res["band"] = best_band(sc, ans, PB.answer_scenario)  # how sure: is the runner-up inside the answer's band
     if pic.plot:
-        from ..plot import figures as PL
+        from ..plot import figures as PL  # heavy
 
         fig = PL.frontier_figure(ans, _title(sc, ans), size)
         typer.echo(f"wrote {PL.save_figure(fig, pic.plot, out.force)}", err=True)
     if out.table:
         show(_view(sc, ans, res, out.rows), out.output, out.force)
         return
-    from ..io.formats import to_csv, to_json
 
     if out.format is o.Format.json:
         emit(to_json(res), out.output, out.force)
@@ -217,7 +221,6 @@ def plan_best(
 
 def _speedup_command(a: dict[str, Any], scn: o.ScenarioOptions) -> str:
     """The `simcli speedup` command that runs the answer's configuration."""
-    import shlex
 
     parts = ["simcli", "speedup", "--devices", str(a["devices"]), "--strategy", a["strategy"]]
     parts += ["--batch-per-device", str(a["batch_per_device"]), "--accum", str(a["accum"])]
@@ -257,8 +260,6 @@ def _config(r: dict[str, Any]) -> str:
 
 
 def _figures(r: dict[str, Any], price: float | None) -> str:
-    from ..base.units import fmt_bytes, fmt_count
-
     s = (
         f"{r['samples_per_s']:.4g} samples/s (E = {r['efficiency']:.3f}), "
         f"{fmt_bytes(r['memory_bytes'], binary=False)} per device"
@@ -271,13 +272,6 @@ def _figures(r: dict[str, Any], price: float | None) -> str:
 
 
 def _view(sc: Any, ans: "Best", out: dict[str, Any], rows: int) -> Any:
-    from rich.console import Group
-    from rich.text import Text
-
-    from ..base.units import fmt_count
-    from ..decisions.plan_best import REASON_TEXT
-    from ..io.render import Column, table
-
     head = [line for line in header_lines(sc) if not line.startswith(("model", "gradient"))]
     w = sc.workload
     head.insert(

@@ -9,10 +9,20 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING, Annotated, Any
 
+from rich.console import Group
+from rich.text import Text
+
+from ..base.ranges import parse_devices
 from ..base.types import InputError
+from ..base.units import fmt_bytes, fmt_time
+from ..bench import models as bm
+from ..decisions.measure import StepModel, measure_plan
+from ..io.formats import to_csv, to_json
+from ..io.render import Column, labelled, table
 from . import options as o
 from .common import emit, examples, handle_errors, show, warn_mfu_fallback
-from .plan import PartialNodes, PlanDevices, header_lines, plan_app
+from .plan import PartialNodes, PlanDevices, plan_app
+from .views import header_lines
 
 if TYPE_CHECKING:  # pragma: no cover
     from ..decisions.measure import MeasurePlan, StepModel
@@ -52,8 +62,6 @@ def plan_measure(
     """Which device counts and message sizes to benchmark on the cluster being sized (nccl-tests in one node,
     across 2 nodes and across the most nodes planned; bench step in one node and across 2), each with its command,
     what it pins and how much of the band of the predicted step at the range's largest k it narrows."""
-    from ..base.ranges import parse_devices
-    from ..decisions.measure import measure_plan
 
     o.check_outputs(out)
     sc = scn.build()
@@ -69,7 +77,6 @@ def plan_measure(
     if out.table:
         show(_view(sc, plan), out.output, out.force)
         return
-    from ..io.formats import to_csv, to_json
 
     if out.format is o.Format.json:
         emit(to_json(res), out.output, out.force)
@@ -80,8 +87,6 @@ def plan_measure(
 def step_model(sc: "Scenario") -> "StepModel":
     """The model `bench step` trains for the workload: a transformer's shape with the layers that fit, ResNet-50
     for a CNN, else an MLP of the workload's parameters (as many as fit)."""
-    from ..bench import models as bm
-    from ..decisions.measure import StepModel
 
     w = sc.workload
     dtype = sc.compute_dtype if sc.compute_dtype in bm.DTYPES else "bf16"
@@ -146,12 +151,6 @@ def _pct(x: float) -> str:
 
 
 def _view(sc: "Scenario", plan: "MeasurePlan") -> Any:
-    from rich.console import Group
-    from rich.text import Text
-
-    from ..base.units import fmt_bytes, fmt_time
-    from ..io.render import Column, labelled, table
-
     kt, t = plan.target, plan.t_step_s
     parts: list[Any] = [Text("\n".join(header_lines(sc)))]
     split = ", ".join(f"{r['term']} {fmt_time(r['seconds'])} ({_pct(r['share'])})" for r in plan.terms)

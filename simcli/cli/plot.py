@@ -12,15 +12,23 @@ import enum
 from pathlib import Path
 from typing import TYPE_CHECKING, Annotated, Any, Mapping, Optional, Sequence
 
+import numpy as np
 import typer
 from typer.core import TyperGroup
 
+from ..base.ranges import parse_devices, parse_sizes
 from ..base.types import InputError
+from ..comm import collectives, topology
+from ..comm.collectives import default_algorithm
 from ..comm.specs import COLLECTIVES
 from ..io import tables as T
+from ..io.profiles import resolve_profile, with_nccl_version
+from ..io.workloads import presets
+from ..step.engine import memory_fit, simulate
 from . import options as o
 from .common import done as _done
 from .common import examples, handle_errors, new_app, warn_mfu_fallback
+from .progress import progress
 
 if TYPE_CHECKING:  # pragma: no cover
     from ..plot.figures import FigSize
@@ -137,7 +145,7 @@ def scenario_title(scenarios: Sequence["Scenario"], what: str) -> str:
         second.append(_batch_text(sc))
     else:
         second.append("each model's default batch" if not sc.strong else "batch per line")
-    from .views import communicated
+    from .views import communicated  # lazy
 
     said = list(dict.fromkeys(communicated(s, sizes=False) for s in scenarios))
     second.append(" vs ".join(said))
@@ -145,23 +153,9 @@ def scenario_title(scenarios: Sequence["Scenario"], what: str) -> str:
     return " ".join(head) + "\n" + "; ".join(second)
 
 
-def speedup_records(results: Sequence["Result"]) -> list[dict[str, Any]]:
-    """The JSON/CSV records of one or several results; several get profile/model/algorithm keys in front."""
-    if len(results) == 1:
-        return results[0].records()
-    vary = o.varying([r.scenario for r in results]) or list(o.MULTI)
-    out = []
-    for r in results:
-        tags = o.scenario_tags(r.scenario)
-        for rec in r.records():
-            out.append({**{k: tags[k] for k in vary}, **rec})
-    return out
-
-
 def scenario_series(results: Sequence["Result"], labels: Sequence[str] | None = None) -> list[Any]:
     """One :class:`simcli.plot.figures.Series` per result, with the k at which it does not fit the device's memory."""
-    from ..plot import figures as P
-    from ..step.engine import memory_fit
+    from ..plot import figures as P  # heavy
 
     out = []
     for label, r in zip(labels or series_labels([r.scenario for r in results]), results):
@@ -189,7 +183,7 @@ def draw_speedup(
 ) -> None:
     """Draw speedup+efficiency (``kind='speedup'``; several results add a throughput panel) or the time breakdown
     of ``results`` into ``path``. ``labels``/``title``: the legend and title [default: from the scenarios]."""
-    from ..plot import figures as P
+    from ..plot import figures as P  # heavy
 
     scs = [r.scenario for r in results]
     series = scenario_series(results, labels)
@@ -221,7 +215,7 @@ def draw_comm(
     size: "FigSize",
     collective: str = "all_reduce",
 ) -> None:
-    from ..plot import figures as P
+    from ..plot import figures as P  # heavy
 
     title = comm_title(profile, algorithm, dtype, collective)
     _done(P.save_figure(P.comm_figure(records, title, size), path, force))
@@ -231,7 +225,7 @@ def draw_algorithm_map(
     profile: Any, devices: Any, sizes: Any, names: Sequence[str], winner: Any, path: str, force: bool, size: "FigSize"
 ) -> None:
     """The fastest algorithm per (k, size) as a heatmap (``winner[i, j]`` indexes ``names``)."""
-    from ..plot import figures as P
+    from ..plot import figures as P  # heavy
 
     title = (
         f"Fastest all-reduce algorithm per (k, size) on {profile.name} ({profile.device.name})\n"
@@ -246,10 +240,6 @@ def draw_algorithm_map(
 def _speedup_like(
     kind: str, output: str, devices: str, scn: o.ScenarioOptions, force: bool, pic: o.PictureOptions
 ) -> None:
-    from ..base.ranges import parse_devices
-    from ..step.engine import simulate
-    from .progress import progress
-
     size = pic.size(output, force, option="--output")
     k = parse_devices(devices)
     with progress(f"drawing {output}"):
@@ -257,7 +247,7 @@ def _speedup_like(
         warn_mfu_fallback(scs)
         runs = [simulate(sc, k) for sc in scs]
         if kind == "speedup":  # the speedup figure shades each line's band (simcli.step.band)
-            from ..step.band import banded
+            from ..step.band import banded  # lazy
 
             runs = [banded(r) for r in runs]
         draw_speedup(runs, output, force, size, pic.threshold, kind=kind)
@@ -301,15 +291,12 @@ def plot_comm(
     pic: Annotated[o.PictureOptions, o.tweak(omit=["plot", "threshold"])] = o.PictureOptions(),
 ) -> None:
     """A collective's time and busbw against message size, one line per k, log axes (as nccl-tests reads)."""
-    from ..comm.collectives import default_algorithm
-    from ..comm.grid import comm_grid
-    from ..io.profiles import resolve_profile, with_nccl_version
+    from ..comm.grid import comm_grid  # lazy
 
     fs = pic.size(output, force, option="--output", threshold=False)
     k, n = co.grid()
     prof = with_nccl_version(resolve_profile(co.profile), co.nccl_version)
     algorithm = co.algorithm or default_algorithm(prof)
-    from .progress import progress
 
     with progress(f"drawing {output}"):
         recs = comm_grid(
@@ -335,18 +322,12 @@ def plot_algorithms(
     pic: Annotated[o.PictureOptions, o.tweak(omit=["plot", "threshold"])] = o.PictureOptions(),
 ) -> None:
     """Heatmap of the fastest all-reduce algorithm per (k, message size)."""
-    import numpy as np
-
-    from ..base.ranges import parse_devices, parse_sizes
-    from ..comm import collectives, topology
-    from ..io.profiles import resolve_profile
 
     fs = pic.size(output, force, option="--output", threshold=False)
     k, n = parse_devices(devices), parse_sizes(size)
     prof = resolve_profile(profile)
     names = [a for a in o.split_list(algorithm, "--algorithm") if a] or list(o.TEXTBOOK_NAMES)
     topology.check_devices(prof.network, k)
-    from .progress import progress
 
     with progress(f"drawing {output}"):
         times = np.stack(
@@ -399,7 +380,6 @@ def plot_file(
     ok = {"speedup": {"speedup", "step"}, "breakdown": {"speedup"}, "comm": {"comm", "bench"}, "step": {"step"}}
     if kind is not Kind.auto and found not in ok[want] and found != "validation":
         raise InputError(f"--kind: {file} holds a {found} table; it cannot be drawn as {want}")
-    from .progress import progress
 
     with progress(f"drawing {out}"):
         saved = _redraw(
@@ -425,7 +405,7 @@ def _redraw(
     recs, file, found, want, out, force, fs, threshold, kind, profile, model, batch_per_device, global_batch, algorithm
 ) -> str:  # noqa: ANN001 - plot_file's own values
     """plot_file's figure of a saved table, written to ``out``; the path written."""
-    from ..plot import figures as P
+    from ..plot import figures as P  # heavy
 
     name = Path(file).name
     if found == "speedup":
@@ -469,17 +449,15 @@ def _redraw(
 
 def _bench_figure(recs: list[dict[str, Any]], name: str, profile: str | None, algorithm: str, fs: "FigSize"):
     """Measured all-reduce points (markers) over the model's lines for the same world sizes and sizes."""
-    import numpy as np
 
-    from ..plot import figures as P
+    from ..plot import figures as P  # heavy
 
     measured, backends = T.allreduce_measured(recs, name)
     model: list[dict[str, Any]] = []
     where = f"measured ({', '.join(backends) or 'bench'})"
     title = f"All-reduce {where}: {name}"
     if profile:
-        from ..comm.grid import comm_grid
-        from ..io.profiles import resolve_profile
+        from ..comm.grid import comm_grid  # lazy
 
         prof = resolve_profile(profile)
         ks = np.array(sorted({m["devices"] for m in measured if m["devices"] >= 2}), dtype=np.int64)
@@ -507,7 +485,7 @@ def _step_figure(
     The model's line comes from the table's own predicted_* columns when it has them, else from
     --profile (with --model / --batch-per-device, or the table's model and batch_per_device columns).
     """
-    from ..plot import figures as P
+    from ..plot import figures as P  # heavy
 
     cols = set(recs[0])
     k_key = "world_size" if "world_size" in cols else "devices"
@@ -532,8 +510,6 @@ def _step_figure(
     model_by_mode: dict[str, list[dict[str, Any]]] = {}
     label = "model"
     if profile or model:
-        from ..step.engine import simulate
-
         first = recs[0]
         builtin = model or _builtin_model(first.get("model"))
         params = None if builtin else _float_or_none(first.get("params"))
@@ -608,7 +584,7 @@ def _step_figure(
 def _algorithms_figure(recs: list[dict[str, Any]], name: str, fs: "FigSize"):
     """`simcli algorithms` grid records (devices, bytes, fastest): the heatmap again."""
 
-    from ..plot import figures as P
+    from ..plot import figures as P  # heavy
 
     ks, ns, names, winner = T.algorithm_grid(recs, name)
     return P.algorithm_map_figure(ks, ns, names, winner, f"Fastest all-reduce algorithm per (k, size): {name}", fs)
@@ -616,7 +592,6 @@ def _algorithms_figure(recs: list[dict[str, Any]], name: str, fs: "FigSize"):
 
 def _builtin_model(name: Any) -> str | None:
     """The table's model column when it names a built-in model (bench may use a toy model)."""
-    from ..io.workloads import presets
 
     return str(name) if name is not None and str(name) in presets() else None
 

@@ -74,15 +74,15 @@ class Progress:
             self._on = False
 
     def _start(self) -> None:
-        from rich.console import Console
-        from rich.progress import (
+        from rich.console import Console  # lazy
+        from rich.progress import (  # lazy
             BarColumn,
             MofNCompleteColumn,
             SpinnerColumn,
             TextColumn,
             TimeElapsedColumn,
         )
-        from rich.progress import (
+        from rich.progress import (  # lazy
             Progress as RichProgress,
         )
 

@@ -2,10 +2,23 @@
 
 from __future__ import annotations
 
+import json
+import sys
 from typing import Annotated, Any
 
+import numpy as np
+
+from ..base.ranges import parse_devices
+from ..base.types import InputError
+from ..base.units import fmt_bytes
+from ..comm.collectives import default_algorithm
+from ..io.formats import jsonable, to_csv, to_json
+from ..step.engine import memory_fit, simulate
+from ..step.notes import graph_notes, nccl_faster
+from ..step.strategies import STRATEGIES
 from . import options as o
 from .common import emit, examples, handle_errors, new_app, show, warn, warn_mfu_fallback, warn_nccl_faster, where_k
+from .progress import progress
 
 app = new_app()
 
@@ -17,11 +30,8 @@ STREAM_CHUNK = 100_000
 
 def _stream_records(scs, k, as_json: bool):
     """The CSV or JSON text of every scenario's records, chunk by chunk: the same text as written whole."""
-    import json
 
-    from ..io.formats import jsonable, to_csv
-    from ..step.band import banded
-    from ..step.engine import simulate
+    from ..step.band import banded  # lazy
 
     vary = (o.varying(scs) or list(o.MULTI)) if len(scs) > 1 else []
     first = True
@@ -70,11 +80,8 @@ def speedup(
 
     Comma-separated --profile, --model or --algorithm values give one result (and one line) per combination.
     """
-    import numpy as np
 
-    from ..base.ranges import parse_devices
-    from ..step.band import banded
-    from ..step.engine import simulate
+    from ..step.band import banded  # lazy
 
     size = o.check_outputs(out, pic)
     k = parse_devices(devices)
@@ -87,12 +94,10 @@ def speedup(
         # a table shows its first and last rows only: compute those (1..5000000 costs as much as 40 points)
         head = out.rows // 2
         shown = np.concatenate([k[:head], k[k.size - (out.rows - head) :]])
-    from .progress import progress
 
     if not out.table and not explain and not pic.plot and k.size > STREAM_CHUNK:
         # millions of rows: computed and written chunk by chunk, memory stays flat; a bar counts the chunks
         # (unless the rows themselves stream to the terminal)
-        import sys
 
         chunks = len(scs) * -(-k.size // STREAM_CHUNK)
         with progress(
@@ -107,34 +112,32 @@ def speedup(
         # the warnings speak of every k asked for, not only the rows a table shows
         _warn_faster(results if shown is k or k.size > STREAM_CHUNK else [simulate(sc, k) for sc in scs])
         if explain:  # every term for the largest k of each scenario
-            from ..decisions.explain import explain as explain_terms
+            from ..decisions.explain import explain as explain_terms  # lazy
 
             terms = [explain_terms(sc, int(k.max())) for sc in scs]
         if pic.plot:
-            from .plot import draw_speedup
+            from .plot import draw_speedup  # lazy
 
             draw_speedup(results, pic.plot, out.force, size, pic.threshold)
     if out.table:
-        from rich.console import Group
-        from rich.text import Text
+        from rich.console import Group  # lazy
+        from rich.text import Text  # lazy
 
-        from .views import explain_view, speedup_table
+        from .views import explain_view, speedup_table  # lazy
 
         parts = [x for res in results for x in (speedup_table(res, out.rows, total=k.size), Text(""))][:-1]
         if explain:
             parts += [x for d in terms for x in (Text(""), explain_view(d))]
         show(Group(*parts), out.output, out.force)
         return
-    from ..io.formats import to_csv, to_json
-    from .plot import speedup_records
 
-    recs = speedup_records(results)
+    recs = o.speedup_records(results)
     if not explain:
         text = to_json(recs) if out.format is o.Format.json else to_csv(recs)
     elif out.format is o.Format.json:
         text = to_json({"records": recs, "explain": terms})
     else:
-        from .views import flat_terms
+        from .views import flat_terms  # lazy
 
         text = to_csv(
             recs,
@@ -145,7 +148,6 @@ def speedup(
 
 def _warn_faster(results: Any) -> None:
     """One stderr line for every result together where NCCL's own pick costs more than another of its pairs."""
-    from ..step.notes import graph_notes, nccl_faster
 
     warn_nccl_faster({"profile": res.scenario.profile.name, **row} for res in results for row in nccl_faster(res))
     for res in results:
@@ -162,9 +164,6 @@ def _warn_faster(results: Any) -> None:
 
 def _warn_memory(sc: Any, k: Any) -> None:
     """One stderr line when some k does not fit the device's memory, naming the least sharded strategy that does."""
-    from ..base.units import fmt_bytes
-    from ..step.engine import memory_fit
-    from ..step.strategies import STRATEGIES
 
     fit = memory_fit(sc, k)
     if fit is None:
@@ -193,7 +192,7 @@ def _warn_memory(sc: Any, k: Any) -> None:
 
 def _grid_part(prof, k, n, start: int, count: int, kw: dict) -> list[dict]:
     """Records ``start`` .. ``start + count`` of comm_grid(prof, k, n) (k-major), computing only those."""
-    from ..comm.grid import comm_grid
+    from ..comm.grid import comm_grid  # lazy
 
     m, out, i = n.size, [], start
     while i < start + count:
@@ -216,7 +215,6 @@ def comm(
 
     Comma-separated --profile values give one table per profile (a 'profile' column in csv and json).
     """
-    from ..base.types import InputError
 
     fig_size = o.check_outputs(out, pic, threshold=False)
     k, n = co.grid()
@@ -236,7 +234,6 @@ def comm(
     total = k.size * n.size
     parts: list[Any] = []
     records: list[dict] = []
-    from .progress import progress
 
     faster: list[dict] = []
     with progress(f"{total * len(profs):,} (k, size) points", total=len(profs)) as bar:
@@ -257,12 +254,11 @@ def comm(
             bar.advance()
     warn_nccl_faster(faster, step=False)
     if out.table:
-        from rich.console import Group
-        from rich.text import Text
+        from rich.console import Group  # lazy
+        from rich.text import Text  # lazy
 
         show(Group(*[x for part in parts for x in (part, Text(""))][:-1]), out.output, out.force)
         return
-    from ..io.formats import to_csv, to_json
 
     emit(to_json(records) if out.format is o.Format.json else to_csv(records), out.output, out.force)
 
@@ -271,9 +267,8 @@ def _comm_one(
     prof: Any, k: Any, n: Any, kw_base: dict, out: Any, pic: Any, fig_size: Any, tagged: bool
 ) -> tuple[Any, list[dict], list[dict]]:
     """One profile's comm grid: its table (or None), its records (or [] for a table) and the records computed."""
-    from ..comm.collectives import default_algorithm
-    from ..comm.grid import comm_grid
-    from .views import comm_table
+    from ..comm.grid import comm_grid  # lazy
+    from .views import comm_table  # lazy
 
     alg = kw_base["algorithm"] or default_algorithm(prof)
     kw = dict(kw_base, algorithm=alg)
@@ -287,7 +282,7 @@ def _comm_one(
         return comm_table(prof, recs, alg, out.rows, collective, total=total), [], recs
     recs = comm_grid(prof, k, n, **kw)
     if pic.plot:
-        from .plot import draw_comm
+        from .plot import draw_comm  # lazy
 
         draw_comm(recs, prof, alg, kw["message_dtype"], pic.plot, out.force, fig_size, collective)
     if out.table:

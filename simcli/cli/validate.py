@@ -2,11 +2,21 @@
 
 from __future__ import annotations
 
+from pathlib import Path
 from typing import Annotated, Any, Callable, Optional
 
 import typer
+from rich.console import Group
+from rich.text import Text
 
-from ..base.units import sig4
+from ..base.units import fmt_bytes, sig4
+from ..checks.validate import validate as run_validation
+from ..io import rules
+from ..io.files import check_output_path
+from ..io.measured.live import detect, read_live
+from ..io.measured.table import filter_rows, live_measured, read_measurements, scope_where
+from ..io.render import Column, table, time_unit
+from ..io.workloads import build_workload
 from . import options as o
 from .common import answer, examples, handle_errors, new_app
 from .measured import (
@@ -19,6 +29,7 @@ from .measured import (
     pct,
     profile_for_measurements,
 )
+from .progress import progress
 
 app = new_app()  # `validate`, a top-level command
 
@@ -85,9 +96,6 @@ def validate(
     out: o.OutputOptions = o.OutputOptions(),
 ) -> None:
     """Compare a profile's predictions with measurements: error per row, median and max error per k and size."""
-    from ..checks.validate import validate as run_validation
-    from ..io.files import check_output_path
-    from ..io.measured.table import filter_rows, read_measurements, scope_where
 
     profile = run.profile
     if out.output:
@@ -100,8 +108,6 @@ def validate(
     ct = fields["compute_time_s"]
     wl = None
     if run.model is not None or run.params is not None or run.workload is not None:
-        from ..io.workloads import build_workload
-
         fps = run.flops_per_sample
         if run.params is not None and ct is None and fps is None:
             fps = 6.0 * run.params  # dense layers: 2N forward + 4N backward
@@ -113,7 +119,6 @@ def validate(
             seq_len=run.seq_len,
             compute_time=ct,
         )
-    from ..io.measured.live import detect
 
     if wl is not None and detect(results) == "kineto":  # a traced step, term by term (issue 23)
         _validate_trace(results, profile, wl, fields, out, limit, run.nccl_version)
@@ -124,7 +129,6 @@ def validate(
     every, scoped = scope_where(where or [], [str(results)])
     lo, hi = parse_size(min_size, "--min-size") or 0.0, parse_size(max_size, "--max-size")
     m = filter_rows(measured, every + scoped[str(results)], lo, hi)
-    from .progress import progress
 
     with progress(f"validate: predicting {len(m)} rows of {results}"):
         v = run_validation(m, prof, workload=wl, scenario=fields)
@@ -145,9 +149,7 @@ def validate(
         lambda: (v.records, [f"simcli validate {v.path} --profile {v.profile}"]),
     )
     if plot and fig_size is not None:
-        from pathlib import Path
-
-        from ..plot import figures as P
+        from ..plot import figures as P  # heavy
 
         with progress(f"drawing {plot}"):
             fig = P.validation_figure([dict(r) for r in v.records], Path(v.path).name, o.THRESHOLD, fig_size)
@@ -164,10 +166,8 @@ def validate(
 
 def _validate_trace(path, profile, wl, fields, out, limit, nccl_version=None) -> None:
     """simcli validate TRACE --model M: the traced step term by term (simcli.checks.trace_validate)."""
-    from ..checks.trace_validate import validate_trace
-    from ..io import rules
-    from ..io.measured.kineto import step_summary
-    from ..io.measured.live import read_live
+    from ..checks.trace_validate import validate_trace  # lazy
+    from ..io.measured.kineto import step_summary  # lazy
 
     live = read_live(path, "kineto")
     prof = profile_for_measurements(profile, [live_measured_any(live)], nccl_version)
@@ -197,18 +197,10 @@ def _validate_trace(path, profile, wl, fields, out, limit, nccl_version=None) ->
 
 
 def live_measured_any(live):
-    from ..io.measured.table import live_measured
-
     return live_measured(live, None)
 
 
 def _trace_view(v: dict[str, Any]):
-    from rich.console import Group
-    from rich.text import Text
-
-    from ..base.units import fmt_bytes
-    from ..io.render import Column, table, time_unit
-
     f, unit = time_unit([t["measured_s"] for t in v["terms"] if t["term"] == "step"])
 
     def ms(x: float | None) -> str:
@@ -274,12 +266,6 @@ def _in_unit(f: float) -> Callable[[float], str]:
 
 
 def _validate_view(v, max_rows: int):
-    from rich.console import Group
-    from rich.text import Text
-
-    from ..base.units import fmt_bytes
-    from ..io.render import Column, table, time_unit
-
     parts: list[Any] = [
         Text(f"{v.path} ({v.kind}) against profile {v.profile}; error = (predicted - measured) / measured")
     ]

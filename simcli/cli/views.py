@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import math
 from typing import Any, Sequence
 
 from rich.console import Group, RenderableType
@@ -17,10 +18,14 @@ from ..base.types import (
 )
 from ..base.units import fmt_bytes, fmt_count, fmt_flops, fmt_rate, fmt_time
 from ..base.units import sig4 as _g
+from ..comm.bands import UNMEASURED
 from ..comm.specs import COLLECTIVES
-from ..io.render import Column, table, time_unit
-from ..step.engine import Result
+from ..io.render import Column, kv_table, labelled, table, time_unit
+from ..step.engine import Result, Scenario, fsdp_units
+from ..step.memory import PARTS, describe_parts
+from ..step.straggler import expected_max
 from ..step.strategies import SPECS
+from ..step.update import describe
 
 
 def _num(fmt: str):
@@ -58,9 +63,31 @@ def communicated(sc: Any, sizes: bool = True) -> str:
     )
 
 
+def header_lines(sc: Scenario) -> list[str]:
+    """The block above a plan's answer: the profile, the model and batch, what is communicated, the compute."""
+    p, w = sc.profile, sc.workload
+    batch = (
+        f"global batch {sc.batch} split over k (strong scaling)"
+        if sc.strong
+        else f"batch {sc.batch} per device (weak scaling)"
+    )
+    lines = [
+        f"profile   {p.name}: {p.device.name} ({p.origin})",
+        f"model     {w.name}: {fmt_count(w.params)} params"
+        + (f", seq_len {w.seq_len}" if w.seq_len else "")
+        + f"; {batch}",
+        ("gradient  " if sc.strategy == "ddp" else "strategy  ") + communicated(sc),
+    ]
+    if sc.compute_time_s is None:
+        lines.append(
+            f"compute   {sc.compute_dtype} at {fmt_flops(sc.achieved_flops)} per device "
+            f"(peak x mfu {sc.achieved_mfu:g})"
+        )
+    return lines
+
+
 def scenario_header(res: Result) -> Any:
     """The block above a speedup table: every input, one labelled line each, wrapped at word boundaries."""
-    from ..io.render import labelled
 
     return labelled([(line[:9].rstrip(), line[10:]) for line in _header_lines(res)])
 
@@ -101,7 +128,6 @@ def _header_lines(res: Result) -> list[str]:
             f"devices   speed spread σ = {sigma:.3g} ({given}): a step waits for the slowest of k, "
             f"T_compute x (1 + σ·m_k){excess}, m_k = E[max of k normals]"
         )
-    from ..step.update import describe
 
     lines.append(f"update    {describe(sc)}")  # simcli.step.update
     tiers = ", ".join(
@@ -110,7 +136,7 @@ def _header_lines(res: Result) -> list[str]:
         for t in p.network
     )
     lines.append(f"network   {tiers}" + (f"; {release_words(p, short=True)}" if release_words(p) else ""))
-    from ..decisions.explain_terms import formula
+    from ..decisions.explain_terms import formula  # lazy
 
     if sc.algorithm == "auto":
         lines.append(
@@ -137,7 +163,6 @@ def _header_lines(res: Result) -> list[str]:
 
 def _sharding_lines(res: Result) -> list[str]:
     """The header of a sharded strategy (simcli.step.sharding): what is gathered and reduced, how it overlaps."""
-    from ..step.engine import fsdp_units
 
     sc = res.scenario
     L = fsdp_units(sc)
@@ -218,7 +243,6 @@ def speedup_table(res: Result, max_rows: int = 40, total: int | None = None) -> 
 def _step_band(r: dict[str, Any], key: str, digits: int) -> str | None:
     """``(lo–hi)`` of a speedup record's band (simcli.step.band), the low end rounded down and the high end up so
     that the band shown holds the value shown; E(k) to ``digits`` decimals, samples/s to 3 significant figures."""
-    import math
 
     lo, hi = r.get(f"{key}_lo"), r.get(f"{key}_hi")
     if lo is None or hi is None:
@@ -231,7 +255,6 @@ def _step_band(r: dict[str, Any], key: str, digits: int) -> str | None:
 
 def _sig_down(v: float, up: bool = False) -> str:
     """``v`` to 3 significant figures, rounded down (up with ``up``), as sig4 writes numbers."""
-    import math
 
     if v <= 0:
         return _g(v)
@@ -259,8 +282,6 @@ _PER_ROW = ("auto", "nccl")
 
 
 def _unmeasured(r: dict[str, Any]) -> bool:
-    from ..comm.bands import UNMEASURED
-
     return str(r.get("band_basis") or "").startswith(UNMEASURED)
 
 
@@ -365,11 +386,6 @@ def _band_rows(d: dict[str, Any]) -> list[tuple[str, str]]:
 
 def explain_view(d: dict[str, Any]) -> Any:
     """A rich renderable of :func:`simcli.decisions.explain.explain`'s terms."""
-    from rich.console import Group
-    from rich.text import Text
-
-    from ..base.units import fmt_bytes, fmt_rate, fmt_time
-    from ..io.render import Column, kv_table, table
 
     def t(x: float | None) -> str:
         return "-" if x is None else fmt_time(x)
@@ -387,8 +403,6 @@ def explain_view(d: dict[str, Any]) -> Any:
         ("T_compute", t(d["t_compute_s"])),
     ]
     if d["spread"]:
-        from ..step.straggler import expected_max
-
         k0 = d.get("reference_k", 1)
         rows.append(
             (
@@ -501,7 +515,6 @@ def explain_view(d: dict[str, Any]) -> Any:
     if "memory" in d:
         mem = d["memory"]
         cap = mem["capacity_bytes"]
-        from ..step.memory import PARTS, describe_parts
 
         held = describe_parts({p: mem[f"{p}_bytes"] for p in PARTS}, d.get("strategy") or "ddp", d["optimizer"])
         rows.append(

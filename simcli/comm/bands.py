@@ -21,6 +21,7 @@ Pure numpy; no ``np.quantile`` or ``np.unique`` (their first calls import ``nump
 
 from __future__ import annotations
 
+import copy
 import math
 from dataclasses import dataclass, field
 from typing import Any, Sequence
@@ -31,6 +32,7 @@ from ..base import ratio_bands as RB
 from ..base.ranges import sorted_unique
 from ..base.ratio_bands import QUANTILES, RatioBand, quantile
 from ..base.types import Tier
+from ..base.units import parse
 from .nccl import tier_kind
 from .specs import PROTOCOLS
 from .topology import tier_spanned
@@ -278,7 +280,7 @@ _PUBLISHED: list[Corpus] = []
 def published() -> Corpus:
     """The validated points of :mod:`simcli.comm.error_table` (read once)."""
     if not _PUBLISHED:
-        from .error_table import CURVES, ROWS
+        from .error_table import CURVES, ROWS  # lazy
 
         labels = [curve_label(c[0], c[1]) for c in CURVES]
         _PUBLISHED.append(Corpus.of([(labels[r[0]], r[3], r[4], r[5], r[6], r[7]) for r in ROWS]))
@@ -340,7 +342,6 @@ def fitted_tiers(profile: Any) -> dict[int, tuple[float, int]]:
     both identified, each with a standard error): (the relative standard error of a time on it, the largest world
     size of the fit). A time's relative error is at most the larger of its latency's and its bandwidth's (it is a
     positive sum of an alpha term and an n/B term, to first order). Empty for a profile not calibrated so."""
-    from ..base.units import parse
 
     cal = getattr(profile, "calibration", None) or {}
     names = [t.name for t in profile.network]
@@ -379,7 +380,6 @@ def at_end(cost: Any, profile: Any, k: Any, n: Any, collective: str, end: str) -
     time). On a calibrated profile, a point whose widest tier was fitted (:func:`fitted_tiers`) and whose k lies
     within the fit's world sizes takes the fit's band instead, time -+ :data:`Z80` relative standard errors, where
     that is the narrower (a fit narrows what is known; it never widens the published band)."""
-    import copy
 
     kk = np.asarray(k, dtype=np.int64)
     band = time_band(profile.network, kk, n, cost.time, cost.algorithm, cost.protocol, collective)

@@ -8,6 +8,7 @@ from __future__ import annotations
 import contextlib
 import contextvars
 import dataclasses
+import difflib
 from typing import Any, Iterator, Sequence
 
 import numpy as np
@@ -57,8 +58,6 @@ def auto_allreduce(
 def check_algorithm(algorithm: str, option: str = "--algorithm") -> str:
     """The algorithm's name if simcli knows it, else an InputError that lists the choices."""
     if algorithm not in CHOICES:
-        import difflib
-
         close = difflib.get_close_matches(algorithm, CHOICES, n=2)
         hint = f" (did you mean {' or '.join(close)}?)" if close else ""
         raise InputError(f"{option}: unknown algorithm {algorithm!r}{hint}; choose one of {', '.join(CHOICES)}")

@@ -49,6 +49,7 @@ import numpy as np
 from ..base.types import InputError, NcclSpec, Tier
 from .cost import CommCost, lazy, per_tier
 from .nccl import HW_LATENCY_US, NET_OVERHEAD_US, Pair, hops, tier_kind, tree_groups
+from .nccl_choice import nccl_spec
 from .specs import COLLECTIVES, PROTOCOLS, link_kind
 from .topology import ring_params, tier_bandwidth
 
@@ -475,7 +476,6 @@ def rccl_collective(
     """RCCL's pick for each (k, n) and what it costs: MSCCL's all-pairs algorithm where RCCL runs it, else the
     (algorithm, protocol) pair its tuner prices cheapest (``by="time"``: the cheapest by cost), with RCCL's
     protocol override by size across nodes where the release has one."""
-    from .nccl_choice import nccl_spec
 
     net = profile.network
     spec = nccl_spec(profile)

@@ -66,7 +66,7 @@ def solve_band(sc: Any, ans: Any) -> dict[str, Any] | None:
     same search on the edge in place of the value), and E(k)'s band at the current value of the field: whether the
     current value meets the target across the band, misses it across the band, or the band straddles it; None where
     E does not depend on the field."""
-    from .solve import solve_edge
+    from .solve import solve_edge  # lazy
 
     if ans.answer is None:
         return None

@@ -19,6 +19,7 @@ from typing import Any, Mapping, Sequence
 
 import numpy as np
 
+from ..base.ranges import check_combinations
 from ..base.types import InputError, Profile, Workload
 from ..step.engine import Result, Scenario, simulate
 from ..step.memory import for_scenario
@@ -60,7 +61,6 @@ def alternatives(base: Scenario, choices: Mapping[str, Sequence[Any]]) -> list[A
             raise InputError(f"compare: {n!r} is not a scenario field")
         if len(choices[n]) == 0:
             raise InputError(f"--{n.replace('_', '-')}: give at least one value")
-    from ..base.ranges import check_combinations
 
     check_combinations({f"--{n.replace('_', '-')}": len(choices[n]) for n in names})
     varied = [n for n in names if len(choices[n]) > 1]

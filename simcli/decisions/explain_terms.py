@@ -164,7 +164,7 @@ def step_terms(
 def band_terms(res: Any) -> dict[str, Any]:
     """How sure the step at the result's first k is (simcli.step.band): its band, σ's range, the width of E(k)'s
     band from each source alone and the source of the widest (None where the band has no width)."""
-    from ..step.band import TERMS, banded, dominant
+    from ..step.band import TERMS, banded, dominant  # lazy
 
     b = banded(res).band
     top, widths = dominant(res, 0)

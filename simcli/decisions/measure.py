@@ -33,7 +33,7 @@ import numpy as np
 
 from ..base.types import InputError, Profile
 from ..base.units import fmt_bytes
-from ..comm import bands
+from ..comm import bands, collectives
 from ..step.engine import Result, Scenario, simulate
 from .plan import whole_nodes
 
@@ -414,7 +414,6 @@ def _sizes(res: Result, k: int) -> list[dict[str, Any]]:
 
 def _band_sizes(sc: Scenario, k: int) -> list[dict[str, Any]]:
     """Per size band, the widest all-reduce band at k over 8 B..8 GiB (NCCL's choice), widest first."""
-    from ..comm import collectives
 
     prof = sc.profile
     cost = collectives.collective(prof, sc.algorithm, np.array([k]), _BAND_SIZES, "all_reduce", protocol=sc.protocol)

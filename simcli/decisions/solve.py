@@ -15,6 +15,7 @@ import numpy as np
 
 from ..base.types import InputError
 from ..base.units import fmt_bytes, fmt_flops, fmt_rate, fmt_time
+from ..comm import nccl, nccl_choice
 from ..io import schema
 from ..step.engine import Result, Scenario, simulate
 from .plan import Infeasible, breakdown, check_target, describe_breakdown
@@ -410,7 +411,6 @@ def _graph(r: Result) -> str:
     sc = r.scenario
     if sc.profile.library != "nccl" or len(sc.profile.network) < 2:
         return ""
-    from ..comm import nccl, nccl_choice
 
     tie = nccl.graph_tie(sc.profile.network, nccl_choice.nccl_spec(sc.profile), np.asarray(r.devices))
     if tie is None:

@@ -17,6 +17,9 @@ import yaml
 
 from ..base.types import InputError
 from ..base.units import fmt_flops
+from ..comm.bands import Z80, fitted_tiers
+from ..comm.collectives import default_algorithm
+from ..io.formats import finite_gate
 from ..io.measured.table import filter_present
 from ..io.profiles import profile_from_dict, profile_to_dict
 from ..version import __version__
@@ -36,7 +39,6 @@ def band_record(profile: Any) -> dict[str, Any] | None:
     band it gives (time -+ Z80 of them, where narrower than the published curves' p10-p90) and the world sizes it
     holds at; where the fits cover k the published training runs' band gives way to them; σ's standard error. None
     where nothing was fitted with a standard error."""
-    from ..comm.bands import Z80, fitted_tiers
 
     tiers = fitted_tiers(profile)
     cal = profile.calibration or {}
@@ -222,7 +224,7 @@ def _before_after(out: dict[str, Any]) -> dict[str, float]:
 def _fit_update_bandwidth(base: Profile, device: Any, sm: Measured, k: np.ndarray, cal: dict) -> tuple[Any, dict]:
     """device.update_bandwidth from a bench step file's timed optimizer steps (t_update_s, update_bytes_per_param,
     params): the one-rank rows where there are any (more ranks on one host share its memory bandwidth)."""
-    from .fit_update import fit_update_bandwidth
+    from .fit_update import fit_update_bandwidth  # lazy
 
     one = k == 1 if np.any(k == 1) else np.ones(k.shape, dtype=bool)
     per = sm.optional("update_bytes_per_param")
@@ -253,7 +255,7 @@ def _fit_spread_update(
 ) -> tuple[Any, dict[str, Any]]:
     """device.spread and device.update_bandwidth from a (devices, samples_per_s, accum) table
     (simcli.fits.fit_update: both at once, with standard errors; a warning when they cannot be told apart)."""
-    from .fit_update import fit_spread_update
+    from .fit_update import fit_spread_update  # lazy
 
     b = m.number("batch_per_device") if "batch_per_device" in m.header else None
     f = fit_spread_update(
@@ -458,8 +460,6 @@ def calibrate_profile(
     ``opts``: how to fit and what to record (:class:`CalibrationOptions`).
     """
 
-    from ..comm.collectives import default_algorithm
-
     name = opts.name
     algorithm = opts.algorithm or default_algorithm(base)
     warnings: list[str] = []
@@ -498,7 +498,6 @@ def calibrate_profile(
     if band is not None:
         cal["band"] = band
     data = profile_to_dict(new)
-    from ..io.formats import finite_gate
 
     finite_gate(data, "calibrated profile's")  # a fitted value or its standard error past float64: refused, not .inf
     text = f"# calibrated by simcli calibrate from {base.name}; the calibration block says how\n" + yaml.safe_dump(

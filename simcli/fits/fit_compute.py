@@ -10,6 +10,7 @@ from typing import Any, Callable, Mapping, Sequence
 import numpy as np
 
 from ..base.types import InputError
+from ..step.engine import simulate
 
 __all__ = [
     "StepFit",
@@ -262,7 +263,6 @@ def fit_spread(sc: Any, k: np.ndarray, speedup: np.ndarray, *, what: str = "scal
     bounded golden-section search on [0, 0.9]; the standard error from the residuals and the slope of the
     log ratio in σ (None with a single row beyond k0).
     """
-    from ..step.engine import simulate
 
     k = np.asarray(k, dtype=np.int64)
     s = np.asarray(speedup, dtype=np.float64)

@@ -3,6 +3,7 @@
 
 from __future__ import annotations
 
+import dataclasses
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -52,7 +53,6 @@ def _nccl_predict(
     gpus: np.ndarray | None = None,
 ) -> np.ndarray:
     """``gpus``: per point, the GPUs one thread launched on (nccl-tests' -g; None: one per process)."""
-    import dataclasses
 
     net = tuple(
         dataclasses.replace(t, latency_s=float(a), bandwidth_Bps=float(b), efficiency=1.0)

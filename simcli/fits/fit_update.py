@@ -30,6 +30,7 @@ import numpy as np
 
 from ..base.types import InputError
 from ..step import straggler, strategies, update
+from ..step.engine import simulate
 
 __all__ = [
     "SpreadUpdateFit",
@@ -70,7 +71,6 @@ class SpreadUpdateFit:
 def _exposed_table(sc: Any, ks: np.ndarray, b: float, grid: np.ndarray) -> np.ndarray:
     """E_k(c) for every k of ``ks`` (rows) and micro-step time c of ``grid`` (columns), in one simulate call:
     no spread, no update, one micro-step, the compute set through the per-device batch."""
-    from ..step.engine import simulate
 
     base = sc.replace(
         spread=0.0,

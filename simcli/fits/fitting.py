@@ -49,6 +49,7 @@ tier's *effective* bandwidth ``bandwidth · efficiency``.
 
 from __future__ import annotations
 
+import dataclasses
 import math
 from dataclasses import dataclass, field
 from typing import Callable, Mapping, Sequence
@@ -499,7 +500,6 @@ def outer_tier(network: Sequence[Tier], k: np.ndarray) -> np.ndarray:
 
 def tier_scale(network: Sequence[Tier], tier: int, k: np.ndarray) -> np.ndarray:
     """g(k): the ring bandwidth tier ``tier`` offers per B/s of its effective bandwidth (see collectives)."""
-    import dataclasses
 
     unit = list(network)
     unit[tier] = dataclasses.replace(network[tier], bandwidth_Bps=1.0, efficiency=1.0)

@@ -24,6 +24,7 @@ root directory for ``/proc`` and ``/sys``), so the result is testable without th
 
 from __future__ import annotations
 
+import importlib.util
 import os
 import platform
 import re
@@ -32,6 +33,9 @@ import subprocess
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
+
+from ..comm import releases
+from .profiles import resolve_profile
 
 __all__ = [
     "GpuInfo",
@@ -97,11 +101,10 @@ class _Notes:
 
 def cuda_devices() -> list[GpuInfo] | None:
     """The CUDA devices torch sees; None when torch is not installed (GPUs not probed)."""
-    import importlib.util
 
     if importlib.util.find_spec("torch") is None:
         return None
-    import torch
+    import torch  # heavy
 
     if not torch.cuda.is_available():
         return []
@@ -115,11 +118,10 @@ def cuda_devices() -> list[GpuInfo] | None:
 def nccl_release() -> str | None:
     """The NCCL release torch runs (``torch.cuda.nccl.version()``) as '2.27.5'; None without torch, without CUDA,
     or where torch has no NCCL."""
-    import importlib.util
 
     if importlib.util.find_spec("torch") is None:
         return None
-    import torch
+    import torch  # heavy
 
     if not torch.cuda.is_available():
         return None
@@ -246,8 +248,6 @@ def cpu_info(root: Path = Path("/")) -> dict[str, Any]:
 
 
 def _builtin(name: str):
-    from .profiles import resolve_profile
-
     return resolve_profile(name)
 
 
@@ -295,7 +295,6 @@ def _nccl_version(data: dict[str, Any], version: str | None, notes: _Notes) -> N
     loads and is priced as the default release."""
     if not version:
         return
-    from ..comm import releases
 
     why = releases.problem(version)
     if why:

@@ -19,6 +19,7 @@ from __future__ import annotations
 
 import contextlib
 import errno
+import fcntl
 import os
 import stat
 import tempfile
@@ -26,6 +27,7 @@ from pathlib import Path
 from typing import Iterable, Iterator
 
 from ..base.types import EnvironmentFailure, InputError
+from .inputs import files_read
 
 __all__ = [
     "write_atomic",
@@ -95,7 +97,6 @@ def check_output_name(
     check_name_length(p, option)
     if p.is_dir():
         raise InputError(f"{option}: {p} is a directory; give a file name")
-    from .inputs import files_read
 
     for inp in [*inputs, *files_read()]:  # the command's inputs, given or read so far: never written over
         if inp is not None and _same_file(p, inp):
@@ -269,7 +270,6 @@ def _open_special(target: Path, st: os.stat_result, option: str, shown: Path) ->
                 "or write to a regular file"
             ) from None
         raise cannot_write(f"{option}: {shown}", e) from None
-    import fcntl
 
     fcntl.fcntl(fd, fcntl.F_SETFL, fcntl.fcntl(fd, fcntl.F_GETFL) & ~os.O_NONBLOCK)
     return fd

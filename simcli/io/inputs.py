@@ -18,10 +18,13 @@ anything is built.
 from __future__ import annotations
 
 import contextlib
+import csv
 import errno
+import json
 import os
 import re
 import stat
+import warnings
 from pathlib import Path
 from typing import Any, Iterator
 
@@ -140,7 +143,6 @@ class SkippedFile(UserWarning):
 def skip_special(path: str | os.PathLike[str], what: str) -> bool:
     """True (with a :class:`SkippedFile` warning) for a search hit that is not a regular file: a stray FIFO on
     ``SIMCLI_PROFILE_PATH`` is skipped, never opened (opening it would wait for a writer forever)."""
-    import warnings
 
     kind = special_kind(path)
     if kind is None and os.path.isdir(path):
@@ -207,7 +209,6 @@ def json_decoder(source: str, keys: bool = True) -> Any:
     :data:`MAX_INT_DIGITS` digits, a number past float64, NaN/Infinity), each an InputError naming ``source``:
     for readers that decode record by record (``raw_decode``), as NCCL Inspector's logs are read. ``keys``
     False leaves out the check of repeated keys (a Python call per object: for logs of 10^6 records)."""
-    import json
 
     def pairs(items: list[tuple[str, Any]]) -> dict[str, Any]:
         out: dict[str, Any] = {}
@@ -264,7 +265,6 @@ def csv_rows(body: list[str], source: str, lines: list[int] | None = None) -> li
     """The rows of a CSV's non-comment lines. A line csv cannot read (a field over its 128 KiB limit, a quote left
     open) is an InputError naming the file and line (``lines``: each body line's number in the file), not csv's
     traceback."""
-    import csv
 
     reader = csv.reader(body)
     out: list[list[str]] = []

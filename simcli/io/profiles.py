@@ -20,15 +20,22 @@ import difflib
 import math
 import os
 import re
+import warnings
 from dataclasses import dataclass
 from importlib import resources
 from pathlib import Path
 from typing import Any, Iterable
 
+from ..base.ranges import MAX_DEVICES
 from ..base.types import COMPUTE_DTYPES, TUNED_LIBRARIES, Device, InputError, NcclSpec, Profile, Tier
 from ..base.units import UnitError, fmt_bytes, fmt_flops, fmt_rate, fmt_time, parse
+from ..comm import rccl, releases
+from ..comm.ctas import MAX_CHANNELS
+from ..comm.nccl import default_spec, known_gpu, tier_defaulted, tier_kind
+from ..comm.specs import link_kind
 from . import schema as S
 from .inputs import read_text, skip_special
+from .stdout import escape_controls
 
 __all__ = [
     "DEFAULT_PROFILE",
@@ -62,7 +69,7 @@ _MAX_DEPTH = 32
 
 def _loader() -> Any:
     """The safe YAML loader, reading '5e-1' and '1e3' as numbers (YAML 1.2 does; PyYAML's 1.1 wants a dot)."""
-    import yaml
+    import yaml  # lazy
 
     global _LOADER
     if _LOADER is None:
@@ -85,7 +92,7 @@ _LOADER: Any = None
 
 def read_yaml(path: str | Path, what: str = "file") -> Any:
     """Safely read one YAML document; aliases (the 'billion laughs' vector) and huge files are refused."""
-    import yaml
+    import yaml  # lazy
 
     p = Path(path)
     text = read_text(p, f"a YAML {what} (a .yaml file)", MAX_FILE_BYTES)
@@ -173,7 +180,6 @@ class _V:
     def text(self, value: Any, field: str) -> str:
         if not isinstance(value, str) or not value.strip():
             raise self.fail(field, f"{_show(value)} is not a non-empty string")
-        from .stdout import escape_controls
 
         return escape_controls(value.strip())  # an escape code in a name is shown, never obeyed (issue 27)
 
@@ -201,8 +207,6 @@ class _V:
         return float(value)
 
     def count(self, value: Any, field: str) -> int:
-        from ..base.ranges import MAX_DEVICES
-
         if isinstance(value, bool) or not isinstance(value, int) or value < 1:
             raise self.fail(field, f"{_show(value)} is not a whole number of devices >= 1")
         if value > MAX_DEVICES:  # refused at load: beyond int64 arithmetic in the engine (issue 27)
@@ -363,7 +367,6 @@ def _profile_description(v: "_V", top: dict) -> str:
     description = top.get("description") or ""
     if not isinstance(description, str):
         raise v.fail("description", f"{_show(description)} is not a string")
-    from .stdout import escape_controls
 
     return escape_controls(description)
 
@@ -445,7 +448,6 @@ def _profile_tier(v: "_V", raw: Any, i: int, n_tiers: int, tiers: list[Tier], na
     defaulted = []
     if "kind" in simple:
         # a datasheet profile: the link kind it names supplies what the tier leaves out (simcli.comm.specs)
-        from ..comm.specs import link_kind
 
         lk = link_kind(simple["kind"])
         for key, attr, value in (("latency", "latency_s", lk.latency_us * 1e-6), ("efficiency", "efficiency", None)):
@@ -460,7 +462,6 @@ def _profile_tier(v: "_V", raw: Any, i: int, n_tiers: int, tiers: list[Tier], na
 def _rccl_version(v: "_V", spec: NcclSpec, raw: Any) -> NcclSpec:
     """An RCCL profile's release: the one ``nccl.version`` names (checked against simcli.comm.rccl's rows), else
     the newest numbered release simcli carries (rccl hook, issue 37)."""
-    from ..comm import rccl
 
     given = isinstance(raw, dict) and raw.get("version") is not None
     if not given:
@@ -474,7 +475,6 @@ def _rccl_version(v: "_V", spec: NcclSpec, raw: Any) -> NcclSpec:
 
 def _default_library(device_name: str, tiers: list[Tier]) -> str:
     """A profile that does not say: NCCL for a GPU (known by its name or its links), else the textbook formulas."""
-    from ..comm.nccl import known_gpu
 
     names = " ".join(t.name.lower() for t in tiers)
     gpu_links = any(w in names for w in ("nvlink", "nvswitch", "nvl", "infiniband", "roce", "xgmi", "pcie"))
@@ -484,7 +484,6 @@ def _default_library(device_name: str, tiers: list[Tier]) -> str:
 def _nccl_spec(v: "_V", raw: Any, device_name: str, tiers: list[Tier], *, nccl_release: bool = True) -> NcclSpec:
     """The profile's ``nccl:`` block over the defaults for its GPU generation (simcli.comm.nccl.default_spec);
     ``nccl_release``: its version names an NCCL release (an RCCL profile's names RCCL's: :func:`_rccl_version`)."""
-    from ..comm.nccl import default_spec
 
     base = default_spec(device_name, tiers)
     if raw is None:
@@ -498,15 +497,11 @@ def _nccl_spec(v: "_V", raw: Any, device_name: str, tiers: list[Tier], *, nccl_r
     if "version" in given and not re.fullmatch(r"\d+\.\d+(\.\d+)*", given["version"]):
         raise v.fail("nccl.version", f"{_show(given['version'])} is not an NCCL release (give one such as 2.20.3)")
     if "version" in given and nccl_release:
-        from ..comm import releases
-
         why = releases.problem(given["version"])
         if why:
             raise v.fail("nccl.version", why)
         said = releases.note(given["version"])
         if said:
-            import warnings
-
             warnings.warn(ReleaseNote(f"{v.source}: nccl.version: {said}"), stacklevel=2)
     for key in ("min_ctas", "max_ctas"):
         if key in given and given[key] > 32:  # NCCL's MAXCHANNELS (src/include/device.h); init.cc caps it
@@ -587,7 +582,7 @@ def search_dirs() -> list[Path]:
     """User directories searched before the built-ins, in order."""
     dirs = [Path(d) for d in os.environ.get("SIMCLI_PROFILE_PATH", "").split(os.pathsep) if d.strip()]
     try:
-        from platformdirs import user_config_dir
+        from platformdirs import user_config_dir  # compat
 
         dirs.append(Path(user_config_dir("simcli")) / "profiles")
     except ImportError:  # pragma: no cover - platformdirs is a dependency
@@ -636,7 +631,6 @@ class ReleaseNote(UserWarning):
 
 def nccl_version_note(version: str) -> str:
     """Which carried release prices ``version`` and what it is (``simcli profiles show``'s nccl.version row)."""
-    from ..comm import releases
 
     said = releases.note(version)
     if said:
@@ -651,13 +645,10 @@ def with_nccl_version(p: Profile, version: str | None, where: str = "--nccl-vers
     A profile that does not model NCCL is returned as it is."""
     if version is None or p.nccl is None:
         return p
-    from ..comm import releases
 
     releases.select(version, where)  # refuses what cannot be priced
     said = releases.note(version)
     if said:
-        import warnings
-
         warnings.warn(ReleaseNote(f"{where}: {said}"), stacklevel=2)
     defaulted = tuple(f for f in p.nccl.defaulted if f != "version")
     return dataclasses.replace(p, nccl=dataclasses.replace(p.nccl, version=version.strip(), defaulted=defaulted))
@@ -668,7 +659,6 @@ def with_nccl_min_ctas(p: Profile, min_ctas: int | None, where: str = "--nccl-mi
     (NCCL's MAXCHANNELS); a profile that does not model NCCL is returned as it is."""
     if min_ctas is None or p.nccl is None:
         return p
-    from ..comm.ctas import MAX_CHANNELS
 
     if isinstance(min_ctas, bool) or not isinstance(min_ctas, int) or not 1 <= min_ctas <= MAX_CHANNELS:
         raise InputError(f"{where}: {min_ctas!r} is not a channel count from 1 to {MAX_CHANNELS} (NCCL's MAXCHANNELS)")
@@ -704,15 +694,11 @@ def _human(f: S.Field, x: Any) -> str:
 
 
 def _defaulted(t: Tier) -> tuple[str, ...]:
-    from ..comm.nccl import tier_defaulted
-
     return tier_defaulted(t)
 
 
 def kind_text(t: Tier, index: int) -> str:
     """A tier's link kind as the tables say it: the name, how it was known, NCCL's class, what it changes."""
-    from ..comm.nccl import tier_kind
-    from ..comm.specs import link_kind
 
     kd = tier_kind(t, index)
     lk = link_kind(kd)

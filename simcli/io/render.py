@@ -5,13 +5,18 @@ Results stay in SI until here; this module only formats them.
 
 from __future__ import annotations
 
+import io
 import os
 from typing import Any, Callable, Sequence
 
 import numpy as np
+from rich.cells import cell_len
 from rich.console import Console, JustifyMethod
 from rich.table import Table
 from rich.text import Text
+
+from .formats import finite_gate
+from .stdout import escape_controls
 
 __all__ = ["console", "time_unit", "Column", "FitTable", "Wide", "table", "print_table", "kv_table", "render_text"]
 
@@ -102,7 +107,6 @@ class FitTable:
 
     def _widths(self, short: bool) -> list[int]:
         """Each column's natural width: its widest cell or header."""
-        from rich.cells import cell_len
 
         out = []
         for j, c in enumerate(self.columns):
@@ -185,7 +189,6 @@ def table(
     ``total``: how many rows there are when ``records`` holds only the first and last ``max_rows`` of them
     (a caller that computed only what is shown); the elision line counts the rows left out.
     """
-    from .formats import finite_gate
 
     finite_gate(list(records))  # no table shows a time, rate or speedup that is not a finite number
     n = len(records)
@@ -227,7 +230,6 @@ def _safe(text: Any) -> Any:
     ``\\x1b``, never obeyed) and rich markup in it shown as written, not interpreted."""
     if not isinstance(text, str):
         return text
-    from .stdout import escape_controls
 
     clean = escape_controls(text)
     return Text(clean) if ("[" in clean or clean != text) else clean
@@ -239,7 +241,6 @@ def print_table(t: Any) -> None:
 
 def render_text(renderable: object, width: int = 120) -> str:
     """Plain text of a renderable drawn ``width`` columns wide, as a table written to a file with --output."""
-    import io
 
     buf = io.StringIO()
     Console(file=buf, width=width, highlight=False, color_system=None).print(renderable, crop=False)

@@ -34,13 +34,22 @@ naming the field; the command line prints them after a successful command, never
 
 from __future__ import annotations
 
+import dataclasses
 import json
 import math
+import re
 import warnings
 from typing import TYPE_CHECKING, Any, Iterable, Iterator, Mapping, Sequence
 
+import numpy as np
+
 from ..base.ranges import MAX_BYTES
 from ..base.types import InputError
+from ..comm import topology
+from ..comm.nccl import known_gpu, tier_kind
+from ..comm.specs import COLLECTIVES, LINK_KIND_SPECS, busbw_factor
+from ..step.strategies import SPECS
+from . import schema as S
 from .inputs import MAX_INT_DIGITS, check_json_depth, json_decoder
 
 if TYPE_CHECKING:
@@ -249,7 +258,6 @@ def _close(x: float, expected: float) -> bool:
 
 def _consistent(where: str, n: Any, t: Any, k: Any, coll: Any, alg: Any, bus: Any) -> None:
     """algbw = size / time, busbw = algbw x the collective's factor at k (where the record gives them)."""
-    from ..comm.specs import COLLECTIVES, busbw_factor
 
     if n is not None and t is not None and alg is not None:
         expected = n / t / 1e9
@@ -450,7 +458,6 @@ def not_for(option: str, path: str, what: str, why: str) -> InputError:
 
 def collective_option(name: str) -> str:
     """``--collective``: one of nccl-tests' collectives (nccl-tests' spelling, NCCL's or torch's), by simcli's name."""
-    import re
 
     key = re.sub(r"_perf(_mpi)?$", "", name.strip().lower()).replace("_", "").replace("-", "")
     found = {c.replace("_", ""): c for c in NCCL_TESTS_COLLECTIVES}.get(key)
@@ -465,7 +472,6 @@ def collective_option(name: str) -> str:
 def strategy(path: str, name: str | None, collectives: set[str]) -> None:
     """``--strategy`` against the collectives a traced step ran: a sharded strategy (ZeRO, FSDP: reduce-scatter and
     all-gather) on a step that only all-reduces (DDP's buckets) is refused, since it would price another run."""
-    from ..step.strategies import SPECS
 
     spec = SPECS.get(name or "")
     if spec is None or spec.timeline == "buckets" or not collectives:
@@ -492,11 +498,6 @@ def line_rate(
     IN_NETWORK_CEILING x the line rate is refused (a unit slip, or a file of other hardware). Between 1 x and that
     is not warned: healthy published curves get there (NVLS on H100: 466 GB/s busbw on 450 GB/s NVLink,
     validation/published/nccl-allreduce-8xH100-8xH200-azure.csv; 427 GB/s over 400 GB/s of NICs a GPU's node)."""
-    import dataclasses
-
-    import numpy as np
-
-    from ..comm import topology
 
     if not len(k):
         return
@@ -546,7 +547,6 @@ def _family(name: str) -> str | None:
 def hardware(source: str, profile: Any, *, backend: str | None = None, devices: Iterable[str] = ()) -> None:
     """A warning where a file's backend or device names contradict the profile it is held to: a gloo (CPU) run
     against a GPU profile, an NCCL run against a CPU profile, A100s against an H100 profile."""
-    from ..comm.nccl import known_gpu
 
     gpu_profile = getattr(profile, "library", None) == "nccl" or known_gpu(profile.device.name)
     if backend == "gloo" and gpu_profile:
@@ -583,7 +583,6 @@ NVLINK_OVER_NIC_MIN = 2.0
 def bare_bandwidths(data: Any) -> list[str]:
     """The bandwidths of a profile's YAML (device and network tiers) given as a bare number: ``memory_bandwidth:
     3.35`` is read as 3.35 B/s; each as 'field: value' (``simcli profiles validate`` refuses them)."""
-    from . import schema as S
 
     def bare(v: Any) -> bool:
         if isinstance(v, bool):
@@ -617,8 +616,6 @@ def bare_bandwidths(data: Any) -> list[str]:
 def tier_order(profile: Any, source: str) -> list[str]:
     """Warnings for tier orderings no machine has: an NVLink tier slower per device than a network tier outside it,
     a per-device NIC faster than a PCIe tier of the profile (else than a PCIe 6.0 x16 slot)."""
-    from ..comm.nccl import tier_kind
-    from ..comm.specs import LINK_KIND_SPECS
 
     hw = {lk.name: lk.hw for lk in LINK_KIND_SPECS}
     net = list(profile.network)

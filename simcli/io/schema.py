@@ -13,10 +13,12 @@ its kind and stored in SI); ``fraction`` (0 < x <= 1); ``count`` (a whole number
 
 from __future__ import annotations
 
+import re
 from dataclasses import dataclass
 from typing import Any, Mapping
 
 from ..base.types import COMPUTE_DTYPES, LIBRARIES, NCCL_TABLES_VERSION
+from ..base.units import UNITS
 from ..comm.specs import KIND_ALIASES, LINK_KINDS
 
 __all__ = ["Field", "TOP", "DEVICE", "TIER", "NCCL", "SECTIONS", "keys", "required", "json_schema", "solvable"]
@@ -280,9 +282,6 @@ def solvable(section: tuple[Field, ...]) -> dict[str, tuple[str, str]]:
 
 def _pattern(unit: str) -> str:
     """The strings units.parse accepts for a quantity kind, as a regular expression (from its unit table)."""
-    import re
-
-    from ..base.units import UNITS
 
     alts = "|".join(re.escape(u) for u in sorted(UNITS[unit], key=len, reverse=True))
     return rf"^\s*[-+]?(\d+\.?\d*|\.\d+)([eE][-+]?\d+)?\s*({alts})?\s*$"

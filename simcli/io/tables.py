@@ -7,11 +7,16 @@ says what it holds (:func:`detect_kind`), and turns its rows into the records th
 
 from __future__ import annotations
 
+import io
 from pathlib import Path
 from typing import Any, Mapping, Sequence
 
+import numpy as np
+
+from ..base.ranges import MAX_BYTES, MAX_DEVICES
 from ..base.types import InputError
 from ..comm.specs import busbw_factor
+from .inputs import load_json, read_text
 
 __all__ = [
     "read_table",
@@ -30,7 +35,6 @@ __all__ = [
 
 def read_table(path: str) -> list[dict[str, Any]]:
     """Records of a CSV or JSON table that simcli wrote (JSON: a list of objects; CSV: a header row)."""
-    from .inputs import read_text
 
     p = Path(path)
     what = "a .csv or .json file that simcli wrote"
@@ -38,8 +42,6 @@ def read_table(path: str) -> list[dict[str, Any]]:
         read_text(p, what)  # says which
     suffix = p.suffix.lower()
     if suffix == ".json":
-        from .inputs import load_json
-
         data = load_json(read_text(p, what), str(p), "; write it with --format json")
         if isinstance(data, dict):  # {"records": [...], "explain": ...} or `simcli algorithms`' {"grid": [...]}
             data = next((data[k] for k in ("records", "grid") if isinstance(data.get(k), list)), data)
@@ -47,9 +49,7 @@ def read_table(path: str) -> list[dict[str, Any]]:
             raise InputError(f"{p}: expected a JSON list of records (as --format json writes)")
         return data
     if suffix == ".csv":
-        import io
-
-        import pandas as pd
+        import pandas as pd  # heavy
 
         text = read_text(p, what)  # the one reader: special files refused, size bounded
         runs = sum(1 for ln in text.splitlines() if ln.startswith("# simcli bench"))
@@ -131,7 +131,7 @@ def allreduce_measured(recs: list[dict[str, Any]], name: str) -> tuple[list[dict
             f"{name}: no all-reduce rows (collectives: {', '.join(sorted(colls))}); simcli draws "
             "all-reduce measurements"
         )
-    from . import rules
+    from . import rules  # lazy
 
     rules.rows(  # the rules every reader applies: numbers in range, bandwidths against size and time
         [
@@ -159,7 +159,6 @@ def allreduce_measured(recs: list[dict[str, Any]], name: str) -> tuple[list[dict
 
 def algorithm_grid(recs: list[dict[str, Any]], name: str):
     """`simcli algorithms` grid records (devices, bytes, fastest) as (ks, sizes, names, winner index matrix)."""
-    import numpy as np
 
     numeric(recs, (), name)
     ks = sorted({r["devices"] for r in recs})
@@ -290,7 +289,6 @@ def check_measured(
     * a ``count`` that is not ``bytes`` / the type's size; a type no table names;
     * a size beyond :data:`simcli.base.ranges.MAX_BYTES` or a world size beyond :data:`simcli.base.ranges.MAX_DEVICES`.
     """
-    from ..base.ranges import MAX_BYTES, MAX_DEVICES
 
     starts = [c for c in comments if str(c).startswith("simcli bench")]
     if len(starts) > 1:

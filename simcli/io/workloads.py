@@ -16,7 +16,11 @@ from importlib import resources
 from pathlib import Path
 from typing import Any
 
+from ..base.ranges import MAX_PARAMS
 from ..base.types import InputError, Workload
+from ..base.units import parse_at
+from .profiles import read_yaml
+from .stdout import escape_controls
 
 __all__ = [
     "DEFAULT_MODEL",
@@ -105,8 +109,6 @@ def families() -> dict[str, Any]:
     """simcli/io/data/families.yaml: the MFU of each workload family per device kind, with its source (read once)."""
     global _FAMILIES
     if _FAMILIES is None:
-        from .profiles import read_yaml
-
         path = Path(str(resources.files("simcli.io.data") / "families.yaml"))
         _FAMILIES = read_yaml(path, "family MFU table") or {}
     return _FAMILIES
@@ -148,7 +150,6 @@ def _count(v: Any, source: str, field: str) -> int:
 
 def _activations(v: Any, source: str, field: str) -> float | dict[str, float]:
     """activation_bytes_per_sample: one size (bytes, units allowed), or a size per compute dtype (fp32, bf16)."""
-    from ..base.units import parse_at
 
     def one(x: Any, f: str) -> float:
         return parse_at(x, "bytes", f"{source}: {f}")
@@ -174,7 +175,6 @@ def workload_from_dict(d: Any, source: str, name: str | None = None) -> ModelPre
     name = name or d.get("name")
     if not isinstance(name, str) or not name:
         raise InputError(f"{source}: name: required (a short name for the workload)")
-    from .stdout import escape_controls
 
     name = escape_controls(name)  # shown, never obeyed by the terminal (issue 27)
     kind = d.get("kind", "custom")
@@ -240,8 +240,6 @@ def presets() -> dict[str, ModelPreset]:
     """The built-in models (read once from simcli/io/data/models.yaml)."""
     global _PRESETS
     if _PRESETS is None:
-        from .profiles import read_yaml
-
         path = Path(str(resources.files("simcli.io.data") / "models.yaml"))
         data = read_yaml(path, "model list")
         _PRESETS = {name: workload_from_dict(entry, str(path), name) for name, entry in data.items()}
@@ -258,8 +256,6 @@ def get_model(name: str) -> ModelPreset:
 
 
 def load_workload(path: str, seq_len: int | None = None) -> Workload:
-    from .profiles import read_yaml
-
     data = read_yaml(Path(path), "workload")
     if data is None:
         raise InputError(f"{path}: the file is empty; a workload needs name and params")
@@ -268,7 +264,6 @@ def load_workload(path: str, seq_len: int | None = None) -> Workload:
 
 def _check_params(params: float, where: str) -> None:
     """A parameter count whose gradients fit simcli's sizes (at most 2**59: 8 B each within 2**62 B), at load."""
-    from ..base.ranges import MAX_PARAMS
 
     if params > MAX_PARAMS:
         raise InputError(

@@ -18,6 +18,7 @@ from __future__ import annotations
 import io
 import math
 import os
+import textwrap
 from dataclasses import dataclass, field
 from typing import Any, Iterable, Mapping, Sequence
 
@@ -29,6 +30,9 @@ from matplotlib.ticker import FuncFormatter, LogLocator, MaxNLocator, NullFormat
 
 from ..base.types import InputError
 from ..base.units import fmt_bytes, fmt_count, fmt_time
+from ..io.files import write_atomic
+from ..io.render import time_unit
+from ..io.tables import validation_series
 
 __all__ = [
     "FORMATS",
@@ -172,7 +176,7 @@ def _log2_axis(axis: Any, formatter: Any) -> None:
 
 
 def _colors(n: int) -> list[Any]:
-    from matplotlib import colormaps
+    from matplotlib import colormaps  # heavy
 
     if n <= 10:
         return [colormaps["tab10"](i) for i in range(n)]
@@ -188,7 +192,6 @@ def _wrap(text: str, fig: Figure, fontsize: float, share: float = 0.88) -> str:
     """Wrap each title line to ``share`` of the figure's width (an axes' title starts at the axes' left edge, past
     the y labels), at about 0.57 em per character (DejaVu Sans' average on simcli's titles is under that), so no
     title runs off (tests/plot/test_pictures.py renders long ones); a word longer than a line (a path) is broken."""
-    import textwrap
 
     chars = max(20, int(share * fig.get_figwidth() * 72 / (fontsize * 0.57)))
     return "\n".join(textwrap.fill(line, chars, break_on_hyphens=False) for line in text.split("\n"))
@@ -197,7 +200,6 @@ def _wrap(text: str, fig: Figure, fontsize: float, share: float = 0.88) -> str:
 def _legend_label(text: str, fig: Figure, fontsize: float = 8, share: float = 0.6) -> str:
     """A legend entry wrapped to ``share`` of the figure's width, so a long one neither runs off the picture nor
     squeezes the axes to nothing (constrained layout makes room for the legend)."""
-    import textwrap
 
     if text.startswith("_"):  # matplotlib's "no legend entry"
         return text
@@ -457,7 +459,6 @@ def breakdown_figure(series: Sequence[Series], title: str, size: FigSize = FigSi
     """Stacked bars per k: where each step's time goes (one panel per series)."""
     if not series:
         raise InputError("nothing to draw: no records")
-    from ..io.render import time_unit
 
     n = len(series)
     fig = _new_figure(size, min(3.2 + 2.6 * n, 14.0))
@@ -598,7 +599,7 @@ def algorithm_map_figure(
     size: FigSize = FigSize(),
 ) -> Figure:
     """Heatmap of the fastest algorithm per (k, message size): ``winner[i, j]`` indexes ``names``."""
-    from matplotlib.colors import BoundaryNorm, ListedColormap
+    from matplotlib.colors import BoundaryNorm, ListedColormap  # heavy
 
     fig = _new_figure(size, 6.0)
     ax = fig.subplots()
@@ -640,7 +641,6 @@ def step_figure(
 ) -> Figure:
     """Measured step time per k as markers, with the model's T_step line when ``model`` records are given; the
     time axis in one unit (the table's median magnitude, as the terminal tables pick it) from zero."""
-    from ..io.render import time_unit
 
     fig = _new_figure(size, 5.5)
     ax = fig.subplots()
@@ -693,7 +693,6 @@ def validation_figure(
 ) -> Figure:
     """`simcli validate` records (metric, devices, [bytes,] predicted, measured): measured markers over the
     predicted lines (all-reduce time and busbw, speedup, or step time, by the main metric)."""
-    from ..io.tables import validation_series
 
     v = validation_series(records, name)
     title = f"Measured (x markers) against predicted (lines), {v['metric']}: {name}"
@@ -716,7 +715,6 @@ def figure_bytes(fig: Figure, fmt: str, dpi: int | None = None) -> bytes:
 
 def save_figure(fig: Figure, path: str | os.PathLike[str], force: bool = False, option: str = "--plot") -> str:
     """Render in memory, then write atomically (never a half-written picture; no clobbering without force)."""
-    from ..io.files import write_atomic
 
     data = figure_bytes(fig, picture_format(path, option))
     return str(write_atomic(path, data, force=force, option=option))

@@ -30,7 +30,7 @@ from dataclasses import dataclass
 import numpy as np
 
 from ..comm import collectives
-from ..comm.bands import Z80, fit_covers
+from ..comm.bands import Z80, fit_covers, fitted_tiers
 from . import engine
 
 __all__ = [
@@ -190,7 +190,7 @@ def training_ratio(res: "engine.Result") -> tuple[np.ndarray, np.ndarray, str]:
     node band), 1 at k = 1 (S(1) = 1 by definition) and where a calibrated profile's fits cover k
     (simcli.comm.bands.fit_covers: the fits were made on this cluster, the training runs on others; the fits'
     standard errors stand in). The words are the largest k's."""
-    from . import errors
+    from . import errors  # lazy
 
     sc = res.scenario
     k = np.asarray(res.devices, dtype=np.int64)
@@ -260,8 +260,6 @@ def widths(res: "engine.Result") -> dict[str, np.ndarray]:
     calibrated = bool(sc.profile.calibration)
     out["calibration"] = np.zeros(res.devices.shape)
     if calibrated:  # what the fits leave of the band: the calibrated ends' share, told apart from the published
-        from ..comm.bands import fitted_tiers
-
         if fitted_tiers(sc.profile):
             out["calibration"] = out.pop("comm")
             out["comm"] = np.zeros(res.devices.shape)

@@ -30,9 +30,11 @@ from typing import Any
 
 import numpy as np
 
+from ..base.ranges import MAX_UNITS
 from ..base.types import DTYPE_BYTES, InputError, NonFiniteResult, Profile, Workload
 from ..comm import bands, collectives, topology
 from ..comm.cost import COMM_TERMS, CommCost
+from ..comm.nccl import generation
 from . import memory as memory_model
 from . import sharding, straggler, strategies, update
 from .buckets import BucketPlan, bucket_exposure, bucket_plan
@@ -181,7 +183,6 @@ class Scenario:
             v = getattr(self, name)
             if v is not None and (isinstance(v, bool) or int(v) != v or v < 1):
                 raise InputError(f"--{name.replace('_', '-')}: {v} must be a whole number, at least 1")
-        from ..base.ranges import MAX_UNITS
 
         if fsdp_units(self) > MAX_UNITS:  # the per-unit timeline loops over them: refused before the loop
             src = "--units" if self.units else f"the workload's layers ({self.workload.name})"
@@ -243,7 +244,6 @@ class Scenario:
         measured_on = dev.mfu_family or "transformer"
         if fam == measured_on or _family_mfu(self.workload, dev, self.compute_dtype) is not None:
             return None
-        from ..comm.nccl import generation
 
         mfu, source, _ = self.mfu_choice
         return {
@@ -450,7 +450,7 @@ class Result:
 
     def to_frame(self):
         """The result as a pandas DataFrame (pandas is imported only here)."""
-        import pandas as pd
+        import pandas as pd  # heavy
 
         return pd.DataFrame(self.columns())
 
@@ -467,7 +467,6 @@ def _family_mfu(workload: Workload, dev: Any, dtype: str) -> tuple[float, str, i
     """(mfu, source, at_k) of the workload's family on the device's kind (simcli/io/data/families.yaml, carried by
     the workload) where the profile's mfu was measured on another family (device.mfu_family, default transformer)
     and the table gives one for the dtype; None otherwise (the profile's mfu applies)."""
-    from ..comm.nccl import generation
 
     fam = workload.family
     if fam is None or fam == (dev.mfu_family or "transformer") or not workload.family_mfu:

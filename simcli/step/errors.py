@@ -28,6 +28,7 @@ import numpy as np
 
 from ..base import ratio_bands as RB
 from ..base.ratio_bands import QUANTILES, RatioBand
+from .error_table import ROWS, SERIES
 
 __all__ = [
     "NODE_BANDS",
@@ -188,8 +189,6 @@ _PUBLISHED: list[Corpus] = []
 def published() -> Corpus:
     """The validated rows of :mod:`simcli.step.error_table` (read once)."""
     if not _PUBLISHED:
-        from .error_table import ROWS, SERIES
-
         _PUBLISHED.append(Corpus.of([(SERIES[r[0]][0], r[4], r[5], r[3], r[6]) for r in ROWS]))
     return _PUBLISHED[0]
 

@@ -59,7 +59,8 @@ from typing import Any
 
 import numpy as np
 
-from ..base.types import DTYPE_BYTES, InputError
+from ..base.types import DTYPE_BYTES, InputError, activations_for
+from ..base.units import fmt_bytes
 from .strategies import SPECS, shard_divisor
 from .update import OPTIMIZER_SPECS
 
@@ -235,8 +236,6 @@ def scenario_kwargs(sc: Any, b: Any) -> dict[str, Any]:
     w = sc.workload
     given = sc.activation_bytes_per_sample
     if given is None:
-        from ..base.types import activations_for
-
         given = activations_for(w.activation_bytes_per_sample, sc.compute_dtype)
     units = int(sc.units or w.layers or 1)
     if given is not None:
@@ -298,7 +297,6 @@ def part_label(part: str, strategy: str, optimizer: str) -> str:
 
 def describe_parts(parts: dict[str, float], strategy: str, optimizer: str) -> str:
     """'weights 13.48 GB + fp32 master 26.95 GB + ...': the parts that are not zero."""
-    from ..base.units import fmt_bytes
 
     return " + ".join(
         f"{part_label(p, strategy, optimizer)} {fmt_bytes(v, binary=False)}" for p, v in parts.items() if v > 0
@@ -337,8 +335,6 @@ class MemoryCheck:
         return describe_parts(self.parts, self.strategy, self.optimizer)
 
     def message(self) -> str:
-        from ..base.units import fmt_bytes
-
         ks, need = self.devices, self.per_device_bytes
         at = (
             f"{fmt_bytes(need[0], binary=False)} per device at k = {ks[0]}"

@@ -9,7 +9,7 @@ from typing import Any
 
 import numpy as np
 
-from ..comm import nccl_choice
+from ..comm import nccl, nccl_choice
 from .engine import Result, simulate
 
 __all__ = ["nccl_faster", "graph_notes", "STEP_MARGIN"]
@@ -99,7 +99,6 @@ def graph_notes(res: Result, margin: float = STEP_MARGIN) -> list[dict[str, Any]
     sc = res.scenario
     if sc.profile.library != "nccl" or sc.algorithm != "nccl" or sc.protocol is not None:
         return []
-    from ..comm import nccl
 
     net = sc.profile.network
     tie = nccl.graph_tie(net, nccl_choice.nccl_spec(sc.profile), res.devices)

@@ -28,8 +28,11 @@ from __future__ import annotations
 
 import math
 from functools import lru_cache
+from pathlib import Path
 
 import numpy as np
+
+from ..comm.nccl import generation
 
 __all__ = ["expected_max", "spread_from", "slowdown", "default_spread", "DEFAULT_SPREAD", "SPREAD_SOURCE"]
 
@@ -56,7 +59,6 @@ DEFAULT_SPREAD: dict[str, float] = {
 def default_spread(profile: object) -> tuple[float, str]:
     """(σ, its source) for a profile that states no device.spread: the default of its device kind; 0 for a device
     that is not a GPU (cpu-loopback: gloo processes on one host)."""
-    from ..comm.nccl import generation
 
     gen = generation(getattr(profile, "device").name)
     if gen is None and getattr(profile, "library", None) == "nccl":
@@ -98,7 +100,7 @@ def _table() -> tuple[np.ndarray, np.ndarray]:
     """(log k, m_k) at the table's k: the values :func:`_exact` integrates, stored in
     simcli/step/straggler_table.py so that no run pays the integration (42 ms);
     :func:`write_table` writes that file again."""
-    from .straggler_table import M_K
+    from .straggler_table import M_K  # lazy
 
     return np.log(_table_k()), np.asarray(M_K, dtype=np.float64)
 
@@ -106,7 +108,6 @@ def _table() -> tuple[np.ndarray, np.ndarray]:
 def write_table() -> None:
     """Write simcli/step/straggler_table.py again (after a change to the grid):
     ``python -c 'import simcli.step.straggler as s; s.write_table()'``."""
-    from pathlib import Path
 
     Path(__file__).with_name("straggler_table.py").write_text(table_source(), encoding="utf-8")
 

@@ -10,6 +10,7 @@ headers that say what was simulated. Adding a strategy is one row here plus its 
 
 from __future__ import annotations
 
+import difflib
 from dataclasses import dataclass
 
 import numpy as np
@@ -120,8 +121,6 @@ def check_strategy(strategy: str) -> StrategySpec:
     """The strategy's row, or an InputError that names the closest and lists the choices."""
     spec = SPECS.get(strategy)
     if spec is None:
-        import difflib
-
         close = difflib.get_close_matches(strategy, STRATEGIES, n=1)
         hint = f" (did you mean {close[0]}?)" if close else ""
         raise InputError(f"--strategy: unknown strategy {strategy!r}{hint}; choose one of {', '.join(STRATEGIES)}")

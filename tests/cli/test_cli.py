@@ -301,6 +301,68 @@ def test_main_gives_the_collector_back_when_no_command_body_runs(argv):
     assert r.stderr.rsplit("RESULT ", 1)[1].strip() == "True", r.stderr
 
 
+def _command_modules() -> set[str]:
+    """Every module that holds commands: the root's table and the lazy commands of its groups (plan best, ...)."""
+    import typer
+
+    from simcli.cli.app import COMMANDS
+
+    root = typer.main.get_command(app)
+    groups = [c for n, c in root.commands.items() if COMMANDS[n].group]
+    lazy = [*COMMANDS.values(), *(x for g in groups for x in getattr(type(g), "lazy", {}).values())]
+    return {f"simcli.cli.{x.module}" for x in lazy}
+
+
+@pytest.mark.parametrize(
+    "argv, own",
+    [
+        (["speedup", "-k", "1..64", "-f", "json"], {"speedup"}),
+        (["speedup", "-k", "1..8"], {"speedup"}),
+        (["comm", "-k", "2..8", "-s", "1KiB..1MiB:x4"], {"speedup"}),
+        (["explain", "-k", "64"], {"algorithms"}),
+        (["compare", "--profile", "dgx-a100,dgx-h100", "-k", "8,16"], {"compare"}),
+        (["plan", "max-devices", "-e", "0.9", "-k", "8..64:x2"], {"plan"}),
+        (["profiles", "list"], {"catalog"}),
+        (["--help"], set()),
+        (["plan", "--help"], {"plan"}),
+    ],
+    ids=lambda a: " ".join(a) if isinstance(a, list) else "",
+)
+def test_start_up_imports_the_invoked_commands_module_only(argv, own):
+    """simcli.cli.app lists the commands (app.COMMANDS); a command's module is imported when it runs, and no
+    other command's module is: `simcli speedup` imports simcli.cli.speedup and none of plot, bench, plan, ..."""
+    code = (
+        "import sys\nfrom simcli.cli import main\n"
+        f"sys.argv = ['simcli', *{argv!r}]\n"
+        "try:\n    main()\nexcept SystemExit as e:\n    assert not e.code, e.code\n"
+        "sys.stderr.write('\\nMODULES ' + ' '.join(m for m in sys.modules if m.startswith('simcli.cli.')))"
+    )
+    r = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=60)
+    assert r.returncode == 0, r.stderr
+    loaded = set(r.stderr.rsplit("MODULES ", 1)[1].split())
+    commands = _command_modules()
+    assert {"simcli.cli.speedup", "simcli.cli.plot", "simcli.cli.bench", "simcli.cli.plan_best"} <= commands
+    assert loaded & commands == {f"simcli.cli.{m}" for m in own}
+
+
+def test_the_command_tables_help_lines_are_the_commands_own(runner):
+    """--help lists a lazy command by its table's line (app.COMMANDS, plan's): the first sentence of the command's
+    own help, so the listing reads as the commands would write it, at any width."""
+    import typer
+
+    from simcli.cli.app import COMMANDS
+
+    root = typer.main.get_command(app)
+    lazy = [(root, COMMANDS)] + [(g, type(g).lazy) for g in root.commands.values() if hasattr(type(g), "lazy")]
+    assert len(lazy) >= 2  # the root and plan
+    for group, table in lazy:
+        assert list(group.commands) == [*(n for n in group.commands if n not in table), *table]
+        for name, entry in table.items():
+            assert group.commands[name].get_short_help_str(10**6) == entry.help, name
+    wide = runner.invoke(app, ["--help"], terminal_width=200).stdout
+    assert all(f"{n}  " in wide for n in COMMANDS) and COMMANDS["speedup"].help in wide
+
+
 def test_heavy_modules_not_imported_on_fast_paths(prof):
     code = (
         "import sys; from simcli.cli import app\n"

@@ -719,6 +719,7 @@ def test_a_huge_range_table_computes_only_the_rows_shown(runner, monkeypatch):
         return real(sc, k, *args, **kw)
 
     monkeypatch.setattr(engine, "simulate", counting)
+    monkeypatch.setattr("simcli.cli.speedup.simulate", counting)  # the name the command imported
     r = runner.invoke(app, ["speedup", "-k", "1..5000000", "--rows", "40"])
     assert r.exit_code == 0, r.output
     assert sizes == [40] * 5  # the rows shown, and the four corners of their band (simcli.step.band)
@@ -929,7 +930,7 @@ def test_a_huge_compare_table_computes_only_the_rows_shown(runner, monkeypatch, 
         calls.append(len(devices))
         return real(base, choices, devices, **kw)
 
-    monkeypatch.setattr(C, "compare", spy)
+    monkeypatch.setattr("simcli.cli.compare.run_compare", spy)  # the name the command imported
     part, whole = tmp_path / "part.txt", tmp_path / "whole.txt"
     assert runner.invoke(app, ["compare", *args, "--rows", str(rows), "-o", str(part)]).exit_code == 0
     assert calls[-1] < 64

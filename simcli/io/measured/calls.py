@@ -28,6 +28,7 @@ import numpy as np
 from ...base.types import InputError
 from ...comm.specs import busbw_factor
 from .. import rules
+from ..inputs import read_text
 from .stats import summarize
 
 __all__ = ["EXTRA_COLUMNS", "table", "sniff", "collective_name", "DTYPE_BYTES", "files_of", "read_log", "peek"]
@@ -106,10 +107,8 @@ def read_log(path: str | os.PathLike[str], what: str, max_bytes: int = 1 << 30) 
     p = Path(path)
     magic = peek_bytes(p, 2)
     if magic != b"\x1f\x8b":
-        from ..inputs import read_text
-
         return read_text(p, what, max_bytes)
-    import gzip
+    import gzip  # lazy
 
     try:
         with gzip.open(p, "rb") as f:

@@ -40,6 +40,7 @@ import numpy as np
 
 from ...base.types import InputError
 from .. import rules
+from ..inputs import check_json_depth, json_decoder
 from .calls import DTYPE_BYTES, collective_name, files_of, read_log, sniff
 
 __all__ = ["Trace", "Step", "read_trace", "read_traces", "parse_trace", "TORCH_DTYPES"]
@@ -283,7 +284,6 @@ def _kernel_name_meta(name: str) -> tuple[str | None, str | None]:
 def _document(text: str, source: str) -> dict[str, Any]:
     """The trace's JSON object with its traceEvents list, read by the strict decoder (a key twice, 31 digits, NaN:
     simcli.io.rules), Kineto's schema version 1."""
-    from ..inputs import check_json_depth, json_decoder
 
     check_json_depth(text, source)  # before json's recursive parser
     try:

@@ -12,13 +12,14 @@ from pathlib import Path
 from typing import Any
 
 from ...base.types import InputError
+from ..inputs import check_readable
 from .calls import EXTRA_COLUMNS, peek, sniff, table
 
 __all__ = ["Live", "detect", "read_live", "columns"]
 
 
 def columns() -> tuple[str, ...]:
-    from .results import ALLREDUCE_COLUMNS
+    from .results import ALLREDUCE_COLUMNS  # lazy
 
     return tuple(ALLREDUCE_COLUMNS) + tuple(c for c in EXTRA_COLUMNS if c not in ALLREDUCE_COLUMNS)
 
@@ -44,13 +45,10 @@ def detect(path: str | Path, text: str | None = None) -> str | None:
         files = sorted(f for f in p.rglob("*") if f.is_file() and not f.name.startswith("."))
         if not files:
             return None
-        from ..inputs import check_readable
 
         check_readable(files[0])  # a log that may not be read is named (exit 1), not taken for no format at all
         text = peek(files[0])
     elif text is None:
-        from ..inputs import check_readable
-
         check_readable(p)
         text = peek(p)
     kind = sniff(text)
@@ -60,12 +58,12 @@ def detect(path: str | Path, text: str | None = None) -> str | None:
 def read_live(path: str | Path, kind: str | None = None) -> Live:
     kind = kind or detect(path)
     if kind == "inspector":
-        from .inspector import read_inspector
+        from .inspector import read_inspector  # lazy
 
         calls, notes = read_inspector(path)
         return Live("inspector", str(path), table(calls, f"nccl inspector {Path(path).name}", "nccl", str(path)), notes)
     if kind == "kineto":
-        from .kineto import read_traces
+        from .kineto import read_traces  # lazy
 
         traces = read_traces(path)
         calls = [c for t in traces for c in t.calls]

@@ -37,9 +37,12 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from ...base.ranges import MAX_BYTES
 from ...base.types import InputError
 from .. import rules
-from ..inputs import read_text
+from ..formats import csv_value
+from ..inputs import load_json, read_text
+from ..tables import ELEMENT_BYTES
 from .stats import summarize
 
 __all__ = ["NCCL_TYPES", "parse_nccl_tests", "parse_text", "parse_json", "looks_like_nccl_tests", "measurement_rows"]
@@ -94,8 +97,7 @@ def looks_like_nccl_tests(text: str) -> bool:
 def measurement_rows(text: str, source: str) -> tuple[tuple[str, ...], list[dict[str, str]], list[str]]:
     """(header, rows as CSV strings, comments) of nccl-tests output, as 'bench import' would write them: what
     ``simcli validate`` and ``calibrate`` read when given nccl-tests' own output instead of a CSV."""
-    from ..formats import csv_value
-    from .results import ALLREDUCE_COLUMNS
+    from .results import ALLREDUCE_COLUMNS  # lazy
 
     recs = parse_json(text, source) if text.lstrip().startswith("{") else parse_text(text, source)
     rows = [{c: "" if r.get(c) is None else str(csv_value(r[c])) for c in ALLREDUCE_COLUMNS} for r in recs]
@@ -190,8 +192,6 @@ _PLACEMENT = {"out": "out-of-place", "in": "in-place"}
 
 def _check_row(where: str, size: int, count: int, ntype: str) -> None:
     """One result row against itself (issue 27): a known type, count x the type's size = size, a size simcli reads."""
-    from ...base.ranges import MAX_BYTES
-    from ..tables import ELEMENT_BYTES
 
     if size > MAX_BYTES:
         raise InputError(f"{where}: size {size} B is more than simcli reads (at most 2**62 B = 4 EiB)")
@@ -456,7 +456,6 @@ def parse_json(
     text: str, source: str, world_size: int | None = None, placement: str = "out", collective: str | None = None
 ) -> list[dict[str, Any]]:
     """Rows of an nccl-tests -J report; every field is checked for its shape and named when it is wrong."""
-    from ..inputs import load_json
 
     doc = load_json(
         text,

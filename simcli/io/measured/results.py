@@ -24,6 +24,7 @@ import os
 import platform
 import socket
 import stat
+import tempfile
 from pathlib import Path
 from typing import Any, Iterable, Mapping, Sequence
 
@@ -179,7 +180,6 @@ class ResultWriter:
 
     def _first(self, text: str) -> None:
         """The first row: into the claimed file (the placeholder, the pipe), or a new file renamed over the old."""
-        import tempfile
 
         c = self._claim
         assert c is not None and self.path is not None

@@ -21,7 +21,13 @@ import numpy as np
 
 from ...base.types import InputError, Profile
 from ...comm import specs
+from .. import rules
+from ..formats import csv_value
+from ..formats import csv_value as fmt
 from ..inputs import csv_rows, read_text
+from ..tables import check_measured
+from .live import detect, read_live
+from .nccltests import looks_like_nccl_tests, measurement_rows
 
 __all__ = ["Measured", "read_measurements", "filter_rows", "filter_present", "placement_notes", "scope_where"]
 __all__ += ["live_measured", "trace_step_measured", "apply_rules", "PRIMARY_METRIC", "MAX_FILE_BYTES"]
@@ -132,13 +138,11 @@ def _kind(header: Sequence[str], path: str) -> str:
 def read_measurements(path: str | Path) -> Measured:
     """Read a measurement CSV (comment lines start with '#'); the kind is told by the header."""
     p = Path(path)
-    from .live import detect, read_live
 
     live = detect(p)
     if live is not None:  # NCCL Inspector output or a profiler trace: its collectives as 'bench import' writes them
         return live_measured(read_live(p, live), "all_reduce")
     text = read_text(p, "a measurement CSV file", MAX_FILE_BYTES)
-    from .nccltests import looks_like_nccl_tests, measurement_rows
 
     if looks_like_nccl_tests(text):  # nccl-tests' own output: read as 'bench import' would (issue 12)
         header, nrows, notes = measurement_rows(text, str(p))
@@ -164,7 +168,6 @@ def read_measurements(path: str | Path) -> Measured:
             raise InputError(f"{p}: line {lines[i]}: {len(values)} values for {len(header)} columns")
         rows.append(dict(zip(header, values)))
     m = Measured(str(p), kind, header, tuple(rows), tuple(lines[1:]), tuple(comments))
-    from ..tables import check_measured
 
     check_measured(m.rows, str(p), m.lines, m.comments)  # one run, one collective, one row per (size, ranks)
     if kind == "allreduce" and "collective" in header:
@@ -184,7 +187,6 @@ def apply_rules(m: Measured) -> None:
     """A measured CSV through :mod:`simcli.io.rules`, as every reader's rows: each number's digits and range,
     all-reduce rows' bandwidths against their sizes and times (out-of-place and in-place), a scaling table's
     efficiency, its speedup against its throughput and its global batch."""
-    from .. import rules
 
     for i, r in enumerate(m.rows):
         for c, v in r.items():
@@ -254,7 +256,6 @@ def live_measured(live: Any, collective: str | None = "all_reduce") -> Measured:
     if not rows:
         found = ", ".join(sorted({r["collective"] for r in live.rows}))
         raise InputError(f"{live.path}: no {collective} collectives (found {found})")
-    from ..formats import csv_value as fmt
 
     srows = tuple({c: "" if r.get(c) is None else str(fmt(r[c])) for c in live.columns} for r in rows)
     notes = (f"backend: {rows[0]['backend']}", *live.notes)
@@ -287,7 +288,6 @@ def trace_step_measured(
     median over its steps of forward + backward (t_compute_s), p10/p90 over the steps, and of the optimizer's step
     (t_update_s, with the bytes per parameter the run's optimizer moves); what calibrate fits mfu_by_dtype, the
     backward fraction and device.update_bandwidth from."""
-    from ..formats import csv_value
 
     cols = (
         "world_size", "backend", "mode", "model", "params", "batch_per_device", "steps", "t_compute_s",
@@ -362,7 +362,6 @@ def filter_present(m: Measured, where: Sequence[str]) -> Measured:
 def scope_where(where: Sequence[str], paths: Sequence[str]) -> tuple[list[str], dict[str, list[str]]]:
     """Split ``--where`` into the conditions for every file and those scoped to one: ``FILE:COLUMN=VALUE``
     (FILE as given on the command line, or its name alone) keeps rows of that file only."""
-    from pathlib import Path
 
     every: list[str] = []
     scoped: dict[str, list[str]] = {str(p): [] for p in paths}
