@@ -30,10 +30,10 @@ __all__ = [
 
 
 def auto_allreduce(
-    network: Sequence[Tier], k: np.ndarray, nbytes: np.ndarray, reduce_Bps: float | None = None
+    network: Sequence[Tier], k: np.ndarray, nbytes: np.ndarray, *, reduce_Bps: float | None = None
 ) -> CommCost:
     """The fastest textbook algorithm of :data:`ALGORITHMS` for each element; ties go to the earlier one."""
-    return fastest([f(network, k, nbytes, reduce_Bps) for f in ALGORITHMS.values()])
+    return fastest([f(network, k, nbytes, reduce_Bps=reduce_Bps) for f in ALGORITHMS.values()])
 
 
 def check_algorithm(algorithm: str, option: str = "--algorithm") -> str:
@@ -59,7 +59,7 @@ def allreduce(
     if algorithm != "auto" and algorithm not in ALGORITHMS:
         raise InputError(f"--algorithm: {algorithm!r} is one of NCCL's; price it with a profile that models NCCL")
     f = auto_allreduce if algorithm == "auto" else ALGORITHMS[algorithm]
-    return f(network, k, nbytes, reduce_Bps)
+    return f(network, k, nbytes, reduce_Bps=reduce_Bps)
 
 
 # --------------------------------------------------------------------------- profiles: NCCL or textbook
@@ -175,11 +175,21 @@ def textbook_collective(
 ) -> CommCost:
     """The alpha-beta cost; reduce-scatter and all-gather as one ring pass, broadcast as a pipelined ring."""
     if collective == "all_reduce":
-        return ALGORITHMS[algorithm](network, k, n, reduce_Bps)
+        return ALGORITHMS[algorithm](network, k, n, reduce_Bps=reduce_Bps)
     alpha, bus, bottleneck = ring_params(network, k)
     _, lat_tier = latency_params(network, k)
     spec = check_collective(collective)
     kf = np.maximum(k.astype(np.float64), 1.0)
     steps = np.where(k >= 2, spec.ring_steps(kf), 0.0)  # one ring pass: NCCL's nsteps
     link = (alpha, bus, bottleneck, lat_tier)
-    return ring_pass(network, k, n, "ring", reduce_Bps, link, steps, spec.busbw_of(kf), spec.reduced(kf))
+    return ring_pass(
+        network,
+        k,
+        n,
+        name="ring",
+        reduce_Bps=reduce_Bps,
+        link=link,
+        steps=steps,
+        sent=spec.busbw_of(kf),
+        reduced=spec.reduced(kf),
+    )

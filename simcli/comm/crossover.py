@@ -24,7 +24,7 @@ def affine_terms(
     k = np.asarray(k, dtype=np.int64)
     out = {}
     for name, f in ALGORITHMS.items():
-        c = f(network, k, np.float64(1.0), reduce_Bps)
+        c = f(network, k, np.float64(1.0), reduce_Bps=reduce_Bps)
         out[name] = (np.asarray(c.latency, dtype=np.float64), np.asarray(c.bandwidth + c.reduction, dtype=np.float64))
     return out
 
