@@ -58,7 +58,7 @@ from typing import Sequence
 import numpy as np
 
 from ..base.types import NcclSpec, Tier
-from . import releases
+from . import releases, specs
 from .specs import COLLECTIVES, KIND_ALIASES, PROTOCOL_SPECS, PROTOCOLS, link_kind
 
 __all__ = [
@@ -225,19 +225,7 @@ def known_gpu(device_name: str) -> bool:
 
 
 def _generation(device_name: str, default: str | None = "ampere") -> str | None:
-    n = device_name.lower()
-    for words, gen in (
-        (("b200", "gb200", "b100", "blackwell", "gb300", "b300"), "blackwell"),
-        (("h100", "h200", "h800", "gh200", "hopper"), "hopper"),
-        (("a100", "a800", "a30", "ampere"), "ampere"),
-        (("l40", "l4", "4090", "ada"), "ada"),
-        (("v100", "volta"), "volta"),
-        (("mi300", "mi325", "mi250"), "cdna3"),
-        (("mi355", "mi350"), "cdna4"),  # rccl hook (issue 37): CDNA 4, gfx950 (simcli.comm.rccl.ARCH)
-    ):
-        if any(w in n for w in words):
-            return gen
-    return default
+    return specs.generation_of(device_name) or default
 
 
 @dataclass(frozen=True)

@@ -30,6 +30,10 @@ __all__ = [
     "LINK_KIND_SPECS",
     "LINK_KINDS",
     "KIND_ALIASES",
+    "GpuGeneration",
+    "GENERATION_SPECS",
+    "GENERATIONS",
+    "generation_of",
     "link_kind",
     "busbw_factor",
     "check_collective",
@@ -329,6 +333,45 @@ LINK_KIND_SPECS: tuple[LinkKind, ...] = (
 LINK_KINDS: dict[str, LinkKind] = {lk.name: lk for lk in LINK_KIND_SPECS}
 #: kind names of earlier versions, read as their successors ("net" was every network before issue 21)
 KIND_ALIASES: dict[str, str] = {"net": "infiniband"}
+
+
+@dataclass(frozen=True)
+class GpuGeneration:
+    """One GPU generation a profile's ``nccl.generation`` may name: the words of device names that name it
+    (lower case, matched as substrings) and the vendor's architecture it stands for. NCCL's per-generation
+    tables (simcli.comm.releases), RCCL's architectures (simcli.comm.rccl), the straggler constants and the
+    MFU families (simcli.io.data.families.yaml) are keyed by its name."""
+
+    name: str
+    words: tuple[str, ...]
+    source: str
+
+
+GENERATION_SPECS: tuple[GpuGeneration, ...] = (  # oldest first, NVIDIA then AMD
+    GpuGeneration(name="volta", words=("v100", "volta"), source="NVIDIA Volta (SM70)"),
+    GpuGeneration(name="ampere", words=("a100", "a800", "a30", "ampere"), source="NVIDIA Ampere (SM80)"),
+    GpuGeneration(name="ada", words=("l40", "l4", "4090", "ada"), source="NVIDIA Ada Lovelace (SM89)"),
+    GpuGeneration(name="hopper", words=("h100", "h200", "h800", "gh200", "hopper"), source="NVIDIA Hopper (SM90)"),
+    GpuGeneration(
+        name="blackwell",
+        words=("b200", "gb200", "b100", "blackwell", "gb300", "b300"),
+        source="NVIDIA Blackwell (SM100)",
+    ),
+    GpuGeneration(name="cdna3", words=("mi300", "mi325", "mi250"), source="AMD CDNA 3 (gfx942)"),
+    # rccl hook (issue 37): CDNA 4, gfx950 (simcli.comm.rccl.ARCH)
+    GpuGeneration(name="cdna4", words=("mi355", "mi350"), source="AMD CDNA 4 (gfx950)"),
+)
+#: the generation names, oldest first (the schema's choices for nccl.generation)
+GENERATIONS: tuple[str, ...] = tuple(g.name for g in GENERATION_SPECS)
+
+
+def generation_of(device_name: str) -> str | None:
+    """The generation whose words a device's name contains (case-insensitive), else None."""
+    n = device_name.lower()
+    for g in GENERATION_SPECS:
+        if any(w in n for w in g.words):
+            return g.name
+    return None
 
 
 def link_kind(name: str) -> LinkKind:
