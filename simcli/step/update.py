@@ -37,6 +37,7 @@ __all__ = [
     "OptimizerSpec",
     "OPTIMIZER_SPECS",
     "OPTIMIZERS",
+    "ExtraSpec",
     "EXTRA_SPECS",
     "EXTRAS",
     "check_optimizer",
@@ -192,16 +193,40 @@ OPTIMIZER_SPECS: tuple[OptimizerSpec, ...] = (
 SPECS: dict[str, OptimizerSpec] = {s.name: s for s in OPTIMIZER_SPECS}
 OPTIMIZERS: tuple[str, ...] = tuple(SPECS)
 
+
+@dataclass(frozen=True)
+class ExtraSpec:
+    """One pass around the optimizer step (--update-extras), its own kernels over the gradients."""
+
+    name: str
+    summary: str  #: what runs it, in a few words (--update-extras' help)
+    passes: tuple[Pass, ...]
+    source: str
+
+
 #: passes around the optimizer step (--update-extras), each its own kernel over the gradients
-EXTRA_SPECS: dict[str, tuple[Pass, ...]] = {
-    # torch/amp/grad_scaler.py: _amp_foreach_non_finite_check_and_unscale_ (g read and written)
-    "unscale": (Pass("_amp_foreach_non_finite_check_and_unscale_(grads)", 4, 4),),
-    # torch/nn/utils/clip_grad.py clip_grad_norm_ and FSDP's: the norms, then grads * clip_coef
-    "clip": (Pass("_foreach_norm(grads)", 4, 0), Pass("_foreach_mul_(grads, clip_coef)", 4, 4)),
-    # NVIDIA BERT run_pretraining.py allreduce_post_accumulation: multi_tensor_scale into the flat buffer and back
-    "flatten": (Pass("multi_tensor_scale(grads -> flat buffer)", 4, 4), Pass("multi_tensor_scale(back)", 4, 4)),
-}
-EXTRAS: dict[str, float] = {name: float(sum(p.bytes for p in ps)) for name, ps in EXTRA_SPECS.items()}
+EXTRA_SPECS: tuple[ExtraSpec, ...] = (
+    ExtraSpec(
+        name="unscale",
+        summary="AMP's GradScaler",
+        passes=(Pass("_amp_foreach_non_finite_check_and_unscale_(grads)", 4, 4),),
+        source="torch/amp/grad_scaler.py: _amp_foreach_non_finite_check_and_unscale_ (g read and written)",
+    ),
+    ExtraSpec(
+        name="clip",
+        summary="clip_grad_norm_",
+        passes=(Pass("_foreach_norm(grads)", 4, 0), Pass("_foreach_mul_(grads, clip_coef)", 4, 4)),
+        source="torch/nn/utils/clip_grad.py clip_grad_norm_ and FSDP's: the norms, then grads * clip_coef",
+    ),
+    ExtraSpec(
+        name="flatten",
+        summary="an all-reduce after accumulation on one flat buffer",
+        passes=(Pass("multi_tensor_scale(grads -> flat buffer)", 4, 4), Pass("multi_tensor_scale(back)", 4, 4)),
+        source="NVIDIA BERT run_pretraining.py allreduce_post_accumulation: multi_tensor_scale into the flat buffer "
+        "and back",
+    ),
+)
+EXTRAS: dict[str, float] = {e.name: float(sum(p.bytes for p in e.passes)) for e in EXTRA_SPECS}
 
 
 def check_optimizer(name: str) -> OptimizerSpec:
