@@ -11,7 +11,7 @@ Every all-reduce algorithm's alpha-beta cost is linear in ``(alpha, 1/B)``::
     t = c_lat(k)·alpha + c_bw(k)·n/B   (+ a known offset, the gamma term)
 
 For ring (Patarasuk & Yuan 2009; Thakur, Rabenseifner & Gropp 2005)
-``c_lat = 2(k-1)`` and ``c_bw = 2(k-1)/k`` (:data:`COEFFICIENTS`). Inside a
+``c_lat = 2(k-1)`` and ``c_bw = 2(k-1)/k`` (the row's ``coefficients``). Inside a
 profile the ring's ``B`` is what a tier offers the ring, ``g_i(k)·b_i`` with
 ``g`` from :func:`simcli.comm.topology.tier_bandwidth` (1 for a ``per: device``
 link, ``1/min(k, size)`` for a shared ``per: node`` medium, ``r`` links for the
@@ -57,10 +57,11 @@ import numpy as np
 
 from ..base.types import InputError, Tier
 from ..base.units import fmt_bytes
-from ..comm import specs, topology
+from ..comm import registry, topology
+from ..comm.textbook import ring_coefficients
 
 __all__ = [
-    "COEFFICIENTS",
+    "coefficients",
     "ring_coefficients",
     "LinkFit",
     "fit_alpha_beta",
@@ -83,14 +84,14 @@ _SCALE_FLOOR = 0.005
 _MAX_REL_SE = 1.0
 
 
-def ring_coefficients(k: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
-    """Ring all-reduce: ``c_lat = 2(k-1)`` steps of alpha, ``c_bw = 2(k-1)/k`` of n/B (Patarasuk & Yuan 2009)."""
-    kf = np.asarray(k, dtype=np.float64)
-    return 2.0 * (kf - 1.0), specs.busbw_factor(kf)
-
-
-#: per algorithm: k -> (c_lat(k), c_bw(k)) of t = c_lat·alpha + c_bw·n/B
-COEFFICIENTS: dict[str, Callable[[np.ndarray], tuple[np.ndarray, np.ndarray]]] = {"ring": ring_coefficients}
+def coefficients(algorithm: str) -> Callable[[np.ndarray], tuple[np.ndarray, np.ndarray]]:
+    """k -> (c_lat(k), c_bw(k)) of t = c_lat·alpha + c_bw·n/B for an algorithm whose registry row gives them
+    (simcli.comm.registry: ``AlgorithmSpec.coefficients``), else an InputError naming the ones that do."""
+    spec = registry.SPECS.get(algorithm)
+    if spec is None or spec.coefficients is None:
+        known = ", ".join(a.name for a in registry.REGISTRY if a.coefficients is not None)
+        raise InputError(f"--algorithm: cannot fit {algorithm!r}; calibration knows {known}")
+    return spec.coefficients
 
 
 def rel_error(pred: np.ndarray, meas: np.ndarray) -> np.ndarray:
@@ -265,8 +266,7 @@ def fit_alpha_beta(
     k = np.asarray(k, dtype=np.int64)
     n = np.asarray(n, dtype=np.float64)
     t = np.asarray(t, dtype=np.float64)
-    if algorithm not in COEFFICIENTS:
-        raise InputError(f"--algorithm: cannot fit {algorithm!r}; calibration knows {', '.join(COEFFICIENTS)}")
+    coefficients_of = coefficients(algorithm)
     if not (k.shape == n.shape == t.shape):
         raise ValueError("k, n and t must have the same shape")
     if k.size == 0:
@@ -283,7 +283,7 @@ def fit_alpha_beta(
         )
     g = np.ones(k.shape) if bw_scale is None else np.asarray(bw_scale, dtype=np.float64)
     off = np.zeros(k.shape) if offset is None else np.asarray(offset, dtype=np.float64)
-    c_lat, c_bw = COEFFICIENTS[algorithm](k)
+    c_lat, c_bw = coefficients_of(k)
     A = np.column_stack([c_lat, c_bw * n / g])
 
     test, note = holdout_split(len(t), holdout, seed)
