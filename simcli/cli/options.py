@@ -33,7 +33,7 @@ from ..base.units import parse_at
 from ..comm import nccl, registry, releases, specs
 from ..io.profiles import DEFAULT_PROFILE, resolve_profile, with_nccl_version
 from ..io.workloads import DEFAULT_MODEL, build_workload
-from ..step import update
+from ..step import strategies, update
 from ..step.engine import Scenario
 
 #: what an option takes, as ``--help`` shows it after the option's name (its metavar), by the option's long name;
@@ -242,8 +242,8 @@ Algorithm = opt(
     help=f"Collective algorithm: "
     f"{', '.join(ALGORITHM_NAMES)}, or auto (the fastest of "
     "everything simcli models, which no single library reaches). On a "
-    "profile that models NCCL, nccl is NCCL's own choice and ring, "
-    "tree, nvls, nvls-tree force one of NCCL's algorithms "
+    "profile that models NCCL, nccl is NCCL's own choice and "
+    f"{', '.join(a.name for a in registry.REGISTRY if a.nccl not in (None, '*'))} force one of NCCL's algorithms "
     "(NCCL_ALGO) [default: nccl on NCCL profiles, else ring].",
 )
 Protocol = opt(
@@ -288,10 +288,9 @@ BucketMb = opt(
 Strategy = opt(
     str,
     "--strategy",
-    help="Data parallelism: ddp (all-reduce), zero1, zero2 "
-    "(reduce-scatter + all-gather after the step), fsdp (ZeRO-3: all-gathers per "
-    "unit), hsdp (fsdp in a shard group, all-reduce across); comma-separated for "
-    "one result each (see docs/sharding.md).",
+    help="Data parallelism: "
+    + ", ".join(f"{s.name} ({s.summary})" for s in strategies.STRATEGY_SPECS)
+    + "; comma-separated for one result each (see docs/sharding.md).",
 )
 ParamDtype = opt(
     str,
@@ -346,9 +345,9 @@ OptimizerName = opt(
 UpdateExtras = opt(
     Optional[str],
     "--update-extras",
-    help="Comma-separated passes around the optimizer step, each priced over the memory bandwidth: unscale "
-    "(AMP's GradScaler, 8 B/param), clip (clip_grad_norm_, 12), flatten (an all-reduce after accumulation on "
-    "one flat buffer, 16).",
+    help="Comma-separated passes around the optimizer step, each priced over the memory bandwidth: "
+    + ", ".join(f"{e.name} ({e.summary}, {update.EXTRAS[e.name]:g} B/param)" for e in update.EXTRA_SPECS)
+    + ".",
 )
 UpdateTime = opt(
     Optional[str],

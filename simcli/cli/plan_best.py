@@ -12,6 +12,7 @@ import typer
 
 from ..base.types import InputError
 from ..base.units import sig4
+from ..step.strategies import SPECS, STRATEGIES
 from . import options as o
 from .common import emit, examples, handle_errors, show, warn_mfu_fallback
 from .plan import (
@@ -46,7 +47,7 @@ StrategyList = o.opt(
     str,
     "--strategy",
     metavar=o.many("--strategy"),
-    help="Strategies to search, comma-separated: ddp,zero1,zero2,fsdp,hsdp.",
+    help=f"Strategies to search, comma-separated: {','.join(STRATEGIES)}.",
 )
 BestDevices = o.opt(
     Optional[str],
@@ -98,7 +99,7 @@ _OWN = ("strategy", "batch_per_device", "global_batch", "grad_dtype", "shard_gro
 def plan_best(
     global_batch: GlobalBatchOpt,
     devices: BestDevices = None,
-    strategy: StrategyList = "ddp,zero1,zero2,fsdp,hsdp",
+    strategy: StrategyList = ",".join(STRATEGIES),
     batch_per_device: MicroBatchList = None,
     grad_dtype: GradDtypeList = "fp32",
     shard_group: ShardGroupList = None,
@@ -206,11 +207,11 @@ def _speedup_command(a: dict[str, Any], scn: o.ScenarioOptions) -> str:
     parts += ["--batch-per-device", str(a["batch_per_device"]), "--accum", str(a["accum"])]
     if a["grad_dtype"] != "fp32":
         parts += ["--grad-dtype", a["grad_dtype"]]
-    if a["strategy"] == "hsdp" and a["shard_group"]:
+    if SPECS[a["strategy"]].group == "shard_group" and a["shard_group"]:
         parts += ["--shard-group", str(a["shard_group"])]
     if not a["activation_checkpointing"]:
         parts.append("--no-activation-checkpointing")
-    if a["strategy"] == "ddp" and a["bucket_mb"] is not None and a["bucket_mb"] != 25.0:
+    if SPECS[a["strategy"]].timeline == "buckets" and a["bucket_mb"] is not None and a["bucket_mb"] != 25.0:
         parts += ["--bucket-mb", f"{a['bucket_mb']:g}"]
     for key, v in scn.given().items():
         if key not in _OWN:
@@ -230,11 +231,11 @@ def _config(r: dict[str, Any]) -> str:
     extra = []
     if r["grad_dtype"] != "fp32":
         extra.append(f"{r['grad_dtype']} gradients")
-    if r["strategy"] == "hsdp" and r["shard_group"]:
+    if SPECS[r["strategy"]].group == "shard_group" and r["shard_group"]:
         extra.append(f"shard group {r['shard_group']}")
     if not r["activation_checkpointing"]:
         extra.append("no activation checkpointing")
-    if r["strategy"] == "ddp" and r["bucket_mb"] not in (None, 25.0):
+    if SPECS[r["strategy"]].timeline == "buckets" and r["bucket_mb"] not in (None, 25.0):
         extra.append(f"{r['bucket_mb']:g} MiB buckets")
     return s + (f" ({', '.join(extra)})" if extra else "")
 

@@ -29,6 +29,7 @@ from matplotlib.ticker import FuncFormatter, LogLocator, MaxNLocator, NullFormat
 
 from ..base.types import InputError
 from ..base.units import fmt_bytes, fmt_count, fmt_time
+from ..step import strategies
 
 __all__ = [
     "FORMATS",
@@ -743,13 +744,12 @@ def frontier_figure(ans: Any, title: str, size: FigSize = FigSize()) -> Figure:
             y = get("devices") * get("t_step_s")
         return x, y
 
-    strategies = [s for s in ("ddp", "zero1", "zero2", "hsdp", "fsdp") if np.any(ok & (t["strategy"] == s))]
-    # zero1 and zero2 run the same collectives (they differ in memory only): distinct markers keep both visible
-    markers = {"ddp": "s", "zero1": "o", "zero2": "x", "hsdp": "^", "fsdp": "v"}
-    for s, c in zip(strategies, _colors(len(strategies))):
-        i = np.flatnonzero(ok & (t["strategy"] == s))
+    # one colour per strategy that has a point, one marker per strategy row (simcli.step.strategies), in its order
+    rows = [s for s in strategies.STRATEGY_SPECS if np.any(ok & (t["strategy"] == s.name))]
+    for s, c in zip(rows, _colors(len(rows))):
+        i = np.flatnonzero(ok & (t["strategy"] == s.name))
         x, y = xy(t, i)
-        ax.scatter(x, y, s=22, color=c, alpha=0.7, marker=markers[s], label=f"{s} ({i.size} fit)")
+        ax.scatter(x, y, s=22, color=c, alpha=0.7, marker=s.marker, label=f"{s.name} ({i.size} fit)")
     fx = [xy(r)[0] for r in ans.frontier]
     fy = [xy(r)[1] for r in ans.frontier]
     ax.plot(fx, fy, "-", color="black", linewidth=1.2, label=f"frontier ({len(fx)})", zorder=3)
