@@ -103,90 +103,91 @@ _DECOUPLED = (
 
 OPTIMIZER_SPECS: tuple[OptimizerSpec, ...] = (
     OptimizerSpec(
-        "adam",
-        "Adam (torch foreach)",
-        8.0,
-        _ADAM_FOREACH,
-        "torch.optim.Adam, torch's default on CUDA (foreach): torch/optim/adam.py _multi_tensor_adam",
+        name="adam",
+        label="Adam (torch foreach)",
+        state_bytes=8.0,
+        passes=_ADAM_FOREACH,
+        source="torch.optim.Adam, torch's default on CUDA (foreach): torch/optim/adam.py _multi_tensor_adam",
     ),
     OptimizerSpec(
-        "adamw",
-        "AdamW (torch foreach)",
-        8.0,
-        (Pass("_foreach_mul_(params, 1-lr*weight_decay)", 4, 4), *_ADAM_FOREACH),
-        "torch.optim.AdamW, torch's default on CUDA: _default_to_fused_or_foreach(..., use_fused=False) picks "
+        name="adamw",
+        label="AdamW (torch foreach)",
+        state_bytes=8.0,
+        passes=(Pass("_foreach_mul_(params, 1-lr*weight_decay)", 4, 4), *_ADAM_FOREACH),
+        source="torch.optim.AdamW, torch's default on CUDA: _default_to_fused_or_foreach(..., use_fused=False) picks "
         "foreach (torch/optim/optimizer.py, adam.py _multi_tensor_adam; weight_decay 1e-2 by default). The "
         "per-tensor loop (foreach=False, _single_tensor_adam) launches the same passes per tensor: the same bytes",
     ),
     OptimizerSpec(
-        "adam-fused",
-        "Adam (torch fused)",
-        8.0,
-        _FUSED_ADAM,
-        "torch.optim.Adam(fused=True): torch._fused_adam_, one kernel (torch/optim/adam.py _fused_adam)",
+        name="adam-fused",
+        label="Adam (torch fused)",
+        state_bytes=8.0,
+        passes=_FUSED_ADAM,
+        source="torch.optim.Adam(fused=True): torch._fused_adam_, one kernel (torch/optim/adam.py _fused_adam)",
     ),
     OptimizerSpec(
-        "adamw-fused",
-        "AdamW (torch fused)",
-        8.0,
-        _FUSED_ADAM,
-        "torch.optim.AdamW(fused=True): torch._fused_adamw_, one kernel (torch/optim/adam.py _fused_adam); "
+        name="adamw-fused",
+        label="AdamW (torch fused)",
+        state_bytes=8.0,
+        passes=_FUSED_ADAM,
+        source="torch.optim.AdamW(fused=True): torch._fused_adamw_, one kernel (torch/optim/adam.py _fused_adam); "
         "torchtitan's default (--optimizer.implementation fused); apex FusedAdam has the same shape",
     ),
     OptimizerSpec(
-        "decoupled-adamw",
-        "Composer DecoupledAdamW",
-        8.0,
-        (Pass("param.mul_(1-decay_factor*weight_decay)", 4, 4), *_DECOUPLED),
-        "mosaicml/composer composer/optim/decoupled_weight_decay.py DecoupledAdamW.adamw: a Python loop over the "
+        name="decoupled-adamw",
+        label="Composer DecoupledAdamW",
+        state_bytes=8.0,
+        passes=(Pass("param.mul_(1-decay_factor*weight_decay)", 4, 4), *_DECOUPLED),
+        source="mosaicml/composer composer/optim/decoupled_weight_decay.py DecoupledAdamW.adamw: a Python loop over "
+        "the "
         "tensors, nine passes each with weight decay (its default 1e-5), and a host sync per tensor "
         "(state_steps[i].item()), not priced",
     ),
     OptimizerSpec(
-        "decoupled-adamw-wd0",
-        "Composer DecoupledAdamW, weight_decay 0",
-        8.0,
-        _DECOUPLED,
-        "as decoupled-adamw with weight_decay 0.0, whose decay pass is skipped (if weight_decay != 0): the MPT "
+        name="decoupled-adamw-wd0",
+        label="Composer DecoupledAdamW, weight_decay 0",
+        state_bytes=8.0,
+        passes=_DECOUPLED,
+        source="as decoupled-adamw with weight_decay 0.0, whose decay pass is skipped (if weight_decay != 0): the MPT "
         "configurations llm-foundry benchmarks (scripts/train/yamls/pretrain/mpt-*.yaml: decoupled_adamw, "
         "weight_decay 0.0)",
     ),
     OptimizerSpec(
-        "lamb",
-        "LAMB (apex FusedLAMB)",
-        8.0,
-        (
+        name="lamb",
+        label="LAMB (apex FusedLAMB)",
+        state_bytes=8.0,
+        passes=(
             Pass("multi_tensor_l2norm(grads): the global gradient norm", 4, 0),
             Pass("multi_tensor_lamb stage 1: g, p, m, v -> m, v, update", 16, 12),
             Pass("per-tensor norms of p and of the update", 8, 0),
             Pass("multi_tensor_lamb stage 2: update, p -> p", 8, 4),
         ),
-        "NVIDIA/apex apex/optimizers/fused_lamb.py FusedLAMB.step (NVIDIA's BERT and Transformer-XL recipes)",
+        source="NVIDIA/apex apex/optimizers/fused_lamb.py FusedLAMB.step (NVIDIA's BERT and Transformer-XL recipes)",
     ),
     OptimizerSpec(
-        "sgd-momentum",
-        "SGD with momentum (torch foreach)",
-        4.0,
-        (
+        name="sgd-momentum",
+        label="SGD with momentum (torch foreach)",
+        state_bytes=4.0,
+        passes=(
             Pass("_foreach_mul_(bufs, momentum)", 4, 4),
             Pass("_foreach_add_(bufs, grads)", 8, 4),
             Pass("_foreach_add_(params, bufs, alpha=-lr)", 8, 4),
         ),
-        "torch.optim.SGD(momentum>0), torch's default on CUDA (foreach): torch/optim/sgd.py _multi_tensor_sgd",
+        source="torch.optim.SGD(momentum>0), torch's default on CUDA (foreach): torch/optim/sgd.py _multi_tensor_sgd",
     ),
     OptimizerSpec(
-        "sgd-momentum-fused",
-        "SGD with momentum (torch fused)",
-        4.0,
-        (Pass("_fused_sgd_ (p, g, buf read; p, buf written)", 12, 8),),
-        "torch.optim.SGD(momentum>0, fused=True): torch._fused_sgd_ (torch/optim/sgd.py _fused_sgd)",
+        name="sgd-momentum-fused",
+        label="SGD with momentum (torch fused)",
+        state_bytes=4.0,
+        passes=(Pass("_fused_sgd_ (p, g, buf read; p, buf written)", 12, 8),),
+        source="torch.optim.SGD(momentum>0, fused=True): torch._fused_sgd_ (torch/optim/sgd.py _fused_sgd)",
     ),
     OptimizerSpec(
-        "sgd",
-        "SGD (torch foreach)",
-        0.0,
-        (Pass("_foreach_add_(params, grads, alpha=-lr)", 8, 4),),
-        "torch.optim.SGD(momentum=0): torch/optim/sgd.py _multi_tensor_sgd (fused: the same bytes)",
+        name="sgd",
+        label="SGD (torch foreach)",
+        state_bytes=0.0,
+        passes=(Pass("_foreach_add_(params, grads, alpha=-lr)", 8, 4),),
+        source="torch.optim.SGD(momentum=0): torch/optim/sgd.py _multi_tensor_sgd (fused: the same bytes)",
     ),
 )
 #: the rows by name; values of Scenario.optimizer and of --optimizer
