@@ -99,6 +99,7 @@ def point_kinds(
     network: Sequence[Tier],
     k: Any,
     n: Any,
+    *,
     algorithm: Any,
     protocol: Any,
     collective: str = "all_reduce",
@@ -330,6 +331,7 @@ def time_band(
     network: Sequence[Tier],
     k: Any,
     n: Any,
+    *,
     time: Any,
     algorithm: Any,
     protocol: Any,
@@ -339,7 +341,9 @@ def time_band(
     """The band ``[time / p90(r), time / p10(r)]`` of each predicted ``time`` over the (k, n) grid, widened to
     hold ``time`` itself; ``corpus`` defaults to :func:`published`."""
     corpus = published() if corpus is None else corpus
-    transport, nodes, band, family = point_kinds(network, k, n, algorithm, protocol, collective)
+    transport, nodes, band, family = point_kinds(
+        network, k, n, algorithm=algorithm, protocol=protocol, collective=collective
+    )
     t = np.asarray(time, dtype=np.float64)
     shape = np.broadcast_shapes(t.shape, transport.shape)
     # one code per point; each distinct kind is read once
@@ -396,7 +400,7 @@ def fitted_tiers(profile: Any) -> dict[int, tuple[float, int]]:
     return out
 
 
-def at_end(cost: Any, profile: Any, k: Any, n: Any, collective: str, end: str) -> Any:
+def at_end(cost: Any, profile: Any, k: Any, *, n: Any, collective: str, end: str) -> Any:
     """``cost`` (a :class:`~simcli.comm.cost.CommCost`) with its time at the ``end`` ("lo" or "hi") of its band
     (:func:`time_band` on the published curves), the other terms as they were (a step prices its overlap from the
     time). On a calibrated profile, a point whose widest tier was fitted (:func:`fitted_tiers`) and whose k lies
@@ -405,7 +409,9 @@ def at_end(cost: Any, profile: Any, k: Any, n: Any, collective: str, end: str) -
     import copy
 
     kk = np.asarray(k, dtype=np.int64)
-    band = time_band(profile.network, kk, n, cost.time, cost.algorithm, cost.protocol, collective)
+    band = time_band(
+        profile.network, kk, n, time=cost.time, algorithm=cost.algorithm, protocol=cost.protocol, collective=collective
+    )
     t = np.broadcast_to(np.asarray(cost.time, dtype=np.float64), band.lo.shape)
     new = band.lo if end == "lo" else band.hi
     fitted = fitted_tiers(profile)

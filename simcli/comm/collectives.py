@@ -48,7 +48,7 @@ def check_algorithm(algorithm: str, option: str = "--algorithm") -> str:
 
 
 def allreduce(
-    algorithm: str, network: Sequence[Tier], k: np.ndarray, nbytes: np.ndarray, reduce_Bps: float | None = None
+    algorithm: str, network: Sequence[Tier], k: np.ndarray, *, nbytes: np.ndarray, reduce_Bps: float | None = None
 ) -> CommCost:
     """Cost of one all-reduce of ``nbytes`` over ``k`` devices with the named *textbook* algorithm (or ``auto``).
 
@@ -82,9 +82,9 @@ def collective(
     profile: Any,
     algorithm: str | None,
     k: np.ndarray,
+    *,
     nbytes: np.ndarray,
     collective: str = "all_reduce",
-    *,
     protocol: str | None,
     gpus_per_process: int | np.ndarray = 1,
     message_dtype: str | None = None,
@@ -103,7 +103,9 @@ def collective(
     that adds). ``protocol``: the NCCL protocol to force, None for the one NCCL would pick. ``message_dtype``: the
     element type of the message, where NCCL's choice depends on it (fp8, from 2.24.3); None: not known.
     """
-    cost = _collective(profile, algorithm, k, nbytes, collective, protocol, message_dtype)
+    cost = _collective(
+        profile, algorithm, k, nbytes=nbytes, collective=collective, protocol=protocol, message_dtype=message_dtype
+    )
     g = np.asarray(gpus_per_process)
     if np.all(g == 1):
         return cost
@@ -121,6 +123,7 @@ def _collective(
     profile: Any,
     algorithm: str | None,
     k: np.ndarray,
+    *,
     nbytes: np.ndarray,
     collective: str,
     protocol: str | None,
@@ -150,20 +153,20 @@ def _collective(
                     f"--protocol: {protocol} is one of NCCL's protocols; {algorithm} is priced with "
                     "the textbook formula here (give a profile that models NCCL, or drop --protocol)"
                 )
-            return textbook_collective(algorithm, net, k, n, collective, gamma)
+            return textbook_collective(algorithm, net, k, n=n, collective=collective, reduce_Bps=gamma)
         algos = None if spec.nccl == "*" else [spec.nccl]
         if profile.library == "rccl":
-            return rccl.rccl_collective(profile, k, n, collective, algos, protocol=protocol)
+            return rccl.rccl_collective(profile, k, n, collective=collective, algorithms=algos, protocol=protocol)
         return nccl_choice.nccl_collective(
-            profile, k, n, collective, algos, protocol=protocol, message_dtype=message_dtype
+            profile, k, n, collective=collective, algorithms=algos, protocol=protocol, message_dtype=message_dtype
         )
     # auto: the fastest of NCCL's pairs and every textbook algorithm that runs this collective
     costs = []
     if is_nccl or protocol is not None:
-        costs.append(tuned(profile, k, n, collective, None, protocol=protocol, by="time"))
+        costs.append(tuned(profile, k, n, collective=collective, algorithms=None, protocol=protocol, by="time"))
     if protocol is None:
         costs += [
-            textbook_collective(a.name, net, k, n, collective, gamma)
+            textbook_collective(a.name, net, k, n=n, collective=collective, reduce_Bps=gamma)
             for a in REGISTRY
             if a.textbook is not None and collective in a.collectives
         ]
@@ -171,7 +174,7 @@ def _collective(
 
 
 def textbook_collective(
-    algorithm: str, network: Sequence[Tier], k: np.ndarray, n: np.ndarray, collective: str, reduce_Bps: float | None
+    algorithm: str, network: Sequence[Tier], k: np.ndarray, *, n: np.ndarray, collective: str, reduce_Bps: float | None
 ) -> CommCost:
     """The alpha-beta cost; reduce-scatter and all-gather as one ring pass, broadcast as a pipelined ring."""
     if collective == "all_reduce":

@@ -297,7 +297,7 @@ class Pair:
         """
         if self.ops is None:
             return 0.0
-        return nvls_fill(self.algorithm, n, self.ops, self.nodes, self.alg_Bps, self.stages)
+        return nvls_fill(self.algorithm, n, self.ops, nodes=self.nodes, alg_Bps=self.alg_Bps, stages=self.stages)
 
     def cost(self, n: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
         """(time, tuner's estimate, bandwidth term) for sizes n, inf where the pair does not run (a reference
@@ -324,7 +324,7 @@ def _domains(network: Sequence[Tier], k: np.ndarray) -> list[np.ndarray]:
 
 
 def hops(
-    network: Sequence[Tier], k: np.ndarray, collective: str = "all_reduce", inter_minus_one: bool = False
+    network: Sequence[Tier], k: np.ndarray, collective: str = "all_reduce", *, inter_minus_one: bool = False
 ) -> np.ndarray:
     """Ring hops per collective at each tier, shape (tiers, ...k): the chunk's critical path.
 
@@ -378,7 +378,7 @@ MAX_CHANNELS = 32
 
 
 def graph_channels(
-    network: Sequence[Tier], spec: NcclSpec, k: np.ndarray, nodes: np.ndarray
+    network: Sequence[Tier], spec: NcclSpec, k: np.ndarray, *, nodes: np.ndarray
 ) -> tuple[np.ndarray, np.ndarray]:
     """(G, runtime): the channels of NCCL's search graph, which its tuner multiplies every per-channel figure by
     (tuning.cc: ``busBw = graphs[a]->nChannels * bw`` and the caps ``graphs[a]->nChannels*perChMax...``), and
@@ -413,7 +413,7 @@ def graph_channels(
 
 
 def _graph_search(
-    network: Sequence[Tier], spec: NcclSpec, k: np.ndarray, nic: np.ndarray | None = None
+    network: Sequence[Tier], spec: NcclSpec, k: np.ndarray, *, nic: np.ndarray | None = None
 ) -> tuple[np.ndarray, np.ndarray]:
     """(channels, speed GB/s) of NCCL's inter-node search graph over k: ncclTopoCompute walks the speeds down from
     the highest the system allows, keeps the graph with the most nChannels x bw (ncclTopoCompareGraphs keeps the
@@ -457,7 +457,7 @@ def graph_tie(network: Sequence[Tier], spec: NcclSpec, k: np.ndarray) -> dict[st
     return {"tie": tie, "channels": g, "speed_GBps": s, "alt_channels": g2, "alt_speed_GBps": s2}
 
 
-def nvls_chunk(algorithm: str, n: np.ndarray, ops: np.ndarray, nodes: np.ndarray | None) -> np.ndarray:
+def nvls_chunk(algorithm: str, n: np.ndarray, ops: np.ndarray, *, nodes: np.ndarray | None) -> np.ndarray:
     """The chunk (bytes) NCCL's calcCollChunking gives an NVLS or NVLSTree collective of n bytes."""
     n = np.asarray(n, dtype=np.float64)
     c = np.full(np.broadcast(n, ops).shape, float(NVLS_CHUNK))
@@ -473,11 +473,11 @@ def nvls_chunk(algorithm: str, n: np.ndarray, ops: np.ndarray, nodes: np.ndarray
 
 
 def nvls_fill(
-    algorithm: str, n: np.ndarray, ops: np.ndarray, nodes: np.ndarray | None, alg_Bps: np.ndarray, stages: float
+    algorithm: str, n: np.ndarray, ops: np.ndarray, *, nodes: np.ndarray | None, alg_Bps: np.ndarray, stages: float
 ) -> np.ndarray:
     """``stages`` chunk times (s): ops x min(chunk, n / ops) bytes at the pair's bandwidth, per fill stage."""
     n = np.asarray(n, dtype=np.float64)
-    c = np.minimum(nvls_chunk(algorithm, n, ops, nodes), n / ops)
+    c = np.minimum(nvls_chunk(algorithm, n, ops, nodes=nodes), n / ops)
     with np.errstate(divide="ignore", invalid="ignore"):
         return stages * c * ops / alg_Bps
 
@@ -486,6 +486,7 @@ def pairs(
     network: Sequence[Tier],
     spec: NcclSpec,
     k: np.ndarray,
+    *,
     tier_Bps: np.ndarray,
     collective: str = "all_reduce",
     algorithms: Sequence[str] | None = None,
@@ -518,7 +519,7 @@ def pairs(
         )
         * 1e9
     )
-    gch, ch = graph_channels(network, spec, k, nodes)  # graph channels (tuner caps) and runtime channels
+    gch, ch = graph_channels(network, spec, k, nodes=nodes)  # graph channels (tuner caps) and runtime channels
     kinds = [tier_kind(t, i) for i, t in enumerate(network)]
     lks = [link_kind(kd) for kd in kinds]
     hws = [lk.hw for lk in lks]

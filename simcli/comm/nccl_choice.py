@@ -28,9 +28,9 @@ def nccl_collective(
     profile: Any,
     k: np.ndarray,
     n: np.ndarray,
+    *,
     collective: str = "all_reduce",
     algorithms: Sequence[str] | None = None,
-    *,
     protocol: str | None,
     by: str = "tuner",
     message_dtype: str | None = None,
@@ -45,7 +45,15 @@ def nccl_collective(
         message_dtype == "fp8" and by == "tuner" and releases.select(spec.version, "nccl.version").fp8_ring_penalty
     )
     tb = tier_bandwidth(net, k)
-    cands = pairs(net, spec, k, tb, collective, algorithms, [protocol] if protocol else None)
+    cands = pairs(
+        net,
+        spec,
+        k,
+        tier_Bps=tb,
+        collective=collective,
+        algorithms=algorithms,
+        protocols=[protocol] if protocol else None,
+    )
     if not cands:
         raise InputError(
             f"--protocol: {protocol} does not run {', '.join(algorithms or ['any algorithm'])} on "
@@ -54,7 +62,15 @@ def nccl_collective(
     if algorithms is not None and "ring" not in algorithms:
         # NCCL (tuning.cc, "at least set ring algo available"): where the forced algorithm cannot run, Ring does
         forced_on = np.any(np.stack([np.broadcast_to(p.enabled, k.shape) for p in cands]), axis=0)
-        for r in pairs(net, spec, k, tb, collective, ["ring"], [protocol] if protocol else None):
+        for r in pairs(
+            net,
+            spec,
+            k,
+            tier_Bps=tb,
+            collective=collective,
+            algorithms=["ring"],
+            protocols=[protocol] if protocol else None,
+        ):
             cands.append(dataclasses.replace(r, enabled=np.broadcast_to(r.enabled, k.shape) & ~forced_on))
     n = np.asarray(n, dtype=np.float64)
     shape = np.broadcast(k, n).shape
@@ -161,9 +177,9 @@ def nccl_collective(
                 pr.algorithm,
                 nn[chosen],
                 np.broadcast_to(pr.ops, shape)[chosen],
-                np.broadcast_to(pr.nodes, shape)[chosen],
-                np.broadcast_to(pr.alg_Bps, shape)[chosen],
-                pr.stages,
+                nodes=np.broadcast_to(pr.nodes, shape)[chosen],
+                alg_Bps=np.broadcast_to(pr.alg_Bps, shape)[chosen],
+                stages=pr.stages,
             )
     bandwidth += fill
     if anyone:
@@ -239,6 +255,7 @@ def nccl_faster_pair(
     profile: Any,
     k: np.ndarray,
     n: np.ndarray,
+    *,
     collective: str = "all_reduce",
     margin: float = FASTER_MARGIN,
     picked: CommCost | None = None,
@@ -254,8 +271,8 @@ def nccl_faster_pair(
     ``message_dtype``: as :func:`nccl_collective`.
     """
     if picked is None:
-        picked = nccl_collective(profile, k, n, collective, protocol=None, message_dtype=message_dtype)
-    best = nccl_collective(profile, k, n, collective, protocol=None, by="time")
+        picked = nccl_collective(profile, k, n, collective=collective, protocol=None, message_dtype=message_dtype)
+    best = nccl_collective(profile, k, n, collective=collective, protocol=None, by="time")
     faster = best.time < picked.time * (1.0 - margin)
     return faster, np.asarray(best.algorithm), np.asarray(best.protocol), best.time
 

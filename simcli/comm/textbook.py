@@ -126,7 +126,15 @@ def ring_pass(
 def _priced(network: Sequence[Tier], k: np.ndarray, n: np.ndarray, *, name: str, link: Link, **terms: Any) -> CommCost:
     """One algorithm's terms (latency, bandwidth, reduced, reduce_Bps and pack's options) packed at its link."""
     return pack(
-        network, k, n, name, alpha=link.alpha, bus=link.bus, bottleneck=link.bottleneck, lat_tier=link.lat_tier, **terms
+        network,
+        k,
+        n,
+        name=name,
+        alpha=link.alpha,
+        bus=link.bus,
+        bottleneck=link.bottleneck,
+        lat_tier=link.lat_tier,
+        **terms,
     )
 
 
