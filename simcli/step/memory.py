@@ -185,7 +185,7 @@ def per_device(
     k = np.asarray(k, dtype=np.int64)
     g = np.asarray(grad_bytes, dtype=np.float64)
     shape = np.broadcast_shapes(k.shape, g.shape, np.shape(activations))
-    d = np.broadcast_to(shard_divisor(strategy, k, group, node_size).astype(np.float64), shape)
+    d = np.broadcast_to(shard_divisor(strategy, k, group, node_size=node_size).astype(np.float64), shape)
     P = float(params)
     per = bytes_per_param(strategy, param_bytes=param_bytes, grad_bytes=1.0, optimizer=optimizer)
     spec = SPECS[strategy]

@@ -167,7 +167,7 @@ def check_strategy(strategy: str) -> StrategySpec:
     return spec
 
 
-def shard_divisor(strategy: str, k: object, group: int | None, node_size: int | None) -> np.ndarray:
+def shard_divisor(strategy: str, k: object, group: int | None, *, node_size: int | None) -> np.ndarray:
     """Devices one copy of the sharded state is split over, per k: k (``world``), min(G, k) (``shard_group``;
     G defaults to one node, ``node_size``, and to all of k on a one-tier profile), 1 (``none``)."""
     k = np.asarray(k, dtype=np.int64)
@@ -182,9 +182,9 @@ def shard_divisor(strategy: str, k: object, group: int | None, node_size: int | 
     return np.minimum(k, int(g))
 
 
-def update_divisor(strategy: str, k: object, group: int | None, node_size: int | None) -> np.ndarray:
+def update_divisor(strategy: str, k: object, group: int | None, *, node_size: int | None) -> np.ndarray:
     """Devices the optimizer step is divided over, per k (simcli.step.update): the optimizer state's divisor
     (:func:`shard_divisor`) where the row shards it (:attr:`StrategySpec.shards_update`), else 1 (ddp)."""
     if not SPECS[strategy].shards_update:
         return np.ones_like(np.asarray(k, dtype=np.int64))
-    return shard_divisor(strategy, k, group, node_size)
+    return shard_divisor(strategy, k, group, node_size=node_size)

@@ -252,19 +252,19 @@ def bytes_per_param(optimizer: str, extras: tuple[str, ...] = ()) -> float:
 
 
 def params_held(
-    strategy: str, k: np.ndarray, params: float, group: int | None = None, node_size: int | None = None
+    strategy: str, k: np.ndarray, params: float, *, group: int | None = None, node_size: int | None = None
 ) -> np.ndarray:
     """Parameters whose optimizer step one device runs at each k: params / the strategy's update divisor (its row:
     1 for ddp, k for zero1/zero2/fsdp, the shard group for hsdp)."""
-    return float(params) / strategies.update_divisor(strategy, k, group, node_size).astype(np.float64)
+    return float(params) / strategies.update_divisor(strategy, k, group, node_size=node_size).astype(np.float64)
 
 
 def update_time(
     strategy: str,
     k: np.ndarray | list[int],
     params: float,
-    bandwidth_Bps: float | None,
     *,
+    bandwidth_Bps: float | None,
     optimizer: str,
     extras: tuple[str, ...] = (),
     group: int | None = None,
@@ -275,7 +275,7 @@ def update_time(
     per = bytes_per_param(optimizer, extras)
     if not bandwidth_Bps:
         return np.zeros(k.shape)
-    return params_held(strategy, k, params, group, node_size) * per / float(bandwidth_Bps)
+    return params_held(strategy, k, params, group=group, node_size=node_size) * per / float(bandwidth_Bps)
 
 
 def describe(sc: object) -> str:
