@@ -60,10 +60,10 @@ def _fit_nccl_tiers(
     base: Profile,
     network: list,
     tiers_out: list,
+    *,
     k: np.ndarray,
     n: np.ndarray,
     t: np.ndarray,
-    *,
     algorithm: str,
     holdout: float,
     seed: int,
@@ -72,7 +72,7 @@ def _fit_nccl_tiers(
 ) -> tuple[str, ...]:
     """NCCL's model fitted on every identified tier: updates ``network``, appends one record per tier and returns
     the fit's warnings."""
-    fit = fit_nccl(base, k, n, t, algorithm=algorithm, holdout=holdout, seed=seed, what=what, gpus=gpus)
+    fit = fit_nccl(base, k, n, t=t, algorithm=algorithm, holdout=holdout, seed=seed, what=what, gpus=gpus)
     spanned = tier_spanned(base.network, k)
     for ti, t_before in enumerate(base.network):
         if not spanned[ti].any():
@@ -88,7 +88,7 @@ def _fit_nccl_tiers(
                 t_before,
                 network[ti],
                 ti,
-                fit,
+                fit=fit,
                 world_sizes=[int(x) for x in sorted(set(k[spanned[ti]].tolist()))],
                 holdout=holdout,
                 seed=seed,
@@ -104,8 +104,8 @@ def _tier_record(
     before: Any,
     after: Any,
     ti: int,
-    fit: Any,
     *,
+    fit: Any,
     world_sizes: list[int],
     holdout: float,
     seed: int,
@@ -157,6 +157,7 @@ def _fit_dtypes(
     base: Profile,
     device: Any,
     sm: Measured,
+    *,
     dts: list[str],
     k: np.ndarray,
     b: np.ndarray,
@@ -177,9 +178,9 @@ def _fit_dtypes(
         dts,
         k,
         b,
-        tc,
-        fps,
-        device.peak_flops,
+        t_compute=tc,
+        flops_per_sample=fps,
+        peaks=device.peak_flops,
         t_forward=tf,
         t_backward=tb,
         t_p10=sm.optional("t_compute_p10_s"),
@@ -251,13 +252,13 @@ def _fit_dtypes(
 
 
 def _fit_spread(
-    base: Profile, network: list, device: Any, scaling: "tuple[Measured, Any]", warnings: list[str], cal: dict
+    base: Profile, network: list, device: Any, *, scaling: "tuple[Measured, Any]", warnings: list[str], cal: dict
 ) -> tuple[Any, dict[str, Any]]:
     """device.spread from a scaling table (simcli.answers.fit_compute.fit_spread), on the profile calibrated so far."""
     m, sc = scaling
     so_far = dataclasses.replace(base, network=tuple(network), device=dataclasses.replace(device, spread=None))
     if "speedup" not in m.header:  # (k, samples/s, accum): the spread and the per-update time together
-        return _fit_spread_update(base, m, sc.replace(profile=so_far), device, warnings, cal)
+        return _fit_spread_update(base, m, sc.replace(profile=so_far), device=device, warnings=warnings, cal=cal)
     sf = fit_spread(sc.replace(profile=so_far), m.devices(), m.number("speedup"), what=m.path)
     warnings.extend(f"{m.path}: {w}" for w in sf.warnings)
     device = dataclasses.replace(device, spread=sf.spread or None)
@@ -305,7 +306,7 @@ def _before_after(out: dict[str, Any]) -> dict[str, float]:
     return {"before": round(out["median_rel_error_before"], 5), "after": round(out["median_rel_error_after"], 5)}
 
 
-def _fit_update_bandwidth(base: Profile, device: Any, sm: Measured, k: np.ndarray, cal: dict) -> tuple[Any, dict]:
+def _fit_update_bandwidth(base: Profile, device: Any, sm: Measured, *, k: np.ndarray, cal: dict) -> tuple[Any, dict]:
     """device.update_bandwidth from a bench step file's timed optimizer steps (t_update_s, update_bytes_per_param,
     params): the one-rank rows where there are any (more ranks on one host share its memory bandwidth)."""
     from .fit_update import fit_update_bandwidth
@@ -335,7 +336,7 @@ def _fit_update_bandwidth(base: Profile, device: Any, sm: Measured, k: np.ndarra
 
 
 def _fit_spread_update(
-    base: Profile, m: Measured, sc: Any, device: Any, warnings: list[str], cal: dict
+    base: Profile, m: Measured, sc: Any, *, device: Any, warnings: list[str], cal: dict
 ) -> tuple[Any, dict[str, Any]]:
     """device.spread and device.update_bandwidth from a (devices, samples_per_s, accum) table
     (simcli.answers.fit_update: both at once, with standard errors; a warning when they cannot be told apart)."""
@@ -346,7 +347,7 @@ def _fit_spread_update(
         sc,
         m.devices(),
         m.number("samples_per_s"),
-        m.number("accum", integer=True),
+        accum=m.number("accum", integer=True),
         batch=None if b is None else b[0],
         what=m.path,
     )
@@ -400,8 +401,8 @@ def calibrate_profile(
     base: Profile,
     comm_m: Measured | None,
     step_m: Measured | None,
-    opts: CalibrationOptions,
     *,
+    opts: CalibrationOptions,
     scaling: "tuple[Measured, Any] | None" = None,
     run: dict[str, Any] | None = None,
 ) -> dict[str, Any]:
@@ -437,7 +438,7 @@ def calibrate_profile(
     if comm_m is None and step_m is None and scaling is None and run is None:
         raise InputError("calibrate: nothing to fit")
     if comm_m is not None:
-        m = filter_rows(comm_m, where, min_size, max_size)
+        m = filter_rows(comm_m, where, min_size, max_size=max_size)
         warnings.extend(f"{m.path}: {w}" for w in placement_notes(m, base))
         k, n, t = m.devices(), m.number("bytes"), m.allreduce_time()
         gpus = m.gpus_per_process()  # nccl-tests' -g, as bench import records it
@@ -471,9 +472,9 @@ def calibrate_profile(
                 base,
                 network,
                 tiers_out,
-                k,
-                n,
-                t,
+                k=k,
+                n=n,
+                t=t,
                 algorithm=algorithm,
                 holdout=holdout,
                 seed=seed,
@@ -506,8 +507,8 @@ def calibrate_profile(
                 base.network,
                 ti,
                 k[sel],
-                n[sel],
-                t[sel],
+                n=n[sel],
+                t=t[sel],
                 algorithm=algorithm,
                 reduce_Bps=base.device.reduce_Bps,
                 holdout=holdout,
@@ -527,7 +528,7 @@ def calibrate_profile(
                 t_before,
                 network[ti],
                 ti,
-                fit,
+                fit=fit,
                 world_sizes=list(fit.world_sizes),
                 holdout=holdout,
                 seed=seed + ti,
@@ -606,8 +607,8 @@ def calibrate_profile(
             k[same],
             b[same],
             tc[same],
-            tm[same] if tm is not None else np.full(int(same.sum()), np.nan),
-            ts[same],
+            t_comm=tm[same] if tm is not None else np.full(int(same.sum()), np.nan),
+            t_step=ts[same],
             flops_per_sample=None if fps is None else fps[same],
             peak_flops=peak,
             what=sm.path,
@@ -645,13 +646,15 @@ def calibrate_profile(
             "overlap_definition": "(T_compute + T_comm - T_step) / min(T_compute, T_comm), mean over k > 1 rows",
         }
         if dts is not None and fps is not None:
-            device, by_dtype = _fit_dtypes(base, device, sm, dts, k, b, tc, fps, warnings, cal)
+            device, by_dtype = _fit_dtypes(
+                base, device, sm, dts=dts, k=k, b=b, tc=tc, fps=fps, warnings=warnings, cal=cal
+            )
             step_out["by_dtype"] = by_dtype
         if sm.optional("t_update_s") is not None and "params" in sm.header:
-            device, step_out["update"] = _fit_update_bandwidth(base, device, sm, k, cal)
+            device, step_out["update"] = _fit_update_bandwidth(base, device, sm, k=k, cal=cal)
     spread_out = None
     if scaling is not None:
-        device, spread_out = _fit_spread(base, network, device, scaling, warnings, cal)
+        device, spread_out = _fit_spread(base, network, device, scaling=scaling, warnings=warnings, cal=cal)
     if run is not None:
         warnings.extend(run.get("warnings", []))
         cal["measured_run"] = {key: v for key, v in run.items() if key != "warnings"}

@@ -119,8 +119,8 @@ def check(
     m: Measured,
     profile: Profile,
     measured_s: np.ndarray,
-    tolerance: dict[str, float],
     *,
+    tolerance: dict[str, float],
     algorithm: str | None,
     floors: dict[str, dict[str, float]] | None = None,
 ) -> tuple[list[dict[str, Any]], list[str]]:
@@ -150,7 +150,13 @@ def check(
             )
         topology.check_devices(profile.network, k[idx])
         cost = collectives.collective(
-            profile, algorithm, k[idx], n[idx], coll, protocol=None, gpus_per_process=1 if g is None else g[idx]
+            profile,
+            algorithm,
+            k[idx],
+            nbytes=n[idx],
+            collective=coll,
+            protocol=None,
+            gpus_per_process=1 if g is None else g[idx],
         )
         f = specs.busbw_factor(k[idx], coll)
         kinds = curve_kind(profile, k[idx])

@@ -180,7 +180,7 @@ def _solve_nnls(M: np.ndarray, y: np.ndarray, free: Sequence[bool]) -> np.ndarra
 
 
 def _irls(
-    A: np.ndarray, t: np.ndarray, offset: np.ndarray, fixed: Mapping[int, float], loss: str, max_iter: int = 50
+    A: np.ndarray, t: np.ndarray, offset: np.ndarray, *, fixed: Mapping[int, float], loss: str, max_iter: int = 50
 ) -> tuple[np.ndarray, np.ndarray, int]:
     """Robust non-negative weighted LS on relative error. Returns (x, robust weights, iterations)."""
     p = A.shape[1]
@@ -214,7 +214,7 @@ def _irls(
 
 
 def _covariance(
-    A: np.ndarray, t: np.ndarray, offset: np.ndarray, x: np.ndarray, w: np.ndarray, free: Sequence[int]
+    A: np.ndarray, t: np.ndarray, offset: np.ndarray, *, x: np.ndarray, w: np.ndarray, free: Sequence[int]
 ) -> np.ndarray | None:
     """Covariance of the free parameters of the weighted relative-error fit, or None if singular."""
     m = len(t)
@@ -338,14 +338,14 @@ def fit_alpha_beta(
         )
 
     for _ in range(3):  # refit at most twice when a parameter turns out not to be identified
-        x, w, iters = _irls(Af, tf, of, fixed, loss)
+        x, w, iters = _irls(Af, tf, of, fixed=fixed, loss=loss)
         if x[1] <= 0 and 1 not in fixed:
             raise InputError(
                 f"{what}: the fit gives infinite bandwidth (the times do not grow with the size); "
                 "check the data, or measure larger sizes"
             )
         free = [j for j in range(2) if j not in fixed]
-        cov = _covariance(Af, tf, of, x, w, free)
+        cov = _covariance(Af, tf, of, x=x, w=w, free=free)
         se = {j: (math.sqrt(max(cov[i, i], 0.0)) if cov is not None else None) for i, j in enumerate(free)}
         # as many distinct points as free parameters (and they tell them apart): solved exactly, no standard error
         exact = points == len(free) and np.linalg.matrix_rank(Af[:, free] / tf[:, None]) == len(free)
@@ -437,9 +437,9 @@ def fit_link(
     network: Sequence[Tier],
     tier: int,
     k: np.ndarray,
+    *,
     n: np.ndarray,
     t: np.ndarray,
-    *,
     algorithm: str,
     reduce_Bps: float | None = None,
     holdout: float = 0.0,

@@ -202,7 +202,7 @@ class Solved:
         )
         above = [w for w in self.worse if w["efficiency_from"] >= self.target]
         if above:
-            s += "; " + worse_text(f, above, self.bound, self.target)
+            s += "; " + worse_text(f, above, self.bound, target=self.target)
         if len(above) < len(self.worse):
             n = len(self.worse) - len(above)
             s += (
@@ -243,7 +243,9 @@ class Solved:
 WORSE_SHOWN = 3
 
 
-def worse_text(f: FieldRef, worse: tuple[dict[str, Any], ...] | list[dict[str, Any]], bound: str, target: float) -> str:
+def worse_text(
+    f: FieldRef, worse: tuple[dict[str, Any], ...] | list[dict[str, Any]], bound: str, *, target: float
+) -> str:
     """The ranges where going further in the field's better direction lowers E, in words (the largest drops first)."""
     word = "larger" if bound != "maximum" else "smaller"
     parts = []
@@ -389,7 +391,7 @@ def solve_field(sc: Scenario, *, devices: int, target: float, path: str, rtol: f
         raise Infeasible(
             f"no value of {ref.path} reaches E({k}) >= {target:g} (searched from {ref.fmt(grid[0])} to "
             f"{ref.fmt(grid[-1])}): the best is E = {ev[best]:.4f}, {where}"
-            + (f"; {worse_text(ref, worse, 'minimum' if increasing else 'maximum', target)}" if worse else "")
+            + (f"; {worse_text(ref, worse, 'minimum' if increasing else 'maximum', target=target)}" if worse else "")
             + "; "
             + describe_breakdown(breakdown(rb, 0))
             + "; the other terms cap it, so relax the target or solve for another field"

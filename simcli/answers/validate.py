@@ -185,7 +185,7 @@ def read_measurements(path: str | Path) -> Measured:
     m = Measured(str(p), kind, header, tuple(rows), tuple(lines[1:]), tuple(comments))
     from ..io.tables import check_measured
 
-    check_measured(m.rows, str(p), m.lines, m.comments)  # one run, one collective, one row per (size, ranks)
+    check_measured(m.rows, str(p), m.lines, comments=m.comments)  # one run, one collective, one row per (size, ranks)
     if kind == "allreduce" and "collective" in header:
         keep = np.array([c.lower() in _ALLREDUCE_NAMES for c in m.text("collective")], dtype=bool)
         if len(m) and not keep.any():
@@ -209,7 +209,7 @@ def apply_rules(m: Measured) -> None:
         for c, v in r.items():
             cell = (v or "").strip()
             if cell and _looks_numeric(cell):
-                rules.number(cell, f"{m.path}: line {m.lines[i]}", c, "real")
+                rules.number(cell, f"{m.path}: line {m.lines[i]}", c, kind="real")
     if m.kind == "allreduce":
         kcol = "world_size" if "world_size" in m.header else "devices"
         for suffix, tcol in (("", "time_s"), ("", "time_us"), ("_inplace", "time_inplace_us")):
@@ -300,7 +300,7 @@ def placement_notes(m: Measured, profile: Profile) -> list[str]:
 
 
 def trace_step_measured(
-    live: Any, flops_per_sample: float, params: float, batch: int, dtype: str, update_bytes_per_param: float
+    live: Any, flops_per_sample: float, params: float, *, batch: int, dtype: str, update_bytes_per_param: float
 ) -> Any:
     """A trace's steps as a 'bench step' file (simcli.answers.validate.Measured, kind 'step'): one row per rank, the
     median over its steps of forward + backward (t_compute_s), p10/p90 over the steps, and of the optimizer's step
@@ -348,6 +348,7 @@ def filter_rows(
     m: Measured,
     where: Sequence[str] = (),
     min_size: float = 0.0,
+    *,
     max_size: float | None = None,
     option: str = "--where",
 ) -> Measured:
@@ -423,7 +424,7 @@ class Validation:
         return None if s is None else s["overall"]["mdape"]
 
 
-def _row(metric: str, k: int, n: float | None, pred: float, meas: float, line: int, **extra: Any) -> dict[str, Any]:
+def _row(metric: str, k: int, n: float | None, *, pred: float, meas: float, line: int, **extra: Any) -> dict[str, Any]:
     err = float(rel_error(np.float64(pred), np.float64(meas)))
     return {
         "metric": metric,
@@ -451,7 +452,13 @@ def _validate_allreduce(
     topology.check_devices(profile.network, k)
     g = m.gpus_per_process()  # nccl-tests' -g per row; None: one GPU per process
     predicted = collectives.collective(
-        profile, algorithm, k, n, "all_reduce", protocol=protocol, gpus_per_process=1 if g is None else g
+        profile,
+        algorithm,
+        k,
+        nbytes=n,
+        collective="all_reduce",
+        protocol=protocol,
+        gpus_per_process=1 if g is None else g,
     ).time
     f = specs.busbw_factor(k)
     recs = []
@@ -463,9 +470,9 @@ def _validate_allreduce(
                 "time_s",
                 k[i],
                 n[i],
-                pred,
-                t[i],
-                m.lines[i],
+                pred=pred,
+                meas=t[i],
+                line=m.lines[i],
                 busbw_measured_GBps=bus_m,
                 busbw_predicted_GBps=bus_p,
                 busbw_error=bus_p / bus_m - 1.0,
@@ -491,7 +498,7 @@ def _groups(m: Measured, columns: Sequence[str]) -> dict[tuple[str, ...], np.nda
 
 
 def _validate_step(
-    m: Measured, profile: Profile, workload: Workload | None, opts: Mapping[str, Any], overlap: str, notes: list[str]
+    m: Measured, profile: Profile, workload: Workload | None, *, opts: Mapping[str, Any], overlap: str, notes: list[str]
 ) -> list[dict[str, Any]]:
     """bench step rows: predicted T_step and S(k) for the measured model (params from the file)."""
     from ..step.engine import simulate
@@ -536,17 +543,23 @@ def _validate_step(
             extra = {"mode": mode} if mode else {}
             if row_dtype:
                 extra["dtype"] = row_dtype
-            recs.append(_row("t_step_s", k[i], None, float(res.t_step_s[j]), ts[i], m.lines[i], **extra))
+            recs.append(_row("t_step_s", k[i], None, pred=float(res.t_step_s[j]), meas=ts[i], line=m.lines[i], **extra))
             if tcm is not None and (mode in ("", "flat") or "flat" not in {r.get("mode") for r in m.rows}):
                 # forward + backward alone: what the profile's mfu (mfu_by_dtype) predicts, without the optimizer
-                recs.append(_row("t_compute_s", k[i], None, float(res.t_compute_s[j]), tcm[i], m.lines[i], **extra))
+                recs.append(
+                    _row(
+                        "t_compute_s", k[i], None, pred=float(res.t_compute_s[j]), meas=tcm[i], line=m.lines[i], **extra
+                    )
+                )
             if sp is not None and k[i] > 1:
-                recs.append(_row("speedup", k[i], None, float(res.speedup[j]), sp[i], m.lines[i], **extra))
+                recs.append(
+                    _row("speedup", k[i], None, pred=float(res.speedup[j]), meas=sp[i], line=m.lines[i], **extra)
+                )
     return recs
 
 
 def _validate_scaling(
-    m: Measured, profile: Profile, workload: Workload | None, opts: Mapping[str, Any], overlap: str
+    m: Measured, profile: Profile, workload: Workload | None, *, opts: Mapping[str, Any], overlap: str
 ) -> list[dict[str, Any]]:
     """Published scaling tables: predicted S(k) (k > 1) and throughput for the named model."""
     from ..step.engine import simulate
@@ -576,9 +589,11 @@ def _validate_scaling(
         res = simulate(sc, k[idx])
         for j, i in enumerate(idx):
             if k[i] > 1 and sp is not None:
-                recs.append(_row("speedup", k[i], None, float(res.speedup[j]), sp[i], m.lines[i]))
+                recs.append(_row("speedup", k[i], None, pred=float(res.speedup[j]), meas=sp[i], line=m.lines[i]))
             if tput is not None:
-                recs.append(_row("samples_per_s", k[i], None, float(res.samples_per_s[j]), tput[i], m.lines[i]))
+                recs.append(
+                    _row("samples_per_s", k[i], None, pred=float(res.samples_per_s[j]), meas=tput[i], line=m.lines[i])
+                )
     return recs
 
 
@@ -603,9 +618,9 @@ def validate(
         recs = _validate_allreduce(m, profile, opts.get("algorithm"), protocol=opts.get("protocol"))
         notes += placement_notes(m, profile)
     elif m.kind == "step":
-        recs = _validate_step(m, profile, workload, opts, overlap, notes)
+        recs = _validate_step(m, profile, workload, opts=opts, overlap=overlap, notes=notes)
     else:
-        recs = _validate_scaling(m, profile, workload, opts, overlap)
+        recs = _validate_scaling(m, profile, workload, opts=opts, overlap=overlap)
         notes.append("S(1) = 1 on both sides by definition: k = 1 rows are left out of the speedup errors")
     if not recs:
         raise InputError(f"{m.path}: no rows to compare (a scaling table needs rows with devices > 1)")
