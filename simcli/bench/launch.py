@@ -122,7 +122,7 @@ def check_port(port: int, host: str = "127.0.0.1") -> None:
             ) from None
 
 
-def check_world_size(k: int, backend: str, oversubscribe: bool, devices: int | None) -> None:
+def check_world_size(k: int, backend: str, oversubscribe: bool, *, devices: int | None) -> None:
     """Refuse a world this host cannot sensibly run: more ranks than GPUs, or far more than CPU cores."""
     if backend == "nccl":
         if devices is not None and k > devices:
@@ -332,7 +332,7 @@ def _run_world_once(
                     r.returncode, r.ended_at = r.proc.returncode, now
             failed = [r for r in ranks if r.returncode not in (None, 0)]
             if failed:
-                failure = _describe_failure(k, failed, ranks, progress_path, config)
+                failure = _describe_failure(k, failed, ranks, progress_path=progress_path, config=config)
                 break
             if all(r.returncode == 0 for r in ranks):
                 break
@@ -349,7 +349,7 @@ def _run_world_once(
             started = min(prog) > 0
             limit = timeout_s if started else max(timeout_s, STARTUP_S)
             if now - last_change > limit:
-                failure = _describe_timeout(k, ranks, progress_path, limit, config, started)
+                failure = _describe_timeout(k, ranks, progress_path, timeout_s=limit, config=config, started=started)
                 break
     finally:
         _stop(ranks)
@@ -410,7 +410,7 @@ def _unit(config: Mapping[str, Any]) -> str:
 
 
 def _describe_failure(
-    k: int, failed: list[_Rank], ranks: list[_Rank], progress_path: Path, config: Mapping[str, Any]
+    k: int, failed: list[_Rank], ranks: list[_Rank], *, progress_path: Path, config: Mapping[str, Any]
 ) -> str:
     prog = _progress(progress_path, k)
     # the first to fail is the cause; the others lost their peer. Among ranks that ended in the same
@@ -441,7 +441,13 @@ def _where(progress: int, config: Mapping[str, Any]) -> str:
 
 
 def _describe_timeout(
-    k: int, ranks: list[_Rank], progress_path: Path, timeout_s: float, config: Mapping[str, Any], started: bool = True
+    k: int,
+    ranks: list[_Rank],
+    progress_path: Path,
+    *,
+    timeout_s: float,
+    config: Mapping[str, Any],
+    started: bool = True,
 ) -> str:
     prog = _progress(progress_path, k)
     live = [r.rank for r in ranks if r.returncode is None]

@@ -126,7 +126,7 @@ def cpu_model() -> str:
     return platform.processor() or platform.machine()
 
 
-def metadata(command: str, backend: str, torch_version: str | None, extra: Mapping[str, Any] = ()) -> list[str]:
+def metadata(command: str, backend: str, torch_version: str | None, *, extra: Mapping[str, Any] = ()) -> list[str]:
     """The ``key: value`` lines of the header comment."""
     lines = [
         f"simcli {command}",
@@ -155,6 +155,7 @@ class ResultWriter:
         path: str | os.PathLike[str] | None,
         columns: Sequence[str],
         comments: Iterable[str],
+        *,
         force: bool = False,
         inputs: Iterable[str | os.PathLike[str] | None] = (),
         fmt: str = "csv",

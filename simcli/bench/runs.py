@@ -69,12 +69,12 @@ def resolve_backend(backend: str) -> tuple[str, int | None]:
     return backend, cuda
 
 
-def check_worlds(sizes: list[int], backend: str, oversubscribe: bool, cuda: int | None, port: int) -> None:
+def check_worlds(sizes: list[int], backend: str, oversubscribe: bool, *, cuda: int | None, port: int) -> None:
     """Refuse, before any rank starts, a world this host cannot run and a --port that is out of range or busy."""
     from .launch import check_port, check_world_size
 
     for k in sizes:
-        check_world_size(k, backend, oversubscribe, cuda)
+        check_world_size(k, backend, oversubscribe, devices=cuda)
     if port:
         check_port(port)
 
@@ -92,9 +92,9 @@ def run_worlds(
     task: str,
     sizes_k: list[int],
     tr: dict[str, Any] | None,
+    *,
     backend: str,
     config: dict[str, Any],
-    *,
     timeout: float,
     port: int,
     threads: int | None,
@@ -118,9 +118,9 @@ def run_worlds(
             backend,
             int(tr["rank"]),
             int(tr["world_size"]),
-            int(tr["local_rank"]),
-            int(tr["local_world_size"]),
-            timeout,
+            local_rank=int(tr["local_rank"]),
+            local_world_size=int(tr["local_world_size"]),
+            timeout_s=timeout,
             emit_fn=on_record,
         )
         cfg = {k: v for k, v in config.items() if k not in ("backend", "progress_unit")}
@@ -159,7 +159,7 @@ def run_worlds(
 # --------------------------------------------------------------------------- bench step
 
 
-def check_memory(spec: Any, batch: int, backend: str, ranks_here: int, kind: str) -> None:
+def check_memory(spec: Any, batch: int, backend: str, *, ranks_here: int, kind: str) -> None:
     """Refuse a model whose step cannot fit: parameters x 4 B x 4 + activations, per rank, vs the memory there."""
     from ..base.units import fmt_bytes
     from .models import memory_estimate
@@ -197,7 +197,7 @@ def available_memory() -> float:
 
 
 def add_prediction(
-    rec: dict[str, Any], ref: dict[str, float], prof: Any, tr: dict[str, Any] | None, bucket_cap_mb: float = 25.0
+    rec: dict[str, Any], ref: dict[str, float], prof: Any, *, tr: dict[str, Any] | None, bucket_cap_mb: float = 25.0
 ) -> None:
     """Measured S(k), E(k) and the engine's prediction for the same profile and params.
 

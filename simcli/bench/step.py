@@ -179,7 +179,7 @@ def measure_step(
     gen = torch.Generator().manual_seed(seed + 1)
     batches = [
         (xg, yg, xg[r * b : (r + 1) * b], yg[r * b : (r + 1) * b])
-        for xg, yg in make_batches(spec, k * b, n_batches, gen, d.device)
+        for xg, yg in make_batches(spec, k * b, n_batches, gen=gen, device=d.device)
     ]
     counter = [0]
 
@@ -287,7 +287,19 @@ def measure_step(
         if d.fault("grad"):  # test hook: a rank whose gradient is wrong must fail the check
             g_avg = g_avg + 1e-2
         opt.step()
-        ident = _check_identity(d, g_avg, _flat_params(ident_model), xg, yg, spec, seed, lr, fwd_loss, dtype, b)
+        ident = _check_identity(
+            d,
+            g_avg,
+            _flat_params(ident_model),
+            xg=xg,
+            yg=yg,
+            spec=spec,
+            seed=seed,
+            lr=lr,
+            fwd_loss=fwd_loss,
+            dtype=dtype,
+            b=b,
+        )
         if mode == "ddp":
             del ddp
         del ident_model, opt, g_avg
@@ -381,7 +393,7 @@ def _device_name(device) -> str:
 
 
 def _check_identity(
-    d: Dist, g_avg, params_after, xg, yg, spec, seed: int, lr: float, fwd_loss, dtype: str, b: int
+    d: Dist, g_avg, params_after, *, xg, yg, spec, seed: int, lr: float, fwd_loss, dtype: str, b: int
 ) -> dict[str, float]:
     """Ranks agree on g and θ; g equals one process's gradient on the global batch. Raises IdentityError.
 
