@@ -479,7 +479,7 @@ def parse_bytes(value: str | None, option: str) -> float | None:
     return None if value is None else parse_at(value, "bytes", option)
 
 
-def parse_fraction(value: str | None, option: str, example: str, zero: bool = False) -> float | None:
+def parse_fraction(value: str | None, option: str, example: str, *, zero: bool = False) -> float | None:
     """A fraction from the command line, as a percentage ('15%') or a number (0.15); None stays None.
 
     Finite and positive (``zero``: 0 is allowed too), else bad input naming the option and an ``example``."""
@@ -679,10 +679,16 @@ class PictureOptions(OptionGroup):
     height: Height = None
     threshold: Threshold = THRESHOLD
 
-    def size(self, path: str, force: bool, option: str = "--plot", threshold: bool = True) -> "FigSize":
+    def size(self, path: str, force: bool, option: str = "--plot", *, threshold: bool = True) -> "FigSize":
         """Check a picture request before any work: suffix, directory, clobbering, size and threshold."""
         return picture_size(
-            path, force, self.dpi, self.width, self.height, self.threshold if threshold else None, option=option
+            path,
+            force,
+            self.dpi,
+            width=self.width,
+            height=self.height,
+            threshold=self.threshold if threshold else None,
+            option=option,
         )
 
 
@@ -690,6 +696,7 @@ def picture_size(
     path: str,
     force: bool,
     dpi: int,
+    *,
     width: float,
     height: float | None,
     threshold: float | None = None,

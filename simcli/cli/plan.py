@@ -87,7 +87,7 @@ PartialNodes = o.opt(
 # --------------------------------------------------------------------------- helpers
 
 
-def parse_numbers(value: str | None, option: str, kind: type, lo: float, hi: float | None = None) -> list[Any]:
+def parse_numbers(value: str | None, option: str, kind: type, *, lo: float, hi: float | None = None) -> list[Any]:
     if value is None:
         return []
     out = []
@@ -111,7 +111,7 @@ def _curve_command(devices: str, scn: o.ScenarioOptions) -> str:
     return " ".join(shlex.quote(p) for p in parts)
 
 
-def _scan_string(res_devices: Any, given: str | None, *extra: int) -> str:
+def _scan_string(res_devices: Any, given: str | None, extra: tuple[int | None, ...]) -> str:
     """A --devices string for the curve: the given range when short, else powers of two plus the key k."""
     if given is not None and len(res_devices) <= 64:
         return given
@@ -206,11 +206,11 @@ def plan_max_devices(
     # what was scanned, said: whole nodes past the first (a 9th device alone on a second node is not a plan)
     res["scan"] = "every count" if partial_nodes or k.size == every else "whole nodes past the first"
     nxt = ans.beyond["devices"] if ans.beyond else None
-    res["command"] = _curve_command(_scan_string(ans.result.devices, devices, ans.answer, nxt), scn)
+    res["command"] = _curve_command(_scan_string(ans.result.devices, devices, (ans.answer, nxt)), scn)
     from ..answers.band_decisions import max_devices_band
 
     res["band"] = max_devices_band(ans)
-    _plan_finish(sc, ans, res, mem, out, [ans.answer] if ans.answer else k)
+    _plan_finish(sc, ans, res, optimizer=mem, out=out, devices=[ans.answer] if ans.answer else k)
 
 
 @plan_app.command("solve", epilog=examples("simcli plan solve inter_node.bandwidth -k 512 -e 0.85 -m bert-large"))
@@ -239,11 +239,11 @@ def plan_solve(
     kk = int(k[0])
     ans = S.solve_field(sc, devices=kk, target=min_efficiency, path=field, rtol=tolerance)  # type: ignore[arg-type]
     res = ans.to_dict()
-    res["command"] = _curve_command(_scan_string([1, kk], None, kk), scn)
+    res["command"] = _curve_command(_scan_string([1, kk], None, (kk,)), scn)
     from ..answers.band_decisions import solve_band
 
     res["band"] = solve_band(sc, ans)
-    _plan_finish(sc, ans, res, mem, out, [kk])
+    _plan_finish(sc, ans, res, optimizer=mem, out=out, devices=[kk])
 
 
 @plan_app.command(
@@ -279,11 +279,11 @@ def plan_time_to_train(
     if tokens is not None:
         res["tokens"] = tokens
     res["command"] = _curve_command(devices, scn)
-    _plan_finish(sc, ans, res, mem, out, k)
+    _plan_finish(sc, ans, res, optimizer=mem, out=out, devices=k)
 
 
 def _plan_finish(
-    sc: "Scenario", ans: Any, res: dict[str, Any], optimizer: str, out: o.OutputOptions, devices: Any
+    sc: "Scenario", ans: Any, res: dict[str, Any], *, optimizer: str, out: o.OutputOptions, devices: Any
 ) -> None:
     from ..answers.plan import training_memory
 
@@ -294,7 +294,7 @@ def _plan_finish(
     for w in res["warnings"]:
         warn(w)
     if out.table:
-        show(_plan_view(sc, ans, res, out.rows), out.output, out.force)
+        show(_plan_view(sc, ans, res, rows=out.rows), out.output, out.force)
         return
     from ..io.output import to_csv, to_json
 
@@ -341,7 +341,7 @@ def _plan_rows(out: dict[str, Any]) -> list[dict[str, Any]]:
     return [{**{key: out[key] for key in keys}, "worse_ranges": worse or None, "fits_memory": out["memory"]["fits"]}]
 
 
-def _plan_view(sc: "Scenario", ans: Any, out: dict[str, Any], rows: int) -> Any:
+def _plan_view(sc: "Scenario", ans: Any, out: dict[str, Any], *, rows: int) -> Any:
     from rich.console import Group
     from rich.text import Text
 

@@ -147,9 +147,9 @@ def plan_best(
         devices=k,
         micro_batches=tuple(micro or range(1, 9)),
         grad_dtypes=tuple(o.split_list(grad_dtype, "--grad-dtype")),  # type: ignore[arg-type]
-        shard_groups=tuple(parse_numbers(shard_group, "--shard-group", int, 1)) or (None,),
+        shard_groups=tuple(parse_numbers(shard_group, "--shard-group", int, lo=1)) or (None,),
         checkpointing=tuple(ck),
-        bucket_mbs=tuple(parse_numbers(bucket_mb, "--bucket-mb", float, 1e-9)) or (sc.bucket_mb,),
+        bucket_mbs=tuple(parse_numbers(bucket_mb, "--bucket-mb", float, lo=1e-9)) or (sc.bucket_mb,),
     )
     from .progress import progress
 
@@ -184,7 +184,7 @@ def plan_best(
         fig = PL.frontier_figure(ans, _title(sc, ans), size)
         typer.echo(f"wrote {PL.save_figure(fig, pic.plot, out.force)}", err=True)
     if out.table:
-        show(_view(sc, ans, res, out.rows), out.output, out.force)
+        show(_view(sc, ans, res, rows=out.rows), out.output, out.force)
         return
     from ..io.output import to_csv, to_json
 
@@ -254,7 +254,7 @@ def _figures(r: dict[str, Any], price: float | None) -> str:
     return s
 
 
-def _view(sc: Any, ans: "Best", out: dict[str, Any], rows: int) -> Any:
+def _view(sc: Any, ans: "Best", out: dict[str, Any], *, rows: int) -> Any:
     from rich.console import Group
     from rich.text import Text
 
