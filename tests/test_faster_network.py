@@ -123,7 +123,12 @@ def test_where_it_fails_nccls_choice_moved(profile, model, tier, factor, k):
         if new is None or _pair(old) == _pair(new):
             continue
         kept = C.collective(
-            sc.profile, old.algorithm[0], np.array([k]), np.float64(size), "all_reduce", protocol=old.protocol[0]
+            sc.profile,
+            old.algorithm[0],
+            np.array([k]),
+            nbytes=np.float64(size),
+            collective="all_reduce",
+            protocol=old.protocol[0],
         )
         assert new.time[0] > kept.time[0], (size, _pair(old), _pair(new))  # the pair it left is cheaper there
         moved += 1

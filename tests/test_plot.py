@@ -62,7 +62,7 @@ def figs(monkeypatch):
 
     def capture(fig, path, force=False, option="--plot"):
         seen.append(fig)
-        return real(fig, path, force, option)
+        return real(fig, path, force=force, option=option)
 
     monkeypatch.setattr(P, "save_figure", capture)
     return seen
@@ -286,7 +286,7 @@ def test_algorithm_map_is_the_argmin(runner, figs, profs, tmp_path):
     prof = resolve_profile(profs[0])
     k, n = parse_devices("2..64:x2"), np.array([2.0**10 * 8**i for i in range(7)])
     names = list(registry.ALGORITHMS)
-    times = np.stack([collectives.allreduce(a, prof.network, k[:, None], n[None, :]).time for a in names])
+    times = np.stack([collectives.allreduce(a, prof.network, k[:, None], nbytes=n[None, :]).time for a in names])
     np.testing.assert_array_equal(np.asarray(fig.axes[0].images[0].get_array()), np.argmin(times, axis=0))
 
 

@@ -74,7 +74,9 @@ def test_each_collective_priced_in_its_dtype():
     prof = resolve_profile("dgx-h100")
 
     def c(n, kind):
-        return float(collectives.collective(prof, "nccl", K8, np.float64(n), kind, protocol=None).time[0])
+        return float(
+            collectives.collective(prof, "nccl", K8, nbytes=np.float64(n), collective=kind, protocol=None).time[0]
+        )
 
     w = small(params=1.3e9)  # 5.2 GB of fp32 gradients: two full 2 GB buckets and a remainder
     n, bucket = 1.3e9 * 4.0, 5e8 * 4.0
@@ -290,7 +292,7 @@ def test_step_at_least_compute_and_first_all_gather(prof, strategy, params, laye
         p = resolve_profile(prof)
         d = min(k, p.network[0].size) if strategy == "hsdp" else k
         first = collectives.collective(
-            p, None, np.array([d]), np.float64(params / layers * 2.0), "all_gather", protocol=None
+            p, None, np.array([d]), nbytes=np.float64(params / layers * 2.0), collective="all_gather", protocol=None
         ).time[0]
         assert r.t_step_s[0] >= r.t_compute_s[0] + first * (1 - 1e-12)
 
@@ -540,6 +542,6 @@ def test_every_strategy_row_is_complete_and_drives_memory_and_the_step():
     )
     need = [memory.per_device(s.name, np.array([64]), group=8, node_size=8, **kw).total[0] for s in specs]
     assert need == sorted(need, reverse=True)
-    assert strategies.shard_divisor("hsdp", np.array([64]), None, 8).tolist() == [8]
-    assert strategies.shard_divisor("zero2", np.array([64]), None, 8).tolist() == [64]
-    assert strategies.shard_divisor("ddp", np.array([64]), None, 8).tolist() == [1]
+    assert strategies.shard_divisor("hsdp", np.array([64]), None, node_size=8).tolist() == [8]
+    assert strategies.shard_divisor("zero2", np.array([64]), None, node_size=8).tolist() == [64]
+    assert strategies.shard_divisor("ddp", np.array([64]), None, node_size=8).tolist() == [1]
