@@ -29,19 +29,6 @@ STEP_CSV = ROOT / "measurements" / "gloo-step-mlp8x1024-cpu.csv"
 UNIT = re.compile(r"\(.+\)$", re.S)
 
 
-@pytest.fixture
-def figs(monkeypatch):
-    seen = []
-    real = P.save_figure
-
-    def capture(fig, path, force=False, option="--plot"):
-        seen.append(fig)
-        return real(fig, path, force=force, option=option)
-
-    monkeypatch.setattr(P, "save_figure", capture)
-    return seen
-
-
 def _draw(runner, figs, *args) -> object:
     r = runner.invoke(app, [str(a) for a in args])
     assert r.exit_code == 0, r.output

@@ -19,10 +19,11 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from simcli.base.ranges import parse_devices
-from simcli.cli import app
 from simcli.comm.grid import comm_grid
 from simcli.io.profiles import resolve_profile
 from simcli.plot import figures as P
+
+from conftest import run
 
 A = """\
 name: t-a
@@ -52,24 +53,6 @@ def profs(tmp_path):
         f.write_text(text)
         out.append(str(f))
     return out
-
-
-@pytest.fixture
-def figs(monkeypatch):
-    """Every figure the command line saves, in order."""
-    seen = []
-    real = P.save_figure
-
-    def capture(fig, path, force=False, option="--plot"):
-        seen.append(fig)
-        return real(fig, path, force=force, option=option)
-
-    monkeypatch.setattr(P, "save_figure", capture)
-    return seen
-
-
-def run(runner, *args):
-    return runner.invoke(app, [str(a) for a in args])
 
 
 def ok(result):

@@ -481,25 +481,8 @@ def test_compare_and_plan_check_a_sharded_strategy_s_memory(runner):
     assert fits == {("ddp", 8): False, ("ddp", 64): False, ("fsdp", 8): True, ("fsdp", 64): True}
     warnings = [line for line in r.stderr.splitlines() if "DOES NOT FIT" in line]
     assert len(warnings) == 1 and warnings[0].startswith("simcli: warning: ddp:")  # fsdp's state fits
-    r = runner.invoke(
-        app,
-        [
-            "plan",
-            "max-devices",
-            "-m",
-            "llama2-7b",
-            "-p",
-            "dgx-h100",
-            "-k",
-            "8..64:x2",
-            "--min-efficiency",
-            "0.9",
-            "--strategy",
-            "fsdp",
-            "-f",
-            "json",
-        ],
-    )
+    cmd = "plan max-devices -m llama2-7b -p dgx-h100 -k 8..64:x2 --min-efficiency 0.9 --strategy fsdp -f json"
+    r = runner.invoke(app, cmd.split())
     assert r.exit_code == 0, r.output
     out = json.loads(r.stdout)
     assert out["memory"]["strategy"] == "fsdp" and out["memory"]["fits"] is True and r.stderr == ""

@@ -151,31 +151,15 @@ def test_a_v100_profile_measured_on_resnet_gives_transformers_the_transformer_fi
 
 
 def test_update_cli_options(runner=None):
+    import json
+
     from typer.testing import CliRunner
 
     from simcli.cli.app import app
 
-    r = CliRunner().invoke(
-        app,
-        [
-            "speedup",
-            "-m",
-            "bert-large",
-            "-p",
-            "dgx-a100",
-            "-k",
-            "1,8",
-            "--optimizer",
-            "lamb",
-            "--update-extras",
-            "flatten",
-            "-f",
-            "json",
-        ],
-    )
+    cmd = "speedup -m bert-large -p dgx-a100 -k 1,8 --optimizer lamb --update-extras flatten -f json"
+    r = CliRunner().invoke(app, cmd.split())
     assert r.exit_code == 0, r.output
-    import json
-
     d = json.loads(r.stdout)
     recs = d["records"] if isinstance(d, dict) else d
     assert recs[0]["t_update_s"] == pytest.approx(340e6 * 68 / 2039e9)

@@ -154,19 +154,7 @@ def test_validate_scaling_table_needs_a_model_and_skips_k1(runner):
     r = runner.invoke(app, ["validate", str(DLPERF), "--profile", "dgx-v100"])
     assert r.exit_code == 2 and "--model" in r.stderr
     r = runner.invoke(
-        app,
-        [
-            "validate",
-            str(DLPERF),
-            "--profile",
-            "dgx-v100",
-            "--model",
-            "resnet50",
-            "--dtype",
-            "fp32",
-            "--format",
-            "json",
-        ],
+        app, ["validate", str(DLPERF), *"--profile dgx-v100 --model resnet50 --dtype fp32 --format json".split()]
     )
     assert r.exit_code == 0, r.output
     out = json.loads(r.stdout)
