@@ -9,12 +9,11 @@ from typing import Any, Callable, Sequence
 
 import numpy as np
 
-from ..base.types import InputError
 from . import releases
 from .cost import CommCost, Lazy, per_tier
-from .nccl import RING_PLATEAU, default_spec, nvls_fill, pairs
+from .nccl import RING_PLATEAU, candidates, default_spec, nvls_fill, pairs
 from .specs import PROTOCOL_SPECS
-from .topology import ring_params, tier_bandwidth
+from .topology import ring_params
 
 __all__ = ["nccl_spec", "nccl_collective", "nccl_faster_pair", "nccl_env", "NCCL_ALGO_ENV", "FASTER_MARGIN"]
 
@@ -44,21 +43,9 @@ def nccl_collective(
     fp8_ring = (
         message_dtype == "fp8" and by == "tuner" and releases.select(spec.version, "nccl.version").fp8_ring_penalty
     )
-    tb = tier_bandwidth(net, k)
-    cands = pairs(
-        net,
-        spec,
-        k,
-        tier_Bps=tb,
-        collective=collective,
-        algorithms=algorithms,
-        protocols=[protocol] if protocol else None,
+    tb, cands = candidates(
+        pairs, profile, k, spec=spec, collective=collective, algorithms=algorithms, protocol=protocol
     )
-    if not cands:
-        raise InputError(
-            f"--protocol: {protocol} does not run {', '.join(algorithms or ['any algorithm'])} on "
-            f"profile {profile.name}; choose another protocol or leave --protocol out"
-        )
     if algorithms is not None and "ring" not in algorithms:
         # NCCL (tuning.cc, "at least set ring algo available"): where the forced algorithm cannot run, Ring does
         forced_on = np.any(np.stack([np.broadcast_to(p.enabled, k.shape) for p in cands]), axis=0)

@@ -48,9 +48,9 @@ import numpy as np
 
 from ..base.types import InputError, NcclSpec, Tier
 from .cost import CommCost, Lazy, per_tier
-from .nccl import HW_LATENCY_US, NET_OVERHEAD_US, Pair, hops, tier_kind, tree_groups
+from .nccl import HW_LATENCY_US, NET_OVERHEAD_US, Pair, candidates, hops, tier_kind, tree_groups
 from .specs import COLLECTIVES, PROTOCOLS, link_kind
-from .topology import ring_params, tier_bandwidth
+from .topology import ring_params
 
 __all__ = [
     "TuningModel",
@@ -484,21 +484,9 @@ def rccl_collective(
     k = np.asarray(k, dtype=np.int64)
     n = np.asarray(n, dtype=np.float64)
     shape = np.broadcast(k, n).shape
-    tb = tier_bandwidth(net, k)
-    cands = pairs(
-        net,
-        spec,
-        k,
-        tier_Bps=tb,
-        collective=collective,
-        algorithms=algorithms,
-        protocols=[protocol] if protocol else None,
+    _, cands = candidates(
+        pairs, profile, k, spec=spec, collective=collective, algorithms=algorithms, protocol=protocol, library=" (RCCL)"
     )
-    if not cands:
-        raise InputError(
-            f"--protocol: {protocol} does not run {', '.join(algorithms or ['any algorithm'])} on "
-            f"profile {profile.name} (RCCL); choose another protocol or leave --protocol out"
-        )
     nn = np.broadcast_to(n, shape)
     kk = np.broadcast_to(k, shape)
     times, keys = [], []

@@ -171,6 +171,19 @@ def tree_allreduce(
     return _priced(network, k, n, name="tree", link=link, reduce_Bps=reduce_Bps, **terms)
 
 
+def _doubling(k: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """(floor(lg k), k' = 2^floor(lg k), 1.0 where k is not a power of two else 0.0): the recursive algorithms'
+    steps and the surplus devices' extra steps (Thakur, Rabenseifner & Gropp 2005, §4)."""
+    lg, p2 = _pow2_floor(k)
+    return lg, p2, (p2 != k).astype(np.float64)
+
+
+def _flat_inputs(network: Sequence[Tier], k: np.ndarray, nbytes: np.ndarray) -> tuple[np.ndarray, np.ndarray, Link]:
+    """k and n as arrays and the hierarchy-blind link (:func:`_flat`)."""
+    k = np.asarray(k, dtype=np.int64)
+    return k, np.asarray(nbytes, dtype=np.float64), _flat(network, k)
+
+
 def _flat(network: Sequence[Tier], k: np.ndarray) -> Link:
     """(alpha, B, bottleneck tier, latency tier) of a hierarchy-blind algorithm: slowest spanned tier."""
     alpha, lat_tier = latency_params(network, k)
@@ -194,12 +207,9 @@ def recursive_doubling_allreduce(
     alpha, B: the slowest spanned tier when every device sends at once
     (``tier_link_bandwidth``).
     """
-    k = np.asarray(k, dtype=np.int64)
-    n = np.asarray(nbytes, dtype=np.float64)
-    link = _flat(network, k)
+    k, n, link = _flat_inputs(network, k, nbytes)
+    lg, p2, extra = _doubling(k)
     alpha, bus = link.alpha, link.bus
-    lg, p2 = _pow2_floor(k)
-    extra = (p2 != k).astype(np.float64)
     steps = lg + 2.0 * extra
     with np.errstate(divide="ignore", invalid="ignore"):
         bandwidth = steps * n / bus
@@ -224,12 +234,9 @@ def rabenseifner_allreduce(
 
     alpha, B: the slowest spanned tier when every device sends at once.
     """
-    k = np.asarray(k, dtype=np.int64)
-    n = np.asarray(nbytes, dtype=np.float64)
-    link = _flat(network, k)
+    k, n, link = _flat_inputs(network, k, nbytes)
+    lg, p2, extra = _doubling(k)
     alpha, bus = link.alpha, link.bus
-    lg, p2 = _pow2_floor(k)
-    extra = (p2 != k).astype(np.float64)
     pf = p2.astype(np.float64)
     with np.errstate(divide="ignore", invalid="ignore"):
         bandwidth = (2.0 * (pf - 1.0) / pf + 2.0 * extra) * n / bus
