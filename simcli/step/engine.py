@@ -535,32 +535,20 @@ def simulate(
         return _simulate_sharded(sc, k, b, t_micro=t_micro, t_bwd_micro=t_bwd_micro, slow=slow, comm_end=comm_end)
     n = float(sc.grad_bytes)
     plan = bucket_plan(n, sc.bucket_bytes if sc.overlap == "buckets" else None)
-    comm_full = (
-        collectives.collective(
+
+    def all_reduce(size: float) -> Any:
+        return collectives.collective(
             sc.profile,
             sc.algorithm,
             k,
-            nbytes=np.float64(plan.size),
+            nbytes=np.float64(size),
             collective="all_reduce",
             protocol=sc.protocol,
             message_dtype=sc.grad_dtype,
         )
-        if plan.full
-        else None
-    )
-    comm_last = (
-        collectives.collective(
-            sc.profile,
-            sc.algorithm,
-            k,
-            nbytes=np.float64(plan.last),
-            collective="all_reduce",
-            protocol=sc.protocol,
-            message_dtype=sc.grad_dtype,
-        )
-        if plan.last
-        else None
-    )
+
+    comm_full = all_reduce(plan.size) if plan.full else None
+    comm_last = all_reduce(plan.last) if plan.last else None
     if comm_end is not None:
         comm_full = comm_full and bands.at_end(
             comm_full, sc.profile, k, n=plan.size, collective="all_reduce", end=comm_end
