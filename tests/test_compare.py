@@ -125,14 +125,7 @@ def test_cli_compare_csv_table_and_plot(runner, profs, tmp_path):
         "compare",
         "--profile",
         profs[0],
-        "--model",
-        "bert-base,bert-large",
-        "-k",
-        "8,16",
-        "--bucket-mb",
-        "25,100",
-        "--algorithm",
-        "ring,auto",
+        *"--model bert-base,bert-large -k 8,16 --bucket-mb 25,100 --algorithm ring,auto".split(),
     ]
     r = run(runner, *args, "-f", "csv")
     assert r.exit_code == 0, r.output

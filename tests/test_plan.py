@@ -259,19 +259,9 @@ def test_cli_max_devices_json_matches_speedup_scan(runner, prof, extra, partial)
 
 def test_cli_solve_json_and_table(runner, prof):
     args = [
-        "plan",
-        "solve",
-        "inter_node.bandwidth",
-        "--devices",
-        "16",
-        "-e",
-        "0.9",
-        "--profile",
+        *"plan solve inter_node.bandwidth --devices 16 -e 0.9 --profile".split(),
         prof,
-        "--model",
-        "bert-large",
-        "--grad-dtype",
-        "bf16",
+        *"--model bert-large --grad-dtype bf16".split(),
     ]
     r = run(runner, *args, "-f", "json")
     assert r.exit_code == 0, r.output

@@ -128,16 +128,7 @@ def test_plan_header_names_the_strategy(runner):
     r = ok(
         run(
             runner,
-            "plan",
-            "max-devices",
-            "--min-efficiency",
-            "0.9",
-            "-m",
-            "llama2-7b",
-            "--strategy",
-            "fsdp",
-            "-k",
-            "8..64:x2",
+            *"plan max-devices --min-efficiency 0.9 -m llama2-7b --strategy fsdp -k 8..64:x2".split(),
         )
     )
     head = r.stdout.split("answer")[0]
@@ -149,16 +140,9 @@ def test_threshold_crossing_is_marked_where_json_says(runner, figs, profs, tmp_p
         ok(
             run(
                 runner,
-                "speedup",
-                "-k",
-                "1..64",
-                "-p",
+                *"speedup -k 1..64 -p".split(),
                 profs[0],
-                "-m",
-                "gpt2",
-                "-f",
-                "json",
-                "--plot",
+                *"-m gpt2 -f json --plot".split(),
                 tmp_path / "s.svg",
                 "--threshold",
                 "0.9",
@@ -186,13 +170,7 @@ def test_comm_lines_equal_json(runner, figs, profs, tmp_path):
                 "comm",
                 "-p",
                 profs[0],
-                "-k",
-                "2..16:x2",
-                "-s",
-                "1KiB..1GiB:x4",
-                "-f",
-                "json",
-                "--plot",
+                *"-k 2..16:x2 -s 1KiB..1GiB:x4 -f json --plot".split(),
                 tmp_path / "c.pdf",
             )
         ).stdout
@@ -255,11 +233,7 @@ def test_algorithm_map_is_the_argmin(runner, figs, profs, tmp_path):
             "algorithms",
             "-p",
             profs[0],
-            "-k",
-            "2..64:x2",
-            "-s",
-            "1KiB..1GiB:x8",
-            "-o",
+            *"-k 2..64:x2 -s 1KiB..1GiB:x8 -o".split(),
             tmp_path / "a.png",
         )
     )
@@ -281,13 +255,7 @@ def test_algorithms_plot_matches_its_json_and_redraws(runner, figs, profs, tmp_p
             "algorithms",
             "-p",
             profs[1],
-            "-k",
-            "2..256:x2",
-            "-s",
-            "1KiB..1GiB:x4",
-            "-f",
-            "json",
-            "-o",
+            *"-k 2..256:x2 -s 1KiB..1GiB:x4 -f json -o".split(),
             table,
             "--plot",
             tmp_path / "a.png",

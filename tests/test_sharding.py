@@ -378,24 +378,10 @@ def test_speedup_one_result_per_strategy(runner):
 def test_speedup_strategy_options(runner):
     r = runner.invoke(
         app,
-        [
-            "speedup",
-            "-m",
-            "gpt2",
-            "-p",
-            "dgx-h100",
-            "-k",
-            "16",
-            "--strategy",
-            "hsdp",
-            "--shard-group",
-            "4",
-            "--units",
-            "6",
-            "--param-dtype",
-            "fp32",
-            "--no-reshard-after-forward",
-        ],
+        (
+            "speedup -m gpt2 -p dgx-h100 -k 16 --strategy hsdp --shard-group 4 --units 6 --param-dtype fp32 "
+            "--no-reshard-after-forward"
+        ).split(),
     )
     assert r.exit_code == 0, r.output
     assert "hsdp" in r.stdout and "mem GB" in r.stdout
@@ -453,20 +439,7 @@ def test_explain_and_plan_take_a_strategy(runner):
     assert json.loads(r.stdout)["explain"][0]["memory"]["fits"] is True
     r = runner.invoke(
         app,
-        [
-            "plan",
-            "max-devices",
-            "-m",
-            "gpt2",
-            "-p",
-            "dgx-h100",
-            "-k",
-            "8..256:x2",
-            "--min-efficiency",
-            "0.9",
-            "--strategy",
-            "fsdp",
-        ],
+        "plan max-devices -m gpt2 -p dgx-h100 -k 8..256:x2 --min-efficiency 0.9 --strategy fsdp".split(),
     )
     assert r.exit_code == 0, r.output
 
