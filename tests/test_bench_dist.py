@@ -51,15 +51,8 @@ def _no_leftovers(tag: str) -> None:
 
 def test_allreduce_world_sizes_2_and_3_csv_schema(runner, tmp_path, tag):
     out = tmp_path / "ar.csv"
-    r = runner.invoke(
-        app,
-        [
-            *"bench allreduce --world-sizes 2,3 --size 1KiB,64KiB --iters 3 --max-iters 3 --warmup 1 -o".split(),
-            str(out),
-            "-f",
-            "csv",
-        ],
-    )
+    ar = "bench allreduce --size 1KiB,64KiB --iters 3 --max-iters 3 --warmup 1 --world-sizes"
+    r = runner.invoke(app, [*ar.split(), "2,3", "-o", str(out), "-f", "csv"])
     assert r.exit_code == 0, r.output
     assert r.stdout == ""  # with --output the data goes into the file only
     comments, rows = read_results(out)
@@ -76,15 +69,7 @@ def test_allreduce_world_sizes_2_and_3_csv_schema(runner, tmp_path, tag):
         assert float(x["busbw_GBps"]) == pytest.approx(float(x["algbw_GBps"]) * 2 * (k - 1) / k)
     # -f json -o F writes JSON into F (every iteration's time kept); stdout holds only the data without -o
     js = tmp_path / "ar.json"
-    r = runner.invoke(
-        app,
-        [
-            *"bench allreduce --world-sizes 2 --size 1KiB,64KiB --iters 3 --max-iters 3 --warmup 1 -o".split(),
-            str(js),
-            "-f",
-            "json",
-        ],
-    )
+    r = runner.invoke(app, [*ar.split(), "2", "-o", str(js), "-f", "json"])
     assert r.exit_code == 0, r.output
     recs = json.loads(js.read_text())
     assert [(x["world_size"], x["bytes"]) for x in recs] == [(2, 1024), (2, 65536)]

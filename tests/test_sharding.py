@@ -251,15 +251,19 @@ def test_fsdp_recursion_vectorised_over_k():
 
 
 PROFILES = ["dgx-h100", "dgx-a100", "l40s-pcie", "dgx-v100"]
+#: the profile and model shapes both properties below draw from
+SHAPES = dict(
+    prof=st.sampled_from(PROFILES),
+    params=st.floats(1e7, 2e10),
+    layers=st.integers(1, 96),
+    batch=st.integers(1, 64),
+)
 
 
 @settings(max_examples=40, deadline=None)
 @given(
-    prof=st.sampled_from(PROFILES),
     strategy=st.sampled_from(strategies.STRATEGIES),
-    params=st.floats(1e7, 2e10),
-    layers=st.integers(1, 96),
-    batch=st.integers(1, 64),
+    **SHAPES,
     accum=st.integers(1, 4),
     pdt=st.sampled_from(["bf16", "fp32"]),
     overlap=st.sampled_from(["buckets", "none"]),
@@ -275,11 +279,8 @@ def test_every_strategy_equals_ddp_at_one_device(prof, strategy, params, layers,
 
 @settings(max_examples=40, deadline=None)
 @given(
-    prof=st.sampled_from(PROFILES),
     strategy=st.sampled_from(strategies.SHARDED),
-    params=st.floats(1e7, 2e10),
-    layers=st.integers(1, 96),
-    batch=st.integers(1, 64),
+    **SHAPES,
     k=st.sampled_from([2, 4, 8, 16, 64, 256]),
     reshard=st.booleans(),
 )
