@@ -60,15 +60,7 @@ def _nccl_predict(
         for t, a, b in zip(profile.network, lat, bw)
     )
     prof = dataclasses.replace(profile, network=net)
-    return collectives.collective(
-        prof,
-        algorithm,
-        k,
-        nbytes=n,
-        collective="all_reduce",
-        protocol=None,
-        gpus_per_process=1 if gpus is None else gpus,
-    ).time
+    return collectives.measured_allreduce(prof, algorithm, k, nbytes=n, gpus=gpus)
 
 
 def _descend(loss: Any, x0: np.ndarray, free: np.ndarray) -> np.ndarray:

@@ -450,16 +450,8 @@ def _validate_allreduce(
             "costs nothing to predict; drop the row"
         )
     topology.check_devices(profile.network, k)
-    g = m.gpus_per_process()  # nccl-tests' -g per row; None: one GPU per process
-    predicted = collectives.collective(
-        profile,
-        algorithm,
-        k,
-        nbytes=n,
-        collective="all_reduce",
-        protocol=protocol,
-        gpus_per_process=1 if g is None else g,
-    ).time
+    gpus = m.gpus_per_process()  # nccl-tests' -g per row; None: one GPU per process
+    predicted = collectives.measured_allreduce(profile, algorithm, k, nbytes=n, protocol=protocol, gpus=gpus)
     f = specs.busbw_factor(k)
     recs = []
     for i in range(len(m)):

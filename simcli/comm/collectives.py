@@ -24,6 +24,7 @@ __all__ = [
     "check_algorithm",
     "check_protocol",
     "collective",
+    "measured_allreduce",
     "default_algorithm",
     "textbook_collective",
 ]
@@ -171,6 +172,23 @@ def _collective(
             if a.textbook is not None and collective in a.collectives
         ]
     return costs[0] if len(costs) == 1 else fastest(costs)
+
+
+def measured_allreduce(
+    profile: Any,
+    algorithm: str | None,
+    k: np.ndarray,
+    *,
+    nbytes: np.ndarray,
+    protocol: str | None = None,
+    gpus: np.ndarray | None = None,
+) -> np.ndarray:
+    """Seconds of the all-reduces a measured table timed: ``gpus`` per row, the GPUs one thread launched on
+    (nccl-tests' -g; None: one per process). What calibration fits and validation checks against."""
+    gpp = 1 if gpus is None else gpus
+    return collective(
+        profile, algorithm, k, nbytes=nbytes, collective="all_reduce", protocol=protocol, gpus_per_process=gpp
+    ).time
 
 
 def textbook_collective(
