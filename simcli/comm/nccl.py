@@ -53,14 +53,13 @@ binds: every pair's latency is above 4.2 us.
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import Any, Callable, Sequence
+from typing import Sequence
 
 import numpy as np
 
-from ..base.types import InputError, NcclSpec, Tier
+from ..base.types import NcclSpec, Tier
 from . import releases, specs
 from .specs import COLLECTIVES, KIND_ALIASES, PROTOCOL_SPECS, PROTOCOLS, link_kind
-from .topology import tier_bandwidth
 
 __all__ = [
     "ALGOS",
@@ -69,7 +68,6 @@ __all__ = [
     "GENERATIONS",
     "Pair",
     "pairs",
-    "candidates",
     "default_spec",
     "tier_kind",
     "tier_hw",
@@ -482,32 +480,6 @@ def nvls_fill(
     c = np.minimum(nvls_chunk(algorithm, n, ops, nodes=nodes), n / ops)
     with np.errstate(divide="ignore", invalid="ignore"):
         return stages * c * ops / alg_Bps
-
-
-def candidates(
-    pairs_of: Callable[..., list[Any]],
-    profile: Any,
-    k: np.ndarray,
-    *,
-    spec: NcclSpec,
-    collective: str,
-    algorithms: Sequence[str] | None,
-    protocol: str | None,
-    library: str = "",
-) -> tuple[np.ndarray, list[Any]]:
-    """What each tier offers a ring over k and the pairs ``pairs_of`` (NCCL's :func:`pairs` or RCCL's) prices for
-    the collective; bad input where a forced ``--protocol`` runs none of them."""
-    tb = tier_bandwidth(profile.network, k)
-    protocols = [protocol] if protocol else None
-    cands = pairs_of(
-        profile.network, spec, k, tier_Bps=tb, collective=collective, algorithms=algorithms, protocols=protocols
-    )
-    if not cands:
-        raise InputError(
-            f"--protocol: {protocol} does not run {', '.join(algorithms or ['any algorithm'])} on "
-            f"profile {profile.name}{library}; choose another protocol or leave --protocol out"
-        )
-    return tb, cands
 
 
 def pairs(

@@ -9,18 +9,53 @@ from typing import Any, Callable, Sequence
 
 import numpy as np
 
+from ..base.types import InputError, NcclSpec
 from . import releases
 from .cost import CommCost, Lazy, per_tier
-from .nccl import RING_PLATEAU, candidates, default_spec, nvls_fill, pairs
+from .nccl import RING_PLATEAU, default_spec, nvls_fill, pairs
 from .specs import PROTOCOL_SPECS
-from .topology import ring_params
+from .topology import ring_params, tier_bandwidth
 
-__all__ = ["nccl_spec", "nccl_collective", "nccl_faster_pair", "nccl_env", "NCCL_ALGO_ENV", "FASTER_MARGIN"]
+__all__ = [
+    "nccl_spec",
+    "nccl_collective",
+    "candidates",
+    "nccl_faster_pair",
+    "nccl_env",
+    "NCCL_ALGO_ENV",
+    "FASTER_MARGIN",
+]
 
 
 def nccl_spec(profile: Any) -> Any:
     """The profile's NCCL constants, or the defaults for its GPU generation and link kinds."""
     return profile.nccl if profile.nccl is not None else default_spec(profile.device.name, profile.network)
+
+
+def candidates(
+    pairs_of: Callable[..., list[Any]],
+    profile: Any,
+    k: np.ndarray,
+    *,
+    spec: NcclSpec,
+    collective: str,
+    algorithms: Sequence[str] | None,
+    protocol: str | None,
+    library: str = "",
+) -> tuple[np.ndarray, list[Any]]:
+    """What each tier offers a ring over k and the pairs ``pairs_of`` (NCCL's :func:`pairs` or RCCL's) prices for
+    the collective; bad input where a forced ``--protocol`` runs none of them."""
+    tb = tier_bandwidth(profile.network, k)
+    protocols = [protocol] if protocol else None
+    cands = pairs_of(
+        profile.network, spec, k, tier_Bps=tb, collective=collective, algorithms=algorithms, protocols=protocols
+    )
+    if not cands:
+        raise InputError(
+            f"--protocol: {protocol} does not run {', '.join(algorithms or ['any algorithm'])} on "
+            f"profile {profile.name}{library}; choose another protocol or leave --protocol out"
+        )
+    return tb, cands
 
 
 def nccl_collective(

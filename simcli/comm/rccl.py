@@ -48,7 +48,8 @@ import numpy as np
 
 from ..base.types import InputError, NcclSpec, Tier
 from .cost import CommCost, Lazy, per_tier
-from .nccl import HW_LATENCY_US, NET_OVERHEAD_US, Pair, candidates, hops, tier_kind, tree_groups
+from .nccl import HW_LATENCY_US, NET_OVERHEAD_US, Pair, hops, tier_kind, tree_groups
+from .nccl_choice import candidates
 from .specs import COLLECTIVES, PROTOCOLS, link_kind
 from .topology import ring_params
 
