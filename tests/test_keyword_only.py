@@ -260,7 +260,8 @@ def test_the_walk_finds_what_it_should(tmp_path):
         "def caller():\n    return fine(1, 2, 3, d=4), wide(1, 2, 3, 4)\n"
     )
     (pkg / "b.py").write_text(
-        "from . import a\nfrom .a import fine as f2\nfrom simcli.a import wide\n"
+        "from . import a\nfrom .a import fine as f2\nfrom simcli"
+        ".a import wide\n"
         "x = a.wide(1, 2, 3, 4)\ny = f2(1, 2, 3, 4)\nz = wide(1, 2, *[3, 4])\n"
     )
     global ROOT

@@ -60,7 +60,7 @@ def _nccl_predict(
         for t, a, b in zip(profile.network, lat, bw)
     )
     prof = dataclasses.replace(profile, network=net)
-    return collectives.measured_allreduce(prof, algorithm, k, nbytes=n, gpus=gpus)
+    return collectives.measured_allreduce(prof, algorithm, k, nbytes=n, protocol=None, gpus=gpus)
 
 
 def _descend(loss: Any, x0: np.ndarray, free: np.ndarray) -> np.ndarray:

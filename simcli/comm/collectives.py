@@ -180,8 +180,8 @@ def measured_allreduce(
     k: np.ndarray,
     *,
     nbytes: np.ndarray,
-    protocol: str | None = None,
-    gpus: np.ndarray | None = None,
+    protocol: str | None,
+    gpus: np.ndarray | None,
 ) -> np.ndarray:
     """Seconds of the all-reduces a measured table timed: ``gpus`` per row, the GPUs one thread launched on
     (nccl-tests' -g; None: one per process). What calibration fits and validation checks against."""

@@ -367,7 +367,7 @@ class GpuGeneration:
     """One GPU generation a profile's ``nccl.generation`` may name: the words of device names that name it
     (lower case, matched as substrings) and the vendor's architecture it stands for. NCCL's per-generation
     tables (simcli.comm.releases), RCCL's architectures (simcli.comm.rccl), the straggler constants and the
-    MFU families (simcli.io.data.families.yaml) are keyed by its name."""
+    MFU families (simcli/io/data/families.yaml) are keyed by its name."""
 
     name: str
     words: tuple[str, ...]
