@@ -52,7 +52,7 @@ def engine_vs_numpy(repeat: int) -> tuple[float, float]:
     net = prof.network
 
     def engine():
-        allreduce("ring", net, k[:, None], n[None, :])
+        allreduce("ring", net, k[:, None], nbytes=n[None, :])
 
     # the floor: alpha and B already known per k, the formula evaluated once
     from simcli.comm.topology import ring_params
@@ -79,10 +79,13 @@ def nccl_vs_numpy(repeat: int, version: str | None = None) -> tuple[float, float
     n = np.geomspace(1e3, 1e10, 1000)
 
     def engine():
-        C.collective(prof, "nccl", k[:, None], n[None, :], protocol=None)
+        C.collective(prof, "nccl", k[:, None], nbytes=n[None, :], protocol=None)
 
     prs = nccl.pairs(
-        prof.network, nccl_choice.nccl_spec(prof), k[:, None], topology.tier_bandwidth(prof.network, k[:, None])
+        prof.network,
+        nccl_choice.nccl_spec(prof),
+        k[:, None],
+        tier_Bps=topology.tier_bandwidth(prof.network, k[:, None]),
     )
     lat = [p.latency for p in prs]
     bw = [p.alg_Bps for p in prs]

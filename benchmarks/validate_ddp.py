@@ -191,7 +191,7 @@ def fit(s: Series) -> str:
         sc,
         [int(r["devices"]) for r in s.rows],
         [float(r["samples_per_s"]) for r in s.rows],
-        [int(r["accum"]) for r in s.rows],
+        accum=[int(r["accum"]) for r in s.rows],
         batch=float(r0["batch_per_device"]),
     )
     se = lambda x, unit=1.0, fmt=".1f": "" if x is None else f" ± {x * unit:{fmt}}"  # noqa: E731

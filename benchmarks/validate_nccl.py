@@ -241,7 +241,7 @@ def _priced(
     n = np.array([float(r["bytes"]) for r in rs])
     t = np.array([_measured(r) for r in rs])
     g = int(rs[0].get("gpus_per_process") or 1)  # nccl-tests' -g: one process launching on g GPUs
-    return p, k, n, t, C.collective(p, alg, k, n, "all_reduce", protocol=None, gpus_per_process=g)
+    return p, k, n, t, C.collective(p, alg, k, nbytes=n, collective="all_reduce", protocol=None, gpus_per_process=g)
 
 
 def error_rows() -> tuple[list[tuple], list[tuple]]:
@@ -250,7 +250,9 @@ def error_rows() -> tuple[list[tuple], list[tuple]]:
     curves, rows = [], []
     for f, system, prof, alg in CASES:
         p, k, n, t, pred = _priced(PUB / f, system, prof, alg)
-        transport, nodes, band, family = B.point_kinds(p.network, k, n, pred.algorithm, pred.protocol)
+        transport, nodes, band, family = B.point_kinds(
+            p.network, k, n, algorithm=pred.algorithm, protocol=pred.protocol
+        )
         ratio = pred.time / t
         for i in range(k.size):
             b = B.SIZE_BANDS[int(band[i])][0]
@@ -338,7 +340,11 @@ def main(
         p, k, n, t, pred = _priced(path, system, prof, alg, ll128_net, nccl_version)
         if p.library == "rccl":  # RCCL's own tuner (simcli.comm.rccl): its estimate of the pair it picks
             rps = rccl.pairs(
-                p.network, nccl_choice.nccl_spec(p), k, topology.tier_bandwidth(p.network, k), "all_reduce"
+                p.network,
+                nccl_choice.nccl_spec(p),
+                k,
+                tier_Bps=topology.tier_bandwidth(p.network, k),
+                collective="all_reduce",
             )
             tuner = np.min(np.stack([pr.tuner_lat + n / (bw * corr(n)) for pr, bw, corr in rps]), axis=0)
         else:
@@ -346,16 +352,20 @@ def main(
                 p.network,
                 nccl_choice.nccl_spec(p),
                 k,
-                topology.tier_bandwidth(p.network, k),
-                "all_reduce",
-                None if alg == "nccl" else [alg],
+                tier_Bps=topology.tier_bandwidth(p.network, k),
+                collective="all_reduce",
+                algorithms=None if alg == "nccl" else [alg],
             )
             prs += collnet.collnet_pairs(
-                p.network, nccl_choice.nccl_spec(p), k, "all_reduce", None if alg == "nccl" else [alg]
+                p.network,
+                nccl_choice.nccl_spec(p),
+                k,
+                collective="all_reduce",
+                algorithms=None if alg == "nccl" else [alg],
             )
             tuner = np.min(np.stack([pr.cost(n)[1] for pr in prs]), axis=0)
         err, err_t = pred.time / t - 1, tuner / t - 1
-        err_old = C.allreduce("ring", p.network, k, n).time / t - 1 if textbook else None
+        err_old = C.allreduce("ring", p.network, k, nbytes=n).time / t - 1 if textbook else None
         label = B.curve_label(path.name, system)
         for band, lo, hi in BANDS:
             m = (n > lo) & (n <= hi)

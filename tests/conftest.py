@@ -2,7 +2,9 @@
 
 from __future__ import annotations
 
+import json
 import os
+import shlex
 
 import pytest
 from hypothesis import settings
@@ -58,6 +60,61 @@ def prof(tmp_path) -> str:
     f = tmp_path / "t2.yaml"
     f.write_text(TWO_TIER_YAML)
     return str(f)
+
+
+#: an H100 cluster as a user would write it: 8 per node on NVLink, one 400 Gb/s InfiniBand NIC per GPU across
+H100_YAML = """\
+name: t-h100
+description: test
+sources: [test]
+device:
+  name: H100
+  peak_flops: {fp32: 67 TFLOP/s, bf16: 989 TFLOP/s}
+  memory: 80 GB
+  mfu: 0.4
+network:
+  - {name: nvlink, size: 8, bandwidth: 450 GB/s, latency: 3 us, efficiency: 0.8}
+  - {name: infiniband, bandwidth: 400 Gb/s, latency: 8 us, efficiency: 0.8}
+"""
+
+
+@pytest.fixture
+def h100_prof(tmp_path) -> str:
+    """Path of :data:`H100_YAML` written to a file (t-h100.yaml), for CLI tests."""
+    f = tmp_path / "t-h100.yaml"
+    f.write_text(H100_YAML)
+    return str(f)
+
+
+def run(runner, *args):
+    """``simcli ARGS...`` through the runner (each argument str()-ed)."""
+    from simcli.cli import app
+
+    return runner.invoke(app, [str(a) for a in args])
+
+
+def run_json(runner, command: str, *more: object):
+    """``simcli COMMAND MORE...`` (COMMAND split as a shell splits it; MORE as they are, e.g. paths), asserted to
+    exit 0: its stdout read as JSON."""
+    r = run(runner, *shlex.split(command), *more)
+    assert r.exit_code == 0, r.output
+    return json.loads(r.stdout)
+
+
+@pytest.fixture
+def figs(monkeypatch):
+    """Every figure the command line saves, in order (simcli.plot.figures.save_figure wrapped)."""
+    import simcli.plot.figures as P
+
+    seen = []
+    real = P.save_figure
+
+    def capture(fig, path, force=False, option="--plot"):
+        seen.append(fig)
+        return real(fig, path, force=force, option=option)
+
+    monkeypatch.setattr(P, "save_figure", capture)
+    return seen
 
 
 @pytest.fixture

@@ -49,12 +49,12 @@ _ITEM = re.compile(r"^(?P<lo>(?:(?!\.\.)[^:])+)(?:\.\.(?P<hi>[^:]*))?(?::(?P<op>
 
 def parse_devices(text: str, option: str = "--devices") -> np.ndarray:
     """Parse a device-count range list into a sorted int64 array of k >= 1."""
-    return _parse(text, option, _int_value, "device count", "'1..64', '1..64:x2' or '1,2,8,32'")
+    return _parse(text, option, _int_value, noun="device count", example="'1..64', '1..64:x2' or '1,2,8,32'")
 
 
 def parse_sizes(text: str, option: str = "--size") -> np.ndarray:
     """Parse a message-size range list (bytes, units allowed) into a sorted float64 array."""
-    return _parse(text, option, _size_value, "size", "'1KiB..1GiB:x4' or '32MiB,1GiB'").astype(np.float64)
+    return _parse(text, option, _size_value, noun="size", example="'1KiB..1GiB:x4' or '32MiB,1GiB'").astype(np.float64)
 
 
 #: a whole number with more digits than this is refused before it is converted (2**53 has 16)
@@ -90,7 +90,7 @@ def _size_value(s: str, option: str) -> int:
     return int(v)
 
 
-def _parse(text: str, option: str, value, noun: str, example: str) -> np.ndarray:
+def _parse(text: str, option: str, value, *, noun: str, example: str) -> np.ndarray:
     if text is None or not str(text).strip():
         raise InputError(f"{option}: empty {noun} list (try {example})")
     parts: list[np.ndarray] = []
@@ -112,14 +112,14 @@ def _parse(text: str, option: str, value, noun: str, example: str) -> np.ndarray
             if hi_s == "":
                 raise InputError(f"{option}: {item!r} has no upper end (try {example})")
             hi = value(hi_s, option)
-            _positive(lo, item, option, noun)
-            _positive(hi, item, option, noun)
+            _positive(lo, item, option, noun=noun)
+            _positive(hi, item, option, noun=noun)
             if hi < lo:
                 raise InputError(
                     f"{option}: {item!r} runs backwards; write it as {hi_s}..{m.group('lo')} with the smaller end first"
                 )
-            arr = _expand(lo, hi, op, step_s, item, option)
-        _positive(int(arr.min()), item, option, noun)
+            arr = _expand(lo, hi, op, step_s=step_s, item=item, option=option)
+        _positive(int(arr.min()), item, option, noun=noun)
         total += arr.size
         if total > MAX_POINTS:
             raise InputError(
@@ -141,12 +141,12 @@ def sorted_unique(parts: list[np.ndarray]) -> np.ndarray:
     return arr
 
 
-def _positive(v: int, item: str, option: str, noun: str) -> None:
+def _positive(v: int, item: str, option: str, *, noun: str) -> None:
     if v < 1:
         raise InputError(f"{option}: {item!r}: a {noun} must be at least 1")
 
 
-def _expand(lo: int, hi: int, op: str | None, step_s: str | None, item: str, option: str) -> np.ndarray:
+def _expand(lo: int, hi: int, op: str | None, *, step_s: str | None, item: str, option: str) -> np.ndarray:
     if op is None:
         if hi - lo + 1 > MAX_POINTS:
             raise InputError(f"{option}: {item!r} has {hi - lo + 1:,} points; add a step such as ':x2'")

@@ -91,7 +91,7 @@ class RatioBand:
 
 
 def predictive(
-    ratio: np.ndarray, labels: np.ndarray, group: np.ndarray, offsets_from: np.ndarray
+    ratio: np.ndarray, labels: np.ndarray, group: np.ndarray, *, offsets_from: np.ndarray
 ) -> tuple[np.ndarray, int]:
     """Every sum of a group's offset drawn from the groups of ``offsets_from`` (all where it is empty) and a residual
     of ``group`` (a row's log r less its own group's offset), as ratios; and how many offsets were drawn.
@@ -112,12 +112,12 @@ def predictive(
         np.array([offsets[s] for s in drawn_names]),
         [rows[s] - offsets[s] for s in drawn_names],
         np.concatenate([rows[s] - offsets[s] for s in names]),
-        sum(rows[s].size - 1 for s in names),
+        dof=sum(rows[s].size - 1 for s in names),
     )
     return np.exp(drawn[:, None] + resid[None, :]).ravel(), drawn.size
 
 
-def deconvolved(offsets: np.ndarray, own: Sequence[np.ndarray], pooled: np.ndarray, dof: int) -> np.ndarray:
+def deconvolved(offsets: np.ndarray, own: Sequence[np.ndarray], pooled: np.ndarray, *, dof: int) -> np.ndarray:
     """The estimated offsets pulled toward their median so that their spread is the clusters' (tau^2), not the
     clusters' plus each estimate's noise.
 
@@ -156,7 +156,7 @@ def backed_off(
     for level, m in enumerate(masks):
         rows, groups = int(m.sum()), count_labels(labels[m])
         if rows >= min_rows and groups >= min_groups:
-            r, n_off = predictive(ratio, labels, m, offsets_from(level))
+            r, n_off = predictive(ratio, labels, m, offsets_from=offsets_from(level))
             lo, hi = quantile(r, QUANTILES[0]), quantile(r, QUANTILES[1])
             return RatioBand(lo, hi, rows, groups, describe(level, n_off), True, unit, group_unit)
     return None

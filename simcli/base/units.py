@@ -112,7 +112,7 @@ def parse(value: object, kind: str) -> float:
     return x
 
 
-def parse_at(value: object, kind: str, where: str, positive: bool = False) -> float:
+def parse_at(value: object, kind: str, where: str, *, positive: bool = False) -> float:
     """:func:`parse` for input that names its place (an option, a file and field): anything that is not a
     ``kind``, is negative, or (``positive``) is 0 raises InputError as one line starting with ``where``."""
 

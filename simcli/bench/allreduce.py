@@ -86,7 +86,7 @@ def auto_rounds(iters: int) -> int:
     return max(1, iters)
 
 
-def round_plan(n_sizes: int, iters: int, rounds: int, seed: int = 0) -> list[list[tuple[int, int]]]:
+def round_plan(n_sizes: int, iters: int, rounds: int, *, seed: int = 0) -> list[list[tuple[int, int]]]:
     """Per round, the (size index, timed iterations) visits in their order: shuffled unless one round.
 
     Every size gets ``iters`` iterations in all (the first ``iters % rounds`` rounds get one more each);
@@ -116,6 +116,7 @@ def measure_allreduce(
     d,
     sizes: Sequence[int],
     dtype: str,
+    *,
     warmup: int = 5,
     iters: int = 20,
     rounds: int | None = None,
@@ -138,7 +139,7 @@ def measure_allreduce(
     k = d.world_size
     rounds = auto_rounds(iters) if rounds is None else rounds
     cap = max(iters, DEFAULT_MAX_ITERS if max_iters is None else max_iters)
-    plan = round_plan(len(counts), iters, rounds, seed)
+    plan = round_plan(len(counts), iters, rounds, seed=seed)
     # per size, every iteration's time, already the MAX over ranks (the same list on every rank)
     times: list[list[float]] = [[] for _ in counts]
     visited = [False] * len(counts)
@@ -218,7 +219,7 @@ def measure_allreduce(
     if len(plan) == 1:  # sizes in order: each size settles in place and is written as soon as it is done
         for i in range(len(counts)):
             elapsed = gather([(i, visit(i, iters))])
-            while elapsed < max_time and unsettled([times[i]], stat, target_se, cap):
+            while elapsed < max_time and unsettled([times[i]], stat, target_se, max_iters=cap):
                 elapsed = gather([(i, visit(i, 1))])
             finish(i, 1)
         return
@@ -228,7 +229,7 @@ def measure_allreduce(
     n_rounds = len(plan)
     # adaptive repetition: rounds of one iteration of every unsettled size, shuffled, within the time budget
     while elapsed < max_time:
-        todo = unsettled(times, stat, target_se, cap)
+        todo = unsettled(times, stat, target_se, max_iters=cap)
         if not todo:
             break
         elapsed = gather([(i, visit(i, 1)) for i in extension_order(todo, n_rounds, seed)])

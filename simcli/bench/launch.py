@@ -122,7 +122,7 @@ def check_port(port: int, host: str = "127.0.0.1") -> None:
             ) from None
 
 
-def check_world_size(k: int, backend: str, oversubscribe: bool, devices: int | None) -> None:
+def check_world_size(k: int, backend: str, oversubscribe: bool, *, devices: int | None) -> None:
     """Refuse a world this host cannot sensibly run: more ranks than GPUs, or far more than CPU cores."""
     if backend == "nccl":
         if devices is not None and k > devices:
@@ -377,7 +377,7 @@ def _watch(
                 r.returncode, r.ended_at = r.proc.returncode, now
         failed = [r for r in ranks if r.returncode not in (None, 0)]
         if failed:
-            return _describe_failure(k, failed, ranks, progress_path, config)
+            return _describe_failure(k, failed, ranks, progress_path=progress_path, config=config)
         if all(r.returncode == 0 for r in ranks):
             return None
         # a watchdog, not a stopwatch: --timeout is how long the world may go without any rank starting a new
@@ -391,7 +391,7 @@ def _watch(
         started = min(prog) > 0
         limit = timeout_s if started else max(timeout_s, STARTUP_S)
         if now - last_change > limit:
-            return _describe_timeout(k, ranks, progress_path, limit, config, started)
+            return _describe_timeout(k, ranks, progress_path, timeout_s=limit, config=config, started=started)
 
 
 def _run_world_once(
@@ -488,7 +488,7 @@ def _unit(config: Mapping[str, Any]) -> str:
 
 
 def _describe_failure(
-    k: int, failed: list[_Rank], ranks: list[_Rank], progress_path: Path, config: Mapping[str, Any]
+    k: int, failed: list[_Rank], ranks: list[_Rank], *, progress_path: Path, config: Mapping[str, Any]
 ) -> str:
     prog = _progress(progress_path, k)
     # the first to fail is the cause; the others lost their peer. Among ranks that ended in the same
@@ -519,7 +519,13 @@ def _where(progress: int, config: Mapping[str, Any]) -> str:
 
 
 def _describe_timeout(
-    k: int, ranks: list[_Rank], progress_path: Path, timeout_s: float, config: Mapping[str, Any], started: bool = True
+    k: int,
+    ranks: list[_Rank],
+    progress_path: Path,
+    *,
+    timeout_s: float,
+    config: Mapping[str, Any],
+    started: bool = True,
 ) -> str:
     prog = _progress(progress_path, k)
     live = [r.rank for r in ranks if r.returncode is None]

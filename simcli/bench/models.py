@@ -114,7 +114,7 @@ class ModelSpec:
 # --------------------------------------------------------------------------- counts (no torch)
 
 
-def _conv_out(size: int, k: int, stride: int, pad: int) -> int:
+def _conv_out(size: int, k: int, stride: int, *, pad: int) -> int:
     return (size + 2 * pad - k) // stride + 1
 
 
@@ -123,11 +123,11 @@ def _resnet_layers(s: ModelSpec) -> list[tuple[str, int, int, int, int, int]]:
     out: list[tuple[str, int, int, int, int, int]] = []
     size = s.image_size
     if s.image_size >= 64:
-        size = _conv_out(size, 7, 2, 3)
+        size = _conv_out(size, 7, 2, pad=3)
         out.append(("conv", 3, s.width, 7, size, 1))
-        size = _conv_out(size, 3, 2, 1)  # max pool
+        size = _conv_out(size, 3, 2, pad=1)  # max pool
     else:
-        size = _conv_out(size, 3, 1, 1)
+        size = _conv_out(size, 3, 1, pad=1)
         out.append(("conv", 3, s.width, 3, size, 1))
     cin = s.width
     for i, n in enumerate(s.blocks):
@@ -136,7 +136,7 @@ def _resnet_layers(s: ModelSpec) -> list[tuple[str, int, int, int, int, int]]:
             stride = 2 if (i > 0 and j == 0) else 1
             cout = 4 * mid
             out.append(("conv", cin, mid, 1, size, 1))
-            size2 = _conv_out(size, 3, stride, 1)
+            size2 = _conv_out(size, 3, stride, pad=1)
             out.append(("conv", mid, mid, 3, size2, 1))
             out.append(("conv", mid, cout, 1, size2, 1))
             if stride != 1 or cin != cout:
@@ -374,7 +374,7 @@ def _resnet(s: ModelSpec) -> Any:
     return nn.Sequential(*mods)
 
 
-def make_batches(s: ModelSpec, rows: int, n: int, gen: Any, device: Any) -> list[tuple[Any, Any]]:
+def make_batches(s: ModelSpec, rows: int, n: int, *, gen: Any, device: Any) -> list[tuple[Any, Any]]:
     """``n`` synthetic global batches of ``rows`` samples: (inputs, targets), drawn from ``gen``."""
     import torch  # heavy
 

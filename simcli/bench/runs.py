@@ -73,12 +73,12 @@ def resolve_backend(backend: str) -> tuple[str, int | None]:
     return backend, cuda
 
 
-def check_worlds(sizes: list[int], backend: str, oversubscribe: bool, cuda: int | None, port: int) -> None:
+def check_worlds(sizes: list[int], backend: str, oversubscribe: bool, *, cuda: int | None, port: int) -> None:
     """Refuse, before any rank starts, a world this host cannot run and a --port that is out of range or busy."""
     from .launch import check_port, check_world_size  # lazy
 
     for k in sizes:
-        check_world_size(k, backend, oversubscribe, cuda)
+        check_world_size(k, backend, oversubscribe, devices=cuda)
     if port:
         check_port(port)
 
@@ -96,9 +96,9 @@ def run_worlds(
     task: str,
     sizes_k: list[int],
     tr: dict[str, Any] | None,
+    *,
     backend: str,
     config: dict[str, Any],
-    *,
     timeout: float,
     port: int,
     threads: int | None,
@@ -122,9 +122,9 @@ def run_worlds(
             backend,
             int(tr["rank"]),
             int(tr["world_size"]),
-            int(tr["local_rank"]),
-            int(tr["local_world_size"]),
-            timeout,
+            local_rank=int(tr["local_rank"]),
+            local_world_size=int(tr["local_world_size"]),
+            timeout_s=timeout,
             emit_fn=on_record,
         )
         cfg = {k: v for k, v in config.items() if k not in ("backend", "progress_unit")}
@@ -163,7 +163,7 @@ def run_worlds(
 # --------------------------------------------------------------------------- bench step
 
 
-def check_memory(spec: Any, batch: int, backend: str, ranks_here: int, kind: str) -> None:
+def check_memory(spec: Any, batch: int, backend: str, *, ranks_here: int, kind: str) -> None:
     """Refuse a model whose step cannot fit: parameters x 4 B x 4 + activations, per rank, vs the memory there."""
 
     need = memory_estimate(spec, batch)
@@ -199,7 +199,7 @@ def available_memory() -> float:
 
 
 def add_prediction(
-    rec: dict[str, Any], ref: dict[str, float], prof: Any, tr: dict[str, Any] | None, bucket_cap_mb: float = 25.0
+    rec: dict[str, Any], ref: dict[str, float], prof: Any, *, tr: dict[str, Any] | None, bucket_cap_mb: float = 25.0
 ) -> None:
     """Measured S(k), E(k) and the engine's prediction for the same profile and params.
 

@@ -283,7 +283,19 @@ def _mode_identity(
     if d.fault("grad"):  # test hook: a rank whose gradient is wrong must fail the check
         g_avg = g_avg + 1e-2
     opt.step()
-    return _check_identity(d, g_avg, _flat_params(ident_model), xg, yg, spec, seed, lr, fwd_loss, dtype, b)
+    return _check_identity(
+        d,
+        g_avg,
+        _flat_params(ident_model),
+        xg=xg,
+        yg=yg,
+        spec=spec,
+        seed=seed,
+        lr=lr,
+        fwd_loss=fwd_loss,
+        dtype=dtype,
+        b=b,
+    )
 
 
 def _comm_step(mode: str, flat: Any, buckets: list[int]) -> Callable[[int], None]:
@@ -383,7 +395,7 @@ def measure_step(
     gen = torch.Generator().manual_seed(seed + 1)
     batches = [
         (xg, yg, xg[r * b : (r + 1) * b], yg[r * b : (r + 1) * b])
-        for xg, yg in make_batches(spec, k * b, n_batches, gen, d.device)
+        for xg, yg in make_batches(spec, k * b, n_batches, gen=gen, device=d.device)
     ]
 
     # ---- T_compute: forward + backward, no communication, the two timed apart
@@ -490,7 +502,7 @@ def _device_name(device) -> str:
 
 
 def _check_identity(
-    d: Dist, g_avg, params_after, xg, yg, spec, seed: int, lr: float, fwd_loss, dtype: str, b: int
+    d: Dist, g_avg, params_after, *, xg, yg, spec, seed: int, lr: float, fwd_loss, dtype: str, b: int
 ) -> dict[str, float]:
     """Ranks agree on g and θ; g equals one process's gradient on the global batch. Raises IdentityError.
 

@@ -50,6 +50,7 @@ def init(
     backend: str,
     rank: int,
     world_size: int,
+    *,
     local_rank: int,
     local_world_size: int,
     timeout_s: float,
@@ -172,12 +173,12 @@ def main() -> int:
             config.pop("backend"),
             rank,
             world,
-            int(env.get("LOCAL_RANK", rank)),
-            int(env.get("LOCAL_WORLD_SIZE", world)),
-            float(env.get("SIMCLI_BENCH_TIMEOUT", "300")),
-            env.get("SIMCLI_BENCH_PROGRESS"),
-            env.get(FAULT_ENV),
-            emit,
+            local_rank=int(env.get("LOCAL_RANK", rank)),
+            local_world_size=int(env.get("LOCAL_WORLD_SIZE", world)),
+            timeout_s=float(env.get("SIMCLI_BENCH_TIMEOUT", "300")),
+            progress_path=env.get("SIMCLI_BENCH_PROGRESS"),
+            fault=env.get(FAULT_ENV),
+            emit_fn=emit,
         )
         run_task(task, d, config)
         d.finished()

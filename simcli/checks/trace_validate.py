@@ -97,7 +97,7 @@ def validate_trace(
         if coll in COLLECTIVES and k > 1:
             one = float(
                 collectives.collective(
-                    profile, sc.algorithm, np.array([k]), np.array([float(n)]), coll, protocol=None
+                    profile, sc.algorithm, np.array([k]), nbytes=np.array([float(n)]), collective=coll, protocol=None
                 ).time[0]
             )
             pred = one * len(bs)

@@ -57,7 +57,7 @@ class Validation:
         return None if s is None else s["overall"]["mdape"]
 
 
-def _row(metric: str, k: int, n: float | None, pred: float, meas: float, line: int, **extra: Any) -> dict[str, Any]:
+def _row(metric: str, k: int, n: float | None, *, pred: float, meas: float, line: int, **extra: Any) -> dict[str, Any]:
     err = float(rel_error(np.float64(pred), np.float64(meas)))
     return {
         "metric": metric,
@@ -85,7 +85,13 @@ def _validate_allreduce(
     topology.check_devices(profile.network, k)
     g = m.gpus_per_process()  # nccl-tests' -g per row; None: one GPU per process
     predicted = collectives.collective(
-        profile, algorithm, k, n, "all_reduce", protocol=protocol, gpus_per_process=1 if g is None else g
+        profile,
+        algorithm,
+        k,
+        nbytes=n,
+        collective="all_reduce",
+        protocol=protocol,
+        gpus_per_process=1 if g is None else g,
     ).time
     f = specs.busbw_factor(k)
     recs = []
@@ -97,9 +103,9 @@ def _validate_allreduce(
                 "time_s",
                 k[i],
                 n[i],
-                pred,
-                t[i],
-                m.lines[i],
+                pred=pred,
+                meas=t[i],
+                line=m.lines[i],
                 busbw_measured_GBps=bus_m,
                 busbw_predicted_GBps=bus_p,
                 busbw_error=bus_p / bus_m - 1.0,
@@ -124,7 +130,7 @@ def _groups(m: Measured, columns: Sequence[str]) -> dict[tuple[str, ...], np.nda
 
 
 def _validate_step(
-    m: Measured, profile: Profile, workload: Workload | None, opts: Mapping[str, Any], overlap: str, notes: list[str]
+    m: Measured, profile: Profile, workload: Workload | None, *, opts: Mapping[str, Any], overlap: str, notes: list[str]
 ) -> list[dict[str, Any]]:
     """bench step rows: predicted T_step and S(k) for the measured model (params from the file)."""
 
@@ -168,17 +174,23 @@ def _validate_step(
             extra = {"mode": mode} if mode else {}
             if row_dtype:
                 extra["dtype"] = row_dtype
-            recs.append(_row("t_step_s", k[i], None, float(res.t_step_s[j]), ts[i], m.lines[i], **extra))
+            recs.append(_row("t_step_s", k[i], None, pred=float(res.t_step_s[j]), meas=ts[i], line=m.lines[i], **extra))
             if tcm is not None and (mode in ("", "flat") or "flat" not in {r.get("mode") for r in m.rows}):
                 # forward + backward alone: what the profile's mfu (mfu_by_dtype) predicts, without the optimizer
-                recs.append(_row("t_compute_s", k[i], None, float(res.t_compute_s[j]), tcm[i], m.lines[i], **extra))
+                recs.append(
+                    _row(
+                        "t_compute_s", k[i], None, pred=float(res.t_compute_s[j]), meas=tcm[i], line=m.lines[i], **extra
+                    )
+                )
             if sp is not None and k[i] > 1:
-                recs.append(_row("speedup", k[i], None, float(res.speedup[j]), sp[i], m.lines[i], **extra))
+                recs.append(
+                    _row("speedup", k[i], None, pred=float(res.speedup[j]), meas=sp[i], line=m.lines[i], **extra)
+                )
     return recs
 
 
 def _validate_scaling(
-    m: Measured, profile: Profile, workload: Workload | None, opts: Mapping[str, Any], overlap: str
+    m: Measured, profile: Profile, workload: Workload | None, *, opts: Mapping[str, Any], overlap: str
 ) -> list[dict[str, Any]]:
     """Published scaling tables: predicted S(k) (k > 1) and throughput for the named model."""
 
@@ -207,9 +219,11 @@ def _validate_scaling(
         res = simulate(sc, k[idx])
         for j, i in enumerate(idx):
             if k[i] > 1 and sp is not None:
-                recs.append(_row("speedup", k[i], None, float(res.speedup[j]), sp[i], m.lines[i]))
+                recs.append(_row("speedup", k[i], None, pred=float(res.speedup[j]), meas=sp[i], line=m.lines[i]))
             if tput is not None:
-                recs.append(_row("samples_per_s", k[i], None, float(res.samples_per_s[j]), tput[i], m.lines[i]))
+                recs.append(
+                    _row("samples_per_s", k[i], None, pred=float(res.samples_per_s[j]), meas=tput[i], line=m.lines[i])
+                )
     return recs
 
 
@@ -234,9 +248,9 @@ def validate(
         recs = _validate_allreduce(m, profile, opts.get("algorithm"), protocol=opts.get("protocol"))
         notes += placement_notes(m, profile)
     elif m.kind == "step":
-        recs = _validate_step(m, profile, workload, opts, overlap, notes)
+        recs = _validate_step(m, profile, workload, opts=opts, overlap=overlap, notes=notes)
     else:
-        recs = _validate_scaling(m, profile, workload, opts, overlap)
+        recs = _validate_scaling(m, profile, workload, opts=opts, overlap=overlap)
         notes.append("S(1) = 1 on both sides by definition: k = 1 rows are left out of the speedup errors")
     if not recs:
         raise InputError(f"{m.path}: no rows to compare (a scaling table needs rows with devices > 1)")

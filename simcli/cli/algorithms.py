@@ -48,17 +48,17 @@ def algorithms(
 
     with progress(f"fastest all-reduce over {k.size * n.size:,} (k, size) points and their crossovers"):
         names = crossover.algorithm_names(prof)
-        times = crossover.allreduce_times(prof, names, k[:, None], n[None, :])
+        times = crossover.allreduce_times(prof, names, k[:, None], n=n[None, :])
         win = np.argmin(times, axis=0)
-        choice = collectives.collective(prof, "nccl", k[:, None], n[None, :], protocol=None) if nccl else None
+        choice = collectives.collective(prof, "nccl", k[:, None], nbytes=n[None, :], protocol=None) if nccl else None
         if pic.plot:
             from .plot import draw_algorithm_map  # lazy
 
-            draw_algorithm_map(prof, k, n, names, win, pic.plot, out.force, fig_size)
+            draw_algorithm_map(prof, k, n, names=names, winner=win, path=pic.plot, force=out.force, size=fig_size)
         cross = (
-            crossover.crossovers_numeric(prof, names, k, float(n.min()), float(n.max()))
+            crossover.crossovers_numeric(prof, names, k, n_lo=float(n.min()), n_hi=float(n.max()))
             if nccl
-            else crossover.crossovers(net, k, float(n.min()), float(n.max()), gamma)
+            else crossover.crossovers(net, k, float(n.min()), n_hi=float(n.max()), reduce_Bps=gamma)
         )
     grid = []
     for i, kk in enumerate(k.tolist()):

@@ -77,10 +77,10 @@ def _run_worlds(
     task: str,
     sizes_k: list[int],
     tr: dict[str, Any] | None,
+    *,
     backend: str,
     world: bo.WorldOptions,
     config: dict[str, Any],
-    *,
     on_record: Callable[[dict], None],
     on_world_done: Callable[[int], None],
     records_per_world: int = 1,
@@ -90,7 +90,9 @@ def _run_worlds(
     reached (none under torchrun)."""
     kw: dict[str, Any] = dict(timeout=world.timeout, port=world.port, threads=world.threads)
     if tr is not None:
-        runs.run_worlds(task, sizes_k, tr, backend, config, **kw, on_record=on_record, on_world_done=on_world_done)
+        runs.run_worlds(
+            task, sizes_k, tr, backend=backend, config=config, **kw, on_record=on_record, on_world_done=on_world_done
+        )
         return
 
     unit = str(config.get("progress_unit", "step"))
@@ -116,8 +118,8 @@ def _run_worlds(
             task,
             sizes_k,
             tr,
-            backend,
-            config,
+            backend=backend,
+            config=config,
             **kw,
             on_record=record,
             on_world_done=done,
@@ -136,7 +138,7 @@ def _stdout_needed(output: str | None, tr: dict[str, Any] | None) -> None:
 
 
 def _finish(
-    rows: list[dict[str, Any]], columns, out: o.OutputOptions, writer, noun: str, more: str = "--iters"
+    rows: list[dict[str, Any]], columns, out: o.OutputOptions, *, writer, noun: str, more: str = "--iters"
 ) -> None:
     if writer.path is not None:
         typer.echo(f"wrote {writer.path} ({len(rows)} rows)", err=True)
@@ -248,7 +250,7 @@ def bench_allreduce(
     torch_version = require_torch()
     be, cuda = runs.resolve_backend(world.backend.value)
     if tr is None:
-        runs.check_worlds(ks, be, world.oversubscribe, cuda, world.port)
+        runs.check_worlds(ks, be, world.oversubscribe, cuda=cuda, port=world.port)
     writer_path = out.output if runs.is_writer(tr) else None
     rows: list[dict[str, Any]] = []
     by_world: dict[int, list[dict[str, Any]]] = {}
@@ -260,7 +262,7 @@ def bench_allreduce(
             "bench allreduce",
             be,
             torch_version,
-            {
+            extra={
                 "command": " ".join(["simcli"] + sys.argv[1:]) if sys.argv else "simcli bench allreduce",
                 "time_s": f"{stat.value} over iterations of the slowest rank's time (--stat); p10/p90/min/max/"
                 "median/mean likewise; noise = p90/p10",
@@ -291,9 +293,9 @@ def bench_allreduce(
             "allreduce",
             ks,
             tr,
-            be,
-            world,
-            {
+            backend=be,
+            world=world,
+            config={
                 "sizes": sizes,
                 "dtype": dtype,
                 "warmup": world.warmup,
@@ -321,10 +323,10 @@ def bench_allreduce(
                 "their time_s may differ in another run",
                 err=True,
             )
-        _finish(rows, ALLREDUCE_COLUMNS, out, writer, "measurements")
+        _finish(rows, ALLREDUCE_COLUMNS, out, writer=writer, noun="measurements")
 
 
-def _allreduce_table(k: int, backend: str, recs: list[dict[str, Any]], title: str | None = None):
+def _allreduce_table(k: int, backend: str, recs: list[dict[str, Any]], *, title: str | None = None):
     from rich.console import Group  # lazy
     from rich.text import Text  # lazy
 
@@ -443,8 +445,8 @@ def bench_step(
         raise InputError(f"--dtype: {dtype.value} needs a CUDA device ({why}); on the CPU use --dtype fp32 or bf16")
     prof = resolve_profile(profile or ("dgx-h100" if be == "nccl" else "cpu-loopback"))
     if tr is None:
-        runs.check_worlds(ks, be, world.oversubscribe, cuda, world.port)
-    runs.check_memory(spec, b, be, max(ks) if tr is None else int(tr["local_world_size"]), spec.kind)
+        runs.check_worlds(ks, be, world.oversubscribe, cuda=cuda, port=world.port)
+    runs.check_memory(spec, b, be, ranks_here=max(ks) if tr is None else int(tr["local_world_size"]), kind=spec.kind)
     modes = ["flat", "ddp"] if mode is Mode.both else [mode.value]
     ref: dict[str, float] = {}
     rows: list[dict[str, Any]] = []
@@ -455,7 +457,7 @@ def bench_step(
             "bench step",
             be,
             torch_version,
-            {
+            extra={
                 "command": " ".join(["simcli"] + sys.argv[1:]) if sys.argv else "simcli bench step",
                 "model": f"{bm.describe(spec)} ({nparams} params), {'MSE' if spec.kind == 'mlp' else 'cross-entropy'} "
                 f"loss, SGD lr {lr}, synthetic data, dtype {dtype.value}",
@@ -472,7 +474,7 @@ def bench_step(
     ) as writer:
 
         def on_record(rec: dict[str, Any]) -> None:
-            runs.add_prediction(rec, ref, prof, tr, bucket_cap_mb)
+            runs.add_prediction(rec, ref, prof, tr=tr, bucket_cap_mb=bucket_cap_mb)
             runs.add_mfu(rec, prof)
             writer.append(rec)
             rows.append(rec)
@@ -481,9 +483,9 @@ def bench_step(
             "step",
             ks,
             tr,
-            be,
-            world,
-            {
+            backend=be,
+            world=world,
+            config={
                 "model": spec.to_dict(),
                 "dtype": dtype.value,
                 "width": spec.width,
@@ -507,7 +509,7 @@ def bench_step(
         from ..io.render import console  # lazy
 
         console.print(_step_table(rows, prof.name, be))
-    _finish(rows, STEP_COLUMNS, out, writer, "step measurements", more="--steps")
+    _finish(rows, STEP_COLUMNS, out, writer=writer, noun="step measurements", more="--steps")
 
 
 def _step_table(rows: list[dict[str, Any]], profile: str, backend: str):
@@ -631,13 +633,13 @@ def bench_import(
             ("--placement", placement is not None, "it has one time per call, no in-place and out-of-place columns"),
         ):
             if given:
-                raise rules.not_for(opt, file, what, why)
+                raise rules.not_for(opt, file, what, why=why)
         _import_live(file, live, out)
         return
     if collective is not None:
         collective = rules.collective_option(collective)
     placement = placement or Placement.out
-    recs = parse_nccl_tests(file, world_size, placement.value, collective)
+    recs = parse_nccl_tests(file, world_size, placement.value, collective=collective)
     if out.table and not out.output:
         from ..io.render import console  # lazy
 
@@ -680,7 +682,7 @@ def _import_live(file: str, kind: str, out: o.OutputOptions) -> None:
     if out.table and not out.output:
         from ..io.render import console  # lazy
 
-        console.print(_live_table(file, kind, live.rows, steps))
+        console.print(_live_table(file, kind, live.rows, steps=steps))
         return
     if out.format is o.Format.json:
         doc: Any = live.rows if steps is None else {"collectives": live.rows, "step": steps}
@@ -699,7 +701,7 @@ def _import_live(file: str, kind: str, out: o.OutputOptions) -> None:
     emit(to_csv(live.rows, live.columns, comments), out.output, out.force)
 
 
-def _live_table(file: str, kind: str, rows: list[dict[str, Any]], steps: dict[str, Any] | None):
+def _live_table(file: str, kind: str, rows: list[dict[str, Any]], *, steps: dict[str, Any] | None):
     from rich.console import Group  # lazy
     from rich.text import Text  # lazy
 

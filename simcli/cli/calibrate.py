@@ -64,7 +64,7 @@ class CalFormat(str, enum.Enum):
 # --------------------------------------------------------------------------- calibrate
 
 
-def _scaling_scenario(run: o.ScenarioOptions, m, profile: str, algorithm: str | None):
+def _scaling_scenario(run: o.ScenarioOptions, m, profile: str, *, algorithm: str | None):
     """The training run a scaling table measured, as a Scenario: the run's options, the file's batch column."""
     if run.model is None and run.params is None and run.workload is None:
         raise InputError(
@@ -145,14 +145,14 @@ def calibrate(
         raise InputError(
             "calibrate: give at most one 'bench allreduce' CSV, one 'bench step' CSV and one scaling table"
         )
-    comm_m, step_m, scale_m, live_run, where = _inputs(files, where, run, profile)
+    comm_m, step_m, scale_m, live_run, where = _inputs(files, where, run, profile=profile)
     scaling = None
     if scale_m is not None:
         if profile is None:
             raise InputError(
                 f"--profile: {scale_m.path} is a scaling table; give the profile of the hardware it ran on"
             )
-        scaling = (scale_m, _scaling_scenario(run, scale_m, profile, algorithm))
+        scaling = (scale_m, _scaling_scenario(run, scale_m, profile, algorithm=algorithm))
     elif run.given() and live_run is None:
         raise InputError(
             f"--{next(iter(run.given())).replace('_', '-')}: the run's options describe a scaling table's "
@@ -189,7 +189,7 @@ def calibrate(
             base,
             comm_m,
             step_m,
-            opts,
+            opts=opts,
             scaling=scaling,
             run=None if live_run is None else live_run[1],
         )
@@ -206,7 +206,7 @@ def calibrate(
     typer.echo(f"wrote {p} (checked: it loads as a valid profile)", err=True)
 
 
-def _inputs(files: list[str], where: list[str] | None, run: Any, profile: str | None) -> tuple[Any, ...]:
+def _inputs(files: list[str], where: list[str] | None, run: Any, *, profile: str | None) -> tuple[Any, ...]:
     """(all-reduce, step, scaling table, live run, the --where left once FILE:COLUMN=VALUE is taken per file) of
     the files: at most one of each kind; on a scaling table --where keeps the columns it has."""
 
@@ -218,7 +218,7 @@ def _inputs(files: list[str], where: list[str] | None, run: Any, profile: str | 
         if kind is not None:
             if live_run is not None:
                 raise InputError(f"{f}: a second trace or Inspector log; give one run (a directory holds its ranks)")
-            live_run, comm_m, step_m = _live_inputs(f, kind, run, profile, comm_m, step_m)
+            live_run, comm_m, step_m = _live_inputs(f, kind, run, profile=profile, comm_m=comm_m, step_m=step_m)
             continue
         m = read_measurements(f)
         if scoped[str(f)]:  # FILE:COLUMN=VALUE: this file's rows only (its column must exist)
@@ -239,7 +239,7 @@ def _inputs(files: list[str], where: list[str] | None, run: Any, profile: str | 
     return comm_m, step_m, scale_m, live_run, where
 
 
-def _live_inputs(f: str, kind: str, run: o.ScenarioOptions, profile: str | None, comm_m, step_m):
+def _live_inputs(f: str, kind: str, run: o.ScenarioOptions, *, profile: str | None, comm_m, step_m):
     """A trace's or Inspector log's all-reduces (the comm file), a trace's steps (the step file, when the run's
     model is given) and what the run measured beyond both (per-update time, spread across ranks)."""
 
@@ -299,7 +299,9 @@ def _live_inputs(f: str, kind: str, run: o.ScenarioOptions, profile: str | None,
     dtype = run.dtype or (resolve_profile(base).device.default_dtype() if base else "fp32")
 
     per = bytes_per_param(sc.optimizer, sc.update_extras)
-    step = trace_step_measured(live, float(wl.flops_per_sample), float(wl.params), int(sc.batch), dtype, per)
+    step = trace_step_measured(
+        live, float(wl.flops_per_sample), float(wl.params), batch=int(sc.batch), dtype=dtype, update_bytes_per_param=per
+    )
     return (kind, info), comm, step
 
 

@@ -88,7 +88,7 @@ def profiles_list(format: o.FormatOpt = o.Format.table) -> None:
     )
 
 
-def _listing(recs: list[dict], format: "o.Format", columns: list, caption: str | None = None) -> None:
+def _listing(recs: list[dict], format: "o.Format", columns: list, *, caption: str | None = None) -> None:
     """A list command's answer: JSON or CSV of the records, or their table (one place for every list)."""
     if format is not o.Format.table:
         sys.stdout.write(to_json(recs) if format is o.Format.json else to_csv(recs))

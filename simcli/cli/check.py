@@ -96,14 +96,14 @@ def check(
     m = live_measured(read_live(file, kind), None) if kind else read_measurements(file)
     prof = profile_for_measurements(profile, [m])
     floors = MODEL_FLOOR if tolerance is None else None  # the user's --tolerance is the whole rule
-    recs, notes = run_check(m, prof, _measured_times(file, m), tol, algorithm=algorithm, floors=floors)
+    recs, notes = run_check(m, prof, _measured_times(file, m), tolerance=tol, algorithm=algorithm, floors=floors)
 
     rules.hardware(file, prof, backend=backend_of(m), devices=devices_of(m))
     rules.line_rate(
         prof,
         [r["devices"] for r in recs],
         [r["busbw_measured_GBps"] for r in recs],
-        [f"{file}: k = {r['devices']}, {int(r['bytes'])} B" for r in recs],
+        where=[f"{file}: k = {r['devices']}, {int(r['bytes'])} B" for r in recs],
         field="busbw (measured)",
     )
     for note in notes:
@@ -114,16 +114,16 @@ def check(
     doc = {"file": file, "profile": prof.name, "tolerance": tol, "model_floor": floors, "rows": recs}
     answer(
         out,
-        lambda: _check_view(file, prof.name, recs, tol, out.rows, floors is not None),
+        lambda: _check_view(file, prof.name, recs, tol=tol, max_rows=out.rows, floors=floors is not None),
         lambda: {**doc, "low": low, "model": model, "high": high},
-        lambda: (recs, [f"simcli check {file} --profile {prof.name}"]),
+        rows=lambda: (recs, [f"simcli check {file} --profile {prof.name}"]),
     )
     if low:
         raise typer.Exit(1)
 
 
 def _check_view(
-    path: str, profile: str, recs: list[dict[str, Any]], tol: dict[str, float], max_rows: int, floors: bool = True
+    path: str, profile: str, recs: list[dict[str, Any]], *, tol: dict[str, float], max_rows: int, floors: bool = True
 ):
     def bw(x: float) -> str:
         return f"{x:.4g}"

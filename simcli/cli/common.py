@@ -602,7 +602,7 @@ def emit(text: str | Iterable[str], output: str | None, force: bool) -> None:
 
 
 def answer(
-    out: Any, view: Callable[[], Any], doc: Callable[[], Any], rows: Callable[[], tuple[list, list[str]]]
+    out: Any, view: Callable[[], Any], doc: Callable[[], Any], *, rows: Callable[[], tuple[list, list[str]]]
 ) -> None:
     """An answer as ``out`` (an OutputOptions) asks: the rich ``view()`` on the terminal or as text into --output,
     or the data: ``doc()`` as JSON, ``rows()`` (records, comment lines) as CSV."""

@@ -140,10 +140,10 @@ def compare(
     grads = o.split_list(scn.grad_dtype, "--grad-dtype")
     algs = o.split_list(scn.algorithm, "--algorithm")
     strategies = o.split_list(scn.strategy, "--strategy")
-    mfus = o.parse_numbers(scn.mfu, "--mfu", float, 0.0, 1.0) or [None]
+    mfus = o.parse_numbers(scn.mfu, "--mfu", float, lo=0.0, hi=1.0) or [None]
     if 0.0 in mfus:
         raise InputError("--mfu: 0 is not in (0, 1]")
-    batches = o.parse_numbers(scn.batch_per_device, "--batch-per-device", int, 1) or [None]
+    batches = o.parse_numbers(scn.batch_per_device, "--batch-per-device", int, lo=1) or [None]
     first = o.ScenarioOptions()  # the engine's overlap, bucket and accumulation unless compared
     sc = scn.replace(
         profile=profiles[0],
@@ -179,9 +179,9 @@ def compare(
     if scn.overlap is not None:
         choices["overlap"] = o.split_list(scn.overlap, "--overlap")
     if scn.bucket_mb is not None:
-        choices["bucket_mb"] = o.parse_numbers(scn.bucket_mb, "--bucket-mb", float, 1e-9)
+        choices["bucket_mb"] = o.parse_numbers(scn.bucket_mb, "--bucket-mb", float, lo=1e-9)
     if scn.accum is not None:
-        choices["accum"] = o.parse_numbers(scn.accum, "--accum", int, 1)
+        choices["accum"] = o.parse_numbers(scn.accum, "--accum", int, lo=1)
 
     n_alt = len(alternatives(sc, choices))
     k_all = k
@@ -203,7 +203,7 @@ def compare(
         warn(("every alternative" if len(labels) == len(cmp.alternatives) else ", ".join(labels)) + ": " + msg)
     if pic.plot:
         with progress(f"drawing {pic.plot}"):
-            _draw_compare(cmp, pic.plot, out.force, fig_size, pic.threshold)
+            _draw_compare(cmp, pic.plot, out.force, size=fig_size, threshold=pic.threshold)
     if out.table:
         show(_compare_view(cmp, out.rows, n_devices=k_all.size), out.output, out.force)
         return
@@ -221,11 +221,17 @@ def _compare_title(cmp: Any) -> str:
     )
 
 
-def _draw_compare(cmp: Any, path: str, force: bool, size: Any, threshold: float) -> None:
+def _draw_compare(cmp: Any, path: str, force: bool, *, size: Any, threshold: float) -> None:
     from .plot import draw_speedup  # lazy
 
     draw_speedup(
-        cmp.results, path, force, size, threshold, labels=[a.label for a in cmp.alternatives], title=_compare_title(cmp)
+        cmp.results,
+        path,
+        force,
+        size=size,
+        threshold=threshold,
+        labels=[a.label for a in cmp.alternatives],
+        title=_compare_title(cmp),
     )
 
 

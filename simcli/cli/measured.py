@@ -129,7 +129,7 @@ def hold_to_profile(m, prof, *, backend: str | None = None, devices: list[str] |
         for i, c in enumerate(colls)
     ]
     where = [f"{m.path}: k = {int(k[i])}, {int(n[i])} B" for i in range(len(m))]
-    rules.line_rate(prof, [int(x) for x in k], bus, where, field="busbw (size x factor / time)")
+    rules.line_rate(prof, [int(x) for x in k], bus, where=where, field="busbw (size x factor / time)")
 
 
 def r2_cell(r2: float | None) -> str:

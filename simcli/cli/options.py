@@ -35,7 +35,7 @@ from ..comm import nccl, registry, releases, specs
 from ..io.files import check_output_path, same_output
 from ..io.profiles import DEFAULT_PROFILE, list_profiles, resolve_profile, with_nccl_min_ctas, with_nccl_version
 from ..io.workloads import DEFAULT_MODEL, build_workload, presets
-from ..step import update
+from ..step import strategies, update
 from ..step.engine import Scenario
 
 #: what an option takes, as ``--help`` shows it after the option's name (its metavar), by the option's long name;
@@ -289,10 +289,9 @@ BucketMb = Annotated[float, option(
 )]
 Strategy = Annotated[str, option(
     "--strategy",
-    help="Data parallelism: ddp (all-reduce), zero1, zero2 "
-    "(reduce-scatter + all-gather after the step), fsdp (ZeRO-3: all-gathers per "
-    "unit), hsdp (fsdp in a shard group, all-reduce across); comma-separated for "
-    "one result each (see docs/sharding.md).",
+    help="Data parallelism: "
+    + ", ".join(f"{s.name} ({s.summary})" for s in strategies.STRATEGY_SPECS)
+    + "; comma-separated for one result each (see docs/sharding.md).",
 )]
 ParamDtype = Annotated[str, option(
     "--param-dtype",
@@ -343,9 +342,9 @@ OptimizerName = Annotated[OptimizerChoice, option(
 )]
 UpdateExtras = Annotated[Optional[str], option(
     "--update-extras",
-    help="Comma-separated passes around the optimizer step, each priced over the memory bandwidth: unscale "
-    "(AMP's GradScaler, 8 B/param), clip (clip_grad_norm_, 12), flatten (an all-reduce after accumulation on "
-    "one flat buffer, 16).",
+    help="Comma-separated passes around the optimizer step, each priced over the memory bandwidth: "
+    + ", ".join(f"{e.name} ({e.summary}, {update.EXTRAS[e.name]:g} B/param)" for e in update.EXTRA_SPECS)
+    + ".",
 )]
 UpdateTime = Annotated[Optional[str], option(
     "--update-time",
@@ -484,10 +483,10 @@ def parse_bytes(value: str | None, option: str) -> float | None:
 
 
 @typing.overload
-def parse_fraction(value: str, option: str, example: str, zero: bool = False) -> float: ...
+def parse_fraction(value: str, option: str, example: str, *, zero: bool = False) -> float: ...
 @typing.overload
-def parse_fraction(value: str | None, option: str, example: str, zero: bool = False) -> float | None: ...
-def parse_fraction(value: str | None, option: str, example: str, zero: bool = False) -> float | None:
+def parse_fraction(value: str | None, option: str, example: str, *, zero: bool = False) -> float | None: ...
+def parse_fraction(value: str | None, option: str, example: str, *, zero: bool = False) -> float | None:
     """A fraction from the command line, as a percentage ('15%') or a number (0.15); None stays None.
 
     Finite and positive (``zero``: 0 is allowed too), else bad input naming the option and an ``example``."""
@@ -696,10 +695,16 @@ class PictureOptions(OptionGroup):
     height: Height = None
     threshold: Threshold = THRESHOLD
 
-    def size(self, path: str, force: bool, option: str = "--plot", threshold: bool = True) -> "FigSize":
+    def size(self, path: str, force: bool, option: str = "--plot", *, threshold: bool = True) -> "FigSize":
         """Check a picture request before any work: suffix, directory, clobbering, size and threshold."""
         return picture_size(
-            path, force, self.dpi, self.width, self.height, self.threshold if threshold else None, option=option
+            path,
+            force,
+            self.dpi,
+            width=self.width,
+            height=self.height,
+            threshold=self.threshold if threshold else None,
+            option=option,
         )
 
 
@@ -707,6 +712,7 @@ def picture_size(
     path: str,
     force: bool,
     dpi: int,
+    *,
     width: float,
     height: float | None,
     threshold: float | None = None,
@@ -770,7 +776,9 @@ def speedup_records(results: Sequence[Any]) -> list[dict[str, Any]]:
     return out
 
 
-def parse_numbers(value: str | float | None, option: str, kind: type, lo: float, hi: float | None = None) -> list[Any]:
+def parse_numbers(
+    value: str | float | None, option: str, kind: type, *, lo: float, hi: float | None = None
+) -> list[Any]:
     """The numbers of a comma-separated option ('1,4'; a group's option a command tweaks into a list, e.g.
     compare's --mfu), each of ``kind`` and in [lo, hi]; None -> []."""
     if value is None:

@@ -204,7 +204,7 @@ def plan_max_devices(
     from ..decisions.band_decisions import max_devices_band  # lazy
 
     res["band"] = max_devices_band(ans)
-    _plan_finish(sc, ans, res, mem, out, [ans.answer] if ans.answer else k)
+    _plan_finish(sc, ans, res, optimizer=mem, out=out, devices=[ans.answer] if ans.answer else k)
 
 
 @plan_app.command("solve", epilog=examples("simcli plan solve inter_node.bandwidth -k 512 -e 0.85 -m bert-large"))
@@ -236,7 +236,7 @@ def plan_solve(
     from ..decisions.band_decisions import solve_band  # lazy
 
     res["band"] = solve_band(sc, ans)
-    _plan_finish(sc, ans, res, mem, out, [kk])
+    _plan_finish(sc, ans, res, optimizer=mem, out=out, devices=[kk])
 
 
 @plan_app.command(
@@ -275,11 +275,11 @@ def plan_time_to_train(
     if tokens is not None:
         res["tokens"] = tokens
     res["command"] = _curve_command(devices, scn)
-    _plan_finish(sc, ans, res, mem, out, k)
+    _plan_finish(sc, ans, res, optimizer=mem, out=out, devices=k)
 
 
 def _plan_finish(
-    sc: "Scenario", ans: Any, res: dict[str, Any], optimizer: str, out: o.OutputOptions, devices: Any
+    sc: "Scenario", ans: Any, res: dict[str, Any], *, optimizer: str, out: o.OutputOptions, devices: Any
 ) -> None:
     from ..decisions.plan import training_memory  # lazy
 
@@ -290,7 +290,7 @@ def _plan_finish(
     for w in res["warnings"]:
         warn(w)
     if out.table:
-        show(_plan_view(sc, ans, res, out.rows), out.output, out.force)
+        show(_plan_view(sc, ans, res, rows=out.rows), out.output, out.force)
         return
 
     if out.format is o.Format.json:
@@ -336,7 +336,7 @@ def _plan_rows(out: dict[str, Any]) -> list[dict[str, Any]]:
     return [{**{key: out[key] for key in keys}, "worse_ranges": worse or None, "fits_memory": out["memory"]["fits"]}]
 
 
-def _plan_view(sc: "Scenario", ans: Any, out: dict[str, Any], rows: int) -> Any:
+def _plan_view(sc: "Scenario", ans: Any, out: dict[str, Any], *, rows: int) -> Any:
     parts: list[Any] = [Text("\n".join(header_lines(sc)))]
     q = out["question"]
     if q == "max-devices":

@@ -22,6 +22,7 @@ from ..decisions.band_decisions import best_band
 from ..decisions.plan_best import REASON_TEXT
 from ..io.formats import to_csv, to_json
 from ..io.render import Column, table
+from ..step.strategies import SPECS, STRATEGIES
 from . import options as o
 from .common import emit, examples, handle_errors, show, warn_mfu_fallback
 from .plan import (
@@ -125,7 +126,7 @@ _OWN = ("strategy", "batch_per_device", "global_batch", "grad_dtype", "shard_gro
 def plan_best(
     global_batch: GlobalBatchOpt,
     devices: BestDevices = None,
-    strategy: StrategyList = "ddp,zero1,zero2,fsdp,hsdp",
+    strategy: StrategyList = ",".join(STRATEGIES),
     batch_per_device: MicroBatchList = None,
     grad_dtype: GradDtypeList = "fp32",
     shard_group: ShardGroupList = None,
@@ -170,9 +171,9 @@ def plan_best(
         devices=k,
         micro_batches=tuple(micro or range(1, 9)),
         grad_dtypes=tuple(o.split_list(grad_dtype, "--grad-dtype")),
-        shard_groups=tuple(o.parse_numbers(shard_group, "--shard-group", int, 1)) or (None,),
+        shard_groups=tuple(o.parse_numbers(shard_group, "--shard-group", int, lo=1)) or (None,),
         checkpointing=tuple(ck),
-        bucket_mbs=tuple(o.parse_numbers(bucket_mb, "--bucket-mb", float, 1e-9)) or (sc.bucket_mb,),
+        bucket_mbs=tuple(o.parse_numbers(bucket_mb, "--bucket-mb", float, lo=1e-9)) or (sc.bucket_mb,),
     )
 
     n = grid.check_size()  # refused before any work, with the count and how to narrow it
@@ -205,7 +206,7 @@ def plan_best(
         fig = PL.frontier_figure(ans, _title(sc, ans), size)
         typer.echo(f"wrote {PL.save_figure(fig, pic.plot, out.force)}", err=True)
     if out.table:
-        show(_view(sc, ans, res, out.rows), out.output, out.force)
+        show(_view(sc, ans, res, rows=out.rows), out.output, out.force)
         return
 
     if out.format is o.Format.json:
@@ -226,11 +227,11 @@ def _speedup_command(a: dict[str, Any], scn: o.ScenarioOptions) -> str:
     parts += ["--batch-per-device", str(a["batch_per_device"]), "--accum", str(a["accum"])]
     if a["grad_dtype"] != "fp32":
         parts += ["--grad-dtype", a["grad_dtype"]]
-    if a["strategy"] == "hsdp" and a["shard_group"]:
+    if SPECS[a["strategy"]].group == "shard_group" and a["shard_group"]:
         parts += ["--shard-group", str(a["shard_group"])]
     if not a["activation_checkpointing"]:
         parts.append("--no-activation-checkpointing")
-    if a["strategy"] == "ddp" and a["bucket_mb"] is not None and a["bucket_mb"] != 25.0:
+    if SPECS[a["strategy"]].timeline == "buckets" and a["bucket_mb"] is not None and a["bucket_mb"] != 25.0:
         parts += ["--bucket-mb", f"{a['bucket_mb']:g}"]
     for key, v in scn.given().items():
         if key not in _OWN:
@@ -250,11 +251,11 @@ def _config(r: dict[str, Any]) -> str:
     extra = []
     if r["grad_dtype"] != "fp32":
         extra.append(f"{r['grad_dtype']} gradients")
-    if r["strategy"] == "hsdp" and r["shard_group"]:
+    if SPECS[r["strategy"]].group == "shard_group" and r["shard_group"]:
         extra.append(f"shard group {r['shard_group']}")
     if not r["activation_checkpointing"]:
         extra.append("no activation checkpointing")
-    if r["strategy"] == "ddp" and r["bucket_mb"] not in (None, 25.0):
+    if SPECS[r["strategy"]].timeline == "buckets" and r["bucket_mb"] not in (None, 25.0):
         extra.append(f"{r['bucket_mb']:g} MiB buckets")
     return s + (f" ({', '.join(extra)})" if extra else "")
 
@@ -271,7 +272,7 @@ def _figures(r: dict[str, Any], price: float | None) -> str:
     return s
 
 
-def _view(sc: Any, ans: "Best", out: dict[str, Any], rows: int) -> Any:
+def _view(sc: Any, ans: "Best", out: dict[str, Any], *, rows: int) -> Any:
     head = [line for line in header_lines(sc) if not line.startswith(("model", "gradient"))]
     w = sc.workload
     head.insert(

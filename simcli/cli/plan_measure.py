@@ -97,7 +97,7 @@ def step_model(sc: "Scenario") -> "StepModel":
         while w.hidden % heads:
             heads -= 1
         layers = w.layers
-        while layers > 1 and bm.memory_estimate(_gpt(bm, w, layers, heads), b) > cap:
+        while layers > 1 and bm.memory_estimate(_gpt(bm, w, layers, heads=heads), b) > cap:
             layers -= 1
         args: tuple[str, ...] = (
             "--model",
@@ -126,7 +126,7 @@ def step_model(sc: "Scenario") -> "StepModel":
     return StepModel(args, "bench step trains an MLP of the workload's parameters: its MFU is a stand-in", dtype)
 
 
-def _gpt(bm: Any, w: Any, layers: int, heads: int) -> Any:
+def _gpt(bm: Any, w: Any, layers: int, *, heads: int) -> Any:
     return bm.ModelSpec(kind="gpt", layers=layers, hidden=w.hidden, heads=heads, seq_len=w.seq_len, vocab=w.vocab)
 
 

@@ -175,6 +175,7 @@ def draw_speedup(
     results: Sequence["Result"],
     path: str,
     force: bool,
+    *,
     size: "FigSize",
     threshold: float,
     kind: str = "speedup",
@@ -193,11 +194,11 @@ def draw_speedup(
         what = (
             "Throughput, speedup S(k) and efficiency E(k):" if len(series) > 1 else "Speedup S(k) and efficiency E(k):"
         )
-        fig = P.speedup_figure(series, title or scenario_title(scs, what), threshold, size)
+        fig = P.speedup_figure(series, title or scenario_title(scs, what), threshold, size=size)
     _done(P.save_figure(fig, path, force))
 
 
-def comm_title(profile: Any, algorithm: str, dtype: str, collective: str = "all_reduce") -> str:
+def comm_title(profile: Any, algorithm: str, dtype: str, *, collective: str = "all_reduce") -> str:
     name = collective.replace("_", "-").capitalize()
     return (
         f"{name} ({algorithm}, {dtype}) on {profile.name} ({profile.device.name}): time and busbw\n"
@@ -209,6 +210,7 @@ def draw_comm(
     records: Sequence[Mapping[str, Any]],
     profile: Any,
     algorithm: str,
+    *,
     dtype: str,
     path: str,
     force: bool,
@@ -217,12 +219,20 @@ def draw_comm(
 ) -> None:
     from ..plot import figures as P  # heavy
 
-    title = comm_title(profile, algorithm, dtype, collective)
+    title = comm_title(profile, algorithm, dtype, collective=collective)
     _done(P.save_figure(P.comm_figure(records, title, size), path, force))
 
 
 def draw_algorithm_map(
-    profile: Any, devices: Any, sizes: Any, names: Sequence[str], winner: Any, path: str, force: bool, size: "FigSize"
+    profile: Any,
+    devices: Any,
+    sizes: Any,
+    *,
+    names: Sequence[str],
+    winner: Any,
+    path: str,
+    force: bool,
+    size: "FigSize",
 ) -> None:
     """The fastest algorithm per (k, size) as a heatmap (``winner[i, j]`` indexes ``names``)."""
     from ..plot import figures as P  # heavy
@@ -231,14 +241,16 @@ def draw_algorithm_map(
         f"Fastest all-reduce algorithm per (k, size) on {profile.name} ({profile.device.name})\n"
         f"compared: {', '.join(names)}"
     )
-    _done(P.save_figure(P.algorithm_map_figure(devices, sizes, names, winner, title, size), path, force))
+    _done(
+        P.save_figure(P.algorithm_map_figure(devices, sizes, names, winner=winner, title=title, size=size), path, force)
+    )
 
 
 # --------------------------------------------------------------------------- plot speedup / breakdown
 
 
 def _speedup_like(
-    kind: str, output: str, devices: str, scn: o.ScenarioOptions, force: bool, pic: o.PictureOptions
+    kind: str, output: str, devices: str, *, scn: o.ScenarioOptions, force: bool, pic: o.PictureOptions
 ) -> None:
     size = pic.size(output, force, option="--output")
     k = parse_devices(devices)
@@ -250,7 +262,7 @@ def _speedup_like(
             from ..step.band import banded  # lazy
 
             runs = [banded(r) for r in runs]
-        draw_speedup(runs, output, force, size, pic.threshold, kind=kind)
+        draw_speedup(runs, output, force, size=size, threshold=pic.threshold, kind=kind)
 
 
 @app.command("speedup", epilog=examples("simcli plot speedup -k 1..64:x2 -p dgx-a100,dgx-h100 -o speedup.png"))
@@ -263,7 +275,7 @@ def plot_speedup(
     pic: Annotated[o.PictureOptions, o.tweak(omit=["plot"])] = o.PictureOptions(),
 ) -> None:
     """Speedup S(k) against k with the ideal S = k, efficiency E(k) below, the threshold crossing marked."""
-    _speedup_like("speedup", output, devices, scn, force, pic)
+    _speedup_like("speedup", output, devices, scn=scn, force=force, pic=pic)
 
 
 @app.command("breakdown", epilog=examples("simcli plot breakdown -k 8..512:x2 -m bert-large -o breakdown.png"))
@@ -276,7 +288,7 @@ def plot_breakdown(
     pic: Annotated[o.PictureOptions, o.tweak(omit=["plot", "threshold"])] = o.PictureOptions(),
 ) -> None:
     """Stacked bars per k: compute, hidden and exposed communication (compute and communication without overlap)."""
-    _speedup_like("breakdown", output, devices, scn, force, pic)
+    _speedup_like("breakdown", output, devices, scn=scn, force=force, pic=pic)
 
 
 # --------------------------------------------------------------------------- plot comm / algorithms
@@ -302,7 +314,7 @@ def plot_comm(
         recs = comm_grid(
             prof, k, n, algorithm=algorithm, message_dtype=co.dtype, collective=co.collective, protocol=co.protocol
         )
-        draw_comm(recs, prof, algorithm, co.dtype, output, force, fs, co.collective)
+        draw_comm(recs, prof, algorithm, dtype=co.dtype, path=output, force=force, size=fs, collective=co.collective)
 
 
 @app.command("algorithms", epilog=examples("simcli plot algorithms -p dgx-h100 -o algorithms.png"))
@@ -331,9 +343,14 @@ def plot_algorithms(
 
     with progress(f"drawing {output}"):
         times = np.stack(
-            [collectives.allreduce(a, prof.network, k[:, None], n[None, :], prof.device.reduce_Bps).time for a in names]
+            [
+                collectives.allreduce(
+                    a, prof.network, k[:, None], nbytes=n[None, :], reduce_Bps=prof.device.reduce_Bps
+                ).time
+                for a in names
+            ]
         )
-        draw_algorithm_map(prof, k, n, names, np.argmin(times, axis=0), output, force, fs)
+        draw_algorithm_map(prof, k, n, names=names, winner=np.argmin(times, axis=0), path=output, force=force, size=fs)
 
 
 # --------------------------------------------------------------------------- redraw a saved table
@@ -386,23 +403,37 @@ def plot_file(
             recs,
             file,
             found,
-            want,
-            out,
-            force,
-            fs,
-            threshold,
-            kind,
-            profile,
-            model,
-            batch_per_device,
-            global_batch,
-            algorithm,
+            want=want,
+            out=out,
+            force=force,
+            fs=fs,
+            threshold=threshold,
+            kind=kind,
+            profile=profile,
+            model=model,
+            batch_per_device=batch_per_device,
+            global_batch=global_batch,
+            algorithm=algorithm,
         )
     _done(saved)
 
 
 def _redraw(
-    recs, file, found, want, out, force, fs, threshold, kind, profile, model, batch_per_device, global_batch, algorithm
+    recs,
+    file,
+    found,
+    *,
+    want,
+    out,
+    force,
+    fs,
+    threshold,
+    kind,
+    profile,
+    model,
+    batch_per_device,
+    global_batch,
+    algorithm,
 ) -> str:  # noqa: ANN001 - plot_file's own values
     """plot_file's figure of a saved table, written to ``out``; the path written."""
     from ..plot import figures as P  # heavy
@@ -421,33 +452,33 @@ def _redraw(
         if want == "breakdown":
             fig = P.breakdown_figure(series, f"Time per step: {name}", fs)
         else:
-            fig = P.speedup_figure(series, f"Speedup S(k) and efficiency E(k): {name}", threshold, fs)
+            fig = P.speedup_figure(series, f"Speedup S(k) and efficiency E(k): {name}", threshold, size=fs)
     elif found == "comm":
         T.numeric(recs, ("time_s", "busbw_GBps", "algbw_GBps"), file)
         fig = P.comm_figure(recs, f"All-reduce time and busbw: {name}\nbusbw = size/time · 2(k-1)/k (nccl-tests)", fs)
     elif found == "bench":
-        fig = _bench_figure(recs, name, profile, algorithm, fs)
+        fig = _bench_figure(recs, name, profile, algorithm=algorithm, fs=fs)
     elif found == "algorithms":
         fig = _algorithms_figure(recs, name, fs)
     elif found == "validation":
-        fig = P.validation_figure(recs, name, threshold, fs)
+        fig = P.validation_figure(recs, name, threshold, size=fs)
     else:
         fig = _step_figure(
             recs,
             name,
             profile,
-            model,
-            batch_per_device,
-            global_batch,
-            algorithm,
-            fs,
-            threshold,
+            model=model,
+            batch_per_device=batch_per_device,
+            global_batch=global_batch,
+            algorithm=algorithm,
+            fs=fs,
+            threshold=threshold,
             kind="step-time" if kind is Kind.step else "auto",
         )
     return P.save_figure(fig, out, force, option="--output")
 
 
-def _bench_figure(recs: list[dict[str, Any]], name: str, profile: str | None, algorithm: str, fs: "FigSize"):
+def _bench_figure(recs: list[dict[str, Any]], name: str, profile: str | None, *, algorithm: str, fs: "FigSize"):
     """Measured all-reduce points (markers) over the model's lines for the same world sizes and sizes."""
 
     from ..plot import figures as P  # heavy
@@ -472,6 +503,7 @@ def _step_figure(
     recs: list[dict[str, Any]],
     name: str,
     profile: str | None,
+    *,
     model: str | None,
     batch_per_device: int | None,
     global_batch: int | None,
@@ -576,9 +608,9 @@ def _step_figure(
                 )
             )
         title = f"Speedup, measured (x markers) and model (lines): {name}" + (f"\nlines: {label}" if model_recs else "")
-        return P.speedup_figure(series, title, threshold, fs)
+        return P.speedup_figure(series, title, threshold, size=fs)
     title = f"Time per step, measured: {name}" + (f"\nline: {label}" if model_recs else "")
-    return P.step_figure(recs, k_key, t_key, title, model_recs, fs)
+    return P.step_figure(recs, k_key, t_key, title=title, model=model_recs, size=fs)
 
 
 def _algorithms_figure(recs: list[dict[str, Any]], name: str, fs: "FigSize"):
@@ -587,7 +619,9 @@ def _algorithms_figure(recs: list[dict[str, Any]], name: str, fs: "FigSize"):
     from ..plot import figures as P  # heavy
 
     ks, ns, names, winner = T.algorithm_grid(recs, name)
-    return P.algorithm_map_figure(ks, ns, names, winner, f"Fastest all-reduce algorithm per (k, size): {name}", fs)
+    return P.algorithm_map_figure(
+        ks, ns, names, winner=winner, title=f"Fastest all-reduce algorithm per (k, size): {name}", size=fs
+    )
 
 
 def _builtin_model(name: Any) -> str | None:

@@ -41,7 +41,7 @@ class Progress:
 
     ``advance``, ``update`` and ``describe`` are cheap before and without the bar: they only record."""
 
-    def __init__(self, description: str, total: float | None = None, console: Any = None, delay: float = DELAY_S):
+    def __init__(self, description: str, total: float | None = None, console: Any = None, *, delay: float = DELAY_S):
         self.description, self.total, self.completed = description, total, 0.0
         self._console, self._delay = console, delay
         self._on = enabled() if console is None else True

@@ -118,7 +118,7 @@ def speedup(
         if pic.plot:
             from .plot import draw_speedup  # lazy
 
-            draw_speedup(results, pic.plot, out.force, size, pic.threshold)
+            draw_speedup(results, pic.plot, out.force, size=size, threshold=pic.threshold)
     if out.table:
         from rich.console import Group  # lazy
         from rich.text import Text  # lazy
@@ -190,7 +190,7 @@ def _warn_memory(sc: Any, k: Any) -> None:
     warn(f"{sc.workload.name} on {sc.profile.name}: {need}, {cap}; {hint}")
 
 
-def _grid_part(prof, k, n, start: int, count: int, kw: dict) -> list[dict]:
+def _grid_part(prof, k, n, *, start: int, count: int, kw: dict) -> list[dict]:
     """Records ``start`` .. ``start + count`` of comm_grid(prof, k, n) (k-major), computing only those."""
     from ..comm.grid import comm_grid  # lazy
 
@@ -238,7 +238,9 @@ def comm(
     faster: list[dict] = []
     with progress(f"{total * len(profs):,} (k, size) points", total=len(profs)) as bar:
         for prof in profs:
-            part, recs, seen = _comm_one(prof, k, n, kw_base, out, pic, fig_size, len(profs) > 1)
+            part, recs, seen = _comm_one(
+                prof, k, n, kw_base=kw_base, out=out, pic=pic, fig_size=fig_size, tagged=len(profs) > 1
+            )
             parts += [part] if part is not None else []
             records += recs
             faster += [
@@ -264,7 +266,7 @@ def comm(
 
 
 def _comm_one(
-    prof: Any, k: Any, n: Any, kw_base: dict, out: Any, pic: Any, fig_size: Any, tagged: bool
+    prof: Any, k: Any, n: Any, *, kw_base: dict, out: Any, pic: Any, fig_size: Any, tagged: bool
 ) -> tuple[Any, list[dict], list[dict]]:
     """One profile's comm grid: its table (or None), its records (or [] for a table) and the records computed."""
     from ..comm.grid import comm_grid  # lazy
@@ -276,15 +278,24 @@ def _comm_one(
     if out.table and not pic.plot and out.rows and total > out.rows:
         # a table shows its first and last rows only: compute those (of the k-major grid), not all k x sizes
         head = out.rows // 2
-        recs = _grid_part(prof, k, n, 0, head, kw) + _grid_part(
-            prof, k, n, total - (out.rows - head), out.rows - head, kw
+        recs = _grid_part(prof, k, n, start=0, count=head, kw=kw) + _grid_part(
+            prof, k, n, start=total - (out.rows - head), count=out.rows - head, kw=kw
         )
-        return comm_table(prof, recs, alg, out.rows, collective, total=total), [], recs
+        return comm_table(prof, recs, alg, max_rows=out.rows, collective=collective, total=total), [], recs
     recs = comm_grid(prof, k, n, **kw)
     if pic.plot:
         from .plot import draw_comm  # lazy
 
-        draw_comm(recs, prof, alg, kw["message_dtype"], pic.plot, out.force, fig_size, collective)
+        draw_comm(
+            recs,
+            prof,
+            alg,
+            dtype=kw["message_dtype"],
+            path=pic.plot,
+            force=out.force,
+            size=fig_size,
+            collective=collective,
+        )
     if out.table:
-        return comm_table(prof, recs, alg, out.rows, collective), [], recs
+        return comm_table(prof, recs, alg, max_rows=out.rows, collective=collective), [], recs
     return None, ([{"profile": prof.name, **r} for r in recs] if tagged else recs), recs

@@ -102,7 +102,7 @@ def validate(
         check_output_path(out.output, out.force, inputs=[results, profile])
     if plot:
         check_output_path(plot, out.force, "--plot", inputs=[results, profile])
-    fig_size = o.picture_size(plot, out.force, o.DPI, o.WIDTH, None) if plot else None
+    fig_size = o.picture_size(plot, out.force, o.DPI, width=o.WIDTH, height=None) if plot else None
     limit = _max_error(max_error)
     fields = run.scenario_fields()  # every scenario option, checked before any work
     ct = fields["compute_time_s"]
@@ -121,14 +121,14 @@ def validate(
         )
 
     if wl is not None and detect(results) == "kineto":  # a traced step, term by term (issue 23)
-        _validate_trace(results, profile, wl, fields, out, limit, run.nccl_version)
+        _validate_trace(results, profile, wl, fields=fields, out=out, limit=limit, nccl_version=run.nccl_version)
         return
     measured = read_measurements(results)
     prof = profile_for_measurements(profile, [measured], run.nccl_version)
     hold_to_profile(measured, prof)
     every, scoped = scope_where(where or [], [str(results)])
     lo, hi = parse_size(min_size, "--min-size") or 0.0, parse_size(max_size, "--max-size")
-    m = filter_rows(measured, every + scoped[str(results)], lo, hi)
+    m = filter_rows(measured, every + scoped[str(results)], lo, max_size=hi)
 
     with progress(f"validate: predicting {len(m)} rows of {results}"):
         v = run_validation(m, prof, workload=wl, scenario=fields)
@@ -146,13 +146,13 @@ def validate(
             "summary": v.summary,
             "notes": list(v.notes),
         },
-        lambda: (v.records, [f"simcli validate {v.path} --profile {v.profile}"]),
+        rows=lambda: (v.records, [f"simcli validate {v.path} --profile {v.profile}"]),
     )
     if plot and fig_size is not None:
         from ..plot import figures as P  # heavy
 
         with progress(f"drawing {plot}"):
-            fig = P.validation_figure([dict(r) for r in v.records], Path(v.path).name, o.THRESHOLD, fig_size)
+            fig = P.validation_figure([dict(r) for r in v.records], Path(v.path).name, o.THRESHOLD, size=fig_size)
             saved = P.save_figure(fig, plot, out.force, option="--plot")
         typer.echo(f"wrote {saved}", err=True)
     med = v.median_error()
@@ -164,7 +164,7 @@ def validate(
         raise typer.Exit(1)
 
 
-def _validate_trace(path, profile, wl, fields, out, limit, nccl_version=None) -> None:
+def _validate_trace(path, profile, wl, *, fields, out, limit, nccl_version=None) -> None:
     """simcli validate TRACE --model M: the traced step term by term (simcli.checks.trace_validate)."""
     from ..checks.trace_validate import validate_trace  # lazy
     from ..io.measured.kineto import step_summary  # lazy
@@ -184,7 +184,7 @@ def _validate_trace(path, profile, wl, fields, out, limit, nccl_version=None) ->
         out,
         lambda: _trace_view(v),
         lambda: v,
-        lambda: (v["terms"], [f"simcli validate {path} --profile {prof.name} (a traced step)"]),
+        rows=lambda: (v["terms"], [f"simcli validate {path} --profile {prof.name} (a traced step)"]),
     )
     worst = next(t for t in v["terms"] if t["term"] == v["differs_most"])
     if limit is not None and worst["error"] is not None and abs(worst["error"]) > limit:

@@ -296,6 +296,7 @@ def comm_table(
     profile: Profile,
     recs: Sequence[dict[str, Any]],
     algorithm: str,
+    *,
     max_rows: int = 60,
     collective: str = "all_reduce",
     total: int | None = None,

@@ -102,6 +102,7 @@ def point_kinds(
     network: Sequence[Tier],
     k: Any,
     n: Any,
+    *,
     algorithm: Any,
     protocol: Any,
     collective: str = "all_reduce",
@@ -213,7 +214,7 @@ def ratio_band(corpus: Corpus, kind: Kind) -> RatioBand:
     if out is None or RB.count_labels(corpus.curve[masks[0]]) < MIN_CURVES:
         # no point of its own, or the points of one curve (one cluster: one draw of the kind's offset, which cannot
         # narrow the kind below what its neighbours show): the widest band of its neighbours, and its own
-        out = _neighbours(corpus, kind, masks, out)
+        out = _neighbours(corpus, kind, masks, own=out)
     if out is None:
         raise ValueError("no validated point to read a band from (simcli/comm/error_table.py is empty)")
     corpus.cache[kind] = out
@@ -247,7 +248,7 @@ def _own(corpus: Corpus, kind: Kind, masks: list[np.ndarray]) -> RatioBand | Non
     return out
 
 
-def _neighbours(corpus: Corpus, kind: Kind, masks: list[np.ndarray], own: RatioBand | None) -> RatioBand | None:
+def _neighbours(corpus: Corpus, kind: Kind, masks: list[np.ndarray], *, own: RatioBand | None) -> RatioBand | None:
     """The widest of the bands the measured kinds of the kind's neighbours (:data:`NEIGHBOURS`; each read from its
     own points) and, where it has one, of its own band."""
     for level, m in enumerate(masks[NEIGHBOURS:], start=NEIGHBOURS):
@@ -296,6 +297,7 @@ def time_band(
     network: Sequence[Tier],
     k: Any,
     n: Any,
+    *,
     time: Any,
     algorithm: Any,
     protocol: Any,
@@ -305,7 +307,9 @@ def time_band(
     """The band ``[time / p90(r), time / p10(r)]`` of each predicted ``time`` over the (k, n) grid, widened to
     hold ``time`` itself; ``corpus`` defaults to :func:`published`."""
     corpus = published() if corpus is None else corpus
-    transport, nodes, band, family = point_kinds(network, k, n, algorithm, protocol, collective)
+    transport, nodes, band, family = point_kinds(
+        network, k, n, algorithm=algorithm, protocol=protocol, collective=collective
+    )
     t = np.asarray(time, dtype=np.float64)
     shape = np.broadcast_shapes(t.shape, transport.shape)
     # one code per point; each distinct kind is read once
@@ -374,7 +378,7 @@ def fit_covers(profile: Any, k: Any) -> np.ndarray:
     return out
 
 
-def at_end(cost: Any, profile: Any, k: Any, n: Any, collective: str, end: str) -> Any:
+def at_end(cost: Any, profile: Any, k: Any, *, n: Any, collective: str, end: str) -> Any:
     """``cost`` (a :class:`~simcli.comm.cost.CommCost`) with its time at the ``end`` ("lo" or "hi") of its band
     (:func:`time_band` on the published curves), the other terms as they were (a step prices its overlap from the
     time). On a calibrated profile, a point whose widest tier was fitted (:func:`fitted_tiers`) and whose k lies
@@ -382,7 +386,9 @@ def at_end(cost: Any, profile: Any, k: Any, n: Any, collective: str, end: str) -
     that is the narrower (a fit narrows what is known; it never widens the published band)."""
 
     kk = np.asarray(k, dtype=np.int64)
-    band = time_band(profile.network, kk, n, cost.time, cost.algorithm, cost.protocol, collective)
+    band = time_band(
+        profile.network, kk, n, time=cost.time, algorithm=cost.algorithm, protocol=cost.protocol, collective=collective
+    )
     t = np.broadcast_to(np.asarray(cost.time, dtype=np.float64), band.lo.shape)
     new = band.lo if end == "lo" else band.hi
     fitted = fitted_tiers(profile)

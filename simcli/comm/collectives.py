@@ -27,6 +27,7 @@ __all__ = [
     "check_algorithm",
     "check_protocol",
     "collective",
+    "measured_allreduce",
     "default_algorithm",
     "memo",
     "textbook_collective",
@@ -49,10 +50,10 @@ def memo() -> Iterator[None]:
 
 
 def auto_allreduce(
-    network: Sequence[Tier], k: np.ndarray, nbytes: np.ndarray, reduce_Bps: float | None = None
+    network: Sequence[Tier], k: np.ndarray, nbytes: np.ndarray, *, reduce_Bps: float | None = None
 ) -> CommCost:
     """The fastest textbook algorithm of :data:`ALGORITHMS` for each element; ties go to the earlier one."""
-    return fastest([f(network, k, nbytes, reduce_Bps) for f in ALGORITHMS.values()])
+    return fastest([f(network, k, nbytes, reduce_Bps=reduce_Bps) for f in ALGORITHMS.values()])
 
 
 def check_algorithm(algorithm: str, option: str = "--algorithm") -> str:
@@ -65,7 +66,7 @@ def check_algorithm(algorithm: str, option: str = "--algorithm") -> str:
 
 
 def allreduce(
-    algorithm: str, network: Sequence[Tier], k: np.ndarray, nbytes: np.ndarray, reduce_Bps: float | None = None
+    algorithm: str, network: Sequence[Tier], k: np.ndarray, *, nbytes: np.ndarray, reduce_Bps: float | None = None
 ) -> CommCost:
     """Cost of one all-reduce of ``nbytes`` over ``k`` devices with the named *textbook* algorithm (or ``auto``).
 
@@ -76,7 +77,7 @@ def allreduce(
     if algorithm != "auto" and algorithm not in ALGORITHMS:
         raise InputError(f"--algorithm: {algorithm!r} is one of NCCL's; price it with a profile that models NCCL")
     f = auto_allreduce if algorithm == "auto" else ALGORITHMS[algorithm]
-    return f(network, k, nbytes, reduce_Bps)
+    return f(network, k, nbytes, reduce_Bps=reduce_Bps)
 
 
 # --------------------------------------------------------------------------- profiles: NCCL or textbook
@@ -99,9 +100,9 @@ def collective(
     profile: Any,
     algorithm: str | None,
     k: np.ndarray,
+    *,
     nbytes: np.ndarray,
     collective: str = "all_reduce",
-    *,
     protocol: str | None,
     gpus_per_process: int | np.ndarray = 1,
     message_dtype: str | None = None,
@@ -128,7 +129,16 @@ def collective(
         key = (id(profile), algorithm, collective, protocol, message_dtype, *arrays)
         if key in table:
             return table[key][1]
-    cost = _collective_on(profile, algorithm, k, nbytes, collective, protocol, gpus_per_process, message_dtype)
+    cost = _collective_on(
+        profile,
+        algorithm,
+        k,
+        nbytes=nbytes,
+        collective=collective,
+        protocol=protocol,
+        gpus_per_process=gpus_per_process,
+        message_dtype=message_dtype,
+    )
     if table is not None:
         table[key] = (profile, cost)  # the profile held: its id is not reused while the block lasts
     return cost
@@ -138,13 +148,16 @@ def _collective_on(
     profile: Any,
     algorithm: str | None,
     k: np.ndarray,
+    *,
     nbytes: np.ndarray,
     collective: str,
     protocol: str | None,
     gpus_per_process: Any,
     message_dtype: str | None,
 ) -> CommCost:
-    cost = _collective(profile, algorithm, k, nbytes, collective, protocol, message_dtype)
+    cost = _collective(
+        profile, algorithm, k, nbytes=nbytes, collective=collective, protocol=protocol, message_dtype=message_dtype
+    )
     g = np.asarray(gpus_per_process)
     if np.all(g == 1):
         return cost
@@ -162,6 +175,7 @@ def _collective(
     profile: Any,
     algorithm: str | None,
     k: np.ndarray,
+    *,
     nbytes: np.ndarray,
     collective: str,
     protocol: str | None,
@@ -191,36 +205,63 @@ def _collective(
                     f"--protocol: {protocol} is one of NCCL's protocols; {algorithm} is priced with "
                     "the textbook formula here (give a profile that models NCCL, or drop --protocol)"
                 )
-            return textbook_collective(algorithm, net, k, n, collective, gamma)
+            return textbook_collective(algorithm, net, k, n=n, collective=collective, reduce_Bps=gamma)
         algos = [spec.nccl] if spec.nccl is not None and spec.nccl != "*" else None
         if profile.library == "rccl":
-            return rccl.rccl_collective(profile, k, n, collective, algos, protocol=protocol)
+            return rccl.rccl_collective(profile, k, n, collective=collective, algorithms=algos, protocol=protocol)
         return nccl_choice.nccl_collective(
-            profile, k, n, collective, algos, protocol=protocol, message_dtype=message_dtype
+            profile, k, n, collective=collective, algorithms=algos, protocol=protocol, message_dtype=message_dtype
         )
     # auto: the fastest of NCCL's pairs and every textbook algorithm that runs this collective
     costs = []
     if is_nccl or protocol is not None:
-        costs.append(tuned(profile, k, n, collective, None, protocol=protocol, by="time"))
+        costs.append(tuned(profile, k, n, collective=collective, algorithms=None, protocol=protocol, by="time"))
     if protocol is None:
         costs += [
-            textbook_collective(a.name, net, k, n, collective, gamma)
+            textbook_collective(a.name, net, k, n=n, collective=collective, reduce_Bps=gamma)
             for a in REGISTRY
             if a.textbook is not None and collective in a.collectives
         ]
     return costs[0] if len(costs) == 1 else fastest(costs)
 
 
+def measured_allreduce(
+    profile: Any,
+    algorithm: str | None,
+    k: np.ndarray,
+    *,
+    nbytes: np.ndarray,
+    protocol: str | None,
+    gpus: np.ndarray | None,
+) -> np.ndarray:
+    """Seconds of the all-reduces a measured table timed: ``gpus`` per row, the GPUs one thread launched on
+    (nccl-tests' -g; None: one per process). What calibration fits and validation checks against."""
+    gpp = 1 if gpus is None else gpus
+    return collective(
+        profile, algorithm, k, nbytes=nbytes, collective="all_reduce", protocol=protocol, gpus_per_process=gpp
+    ).time
+
+
 def textbook_collective(
-    algorithm: str, network: Sequence[Tier], k: np.ndarray, n: np.ndarray, collective: str, reduce_Bps: float | None
+    algorithm: str, network: Sequence[Tier], k: np.ndarray, *, n: np.ndarray, collective: str, reduce_Bps: float | None
 ) -> CommCost:
     """The alpha-beta cost; reduce-scatter and all-gather as one ring pass, broadcast as a pipelined ring."""
     if collective == "all_reduce":
-        return ALGORITHMS[algorithm](network, k, n, reduce_Bps)
+        return ALGORITHMS[algorithm](network, k, n, reduce_Bps=reduce_Bps)
     alpha, bus, bottleneck = ring_params(network, k)
     _, lat_tier = latency_params(network, k)
     spec = check_collective(collective)
     kf = np.maximum(k.astype(np.float64), 1.0)
     steps = np.where(k >= 2, spec.ring_steps(kf), 0.0)  # one ring pass: NCCL's nsteps
     link = (alpha, bus, bottleneck, lat_tier)
-    return ring_pass(network, k, n, "ring", reduce_Bps, link, steps, spec.busbw_of(kf), spec.reduced(kf))
+    return ring_pass(
+        network,
+        k,
+        n,
+        name="ring",
+        reduce_Bps=reduce_Bps,
+        link=link,
+        steps=steps,
+        sent=spec.busbw_of(kf),
+        reduced=spec.reduced(kf),
+    )

@@ -163,7 +163,7 @@ def collnet_graph(network: Sequence[Tier], spec: NcclSpec, k: np.ndarray) -> tup
     NIC per node) the channels are ``channels/2`` and the speed the ring's per-channel bandwidth."""
     k = np.asarray(k, dtype=np.int64)
     nodes = domains(network, k)[1] if len(network) > 1 else np.ones_like(k)
-    G, _ = graph_channels(network, spec, k, nodes)
+    G, _ = graph_channels(network, spec, k, nodes=nodes)
     G = np.maximum(np.asarray(G, dtype=np.float64), 1.0)
     ppn = np.minimum(k, network[0].size or k).astype(np.float64)
     if len(network) < 2:
@@ -190,10 +190,10 @@ def collnet_pairs(
     network: Sequence[Tier],
     spec: NcclSpec,
     k: np.ndarray,
+    *,
     collective: str = "all_reduce",
     algorithms: Sequence[str] | None = None,
     protocols: Sequence[str] | None = None,
-    *,
     runtime_channels: np.ndarray | None = None,
 ) -> list[Pair]:
     """CollNetDirect and CollNetChain as :class:`simcli.comm.nccl.Pair` rows over k (all-reduce, Simple), enabled
@@ -216,7 +216,7 @@ def collnet_pairs(
     on = (k >= 2) & enabled(network, k) & (ppn <= MAX_PPN)
     G, bw_intra = collnet_graph(network, spec, k)
     if runtime_channels is None:
-        runtime_channels = ctas.runtime_channels(graph_channels(network, spec, k, nodes)[1], spec)
+        runtime_channels = ctas.runtime_channels(graph_channels(network, spec, k, nodes=nodes)[1], spec)
     ch = np.asarray(runtime_channels, dtype=np.float64) * np.ones(k.shape)
     intra_hw = "nvlink" if tier_hw(network[0], 0) == "nvlink" else "pcie"
     nvswitch = tier_kind(network[0], 0) in ("nvswitch", "mnnvl")

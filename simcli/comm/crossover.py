@@ -24,13 +24,13 @@ def affine_terms(
     k = np.asarray(k, dtype=np.int64)
     out = {}
     for name, f in ALGORITHMS.items():
-        c = f(network, k, np.float64(1.0), reduce_Bps)
+        c = f(network, k, np.float64(1.0), reduce_Bps=reduce_Bps)
         out[name] = (np.asarray(c.latency, dtype=np.float64), np.asarray(c.bandwidth + c.reduction, dtype=np.float64))
     return out
 
 
 def crossovers(
-    network: Sequence[Tier], k: np.ndarray, n_lo: float, n_hi: float, reduce_Bps: float | None = None
+    network: Sequence[Tier], k: np.ndarray, n_lo: float, *, n_hi: float, reduce_Bps: float | None = None
 ) -> list[dict]:
     """Message sizes in [n_lo, n_hi] where the fastest algorithm changes, per k (the lower envelope of lines).
 
@@ -70,15 +70,18 @@ def algorithm_names(profile: Any) -> list[str]:
     return [a.name for a in REGISTRY if a.name != "nccl" and "all_reduce" in a.collectives]
 
 
-def allreduce_times(profile: Any, names: Sequence[str], k: np.ndarray, n: np.ndarray) -> np.ndarray:
+def allreduce_times(profile: Any, names: Sequence[str], k: np.ndarray, *, n: np.ndarray) -> np.ndarray:
     """All-reduce time of each named algorithm on ``profile``, stacked: (algorithms, ...broadcast(k, n))."""
     return np.stack(
-        [np.broadcast_to(collective(profile, a, k, n, protocol=None).time, np.broadcast(k, n).shape) for a in names]
+        [
+            np.broadcast_to(collective(profile, a, k, nbytes=n, protocol=None).time, np.broadcast(k, n).shape)
+            for a in names
+        ]
     )
 
 
 def crossovers_numeric(
-    profile: Any, names: Sequence[str], k: np.ndarray, n_lo: float, n_hi: float, points: int = 512, iters: int = 40
+    profile: Any, names: Sequence[str], k: np.ndarray, *, n_lo: float, n_hi: float, points: int = 512, iters: int = 40
 ) -> list[dict]:
     """Where the fastest of ``names`` changes, per k, for costs that are not affine in n (NCCL's).
 
@@ -90,7 +93,7 @@ def crossovers_numeric(
     """
     k = np.asarray(k, dtype=np.int64)
     grid = np.geomspace(n_lo, n_hi, points)
-    t = allreduce_times(profile, names, k[:, None], grid[None, :])
+    t = allreduce_times(profile, names, k[:, None], n=grid[None, :])
     win = np.argmin(t, axis=0)
     jj, ii = np.nonzero(win[:, 1:] != win[:, :-1])  # k-major, sizes ascending: the records' order
     if jj.size == 0:
@@ -105,7 +108,7 @@ def crossovers_numeric(
         for u in sorted_unique([a, b]):
             rows = (a == u) | (b == u)
             tu = np.broadcast_to(
-                collective(profile, names[u], kc[rows], np.exp(x[rows]), protocol=None).time, x[rows].shape
+                collective(profile, names[u], kc[rows], nbytes=np.exp(x[rows]), protocol=None).time, x[rows].shape
             )
             ta[rows & (a == u)] = tu[(a == u)[rows]]
             tb[rows & (b == u)] = tu[(b == u)[rows]]

@@ -44,8 +44,8 @@ def comm_grid(
         profile,
         algorithm,
         k[:, None],
-        n[None, :],
-        collective,
+        nbytes=n[None, :],
+        collective=collective,
         protocol=protocol,
         gpus_per_process=gpus_per_process,
         message_dtype=message_dtype,
@@ -59,14 +59,16 @@ def comm_grid(
     names = [tier.name for tier in profile.network]
     # how sure: the band the published runs of the same kind put the measured time in (simcli.comm.bands)
     algs = cost.algorithm if cost.algorithm is not None else algorithm
-    band = bands.time_band(profile.network, kk, nn, t, algs, cost.protocol, collective)
+    band = bands.time_band(
+        profile.network, kk, nn, time=t, algorithm=algs, protocol=cost.protocol, collective=collective
+    )
     lo, hi = np.broadcast_to(band.lo, t.shape), np.broadcast_to(band.hi, t.shape)
     which = np.broadcast_to(band.which, t.shape)
     faster = None
     if profile.library == "nccl" and algorithm == "nccl" and protocol is None:
         # issue 21: where simcli's cost of NCCL's own pick is above another pair's, the setting that runs that pair
         faster, f_alg, f_proto, f_time = nccl_choice.nccl_faster_pair(
-            profile, k[:, None], n[None, :], collective, message_dtype=message_dtype
+            profile, k[:, None], n[None, :], collective=collective, message_dtype=message_dtype
         )
     recs = []
     for idx in np.ndindex(t.shape):

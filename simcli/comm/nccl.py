@@ -43,7 +43,7 @@ from typing import Mapping, Sequence
 import numpy as np
 
 from ..base.types import NcclSpec, Tier
-from . import ctas, releases
+from . import ctas, releases, specs
 from .nccl_graph import (
     MAX_CHANNELS,
     NVLINK_SEARCH_FRACTION,
@@ -196,19 +196,7 @@ def known_gpu(device_name: str) -> bool:
 
 
 def _generation(device_name: str, default: str | None = "ampere") -> str | None:
-    n = device_name.lower()
-    for words, gen in (
-        (("b200", "gb200", "b100", "blackwell", "gb300", "b300"), "blackwell"),
-        (("h100", "h200", "h800", "gh200", "hopper"), "hopper"),
-        (("a100", "a800", "a30", "ampere"), "ampere"),
-        (("l40", "l4", "4090", "ada"), "ada"),
-        (("v100", "volta"), "volta"),
-        (("mi300", "mi325", "mi250"), "cdna3"),
-        (("mi355", "mi350"), "cdna4"),  # rccl hook (issue 37): CDNA 4, gfx950 (simcli.comm.rccl.ARCH)
-    ):
-        if any(w in n for w in words):
-            return gen
-    return default
+    return specs.generation_of(device_name) or default
 
 
 @dataclass(frozen=True)
@@ -279,7 +267,7 @@ class Pair:
         """
         if self.ops is None:
             return 0.0
-        return nvls_fill(self.algorithm, n, self.ops, self.nodes, self.alg_Bps, self.stages)
+        return nvls_fill(self.algorithm, n, self.ops, nodes=self.nodes, alg_Bps=self.alg_Bps, stages=self.stages)
 
     def cost(self, n: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
         """(time, tuner's estimate, bandwidth term) for sizes n, inf where the pair does not run (a reference
@@ -306,7 +294,7 @@ def domains(network: Sequence[Tier], k: np.ndarray) -> list[np.ndarray]:
 
 
 def hops(
-    network: Sequence[Tier], k: np.ndarray, collective: str = "all_reduce", inter_minus_one: bool = False
+    network: Sequence[Tier], k: np.ndarray, collective: str = "all_reduce", *, inter_minus_one: bool = False
 ) -> np.ndarray:
     """Ring hops per collective at each tier, shape (tiers, ...k): the chunk's critical path.
 
@@ -389,7 +377,7 @@ class _Ctx:
         return len(self.network)
 
 
-def _context(network: Sequence[Tier], spec: NcclSpec, k: np.ndarray, tier_Bps: np.ndarray, collective: str) -> _Ctx:
+def _context(network: Sequence[Tier], spec: NcclSpec, k: np.ndarray, *, tier_Bps: np.ndarray, collective: str) -> _Ctx:
     kf = k.astype(np.float64)
     nt = len(network)
     rel = releases.select(spec.version, "nccl.version")  # the release's tables and switches
@@ -401,7 +389,7 @@ def _context(network: Sequence[Tier], spec: NcclSpec, k: np.ndarray, tier_Bps: n
     idx2 = np.where(nodes <= 1, 0, np.where(nodes == 2, 1, 2))
     ll_row = np.asarray(_LL_MAX_MULTINODE.get(spec.cpu, _LL_MAX_MULTINODE["intel"]))
     ll_max = np.where(multi, ll_row[idx2], np.asarray(tab["ll_max"])[idx2]) * 1e9
-    gch, ch = graph_channels(network, spec, k, nodes)  # graph channels (tuner caps) and runtime channels
+    gch, ch = graph_channels(network, spec, k, nodes=nodes)  # graph channels (tuner caps) and runtime channels
     ch = ctas.runtime_channels(ch, spec)  # NCCL_MIN_CTAS / NCCL_MAX_CTAS (simcli.comm.ctas)
     lks = [link_kind(tier_kind(t, i)) for i, t in enumerate(network)]
     # per-tier scale: the tier's stated latency over the Ring/Simple hop latency of its kind (NCCL's table, or the
@@ -525,7 +513,7 @@ def _hop_tables(c: _Ctx, a: str, p: str) -> tuple[np.ndarray, np.ndarray]:
     return np.stack(cost_hw), np.stack(tuner_hw)
 
 
-def _ring_hops(c: _Ctx, p: str, hw: np.ndarray, thw: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+def _ring_hops(c: _Ctx, p: str, hw: np.ndarray, *, thw: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
     """Ring: (cost's hop counts, tuner's); multi-node rings pay at least the network post overhead per NVLink hop
     (``hw``, ``thw`` raised in place); Reduce/Broadcast rings pay nsteps x one hop latency (tuning.cc)."""
     if c.collective in ("all_reduce", "reduce_scatter", "all_gather"):
@@ -551,7 +539,7 @@ def _latency(c: _Ctx, a: str, p: str) -> tuple[np.ndarray, np.ndarray, np.ndarra
     hw, thw = _hop_tables(c, a, p)
     thc = None  # the tuner's hop counts where they differ from the cost's
     if a == "ring":
-        hc, thc = _ring_hops(c, p, hw, thw)
+        hc, thc = _ring_hops(c, p, hw, thw=thw)
     elif a == "tree":
         hc = c.tree_hops
     elif a == "nvls":
@@ -629,7 +617,7 @@ def nvls_channels(c: _Ctx) -> np.ndarray | float:
     return ctas.nvls_channels(c.spec, np.where(c.multi, float(two[1]), float(two[0])))
 
 
-def _nvls_bw_5_6(c: _Ctx, a: str, G: np.ndarray, s: np.ndarray) -> tuple[np.ndarray, np.ndarray, float]:
+def _nvls_bw_5_6(c: _Ctx, a: str, G: np.ndarray, *, s: np.ndarray) -> tuple[np.ndarray, np.ndarray, float]:
     """NVLS/NVLSTree to 2.27.x: busBw = the graph's nChannels (G) x its speed s, algBw 5/6 of it (all-reduce);
     NVLSTree's tuner per channel min(bwIntra, bwInter), bwInter halved beyond 2 nodes (the graph's quantised speed,
     then halved); its cost: the heads' NICs carry n (2 nodes) or 2n."""
@@ -657,7 +645,7 @@ def _nvls_search_speed(c: _Ctx, a: str, G: np.ndarray) -> tuple[np.ndarray, np.n
     speeds = c.rel.sm100_speeds_intra if (c.gen == "blackwell" and c.rel.sm100_speeds_intra) else SPEEDS_INTRA
     if a == "nvls-tree" and c.nt > 1:  # searched on the inter-node table (Hopper's: simcli carries no SM100 one)
         nic = quantise(c.net_heads / 1e9 / np.maximum(c.heads, 1.0), SPEEDS_INTER)
-        return nvls_graph(nvl, SPEEDS_INTER, G, nic)
+        return nvls_graph(nvl, SPEEDS_INTER, G, nic_GBps=nic)
     return nvls_graph(nvl, speeds, G)
 
 
@@ -694,7 +682,7 @@ def _nvls_bw(c: _Ctx, a: str, enabled: np.ndarray) -> tuple[np.ndarray, np.ndarr
         heads_Bps = c.net_heads / np.where(c.nodes > 2, 2.0, 1.0) / ratio
         bus = np.minimum(np.minimum(bus, G * cap * 1e9), heads_Bps)
     if rel.nvls_efficiency is None:  # the tuner's own view to 2.27.x, as an algorithm bandwidth over the cost's ratio
-        _, tbus_old, ratio_old = _nvls_bw_5_6(c, a, G, S)
+        _, tbus_old, ratio_old = _nvls_bw_5_6(c, a, G, s=S)
         tbus = tbus_old * ratio_old / ratio
     return bus, tbus, ratio, enabled
 
@@ -757,6 +745,7 @@ def pairs(
     network: Sequence[Tier],
     spec: NcclSpec,
     k: np.ndarray,
+    *,
     tier_Bps: np.ndarray,
     collective: str = "all_reduce",
     algorithms: Sequence[str] | None = None,
@@ -769,7 +758,7 @@ def pairs(
     counts it (all-gather: the gathered output, reduce-scatter: the input).
     """
     k = np.asarray(k, dtype=np.int64)
-    c = _context(network, spec, k, tier_Bps, collective)
+    c = _context(network, spec, k, tier_Bps=tier_Bps, collective=collective)
     algos = [
         a for a in ALGOS if a in COLLECTIVES[collective].nccl_algorithms and (algorithms is None or a in algorithms)
     ]

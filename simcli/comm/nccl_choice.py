@@ -9,7 +9,7 @@ from typing import Any, Callable, Sequence
 
 import numpy as np
 
-from ..base.types import InputError
+from ..base.types import InputError, NcclSpec
 from . import releases
 from .collnet import NCCL_NAMES as COLLNET_ENV
 from .collnet import collnet_pairs
@@ -18,7 +18,15 @@ from .nccl import RING_PLATEAU, default_spec, nvls_fill, pairs
 from .specs import PROTOCOL_SPECS
 from .topology import ring_params, tier_bandwidth
 
-__all__ = ["nccl_spec", "nccl_collective", "nccl_faster_pair", "nccl_env", "NCCL_ALGO_ENV", "FASTER_MARGIN"]
+__all__ = [
+    "nccl_spec",
+    "nccl_collective",
+    "candidates",
+    "nccl_faster_pair",
+    "nccl_env",
+    "NCCL_ALGO_ENV",
+    "FASTER_MARGIN",
+]
 
 
 def nccl_spec(profile: Any) -> Any:
@@ -26,22 +34,55 @@ def nccl_spec(profile: Any) -> Any:
     return profile.nccl if profile.nccl is not None else default_spec(profile.device.name, profile.network)
 
 
-def _candidates(profile: Any, spec: Any, k: np.ndarray, collective: str, algorithms, protocol) -> list:
-    """NCCL's pairs for the collective (the forced ones, and Ring where a forced algorithm cannot run: tuning.cc,
-    "at least set ring algo available")."""
-    net = profile.network
-    tb = tier_bandwidth(net, k)
-    protos = [protocol] if protocol else None
-    cands = pairs(net, spec, k, tb, collective, algorithms, protos)
-    cands += collnet_pairs(net, spec, k, collective, algorithms, protos)  # SHARP tiers (simcli.comm.collnet)
+def candidates(
+    pairs_of: Callable[..., list[Any]],
+    profile: Any,
+    k: np.ndarray,
+    *,
+    spec: NcclSpec,
+    collective: str,
+    algorithms: Sequence[str] | None,
+    protocol: str | None,
+    library: str = "",
+) -> tuple[np.ndarray, list[Any]]:
+    """What each tier offers a ring over k and the pairs ``pairs_of`` (NCCL's :func:`pairs` or RCCL's) prices for
+    the collective; bad input where a forced ``--protocol`` runs none of them."""
+    tb = tier_bandwidth(profile.network, k)
+    protocols = [protocol] if protocol else None
+    cands = pairs_of(
+        profile.network, spec, k, tier_Bps=tb, collective=collective, algorithms=algorithms, protocols=protocols
+    )
+    if pairs_of is pairs:  # SHARP tiers (simcli.comm.collnet): NCCL's CollNet beside its pairs
+        cands += collnet_pairs(
+            profile.network, spec, k, collective=collective, algorithms=algorithms, protocols=protocols
+        )
     if not cands:
         raise InputError(
             f"--protocol: {protocol} does not run {', '.join(algorithms or ['any algorithm'])} on "
-            f"profile {profile.name}; choose another protocol or leave --protocol out"
+            f"profile {profile.name}{library}; choose another protocol or leave --protocol out"
         )
+    return tb, cands
+
+
+def _candidates(
+    profile: Any,
+    spec: NcclSpec,
+    k: np.ndarray,
+    *,
+    collective: str,
+    algorithms: Sequence[str] | None,
+    protocol: str | None,
+) -> list:
+    """NCCL's pairs for the collective (the forced ones, and Ring where a forced algorithm cannot run: tuning.cc,
+    "at least set ring algo available")."""
+    net = profile.network
+    protos = [protocol] if protocol else None
+    tb, cands = candidates(
+        pairs, profile, k, spec=spec, collective=collective, algorithms=algorithms, protocol=protocol
+    )
     if algorithms is not None and "ring" not in algorithms:
         forced_on = np.any(np.stack([np.broadcast_to(p.enabled, k.shape) for p in cands]), axis=0)
-        for r in pairs(net, spec, k, tb, collective, ["ring"], protos):
+        for r in pairs(net, spec, k, tier_Bps=tb, collective=collective, algorithms=["ring"], protocols=protos):
             cands.append(dataclasses.replace(r, enabled=np.broadcast_to(r.enabled, k.shape) & ~forced_on))
     return cands
 
@@ -72,7 +113,15 @@ def _tables(cands: list, ks: tuple, by: str) -> tuple[np.ndarray, np.ndarray, np
 
 
 def _choose(
-    cands: list, n: np.ndarray, shape: tuple, ks: tuple, tlat_t: np.ndarray, tinv_t: np.ndarray, by: str, fp8_ring: bool
+    cands: list,
+    n: np.ndarray,
+    shape: tuple,
+    *,
+    ks: tuple,
+    tlat_t: np.ndarray,
+    tinv_t: np.ndarray,
+    by: str,
+    fp8_ring: bool,
 ) -> tuple[np.ndarray, list, dict]:
     """(index of the chosen pair per (k, n), each pair's size factor, the fills priced for ``by="time"``): NCCL's
     running minimum in float32, as NCCL keeps it (ncclTopoGetAlgoTime(..., float* time) and the float tables it
@@ -115,7 +164,7 @@ def _choose(
     return idx, corr_by_pair, fill_by_pair
 
 
-def _fills(cands: list, idx: np.ndarray, nn: np.ndarray, shape: tuple, fill_by_pair: dict) -> list:
+def _fills(cands: list, idx: np.ndarray, nn: np.ndarray, *, shape: tuple, fill_by_pair: dict) -> list:
     """The NVLS pipeline fill of the chosen pair, as (where, seconds) parts: priced only where an NVLS pair was
     chosen (a small part of a large grid), never for the others."""
     parts = []
@@ -135,9 +184,9 @@ def _fills(cands: list, idx: np.ndarray, nn: np.ndarray, shape: tuple, fill_by_p
                     pr.algorithm,
                     nn[chosen],
                     np.broadcast_to(pr.ops, shape)[chosen],
-                    np.broadcast_to(pr.nodes, shape)[chosen],
-                    np.broadcast_to(pr.alg_Bps, shape)[chosen],
-                    pr.stages,
+                    nodes=np.broadcast_to(pr.nodes, shape)[chosen],
+                    alg_Bps=np.broadcast_to(pr.alg_Bps, shape)[chosen],
+                    stages=pr.stages,
                 ),
             )
         )
@@ -148,9 +197,9 @@ def nccl_collective(
     profile: Any,
     k: np.ndarray,
     n: np.ndarray,
+    *,
     collective: str = "all_reduce",
     algorithms: Sequence[str] | None = None,
-    *,
     protocol: str | None,
     by: str = "tuner",
     message_dtype: str | None = None,
@@ -164,7 +213,7 @@ def nccl_collective(
     fp8_ring = (
         message_dtype == "fp8" and by == "tuner" and releases.select(spec.version, "nccl.version").fp8_ring_penalty
     )
-    cands = _candidates(profile, spec, k, collective, algorithms, protocol)
+    cands = _candidates(profile, spec, k, collective=collective, algorithms=algorithms, protocol=protocol)
     n = np.asarray(n, dtype=np.float64)
     shape = np.broadcast(k, n).shape
     ks = k.shape
@@ -174,7 +223,9 @@ def nccl_collective(
         [np.where(np.broadcast_to(p.threshold, ks) > 0, np.broadcast_to(p.threshold, ks), 1e-30) for p in cands]
     )
     nn = np.broadcast_to(n, shape)
-    idx, corr_by_pair, fill_by_pair = _choose(cands, n, shape, ks, tlat_t, tinv_t, by, fp8_ring)
+    idx, corr_by_pair, fill_by_pair = _choose(
+        cands, n, shape, ks=ks, tlat_t=tlat_t, tinv_t=tinv_t, by=by, fp8_ring=fp8_ring
+    )
     # what the chosen pair costs: its latency, and its bytes at the channels getAlgoInfo launches for the size
     nk = int(np.prod(ks))
     flat = idx * nk
@@ -201,7 +252,7 @@ def nccl_collective(
         bandwidth = pick(inv_t * ch)
         bandwidth *= nn
         bandwidth /= nc
-    parts = _fills(cands, idx, nn, shape, fill_by_pair)
+    parts = _fills(cands, idx, nn, shape=shape, fill_by_pair=fill_by_pair)
     for where, f in parts:
         bandwidth[where] += f
 
@@ -215,10 +266,24 @@ def nccl_collective(
         one = np.broadcast_to(one, shape)
         bandwidth = np.where(one, 0.0, bandwidth)
         lat = np.where(one, 0.0, lat)
-    return _cost(cands, net, k, shape, idx, lat, bandwidth, nc, ch, pick, one, anyone, Lazy(fill_of))
+    return _cost(
+        cands,
+        net,
+        k,
+        shape=shape,
+        idx=idx,
+        lat=lat,
+        bandwidth=bandwidth,
+        nc=nc,
+        ch=ch,
+        pick=pick,
+        one=one,
+        anyone=anyone,
+        fill=Lazy(fill_of),
+    )
 
 
-def _cost(cands, net, k, shape, idx, lat, bandwidth, nc, ch, pick, one, anyone, fill) -> CommCost:
+def _cost(cands, net, k, *, shape, idx, lat, bandwidth, nc, ch, pick, one, anyone, fill) -> CommCost:
     """The chosen pairs' CommCost: time, latency and bandwidth now, the per-tier terms and names when asked."""
     ks = k.shape
     P = len(cands)
@@ -289,6 +354,7 @@ def nccl_faster_pair(
     profile: Any,
     k: np.ndarray,
     n: np.ndarray,
+    *,
     collective: str = "all_reduce",
     margin: float = FASTER_MARGIN,
     picked: CommCost | None = None,
@@ -304,8 +370,8 @@ def nccl_faster_pair(
     ``message_dtype``: as :func:`nccl_collective`.
     """
     if picked is None:
-        picked = nccl_collective(profile, k, n, collective, protocol=None, message_dtype=message_dtype)
-    best = nccl_collective(profile, k, n, collective, protocol=None, by="time")
+        picked = nccl_collective(profile, k, n, collective=collective, protocol=None, message_dtype=message_dtype)
+    best = nccl_collective(profile, k, n, collective=collective, protocol=None, by="time")
     faster = best.time < picked.time * (1.0 - margin)
     return faster, np.asarray(best.algorithm), np.asarray(best.protocol), best.time
 

@@ -84,7 +84,7 @@ MAX_CHANNELS = 32
 
 
 def graph_channels(
-    network: Sequence[Tier], spec: NcclSpec, k: np.ndarray, nodes: np.ndarray
+    network: Sequence[Tier], spec: NcclSpec, k: np.ndarray, *, nodes: np.ndarray
 ) -> tuple[np.ndarray, np.ndarray]:
     """(G, runtime): the channels of NCCL's search graph, which its tuner multiplies every per-channel figure by
     (tuning.cc: ``busBw = graphs[a]->nChannels * bw`` and the caps ``graphs[a]->nChannels*perChMax...``), and
@@ -119,7 +119,7 @@ def graph_channels(
 
 
 def graph_search(
-    network: Sequence[Tier], spec: NcclSpec, k: np.ndarray, nic: np.ndarray | None = None
+    network: Sequence[Tier], spec: NcclSpec, k: np.ndarray, *, nic: np.ndarray | None = None
 ) -> tuple[np.ndarray, np.ndarray]:
     """(channels, speed GB/s) of NCCL's inter-node search graph over k: ncclTopoCompute walks the speeds down from
     the highest the system allows, keeps the graph with the most nChannels x bw (ncclTopoCompareGraphs keeps the
@@ -163,7 +163,7 @@ def graph_tie(network: Sequence[Tier], spec: NcclSpec, k: np.ndarray) -> dict[st
     return {"tie": tie, "channels": g, "speed_GBps": s, "alt_channels": g2, "alt_speed_GBps": s2}
 
 
-def nvls_chunk(algorithm: str, n: np.ndarray, ops: np.ndarray, nodes: np.ndarray | None) -> np.ndarray:
+def nvls_chunk(algorithm: str, n: np.ndarray, ops: np.ndarray, *, nodes: np.ndarray | None) -> np.ndarray:
     """The chunk (bytes) NCCL's calcCollChunking gives an NVLS or NVLSTree collective of n bytes."""
     n = np.asarray(n, dtype=np.float64)
     c = np.full(np.broadcast(n, ops).shape, float(NVLS_CHUNK))
@@ -180,17 +180,17 @@ def nvls_chunk(algorithm: str, n: np.ndarray, ops: np.ndarray, nodes: np.ndarray
 
 
 def nvls_fill(
-    algorithm: str, n: np.ndarray, ops: np.ndarray, nodes: np.ndarray | None, alg_Bps: np.ndarray, stages: float
+    algorithm: str, n: np.ndarray, ops: np.ndarray, *, nodes: np.ndarray | None, alg_Bps: np.ndarray, stages: float
 ) -> np.ndarray:
     """``stages`` chunk times (s): ops x min(chunk, n / ops) bytes at the pair's bandwidth, per fill stage."""
     n = np.asarray(n, dtype=np.float64)
-    c = np.minimum(nvls_chunk(algorithm, n, ops, nodes), n / ops)
+    c = np.minimum(nvls_chunk(algorithm, n, ops, nodes=nodes), n / ops)
     with np.errstate(divide="ignore", invalid="ignore"):
         return stages * c * ops / alg_Bps
 
 
 def nvls_graph(
-    nvlink_GBps: float, speeds: Sequence[float], G: np.ndarray, nic_GBps: np.ndarray | None = None
+    nvlink_GBps: float, speeds: Sequence[float], G: np.ndarray, *, nic_GBps: np.ndarray | None = None
 ) -> tuple[np.ndarray, np.ndarray]:
     """(channels, bwIntra GB/s) of NCCL's NVLS search graph (src/graph/search.cc, pattern NVLS) over k.
 

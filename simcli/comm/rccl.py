@@ -49,9 +49,9 @@ import numpy as np
 from ..base.types import InputError, NcclSpec, Tier
 from .cost import CommCost, lazy, per_tier
 from .nccl import HW_LATENCY_US, NET_OVERHEAD_US, Pair, hops, tier_kind, tree_groups
-from .nccl_choice import nccl_spec
+from .nccl_choice import candidates, nccl_spec
 from .specs import COLLECTIVES, PROTOCOLS, link_kind
-from .topology import ring_params, tier_bandwidth
+from .topology import ring_params
 
 __all__ = [
     "TuningModel",
@@ -318,6 +318,7 @@ def pairs(
     network: Sequence[Tier],
     spec: NcclSpec,
     k: np.ndarray,
+    *,
     tier_Bps: np.ndarray,
     collective: str = "all_reduce",
     algorithms: Sequence[str] | None = None,
@@ -417,7 +418,7 @@ def pairs(
             corr_tab = model.tree_correction[pi] if a == "tree" else model.ring_correction[pi]
             on_net = a == "tree"
 
-            def correction(n: np.ndarray, _tab=corr_tab, _tree=on_net, _multi=multi) -> np.ndarray:
+            def correction(n: np.ndarray, _tab=corr_tab, _tree=on_net, *, _multi=multi) -> np.ndarray:
                 """RCCL's size correction: Tree always, Ring only across nodes (ncclTopoGetAlgoTime)."""
                 c = _corr(_tab, n)
                 return c if _tree else np.where(_multi, c, 1.0)
@@ -444,7 +445,7 @@ def pairs(
     return out
 
 
-def msccl_algo(rel: RcclRelease, spec: NcclSpec, network: Sequence[Tier], k: np.ndarray, n: np.ndarray):
+def msccl_algo(rel: RcclRelease, spec: NcclSpec, network: Sequence[Tier], *, k: np.ndarray, n: np.ndarray):
     """Index into ``rel.msccl`` of the MSCCL algorithm RCCL runs for (k, n), -1 where none: one node of exactly
     the algorithm's GPUs, an architecture whose platform model enables MSCCL, n in its range, the element count
     (fp32) a multiple of its chunks per loop."""
@@ -467,9 +468,9 @@ def rccl_collective(
     profile: Any,
     k: np.ndarray,
     n: np.ndarray,
+    *,
     collective: str = "all_reduce",
     algorithms: Sequence[str] | None = None,
-    *,
     protocol: str | None,
     by: str = "tuner",
 ) -> CommCost:
@@ -484,13 +485,9 @@ def rccl_collective(
     k = np.asarray(k, dtype=np.int64)
     n = np.asarray(n, dtype=np.float64)
     shape = np.broadcast(k, n).shape
-    tb = tier_bandwidth(net, k)
-    cands = pairs(net, spec, k, tb, collective, algorithms, [protocol] if protocol else None)
-    if not cands:
-        raise InputError(
-            f"--protocol: {protocol} does not run {', '.join(algorithms or ['any algorithm'])} on "
-            f"profile {profile.name} (RCCL); choose another protocol or leave --protocol out"
-        )
+    _, cands = candidates(
+        pairs, profile, k, spec=spec, collective=collective, algorithms=algorithms, protocol=protocol, library=" (RCCL)"
+    )
     nn = np.broadcast_to(n, shape)
     kk = np.broadcast_to(k, shape)
     times, keys = [], []
@@ -522,7 +519,7 @@ def rccl_collective(
                 idx = np.where((nodes >= 2) & (want == want_p) & same_alg & live, j, idx)
     # MSCCL in one node (its own choice, before RCCL's tuner; not when an algorithm or protocol is forced)
     ms = (
-        msccl_algo(rel, spec, net, kk, nn)
+        msccl_algo(rel, spec, net, k=kk, n=nn)
         if (algorithms is None and protocol is None and collective == "all_reduce")
         else np.full(shape, -1)
     )

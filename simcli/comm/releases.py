@@ -102,7 +102,7 @@ def parse_version(text: str) -> tuple[int, ...]:
     return parts + (_SERIES_END,) if len(parts) == 2 else parts
 
 
-def _after(prev: Release, version: str, source: str, changes: str, **fields: Any) -> Release:
+def _after(prev: Release, version: str, source: str, *, changes: str, **fields: Any) -> Release:
     """The row of ``version``: ``prev`` with the fields its tag changed."""
     return dataclasses.replace(prev, version=version, source=source, changes=changes, **fields)
 
@@ -191,7 +191,8 @@ V2_21_5 = _after(
     V2_20_3,
     "2.21.5",
     _TUNING.format("2.21.5") + " (hwLat, llMaxBws, ncclTopoTuneModel)",
-    "NVLS/NVLSTree NVLink latency 23 -> 25 us; Ring/LL bandwidth x0.5 (was 1/4, or 1/3 in one node for all-gather "
+    changes="NVLS/NVLSTree NVLink latency 23 -> 25 us; Ring/LL bandwidth x0.5 (was 1/4, or 1/3 in one node for "
+    "all-gather "
     "and reduce-scatter); Hopper's one-node llMaxBw 87.7 -> 141 GB/s; a multi-node NVLink domain (MNNVL) may "
     "run NVLS ('MNNVL: NVLS not yet supported' gone)",
     hw_latency_us=_hw(
@@ -207,7 +208,8 @@ V2_22_3 = _after(
     V2_21_5,
     "2.22.3",
     _TUNING.format("2.22.3") + " (ncclTopoGetAlgoTime) and src/enqueue.cc (topoGetAlgoInfo)",
-    "the choice goes through a cost table of every (algorithm, protocol) at the communicator's channels, and the "
+    changes="the choice goes through a cost table of every (algorithm, protocol) at the communicator's channels, and "
+    "the "
     "channels are decided after the pick: what simcli already prices (its tuner's view charges all channels); "
     "no constant changed",
 )
@@ -215,7 +217,7 @@ V2_23_4 = _after(
     V2_22_3,
     "2.23.4",
     _TUNING.format("2.23.4") + " (baseLat, hwLat, ncclTopoTuneModel)",
-    "Tree/Simple base latency 0 -> 8.4 us and hops 28/28/28 -> 4.0/4.0/14 us (NVLink/PCI/network); all-reduce "
+    changes="Tree/Simple base latency 0 -> 8.4 us and hops 28/28/28 -> 4.0/4.0/14 us (NVLink/PCI/network); all-reduce "
     "rings cross the network 2(N-1) times, not 2N; at one GPU per node every algorithm takes Tree's network "
     "latency and Ring/LL128 runs at 0.92 (was 0.7); NVLS all-gather/reduce-scatter keep their bus bandwidth (no "
     "5/6); PAT for all-gather/reduce-scatter at one GPU per node (ncclPatEnable: Simple, 8 + log2i(nNodes) x "
@@ -236,7 +238,7 @@ V2_24_3 = _after(
     V2_23_4,
     "2.24.3",
     _TUNING.format("2.24.3") + " (parseList) and src/enqueue.cc (topoGetAlgoInfo: the fp8 Ring factor)",
-    "NCCL_ALGO/NCCL_PROTO take per-collective lists; fp8 collectives on more than 8 ranks price Ring x1024 in "
+    changes="NCCL_ALGO/NCCL_PROTO take per-collective lists; fp8 collectives on more than 8 ranks price Ring x1024 in "
     "the choice (src/enqueue.cc, topoGetAlgoInfo); PAT's bandwidth factor 0.85 -> 0.75",
     fp8_ring_penalty=True,
     pat_factor=0.75,
@@ -252,7 +254,7 @@ V2_25_1 = _after(
     V2_24_3,
     "2.25.1",
     _TUNING.format("2.25.1") + " (llMaxBws, perChMax*Bws: the BLACKWELL_COMPCAP_IDX rows)",
-    "Blackwell gets its own tables (twice Hopper's)",
+    changes="Blackwell gets its own tables (twice Hopper's)",
     generations={**V2_24_3.generations, "blackwell": _BLACKWELL_2_25},
     generation_table={**_GEN_TABLE_2_20, "blackwell": "blackwell"},
     # NVIDIA/nccl v2.25.1-1 src/graph/search.cc, and src/transport/nvls.cc (NVLS_NCHANNELS_SM100 32 on Blackwell)
@@ -263,13 +265,13 @@ V2_26_2 = _after(
     V2_25_1,
     "2.26.2",
     _TUNING.format("2.26.2") + " (ncclTopoTuneModel)",
-    "Tree's 0.85 for a tree pattern reads the communicator's largest pattern; nothing simcli prices changed",
+    changes="Tree's 0.85 for a tree pattern reads the communicator's largest pattern; nothing simcli prices changed",
 )
 V2_27_3 = _after(
     V2_26_2,
     "2.27.3",
     _TUNING.format("2.27.3") + " (ncclTopoTuneModel, NVLS branch)",
-    "NVLS all-gather/reduce-scatter bandwidth x (ppn-1)/ppn (and 0.9 of the inter-node graph's); LL128 on C2C "
+    changes="NVLS all-gather/reduce-scatter bandwidth x (ppn-1)/ppn (and 0.9 of the inter-node graph's); LL128 on C2C "
     "paths (NCCL_LL128_C2C); Blackwell NVLS on 24 channels in one node or NVLink domain, 32 across (nvls.cc)",
     nvls_ag_rs_ppn=True,
     # NVIDIA/nccl v2.27.3-1 src/graph/search.cc (18.0 added) and src/transport/nvls.cc (NVLS_NCHANNELS_SM100_NVL 24,
@@ -281,13 +283,13 @@ V2_27_5 = _after(
     V2_27_3,
     "2.27.5",
     _TUNING.format("2.27.5") + " (ncclTopoTuneModel, LL128 enable); the release torch 2.9 pins",
-    "LL128 enabling over PXN/C2C paths reworded; nothing simcli prices changed",
+    changes="LL128 enabling over PXN/C2C paths reworded; nothing simcli prices changed",
 )
 V2_28_3 = _after(
     V2_27_5,
     "2.28.3",
     _TUNING.format("2.28.3") + " (nvlsEfficiency, ncclTunerConstantsDefaults, ncclTopoTuneModel)",
-    "NVLS/NVLSTree bandwidth: per channel the graph's speed x nvlsEfficiency (0.85 Hopper, 0.74 Blackwell) x "
+    changes="NVLS/NVLSTree bandwidth: per channel the graph's speed x nvlsEfficiency (0.85 Hopper, 0.74 Blackwell) x "
     "(nch-1)/nch, x2 for all-reduce (x(ppn-1)/ppn for all-gather/reduce-scatter), NVLSTree capped per channel "
     "(perChMaxNVLSTreeBws) and by twice the network's speed on two nodes, the ring's k/nsteps in place of 5/6; "
     "Blackwell tree and tree/LL128 caps 70/42.8/24 and 55.6/31.67/20 GB/s",
@@ -309,14 +311,14 @@ V2_28_7 = _after(
     V2_28_3,
     "2.28.7",
     _TUNING.format("2.28.7") + " (perChMaxRingLL128Bws)",
-    "Blackwell Ring/LL128 cap on two nodes 73.4 -> 34.6 GB/s per channel",
+    changes="Blackwell Ring/LL128 cap on two nodes 73.4 -> 34.6 GB/s per channel",
     generations=_with_gen(V2_28_3.generations, "blackwell", ring_ll128=(2 * 36.7, 34.6, 2 * 36.7)),
 )
 V2_28_9 = _after(
     V2_28_7,
     "2.28.9",
     _TUNING.format("2.28.9") + " (hwLatencies, perChMaxNVLSTreeBws)",
-    "NVLSTree network hop 14 -> 20.9 us; Blackwell NVLSTree cap beyond two nodes 43.1 -> 43.8 GB/s",
+    changes="NVLSTree network hop 14 -> 20.9 us; Blackwell NVLSTree cap beyond two nodes 43.1 -> 43.8 GB/s",
     hw_latency_us=_hw(
         V2_28_7.hw_latency_us["nvlink"],
         V2_28_7.hw_latency_us["pcie"],
@@ -328,7 +330,7 @@ V2_29_2 = _after(
     V2_28_9,
     "2.29.2",
     _TUNING.format("2.29.2") + " (perChMaxRingLL128Bws, treeCorrectionFactor, ncclTopoGetAlgoTime)",
-    "Blackwell Ring/LL128 caps 34.5/34.6/34.5 GB/s; treeCorrectionFactor gets a 24th entry (512 MiB-1 GiB); "
+    changes="Blackwell Ring/LL128 caps 34.5/34.6/34.5 GB/s; treeCorrectionFactor gets a 24th entry (512 MiB-1 GiB); "
     "NVLSTree all-reduce takes it too on Blackwell x86 hosts",
     generations=_with_gen(V2_28_9.generations, "blackwell", ring_ll128=(34.5, 34.6, 34.5)),
     tree_correction_sizes=24,
@@ -341,21 +343,22 @@ V2_29_7 = _after(
     "2.29.7",
     _TUNING.format("2.29.7") + " (perChMaxRingLL128Bws); the release torch 2.13's CUDA wheels install (PyPI "
     "torch 2.13.0: Requires-Dist nvidia-nccl-cu13==2.29.7): the default",
-    "Blackwell Ring/LL128 caps 40 GB/s per channel",
+    changes="Blackwell Ring/LL128 caps 40 GB/s per channel",
     generations=_with_gen(V2_29_2.generations, "blackwell", ring_ll128=(40.0, 40.0, 40.0)),
 )
 V2_30_3 = _after(
     V2_29_7,
     "2.30.3",
     _TUNING.format("2.30.3") + " (perChMaxNVLSTreeBws, LL128 enable)",
-    "Blackwell NVLSTree cap beyond two nodes 43.8 -> 80 GB/s; LL128 between GPUs of different compute capability",
+    changes="Blackwell NVLSTree cap beyond two nodes 43.8 -> 80 GB/s; LL128 between GPUs of different compute "
+    "capability",
     generations=_with_gen(V2_29_7.generations, "blackwell", nvls_tree=(0.0, 96.0, 80.0)),
 )
 V2_30_7 = _after(
     V2_30_3,
     "2.30.7",
     _TUNING.format("2.30.7") + " (the newest tag read)",
-    "reformatted, and the algorithm-disable rules gathered in one loop; nothing simcli prices changed",
+    changes="reformatted, and the algorithm-disable rules gathered in one loop; nothing simcli prices changed",
 )
 
 #: every carried release, oldest first

@@ -30,6 +30,10 @@ __all__ = [
     "LINK_KIND_SPECS",
     "LINK_KINDS",
     "KIND_ALIASES",
+    "GpuGeneration",
+    "GENERATION_SPECS",
+    "GENERATIONS",
+    "generation_of",
     "link_kind",
     "busbw_factor",
     "check_collective",
@@ -71,52 +75,52 @@ def _part(k: np.ndarray) -> np.ndarray:
 _PERF = "nccl-tests doc/PERFORMANCE.md; NVIDIA/nccl src/graph/tuning.cc"
 COLLECTIVE_SPECS: tuple[CollectiveSpec, ...] = (
     CollectiveSpec(
-        "all_reduce",
-        "all-reduce",
-        "2(k-1)/k",
-        lambda k: 2.0 * _part(k),
-        lambda k: 2.0 * (np.asarray(k, dtype=np.float64) - 1.0),
-        2,
-        _part,
-        ("tree", "ring", "nvls", "nvls-tree"),
-        2.0,
-        _PERF + "; src/device/all_reduce.h",
+        name="all_reduce",
+        label="all-reduce",
+        busbw="2(k-1)/k",
+        busbw_of=lambda k: 2.0 * _part(k),
+        ring_steps=lambda k: 2.0 * (np.asarray(k, dtype=np.float64) - 1.0),
+        ring_passes=2,
+        reduced=_part,
+        nccl_algorithms=("tree", "ring", "nvls", "nvls-tree"),
+        nvls_fill=2.0,
+        source=_PERF + "; src/device/all_reduce.h",
     ),
     CollectiveSpec(
-        "reduce_scatter",
-        "reduce-scatter",
-        "(k-1)/k",
-        _part,
-        lambda k: np.asarray(k, dtype=np.float64) - 1.0,
-        1,
-        _part,
-        ("ring", "nvls", "pat"),
-        1.0,
-        _PERF + "; src/device/reduce_scatter.h",
+        name="reduce_scatter",
+        label="reduce-scatter",
+        busbw="(k-1)/k",
+        busbw_of=_part,
+        ring_steps=lambda k: np.asarray(k, dtype=np.float64) - 1.0,
+        ring_passes=1,
+        reduced=_part,
+        nccl_algorithms=("ring", "nvls", "pat"),
+        nvls_fill=1.0,
+        source=_PERF + "; src/device/reduce_scatter.h",
     ),
     CollectiveSpec(
-        "all_gather",
-        "all-gather",
-        "(k-1)/k",
-        _part,
-        lambda k: np.asarray(k, dtype=np.float64) - 1.0,
-        1,
-        _zero,
-        ("ring", "nvls", "pat"),
-        1.0,
-        _PERF + "; src/device/all_gather.h",
+        name="all_gather",
+        label="all-gather",
+        busbw="(k-1)/k",
+        busbw_of=_part,
+        ring_steps=lambda k: np.asarray(k, dtype=np.float64) - 1.0,
+        ring_passes=1,
+        reduced=_zero,
+        nccl_algorithms=("ring", "nvls", "pat"),
+        nvls_fill=1.0,
+        source=_PERF + "; src/device/all_gather.h",
     ),
     CollectiveSpec(
-        "broadcast",
-        "broadcast",
-        "1",
-        lambda k: np.ones_like(np.asarray(k, dtype=np.float64)),
-        lambda k: np.asarray(k, dtype=np.float64),
-        1,
-        _zero,
-        ("ring",),
-        0.0,
-        _PERF,
+        name="broadcast",
+        label="broadcast",
+        busbw="1",
+        busbw_of=lambda k: np.ones_like(np.asarray(k, dtype=np.float64)),
+        ring_steps=lambda k: np.asarray(k, dtype=np.float64),
+        ring_passes=1,
+        reduced=_zero,
+        nccl_algorithms=("ring",),
+        nvls_fill=0.0,
+        source=_PERF,
     ),
 )
 #: the collectives by name, in nccl-tests' order
@@ -139,9 +143,30 @@ class ProtocolSpec:
 
 _ENQ = "NVIDIA/nccl v2.20.3 src/enqueue.cc (getAlgoInfo), src/include/device.h"
 PROTOCOL_SPECS: tuple[ProtocolSpec, ...] = (
-    ProtocolSpec("ll", "LL", 512, 8, "8-byte stores with a flag each: the lowest latency, half the bandwidth", _ENQ),
-    ProtocolSpec("ll128", "LL128", 640, 8, "128-byte lines with one flag: near Simple's bandwidth, low latency", _ENQ),
-    ProtocolSpec("simple", "Simple", 512, 64, "plain stores with a fence per step: full bandwidth, most latency", _ENQ),
+    ProtocolSpec(
+        name="ll",
+        nccl="LL",
+        max_threads=512,
+        thread_threshold=8,
+        summary="8-byte stores with a flag each: the lowest latency, half the bandwidth",
+        source=_ENQ,
+    ),
+    ProtocolSpec(
+        name="ll128",
+        nccl="LL128",
+        max_threads=640,
+        thread_threshold=8,
+        summary="128-byte lines with one flag: near Simple's bandwidth, low latency",
+        source=_ENQ,
+    ),
+    ProtocolSpec(
+        name="simple",
+        nccl="Simple",
+        max_threads=512,
+        thread_threshold=64,
+        summary="plain stores with a fence per step: full bandwidth, most latency",
+        source=_ENQ,
+    ),
 )
 #: what --protocol accepts, in NCCL's order (NCCL_PROTO_LL, LL128, SIMPLE)
 PROTOCOLS: tuple[str, ...] = tuple(p.name for p in PROTOCOL_SPECS)
@@ -190,58 +215,61 @@ class LinkKind:
 _TUNING = "NVIDIA/nccl v2.20.3 src/graph/tuning.cc (hwLat)"
 LINK_KIND_SPECS: tuple[LinkKind, ...] = (
     LinkKind(
-        "nvlink",
-        "nvlink",
-        3.4,
-        0.8,
-        "NVLink between GPUs of one node (point to point or through NVSwitch)",
-        f"{_TUNING}: hwLat[NVLINK][Ring][Simple] 3.4 us; 20 of 25 GB/s per NVLink (SM80_NVLINK_BW 20.0, "
+        name="nvlink",
+        hw="nvlink",
+        latency_us=3.4,
+        efficiency=0.8,
+        summary="NVLink between GPUs of one node (point to point or through NVSwitch)",
+        source=f"{_TUNING}: hwLat[NVLINK][Ring][Simple] 3.4 us; 20 of 25 GB/s per NVLink (SM80_NVLINK_BW 20.0, "
         "src/graph/topo.h; NCCL maintainer, NVIDIA/nccl-tests#149)",
     ),
     LinkKind(
-        "nvswitch",
-        "nvlink",
-        3.4,
-        0.8,
-        "NVLink through NVSwitch inside one node (NVLS may run)",
-        f"as nvlink: the same hwLat row ({_TUNING})",
+        name="nvswitch",
+        hw="nvlink",
+        latency_us=3.4,
+        efficiency=0.8,
+        summary="NVLink through NVSwitch inside one node (NVLS may run)",
+        source=f"as nvlink: the same hwLat row ({_TUNING})",
     ),
     LinkKind(
-        "mnnvl",
-        "nvlink",
-        3.4,
-        0.9,
-        "a multi-node NVLink domain (GB200 NVL72, NVL36x2): one NCCL node",
-        "NCCL fuses the topology over the NVLink clique, so the domain is one NCCL node; tuning.cc 2.20.3: "
+        name="mnnvl",
+        hw="nvlink",
+        latency_us=3.4,
+        efficiency=0.9,
+        summary="a multi-node NVLink domain (GB200 NVL72, NVL36x2): one NCCL node",
+        source="NCCL fuses the topology over the NVLink clique, so the domain is one NCCL node; tuning.cc 2.20.3: "
         "'MNNVL: NVLS not yet supported' (NVLS and NVLSTree off); hwLat NVLINK row; NVLink5 measured at 811 of "
         "900 GB/s busbw over 8 GB200 GPUs (lixueduan.com, 'GB200 MNNVL nccl-test'), above NCCL's search constant "
         "SM100_NVLINK_BW 40.1 of 50 GB/s (src/graph/topo.h), which its graph search keeps",
         multinode=True,
     ),
     LinkKind(
-        "pcie",
-        "pcie",
-        5.7,
-        0.76,
-        "PCIe between GPUs of one host",
-        f"{_TUNING}: hwLat[PCI][Ring][Simple] 5.7 us; PCI_BW 12 GB/s of a Gen3 x16's 15.75 (src/graph/topo.h), the "
+        name="pcie",
+        hw="pcie",
+        latency_us=5.7,
+        efficiency=0.76,
+        summary="PCIe between GPUs of one host",
+        source=f"{_TUNING}: hwLat[PCI][Ring][Simple] 5.7 us; PCI_BW 12 GB/s of a Gen3 x16's 15.75 "
+        f"(src/graph/topo.h), the "
         "same fraction for later generations (estimate)",
     ),
     LinkKind(
-        "infiniband",
-        "net",
-        14.0,
-        0.92,
-        "InfiniBand NICs (NCCL's IB verbs transport)",
-        f"{_TUNING}: hwLat[NET][Ring][Simple] 14 us; 46-48 of 50 GB/s per NDR NIC (NVIDIA, NVIDIA/nccl-tests#290)",
+        name="infiniband",
+        hw="net",
+        latency_us=14.0,
+        efficiency=0.92,
+        summary="InfiniBand NICs (NCCL's IB verbs transport)",
+        source=f"{_TUNING}: hwLat[NET][Ring][Simple] 14 us; 46-48 of 50 GB/s per NDR NIC "
+        "(NVIDIA, NVIDIA/nccl-tests#290)",
     ),
     LinkKind(
-        "roce",
-        "net",
-        14.55,
-        0.91,
-        "RoCE v2 NICs (NCCL's IB verbs transport over Ethernet)",
-        "NVIDIA/nccl v2.20.3 src/transport/net_ib.cc: the IB verbs transport over an Ethernet link layer (line 238 "
+        name="roce",
+        hw="net",
+        latency_us=14.55,
+        efficiency=0.91,
+        summary="RoCE v2 NICs (NCCL's IB verbs transport over Ethernet)",
+        source="NVIDIA/nccl v2.20.3 src/transport/net_ib.cc: the IB verbs transport over an Ethernet link layer "
+        "(line 238 "
         "keeps IBV_LINK_LAYER_ETHERNET ports; 710, 837, 935: RoCE addresses by GID, NCCL_IB_GID_INDEX line 80, "
         "traffic class NCCL_IB_TC line 86); adaptive routing on by default on InfiniBand only (lines 89, 260); "
         "props->latency = 0 (line 409): NCCL's tuner prices RoCE exactly as InfiniBand (the hwLat NET row). What a hop "
@@ -252,12 +280,13 @@ LINK_KIND_SPECS: tuple[LinkKind, ...] = (
         "UDP/IP/Ethernet framing (54-70 bytes against ~20 per 4 KiB MTU, same page; estimate)",
     ),
     LinkKind(
-        "efa",
-        "net",
-        23.0,
-        0.92,
-        "AWS Elastic Fabric Adapter through aws-ofi-nccl",
-        "aws/aws-ofi-nccl src/tuner/nccl_ofi_model.c, include/tuner/nccl_ofi_tuner.h: net_lat 20 us '2 nodes, 8B "
+        name="efa",
+        hw="net",
+        latency_us=23.0,
+        efficiency=0.92,
+        summary="AWS Elastic Fabric Adapter through aws-ofi-nccl",
+        source="aws/aws-ofi-nccl src/tuner/nccl_ofi_model.c, include/tuner/nccl_ofi_tuner.h: net_lat 20 us '2 nodes, "
+        "8B "
         "RDMA w/imm lat' for every protocol, + TUNER_NET_COMP_OVERHEAD 3 us for Simple ('~2 us in the device and "
         "~1 us to write that completion up to the host stack'); src/platform-aws.cpp: .latency = 75.0 us on "
         "p4d/p4de/p5 ('NCCL's internal tuner choices work better with this value'), NCCL_PROTO=simple forced "
@@ -268,21 +297,22 @@ LINK_KIND_SPECS: tuple[LinkKind, ...] = (
         protocols=("simple",),
     ),
     LinkKind(
-        "ethernet",
-        "net",
-        14.0,
-        0.9,
-        "plain Ethernet (NCCL's socket transport)",
-        f"{_TUNING}: NCCL prices its socket transport with the NET row (14 us Ring/Simple); 0.9 of line rate "
+        name="ethernet",
+        hw="net",
+        latency_us=14.0,
+        efficiency=0.9,
+        summary="plain Ethernet (NCCL's socket transport)",
+        source=f"{_TUNING}: NCCL prices its socket transport with the NET row (14 us Ring/Simple); 0.9 of line rate "
         "(estimate)",
     ),
     LinkKind(
-        "socket",
-        "net",
-        30.0,
-        0.9,
-        "TCP sockets (NCCL's socket transport, no GPUDirect)",
-        "NVIDIA/nccl v2.20.3 src/transport/net_socket.cc: ptrSupport NCCL_PTR_HOST only (line 98: data is staged in "
+        name="socket",
+        hw="net",
+        latency_us=30.0,
+        efficiency=0.9,
+        summary="TCP sockets (NCCL's socket transport, no GPUDirect)",
+        source="NVIDIA/nccl v2.20.3 src/transport/net_socket.cc: ptrSupport NCCL_PTR_HOST only (line 98: data is "
+        "staged in "
         "host memory), props->latency = 0 (line 101: the tuner sees the hwLat NET row), NCCL_SOCKET_NTHREADS x "
         "NCCL_NSOCKS_PERTHREAD sockets per connection (lines 117-118; auto: 2 x 8 on AWS ENA, 4 x 1 on GCP gVNIC, "
         "else the main thread and 1 socket, lines 246-272; at most 64 sockets, 16 threads), each message cut into "
@@ -294,12 +324,13 @@ LINK_KIND_SPECS: tuple[LinkKind, ...] = (
         hop_us=(30.0, 30.0, 30.0),
     ),
     LinkKind(
-        "tcpx",
-        "net",
-        50.0,
-        0.9,
-        "Google GPUDirect-TCPX NICs (A3 High: TCP into GPU memory, unpacked on the GPU)",
-        "google/nccl-plugin-gpudirecttcpx src/net_tcpx.cc @ 4b8ea7f2 lines 730-740: props->latency = 0 (NCCL's tuner "
+        name="tcpx",
+        hw="net",
+        latency_us=50.0,
+        efficiency=0.9,
+        summary="Google GPUDirect-TCPX NICs (A3 High: TCP into GPU memory, unpacked on the GPU)",
+        source="google/nccl-plugin-gpudirecttcpx src/net_tcpx.cc @ 4b8ea7f2 lines 730-740: props->latency = 0 "
+        "(NCCL's tuner "
         "sees the hwLat NET row), netDeviceType DEV_UNPACK: received pages are scattered in a bounce buffer and a "
         "GPU kernel unpacks them, which NCCL implements in its Simple primitives only (NVIDIA/nccl v2.20.3 "
         "src/device/prims_simple.h line 421): Simple only. Hop 50 us: TCPXO's (estimate; no published TCPX curve "
@@ -308,12 +339,12 @@ LINK_KIND_SPECS: tuple[LinkKind, ...] = (
         protocols=("simple",),
     ),
     LinkKind(
-        "tcpxo",
-        "net",
-        50.0,
-        0.94,
-        "Google GPUDirect-TCPXO NICs (A3 Mega: TCP offloaded to the NIC, one 200 Gb/s NIC per GPU)",
-        "google/nccl-plugin-gpudirect-tcpxo @ 04815d1b (v1.0.17): tcpdirect_plugin/fastrak_offload/nccl_shim.cc "
+        name="tcpxo",
+        hw="net",
+        latency_us=50.0,
+        efficiency=0.94,
+        summary="Google GPUDirect-TCPXO NICs (A3 Mega: TCP offloaded to the NIC, one 200 Gb/s NIC per GPU)",
+        source="google/nccl-plugin-gpudirect-tcpxo @ 04815d1b (v1.0.17): tcpdirect_plugin/fastrak_offload/nccl_shim.cc "
         "lines 959-966: props.latency = 0 (NCCL's tuner sees the hwLat NET row), ptrSupport HOST|CUDA; "
         "tcpxo_scripts/nccl-env-profile.sh line 51: NCCL_PROTO=Simple,LL128 (no LL), and "
         "nccl-env-profile-simple.sh Simple alone. Hop 50 us: 2 A3 Mega (16 H100, 8x 200 Gb/s TCPXO each) all-gather "
@@ -329,6 +360,45 @@ LINK_KIND_SPECS: tuple[LinkKind, ...] = (
 LINK_KINDS: dict[str, LinkKind] = {lk.name: lk for lk in LINK_KIND_SPECS}
 #: kind names of earlier versions, read as their successors ("net" was every network before issue 21)
 KIND_ALIASES: dict[str, str] = {"net": "infiniband"}
+
+
+@dataclass(frozen=True)
+class GpuGeneration:
+    """One GPU generation a profile's ``nccl.generation`` may name: the words of device names that name it
+    (lower case, matched as substrings) and the vendor's architecture it stands for. NCCL's per-generation
+    tables (simcli.comm.releases), RCCL's architectures (simcli.comm.rccl), the straggler constants and the
+    MFU families (simcli/io/data/families.yaml) are keyed by its name."""
+
+    name: str
+    words: tuple[str, ...]
+    source: str
+
+
+GENERATION_SPECS: tuple[GpuGeneration, ...] = (  # oldest first, NVIDIA then AMD
+    GpuGeneration(name="volta", words=("v100", "volta"), source="NVIDIA Volta (SM70)"),
+    GpuGeneration(name="ampere", words=("a100", "a800", "a30", "ampere"), source="NVIDIA Ampere (SM80)"),
+    GpuGeneration(name="ada", words=("l40", "l4", "4090", "ada"), source="NVIDIA Ada Lovelace (SM89)"),
+    GpuGeneration(name="hopper", words=("h100", "h200", "h800", "gh200", "hopper"), source="NVIDIA Hopper (SM90)"),
+    GpuGeneration(
+        name="blackwell",
+        words=("b200", "gb200", "b100", "blackwell", "gb300", "b300"),
+        source="NVIDIA Blackwell (SM100)",
+    ),
+    GpuGeneration(name="cdna3", words=("mi300", "mi325", "mi250"), source="AMD CDNA 3 (gfx942)"),
+    # rccl hook (issue 37): CDNA 4, gfx950 (simcli.comm.rccl.ARCH)
+    GpuGeneration(name="cdna4", words=("mi355", "mi350"), source="AMD CDNA 4 (gfx950)"),
+)
+#: the generation names, oldest first (the schema's choices for nccl.generation)
+GENERATIONS: tuple[str, ...] = tuple(g.name for g in GENERATION_SPECS)
+
+
+def generation_of(device_name: str) -> str | None:
+    """The generation whose words a device's name contains (case-insensitive), else None."""
+    n = device_name.lower()
+    for g in GENERATION_SPECS:
+        if any(w in n for w in g.words):
+            return g.name
+    return None
 
 
 def link_kind(name: str) -> LinkKind:

@@ -16,7 +16,7 @@ spread over all k devices). Tiers, their bandwidths and latencies: :mod:`simcli.
 
 from __future__ import annotations
 
-from typing import Sequence
+from typing import Any, NamedTuple, Sequence
 
 import numpy as np
 
@@ -26,6 +26,8 @@ from .specs import busbw_factor
 from .topology import bottleneck_of, latency_params, ring_params, tier_bandwidth, tier_link_bandwidth, tier_spanned
 
 __all__ = [
+    "Link",
+    "ring_coefficients",
     "ring_pass",
     "ring_allreduce",
     "tree_allreduce",
@@ -50,7 +52,7 @@ def _pow2_floor(k: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
 
 
 def ring_allreduce(
-    network: Sequence[Tier], k: np.ndarray, nbytes: np.ndarray, reduce_Bps: float | None = None
+    network: Sequence[Tier], k: np.ndarray, nbytes: np.ndarray, *, reduce_Bps: float | None = None
 ) -> CommCost:
     """Ring all-reduce: T = 2(k-1)·alpha + 2(k-1)/k · n/B [+ (k-1)/k · n/gamma].
 
@@ -60,30 +62,50 @@ def ring_allreduce(
     latency and the smallest ring bandwidth (``tier_bandwidth``) of the spanned tiers.
     """
     k = np.asarray(k, dtype=np.int64)
+    return _two_passes(network, k, nbytes, name="ring", reduce_Bps=reduce_Bps, link=_ring_link(network, k))
+
+
+class Link(NamedTuple):
+    """The link an algorithm is priced at, per k: its alpha, its B, the bottleneck tier and the latency tier."""
+
+    alpha: np.ndarray
+    bus: np.ndarray
+    bottleneck: np.ndarray
+    lat_tier: np.ndarray
+
+
+def _ring_link(network: Sequence[Tier], k: np.ndarray) -> Link:
+    """The ring's link: the largest latency and the smallest ring bandwidth (``tier_bandwidth``) of the spanned
+    tiers (NCCL builds its trees on the same channels)."""
     alpha, bus, bottleneck = ring_params(network, k)
     _, lat_tier = latency_params(network, k)
-    return _two_passes(network, k, nbytes, "ring", reduce_Bps, alpha, bus, bottleneck, lat_tier)
+    return Link(alpha, bus, bottleneck, lat_tier)
+
+
+def ring_coefficients(k: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """Ring all-reduce: ``c_lat = 2(k-1)`` steps of alpha, ``c_bw = 2(k-1)/k`` of n/B (Patarasuk & Yuan 2009): the
+    coefficients of T = c_lat·alpha + c_bw·n/B that a calibration fits (simcli.fits.fitting)."""
+    kf = np.maximum(np.asarray(k, dtype=np.float64), 1.0)
+    return 2.0 * (kf - 1.0), busbw_factor(kf)
 
 
 def _two_passes(
-    network: Sequence[Tier],
-    k: np.ndarray,
-    nbytes: np.ndarray,
-    name: str,
-    reduce_Bps: float | None,
-    *link: np.ndarray,
+    network: Sequence[Tier], k: np.ndarray, nbytes: np.ndarray, *, name: str, reduce_Bps: float | None, link: Link
 ) -> CommCost:
     """A reduce-scatter then an all-gather of k-1 steps each, n/k bytes a step, at the link's alpha and B:
     T = 2(k-1)·alpha + 2(k-1)/k · n/B [+ (k-1)/k · n/gamma] (the ring's and the sharded server's one formula)."""
     kf = np.maximum(np.asarray(k, dtype=np.float64), 1.0)
-    steps = 2.0 * (kf - 1.0)
-    return ring_pass(network, k, nbytes, name, reduce_Bps, link, steps, busbw_factor(kf), (kf - 1.0) / kf)
+    steps, sent = ring_coefficients(kf)
+    return ring_pass(
+        network, k, nbytes, name=name, reduce_Bps=reduce_Bps, link=link, steps=steps, sent=sent, reduced=(kf - 1) / kf
+    )
 
 
 def ring_pass(
     network: Sequence[Tier],
     k: np.ndarray,
     nbytes: np.ndarray,
+    *,
     name: str,
     reduce_Bps: float | None,
     link: Sequence[np.ndarray],
@@ -94,29 +116,30 @@ def ring_pass(
     """Ring-shaped passes priced at one link: ``steps`` hops of alpha, ``sent``·n bytes per device at B, and
     ``reduced``·n bytes reduced at gamma (``steps``, ``sent``, ``reduced`` over k, 0 at k = 1). The link is
     (alpha, B, bottleneck tier, latency tier)."""
-    alpha, bus, bottleneck, lat_tier = link
     n = np.asarray(nbytes, dtype=np.float64)
     with np.errstate(divide="ignore", invalid="ignore"):
-        bandwidth = n * (sent / bus)  # per byte over k only (0 at k = 1, where B is inf), then one product
+        bandwidth = n * (sent / link[1])  # per byte over k only (0 at k = 1, where B is inf), then one product
+    terms = dict(latency=steps * link[0], bandwidth=bandwidth, reduced=reduced * n)
+    return _priced(network, k, n, name=name, link=Link(*link), reduce_Bps=reduce_Bps, zero_at_one=True, **terms)
+
+
+def _priced(network: Sequence[Tier], k: np.ndarray, n: np.ndarray, *, name: str, link: Link, **terms: Any) -> CommCost:
+    """One algorithm's terms (latency, bandwidth, reduced, reduce_Bps and pack's options) packed at its link."""
     return pack(
         network,
         k,
         n,
-        name,
-        latency=steps * alpha,
-        bandwidth=bandwidth,
-        reduced=reduced * n,
-        reduce_Bps=reduce_Bps,
-        alpha=alpha,
-        bus=bus,
-        bottleneck=bottleneck,
-        lat_tier=lat_tier,
-        zero_at_one=True,
+        name=name,
+        alpha=link.alpha,
+        bus=link.bus,
+        bottleneck=link.bottleneck,
+        lat_tier=link.lat_tier,
+        **terms,
     )
 
 
 def tree_allreduce(
-    network: Sequence[Tier], k: np.ndarray, nbytes: np.ndarray, reduce_Bps: float | None = None
+    network: Sequence[Tier], k: np.ndarray, nbytes: np.ndarray, *, reduce_Bps: float | None = None
 ) -> CommCost:
     """Pipelined double binary tree (NCCL's "Tree"; Sanders, Speck & Träff 2009).
 
@@ -137,39 +160,39 @@ def tree_allreduce(
     """
     k = np.asarray(k, dtype=np.int64)
     n = np.asarray(nbytes, dtype=np.float64)
-    alpha, bus, bottleneck = ring_params(network, k)
-    _, lat_tier = latency_params(network, k)
+    link = _ring_link(network, k)
     lg, p2 = _pow2_floor(k)
     depth = np.where(p2 == k, lg, lg + 1).astype(np.float64)  # ceil(log2 k)
     f = np.select([k <= 1, k == 2, k == 3], [0.0, 1.0, 1.5], 2.0)
     with np.errstate(divide="ignore", invalid="ignore"):
-        bandwidth = f * n / bus
+        bandwidth = f * n / link.bus
     reduced = np.where(k == 2, 0.5, 1.0) * n
-    return pack(
-        network,
-        k,
-        n,
-        "tree",
-        latency=2.0 * depth * alpha,
-        bandwidth=bandwidth,
-        reduced=reduced,
-        reduce_Bps=reduce_Bps,
-        alpha=alpha,
-        bus=bus,
-        bottleneck=bottleneck,
-        lat_tier=lat_tier,
-    )
+    terms = dict(latency=2.0 * depth * link.alpha, bandwidth=bandwidth, reduced=reduced)
+    return _priced(network, k, n, name="tree", link=link, reduce_Bps=reduce_Bps, **terms)
 
 
-def _flat(network: Sequence[Tier], k: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
+def _doubling(k: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """(floor(lg k), k' = 2^floor(lg k), 1.0 where k is not a power of two else 0.0): the recursive algorithms'
+    steps and the surplus devices' extra steps (Thakur, Rabenseifner & Gropp 2005, §4)."""
+    lg, p2 = _pow2_floor(k)
+    return lg, p2, (p2 != k).astype(np.float64)
+
+
+def _flat_inputs(network: Sequence[Tier], k: np.ndarray, nbytes: np.ndarray) -> tuple[np.ndarray, np.ndarray, Link]:
+    """k and n as arrays and the hierarchy-blind link (:func:`_flat`)."""
+    k = np.asarray(k, dtype=np.int64)
+    return k, np.asarray(nbytes, dtype=np.float64), _flat(network, k)
+
+
+def _flat(network: Sequence[Tier], k: np.ndarray) -> Link:
     """(alpha, B, bottleneck tier, latency tier) of a hierarchy-blind algorithm: slowest spanned tier."""
     alpha, lat_tier = latency_params(network, k)
     bus, bottleneck = bottleneck_of(tier_link_bandwidth(network, k), k)
-    return alpha, bus, bottleneck, lat_tier
+    return Link(alpha, bus, bottleneck, lat_tier)
 
 
 def recursive_doubling_allreduce(
-    network: Sequence[Tier], k: np.ndarray, nbytes: np.ndarray, reduce_Bps: float | None = None
+    network: Sequence[Tier], k: np.ndarray, nbytes: np.ndarray, *, reduce_Bps: float | None = None
 ) -> CommCost:
     """Recursive doubling (Thakur, Rabenseifner & Gropp 2005, §4): lg k steps, each exchanging all n bytes.
 
@@ -184,32 +207,18 @@ def recursive_doubling_allreduce(
     alpha, B: the slowest spanned tier when every device sends at once
     (``tier_link_bandwidth``).
     """
-    k = np.asarray(k, dtype=np.int64)
-    n = np.asarray(nbytes, dtype=np.float64)
-    alpha, bus, bottleneck, lat_tier = _flat(network, k)
-    lg, p2 = _pow2_floor(k)
-    extra = (p2 != k).astype(np.float64)
+    k, n, link = _flat_inputs(network, k, nbytes)
+    lg, p2, extra = _doubling(k)
+    alpha, bus = link.alpha, link.bus
     steps = lg + 2.0 * extra
     with np.errstate(divide="ignore", invalid="ignore"):
         bandwidth = steps * n / bus
-    return pack(
-        network,
-        k,
-        n,
-        "recursive-doubling",
-        latency=steps * alpha,
-        bandwidth=bandwidth,
-        reduced=(lg + extra) * n,
-        reduce_Bps=reduce_Bps,
-        alpha=alpha,
-        bus=bus,
-        bottleneck=bottleneck,
-        lat_tier=lat_tier,
-    )
+    terms = dict(latency=steps * alpha, bandwidth=bandwidth, reduced=(lg + extra) * n)
+    return _priced(network, k, n, name="recursive-doubling", link=link, reduce_Bps=reduce_Bps, **terms)
 
 
 def rabenseifner_allreduce(
-    network: Sequence[Tier], k: np.ndarray, nbytes: np.ndarray, reduce_Bps: float | None = None
+    network: Sequence[Tier], k: np.ndarray, nbytes: np.ndarray, *, reduce_Bps: float | None = None
 ) -> CommCost:
     """Rabenseifner: reduce-scatter by recursive halving, all-gather by recursive doubling.
 
@@ -225,32 +234,18 @@ def rabenseifner_allreduce(
 
     alpha, B: the slowest spanned tier when every device sends at once.
     """
-    k = np.asarray(k, dtype=np.int64)
-    n = np.asarray(nbytes, dtype=np.float64)
-    alpha, bus, bottleneck, lat_tier = _flat(network, k)
-    lg, p2 = _pow2_floor(k)
-    extra = (p2 != k).astype(np.float64)
+    k, n, link = _flat_inputs(network, k, nbytes)
+    lg, p2, extra = _doubling(k)
+    alpha, bus = link.alpha, link.bus
     pf = p2.astype(np.float64)
     with np.errstate(divide="ignore", invalid="ignore"):
         bandwidth = (2.0 * (pf - 1.0) / pf + 2.0 * extra) * n / bus
-    return pack(
-        network,
-        k,
-        n,
-        "rabenseifner",
-        latency=(2.0 * lg + 2.0 * extra) * alpha,
-        bandwidth=bandwidth,
-        reduced=((pf - 1.0) / pf + extra) * n,
-        reduce_Bps=reduce_Bps,
-        alpha=alpha,
-        bus=bus,
-        bottleneck=bottleneck,
-        lat_tier=lat_tier,
-    )
+    terms = dict(latency=(2.0 * lg + 2.0 * extra) * alpha, bandwidth=bandwidth, reduced=((pf - 1.0) / pf + extra) * n)
+    return _priced(network, k, n, name="rabenseifner", link=link, reduce_Bps=reduce_Bps, **terms)
 
 
 def hierarchical_allreduce(
-    network: Sequence[Tier], k: np.ndarray, nbytes: np.ndarray, reduce_Bps: float | None = None
+    network: Sequence[Tier], k: np.ndarray, nbytes: np.ndarray, *, reduce_Bps: float | None = None
 ) -> CommCost:
     """Hierarchical (2D) all-reduce over any number of tiers (Horovod's hierarchical all-reduce).
 
@@ -294,26 +289,19 @@ def hierarchical_allreduce(
         with np.errstate(divide="ignore", invalid="ignore"):
             tb[i] = np.where(g > 1, 2.0 * (g - 1.0) / g * n / bw[i], 0.0)
     bottleneck = np.where(k >= 2, np.argmax(tb, axis=0), -1)
-    return pack(
-        network,
-        k,
-        n,
-        "hierarchical",
+    link = Link(alpha, bus, bottleneck, lat_tier)
+    terms = dict(
         latency=tl.sum(axis=0),
         bandwidth=tb.sum(axis=0),
         reduced=(kf - 1.0) / np.maximum(kf, 1.0) * n,
-        reduce_Bps=reduce_Bps,
-        alpha=alpha,
-        bus=bus,
-        bottleneck=bottleneck,
-        lat_tier=lat_tier,
         tier_latency=tl,
         tier_bw=tb,
     )
+    return _priced(network, k, n, name="hierarchical", link=link, reduce_Bps=reduce_Bps, **terms)
 
 
 def ps_allreduce(
-    network: Sequence[Tier], k: np.ndarray, nbytes: np.ndarray, reduce_Bps: float | None = None
+    network: Sequence[Tier], k: np.ndarray, nbytes: np.ndarray, *, reduce_Bps: float | None = None
 ) -> CommCost:
     """One parameter server (Li et al. 2014's parameter server; what all-reduce replaces).
 
@@ -338,24 +326,13 @@ def ps_allreduce(
     bus, bottleneck = bottleneck_of(np.where(spanned, raw, np.inf), k)
     with np.errstate(divide="ignore", invalid="ignore"):
         bandwidth = 2.0 * (kf - 1.0) * n / bus
-    return pack(
-        network,
-        k,
-        n,
-        "ps",
-        latency=2.0 * (kf - 1.0) * alpha,
-        bandwidth=bandwidth,
-        reduced=(kf - 1.0) * n,
-        reduce_Bps=reduce_Bps,
-        alpha=alpha,
-        bus=bus,
-        bottleneck=bottleneck,
-        lat_tier=lat_tier,
-    )
+    link = Link(alpha, bus, bottleneck, lat_tier)
+    terms = dict(latency=2.0 * (kf - 1.0) * alpha, bandwidth=bandwidth, reduced=(kf - 1.0) * n)
+    return _priced(network, k, n, name="ps", link=link, reduce_Bps=reduce_Bps, **terms)
 
 
 def ps_sharded_allreduce(
-    network: Sequence[Tier], k: np.ndarray, nbytes: np.ndarray, reduce_Bps: float | None = None
+    network: Sequence[Tier], k: np.ndarray, nbytes: np.ndarray, *, reduce_Bps: float | None = None
 ) -> CommCost:
     """Sharded parameter server: every device serves 1/k of the gradient (as BytePS / PS-Lite shard keys).
 
@@ -371,4 +348,4 @@ def ps_sharded_allreduce(
     (``tier_link_bandwidth``), not the ring's.
     """
     k = np.asarray(k, dtype=np.int64)
-    return _two_passes(network, k, nbytes, "ps-sharded", reduce_Bps, *_flat(network, k))
+    return _two_passes(network, k, nbytes, name="ps-sharded", reduce_Bps=reduce_Bps, link=_flat(network, k))

@@ -73,7 +73,7 @@ def solve_band(sc: Any, ans: Any) -> dict[str, Any] | None:
     t, k, f = ans.target, ans.devices, ans.field
     c_lo, _, c_hi = _band_at(sc, k)
     a_lo, _, a_hi = _band_at(f.apply(sc, float(ans.answer)), k)
-    lower, upper = solve_edge(sc, ans, "lo", _edges_at), solve_edge(sc, ans, "hi", _edges_at)
+    lower, upper = solve_edge(sc, ans, "lo", band_of=_edges_at), solve_edge(sc, ans, "hi", band_of=_edges_at)
     cur = f.fmt(ans.current)
     if c_lo >= t:
         verdict = f"the current {cur} meets E >= {t:g} across its band ({c_lo:.3f}–{c_hi:.3f})"

@@ -43,7 +43,7 @@ def explain(scenario: Scenario, devices: int) -> dict[str, Any]:
     assert plan is not None
     comm = res.comm
     main_cost = res.comm_bucket if res.comm_bucket is not None else res.comm_last
-    tiers = tier_rows(sc, comm, k, main_cost.tier_hops if main_cost is not None else None)
+    tiers = tier_rows(sc, comm, k, hops=main_cost.tier_hops if main_cost is not None else None)
     main = res.comm_bucket if res.comm_bucket is not None else res.comm_last
     main_bytes = plan.size if plan.full else plan.last
     algorithm = str(main.algorithm[0]) if main is not None else sc.algorithm
@@ -74,5 +74,5 @@ def explain(scenario: Scenario, devices: int) -> dict[str, Any]:
         t_b = float(res.t_backward_s[0]) / sc.accum
         c_full = float(res.comm_bucket.time[0]) if res.comm_bucket is not None else 0.0
         c_last = float(res.comm_last.time[0]) if res.comm_last is not None else 0.0
-        out["timeline"] = bucket_timeline(plan, t_b, c_full, c_last)
+        out["timeline"] = bucket_timeline(plan, t_b, c_full, c_last=c_last)
     return out

@@ -26,7 +26,7 @@ def explain_sharded(sc: Scenario, k: int) -> dict[str, Any]:
     assert st is not None
     comm = res.comm
     m = int(sc.accum)
-    tiers = tier_rows(sc, comm, k, comm.tier_hops)
+    tiers = tier_rows(sc, comm, k, hops=comm.tier_hops)
     messages = [
         message(c, m * count, float(nbytes), collective=name) for name, count, nbytes, c in st.messages if count
     ]

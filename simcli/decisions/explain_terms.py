@@ -74,7 +74,7 @@ def message(c: CommCost, count: float, nbytes: float, **extra: Any) -> dict[str,
     }
 
 
-def tier_rows(sc: Scenario, comm: CommCost, k: int, hops: np.ndarray | None) -> list[dict[str, Any]]:
+def tier_rows(sc: Scenario, comm: CommCost, k: int, *, hops: np.ndarray | None) -> list[dict[str, Any]]:
     """One row per tier: what it offers and the latency and bandwidth terms it carries in the step."""
     net = sc.profile.network
     karr = np.array([k])

@@ -159,14 +159,22 @@ def step_messages(res: Result) -> list[tuple[str, float, float, Any, Profile, np
     return out
 
 
-def _ratio_band(prof: Profile, k: int, n: float, cost: Any, i: int, collective: str) -> tuple[float, float, str]:
+def _ratio_band(prof: Profile, k: int, n: float, *, cost: Any, i: int, collective: str) -> tuple[float, float, str]:
     """(low, high) of t_meas / t_pred for one collective at one k, and what the band was read from."""
     t = float(cost.time[i])
     if k <= 1 or t <= 0:
         return 1.0, 1.0, bands.ONE_DEVICE.basis
     alg = cost.algorithm[i] if cost.algorithm is not None else "ring"
     proto = None if cost.protocol is None else np.asarray(cost.protocol)[i]
-    b = bands.time_band(prof.network, np.array([k]), np.array([n]), np.array([t]), [alg], proto, collective)
+    b = bands.time_band(
+        prof.network,
+        np.array([k]),
+        np.array([n]),
+        time=np.array([t]),
+        algorithm=[alg],
+        protocol=proto,
+        collective=collective,
+    )
     return float(b.lo[0]) / t, float(b.hi[0]) / t, b.bands[int(b.which[0])].words()
 
 
@@ -209,7 +217,7 @@ def _terms(sc: Scenario, res: Result, kt: int) -> tuple[list[dict[str, Any]], di
         mfu = sc.achieved_mfu
         lo_hi = (_t_step(_faster(sc, MFU_BAND[1]), kt), _t_step(_faster(sc, MFU_BAND[0]), kt))
         basis = f"MFU x{MFU_BAND[0]:g}..x{MFU_BAND[1]:g} of {mfu:g}: published MFUs of one family on one GPU kind"
-    terms.append(_term("compute", "the MFU", compute, t_step, lo_hi, basis))
+    terms.append(_term("compute", "the MFU", compute, t_step=t_step, lo_hi=lo_hi, basis=basis))
 
     fitted = sc.spread is not None or sc.profile.device.spread is not None
     if fitted or kt <= 1:
@@ -217,7 +225,7 @@ def _terms(sc: Scenario, res: Result, kt: int) -> tuple[list[dict[str, Any]], di
     else:
         lo_hi = (_t_step(sc.replace(spread=SPREAD_BAND[0]), kt), _t_step(sc.replace(spread=SPREAD_BAND[1]), kt))
         basis = f"σ {SPREAD_BAND[0]:g}..{SPREAD_BAND[1]:g}: what published FSDP runs of one cluster need"
-    terms.append(_term("slowest of k", "the spread σ", strag, t_step, lo_hi, basis))
+    terms.append(_term("slowest of k", "the spread σ", strag, t_step=t_step, lo_hi=lo_hi, basis=basis))
 
     shares = {"inner": 0.0, "outer_latency": 0.0, "outer_bandwidth": 0.0}
     msgs = step_messages(res)
@@ -227,7 +235,7 @@ def _terms(sc: Scenario, res: Result, kt: int) -> tuple[list[dict[str, Any]], di
         widest = ("", 0.0)
         for coll, count, nbytes, cost, prof, dev in msgs:
             w = count * float(cost.time[i]) / weight
-            r_lo, r_hi, words = _ratio_band(prof, int(dev[i]), nbytes, cost, i, coll)
+            r_lo, r_hi, words = _ratio_band(prof, int(dev[i]), nbytes, cost=cost, i=i, collective=coll)
             lo, hi = lo + w * r_lo, hi + w * r_hi
             if w * (r_hi - r_lo) > widest[1]:
                 widest = (f"{coll} {fmt_bytes(nbytes)}: {words}", w * (r_hi - r_lo))
@@ -237,7 +245,7 @@ def _terms(sc: Scenario, res: Result, kt: int) -> tuple[list[dict[str, Any]], di
         shares = _tier_shares(res.comm, i)
     else:
         lo_hi, basis = (t_step, t_step), "no collective at this k"
-    terms.append(_term("exposed comm", "each tier's α and B", exposed, t_step, lo_hi, basis))
+    terms.append(_term("exposed comm", "each tier's α and B", exposed, t_step=t_step, lo_hi=lo_hi, basis=basis))
 
     measured_upd = sc.update_time_s is not None or sc.profile.device.update_Bps is not None
     if measured_upd or upd <= 0:
@@ -245,11 +253,11 @@ def _terms(sc: Scenario, res: Result, kt: int) -> tuple[list[dict[str, Any]], di
     else:
         lo_hi = (t_step + upd * (UPDATE_BAND[0] - 1), t_step + upd * (UPDATE_BAND[1] - 1))
         basis = f"x{UPDATE_BAND[0]:g}..x{UPDATE_BAND[1]:.2f}: an optimizer step reaches 85-100% of the memory bandwidth"
-    terms.append(_term("update", "the update bandwidth", upd, t_step, lo_hi, basis))
+    terms.append(_term("update", "the update bandwidth", upd, t_step=t_step, lo_hi=lo_hi, basis=basis))
     return terms, shares
 
 
-def _term(name: str, what: str, seconds: float, t_step: float, lo_hi: tuple[float, float], basis: str) -> dict:
+def _term(name: str, what: str, seconds: float, *, t_step: float, lo_hi: tuple[float, float], basis: str) -> dict:
     lo, hi = min(lo_hi), max(lo_hi)
     return {
         "term": name,
@@ -376,8 +384,19 @@ def measure_plan(
     terms, shares = _terms(sc, res, kt)
     by = {t["term"]: t["narrows"] for t in terms}
     counts = [c for c in (k_in, k2, kf) if c]
-    runs = _nccl_runs(sc, res, node, k_in, k2, kf, nodes_reached, max_nodes, by["exposed comm"], shares)
-    runs += _step_runs(sc, node, k_in, k2, step_model, by)
+    runs = _nccl_runs(
+        sc,
+        res,
+        node,
+        k_in=k_in,
+        k2=k2,
+        kf=kf,
+        nodes_reached=nodes_reached,
+        max_nodes=max_nodes,
+        comm_narrows=by["exposed comm"],
+        shares=shares,
+    )
+    runs += _step_runs(sc, node, k_in, k2=k2, model=step_model, by=by)
     ordered = sorted(runs, key=lambda m: -m.narrows)
     ranked = tuple(dataclasses.replace(m, rank=r) for r, m in enumerate(ordered, start=1))
     return MeasurePlan(
@@ -416,10 +435,12 @@ def _band_sizes(sc: Scenario, k: int) -> list[dict[str, Any]]:
     """Per size band, the widest all-reduce band at k over 8 B..8 GiB (NCCL's choice), widest first."""
 
     prof = sc.profile
-    cost = collectives.collective(prof, sc.algorithm, np.array([k]), _BAND_SIZES, "all_reduce", protocol=sc.protocol)
+    cost = collectives.collective(
+        prof, sc.algorithm, np.array([k]), nbytes=_BAND_SIZES, collective="all_reduce", protocol=sc.protocol
+    )
     t = np.broadcast_to(cost.time, _BAND_SIZES.shape)
     algs = cost.algorithm if cost.algorithm is not None else collectives.default_algorithm(prof)
-    b = bands.time_band(prof.network, np.array([k]), _BAND_SIZES, t, algs, cost.protocol)
+    b = bands.time_band(prof.network, np.array([k]), _BAND_SIZES, time=t, algorithm=algs, protocol=cost.protocol)
     width = np.broadcast_to(b.hi, t.shape) / np.broadcast_to(b.lo, t.shape)
     idx = bands.size_band_index(_BAND_SIZES)
     out = []
@@ -445,6 +466,7 @@ def _nccl_runs(
     sc: Scenario,
     res: Result,
     node: int,
+    *,
     k_in: int,
     k2: int | None,
     kf: int | None,
@@ -535,7 +557,7 @@ def _g(n: float) -> str:
 
 
 def _step_runs(
-    sc: Scenario, node: int, k_in: int, k2: int | None, model: StepModel, by: dict[str, float]
+    sc: Scenario, node: int, k_in: int, *, k2: int | None, model: StepModel, by: dict[str, float]
 ) -> list[Measurement]:
     prof = sc.profile
     backend = "gloo" if prof.library == "gloo" else "nccl"

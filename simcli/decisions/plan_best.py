@@ -367,7 +367,18 @@ def best(
             if on_progress is not None:
                 on_progress(n)
     table = {c: np.concatenate(v) for c, v in parts.items()}
-    return _answer(sc, grid, table, B, objective, samples, price, max_days, budget, min_efficiency)
+    return _answer(
+        sc,
+        grid,
+        table,
+        B=B,
+        objective=objective,
+        samples=samples,
+        price=price,
+        max_days=max_days,
+        budget=budget,
+        min_eff=min_efficiency,
+    )
 
 
 def _keys(table: dict[str, np.ndarray], objective: str) -> np.ndarray:
@@ -405,7 +416,7 @@ def _frontier(table: dict[str, np.ndarray], ok: np.ndarray) -> list[int]:
     return idx[order[keep]].tolist()
 
 
-def _answer(sc, grid, table, B, objective, samples, price, max_days, budget, min_eff) -> Best:
+def _answer(sc, grid, table, *, B, objective, samples, price, max_days, budget, min_eff) -> Best:
     reason = table["reason"]
     ok = reason == ""
     scanned = int(reason.size)
@@ -427,7 +438,18 @@ def _answer(sc, grid, table, B, objective, samples, price, max_days, budget, min
     order_valid = order[valid[order]]
     u = int(order_valid[0])
     at = _at(sc, table, a)
-    limited_by, why = _why(sc, table, a, u, order_ok, objective, B, max_days, budget, min_eff)
+    limited_by, why = _why(
+        sc,
+        table,
+        a,
+        u=u,
+        order_ok=order_ok,
+        objective=objective,
+        B=B,
+        max_days=max_days,
+        budget=budget,
+        min_eff=min_eff,
+    )
     why = why + "; " + describe_breakdown(at)
     return Best(
         objective=objective,
@@ -474,7 +496,7 @@ def _desc(table: dict[str, np.ndarray], i: int) -> str:
     )
 
 
-def _why(sc, table, a, u, order_ok, objective, B, max_days, budget, min_eff) -> tuple[str, str]:
+def _why(sc, table, a, *, u, order_ok, objective, B, max_days, budget, min_eff) -> tuple[str, str]:
     """What limits the answer: the memory or a constraint (a better configuration was dropped for it), then what
     stops the answer's own strategy: the global batch, the node boundary, the exposed collectives, the range."""
     cap = sc.profile.device.memory_bytes
@@ -499,13 +521,13 @@ def _why(sc, table, a, u, order_ok, objective, B, max_days, budget, min_eff) -> 
             else:
                 what = f"cost {fmt_count(float(table['cost'][u]))} > --budget {budget:g}"
             first = "constraint", f"the constraint: the {word} {_desc(table, u)} has {what}"
-    own = _own_limit(sc, table, a, objective, B)
+    own = _own_limit(sc, table, a, objective=objective, B=B)
     if first is None:
         return own
     return first[0], first[1] + "; then " + own[1]
 
 
-def _own_limit(sc, table, a, objective, B) -> tuple[str, str]:
+def _own_limit(sc, table, a, *, objective, B) -> tuple[str, str]:
     s, k = table["strategy"][a], int(table["devices"][a])
     ks = table["devices"]
     node = sc.profile.network[0].size if len(sc.profile.network) > 1 else None

@@ -205,7 +205,7 @@ class Solved:
         )
         above = [w for w in self.worse if w["efficiency_from"] >= self.target]
         if above:
-            s += "; " + worse_text(f, above, self.bound, self.target)
+            s += "; " + worse_text(f, above, self.bound, target=self.target)
         if len(above) < len(self.worse):
             n = len(self.worse) - len(above)
             s += (
@@ -246,7 +246,9 @@ class Solved:
 WORSE_SHOWN = 3
 
 
-def worse_text(f: FieldRef, worse: tuple[dict[str, Any], ...] | list[dict[str, Any]], bound: str, target: float) -> str:
+def worse_text(
+    f: FieldRef, worse: tuple[dict[str, Any], ...] | list[dict[str, Any]], bound: str, *, target: float
+) -> str:
     """The ranges where going further in the field's better direction lowers E, in words (the largest drops first)."""
     word = "larger" if bound != "maximum" else "smaller"
     parts = []
@@ -295,7 +297,7 @@ def _picks(r: Result) -> str:
 class _Sampler:
     """E(k) of a scenario as one field varies: each value priced once (its E and NCCL's picks), the calls counted."""
 
-    def __init__(self, sc: Scenario, ref: FieldRef, k: int, target: float) -> None:
+    def __init__(self, sc: Scenario, ref: FieldRef, k: int, *, target: float) -> None:
         self.sc, self.ref, self.k, self.target = sc, ref, k, target
         self.evals = 0
         self.seen: dict[float, tuple[float, str]] = {}
@@ -332,7 +334,7 @@ def _check_tolerance(rtol: float) -> None:
         )
 
 
-def _flat(s: _Sampler, x0: float, e0: float, target: float, rtol: float, searched: tuple[float, float]) -> Solved:
+def _flat(s: _Sampler, x0: float, e0: float, *, target: float, rtol: float, searched: tuple[float, float]) -> Solved:
     """E does not depend on the field: every value answers (the target met), or none does (Infeasible, and why)."""
     ref, k, sc = s.ref, s.k, s.sc
     if e0 >= target:
@@ -368,7 +370,9 @@ def _refine_picks(s: _Sampler, grid: np.ndarray, rtol: float) -> None:
                     b = mid
 
 
-def _unreachable(s: _Sampler, xs: np.ndarray, ev: np.ndarray, grid: np.ndarray, worse: list, increasing: bool) -> None:
+def _unreachable(
+    s: _Sampler, xs: np.ndarray, ev: np.ndarray, *, grid: np.ndarray, worse: list, increasing: bool
+) -> None:
     """No sample meets the target: raise Infeasible with the best E found, where, and what caps it."""
     ref, k, target = s.ref, s.k, s.target
     best = int(np.argmax(ev))
@@ -383,14 +387,14 @@ def _unreachable(s: _Sampler, xs: np.ndarray, ev: np.ndarray, grid: np.ndarray, 
     raise Infeasible(
         f"no value of {ref.path} reaches E({k}) >= {target:g} (searched from {ref.fmt(grid[0])} to "
         f"{ref.fmt(grid[-1])}): the best is E = {ev[best]:.4f}, {where}"
-        + (f"; {worse_text(ref, worse, 'minimum' if increasing else 'maximum', target)}" if worse else "")
+        + (f"; {worse_text(ref, worse, 'minimum' if increasing else 'maximum', target=target)}" if worse else "")
         + "; "
         + describe_breakdown(breakdown(rb, 0))
         + "; the other terms cap it, so relax the target or solve for another field"
     )
 
 
-def _bisect(meets: Any, good: float, bad: float | None, rtol: float) -> float:
+def _bisect(meets: Any, good: float, bad: float | None, *, rtol: float) -> float:
     """Bisection in log space between a value that meets the target and its neighbour that does not (E monotone
     between them): the geometric mean halves log(bad/good) each step, until they differ by at most 1 + rtol."""
     if bad is None:
@@ -440,13 +444,13 @@ def solve_field(sc: Scenario, *, devices: int, target: float | None, path: str, 
     ref = field_ref(sc, path)
     x0 = ref.get(sc)
     assert x0 is not None
-    s = _Sampler(sc, ref, k, target)
+    s = _Sampler(sc, ref, k, target=target)
     e0 = s.eff(x0)
     grid = _search_grid(ref.kind, x0)
     es = np.array([s.eff(x) for x in grid])
     searched = (float(grid[0]), float(grid[-1]))
     if float(np.max(es) - np.min(es)) <= 1e-12 * max(1.0, float(np.max(np.abs(es)))):
-        return _flat(s, x0, e0, target, rtol, searched)
+        return _flat(s, x0, e0, target=target, rtol=rtol, searched=searched)
     increasing = es[-1] > es[0]
     _refine_picks(s, grid, rtol)
     xs = np.array(sorted(s.seen))
@@ -456,9 +460,9 @@ def solve_field(sc: Scenario, *, devices: int, target: float | None, path: str, 
     worse = _worse_ranges(xs, ev, [s.seen[float(x)][1] for x in xs])
     meets = ev >= target
     if not meets.any():
-        _unreachable(s, xs, ev, grid, worse, increasing)
+        _unreachable(s, xs, ev, grid=grid, worse=worse, increasing=increasing)
     i = int(np.flatnonzero(meets)[0])
-    good = _bisect(lambda x: s.eff(x) >= target, float(xs[i]), float(xs[i - 1]) if i > 0 else None, rtol)
+    good = _bisect(lambda x: s.eff(x) >= target, float(xs[i]), float(xs[i - 1]) if i > 0 else None, rtol=rtol)
     r = s.run(good)
     return Solved(
         ref,
@@ -478,7 +482,7 @@ def solve_field(sc: Scenario, *, devices: int, target: float | None, path: str, 
     )
 
 
-def solve_edge(sc: Scenario, ans: Solved, edge: str, band_of: Any) -> float | None:
+def solve_edge(sc: Scenario, ans: Solved, edge: str, *, band_of: Any) -> float | None:
     """The answer of ``ans`` re-solved on one edge of E(k)'s band (``edge`` "lo" or "hi"; ``band_of(scenario, k)``
     gives (E low, E high) at one k): the first value, from the field's worse end, whose E at that edge meets the
     target, to the answer's tolerance; None where no value of the searched interval does. The lower edge needs a
@@ -506,14 +510,14 @@ def solve_edge(sc: Scenario, ans: Solved, edge: str, band_of: Any) -> float | No
         prev = ans.answer
         for x in steps:
             if meets(x):
-                return _bisect(meets, float(x), float(prev), ans.rtol)
+                return _bisect(meets, float(x), float(prev), rtol=ans.rtol)
             prev = x
         return None
     steps = grid[~better][::-1] if ans.bound == "minimum" else grid[~better]  # towards the worse end
     prev = ans.answer
     for x in steps:
         if not meets(x):
-            return _bisect(meets, float(prev), float(x), ans.rtol)
+            return _bisect(meets, float(prev), float(x), rtol=ans.rtol)
         prev = x
     return float(prev)
 

@@ -73,6 +73,7 @@ def _fit_dtypes(
     base: Profile,
     device: Any,
     sm: Measured,
+    *,
     dts: list[str],
     k: np.ndarray,
     b: np.ndarray,
@@ -93,9 +94,9 @@ def _fit_dtypes(
         dts,
         k,
         b,
-        tc,
-        fps,
-        device.peak_flops,
+        t_compute=tc,
+        flops_per_sample=fps,
+        peaks=device.peak_flops,
         t_forward=tf,
         t_backward=tb,
         t_p10=sm.optional("t_compute_p10_s"),
@@ -167,13 +168,13 @@ def _fit_dtypes(
 
 
 def _fit_spread(
-    base: Profile, network: list, device: Any, scaling: "tuple[Measured, Any]", warnings: list[str], cal: dict
+    base: Profile, network: list, device: Any, *, scaling: "tuple[Measured, Any]", warnings: list[str], cal: dict
 ) -> tuple[Any, dict[str, Any]]:
     """device.spread from a scaling table (simcli.fits.fit_compute.fit_spread), on the profile calibrated so far."""
     m, sc = scaling
     so_far = dataclasses.replace(base, network=tuple(network), device=dataclasses.replace(device, spread=None))
     if "speedup" not in m.header:  # (k, samples/s, accum): the spread and the per-update time together
-        return _fit_spread_update(base, m, sc.replace(profile=so_far), device, warnings, cal)
+        return _fit_spread_update(base, m, sc.replace(profile=so_far), device=device, warnings=warnings, cal=cal)
     sf = fit_spread(sc.replace(profile=so_far), m.devices(), m.number("speedup"), what=m.path)
     warnings.extend(f"{m.path}: {w}" for w in sf.warnings)
     device = dataclasses.replace(device, spread=sf.spread or None)
@@ -221,7 +222,7 @@ def _before_after(out: dict[str, Any]) -> dict[str, float]:
     return {"before": round(out["median_rel_error_before"], 5), "after": round(out["median_rel_error_after"], 5)}
 
 
-def _fit_update_bandwidth(base: Profile, device: Any, sm: Measured, k: np.ndarray, cal: dict) -> tuple[Any, dict]:
+def _fit_update_bandwidth(base: Profile, device: Any, sm: Measured, *, k: np.ndarray, cal: dict) -> tuple[Any, dict]:
     """device.update_bandwidth from a bench step file's timed optimizer steps (t_update_s, update_bytes_per_param,
     params): the one-rank rows where there are any (more ranks on one host share its memory bandwidth)."""
     from .fit_update import fit_update_bandwidth  # lazy
@@ -251,7 +252,7 @@ def _fit_update_bandwidth(base: Profile, device: Any, sm: Measured, k: np.ndarra
 
 
 def _fit_spread_update(
-    base: Profile, m: Measured, sc: Any, device: Any, warnings: list[str], cal: dict
+    base: Profile, m: Measured, sc: Any, *, device: Any, warnings: list[str], cal: dict
 ) -> tuple[Any, dict[str, Any]]:
     """device.spread and device.update_bandwidth from a (devices, samples_per_s, accum) table
     (simcli.fits.fit_update: both at once, with standard errors; a warning when they cannot be told apart)."""
@@ -262,7 +263,7 @@ def _fit_spread_update(
         sc,
         m.devices(),
         m.number("samples_per_s"),
-        m.number("accum", integer=True),
+        accum=m.number("accum", integer=True),
         batch=None if b is None else b[0],
         what=m.path,
     )
@@ -363,8 +364,8 @@ def _fit_step_file(
         k[same],
         b[same],
         tc[same],
-        tm[same] if tm is not None else np.full(int(same.sum()), np.nan),
-        ts[same],
+        t_comm=tm[same] if tm is not None else np.full(int(same.sum()), np.nan),
+        t_step=ts[same],
         flops_per_sample=None if fps is None else fps[same],
         peak_flops=peak,
         what=sm.path,
@@ -402,10 +403,10 @@ def _fit_step_file(
         "overlap_definition": "(T_compute + T_comm - T_step) / min(T_compute, T_comm), mean over k > 1 rows",
     }
     if dts is not None and fps is not None:
-        device, by_dtype = _fit_dtypes(base, device, sm, dts, k, b, tc, fps, warnings, cal)
+        device, by_dtype = _fit_dtypes(base, device, sm, dts=dts, k=k, b=b, tc=tc, fps=fps, warnings=warnings, cal=cal)
         step_out["by_dtype"] = by_dtype
     if sm.optional("t_update_s") is not None and "params" in sm.header:
-        device, step_out["update"] = _fit_update_bandwidth(base, device, sm, k, cal)
+        device, step_out["update"] = _fit_update_bandwidth(base, device, sm, k=k, cal=cal)
     return device, step_out
 
 
@@ -447,8 +448,8 @@ def calibrate_profile(
     base: Profile,
     comm_m: Measured | None,
     step_m: Measured | None,
-    opts: CalibrationOptions,
     *,
+    opts: CalibrationOptions,
     scaling: "tuple[Measured, Any] | None" = None,
     run: dict[str, Any] | None = None,
 ) -> dict[str, Any]:
@@ -478,7 +479,7 @@ def calibrate_profile(
         device, step_out = _fit_step_file(base, step_m, list(opts.where), warnings=warnings, cal=cal)
     spread_out = None
     if scaling is not None:
-        device, spread_out = _fit_spread(base, network, device, scaling, warnings, cal)
+        device, spread_out = _fit_spread(base, network, device, scaling=scaling, warnings=warnings, cal=cal)
     if run is not None:
         warnings.extend(run.get("warnings", []))
         cal["measured_run"] = {key: v for key, v in run.items() if key != "warnings"}

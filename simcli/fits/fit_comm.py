@@ -53,10 +53,10 @@ def _fit_nccl_tiers(
     base: Profile,
     network: list,
     tiers_out: list,
+    *,
     k: np.ndarray,
     n: np.ndarray,
     t: np.ndarray,
-    *,
     algorithm: str,
     holdout: float,
     seed: int,
@@ -65,7 +65,7 @@ def _fit_nccl_tiers(
 ) -> tuple[str, ...]:
     """NCCL's model fitted on every identified tier: updates ``network``, appends one record per tier and returns
     the fit's warnings."""
-    fit = fit_nccl(base, k, n, t, algorithm=algorithm, holdout=holdout, seed=seed, what=what, gpus=gpus)
+    fit = fit_nccl(base, k, n, t=t, algorithm=algorithm, holdout=holdout, seed=seed, what=what, gpus=gpus)
     spanned = tier_spanned(base.network, k)
     for ti, t_before in enumerate(base.network):
         if not spanned[ti].any():
@@ -81,7 +81,7 @@ def _fit_nccl_tiers(
                 t_before,
                 network[ti],
                 ti,
-                fit,
+                fit=fit,
                 world_sizes=[int(x) for x in sorted(set(k[spanned[ti]].tolist()))],
                 holdout=holdout,
                 seed=seed,
@@ -97,8 +97,8 @@ def _tier_record(
     before: Any,
     after: Any,
     ti: int,
-    fit: Any,
     *,
+    fit: Any,
     world_sizes: list[int],
     holdout: float,
     seed: int,
@@ -206,8 +206,8 @@ def _fit_textbook_tiers(
             base.network,
             ti,
             k[sel],
-            n[sel],
-            t[sel],
+            n=n[sel],
+            t=t[sel],
             algorithm=algorithm,
             reduce_Bps=base.device.reduce_Bps,
             holdout=holdout,
@@ -227,7 +227,7 @@ def _fit_textbook_tiers(
             t_before,
             network[ti],
             ti,
-            fit,
+            fit=fit,
             world_sizes=list(fit.world_sizes),
             holdout=holdout,
             seed=seed + ti,
@@ -289,7 +289,7 @@ def fit_comm(
 ) -> None:
     """The all-reduce file's fit: NCCL's model on every tier the data identify (a profile that models NCCL), else
     the textbook fit tier by tier; ``network``, ``tiers_out``, ``warnings`` and the calibration block updated."""
-    m = filter_rows(comm_m, list(opts.where), opts.min_size, opts.max_size)
+    m = filter_rows(comm_m, list(opts.where), opts.min_size, max_size=opts.max_size)
     warnings.extend(f"{m.path}: {w}" for w in placement_notes(m, base))
     k, n, t, gpus = _comm_rows(base, m, warnings)
     if base.library == "rccl" and algorithm == "nccl":  # rccl hook (issue 37): no RCCL fit yet
@@ -311,9 +311,9 @@ def fit_comm(
             base,
             network,
             tiers_out,
-            k,
-            n,
-            t,
+            k=k,
+            n=n,
+            t=t,
             algorithm=algorithm,
             holdout=opts.holdout,
             seed=opts.seed,

@@ -47,6 +47,7 @@ def _nccl_predict(
     profile: Any,
     lat: np.ndarray,
     bw: np.ndarray,
+    *,
     k: np.ndarray,
     n: np.ndarray,
     algorithm: str,
@@ -59,9 +60,7 @@ def _nccl_predict(
         for t, a, b in zip(profile.network, lat, bw)
     )
     prof = dataclasses.replace(profile, network=net)
-    return collectives.collective(
-        prof, algorithm, k, n, "all_reduce", protocol=None, gpus_per_process=1 if gpus is None else gpus
-    ).time
+    return collectives.measured_allreduce(prof, algorithm, k, nbytes=n, protocol=None, gpus=gpus)
 
 
 def _descend(loss: Any, x0: np.ndarray, free: np.ndarray) -> np.ndarray:
@@ -141,8 +140,8 @@ def fit_nccl(
     profile: Any,
     k: np.ndarray,
     n: np.ndarray,
-    t: np.ndarray,
     *,
+    t: np.ndarray,
     algorithm: str,
     holdout: float = 0.0,
     seed: int = 0,
@@ -176,7 +175,9 @@ def fit_nccl(
     base_bw = np.array([x.effective_Bps for x in net])
     x0 = np.log(np.concatenate([base_lat, base_bw]))
     # identified: changing the value by 20% moves some fitted prediction by at least 2%
-    ref = np.log(_nccl_predict(profile, base_lat, base_bw, k[fit_i], n[fit_i], algorithm, _at(gpus, fit_i)))
+    ref = np.log(
+        _nccl_predict(profile, base_lat, base_bw, k=k[fit_i], n=n[fit_i], algorithm=algorithm, gpus=_at(gpus, fit_i))
+    )
     influence = np.zeros(2 * nt)
     for j in range(2 * nt):
         for step in (np.log(1.2), -np.log(1.2)):  # both ways: a bandwidth may only matter through a minimum
@@ -185,7 +186,13 @@ def fit_nccl(
             moved = (
                 np.log(
                     _nccl_predict(
-                        profile, np.exp(y[:nt]), np.exp(y[nt:]), k[fit_i], n[fit_i], algorithm, _at(gpus, fit_i)
+                        profile,
+                        np.exp(y[:nt]),
+                        np.exp(y[nt:]),
+                        k=k[fit_i],
+                        n=n[fit_i],
+                        algorithm=algorithm,
+                        gpus=_at(gpus, fit_i),
                     )
                 )
                 - ref
@@ -215,7 +222,9 @@ def fit_nccl(
 
     def make_loss(sel: np.ndarray):
         def loss(x: np.ndarray) -> float:
-            p = _nccl_predict(profile, np.exp(x[:nt]), np.exp(x[nt:]), k[sel], n[sel], algorithm, _at(gpus, sel))
+            p = _nccl_predict(
+                profile, np.exp(x[:nt]), np.exp(x[nt:]), k=k[sel], n=n[sel], algorithm=algorithm, gpus=_at(gpus, sel)
+            )
             return float(np.mean(np.log(p / t[sel]) ** 2))
 
         return loss
@@ -232,7 +241,7 @@ def fit_nccl(
             reps.append(_descend(make_loss(sub), x, free))
     spread = np.std(np.exp(np.array(reps)), axis=0, ddof=1) if len(reps) >= 2 else None
     lat, bw = np.exp(x[:nt]), np.exp(x[nt:])
-    pred = _nccl_predict(profile, lat, bw, k, n, algorithm, gpus)
+    pred = _nccl_predict(profile, lat, bw, k=k, n=n, algorithm=algorithm, gpus=gpus)
     rel = np.abs(pred / t - 1.0)
     lt = np.log(t[fit_i])
     ss_tot = float(np.sum((lt - lt.mean()) ** 2))

@@ -68,7 +68,7 @@ class SpreadUpdateFit:
         return 1.0 / self.seconds_per_byte if self.seconds_per_byte > 0 else None
 
 
-def _exposed_table(sc: Any, ks: np.ndarray, b: float, grid: np.ndarray) -> np.ndarray:
+def _exposed_table(sc: Any, ks: np.ndarray, b: float, *, grid: np.ndarray) -> np.ndarray:
     """E_k(c) for every k of ``ks`` (rows) and micro-step time c of ``grid`` (columns), in one simulate call:
     no spread, no update, one micro-step, the compute set through the per-device batch."""
 
@@ -87,7 +87,7 @@ def _exposed_table(sc: Any, ks: np.ndarray, b: float, grid: np.ndarray) -> np.nd
     return np.asarray(res.t_comm_exposed_s, dtype=np.float64).reshape(ks.size, grid.size)
 
 
-def table_predictor(sc: Any, k: np.ndarray, thr: np.ndarray, m: np.ndarray, b: float) -> Any:
+def table_predictor(sc: Any, k: np.ndarray, thr: np.ndarray, *, m: np.ndarray, b: float) -> Any:
     """The vectorised prediction of a sorted (k, throughput, accum) table: predict(σ, u_k0) -> samples/s per row
     (broadcast over σ and u_k0), with the micro-step solved so that the first row is met; the first row's step;
     the bytes its optimizer step moves."""
@@ -97,7 +97,9 @@ def table_predictor(sc: Any, k: np.ndarray, thr: np.ndarray, m: np.ndarray, b: f
     n_comm = m.astype(np.float64) if sharded else np.ones(k.size)
 
     # the bytes the optimizer step moves at each row's k (u_k = θ · w_k)
-    w = update.params_held(sc.strategy, k, sc.workload.params, sc.shard_group, sc.profile.network[0].size)
+    w = update.params_held(
+        sc.strategy, k, sc.workload.params, group=sc.shard_group, node_size=sc.profile.network[0].size
+    )
     w = w * update.bytes_per_param(sc.optimizer, sc.update_extras)
     if not np.all(w > 0):
         w = np.ones(k.size)  # an optimizer that moves nothing: u constant in k
@@ -107,7 +109,7 @@ def table_predictor(sc: Any, k: np.ndarray, thr: np.ndarray, m: np.ndarray, b: f
     ks, inv = np.unique(k, return_inverse=True)
     c_hi = t0 / m0 * (1.0 + MAX_SPREAD * float(straggler.expected_max(int(ks.max())))) * 1.05
     grid = np.geomspace(c_hi * 1e-6, c_hi, 400)
-    E = _exposed_table(sc, ks, b, grid)[inv]  # rows x grid
+    E = _exposed_table(sc, ks, b, grid=grid)[inv]  # rows x grid
 
     def exposed(i: np.ndarray, c: np.ndarray) -> np.ndarray:
         """E at rows i (broadcast) and compute c, linear in c between grid points."""
@@ -141,8 +143,8 @@ def fit_spread_update(
     sc: Any,
     k: Sequence[int] | np.ndarray,
     samples_per_s: Sequence[float] | np.ndarray,
-    accum: Sequence[int] | np.ndarray,
     *,
+    accum: Sequence[int] | np.ndarray,
     batch: float | None = None,
     what: str = "scaling",
 ) -> SpreadUpdateFit:
@@ -167,7 +169,7 @@ def fit_spread_update(
             f"{what}: fitting the spread and the per-update time needs three rows or more at two or more device counts"
         )
     b = float(batch if batch is not None else sc.batch)
-    predict, t0, w0 = table_predictor(sc, k, thr, m, b)
+    predict, t0, w0 = table_predictor(sc, k, thr, m=m, b=b)
     k0 = int(k[0])
     rows = np.arange(k.size)
     others = rows[1:]

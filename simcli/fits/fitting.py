@@ -11,7 +11,7 @@ Every all-reduce algorithm's alpha-beta cost is linear in ``(alpha, 1/B)``::
     t = c_lat(k)·alpha + c_bw(k)·n/B   (+ a known offset, the gamma term)
 
 For ring (Patarasuk & Yuan 2009; Thakur, Rabenseifner & Gropp 2005)
-``c_lat = 2(k-1)`` and ``c_bw = 2(k-1)/k`` (:data:`COEFFICIENTS`). Inside a
+``c_lat = 2(k-1)`` and ``c_bw = 2(k-1)/k`` (the row's ``coefficients``). Inside a
 profile the ring's ``B`` is what a tier offers the ring, ``g_i(k)·b_i`` with
 ``g`` from :func:`simcli.comm.topology.tier_bandwidth` (1 for a ``per: device``
 link, ``1/min(k, size)`` for a shared ``per: node`` medium, ``r`` links for the
@@ -58,10 +58,11 @@ import numpy as np
 
 from ..base.types import InputError, Tier
 from ..base.units import fmt_bytes
-from ..comm import specs, topology
+from ..comm import registry, topology
+from ..comm.textbook import ring_coefficients
 
 __all__ = [
-    "COEFFICIENTS",
+    "coefficients",
     "ring_coefficients",
     "LinkFit",
     "fit_alpha_beta",
@@ -84,14 +85,14 @@ _SCALE_FLOOR = 0.005
 _MAX_REL_SE = 1.0
 
 
-def ring_coefficients(k: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
-    """Ring all-reduce: ``c_lat = 2(k-1)`` steps of alpha, ``c_bw = 2(k-1)/k`` of n/B (Patarasuk & Yuan 2009)."""
-    kf = np.asarray(k, dtype=np.float64)
-    return 2.0 * (kf - 1.0), specs.busbw_factor(kf)
-
-
-#: per algorithm: k -> (c_lat(k), c_bw(k)) of t = c_lat·alpha + c_bw·n/B
-COEFFICIENTS: dict[str, Callable[[np.ndarray], tuple[np.ndarray, np.ndarray]]] = {"ring": ring_coefficients}
+def coefficients(algorithm: str) -> Callable[[np.ndarray], tuple[np.ndarray, np.ndarray]]:
+    """k -> (c_lat(k), c_bw(k)) of t = c_lat·alpha + c_bw·n/B for an algorithm whose registry row gives them
+    (simcli.comm.registry: ``AlgorithmSpec.coefficients``), else an InputError naming the ones that do."""
+    spec = registry.SPECS.get(algorithm)
+    if spec is None or spec.coefficients is None:
+        known = ", ".join(a.name for a in registry.REGISTRY if a.coefficients is not None)
+        raise InputError(f"--algorithm: cannot fit {algorithm!r}; calibration knows {known}")
+    return spec.coefficients
 
 
 def rel_error(pred: np.ndarray, meas: np.ndarray) -> np.ndarray:
@@ -180,7 +181,7 @@ def _solve_nnls(M: np.ndarray, y: np.ndarray, free: Sequence[bool]) -> np.ndarra
 
 
 def _irls(
-    A: np.ndarray, t: np.ndarray, offset: np.ndarray, fixed: Mapping[int, float], loss: str, max_iter: int = 50
+    A: np.ndarray, t: np.ndarray, offset: np.ndarray, *, fixed: Mapping[int, float], loss: str, max_iter: int = 50
 ) -> tuple[np.ndarray, np.ndarray, int]:
     """Robust non-negative weighted LS on relative error. Returns (x, robust weights, iterations)."""
     p = A.shape[1]
@@ -214,7 +215,7 @@ def _irls(
 
 
 def _covariance(
-    A: np.ndarray, t: np.ndarray, offset: np.ndarray, x: np.ndarray, w: np.ndarray, free: Sequence[int]
+    A: np.ndarray, t: np.ndarray, offset: np.ndarray, *, x: np.ndarray, w: np.ndarray, free: Sequence[int]
 ) -> np.ndarray | None:
     """Covariance of the free parameters of the weighted relative-error fit, or None if singular."""
     m = len(t)
@@ -246,8 +247,7 @@ _NAMES = ("alpha", "bandwidth")
 
 def _check_link_data(k: np.ndarray, n: np.ndarray, t: np.ndarray, *, algorithm: str, what: str) -> None:
     """The rows a link fit reads: a known algorithm, one shape, world sizes >= 2, positive times and sizes."""
-    if algorithm not in COEFFICIENTS:
-        raise InputError(f"--algorithm: cannot fit {algorithm!r}; calibration knows {', '.join(COEFFICIENTS)}")
+    coefficients(algorithm)  # an InputError naming the algorithms calibration knows
     if not (k.shape == n.shape == t.shape):
         raise ValueError("k, n and t must have the same shape")
     if k.size == 0:
@@ -362,14 +362,14 @@ def _fit_identified(
     """The IRLS fit, refitted at most twice with a parameter the data do not identify held at its base value
     (``fixed`` and ``warnings`` updated in place); returns (x, the weights, the iterations, standard errors)."""
     for _ in range(3):  # refit at most twice when a parameter turns out not to be identified
-        x, w, iters = _irls(Af, tf, of, fixed, loss)
+        x, w, iters = _irls(Af, tf, of, fixed=fixed, loss=loss)
         if x[1] <= 0 and 1 not in fixed:
             raise InputError(
                 f"{what}: the fit gives infinite bandwidth (the times do not grow with the size); "
                 "check the data, or measure larger sizes"
             )
         free = [j for j in range(2) if j not in fixed]
-        cov = _covariance(Af, tf, of, x, w, free)
+        cov = _covariance(Af, tf, of, x=x, w=w, free=free)
         se = {j: (math.sqrt(max(cov[i, i], 0.0)) if cov is not None else None) for i, j in enumerate(free)}
         # as many distinct points as free parameters (and they tell them apart): solved exactly, no standard error
         exact = points == len(free) and np.linalg.matrix_rank(Af[:, free] / tf[:, None]) == len(free)
@@ -421,7 +421,7 @@ def fit_alpha_beta(
     _check_link_data(k, n, t, algorithm=algorithm, what=what)
     g = np.ones(k.shape) if bw_scale is None else np.asarray(bw_scale, dtype=np.float64)
     off = np.zeros(k.shape) if offset is None else np.asarray(offset, dtype=np.float64)
-    c_lat, c_bw = COEFFICIENTS[algorithm](k)
+    c_lat, c_bw = coefficients(algorithm)(k)
     A = np.column_stack([c_lat, c_bw * n / g])
 
     test, note = holdout_split(len(t), holdout, seed)
@@ -510,9 +510,9 @@ def fit_link(
     network: Sequence[Tier],
     tier: int,
     k: np.ndarray,
+    *,
     n: np.ndarray,
     t: np.ndarray,
-    *,
     algorithm: str,
     reduce_Bps: float | None = None,
     holdout: float = 0.0,

@@ -272,7 +272,7 @@ def detect(
     if gpus:
         topo = nvidia_smi_topo() if topo is NOT_PROBED else topo
         nccl = nccl_release() if nccl is NOT_PROBED else nccl
-        data = _gpu_profile(name, gpus, topo, nics(root), notes)
+        data = _gpu_profile(name, gpus, topo, found=nics(root), notes=notes)
         _nccl_version(data, nccl, notes)
     else:
         data = _cpu_profile(name, cpu_info(root), notes, torch_missing=gpus is None)
@@ -308,7 +308,7 @@ def _nccl_version(data: dict[str, Any], version: str | None, notes: _Notes) -> N
     data["nccl"] = {"version": version}
 
 
-def _cpu_profile(name: str, cpu: dict[str, Any], notes: _Notes, torch_missing: bool) -> dict[str, Any]:
+def _cpu_profile(name: str, cpu: dict[str, Any], notes: _Notes, *, torch_missing: bool) -> dict[str, Any]:
     ref = _builtin("cpu-loopback")
     cores = int(cpu["cores"])
     notes.det("host.cores", cores, "os.cpu_count()")
@@ -393,7 +393,9 @@ def _cpu_profile(name: str, cpu: dict[str, Any], notes: _Notes, torch_missing: b
     }
 
 
-def _gpu_profile(name: str, gpus: list[GpuInfo], topo: str | None, found: list[Nic], notes: _Notes) -> dict[str, Any]:
+def _gpu_profile(
+    name: str, gpus: list[GpuInfo], topo: str | None, *, found: list[Nic], notes: _Notes
+) -> dict[str, Any]:
     g0 = gpus[0]
     n = len(gpus)
     notes.det("device.name", g0.name, "torch.cuda.get_device_name")

@@ -75,11 +75,12 @@ def check_output_path(
     path: str | os.PathLike[str],
     force: bool,
     option: str = "--output",
+    *,
     inputs: Iterable[str | os.PathLike[str] | None] = (),
 ) -> Path:
     """Refuse, before any work is done, an output that would clobber a file, is an input or has no directory;
     then claim it (:func:`claim`), so that a second command writing the same file is refused (exit 2)."""
-    p = check_output_name(path, force, option, inputs)
+    p = check_output_name(path, force, option, inputs=inputs)
     claim(p, force, option)
     return p
 
@@ -88,6 +89,7 @@ def check_output_name(
     path: str | os.PathLike[str],
     force: bool,
     option: str = "--output",
+    *,
     inputs: Iterable[str | os.PathLike[str] | None] = (),
 ) -> Path:
     """The checks of :func:`check_output_path`, without claiming the file."""
@@ -197,7 +199,7 @@ class Claim:
             raise cannot_write(f"{option}: {path}", e) from None
         if st is not None and not stat.S_ISREG(st.st_mode):
             self.special = True
-            self.fd = _open_special(self.target, st, option, path)
+            self.fd = _open_special(self.target, st, option, shown=path)
             return
         if st is not None:
             return  # --force over an existing file: replaced when the output is ready
@@ -256,7 +258,7 @@ class Claim:
             del _CLAIMS[_key(self.path)]
 
 
-def _open_special(target: Path, st: os.stat_result, option: str, shown: Path) -> int:
+def _open_special(target: Path, st: os.stat_result, option: str, *, shown: Path) -> int:
     """Open a named pipe or character device for writing without blocking; a pipe with no reader is refused."""
     if stat.S_ISBLK(st.st_mode) or stat.S_ISSOCK(st.st_mode):
         kind = "a block device" if stat.S_ISBLK(st.st_mode) else "a socket"
@@ -338,6 +340,7 @@ def write_atomic(
     path: str | os.PathLike[str],
     data: str | bytes | Iterable[str],
     force: bool = False,
+    *,
     option: str = "--output",
     inputs: Iterable[str | os.PathLike[str] | None] = (),
 ) -> Path:
@@ -349,7 +352,7 @@ def write_atomic(
     command's input files, refused as the output. A refused write is an EnvironmentFailure (exit 1); an
     output that another command replaced meanwhile is not written over: the data is kept beside it.
     """
-    p = check_output_name(path, force, option, inputs)
+    p = check_output_name(path, force, option, inputs=inputs)
     c = claim(p, force, option)
     if c.special:
         assert c.fd is not None  # a pipe or device is opened when it is claimed

@@ -159,7 +159,7 @@ class _V:
     def fail(self, field: str, msg: str) -> InputError:
         return InputError(f"{self.source}: {field}: {msg}")
 
-    def mapping(self, value: Any, field: str, allowed: set[str], required: Iterable[str]) -> dict:
+    def mapping(self, value: Any, field: str, allowed: set[str], *, required: Iterable[str]) -> dict:
         if not isinstance(value, dict):
             raise self.fail(field or "(top level)", f"expected a mapping of keys to values, got {_show(value)}")
         for key in value:
@@ -233,7 +233,7 @@ class _V:
             return raw
         raise AssertionError(f"no generic parser for {f.kind}")  # pragma: no cover
 
-    def fields(self, d: dict, section: tuple[S.Field, ...], prefix: str, kinds: tuple[str, ...]) -> dict[str, Any]:
+    def fields(self, d: dict, section: tuple[S.Field, ...], prefix: str, *, kinds: tuple[str, ...]) -> dict[str, Any]:
         """attribute -> value for the section's simple fields (``kinds``) that ``d`` gives."""
         return {
             f.name: self.value(f, d[f.key], _join(prefix, f.key))
@@ -306,7 +306,7 @@ def profile_from_dict(data: Any, source: str, origin: str = "built-in") -> Profi
     v = _V(source, errors)
     if data is None:
         raise InputError(f"{source}: the file is empty; a profile needs name, sources, device and network")
-    top = v.mapping(data, "", _TOP, S.required(S.TOP))
+    top = v.mapping(data, "", _TOP, required=S.required(S.TOP))
     name = description = sources = device = calibration = None
     tiers: list[Tier] = []
     with _Section(errors):
@@ -332,7 +332,7 @@ def profile_from_dict(data: Any, source: str, origin: str = "built-in") -> Profi
                 else _default_library(device.name, tiers)
             )
             spec = (
-                _nccl_spec(v, top.get("nccl"), device.name, tiers, nccl_release=library == "nccl")
+                _nccl_spec(v, top.get("nccl"), device.name, tiers=tiers, nccl_release=library == "nccl")
                 if library in TUNED_LIBRARIES
                 else None
             )
@@ -381,7 +381,7 @@ def _profile_sources(v: "_V", top: dict) -> tuple[str, ...]:
 
 
 def _profile_device(v: "_V", top: dict) -> Device:
-    d = v.mapping(top["device"], "device", _DEVICE, S.required(S.DEVICE))
+    d = v.mapping(top["device"], "device", _DEVICE, required=S.required(S.DEVICE))
     peaks_raw = d["peak_flops"]
     if not isinstance(peaks_raw, dict) or not peaks_raw:
         raise v.fail(
@@ -406,7 +406,7 @@ def _profile_device(v: "_V", top: dict) -> Device:
         if dt not in peaks:
             raise v.fail(f"device.mfu_by_dtype.{dt}", f"{dt!r} has no peak_flops entry; add one or remove this")
         mfu_by_dtype[dt] = v.fraction(val, f"device.mfu_by_dtype.{dt}")
-    return Device(peak_flops=peaks, mfu_by_dtype=mfu_by_dtype, **v.fields(d, S.DEVICE, "device", _SIMPLE))
+    return Device(peak_flops=peaks, mfu_by_dtype=mfu_by_dtype, **v.fields(d, S.DEVICE, "device", kinds=_SIMPLE))
 
 
 def _profile_network(v: "_V", top: dict, errors: list[InputError]) -> list[Tier]:
@@ -417,13 +417,13 @@ def _profile_network(v: "_V", top: dict, errors: list[InputError]) -> list[Tier]
     names: set[str] = set()
     for i, raw in enumerate(net):
         with _Section(errors):  # each tier on its own: one bad tier does not hide the next one's error
-            _profile_tier(v, raw, i, len(net), tiers, names)
+            _profile_tier(v, raw, i, n_tiers=len(net), tiers=tiers, names=names)
     return tiers
 
 
-def _profile_tier(v: "_V", raw: Any, i: int, n_tiers: int, tiers: list[Tier], names: set[str]) -> None:
+def _profile_tier(v: "_V", raw: Any, i: int, *, n_tiers: int, tiers: list[Tier], names: set[str]) -> None:
     f = f"network[{i}]"
-    t = v.mapping(raw, f, _TIER, S.required(S.TIER))
+    t = v.mapping(raw, f, _TIER, required=S.required(S.TIER))
     tname = v.text(t["name"], f"{f}.name")
     if tname in names:
         raise v.fail(f"{f}.name", f"{tname!r} names two tiers; give each tier its own name")
@@ -442,7 +442,7 @@ def _profile_tier(v: "_V", raw: Any, i: int, n_tiers: int, tiers: list[Tier], na
                 f"{f}.size",
                 f"{size} must be a multiple of, and larger than, the size of the tier inside it ({tiers[-1].size})",
             )
-    simple = v.fields(t, S.TIER, f, ("quantity", "fraction", "choice"))
+    simple = v.fields(t, S.TIER, f, kinds=("quantity", "fraction", "choice"))
     if simple.get("collnet") == "none":
         del simple["collnet"]
     defaulted = []
@@ -481,19 +481,19 @@ def _default_library(device_name: str, tiers: list[Tier]) -> str:
     return "nccl" if known_gpu(device_name) or gpu_links else "textbook"
 
 
-def _nccl_spec(v: "_V", raw: Any, device_name: str, tiers: list[Tier], *, nccl_release: bool = True) -> NcclSpec:
+def _nccl_spec(v: "_V", raw: Any, device_name: str, *, tiers: list[Tier], nccl_release: bool = True) -> NcclSpec:
     """The profile's ``nccl:`` block over the defaults for its GPU generation (simcli.comm.nccl.default_spec);
     ``nccl_release``: its version names an NCCL release (an RCCL profile's names RCCL's: :func:`_rccl_version`)."""
 
     base = default_spec(device_name, tiers)
     if raw is None:
         return base
-    d = v.mapping(raw, "nccl", _NCCL, [])
+    d = v.mapping(raw, "nccl", _NCCL, required=[])
     if isinstance(d.get("version"), (int, float)) and not isinstance(d.get("version"), bool):
         raise v.fail(
             "nccl.version", f'{d["version"]!r} was read as a number (2.20 reads as 2.2); quote it: version: "2.20.3"'
         )
-    given = v.fields(d, S.NCCL, "nccl", _SIMPLE)
+    given = v.fields(d, S.NCCL, "nccl", kinds=_SIMPLE)
     if "version" in given and not re.fullmatch(r"\d+\.\d+(\.\d+)*", given["version"]):
         raise v.fail("nccl.version", f"{_show(given['version'])} is not an NCCL release (give one such as 2.20.3)")
     if "version" in given and nccl_release:

@@ -71,6 +71,7 @@ class Column:
         header: str,
         key: str | Callable[[dict], Any],
         fmt: Callable[[Any], str] = str,
+        *,
         justify: JustifyMethod = "right",
         priority: int = 0,
         short: str | None = None,
@@ -102,7 +103,7 @@ class FitTable:
     number; priority 0 never) and says in one line under the table which ones and how to see them.
     """
 
-    def __init__(self, rows: list[list[Any]], columns: Sequence[Column], title: str | None, caption: str | None):
+    def __init__(self, rows: list[list[Any]], columns: Sequence[Column], title: str | None, *, caption: str | None):
         self.rows, self.columns, self.title, self.caption = rows, list(columns), title, caption
 
     def _widths(self, short: bool) -> list[int]:
@@ -179,6 +180,7 @@ def table(
     records: Sequence[dict],
     columns: Sequence[Column],
     title: str | None = None,
+    *,
     caption: str | None = None,
     max_rows: int = 0,
     total: int | None = None,
@@ -203,7 +205,7 @@ def table(
         rows += [[c.cell(r) for c in columns] for r in records[n - tail :]]
     else:
         rows += [[c.cell(r) for c in columns] for r in records]
-    return FitTable(rows, columns, title, caption)
+    return FitTable(rows, columns, title, caption=caption)
 
 
 def labelled(lines: Sequence[tuple[str, str]]) -> Table:

@@ -159,7 +159,7 @@ _KINDS = {
 }
 
 
-def number(value: Any, where: str, field: str, kind: str) -> Any:
+def number(value: Any, where: str, field: str, *, kind: str) -> Any:
     """``value`` (a JSON number or a numeric string) as a checked int or float, else one InputError line naming
     ``where``, the field and the value. Kinds: see :data:`_KINDS`."""
     integer, lo, hi, what = _KINDS[kind]
@@ -230,8 +230,8 @@ def calls(found: Sequence[Mapping[str, Any]], source: str) -> None:
                 "log given twice, or two runs in one input; give each rank's file of one run once"
             )
         seen[key] = where
-        _consistent(where, c.get("bytes"), c.get("time_s"), k, c.get("collective"), c.get("algbw_GBps"),
-                    c.get("busbw_GBps"))  # fmt: skip
+        _consistent(where, c.get("bytes"), c.get("time_s"), k=k, coll=c.get("collective"), alg=c.get("algbw_GBps"),
+                    bus=c.get("busbw_GBps"))  # fmt: skip
         if scoped:
             present.setdefault(comm, set()).add(rank)
             size[comm] = k
@@ -256,7 +256,7 @@ def _close(x: float, expected: float) -> bool:
     return abs(x - expected) <= BW_REL * max(abs(x), abs(expected)) + BW_ABS_GBPS
 
 
-def _consistent(where: str, n: Any, t: Any, k: Any, coll: Any, alg: Any, bus: Any) -> None:
+def _consistent(where: str, n: Any, t: Any, *, k: Any, coll: Any, alg: Any, bus: Any) -> None:
     """algbw = size / time, busbw = algbw x the collective's factor at k (where the record gives them)."""
 
     if n is not None and t is not None and alg is not None:
@@ -287,18 +287,18 @@ def rows(records: Sequence[dict[str, Any]], source: str, lines: Sequence[Any] | 
     for i, r in enumerate(records):
         where = (f"{source}: " if source else "") + (str(lines[i]) if lines is not None else f"row {i + 1}")
         if r.get("bytes") is not None:
-            r["bytes"] = number(r["bytes"], where, "bytes", "bytes")
+            r["bytes"] = number(r["bytes"], where, "bytes", kind="bytes")
         if r.get("world_size") is not None:
-            r["world_size"] = number(r["world_size"], where, "world_size", "ranks")
+            r["world_size"] = number(r["world_size"], where, "world_size", kind="ranks")
         for f in ("time_s", "time_p10_s", "time_p90_s", "time_min_s", "time_max_s"):
             if r.get(f) is not None:
-                r[f] = number(r[f], where, f, "time")
+                r[f] = number(r[f], where, f, kind="time")
         for f in ("algbw_GBps", "busbw_GBps"):
             if r.get(f) is not None:
-                r[f] = number(r[f], where, f, "bandwidth")
+                r[f] = number(r[f], where, f, kind="bandwidth")
         _consistent(
-            where, r.get("bytes"), r.get("time_s"), r.get("world_size"), r.get("collective"), r.get("algbw_GBps"),
-            r.get("busbw_GBps"),
+            where, r.get("bytes"), r.get("time_s"), k=r.get("world_size"), coll=r.get("collective"),
+            alg=r.get("algbw_GBps"), bus=r.get("busbw_GBps"),
         )  # fmt: skip
     return list(records)
 
@@ -357,21 +357,43 @@ def scaling(
     for i in range(len(k)):
         runs.setdefault(series[i] if series is not None else None, []).append(i)
     for idx in runs.values():
-        _one_run(idx, k, lines, source, speedup, throughput, efficiency, batch, accum, global_batch)
+        _one_run(
+            idx,
+            k,
+            lines,
+            source=source,
+            speedup=speedup,
+            throughput=throughput,
+            efficiency=efficiency,
+            batch=batch,
+            accum=accum,
+            global_batch=global_batch,
+        )
 
 
-def _one_run(idx: list[int], k: Any, lines: Any, source: str, *cols: Any) -> None:
+def _one_run(
+    idx: list[int],
+    k: Any,
+    lines: Any,
+    *,
+    source: str,
+    speedup: Any,
+    throughput: Any,
+    efficiency: Any,
+    batch: Any,
+    accum: Any,
+    global_batch: Any,
+) -> None:
     """One run's rows (``idx``) held together: the efficiency, the speedup against the throughput, the global batch."""
-    speedup, throughput, efficiency, batch, accum, global_batch = cols
     i0 = min(idx, key=lambda i: k[i])
-    _run_efficiency(idx, k, lines, source, speedup, efficiency)
+    _run_efficiency(idx, k, lines, source=source, speedup=speedup, efficiency=efficiency)
     if speedup is not None and throughput is not None:
-        _run_speedup_throughput(idx, i0, k, lines, source, speedup, throughput)
+        _run_speedup_throughput(idx, i0, k, lines=lines, source=source, speedup=speedup, throughput=throughput)
     if batch is not None or global_batch is not None:
-        _run_global_batch(idx, i0, k, lines, source, batch, accum, global_batch)
+        _run_global_batch(idx, i0, k, lines=lines, source=source, batch=batch, accum=accum, global_batch=global_batch)
 
 
-def _run_efficiency(idx: list[int], k: Any, lines: Any, source: str, speedup: Any, efficiency: Any) -> None:
+def _run_efficiency(idx: list[int], k: Any, lines: Any, *, source: str, speedup: Any, efficiency: Any) -> None:
     """S(k)/k and the efficiency column at most 1 (a little above: run-to-run noise, warned), and the two agree."""
     high: list[int] = []
 
@@ -404,7 +426,7 @@ def _run_efficiency(idx: list[int], k: Any, lines: Any, source: str, speedup: An
 
 
 def _run_speedup_throughput(
-    idx: list[int], i0: int, k: Any, lines: Any, source: str, speedup: Any, throughput: Any
+    idx: list[int], i0: int, k: Any, *, lines: Any, source: str, speedup: Any, throughput: Any
 ) -> None:
     """The speedup column against the throughput's ratio to the run's smallest k."""
     col, tp = throughput
@@ -418,7 +440,7 @@ def _run_speedup_throughput(
 
 
 def _run_global_batch(
-    idx: list[int], i0: int, k: Any, lines: Any, source: str, batch: Any, accum: Any, global_batch: Any
+    idx: list[int], i0: int, k: Any, *, lines: Any, source: str, batch: Any, accum: Any, global_batch: Any
 ) -> None:
     """k x batch_per_device x accum against the global batch column, and one global batch over the run."""
     m = accum if accum is not None else [1] * len(k)
@@ -451,7 +473,7 @@ NCCL_TESTS_COLLECTIVES = (
 )  # fmt: skip
 
 
-def not_for(option: str, path: str, what: str, why: str) -> InputError:
+def not_for(option: str, path: str, what: str, *, why: str) -> InputError:
     """The refusal of an option that does not apply to an input (it would be ignored): one line naming both."""
     return InputError(f"{option}: does not apply to {path} ({what}): {why}; leave {option} out")
 
@@ -490,6 +512,7 @@ def line_rate(
     profile: Any,
     k: Sequence[int],
     busbw_GBps: Sequence[float | None],
+    *,
     where: Sequence[str],
     field: str = "busbw",
 ) -> None:

@@ -19,13 +19,12 @@ from typing import Any, Mapping
 
 from ..base.types import COMPUTE_DTYPES, LIBRARIES, NCCL_TABLES_VERSION
 from ..base.units import UNITS
-from ..comm.specs import KIND_ALIASES, LINK_KINDS
+from ..comm.specs import GENERATIONS, KIND_ALIASES, LINK_KINDS
 
 __all__ = ["Field", "TOP", "DEVICE", "TIER", "NCCL", "SECTIONS", "keys", "required", "json_schema", "solvable"]
 
 #: the link kinds (simcli.comm.specs.LINK_KIND_SPECS), then the old names still read
 KINDS = (*LINK_KINDS, *KIND_ALIASES)
-GENERATIONS = ("volta", "ampere", "ada", "hopper", "blackwell", "cdna3", "cdna4")
 CPUS = ("intel", "amd", "arm")
 
 

@@ -261,7 +261,7 @@ def _is_number(v: Any) -> bool:
     return True
 
 
-def _int_cell(v: Any, where: str, column: str, limit: int, what: str) -> int | None:
+def _int_cell(v: Any, where: str, column: str, *, limit: int, what: str) -> int | None:
     if v is None or (isinstance(v, str) and not v.strip()):
         return None
     try:
@@ -279,6 +279,7 @@ def check_measured(
     rows: Sequence[Mapping[str, Any]],
     source: str,
     lines: Sequence[int] | None = None,
+    *,
     comments: Sequence[str] = (),
 ) -> None:
     """Refuse (one line naming the file and row) a measured table that contradicts itself, where it is read:
@@ -307,9 +308,9 @@ def check_measured(
         line = lines[i] if lines is not None and i < len(lines) else i + 1
         where = f"{source}: {'line' if lines is not None else 'row'} {line}"
         k_col = "world_size" if "world_size" in r else "devices" if "devices" in r else None
-        k = _int_cell(r.get(k_col), where, k_col, MAX_DEVICES, "at most 2**53 ranks") if k_col else None
+        k = _int_cell(r.get(k_col), where, k_col, limit=MAX_DEVICES, what="at most 2**53 ranks") if k_col else None
         n = (
-            _int_cell(r.get("bytes"), where, "bytes", MAX_BYTES, "at most 2**62 bytes = 4 EiB")
+            _int_cell(r.get("bytes"), where, "bytes", limit=MAX_BYTES, what="at most 2**62 bytes = 4 EiB")
             if "bytes" in r
             else None
         )
@@ -319,7 +320,9 @@ def check_measured(
             raise InputError(
                 f"{where}: dtype {dtype[:40]!r} is not a type simcli knows ({', '.join(sorted(ELEMENT_BYTES))})"
             )
-        count = _int_cell(r.get("count"), where, "count", MAX_BYTES, "at most 2**62") if "count" in r else None
+        count = (
+            _int_cell(r.get("count"), where, "count", limit=MAX_BYTES, what="at most 2**62") if "count" in r else None
+        )
         if count is not None and n is not None and dtype is not None:
             esize = ELEMENT_BYTES[dtype.lower()]
             if count * esize != n:

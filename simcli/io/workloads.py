@@ -130,7 +130,7 @@ def check_seq_len(seq_len: Any, option: str = "--seq-len") -> None:
         )
 
 
-def _number(v: Any, source: str, field: str, integer: bool = False) -> float:
+def _number(v: Any, source: str, field: str, *, integer: bool = False) -> float:
     ok = isinstance(v, (int, float)) and not isinstance(v, bool)
     if isinstance(v, str):
         try:
@@ -292,6 +292,7 @@ def build_workload(
     model: str | None = None,
     params: float | None = None,
     flops_per_sample: float | None = None,
+    *,
     workload_file: str | None = None,
     seq_len: int | None = None,
     compute_time: float | None = None,

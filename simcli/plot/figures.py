@@ -33,6 +33,7 @@ from ..base.units import fmt_bytes, fmt_count, fmt_time
 from ..io.files import write_atomic
 from ..io.render import time_unit
 from ..io.tables import validation_series
+from ..step import strategies
 
 __all__ = [
     "FORMATS",
@@ -188,7 +189,7 @@ def _marker(n: int) -> str | None:
     return "o" if n <= _MARKER_MAX else None
 
 
-def _wrap(text: str, fig: Figure, fontsize: float, share: float = 0.88) -> str:
+def _wrap(text: str, fig: Figure, fontsize: float, *, share: float = 0.88) -> str:
     """Wrap each title line to ``share`` of the figure's width (an axes' title starts at the axes' left edge, past
     the y labels), at about 0.57 em per character (DejaVu Sans' average on simcli's titles is under that), so no
     title runs off (tests/plot/test_pictures.py renders long ones); a word longer than a line (a path) is broken."""
@@ -197,7 +198,7 @@ def _wrap(text: str, fig: Figure, fontsize: float, share: float = 0.88) -> str:
     return "\n".join(textwrap.fill(line, chars, break_on_hyphens=False) for line in text.split("\n"))
 
 
-def _legend_label(text: str, fig: Figure, fontsize: float = 8, share: float = 0.6) -> str:
+def _legend_label(text: str, fig: Figure, fontsize: float = 8, *, share: float = 0.6) -> str:
     """A legend entry wrapped to ``share`` of the figure's width, so a long one neither runs off the picture nor
     squeezes the axes to nothing (constrained layout makes room for the legend)."""
 
@@ -348,6 +349,7 @@ def speedup_figure(
     series: Sequence[Series],
     title: str,
     threshold: float = 0.8,
+    *,
     size: FigSize = FigSize(),
     throughput: bool | None = None,
 ) -> Figure:
@@ -527,6 +529,7 @@ def comm_figure(
     records: Sequence[Mapping[str, Any]],
     title: str,
     size: FigSize = FigSize(),
+    *,
     measured: Sequence[Mapping[str, Any]] = (),
     k_key: str = "devices",
 ) -> Figure:
@@ -594,6 +597,7 @@ def algorithm_map_figure(
     devices: Sequence[int],
     sizes: Sequence[float],
     names: Sequence[str],
+    *,
     winner: np.ndarray,
     title: str,
     size: FigSize = FigSize(),
@@ -635,6 +639,7 @@ def step_figure(
     measured: Sequence[Mapping[str, Any]],
     k_key: str,
     t_key: str,
+    *,
     title: str,
     model: Sequence[Mapping[str, Any]] = (),
     size: FigSize = FigSize(),
@@ -689,7 +694,7 @@ def step_figure(
 
 
 def validation_figure(
-    records: list[dict[str, Any]], name: str, threshold: float = 0.8, size: FigSize = FigSize()
+    records: list[dict[str, Any]], name: str, threshold: float = 0.8, *, size: FigSize = FigSize()
 ) -> Figure:
     """`simcli validate` records (metric, devices, [bytes,] predicted, measured): measured markers over the
     predicted lines (all-reduce time and busbw, speedup, or step time, by the main metric)."""
@@ -699,8 +704,8 @@ def validation_figure(
     if v["kind"] == "comm":
         return comm_figure(v["line"], title, size, measured=v["measured"])
     if v["kind"] == "speedup":
-        return speedup_figure([Series("predicted", v["line"], measured=v["measured"])], title, threshold, size)
-    return step_figure(v["measured"], v["k_key"], "t_step_s", title, v["line"], size)
+        return speedup_figure([Series("predicted", v["line"], measured=v["measured"])], title, threshold, size=size)
+    return step_figure(v["measured"], v["k_key"], "t_step_s", title=title, model=v["line"], size=size)
 
 
 def figure_bytes(fig: Figure, fmt: str, dpi: int | None = None) -> bytes:
@@ -713,7 +718,7 @@ def figure_bytes(fig: Figure, fmt: str, dpi: int | None = None) -> bytes:
     return buf.getvalue()
 
 
-def save_figure(fig: Figure, path: str | os.PathLike[str], force: bool = False, option: str = "--plot") -> str:
+def save_figure(fig: Figure, path: str | os.PathLike[str], force: bool = False, *, option: str = "--plot") -> str:
     """Render in memory, then write atomically (never a half-written picture; no clobbering without force)."""
 
     data = figure_bytes(fig, picture_format(path, option))
@@ -739,13 +744,12 @@ def frontier_figure(ans: Any, title: str, size: FigSize = FigSize()) -> Figure:
             y = get("devices") * get("t_step_s")
         return x, y
 
-    strategies = [s for s in ("ddp", "zero1", "zero2", "hsdp", "fsdp") if np.any(ok & (t["strategy"] == s))]
-    # zero1 and zero2 run the same collectives (they differ in memory only): distinct markers keep both visible
-    markers = {"ddp": "s", "zero1": "o", "zero2": "x", "hsdp": "^", "fsdp": "v"}
-    for s, c in zip(strategies, _colors(len(strategies))):
-        i = np.flatnonzero(ok & (t["strategy"] == s))
+    # one colour per strategy that has a point, one marker per strategy row (simcli.step.strategies), in its order
+    rows = [s for s in strategies.STRATEGY_SPECS if np.any(ok & (t["strategy"] == s.name))]
+    for s, c in zip(rows, _colors(len(rows))):
+        i = np.flatnonzero(ok & (t["strategy"] == s.name))
         x, y = xy(t, i)
-        ax.scatter(x, y, s=22, color=c, alpha=0.7, marker=markers[s], label=f"{s} ({i.size} fit)")
+        ax.scatter(x, y, s=22, color=c, alpha=0.7, marker=s.marker, label=f"{s.name} ({i.size} fit)")
     fx = [xy(r)[0] for r in ans.frontier]
     fy = [xy(r)[1] for r in ans.frontier]
     ax.plot(fx, fy, "-", color="black", linewidth=1.2, label=f"frontier ({len(fx)})", zorder=3)
@@ -754,29 +758,24 @@ def frontier_figure(ans: Any, title: str, size: FigSize = FigSize()) -> Figure:
     ax_, ay = xy(a)
     # what the answer and the runner-up are goes in the legend, never beside the points (where it would cover them
     # and each other: the runner-up is often the answer's neighbour)
-    ax.scatter(
-        [ax_],
-        [ay],
-        marker="*",
-        s=260,
-        color="crimson",
-        zorder=5,
-        label=f"answer: {a['strategy']}, k = {a['devices']}, micro-batch {a['batch_per_device']} x accum {a['accum']}",
-    )
+    label = f"answer: {a['strategy']}, k = {a['devices']}, micro-batch {a['batch_per_device']} x accum {a['accum']}"
+    ax.scatter([ax_], [ay], marker="*", s=260, color="crimson", zorder=5, label=label)
     if ans.runner_up is not None:  # drawn over the answer (it is often its neighbour) and named
         r = ans.runner_up
         rx, ry = xy(r)
+        label = (
+            f"runner-up: {r['strategy']}, k = {r['devices']}, micro-batch {r['batch_per_device']} x accum {r['accum']}"
+        )
         ax.scatter(
             [rx],
             [ry],
+            label=label,
             marker="D",
             s=90,
             facecolors="none",
             edgecolors="darkorange",
             linewidths=2,
             zorder=6,
-            label=f"runner-up: {r['strategy']}, k = {r['devices']}, micro-batch {r['batch_per_device']} x accum "
-            f"{r['accum']}",
         )
     ax.set_xscale("log")
     ax.xaxis.set_major_formatter(FuncFormatter(lambda v, _p: f"{v:g}"))

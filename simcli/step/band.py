@@ -118,7 +118,9 @@ def _spread_se(sc: "engine.Scenario") -> float | None:
     return se if se >= 0 and np.isfinite(se) else None
 
 
-def _run(res: "engine.Result", sigma: float, end: str | None, keep: np.ndarray | None = None) -> dict[str, np.ndarray]:
+def _run(
+    res: "engine.Result", sigma: float, end: str | None, *, keep: np.ndarray | None = None
+) -> dict[str, np.ndarray]:
     """The step at σ = ``sigma`` and every collective at ``end`` of its band, over ``res``'s k (``keep``: only those
     k, the others at the value)."""
     sc = res.scenario
@@ -149,7 +151,7 @@ def _corners(res: "engine.Result", s_lo: float, s_hi: float) -> list[dict[str, n
         runs = [_run(res, s_lo, "lo"), _run(res, s_hi, "hi")]
         if s_lo != s_hi and below.any():
             keep = None if below.all() else below
-            runs += [_run(res, s_hi, "lo", keep), _run(res, s_lo, "hi", keep)]
+            runs += [_run(res, s_hi, "lo", keep=keep), _run(res, s_lo, "hi", keep=keep)]
     return runs
 
 
@@ -179,7 +181,7 @@ def step_band(res: "engine.Result", spread_bounds: tuple[float, float] | None = 
         s_lo, s_hi, why = float(lo), float(hi), f"σ from {lo:g} to {hi:g}, as given"
     env = propagated(res, s_lo, s_hi)
     r_lo, r_hi, words = training_ratio(res)
-    env = _with_training(res, env, r_lo, r_hi)
+    env = _with_training(res, env, r_lo, r_hi=r_hi)
     sigma = res.scenario.device_spread
     return StepBand(**env, spread=(s_lo, sigma, s_hi), spread_basis=why, training_basis=words)
 
@@ -215,7 +217,7 @@ def training_ratio(res: "engine.Result") -> tuple[np.ndarray, np.ndarray, str]:
 
 
 def _with_training(
-    res: "engine.Result", env: dict[str, np.ndarray], r_lo: np.ndarray, r_hi: np.ndarray
+    res: "engine.Result", env: dict[str, np.ndarray], r_lo: np.ndarray, *, r_hi: np.ndarray
 ) -> dict[str, np.ndarray]:
     """The propagated band ``env`` widened to hold the training runs' band: T_step from t·r_lo to t·r_hi, the
     rates (S, E, samples/s) from x/r_hi to x/r_lo, r_lo no lower than E (the runs' band does not take E past 1);

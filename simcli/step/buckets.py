@@ -61,7 +61,7 @@ def bucket_plan(nbytes: float, bucket_bytes: float | None) -> BucketPlan:
 
 
 def bucket_exposure(
-    plan: BucketPlan, t_backward: np.ndarray, c_full: np.ndarray, c_last: np.ndarray
+    plan: BucketPlan, t_backward: np.ndarray, c_full: np.ndarray, *, c_last: np.ndarray
 ) -> tuple[np.ndarray, np.ndarray]:
     """(T_comm total, end of the last bucket's all-reduce measured from the start of backward), closed form."""
     n = plan.full * plan.size + plan.last
@@ -77,7 +77,7 @@ def bucket_exposure(
     return total, end
 
 
-def bucket_timeline(plan: BucketPlan, t_backward: float, c_full: float, c_last: float) -> list[dict[str, float]]:
+def bucket_timeline(plan: BucketPlan, t_backward: float, c_full: float, *, c_last: float) -> list[dict[str, float]]:
     """The bucket-by-bucket recursion for one k: ready, start and end of each all-reduce (s from backward's start).
 
     Bucket sizes, in the order DDP reduces them: ``plan.full`` of ``plan.size`` bytes, then ``plan.last``.

@@ -494,7 +494,7 @@ def update_seconds(sc: Scenario, k: np.ndarray) -> np.ndarray:
         sc.strategy,
         k,
         sc.workload.params,
-        sc.update_bandwidth[0],
+        bandwidth_Bps=sc.update_bandwidth[0],
         optimizer=sc.optimizer,
         extras=sc.update_extras,
         group=sc.shard_group,
@@ -521,6 +521,7 @@ def simulate(
     scenario: Scenario,
     devices: np.ndarray | list[int],
     micro_batch: np.ndarray | None = None,
+    *,
     comm_end: str | None = None,
 ) -> Result:
     """Predict step time, speedup and efficiency for every device count in ``devices``.
@@ -549,41 +550,33 @@ def simulate(
     t_micro = _compute_time(sc, b) * slow
     t_bwd_micro = sc.backward_fraction * t_micro
     if strategies.SPECS[sc.strategy].timeline != "buckets":  # the sharded strategies' own step
-        return _simulate_sharded(sc, k, b, t_micro, t_bwd_micro, slow, comm_end)
+        return _simulate_sharded(sc, k, b, t_micro=t_micro, t_bwd_micro=t_bwd_micro, slow=slow, comm_end=comm_end)
     n = float(sc.grad_bytes)
     plan = bucket_plan(n, sc.bucket_bytes if sc.overlap == "buckets" else None)
-    comm_full = (
-        collectives.collective(
+
+    def all_reduce(size: float) -> Any:
+        return collectives.collective(
             sc.profile,
             sc.algorithm,
             k,
-            np.float64(plan.size),
-            "all_reduce",
+            nbytes=np.float64(size),
+            collective="all_reduce",
             protocol=sc.protocol,
             message_dtype=sc.grad_dtype,
         )
-        if plan.full
-        else None
-    )
-    comm_last = (
-        collectives.collective(
-            sc.profile,
-            sc.algorithm,
-            k,
-            np.float64(plan.last),
-            "all_reduce",
-            protocol=sc.protocol,
-            message_dtype=sc.grad_dtype,
-        )
-        if plan.last
-        else None
-    )
+
+    comm_full = all_reduce(plan.size) if plan.full else None
+    comm_last = all_reduce(plan.last) if plan.last else None
     if comm_end is not None:
-        comm_full = comm_full and bands.at_end(comm_full, sc.profile, k, plan.size, "all_reduce", comm_end)
-        comm_last = comm_last and bands.at_end(comm_last, sc.profile, k, plan.last, "all_reduce", comm_end)
+        comm_full = comm_full and bands.at_end(
+            comm_full, sc.profile, k, n=plan.size, collective="all_reduce", end=comm_end
+        )
+        comm_last = comm_last and bands.at_end(
+            comm_last, sc.profile, k, n=plan.last, collective="all_reduce", end=comm_end
+        )
     zero = np.zeros(kf.shape)
     t_comm, end = bucket_exposure(
-        plan, t_bwd_micro, comm_full.time if comm_full else zero, comm_last.time if comm_last else zero
+        plan, t_bwd_micro, comm_full.time if comm_full else zero, c_last=comm_last.time if comm_last else zero
     )
     if sc.overlap == "buckets":
         exposed = np.clip(end - t_bwd_micro, 0.0, t_comm)  # clip: rounding of t_j at k = 1 and full queues
@@ -593,11 +586,11 @@ def simulate(
         sc,
         k,
         b,
-        t_micro,
-        t_bwd_micro,
-        t_comm,
-        exposed,
-        slow,
+        t_micro=t_micro,
+        t_bwd_micro=t_bwd_micro,
+        t_comm=t_comm,
+        exposed=exposed,
+        slow=slow,
         comm=_total(plan, comm_full, comm_last),
         plan=plan,
         comm_bucket=comm_full,
@@ -658,6 +651,7 @@ def _result(
     sc: Scenario,
     k: np.ndarray,
     b: np.ndarray,
+    *,
     t_micro: np.ndarray,
     t_bwd_micro: np.ndarray,
     t_comm: np.ndarray,
@@ -743,6 +737,7 @@ def _simulate_sharded(
     sc: Scenario,
     k: np.ndarray,
     b: np.ndarray,
+    *,
     t_micro: np.ndarray,
     t_bwd_micro: np.ndarray,
     slow: np.ndarray,
@@ -776,11 +771,11 @@ def _simulate_sharded(
         sc,
         k,
         b,
-        t_micro,
-        t_bwd_micro,
-        m * st.t_comm,
-        m * st.exposed,
-        slow,
+        t_micro=t_micro,
+        t_bwd_micro=t_bwd_micro,
+        t_comm=m * st.t_comm,
+        exposed=m * st.exposed,
+        slow=slow,
         comm=comm,
         plan=None,
         memory=_memory(sc, k, b),

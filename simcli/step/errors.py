@@ -69,7 +69,7 @@ def node_band(nodes: Any) -> np.ndarray:
     return np.searchsorted(edges, np.asarray(nodes, dtype=np.int64), side="left")
 
 
-def step_kind(strategy: str, base: str, devices: int, per_node: int) -> Kind:
+def step_kind(strategy: str, base: str, devices: int, *, per_node: int) -> Kind:
     """The kind of a step over ``devices`` devices of ``per_node`` a node (nodes spanned: rounded up)."""
     nodes = -(-int(devices) // max(int(per_node), 1))
     return (str(strategy), str(base), int(node_band(nodes)))

@@ -117,7 +117,7 @@ def bytes_per_param(strategy: str, *, param_bytes: float, grad_bytes: float, opt
     ``master`` (or fsdp's fp32 ``weights``) + ``grads`` + ``optimizer``."""
     check_optimizer(optimizer)
     opt = OPTIMIZER_STATE_BYTES[optimizer]
-    if SPECS[strategy].shards[0]:  # the parameters are sharded: their fp32 shard is the weights
+    if SPECS[strategy].shards_weights:  # the parameters are sharded: their fp32 shard is the weights
         return {"weights": MASTER_BYTES, "master": 0.0, "grads": float(grad_bytes), "optimizer": opt}
     master = MASTER_BYTES if param_bytes < MASTER_BYTES else 0.0
     return {"weights": float(param_bytes), "master": master, "grads": float(grad_bytes), "optimizer": opt}
@@ -186,7 +186,7 @@ def per_device(
     k = np.asarray(k, dtype=np.int64)
     g = np.asarray(grad_bytes, dtype=np.float64)
     shape = np.broadcast_shapes(k.shape, g.shape, np.shape(activations))
-    d = np.broadcast_to(shard_divisor(strategy, k, group, node_size).astype(np.float64), shape)
+    d = np.broadcast_to(shard_divisor(strategy, k, group, node_size=node_size).astype(np.float64), shape)
     P = float(params)
     per = bytes_per_param(strategy, param_bytes=param_bytes, grad_bytes=1.0, optimizer=optimizer)
     spec = SPECS[strategy]

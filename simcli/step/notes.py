@@ -59,7 +59,9 @@ def nccl_faster(res: Result, margin: float = STEP_MARGIN) -> list[dict[str, Any]
     total = np.zeros(res.devices.shape)
     for m, (coll, count, nbytes, cost, prof, devs) in enumerate(msgs):
         devs = np.asarray(devs, dtype=np.int64)
-        faster, alg, proto, t = nccl_choice.nccl_faster_pair(prof, devs, np.float64(nbytes), coll, 1e-9, picked=cost)
+        faster, alg, proto, t = nccl_choice.nccl_faster_pair(
+            prof, devs, np.float64(nbytes), collective=coll, margin=1e-9, picked=cost
+        )
         picked_t = np.broadcast_to(cost.time, devs.shape)
         for i in np.flatnonzero(faster):
             p_proto = cost.protocol[i] if cost.protocol is not None else None

@@ -102,7 +102,7 @@ def comm_bytes(
     if timeline == "zero":
         return (kf - 1.0) / kf * P * (g + p)
     gathers = 2.0 if reshard_after_forward else 1.0
-    d = shard_group(strategy, np.asarray(k, dtype=np.int64), group, node_size).astype(np.float64)
+    d = shard_group(strategy, np.asarray(k, dtype=np.int64), group, node_size=node_size).astype(np.float64)
     out = (d - 1.0) / d * P * (gathers * p + g)
     if SPECS[strategy].replicas:
         r = kf / d
@@ -200,6 +200,7 @@ def _price(
     profile: Profile,
     algorithm: str | None,
     protocol: str | None,
+    *,
     k: np.ndarray,
     n: float,
     kind: str,
@@ -210,8 +211,8 @@ def _price(
     alg = algorithm
     if alg is None or (alg != "auto" and kind not in registry.SPECS[alg].collectives):
         alg = collectives.default_algorithm(profile)
-    cost = collectives.collective(profile, alg, k, np.float64(n), kind, protocol=protocol)
-    return cost if comm_end is None else bands.at_end(cost, profile, k, n, kind, comm_end)
+    cost = collectives.collective(profile, alg, k, nbytes=np.float64(n), collective=kind, protocol=protocol)
+    return cost if comm_end is None else bands.at_end(cost, profile, k, n=n, collective=kind, end=comm_end)
 
 
 def _scaled(c: CommCost, times: float) -> dict[str, Any]:
@@ -257,11 +258,19 @@ def step(
     if spec.timeline == "zero":
         n = P * grad_bytes
         plan = bucket_plan(n, bucket_bytes)
-        rs_full = _price(profile, algorithm, protocol, k, plan.size, "reduce_scatter", comm_end) if plan.full else None
-        rs_last = _price(profile, algorithm, protocol, k, plan.last, "reduce_scatter", comm_end) if plan.last else None
-        ag = _price(profile, algorithm, protocol, k, P * param_bytes, "all_gather", comm_end)
+        rs_full = (
+            _price(profile, algorithm, protocol, k=k, n=plan.size, kind="reduce_scatter", comm_end=comm_end)
+            if plan.full
+            else None
+        )
+        rs_last = (
+            _price(profile, algorithm, protocol, k=k, n=plan.last, kind="reduce_scatter", comm_end=comm_end)
+            if plan.last
+            else None
+        )
+        ag = _price(profile, algorithm, protocol, k=k, n=P * param_bytes, kind="all_gather", comm_end=comm_end)
         t_rs, end = bucket_exposure(
-            plan, t_backward, rs_full.time if rs_full else zero, rs_last.time if rs_last else zero
+            plan, t_backward, rs_full.time if rs_full else zero, c_last=rs_last.time if rs_last else zero
         )
         rs_exposed = np.clip(end - t_backward, 0.0, t_rs) if bucket_bytes is not None else t_rs
         t_ag = ag.time
@@ -286,11 +295,11 @@ def step(
     if spec.timeline != "units":
         raise InputError(f"--strategy: {strategy!r} is not a sharded strategy ({', '.join(SHARDED)})")
     L = int(units)
-    d = shard_group(strategy, k, group, profile.network[0].size)
+    d = shard_group(strategy, k, group, node_size=profile.network[0].size)
     unit_p = P / L * param_bytes
     unit_g = P / L * grad_bytes
-    ag = _price(profile, algorithm, protocol, d, unit_p, "all_gather", comm_end)
-    rs = _price(profile, algorithm, protocol, d, unit_g, "reduce_scatter", comm_end)
+    ag = _price(profile, algorithm, protocol, k=d, n=unit_p, kind="all_gather", comm_end=comm_end)
+    rs = _price(profile, algorithm, protocol, k=d, n=unit_g, kind="reduce_scatter", comm_end=comm_end)
     R = rs.time
     terms = [(ag, 2.0 * L if reshard_after_forward else 1.0 * L), (rs, 1.0 * L)]
     parts = {"all_gather_s": L * ag.time * (2.0 if reshard_after_forward else 1.0), "reduce_scatter_s": L * rs.time}
@@ -310,7 +319,9 @@ def step(
             )
         if gsize is not None and np.any(r > 1):
             sub = replica_profile(profile, gsize)
-            ar = _price(sub, algorithm, protocol, r, unit_g / gsize, "all_reduce", comm_end)  # 0 where r = 1
+            ar = _price(
+                sub, algorithm, protocol, k=r, n=unit_g / gsize, kind="all_reduce", comm_end=comm_end
+            )  # 0 where r = 1
             R = R + ar.time
             parts["all_reduce_replicas_s"] = L * ar.time
             terms.append((ar, 1.0 * L))

@@ -38,76 +38,115 @@ class StrategySpec:
     optimizer step) or ``units`` (FSDP: per unit an all-gather before forward and backward and a reduce-scatter
     after backward, prefetched one unit ahead). ``group``: what one copy of the sharded state is divided over,
     ``none`` (replicated), ``world`` (all k devices) or ``shard_group`` (hsdp's G, one node by default).
-    ``shards``: whether (weights, fp32 master, gradients, optimizer state) are divided by that group.
+    ``shards_weights``, ``shards_master``, ``shards_grads``, ``shards_state``: whether the weights, the fp32
+    master, the gradients and the optimizer state are divided by that group.
     ``replicas``: the gradient shard is all-reduced across the k/G replicas (hsdp).
+    ``summary``: what it communicates, in a few words (``--strategy``'s help); ``marker``: its matplotlib marker
+    in pictures that draw one point per configuration (``plan best --plot``).
     """
 
     name: str
     label: str
     timeline: str
     group: str
-    shards: tuple[bool, bool, bool, bool]
+    shards_weights: bool
+    shards_master: bool
+    shards_grads: bool
+    shards_state: bool
     replicas: bool
     buffers: str  #: how its communication buffers are named in memory tables
+    summary: str
+    marker: str
     source: str
+
+    @property
+    def shards(self) -> tuple[bool, bool, bool, bool]:
+        """(weights, fp32 master, gradients, optimizer state): which the group divides."""
+        return (self.shards_weights, self.shards_master, self.shards_grads, self.shards_state)
 
     @property
     def shards_update(self) -> bool:
         """Does a device step only its shard of the optimizer state (ZeRO's P_os, FSDP's sharded FlatParameter)?
         The per-update cost (simcli.step.update) is then the shard's: divided as the optimizer state is."""
-        return self.shards[3]
+        return self.shards_state
 
 
 STRATEGY_SPECS: tuple[StrategySpec, ...] = (  # from the least to the most sharded memory
     StrategySpec(
-        "ddp",
-        "DDP",
-        "buckets",
-        "none",
-        (False, False, False, False),
-        False,
-        "DDP buckets",
-        "PyTorch DistributedDataParallel (torch/nn/parallel/distributed.py, reducer.cpp)",
+        name="ddp",
+        label="DDP",
+        timeline="buckets",
+        group="none",
+        shards_weights=False,
+        shards_master=False,
+        shards_grads=False,
+        shards_state=False,
+        replicas=False,
+        buffers="DDP buckets",
+        summary="all-reduce in buckets during backward",
+        marker="s",
+        source="PyTorch DistributedDataParallel (torch/nn/parallel/distributed.py, reducer.cpp)",
     ),
     StrategySpec(
-        "zero1",
-        "ZeRO-1",
-        "zero",
-        "world",
-        (False, True, False, True),
-        False,
-        "ZeRO buckets",
-        "Rajbhandari et al. 2020 (ZeRO, P_os); DeepSpeed stage 1",
+        name="zero1",
+        label="ZeRO-1",
+        timeline="zero",
+        group="world",
+        shards_weights=False,
+        shards_master=True,
+        shards_grads=False,
+        shards_state=True,
+        replicas=False,
+        buffers="ZeRO buckets",
+        summary="reduce-scatter + all-gather after the step; optimizer state sharded",
+        marker="o",
+        source="Rajbhandari et al. 2020 (ZeRO, P_os); DeepSpeed stage 1",
     ),
     StrategySpec(
-        "zero2",
-        "ZeRO-2",
-        "zero",
-        "world",
-        (False, True, True, True),
-        False,
-        "ZeRO buckets",
-        "Rajbhandari et al. 2020 (ZeRO, P_os+g); DeepSpeed stage 2",
+        name="zero2",
+        label="ZeRO-2",
+        timeline="zero",
+        group="world",
+        shards_weights=False,
+        shards_master=True,
+        shards_grads=True,
+        shards_state=True,
+        replicas=False,
+        buffers="ZeRO buckets",
+        summary="as zero1, gradients sharded too",
+        # zero1 and zero2 run the same collectives (they differ in memory only): distinct markers keep both visible
+        marker="x",
+        source="Rajbhandari et al. 2020 (ZeRO, P_os+g); DeepSpeed stage 2",
     ),
     StrategySpec(
-        "hsdp",
-        "HSDP",
-        "units",
-        "shard_group",
-        (True, True, True, True),
-        True,
-        "FSDP buffers",
-        "PyTorch FSDP HYBRID_SHARD (Zhao et al. 2023)",
+        name="hsdp",
+        label="HSDP",
+        timeline="units",
+        group="shard_group",
+        shards_weights=True,
+        shards_master=True,
+        shards_grads=True,
+        shards_state=True,
+        replicas=True,
+        buffers="FSDP buffers",
+        summary="fsdp in a shard group, all-reduce across",
+        marker="^",
+        source="PyTorch FSDP HYBRID_SHARD (Zhao et al. 2023)",
     ),
     StrategySpec(
-        "fsdp",
-        "FSDP",
-        "units",
-        "world",
-        (True, True, True, True),
-        False,
-        "FSDP buffers",
-        "PyTorch FSDP FULL_SHARD (Zhao et al. 2023); ZeRO-3",
+        name="fsdp",
+        label="FSDP",
+        timeline="units",
+        group="world",
+        shards_weights=True,
+        shards_master=True,
+        shards_grads=True,
+        shards_state=True,
+        replicas=False,
+        buffers="FSDP buffers",
+        summary="ZeRO-3: all-gathers per unit",
+        marker="v",
+        source="PyTorch FSDP FULL_SHARD (Zhao et al. 2023); ZeRO-3",
     ),
 )
 SPECS: dict[str, StrategySpec] = {s.name: s for s in STRATEGY_SPECS}
@@ -127,7 +166,7 @@ def check_strategy(strategy: str) -> StrategySpec:
     return spec
 
 
-def shard_divisor(strategy: str, k: object, group: int | None, node_size: int | None) -> np.ndarray:
+def shard_divisor(strategy: str, k: object, group: int | None, *, node_size: int | None) -> np.ndarray:
     """Devices one copy of the sharded state is split over, per k: k (``world``), min(G, k) (``shard_group``;
     G defaults to one node, ``node_size``, and to all of k on a one-tier profile), 1 (``none``)."""
     k = np.asarray(k, dtype=np.int64)
@@ -142,9 +181,9 @@ def shard_divisor(strategy: str, k: object, group: int | None, node_size: int | 
     return np.minimum(k, int(g))
 
 
-def update_divisor(strategy: str, k: object, group: int | None, node_size: int | None) -> np.ndarray:
+def update_divisor(strategy: str, k: object, group: int | None, *, node_size: int | None) -> np.ndarray:
     """Devices the optimizer step is divided over, per k (simcli.step.update): the optimizer state's divisor
     (:func:`shard_divisor`) where the row shards it (:attr:`StrategySpec.shards_update`), else 1 (ddp)."""
     if not SPECS[strategy].shards_update:
         return np.ones_like(np.asarray(k, dtype=np.int64))
-    return shard_divisor(strategy, k, group, node_size)
+    return shard_divisor(strategy, k, group, node_size=node_size)

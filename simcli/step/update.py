@@ -37,6 +37,7 @@ __all__ = [
     "OptimizerSpec",
     "OPTIMIZER_SPECS",
     "OPTIMIZERS",
+    "ExtraSpec",
     "EXTRA_SPECS",
     "EXTRAS",
     "check_optimizer",
@@ -102,106 +103,131 @@ _DECOUPLED = (
 
 OPTIMIZER_SPECS: tuple[OptimizerSpec, ...] = (
     OptimizerSpec(
-        "adam",
-        "Adam (torch foreach)",
-        8.0,
-        _ADAM_FOREACH,
-        "torch.optim.Adam, torch's default on CUDA (foreach): torch/optim/adam.py _multi_tensor_adam",
+        name="adam",
+        label="Adam (torch foreach)",
+        state_bytes=8.0,
+        passes=_ADAM_FOREACH,
+        source="torch.optim.Adam, torch's default on CUDA (foreach): torch/optim/adam.py _multi_tensor_adam",
     ),
     OptimizerSpec(
-        "adamw",
-        "AdamW (torch foreach)",
-        8.0,
-        (Pass("_foreach_mul_(params, 1-lr*weight_decay)", 4, 4), *_ADAM_FOREACH),
-        "torch.optim.AdamW, torch's default on CUDA: _default_to_fused_or_foreach(..., use_fused=False) picks "
+        name="adamw",
+        label="AdamW (torch foreach)",
+        state_bytes=8.0,
+        passes=(Pass("_foreach_mul_(params, 1-lr*weight_decay)", 4, 4), *_ADAM_FOREACH),
+        source="torch.optim.AdamW, torch's default on CUDA: _default_to_fused_or_foreach(..., use_fused=False) picks "
         "foreach (torch/optim/optimizer.py, adam.py _multi_tensor_adam; weight_decay 1e-2 by default). The "
         "per-tensor loop (foreach=False, _single_tensor_adam) launches the same passes per tensor: the same bytes",
     ),
     OptimizerSpec(
-        "adam-fused",
-        "Adam (torch fused)",
-        8.0,
-        _FUSED_ADAM,
-        "torch.optim.Adam(fused=True): torch._fused_adam_, one kernel (torch/optim/adam.py _fused_adam)",
+        name="adam-fused",
+        label="Adam (torch fused)",
+        state_bytes=8.0,
+        passes=_FUSED_ADAM,
+        source="torch.optim.Adam(fused=True): torch._fused_adam_, one kernel (torch/optim/adam.py _fused_adam)",
     ),
     OptimizerSpec(
-        "adamw-fused",
-        "AdamW (torch fused)",
-        8.0,
-        _FUSED_ADAM,
-        "torch.optim.AdamW(fused=True): torch._fused_adamw_, one kernel (torch/optim/adam.py _fused_adam); "
+        name="adamw-fused",
+        label="AdamW (torch fused)",
+        state_bytes=8.0,
+        passes=_FUSED_ADAM,
+        source="torch.optim.AdamW(fused=True): torch._fused_adamw_, one kernel (torch/optim/adam.py _fused_adam); "
         "torchtitan's default (--optimizer.implementation fused); apex FusedAdam has the same shape",
     ),
     OptimizerSpec(
-        "decoupled-adamw",
-        "Composer DecoupledAdamW",
-        8.0,
-        (Pass("param.mul_(1-decay_factor*weight_decay)", 4, 4), *_DECOUPLED),
-        "mosaicml/composer composer/optim/decoupled_weight_decay.py DecoupledAdamW.adamw: a Python loop over the "
+        name="decoupled-adamw",
+        label="Composer DecoupledAdamW",
+        state_bytes=8.0,
+        passes=(Pass("param.mul_(1-decay_factor*weight_decay)", 4, 4), *_DECOUPLED),
+        source="mosaicml/composer composer/optim/decoupled_weight_decay.py DecoupledAdamW.adamw: a Python loop over "
+        "the "
         "tensors, nine passes each with weight decay (its default 1e-5), and a host sync per tensor "
         "(state_steps[i].item()), not priced",
     ),
     OptimizerSpec(
-        "decoupled-adamw-wd0",
-        "Composer DecoupledAdamW, weight_decay 0",
-        8.0,
-        _DECOUPLED,
-        "as decoupled-adamw with weight_decay 0.0, whose decay pass is skipped (if weight_decay != 0): the MPT "
+        name="decoupled-adamw-wd0",
+        label="Composer DecoupledAdamW, weight_decay 0",
+        state_bytes=8.0,
+        passes=_DECOUPLED,
+        source="as decoupled-adamw with weight_decay 0.0, whose decay pass is skipped (if weight_decay != 0): the MPT "
         "configurations llm-foundry benchmarks (scripts/train/yamls/pretrain/mpt-*.yaml: decoupled_adamw, "
         "weight_decay 0.0)",
     ),
     OptimizerSpec(
-        "lamb",
-        "LAMB (apex FusedLAMB)",
-        8.0,
-        (
+        name="lamb",
+        label="LAMB (apex FusedLAMB)",
+        state_bytes=8.0,
+        passes=(
             Pass("multi_tensor_l2norm(grads): the global gradient norm", 4, 0),
             Pass("multi_tensor_lamb stage 1: g, p, m, v -> m, v, update", 16, 12),
             Pass("per-tensor norms of p and of the update", 8, 0),
             Pass("multi_tensor_lamb stage 2: update, p -> p", 8, 4),
         ),
-        "NVIDIA/apex apex/optimizers/fused_lamb.py FusedLAMB.step (NVIDIA's BERT and Transformer-XL recipes)",
+        source="NVIDIA/apex apex/optimizers/fused_lamb.py FusedLAMB.step (NVIDIA's BERT and Transformer-XL recipes)",
     ),
     OptimizerSpec(
-        "sgd-momentum",
-        "SGD with momentum (torch foreach)",
-        4.0,
-        (
+        name="sgd-momentum",
+        label="SGD with momentum (torch foreach)",
+        state_bytes=4.0,
+        passes=(
             Pass("_foreach_mul_(bufs, momentum)", 4, 4),
             Pass("_foreach_add_(bufs, grads)", 8, 4),
             Pass("_foreach_add_(params, bufs, alpha=-lr)", 8, 4),
         ),
-        "torch.optim.SGD(momentum>0), torch's default on CUDA (foreach): torch/optim/sgd.py _multi_tensor_sgd",
+        source="torch.optim.SGD(momentum>0), torch's default on CUDA (foreach): torch/optim/sgd.py _multi_tensor_sgd",
     ),
     OptimizerSpec(
-        "sgd-momentum-fused",
-        "SGD with momentum (torch fused)",
-        4.0,
-        (Pass("_fused_sgd_ (p, g, buf read; p, buf written)", 12, 8),),
-        "torch.optim.SGD(momentum>0, fused=True): torch._fused_sgd_ (torch/optim/sgd.py _fused_sgd)",
+        name="sgd-momentum-fused",
+        label="SGD with momentum (torch fused)",
+        state_bytes=4.0,
+        passes=(Pass("_fused_sgd_ (p, g, buf read; p, buf written)", 12, 8),),
+        source="torch.optim.SGD(momentum>0, fused=True): torch._fused_sgd_ (torch/optim/sgd.py _fused_sgd)",
     ),
     OptimizerSpec(
-        "sgd",
-        "SGD (torch foreach)",
-        0.0,
-        (Pass("_foreach_add_(params, grads, alpha=-lr)", 8, 4),),
-        "torch.optim.SGD(momentum=0): torch/optim/sgd.py _multi_tensor_sgd (fused: the same bytes)",
+        name="sgd",
+        label="SGD (torch foreach)",
+        state_bytes=0.0,
+        passes=(Pass("_foreach_add_(params, grads, alpha=-lr)", 8, 4),),
+        source="torch.optim.SGD(momentum=0): torch/optim/sgd.py _multi_tensor_sgd (fused: the same bytes)",
     ),
 )
 #: the rows by name; values of Scenario.optimizer and of --optimizer
 SPECS: dict[str, OptimizerSpec] = {s.name: s for s in OPTIMIZER_SPECS}
 OPTIMIZERS: tuple[str, ...] = tuple(SPECS)
 
+
+@dataclass(frozen=True)
+class ExtraSpec:
+    """One pass around the optimizer step (--update-extras), its own kernels over the gradients."""
+
+    name: str
+    summary: str  #: what runs it, in a few words (--update-extras' help)
+    passes: tuple[Pass, ...]
+    source: str
+
+
 #: passes around the optimizer step (--update-extras), each its own kernel over the gradients
-EXTRA_SPECS: dict[str, tuple[Pass, ...]] = {
-    # torch/amp/grad_scaler.py: _amp_foreach_non_finite_check_and_unscale_ (g read and written)
-    "unscale": (Pass("_amp_foreach_non_finite_check_and_unscale_(grads)", 4, 4),),
-    # torch/nn/utils/clip_grad.py clip_grad_norm_ and FSDP's: the norms, then grads * clip_coef
-    "clip": (Pass("_foreach_norm(grads)", 4, 0), Pass("_foreach_mul_(grads, clip_coef)", 4, 4)),
-    # NVIDIA BERT run_pretraining.py allreduce_post_accumulation: multi_tensor_scale into the flat buffer and back
-    "flatten": (Pass("multi_tensor_scale(grads -> flat buffer)", 4, 4), Pass("multi_tensor_scale(back)", 4, 4)),
-}
-EXTRAS: dict[str, float] = {name: float(sum(p.bytes for p in ps)) for name, ps in EXTRA_SPECS.items()}
+EXTRA_SPECS: tuple[ExtraSpec, ...] = (
+    ExtraSpec(
+        name="unscale",
+        summary="AMP's GradScaler",
+        passes=(Pass("_amp_foreach_non_finite_check_and_unscale_(grads)", 4, 4),),
+        source="torch/amp/grad_scaler.py: _amp_foreach_non_finite_check_and_unscale_ (g read and written)",
+    ),
+    ExtraSpec(
+        name="clip",
+        summary="clip_grad_norm_",
+        passes=(Pass("_foreach_norm(grads)", 4, 0), Pass("_foreach_mul_(grads, clip_coef)", 4, 4)),
+        source="torch/nn/utils/clip_grad.py clip_grad_norm_ and FSDP's: the norms, then grads * clip_coef",
+    ),
+    ExtraSpec(
+        name="flatten",
+        summary="an all-reduce after accumulation on one flat buffer",
+        passes=(Pass("multi_tensor_scale(grads -> flat buffer)", 4, 4), Pass("multi_tensor_scale(back)", 4, 4)),
+        source="NVIDIA BERT run_pretraining.py allreduce_post_accumulation: multi_tensor_scale into the flat buffer "
+        "and back",
+    ),
+)
+EXTRAS: dict[str, float] = {e.name: float(sum(p.bytes for p in e.passes)) for e in EXTRA_SPECS}
 
 
 def check_optimizer(name: str) -> OptimizerSpec:
@@ -226,19 +252,19 @@ def bytes_per_param(optimizer: str, extras: tuple[str, ...] = ()) -> float:
 
 
 def params_held(
-    strategy: str, k: np.ndarray, params: float, group: int | None = None, node_size: int | None = None
+    strategy: str, k: np.ndarray, params: float, *, group: int | None = None, node_size: int | None = None
 ) -> np.ndarray:
     """Parameters whose optimizer step one device runs at each k: params / the strategy's update divisor (its row:
     1 for ddp, k for zero1/zero2/fsdp, the shard group for hsdp)."""
-    return float(params) / strategies.update_divisor(strategy, k, group, node_size).astype(np.float64)
+    return float(params) / strategies.update_divisor(strategy, k, group, node_size=node_size).astype(np.float64)
 
 
 def update_time(
     strategy: str,
     k: np.ndarray | list[int],
     params: float,
-    bandwidth_Bps: float | None,
     *,
+    bandwidth_Bps: float | None,
     optimizer: str,
     extras: tuple[str, ...] = (),
     group: int | None = None,
@@ -249,7 +275,7 @@ def update_time(
     per = bytes_per_param(optimizer, extras)
     if not bandwidth_Bps:
         return np.zeros(k.shape)
-    return params_held(strategy, k, params, group, node_size) * per / float(bandwidth_Bps)
+    return params_held(strategy, k, params, group=group, node_size=node_size) * per / float(bandwidth_Bps)
 
 
 def describe(sc: object) -> str:

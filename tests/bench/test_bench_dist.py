@@ -51,27 +51,8 @@ def _no_leftovers(tag: str) -> None:
 
 def test_allreduce_world_sizes_2_and_3_csv_schema(runner, tmp_path, tag):
     out = tmp_path / "ar.csv"
-    r = runner.invoke(
-        app,
-        [
-            "bench",
-            "allreduce",
-            "--world-sizes",
-            "2,3",
-            "--size",
-            "1KiB,64KiB",
-            "--iters",
-            "3",
-            "--max-iters",
-            "3",
-            "--warmup",
-            "1",
-            "-o",
-            str(out),
-            "-f",
-            "csv",
-        ],
-    )
+    ar = "bench allreduce --size 1KiB,64KiB --iters 3 --max-iters 3 --warmup 1 --world-sizes"
+    r = runner.invoke(app, [*ar.split(), "2,3", "-o", str(out), "-f", "csv"])
     assert r.exit_code == 0, r.output
     assert r.stdout == ""  # with --output the data goes into the file only
     comments, rows = read_results(out)
@@ -88,27 +69,7 @@ def test_allreduce_world_sizes_2_and_3_csv_schema(runner, tmp_path, tag):
         assert float(x["busbw_GBps"]) == pytest.approx(float(x["algbw_GBps"]) * 2 * (k - 1) / k)
     # -f json -o F writes JSON into F (every iteration's time kept); stdout holds only the data without -o
     js = tmp_path / "ar.json"
-    r = runner.invoke(
-        app,
-        [
-            "bench",
-            "allreduce",
-            "--world-sizes",
-            "2",
-            "--size",
-            "1KiB,64KiB",
-            "--iters",
-            "3",
-            "--max-iters",
-            "3",
-            "--warmup",
-            "1",
-            "-o",
-            str(js),
-            "-f",
-            "json",
-        ],
-    )
+    r = runner.invoke(app, [*ar.split(), "2", "-o", str(js), "-f", "json"])
     assert r.exit_code == 0, r.output
     recs = json.loads(js.read_text())
     assert [(x["world_size"], x["bytes"]) for x in recs] == [(2, 1024), (2, 65536)]
@@ -121,21 +82,9 @@ def test_step_gradient_identity_and_prediction(runner, tmp_path, tag):
     r = runner.invoke(
         app,
         [
-            "bench",
-            "step",
-            "--world-sizes",
-            "2",
-            "--model-width",
-            "32",
-            "--depth",
-            "3",
-            "--batch-per-device",
-            "4",
-            "--steps",
-            "3",
-            "--warmup",
-            "1",
-            "-o",
+            *(
+                "bench step --world-sizes 2 --model-width 32 --depth 3 --batch-per-device 4 --steps 3 --warmup 1 -o"
+            ).split(),
             str(out),
             "-f",
             "json",
@@ -212,24 +161,7 @@ def test_gradient_mismatch_is_an_error(runner, tmp_path, tag, monkeypatch):
     monkeypatch.setenv(FAULT_ENV, "0:0:grad:1")
     r = runner.invoke(
         app,
-        [
-            "bench",
-            "step",
-            "--world-sizes",
-            "1",
-            "--width",
-            "16",
-            "--depth",
-            "2",
-            "--batch-per-device",
-            "2",
-            "--steps",
-            "2",
-            "--warmup",
-            "0",
-            "--mode",
-            "flat",
-        ],
+        "bench step --world-sizes 1 --width 16 --depth 2 --batch-per-device 2 --steps 2 --warmup 0 --mode flat".split(),
     )
     assert r.exit_code == 1
     assert "world size 1: rank 0 failed the gradient identity check" in r.output
@@ -244,19 +176,7 @@ def test_killed_rank_keeps_rows_and_names_rank(runner, tmp_path, tag, monkeypatc
     r = runner.invoke(
         app,
         [
-            "bench",
-            "allreduce",
-            "--world-sizes",
-            "2",
-            "--size",
-            "1KiB,2KiB,4KiB,8KiB",
-            "--iters",
-            "2",
-            "--rounds",
-            "1",
-            "--warmup",
-            "0",
-            "-o",
+            *"bench allreduce --world-sizes 2 --size 1KiB,2KiB,4KiB,8KiB --iters 2 --rounds 1 --warmup 0 -o".split(),
             str(out),
         ],
     )
@@ -274,21 +194,7 @@ def test_hung_rank_times_out(runner, tmp_path, tag, monkeypatch):
     r = runner.invoke(
         app,
         [
-            "bench",
-            "allreduce",
-            "--world-sizes",
-            "2",
-            "--size",
-            "1KiB,2KiB",
-            "--iters",
-            "2",
-            "--rounds",
-            "1",
-            "--warmup",
-            "0",
-            "--timeout",
-            "1",
-            "-o",
+            *"bench allreduce --world-sizes 2 --size 1KiB,2KiB --iters 2 --rounds 1 --warmup 0 --timeout 1 -o".split(),
             str(out),
         ],
     )
@@ -305,22 +211,10 @@ def test_torchrun_launch(tmp_path, tag):
     out = tmp_path / "torchrun.csv"
     cmd = [
         sys.executable,
-        "-m",
-        "torch.distributed.run",
-        "--standalone",
-        "--nproc-per-node",
-        "2",
-        "-m",
-        "simcli",
-        "bench",
-        "allreduce",
-        "--size",
-        "1KiB,16KiB",
-        "--iters",
-        "3",
-        "--warmup",
-        "1",
-        "-o",
+        *(
+            "-m torch.distributed.run --standalone --nproc-per-node 2 -m simcli bench allreduce --size "
+            "1KiB,16KiB --iters 3 --warmup 1 -o"
+        ).split(),
         str(out),
     ]
     env = dict(os.environ, OMP_NUM_THREADS="1", GLOO_SOCKET_IFNAME="lo")
@@ -378,24 +272,7 @@ def test_ctrl_c_stops_every_rank(tmp_path, tag):
     out = tmp_path / "interrupted.csv"
     cmd = [
         sys.executable,
-        "-m",
-        "simcli",
-        "bench",
-        "allreduce",
-        "--world-sizes",
-        "2",
-        "--size",
-        "1KiB..1MiB:x2",
-        "--iters",
-        "50",
-        # one round: every size is measured in place and its row written at once, so the first row comes
-        # while ten sizes are still to run (with several rounds every row is written at the end, and the
-        # signal could land as the command exits)
-        "--rounds",
-        "1",
-        "--warmup",
-        "0",
-        "-o",
+        *"-m simcli bench allreduce --world-sizes 2 --size 1KiB..1MiB:x2 --iters 50 --rounds 1 --warmup 0 -o".split(),
         str(out),
     ]
     p = subprocess.Popen(cmd, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)

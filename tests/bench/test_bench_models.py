@@ -82,7 +82,7 @@ def _counted(spec: ModelSpec, batch: int = 2) -> float:
 
     model = bm.build(spec, 0, torch.device("cpu"))
     assert sum(p.numel() for p in model.parameters()) == bm.params(spec)
-    x, y = bm.make_batches(spec, batch, 1, torch.Generator().manual_seed(0), torch.device("cpu"))[0]
+    x, y = bm.make_batches(spec, batch, 1, gen=torch.Generator().manual_seed(0), device=torch.device("cpu"))[0]
     # the math kernel: FlopCounterMode counts its bmm (the fused CPU kernel is not counted)
     with sdpa_kernel(SDPBackend.MATH), FlopCounterMode(display=False) as fc:
         bm.loss(spec, model(x), y).backward()
@@ -210,7 +210,7 @@ def test_calibrate_recovers_a_known_mfu_per_dtype(tmp_path):
         base,
         None,
         read_measurements(steps),
-        CalibrationOptions(name="cal", now=_NOW, host="h", holdout=0.25),
+        opts=CalibrationOptions(name="cal", now=_NOW, host="h", holdout=0.25),
     )
     dev = rep["profile"].device
     by = {r["dtype"]: r for r in rep["step"]["by_dtype"]}
@@ -242,7 +242,7 @@ def test_without_a_peak_for_a_dtype_no_mfu_is_written(tmp_path):
         base,
         None,
         read_measurements(steps),
-        CalibrationOptions(name="cal", now=_NOW, host="h", holdout=0.25),
+        opts=CalibrationOptions(name="cal", now=_NOW, host="h", holdout=0.25),
     )
     assert rep["profile"].device.mfu_by_dtype == {"fp32": pytest.approx(0.5)}
     assert rep["profile"].device.mfu == pytest.approx(0.5)  # fitted from the fp32 rows only, not all rows
@@ -284,9 +284,9 @@ def test_one_row_per_dtype_gets_the_median_s_standard_error_and_where_filters_st
         ["fp32"],
         np.array([1]),
         np.array([4.0]),
-        np.array([0.1]),
-        np.array([1e9]),
-        {"fp32": 100e9},
+        t_compute=np.array([0.1]),
+        flops_per_sample=np.array([1e9]),
+        peaks={"fp32": 100e9},
         t_p10=np.array([0.09]),
         t_p90=np.array([0.11]),
         steps=np.array([25.0]),

@@ -52,7 +52,7 @@ def test_errors_are_relative_to_the_measurement_and_summaries_group_them():
     prof = Profile("p", "", ("t",), Device("d", {"fp32": 1e12}, 0.5), net)
     k = np.array([2, 2, 4, 4])
     n = np.array([1e5, 1e7, 1e5, 1e7])
-    t_pred = collectives.allreduce("ring", net, k, n).time
+    t_pred = collectives.allreduce("ring", net, k, nbytes=n).time
     meas = t_pred * np.array([1.0, 1.25, 0.8, 2.0])
 
     lines = ["world_size,bytes,time_s"] + [f"{a},{b},{c!r}" for a, b, c in zip(k.tolist(), n.tolist(), meas.tolist())]
@@ -155,19 +155,7 @@ def test_validate_scaling_table_needs_a_model_and_skips_k1(runner):
     r = runner.invoke(app, ["validate", str(DLPERF), "--profile", "dgx-v100"])
     assert r.exit_code == 2 and "--model" in r.stderr
     r = runner.invoke(
-        app,
-        [
-            "validate",
-            str(DLPERF),
-            "--profile",
-            "dgx-v100",
-            "--model",
-            "resnet50",
-            "--dtype",
-            "fp32",
-            "--format",
-            "json",
-        ],
+        app, ["validate", str(DLPERF), *"--profile dgx-v100 --model resnet50 --dtype fp32 --format json".split()]
     )
     assert r.exit_code == 0, r.output
     out = json.loads(r.stdout)

@@ -12,30 +12,12 @@ import pytest
 from simcli import __version__
 from simcli.cli import app
 
-H100 = """\
-name: t-h100
-description: test
-sources: [test]
-device:
-  name: H100
-  peak_flops: {fp32: 67 TFLOP/s, bf16: 989 TFLOP/s}
-  memory: 80 GB
-  mfu: 0.4
-network:
-  - {name: nvlink, size: 8, bandwidth: 450 GB/s, latency: 3 us, efficiency: 0.8}
-  - {name: infiniband, bandwidth: 400 Gb/s, latency: 8 us, efficiency: 0.8}
-"""
+from conftest import run
 
 
 @pytest.fixture
-def prof(tmp_path):
-    f = tmp_path / "t-h100.yaml"
-    f.write_text(H100)
-    return str(f)
-
-
-def run(runner, *args):
-    return runner.invoke(app, [str(a) for a in args])
+def prof(h100_prof):
+    return h100_prof
 
 
 def test_help_and_version(runner):

@@ -908,7 +908,7 @@ def test_a_huge_comm_table_computes_only_the_rows_shown(runner, args, tmp_path):
         prof, parse_devices(args[1]), parse_sizes(args[3]), algorithm=alg, message_dtype="fp32", protocol=None
     )
     assert r.exit_code == 0, r.output
-    assert out.read_text() == render_text(comm_table(prof, full, alg, 6))  # the same table as computing it all
+    assert out.read_text() == render_text(comm_table(prof, full, alg, max_rows=6))  # the same table as computing it all
 
 
 @pytest.mark.parametrize(

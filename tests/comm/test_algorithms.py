@@ -18,7 +18,7 @@ B, A = 10e9, 20e-6  # the one_tier fixture: 10 GB/s, 20 us
 
 
 def t(alg, profile, k, n, gamma=None):
-    return C.allreduce(alg, profile.network, np.array([k]), n, gamma)
+    return C.allreduce(alg, profile.network, np.array([k]), nbytes=n, reduce_Bps=gamma)
 
 
 # ----------------------------------------------------------------------------- by hand, one tier
@@ -106,14 +106,14 @@ def test_dgx_h100_vs_one_shared_nic():
     shared = make_profile(NV, Tier("ib", 100e9 / 8, 8e-6, per="node", efficiency=0.8))
     k, n = np.array([16, 64, 256]), 1e9
     for alg in ("ring", "hierarchical", "tree"):
-        fast = C.allreduce(alg, per_gpu.network, k, n).time
-        slow = C.allreduce(alg, shared.network, k, n).time
+        fast = C.allreduce(alg, per_gpu.network, k, nbytes=n).time
+        slow = C.allreduce(alg, shared.network, k, nbytes=n).time
         assert np.all(slow / fast > 4), alg
     # the documented formula: the ring's inter-node term 2(k-1)/k · n / B with B = 12.5 GB/s x 0.8 (one NIC)
     # against min(NVLink 360 GB/s, 8 x 40 GB/s) = 320 GB/s
-    ring_slow = C.allreduce("ring", shared.network, k, n)
+    ring_slow = C.allreduce("ring", shared.network, k, nbytes=n)
     assert ring_slow.bandwidth.tolist() == pytest.approx((2 * (k - 1) / k * n / 10e9).tolist())
-    ring_fast = C.allreduce("ring", per_gpu.network, k, n)
+    ring_fast = C.allreduce("ring", per_gpu.network, k, nbytes=n)
     assert ring_fast.bandwidth.tolist() == pytest.approx((2 * (k - 1) / k * n / 320e9).tolist())
 
 
@@ -122,7 +122,7 @@ def test_nvl72_never_touches_the_network_up_to_72():
     k = np.arange(2, 73)
     assert not topology.tier_spanned(p.network, k)[1].any()
     for alg in registry.TEXTBOOK_CHOICES:
-        c = C.allreduce(alg, p.network, k, 1e8)
+        c = C.allreduce(alg, p.network, k, nbytes=1e8)
         assert np.all(c.tier_latency[1] == 0) and np.all(c.tier_bandwidth_s[1] == 0), alg
         assert np.all(c.bottleneck == 0), alg
     assert topology.tier_spanned(p.network, np.array([73]))[1, 0]
@@ -141,13 +141,13 @@ def test_three_tiers():
         [False, False, True],
     ]
     n = 1e9
-    c = C.allreduce("hierarchical", p.network, np.array([128]), n)
+    c = C.allreduce("hierarchical", p.network, np.array([128]), nbytes=n)
     # level 0: 8 devices; level 1: 8 nodes in a 64-device leaf domain (8 x 50 GB/s per node);
     # level 2: 2 leaf domains, one shared 100 GB/s spine link each
     want = (14 * 2e-6 + 1.75 * n / 300e9) + (14 * 5e-6 + 1.75 * n / 400e9) + (2 * 10e-6 + 1.0 * n / 100e9)
     assert c.time[0] == pytest.approx(want)
     # the ring: alpha of the slowest spanned tier, B the smallest (spine 100 GB/s)
-    r = C.allreduce("ring", p.network, np.array([128]), n)
+    r = C.allreduce("ring", p.network, np.array([128]), nbytes=n)
     assert r.time[0] == pytest.approx(254 * 10e-6 + 2 * 127 / 128 * n / 100e9)
     assert r.bottleneck[0] == 2
 
@@ -200,9 +200,9 @@ def test_every_algorithm_meets_the_bandwidth_bound_on_one_tier(net, n, k, gamma)
     ks = np.array([k])
     lb = _bound(net, ks, n)[0]
     for alg in registry.TEXTBOOK_CHOICES:
-        assert C.allreduce(alg, net, ks, n, gamma).time[0] >= lb * (1 - 1e-12), alg
-    assert C.allreduce("hierarchical", net, ks, n, gamma).time[0] == pytest.approx(
-        C.allreduce("ring", net, ks, n, gamma).time[0], rel=1e-12
+        assert C.allreduce(alg, net, ks, nbytes=n, reduce_Bps=gamma).time[0] >= lb * (1 - 1e-12), alg
+    assert C.allreduce("hierarchical", net, ks, nbytes=n, reduce_Bps=gamma).time[0] == pytest.approx(
+        C.allreduce("ring", net, ks, nbytes=n, reduce_Bps=gamma).time[0], rel=1e-12
     )
 
 
@@ -211,7 +211,7 @@ def test_every_algorithm_meets_the_bandwidth_bound_on_one_tier(net, n, k, gamma)
 def test_bounds_on_any_network(net, n, k, gamma):
     ks = np.array([k])
     lb = _bound(net, ks, n)[0]
-    costs = {alg: C.allreduce(alg, net, ks, n, gamma) for alg in registry.TEXTBOOK_CHOICES}
+    costs = {alg: C.allreduce(alg, net, ks, nbytes=n, reduce_Bps=gamma) for alg in registry.TEXTBOOK_CHOICES}
     for alg, c in costs.items():
         assert np.isfinite(c.time[0]) and c.time[0] > 0
         assert c.tier_latency[:, 0].sum() == pytest.approx(c.latency[0], rel=1e-9, abs=1e-18)
@@ -234,37 +234,40 @@ def test_bounds_on_any_network(net, n, k, gamma):
 def test_every_algorithm_grows_with_bytes(net, n1, n2, k):
     lo, hi = sorted([n1, n2])
     for alg in registry.TEXTBOOK_CHOICES:
-        assert C.allreduce(alg, net, np.array([k]), hi).time[0] >= C.allreduce(alg, net, np.array([k]), lo).time[0], alg
+        assert (
+            C.allreduce(alg, net, np.array([k]), nbytes=hi).time[0]
+            >= C.allreduce(alg, net, np.array([k]), nbytes=lo).time[0]
+        ), alg
 
 
 def test_auto_reports_its_choice_per_element(two_tier):
     k = np.array([2, 16, 64])
     n = np.array([1e3, 1e10])
-    c = C.allreduce("auto", two_tier.network, k[:, None], n[None, :])
+    c = C.allreduce("auto", two_tier.network, k[:, None], nbytes=n[None, :])
     for i in range(3):
         for j in range(2):
             name = c.algorithm[i, j]
-            assert c.time[i, j] == C.allreduce(name, two_tier.network, k[i : i + 1], n[j]).time[0]
+            assert c.time[i, j] == C.allreduce(name, two_tier.network, k[i : i + 1], nbytes=n[j]).time[0]
 
 
 def test_crossovers_are_where_costs_are_equal():
     p = make_profile(Tier("nvlink", 369e9, 3.4e-6, size=8), Tier("ib", 46e9, 14e-6, per="device"))
     k = np.array([8, 16, 1024])
-    cross = crossover.crossovers(p.network, k, 1024.0, 4 * 2.0**30)
+    cross = crossover.crossovers(p.network, k, 1024.0, n_hi=4 * 2.0**30)
     assert cross, "expected at least one crossover"
     for c in cross:
         ks = np.array([c["devices"]])
-        a = C.allreduce(c["from"], p.network, ks, c["bytes"]).time[0]
-        b = C.allreduce(c["to"], p.network, ks, c["bytes"]).time[0]
+        a = C.allreduce(c["from"], p.network, ks, nbytes=c["bytes"]).time[0]
+        b = C.allreduce(c["to"], p.network, ks, nbytes=c["bytes"]).time[0]
         assert a == pytest.approx(b, rel=1e-9)
-        below = C.allreduce("auto", p.network, ks, c["bytes"] * 0.999).algorithm[0]
-        above = C.allreduce("auto", p.network, ks, c["bytes"] * 1.001).algorithm[0]
+        below = C.allreduce("auto", p.network, ks, nbytes=c["bytes"] * 0.999).algorithm[0]
+        above = C.allreduce("auto", p.network, ks, nbytes=c["bytes"] * 1.001).algorithm[0]
         assert (below, above) == (c["from"], c["to"])
 
 
 def test_unknown_algorithm_lists_the_choices(one_tier):
     with pytest.raises(InputError, match="did you mean tree.*choose one of nccl, ring, tree"):
-        C.allreduce("trie", one_tier.network, np.array([4]), 1e6)
+        C.allreduce("trie", one_tier.network, np.array([4]), nbytes=1e6)
 
 
 # ----------------------------------------------------------------------------- CLI

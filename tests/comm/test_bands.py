@@ -133,19 +133,19 @@ def test_point_kinds_read_the_widest_tier_and_what_priced_the_point():
     h100 = resolve_profile("dgx-h100")
     k = np.array([1, 8, 16])[:, None]
     n = np.array([64 * 1024.0, 2.0**30])[None, :]
-    cost = collectives.collective(h100, "nccl", k, n, protocol=None)
-    transport, nodes, band, family = B.point_kinds(h100.network, k, n, cost.algorithm, cost.protocol)
+    cost = collectives.collective(h100, "nccl", k, nbytes=n, protocol=None)
+    transport, nodes, band, family = B.point_kinds(h100.network, k, n, algorithm=cost.algorithm, protocol=cost.protocol)
     assert transport[:, 0].tolist() == [B.NO_LINK, "nvswitch", "infiniband"]
     assert nodes[:, 0].tolist() == [False, False, True]
     assert band[0].tolist() == [0, 2]
     assert family[1:].tolist() == cost.algorithm[1:].tolist()  # NCCL's algorithm as it ran
     gb200 = resolve_profile("gb200-nvl72")
-    t, nd, _, _ = B.point_kinds(gb200.network, np.array([72, 144]), 1e9, "ring", "simple")
+    t, nd, _, _ = B.point_kinds(gb200.network, np.array([72, 144]), 1e9, algorithm="ring", protocol="simple")
     assert t.tolist() == ["mnnvl", "infiniband"] and nd.tolist() == [False, True]  # the rack is one NCCL node
     # an alpha-beta formula and a collective no curve runs are kinds of their own
-    *_, fam = B.point_kinds(h100.network, 16, 1e6, "ring", None)
+    *_, fam = B.point_kinds(h100.network, 16, 1e6, algorithm="ring", protocol=None)
     assert fam.tolist() == "textbook ring"
-    *_, fam = B.point_kinds(h100.network, 16, 1e6, "ring", "ll", "all_gather")
+    *_, fam = B.point_kinds(h100.network, 16, 1e6, algorithm="ring", protocol="ll", collective="all_gather")
     assert fam.tolist() == "ring all_gather"
 
 
@@ -236,7 +236,9 @@ def test_a_band_always_holds_the_prediction():
     rows = [(f"c{i % 2}", *IB, SMALL, "tree", 1.2 + 0.01 * i) for i in range(10)]  # every run slower than predicted
     rb = B.ratio_band(_corpus(rows), ("infiniband", True, 0, "tree"))
     assert rb.p10 > 1 and rb.lo == 1.0 and rb.hi == rb.p90
-    tb = B.time_band(resolve_profile("dgx-h100").network, 16, 1e3, 2e-5, "tree", "ll", corpus=_corpus(rows))
+    tb = B.time_band(
+        resolve_profile("dgx-h100").network, 16, 1e3, time=2e-5, algorithm="tree", protocol="ll", corpus=_corpus(rows)
+    )
     assert tb.hi == pytest.approx(2e-5) and tb.lo == pytest.approx(2e-5 / rb.p90)
 
 

@@ -38,7 +38,18 @@ def h100_like(**spec):
 def pair(p, k, algorithm, protocol, collective="all_reduce"):
     k = np.asarray([k])
     tb = topology.tier_bandwidth(p.network, k)
-    (pr,) = [x for x in nccl.pairs(p.network, nccl_choice.nccl_spec(p), k, tb, collective, [algorithm], [protocol])]
+    (pr,) = [
+        x
+        for x in nccl.pairs(
+            p.network,
+            nccl_choice.nccl_spec(p),
+            k,
+            tier_Bps=tb,
+            collective=collective,
+            algorithms=[algorithm],
+            protocols=[protocol],
+        )
+    ]
     return pr
 
 
@@ -93,7 +104,7 @@ def test_bandwidths_by_protocol():
     assert nvls.alg_Bps[0] == pytest.approx(8 * 40e9 * 0.85 * 7 / 8 * 2 * 8 / 14)
     # busbw for large sizes on 8 GPUs is then ~476 GB/s (the published 8x H100 NVLS curve: 466 at 1 GiB, 479
     # at 8 GiB); at 64 GiB the pipeline fill is 0.1% of the time
-    c = C.collective(p, "nvls", np.array([8]), np.array([2.0**36]), protocol=None)
+    c = C.collective(p, "nvls", np.array([8]), nbytes=np.array([2.0**36]), protocol=None)
     assert 2.0**36 / c.time[0] * 1.75 / 1e9 == pytest.approx(476, rel=0.01)
 
 
@@ -127,57 +138,63 @@ def test_nvls_pipeline_fill_by_hand():
     # chunk by size: 16 KiB below 2x128x32 KiB = 8 MiB, 32 KiB below 8x128x64 KiB = 64 MiB, 64 KiB below
     # 64x128x128 KiB = 1 GiB, then nvlsChunkSize (128 KiB)
     sizes = np.array([1 * MiB, 4 * MiB, 16 * MiB, 64 * MiB, 1024 * MiB])
-    assert nccl.nvls_chunk("nvls", sizes, 128.0, None).tolist() == [16 * KiB, 16 * KiB, 32 * KiB, 64 * KiB, 128 * KiB]
+    assert nccl.nvls_chunk("nvls", sizes, 128.0, nodes=None).tolist() == [
+        16 * KiB,
+        16 * KiB,
+        32 * KiB,
+        64 * KiB,
+        128 * KiB,
+    ]
     # 1 MiB is 8 KiB per operation: one partial chunk, so the fill is twice the bytes' own time
     fills = [2 * 1 * MiB, 2 * 2 * MiB, 2 * 4 * MiB, 2 * 8 * MiB, 2 * 16 * MiB]
     assert pr.fill(sizes) == pytest.approx(np.array(fills) / alg)
-    c = C.collective(p, "nvls", np.array([8]), sizes, protocol=None)
+    c = C.collective(p, "nvls", np.array([8]), nbytes=sizes, protocol=None)
     assert c.fill == pytest.approx(np.array(fills) / alg)
     assert c.time == pytest.approx(pr.latency[0] + sizes / alg + np.array(fills) / alg)
     assert c.time == pytest.approx(c.latency + c.bandwidth)
     # NVLSTree over 2 nodes starts at 128 KiB, 64 KiB below 4x128x128 KiB = 64 MiB, 32 KiB below 8 MiB; from 4
     # nodes on it starts at 64 KiB
-    assert nccl.nvls_chunk("nvls-tree", sizes, 128.0, np.array([2])).tolist() == [
+    assert nccl.nvls_chunk("nvls-tree", sizes, 128.0, nodes=np.array([2])).tolist() == [
         32 * KiB,
         32 * KiB,
         64 * KiB,
         128 * KiB,
         128 * KiB,
     ]
-    assert nccl.nvls_chunk("nvls-tree", np.array([1024 * MiB]), 128.0, np.array([4])).tolist() == [64 * KiB]
+    assert nccl.nvls_chunk("nvls-tree", np.array([1024 * MiB]), 128.0, nodes=np.array([4])).tolist() == [64 * KiB]
     # reduce-scatter and all-gather kernels have two stages, so one chunk time of fill
     rs = pair(p, 8, "nvls", "simple", "reduce_scatter")
     assert rs.fill(sizes) == pytest.approx(np.array(fills) / 2 / rs.alg_Bps[0])
     # auto keeps the term where it picks an NVLS pair (0 where it picks a textbook algorithm)
-    auto = C.collective(p, "auto", np.array([8]), sizes, protocol=None)
+    auto = C.collective(p, "auto", np.array([8]), nbytes=sizes, protocol=None)
     picked = np.array([a == "nvls" for a in auto.algorithm])
     assert picked.any() and auto.fill[picked] == pytest.approx(c.fill[picked])
     assert not np.any(auto.fill[~picked])
     # rings and trees have no fill term
     assert pair(p, 8, "ring", "simple").fill(sizes) == 0.0
-    assert not np.any(C.collective(p, "ring", np.array([8]), sizes, protocol=None).fill)
+    assert not np.any(C.collective(p, "ring", np.array([8]), nbytes=sizes, protocol=None).fill)
 
 
 def test_nccl_picks_ll_small_and_simple_large_and_protocol_can_be_forced():
     p = h100_like(nvls=False)
-    c = C.collective(p, "nccl", np.array([8]), np.array([1024.0, 2.0**30]), protocol=None)
+    c = C.collective(p, "nccl", np.array([8]), nbytes=np.array([1024.0, 2.0**30]), protocol=None)
     assert c.protocol.tolist() == ["ll", "simple"]
-    forced = C.collective(p, "ring", np.array([8]), np.array([1024.0]), protocol="simple")
+    forced = C.collective(p, "ring", np.array([8]), nbytes=np.array([1024.0]), protocol="simple")
     assert forced.protocol.tolist() == ["simple"] and forced.time[0] > c.time[0]
     with pytest.raises(InputError, match="--protocol"):
-        C.collective(p, "nvls", np.array([8]), np.array([1024.0]), protocol="ll")
+        C.collective(p, "nvls", np.array([8]), nbytes=np.array([1024.0]), protocol="ll")
     with pytest.raises(InputError, match="--protocol: unknown"):
-        C.collective(p, "ring", np.array([8]), np.array([1024.0]), protocol="ll256")
+        C.collective(p, "ring", np.array([8]), nbytes=np.array([1024.0]), protocol="ll256")
 
 
 def test_the_fastest_pair_is_never_slower_than_nccls_choice():
     p = h100_like()
     k, n = np.array([8, 16, 64, 512])[:, None], 2.0 ** np.arange(10, 35, 3)[None, :]
-    pick = C.collective(p, "nccl", k, n, protocol=None)
+    pick = C.collective(p, "nccl", k, nbytes=n, protocol=None)
     best = nccl_choice.nccl_collective(p, np.broadcast_to(k, (4, 1)), n, protocol=None, by="time")
     assert np.all(best.time <= pick.time + 1e-15)
     for a in ("ring", "tree", "nvls-tree"):  # NCCL's choice is one of the pairs it could run
-        forced = C.collective(p, a, k, n, protocol=None)
+        forced = C.collective(p, a, k, nbytes=n, protocol=None)
         assert np.all(np.isfinite(forced.time) | (a == "nvls-tree"))
     # (not monotone in n: NCCL chooses on its tuner's estimate, which ignores the channels a small message uses)
 
@@ -185,29 +202,29 @@ def test_the_fastest_pair_is_never_slower_than_nccls_choice():
 def test_per_tier_terms_add_up_and_one_node_never_pays_the_network():
     p = h100_like()
     k, n = np.arange(2, 33)[:, None], np.array([1e3, 1e6, 1e9])[None, :]
-    c = C.collective(p, "nccl", k, n, protocol=None)
+    c = C.collective(p, "nccl", k, nbytes=n, protocol=None)
     assert np.allclose(c.tier_latency.sum(axis=0), c.latency, rtol=1e-9, atol=1e-15)
     assert np.allclose(c.tier_bandwidth_s.sum(axis=0), c.bandwidth, rtol=1e-9, atol=1e-15)
     inside = (k <= 8)[:, 0]
     assert np.all(c.tier_latency[1][inside] == 0) and np.all(c.tier_hops[1][inside] == 0)
-    assert np.all(C.collective(p, "nccl", np.array([1]), np.array([1e6]), protocol=None).time == 0)
+    assert np.all(C.collective(p, "nccl", np.array([1]), nbytes=np.array([1e6]), protocol=None).time == 0)
 
 
 def test_collectives_and_their_busbw_factors():
     p = h100_like(nvls=False)
     k, n = np.array([8]), np.array([2.0**30])
-    ar = C.collective(p, "ring", k, n, "all_reduce", protocol="simple").time[0]
-    ag = C.collective(p, "ring", k, n, "all_gather", protocol="simple").time[0]
-    rs = C.collective(p, "ring", k, n, "reduce_scatter", protocol="simple").time[0]
+    ar = C.collective(p, "ring", k, nbytes=n, collective="all_reduce", protocol="simple").time[0]
+    ag = C.collective(p, "ring", k, nbytes=n, collective="all_gather", protocol="simple").time[0]
+    rs = C.collective(p, "ring", k, nbytes=n, collective="reduce_scatter", protocol="simple").time[0]
     # one ring pass moves (k-1)/k of the bytes: half an all-reduce's bandwidth term
     assert ag == pytest.approx(rs) and ag == pytest.approx(ar / 2, rel=0.02)
     assert specs.busbw_factor(np.array([8.0]), "all_gather")[0] == pytest.approx(7 / 8)
     assert specs.busbw_factor(np.array([8.0]), "broadcast")[0] == 1.0
     with pytest.raises(InputError, match="does not run reduce_scatter"):
-        C.collective(p, "tree", k, n, "reduce_scatter", protocol=None)
+        C.collective(p, "tree", k, nbytes=n, collective="reduce_scatter", protocol=None)
     # the textbook ring on a textbook profile: (k-1)·alpha + (k-1)/k · n/B per pass
     tp = make_profile(Tier("net", 10e9, 20e-6))
-    t = C.collective(tp, "ring", k, n, "all_gather", protocol=None).time[0]
+    t = C.collective(tp, "ring", k, nbytes=n, collective="all_gather", protocol=None).time[0]
     assert t == pytest.approx(7 * 20e-6 + 7 / 8 * 2.0**30 / 10e9)
 
 
@@ -326,7 +343,7 @@ def _synthetic(truth, seed):
     rng = np.random.default_rng(seed)
     k = np.repeat([8, 16, 32], 15)
     n = np.tile(2.0 ** np.arange(12, 42, 2), 3)
-    return k, n, C.collective(truth, "nccl", k, n, protocol=None).time * (1 + 0.03 * rng.standard_normal(k.size))
+    return k, n, C.collective(truth, "nccl", k, nbytes=n, protocol=None).time * (1 + 0.03 * rng.standard_normal(k.size))
 
 
 def test_calibrate_fits_nccls_constants_from_two_or_more_k(tmp_path, runner):
@@ -345,7 +362,7 @@ def test_calibrate_fits_nccls_constants_from_two_or_more_k(tmp_path, runner):
         ),
     )
     k, n, t = _synthetic(truth, 7)
-    f = fit_nccl(p, k, n, t, algorithm="nccl", holdout=0.2, seed=1)
+    f = fit_nccl(p, k, n, t=t, algorithm="nccl", holdout=0.2, seed=1)
     assert f.latency_identified[0] and f.latency_identified[1] and f.bandwidth_identified[0]
     assert f.latency_s[0] == pytest.approx(4e-6, rel=0.1)
     assert f.latency_s[1] == pytest.approx(10e-6, rel=0.1)
@@ -391,8 +408,8 @@ def test_algorithms_map_on_an_nccl_profile_compares_nccls_algorithms(runner):
         # of them jumps: NCCL changing protocol, channel count or NVLS chunk size there)
         k, n = np.array([c["devices"]]), c["bytes"]
         below, above = np.array([n * (1 - 1e-6)]), np.array([n * (1 + 1e-6)])
-        a0, b0 = (C.collective(p, x, k, below, protocol=None).time[0] for x in (c["from"], c["to"]))
-        a1, b1 = (C.collective(p, x, k, above, protocol=None).time[0] for x in (c["from"], c["to"]))
+        a0, b0 = (C.collective(p, x, k, nbytes=below, protocol=None).time[0] for x in (c["from"], c["to"]))
+        a1, b1 = (C.collective(p, x, k, nbytes=above, protocol=None).time[0] for x in (c["from"], c["to"]))
         assert a0 <= b0 * (1 + 1e-9) and b1 <= a1 * (1 + 1e-9), c
 
 
@@ -403,7 +420,10 @@ def test_a_cost_is_freed_without_the_cyclic_collector():
 
     p = h100_like()
     k, n = np.arange(2, 40)[:, None], np.geomspace(1e3, 1e9, 20)[None, :]
-    makers = (lambda: C.collective(p, "nccl", k, n, protocol=None), lambda: C.allreduce("ring", p.network, k, n))
+    makers = (
+        lambda: C.collective(p, "nccl", k, nbytes=n, protocol=None),
+        lambda: C.allreduce("ring", p.network, k, nbytes=n),
+    )
     gc.disable()
     try:
         for make in makers:
@@ -418,14 +438,14 @@ def test_a_cost_is_freed_without_the_cyclic_collector():
 
 def test_a_forced_algorithm_that_cannot_run_falls_back_to_ring_as_nccl_does():
     p = h100_like()
-    c = C.collective(p, "nvls", np.array([8, 16]), np.array([2.0**20]), protocol=None)
+    c = C.collective(p, "nvls", np.array([8, 16]), nbytes=np.array([2.0**20]), protocol=None)
     assert c.algorithm.tolist() == ["nvls", "ring"]
     a100 = h100_like(nvls=False)
-    assert C.collective(a100, "nvls-tree", np.array([16]), np.array([2.0**20]), protocol=None).algorithm.tolist() == [
-        "ring"
-    ]
+    assert C.collective(
+        a100, "nvls-tree", np.array([16]), nbytes=np.array([2.0**20]), protocol=None
+    ).algorithm.tolist() == ["ring"]
     with pytest.raises(InputError, match="--protocol"):
-        C.collective(h100_like(ll128=False), "ring", np.array([8]), np.array([1e6]), protocol="ll128")
+        C.collective(h100_like(ll128=False), "ring", np.array([8]), nbytes=np.array([1e6]), protocol="ll128")
 
 
 # ------------------------------------------------------------- the host's issue rate (nccl-tests -g G)
@@ -434,8 +454,8 @@ def test_a_forced_algorithm_that_cannot_run_falls_back_to_ring_as_nccl_does():
 def test_one_thread_on_g_gpus_is_no_faster_than_g_launches():
     p = resolve_profile("dgx-h100")
     k, n = np.array([8, 8, 8]), np.array([1024.0, 32768.0, 1 << 30])
-    gpu = C.collective(p, "nvls", k, n, protocol=None)
-    g8 = C.collective(p, "nvls", k, n, "all_reduce", protocol=None, gpus_per_process=8)
+    gpu = C.collective(p, "nvls", k, nbytes=n, protocol=None)
+    g8 = C.collective(p, "nvls", k, nbytes=n, collective="all_reduce", protocol=None, gpus_per_process=8)
     floor = 8 * nccl.LAUNCH_US * US
     assert gpu.host is None  # one GPU per process: nothing added, the default everywhere else
     np.testing.assert_allclose(g8.time, np.maximum(gpu.time, floor))
@@ -444,7 +464,8 @@ def test_one_thread_on_g_gpus_is_no_faster_than_g_launches():
     assert g8.host[2] == 0.0 and g8.time[2] == gpu.time[2]  # 1 GiB: the GPU is the bottleneck
     # every NCCL pair's latency is above one launch: at -g 1 the floor could never bind
     assert np.all(
-        C.collective(p, "nccl", np.array([2, 8, 16]), np.array([8.0] * 3), protocol=None).time > nccl.host_floor(1)
+        C.collective(p, "nccl", np.array([2, 8, 16]), nbytes=np.array([8.0] * 3), protocol=None).time
+        > nccl.host_floor(1)
     )
 
 
@@ -452,11 +473,13 @@ def test_host_floor_leaves_textbook_costs_and_refuses_zero_gpus():
     p = make_profile(Tier("loop", 10e9, 5e-6, size=None), name="flat")
     k, n = np.array([4]), np.array([1024.0])
     assert (
-        C.collective(p, "ring", k, n, "all_reduce", protocol=None, gpus_per_process=8).time
-        == C.collective(p, "ring", k, n, protocol=None).time
+        C.collective(p, "ring", k, nbytes=n, collective="all_reduce", protocol=None, gpus_per_process=8).time
+        == C.collective(p, "ring", k, nbytes=n, protocol=None).time
     )
     with pytest.raises(InputError, match="--gpus-per-process"):
-        C.collective(resolve_profile("dgx-h100"), "nccl", k, n, "all_reduce", protocol=None, gpus_per_process=0)
+        C.collective(
+            resolve_profile("dgx-h100"), "nccl", k, nbytes=n, collective="all_reduce", protocol=None, gpus_per_process=0
+        )
 
 
 def test_comm_gpus_per_process_shows_what_the_launches_add(runner):
@@ -475,10 +498,16 @@ def test_gpus_per_process_per_element_matches_each_scalar():
     """validate and calibrate pass one -g per measured row: the array prices each row as its scalar would."""
     p = resolve_profile("dgx-h100")
     k, n, g = np.array([8, 8, 8, 16]), np.array([1024.0, 1024.0, 1 << 30, 8.0]), np.array([1, 8, 8, 2])
-    mixed = C.collective(p, "nccl", k, n, "all_reduce", protocol=None, gpus_per_process=g).time
+    mixed = C.collective(p, "nccl", k, nbytes=n, collective="all_reduce", protocol=None, gpus_per_process=g).time
     each = [
         C.collective(
-            p, "nccl", k[i : i + 1], n[i : i + 1], "all_reduce", protocol=None, gpus_per_process=int(g[i])
+            p,
+            "nccl",
+            k[i : i + 1],
+            nbytes=n[i : i + 1],
+            collective="all_reduce",
+            protocol=None,
+            gpus_per_process=int(g[i]),
         ).time[0]
         for i in range(4)
     ]

@@ -80,7 +80,7 @@ def test_collnet_at_two_gpus_a_node_by_hand(h100):
 def test_the_forced_chain_costs_its_latency_and_its_bytes(h100):
     """--algorithm collnet-chain at 64 ranks and 1 GiB: 69.2 us + 2^30 / 180 GB/s (all channels launch)."""
     n = float(2**30)
-    cost = C.collective(h100, "collnet-chain", np.array([64]), np.array([n]), protocol=None)
+    cost = C.collective(h100, "collnet-chain", np.array([64]), nbytes=np.array([n]), protocol=None)
     assert str(cost.algorithm[0]) == "collnet-chain" and cost.protocol[0] == "simple"
     assert cost.time[0] == pytest.approx(69.2 * US + n / 180e9, rel=1e-9)
 
@@ -100,7 +100,7 @@ def test_collnet_runs_only_where_the_fabric_reduces_across_nodes_of_at_most_8(h1
     prs = _pairs(p2p, [16])
     assert prs["collnet-chain"].enabled[0] and not prs["collnet-direct"].enabled[0]  # Direct needs an NVSwitch
     spec = nccl_choice.nccl_spec(h100)
-    assert collnet.collnet_pairs(h100.network, spec, np.array([16]), "all_gather") == []
+    assert collnet.collnet_pairs(h100.network, spec, np.array([16]), collective="all_gather") == []
     assert collnet.collnet_pairs(h100.network, spec, np.array([16]), protocols=["ll128"]) == []
 
 
@@ -108,14 +108,14 @@ def test_forcing_collnet_where_it_cannot_run_runs_the_ring(h100):
     """NCCL (tuning.cc 2.20.3 lines 294-298, and the 'at least set ring algo available' rule): NCCL_ALGO=COLLNET
     without CollNet is ignored; simcli prices the ring there."""
     k, n = np.array([8, 16]), np.array([2.0**26])
-    forced = C.collective(h100, "collnet-chain", k[:, None], n[None, :], protocol=None)
-    ring = C.collective(h100, "ring", k[:, None], n[None, :], protocol=None)
+    forced = C.collective(h100, "collnet-chain", k[:, None], nbytes=n[None, :], protocol=None)
+    ring = C.collective(h100, "ring", k[:, None], nbytes=n[None, :], protocol=None)
     assert str(forced.algorithm[0, 0]) == "ring" and forced.time[0, 0] == pytest.approx(ring.time[0, 0])
     assert str(forced.algorithm[1, 0]) == "collnet-chain"
 
 
 def test_nccl_may_choose_collnet_and_its_setting_is_named(h100):
-    cost = C.collective(h100, "nccl", np.array([64]), np.array([64.0 * 1024]), protocol=None)
+    cost = C.collective(h100, "nccl", np.array([64]), nbytes=np.array([64.0 * 1024]), protocol=None)
     assert str(cost.algorithm[0]).startswith("collnet")
     assert nccl_choice.nccl_env("collnet-chain", "simple") == "NCCL_ALGO=CollNetChain NCCL_PROTO=Simple"
 
@@ -152,12 +152,12 @@ def test_min_ctas_leaves_the_choice_and_moves_the_cost():
     q = with_nccl_min_ctas(p, 24)
     k = np.array([64])
     n = 2.0 ** np.arange(10, 34)
-    a = C.collective(p, "nccl", k[:, None], n[None, :], protocol=None)
-    b = C.collective(q, "nccl", k[:, None], n[None, :], protocol=None)
+    a = C.collective(p, "nccl", k[:, None], nbytes=n[None, :], protocol=None)
+    b = C.collective(q, "nccl", k[:, None], nbytes=n[None, :], protocol=None)
     assert (np.asarray(a.algorithm) == np.asarray(b.algorithm)).all()
     assert (np.asarray(a.protocol) == np.asarray(b.protocol)).all()
-    pa = {(x.algorithm, x.protocol): x for x in nccl.pairs(p.network, p.nccl, k, tier_bandwidth(p.network, k))}
-    pb = {(x.algorithm, x.protocol): x for x in nccl.pairs(q.network, q.nccl, k, tier_bandwidth(q.network, k))}
+    pa = {(x.algorithm, x.protocol): x for x in nccl.pairs(p.network, p.nccl, k, tier_Bps=tier_bandwidth(p.network, k))}
+    pb = {(x.algorithm, x.protocol): x for x in nccl.pairs(q.network, q.nccl, k, tier_Bps=tier_bandwidth(q.network, k))}
     assert pa["ring", "simple"].channels[0] == 16 and pb["ring", "simple"].channels[0] == 24
     assert pb["nvls-tree", "simple"].ops[0] == pytest.approx(24 / 16 * pa["nvls-tree", "simple"].ops[0])
     nvlst = np.asarray(a.algorithm)[0] == "nvls-tree"

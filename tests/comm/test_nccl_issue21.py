@@ -30,10 +30,10 @@ def _pair(profile, k, algorithm, protocol):
         p.network,
         nccl_choice.nccl_spec(p),
         K,
-        topology.tier_bandwidth(p.network, K),
-        "all_reduce",
-        [algorithm],
-        [protocol],
+        tier_Bps=topology.tier_bandwidth(p.network, K),
+        collective="all_reduce",
+        algorithms=[algorithm],
+        protocols=[protocol],
     )
     return pr
 
@@ -61,7 +61,7 @@ def test_efa_floor_is_nvls_tree_with_the_plugins_hop_latency(version, nvls_us, n
     """2 p5 instances, 8 B: NVLSTree/Simple, the release's NVLS NVLink hop (23 us to 2.20.x, 25 from 2.21.5) + 2 x
     (20 + 3) us EFA hops = 69 / 71 us (AWS measured 65-74)."""
     p = with_nccl_version(resolve_profile("aws-p5"), version)
-    t = C.collective(p, "nccl", np.array([16]), np.array([1024.0]), protocol=None)
+    t = C.collective(p, "nccl", np.array([16]), nbytes=np.array([1024.0]), protocol=None)
     assert t.algorithm[0] == "nvls-tree" and t.time[0] == pytest.approx((nvls_us + 46) * 1e-6, rel=0.01)
     pr = _pair(p, 16, "nvls-tree", "simple")
     # the tuner sees NCCL's NET row (NVLSTree 14 us, 20.9 from 2.28.9) plus the plugin's 75 us, twice for Simple
@@ -135,8 +135,8 @@ def test_one_size_and_an_array_of_sizes_price_the_tree_alike():
     """The tree's size factor applies to a scalar size too (the engine prices one bucket size as a 0-d array)."""
     p = resolve_profile("dgx-h100")
     k = np.array([16, 64, 512])
-    one = C.collective(p, "nccl", k, np.float64(25 * 2**20), protocol=None)
-    many = C.collective(p, "nccl", k, np.array([25 * 2**20]), protocol=None)
+    one = C.collective(p, "nccl", k, nbytes=np.float64(25 * 2**20), protocol=None)
+    many = C.collective(p, "nccl", k, nbytes=np.array([25 * 2**20]), protocol=None)
     np.testing.assert_allclose(one.time, many.time, rtol=1e-12)
 
 
@@ -372,8 +372,8 @@ def test_the_graph_search_reads_nccl_nvlink_constant_not_the_measured_efficiency
     # the bytes do move with it: a 1 GiB ring all-reduce inside one rack is faster at 0.9 than at 0.8 (NVLS, NCCL's
     # pick there from 2.21.5, is priced on NCCL's own graph and nvlsEfficiency: simcli.comm.nccl.nvls_graph)
     slow = p.replace(network=(dataclasses.replace(p.network[0], efficiency=0.8),) + tuple(p.network[1:]))
-    t9 = C.collective(p, "ring", np.array([72]), np.array([2.0**30]), protocol=None).time[0]
-    t8 = C.collective(slow, "ring", np.array([72]), np.array([2.0**30]), protocol=None).time[0]
+    t9 = C.collective(p, "ring", np.array([72]), nbytes=np.array([2.0**30]), protocol=None).time[0]
+    t8 = C.collective(slow, "ring", np.array([72]), nbytes=np.array([2.0**30]), protocol=None).time[0]
     assert t9 < t8 * 0.92
 
 

@@ -86,7 +86,15 @@ def _pair(version: str, k: int, algorithm: str, protocol: str, ppn1: bool = Fals
         net = (dataclasses.replace(net[0], size=1),) + tuple(net[1:])
     spec = dataclasses.replace(prof.nccl, version=version)
     kk = np.array([k])
-    (pr,) = nccl.pairs(net, spec, kk, tier_bandwidth(net, kk), "all_reduce", [algorithm], [protocol])
+    (pr,) = nccl.pairs(
+        net,
+        spec,
+        kk,
+        tier_Bps=tier_bandwidth(net, kk),
+        collective="all_reduce",
+        algorithms=[algorithm],
+        protocols=[protocol],
+    )
     return pr
 
 
@@ -154,7 +162,15 @@ def test_blackwell_nvls_graph_in_one_nvl72_rack_by_hand():
     k = np.array([72])
     for version, nch in (("2.29.7", 24), ("2.26.2", 32)):
         spec = dataclasses.replace(prof.nccl, version=version)
-        (pr,) = nccl.pairs(prof.network, spec, k, tier_bandwidth(prof.network, k), "all_reduce", ["nvls"], ["simple"])
+        (pr,) = nccl.pairs(
+            prof.network,
+            spec,
+            k,
+            tier_Bps=tier_bandwidth(prof.network, k),
+            collective="all_reduce",
+            algorithms=["nvls"],
+            protocols=["simple"],
+        )
         assert pr.enabled[0]
         assert pr.alg_Bps[0] / 1e9 == pytest.approx(32 * 20 * 0.74 * 31 / 32 * 2 * 72 / 142, rel=1e-9)
         assert float(np.asarray(pr.ops).reshape(-1)[0]) == nch * 32
@@ -200,8 +216,8 @@ def test_the_default_release_prices_as_before():
     prof = resolve_profile("dgx-h100")
     k = np.array([2, 8, 16, 64, 512])
     tb = tier_bandwidth(prof.network, k)
-    a = nccl.pairs(prof.network, dataclasses.replace(prof.nccl, version="2.29.7"), k, tb)
-    b = nccl.pairs(prof.network, dataclasses.replace(prof.nccl, version=NcclSpec().version), k, tb)
+    a = nccl.pairs(prof.network, dataclasses.replace(prof.nccl, version="2.29.7"), k, tier_Bps=tb)
+    b = nccl.pairs(prof.network, dataclasses.replace(prof.nccl, version=NcclSpec().version), k, tier_Bps=tb)
     for x, y in zip(a, b):
         assert np.array_equal(x.latency, y.latency) and np.array_equal(x.alg_Bps, y.alg_Bps)
         assert np.array_equal(x.tuner_lat, y.tuner_lat) and np.array_equal(x.tuner_alg_Bps, y.tuner_alg_Bps)
@@ -263,7 +279,7 @@ def test_fp8_rings_past_8_ranks_give_way_from_2_24_3():
         p = with_nccl_version(resolve_profile("dgx-a100"), v)
         for d in ("bf16", "fp8"):
             picks[v, d] = np.asarray(
-                C.collective(p, "nccl", k, n, "all_reduce", message_dtype=d, protocol=None).algorithm
+                C.collective(p, "nccl", k, nbytes=n, collective="all_reduce", message_dtype=d, protocol=None).algorithm
             )
     ring = picks["2.24.3", "bf16"] == "ring"
     past8 = np.broadcast_to(k > 8, ring.shape)
@@ -284,14 +300,22 @@ def test_pat_at_one_gpu_per_node_by_hand(version, factor):
     k = np.array([32])
     for coll in ("all_gather", "reduce_scatter"):
         tb = tier_bandwidth(one, k)
-        (pat,) = nccl.pairs(one, spec, k, tb, coll, ["pat"], ["simple"])
-        (ring,) = nccl.pairs(one, spec, k, tb, coll, ["ring"], ["simple"])
+        (pat,) = nccl.pairs(one, spec, k, tier_Bps=tb, collective=coll, algorithms=["pat"], protocols=["simple"])
+        (ring,) = nccl.pairs(one, spec, k, tier_Bps=tb, collective=coll, algorithms=["ring"], protocols=["simple"])
         assert bool(pat.enabled[0]) == (factor is not None)
         if factor is not None:
             assert pat.tuner_lat[0] * 1e6 == pytest.approx(8 + 5 * 14.0 / 3.5 + 32 * 2.8, rel=1e-9)
             assert pat.latency[0] * 1e6 == pytest.approx(8 + 5 * 14.0 / 3.5 + 32 * 2.8, rel=1e-9)
             assert pat.alg_Bps[0] == pytest.approx(ring.bus_Bps[0] * factor, rel=1e-12)
-        (node,) = nccl.pairs(prof.network, spec, k, tier_bandwidth(prof.network, k), coll, ["pat"], ["simple"])
+        (node,) = nccl.pairs(
+            prof.network,
+            spec,
+            k,
+            tier_Bps=tier_bandwidth(prof.network, k),
+            collective=coll,
+            algorithms=["pat"],
+            protocols=["simple"],
+        )
         assert not node.enabled[0]
 
 

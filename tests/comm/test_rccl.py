@@ -41,7 +41,9 @@ def _pairs(p, k):
     K = np.array([k])
     return {
         (pr.algorithm, pr.protocol): (pr, bw, corr)
-        for pr, bw, corr in rccl.pairs(p.network, nccl_choice.nccl_spec(p), K, topology.tier_bandwidth(p.network, K))
+        for pr, bw, corr in rccl.pairs(
+            p.network, nccl_choice.nccl_spec(p), K, tier_Bps=topology.tier_bandwidth(p.network, K)
+        )
     }
 
 
@@ -100,7 +102,7 @@ def test_tuner_bandwidth_is_the_bus_times_bw_ratio_and_the_algorithm_ratio():
 def test_msccl_all_pairs_runs_in_one_node_of_eight_from_1_kib():
     p = _profile()
     n = np.array([512.0, 1024.0, 65536.0, 262144.0, 1048576.0, 16777216.0, 33554432.0])
-    c = C.collective(p, "nccl", np.full(n.shape, 8), n, protocol=None)
+    c = C.collective(p, "nccl", np.full(n.shape, 8), nbytes=n, protocol=None)
     assert list(c.algorithm) == ["ring", "msccl", "msccl", "msccl", "msccl", "msccl", "ring"]
     assert list(c.protocol) == ["ll", "ll", "ll", "ll", "simple", "simple", "simple"]
     bus = float(np.min(topology.tier_bandwidth(p.network, np.array([8])), axis=0)[0])
@@ -108,9 +110,9 @@ def test_msccl_all_pairs_runs_in_one_node_of_eight_from_1_kib():
     assert c.time[2] == pytest.approx((12.0 + 2 * 0.8) * 1e-6 + 65536.0 / (bus * 0.5 * 8 / 14))
     assert c.time[5] == pytest.approx((17.0 + 2 * 2.1) * 1e-6 + 16777216.0 / (bus * 8 / 14))
     # not at 7 GPUs, not across nodes, not when an algorithm is forced
-    assert C.collective(p, "nccl", np.array([7]), np.array([65536.0]), protocol=None).algorithm[0] != "msccl"
-    assert C.collective(p, "nccl", np.array([16]), np.array([65536.0]), protocol=None).algorithm[0] != "msccl"
-    assert C.collective(p, "ring", np.array([8]), np.array([65536.0]), protocol=None).algorithm[0] == "ring"
+    assert C.collective(p, "nccl", np.array([7]), nbytes=np.array([65536.0]), protocol=None).algorithm[0] != "msccl"
+    assert C.collective(p, "nccl", np.array([16]), nbytes=np.array([65536.0]), protocol=None).algorithm[0] != "msccl"
+    assert C.collective(p, "ring", np.array([8]), nbytes=np.array([65536.0]), protocol=None).algorithm[0] == "ring"
 
 
 def test_develop_row_chooses_the_protocol_by_size_across_nodes():
@@ -121,10 +123,10 @@ def test_develop_row_chooses_the_protocol_by_size_across_nodes():
     p = _profile()
     p = p.replace(nccl=dataclasses.replace(p.nccl, version="develop-9e22c79d"))
     n = np.array([16 * 200e3, 16 * 1048576.0, 16 * 2e6])
-    c = C.collective(p, "nccl", np.full(n.shape, 16), n, protocol=None)
+    c = C.collective(p, "nccl", np.full(n.shape, 16), nbytes=n, protocol=None)
     assert list(c.protocol) == ["ll", "ll", "simple"]
     by_time = C.collective(
-        p, "auto", np.full(n.shape, 16), n[:1], protocol=None
+        p, "auto", np.full(n.shape, 16), nbytes=n[:1], protocol=None
     )  # the cheapest by cost is not LL there
     assert by_time.protocol[0] != "ll"
 
@@ -157,8 +159,8 @@ def test_rccl_prices_differently_from_nvidias_tables_in_the_direction_measured()
     rc = _profile()
     nv = rc.replace(library="nccl", nccl=dataclasses.replace(rc.nccl, version="2.20.3"))  # the tables simcli had
     n = np.array([65536.0])
-    t_rccl = C.collective(rc, "nccl", np.array([8]), n, protocol=None).time[0]
-    t_nccl = C.collective(nv, "nccl", np.array([8]), n, protocol=None).time[0]
+    t_rccl = C.collective(rc, "nccl", np.array([8]), nbytes=n, protocol=None).time[0]
+    t_nccl = C.collective(nv, "nccl", np.array([8]), nbytes=n, protocol=None).time[0]
     assert t_rccl < 0.7 * t_nccl
     assert t_rccl == pytest.approx(13.8e-6, rel=0.1)
 

@@ -32,7 +32,7 @@ def _kind(kind: str):
 
 
 def _time(p, k, n, algorithm="nccl"):
-    return C.collective(p, algorithm, np.array([k]), np.array([float(n)]), protocol=None).time[0]
+    return C.collective(p, algorithm, np.array([k]), nbytes=np.array([float(n)]), protocol=None).time[0]
 
 
 @pytest.mark.parametrize("kind", ["roce", "socket", "tcpx", "tcpxo"])
@@ -63,7 +63,7 @@ def test_protocols_the_transports_allow():
     assert nccl_choice.nccl_spec(_kind("tcpx")).protocols == ("simple",)
     assert nccl_choice.nccl_spec(_kind("tcpxo")).protocols == ("ll128", "simple")
     assert nccl_choice.nccl_spec(_kind("socket")).protocols == ("ll", "ll128", "simple")
-    c = C.collective(_kind("tcpxo"), "nccl", np.array([16, 16]), np.array([1024.0, 2.0**30]), protocol=None)
+    c = C.collective(_kind("tcpxo"), "nccl", np.array([16, 16]), nbytes=np.array([1024.0, 2.0**30]), protocol=None)
     assert "ll" not in set(c.protocol)
 
 
@@ -85,7 +85,7 @@ def test_new_profiles_load_validate_and_price(name, runner):
     assert r.exit_code == 0, r.output
     p = profile_from_dict(yaml.safe_load(path.read_text()), str(path))
     assert len(p.sources) >= 5
-    t = C.collective(p, None, np.array([8, 16]), np.array([2.0**20, 2.0**20]), protocol=None)
+    t = C.collective(p, None, np.array([8, 16]), nbytes=np.array([2.0**20, 2.0**20]), protocol=None)
     assert np.all(t.time > 0) and t.time[1] > t.time[0]  # the network costs more than one node
 
 
@@ -94,5 +94,7 @@ def test_a3_mega_small_messages_cost_the_tcpxo_hops():
     not at InfiniBand's ~35 us."""
     path = ROOT / "hardware_profiles" / "gcp-a3-mega.yaml"
     p = profile_from_dict(yaml.safe_load(path.read_text()), str(path))
-    ag = C.collective(p, None, np.array([16]), np.array([65536.0]), "all_gather", protocol=None).time[0]
+    ag = C.collective(p, None, np.array([16]), nbytes=np.array([65536.0]), collective="all_gather", protocol=None).time[
+        0
+    ]
     assert 80e-6 < ag < 160e-6

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import csv
+import functools
 import io
 import json
 
@@ -10,32 +11,24 @@ import numpy as np
 import pytest
 
 from simcli.base.types import InputError, Tier, Workload
-from simcli.cli import app
 from simcli.decisions.compare import alternatives, compare
 from simcli.step.engine import Scenario, simulate
 
-from conftest import make_profile
+from conftest import H100_YAML, make_profile, run, run_json
 
-A100 = """\
-name: t-a100
-description: test
-sources: [test]
-device:
-  name: A100
-  peak_flops: {fp32: 19.5 TFLOP/s, bf16: 312 TFLOP/s}
-  memory: 80 GB
-  mfu: 0.45
-network:
-  - {name: nvlink, size: 8, bandwidth: 300 GB/s, latency: 3 us, efficiency: 0.8}
-  - {name: infiniband, bandwidth: 200 Gb/s, latency: 8 us, efficiency: 0.8}
-"""
-H100 = (
-    A100.replace("t-a100", "t-h100")
-    .replace("A100", "H100")
-    .replace("19.5", "67")
-    .replace("312", "989")
-    .replace("300 GB/s", "450 GB/s")
-    .replace("200 Gb/s", "400 Gb/s")
+H100 = H100_YAML.replace("mfu: 0.4", "mfu: 0.45")
+#: an A100 cluster of the same shape: 300 GB/s NVLink, 200 Gb/s InfiniBand
+A100 = functools.reduce(
+    lambda text, pair: text.replace(*pair),
+    (
+        ("t-h100", "t-a100"),
+        ("H100", "A100"),
+        ("67 TFLOP", "19.5 TFLOP"),
+        ("989", "312"),
+        ("450 GB/s", "300 GB/s"),
+        ("400 Gb/s", "200 Gb/s"),
+    ),
+    H100,
 )
 
 
@@ -47,10 +40,6 @@ def profs(tmp_path):
         f.write_text(text)
         out.append(str(f))
     return out
-
-
-def run(runner, *args):
-    return runner.invoke(app, [str(a) for a in args])
 
 
 def base(profile) -> Scenario:
@@ -113,22 +102,8 @@ def test_a_result_column_named_like_a_varied_field_is_kept(two_tier):
 
 
 def test_cli_compare_json(runner, profs):
-    r = run(
-        runner,
-        "compare",
-        "--profile",
-        ",".join(profs),
-        "--model",
-        "bert-large",
-        "--devices",
-        "8..64:x2",
-        "--grad-dtype",
-        "fp32,bf16",
-        "-f",
-        "json",
-    )
-    assert r.exit_code == 0, r.output
-    recs = json.loads(r.stdout)
+    cmd = "compare --model bert-large --devices 8..64:x2 --grad-dtype fp32,bf16 -f json"
+    recs = run_json(runner, cmd, "--profile", ",".join(profs))
     assert len(recs) == 4 * 4
     assert {(x["profile"], x["grad_dtype"]) for x in recs} == {
         (p, g) for p in ("t-a100", "t-h100") for g in ("fp32", "bf16")
@@ -150,14 +125,7 @@ def test_cli_compare_csv_table_and_plot(runner, profs, tmp_path):
         "compare",
         "--profile",
         profs[0],
-        "--model",
-        "bert-base,bert-large",
-        "-k",
-        "8,16",
-        "--bucket-mb",
-        "25,100",
-        "--algorithm",
-        "ring,auto",
+        *"--model bert-base,bert-large -k 8,16 --bucket-mb 25,100 --algorithm ring,auto".split(),
     ]
     r = run(runner, *args, "-f", "csv")
     assert r.exit_code == 0, r.output

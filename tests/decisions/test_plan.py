@@ -12,28 +12,13 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from simcli.base.types import InputError, Tier, Workload
-from simcli.cli import app
 from simcli.decisions import plan as P
 from simcli.decisions import solve as S
 from simcli.step.engine import Scenario, simulate
 
-from conftest import make_profile
+from conftest import make_profile, run
 
 FAST = settings(max_examples=25, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
-
-PROFILE = """\
-name: t-h100
-description: test
-sources: [test]
-device:
-  name: H100
-  peak_flops: {fp32: 67 TFLOP/s, bf16: 989 TFLOP/s}
-  memory: 80 GB
-  mfu: 0.4
-network:
-  - {name: nvlink, size: 8, bandwidth: 450 GB/s, latency: 3 us, efficiency: 0.8}
-  - {name: infiniband, bandwidth: 400 Gb/s, latency: 8 us, efficiency: 0.8}
-"""
 
 
 def wl(params: float = 1e9, flops: float = 6e9 * 1024, batch: int = 8, seq_len: int | None = 1024) -> Workload:
@@ -45,14 +30,8 @@ def scenario(profile, **kw) -> Scenario:
 
 
 @pytest.fixture
-def prof(tmp_path):
-    f = tmp_path / "t-h100.yaml"
-    f.write_text(PROFILE)
-    return str(f)
-
-
-def run(runner, *args):
-    return runner.invoke(app, [str(a) for a in args])
+def prof(h100_prof):
+    return h100_prof
 
 
 profiles = st.builds(
@@ -280,19 +259,9 @@ def test_cli_max_devices_json_matches_speedup_scan(runner, prof, extra, partial)
 
 def test_cli_solve_json_and_table(runner, prof):
     args = [
-        "plan",
-        "solve",
-        "inter_node.bandwidth",
-        "--devices",
-        "16",
-        "-e",
-        "0.9",
-        "--profile",
+        *"plan solve inter_node.bandwidth --devices 16 -e 0.9 --profile".split(),
         prof,
-        "--model",
-        "bert-large",
-        "--grad-dtype",
-        "bf16",
+        *"--model bert-large --grad-dtype bf16".split(),
     ]
     r = run(runner, *args, "-f", "json")
     assert r.exit_code == 0, r.output
@@ -304,23 +273,8 @@ def test_cli_solve_json_and_table(runner, prof):
 
 
 def test_cli_time_to_train_tokens_and_memory_flag(runner, prof):
-    r = run(
-        runner,
-        "plan",
-        "time-to-train",
-        "--tokens",
-        "2e12",
-        "--devices",
-        "256,1024",
-        "--profile",
-        prof,
-        "--model",
-        "llama2-70b",
-        "--price-per-device-hour",
-        "2.5",
-        "-f",
-        "json",
-    )
+    cmd = "plan time-to-train --tokens 2e12 --devices 256,1024 --model llama2-70b --price-per-device-hour 2.5 -f json"
+    r = run(runner, *cmd.split(), "--profile", prof)
     assert r.exit_code == 0, r.output
     out = json.loads(r.stdout)
     assert set(out["answer"]) == {"cheapest", "fastest"} and len(out["rows"]) == 2

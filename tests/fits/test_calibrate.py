@@ -220,8 +220,8 @@ def test_outer_tier_and_tier_scale_match_collectives(two_tier):
 def test_fit_link_through_a_shared_tier_recovers_the_profile_numbers():
     net = (Tier("loop", 4e9, 40e-6, per="node"),)
     k, n = grid(40e-6, 1e9)
-    t = collectives.allreduce("ring", net, k, n).time
-    fit = fit_link((Tier("loop", 1e9, 10e-6, per="node"),), 0, k, n, t, algorithm="ring")
+    t = collectives.allreduce("ring", net, k, nbytes=n).time
+    fit = fit_link((Tier("loop", 1e9, 10e-6, per="node"),), 0, k, n=n, t=t, algorithm="ring")
     assert fit.bandwidth_Bps == pytest.approx(4e9, rel=1e-9)
     assert fit.alpha_s == pytest.approx(40e-6, rel=1e-9)
 
@@ -232,7 +232,7 @@ def test_fit_step_recovers_mfu_and_overlap():
     tc = np.full(6, 0.064)  # 2 ms per sample
     tm = np.where(k > 1, 0.02, 0.0)
     ts = tc + tm - 0.5 * np.minimum(tc, tm)  # half of the all-reduce hidden
-    f = fit_step(k, b, tc, tm, ts, flops_per_sample=np.full(6, 1e8), peak_flops=1e11)
+    f = fit_step(k, b, tc, t_comm=tm, t_step=ts, flops_per_sample=np.full(6, 1e8), peak_flops=1e11)
     assert f.seconds_per_sample == pytest.approx(2e-3)
     assert f.mfu == pytest.approx(1e8 / (2e-3 * 1e11))
     assert f.overlap == pytest.approx(0.5)
@@ -241,7 +241,7 @@ def test_fit_step_recovers_mfu_and_overlap():
 
 def test_fit_step_refuses_bad_rows():
     with pytest.raises(InputError, match="t_compute_s"):
-        fit_step(np.array([1]), np.array([8]), np.array([0.0]), np.array([0.0]), np.array([1.0]))
+        fit_step(np.array([1]), np.array([8]), np.array([0.0]), t_comm=np.array([0.0]), t_step=np.array([1.0]))
 
 
 # --------------------------------------------------------------------------- CLI
@@ -252,7 +252,7 @@ def synthetic_csv(tmp_path):
     net = (Tier("loopback", 3e9, 60e-6, per="node"),)
     k, n = grid(60e-6, 1e9)
     rng = np.random.default_rng(5)
-    t = collectives.allreduce("ring", net, k, n).time * (1 + 0.02 * rng.standard_normal(k.size))
+    t = collectives.allreduce("ring", net, k, nbytes=n).time * (1 + 0.02 * rng.standard_normal(k.size))
     return write_csv(tmp_path / "run1.csv", k, n, t)
 
 
@@ -351,7 +351,7 @@ def test_calibrate_per_tier_fits(runner, tmp_path):
     true = (Tier("nvlink", 100e9, 4e-6, size=4), Tier("ib", 10e9, 12e-6, per="node"))
     k = np.repeat([2, 4, 8, 16], 12)
     n = np.tile(np.geomspace(2**12, 2**30, 12), 4)
-    t = collectives.allreduce("ring", true, k, n).time
+    t = collectives.allreduce("ring", true, k, nbytes=n).time
     csv = write_csv(tmp_path / "two.csv", k, n, t)
     base = tmp_path / "base2.yaml"
     base.write_text(
@@ -385,7 +385,7 @@ def _two_tier_run(tmp_path, ks, true=None, *, base=_TWO_TIERS):
     true = true or (Tier("nvlink", 100e9, 4e-6, size=4), Tier("ib", 10e9, 12e-6, per="node"))
     k = np.repeat(ks, 12)
     n = np.tile(np.geomspace(2**12, 2**30, 12), len(ks))
-    t = np.where(k > 1, collectives.allreduce("ring", true, np.maximum(k, 2), n).time, 1e-6)
+    t = np.where(k > 1, collectives.allreduce("ring", true, np.maximum(k, 2), nbytes=n).time, 1e-6)
     prof = tmp_path / "base2.yaml"
     prof.write_text(base)
     return write_csv(tmp_path / "two.csv", k, n, t), prof
@@ -490,7 +490,9 @@ def test_calibrate_profile_with_nothing_to_fit_is_refused():
 
     now = datetime.datetime(2026, 1, 2, tzinfo=datetime.timezone.utc)
     with pytest.raises(InputError, match="^calibrate: nothing to fit$"):
-        calibrate_profile(resolve_profile("cpu-loopback"), None, None, CalibrationOptions(name="x", now=now, host="h"))
+        calibrate_profile(
+            resolve_profile("cpu-loopback"), None, None, opts=CalibrationOptions(name="x", now=now, host="h")
+        )
 
 
 def test_calibrate_with_a_step_file_fits_mfu_and_overlap(runner, tmp_path, synthetic_csv, base_profile):

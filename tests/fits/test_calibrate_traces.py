@@ -165,7 +165,7 @@ def _nccl_times(sizes: list[int], lat: float, bw: float) -> dict[int, float]:
     net = (dataclasses.replace(p.network[0], latency_s=lat, bandwidth_Bps=bw, efficiency=1.0), *p.network[1:])
     p = dataclasses.replace(p, network=net)
     t = collectives.collective(
-        p, "nccl", np.full(len(sizes), 8), np.array(sizes, float), "all_reduce", protocol=None
+        p, "nccl", np.full(len(sizes), 8), nbytes=np.array(sizes, float), collective="all_reduce", protocol=None
     ).time
     return {n: float(x) * 1e6 for n, x in zip(sizes, t)}
 

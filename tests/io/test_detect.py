@@ -51,14 +51,7 @@ def test_this_machine_writes_a_profile_that_loads_and_validates(runner, tmp_path
             "speedup",
             "--profile",
             str(out),
-            "--devices",
-            "1,2",
-            "--params",
-            "1e6",
-            "--flops-per-sample",
-            "6e6",
-            "-f",
-            "json",
+            *"--devices 1,2 --params 1e6 --flops-per-sample 6e6 -f json".split(),
         ],
     )
     assert r.exit_code == 0, r.output

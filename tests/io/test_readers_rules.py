@@ -526,10 +526,10 @@ def test_an_unknown_collective_is_refused_for_nccl_tests_output(runner):
 )  # fmt: skip
 def test_number_rule(value, kind, ok):
     if ok:
-        assert math.isfinite(rules.number(value, "f", "x", kind))
+        assert math.isfinite(rules.number(value, "f", "x", kind=kind))
     else:
         with pytest.raises(InputError, match=r"^f: x "):
-            rules.number(value, "f", "x", kind)
+            rules.number(value, "f", "x", kind=kind)
 
 
 def test_a_warning_is_not_printed_beside_an_error(runner, tmp_path):

@@ -59,7 +59,7 @@ def test_calibration_is_a_pure_function_of_its_inputs(tmp_path):
     net = (Tier("loopback", 3e9, 60e-6, per="node"),)
     k = np.repeat([2, 4], 6)
     n = np.tile(np.geomspace(1e3, 1e8, 6), 2)
-    t = collectives.allreduce("ring", net, k, n).time
+    t = collectives.allreduce("ring", net, k, nbytes=n).time
     lines = [
         "# synthetic",
         "collective,backend,world_size,bytes,dtype,iters,time_s,time_p10_s,time_p90_s,algbw_GBps,busbw_GBps",
@@ -84,7 +84,7 @@ def test_calibration_is_a_pure_function_of_its_inputs(tmp_path):
             load_profile(base),
             read_measurements(csv),
             None,
-            CalibrationOptions(name="cal", now=now, host="testhost", algorithm="ring", loss="linear"),
+            opts=CalibrationOptions(name="cal", now=now, host="testhost", algorithm="ring", loss="linear"),
         )
 
     a, b = run(), run()

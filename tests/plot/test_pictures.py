@@ -29,19 +29,6 @@ STEP_CSV = ROOT / "measurements" / "gloo-step-mlp8x1024-cpu.csv"
 UNIT = re.compile(r"\(.+\)$", re.S)
 
 
-@pytest.fixture
-def figs(monkeypatch):
-    seen = []
-    real = P.save_figure
-
-    def capture(fig, path, force=False, option="--plot"):
-        seen.append(fig)
-        return real(fig, path, force, option)
-
-    monkeypatch.setattr(P, "save_figure", capture)
-    return seen
-
-
 def _draw(runner, figs, *args) -> object:
     r = runner.invoke(app, [str(a) for a in args])
     assert r.exit_code == 0, r.output
@@ -213,7 +200,7 @@ def test_a_long_title_wraps_inside_the_picture():
     recs = [{"devices": k, "speedup": k * 0.9, "efficiency": 0.9, "samples_per_s": 100.0 * k} for k in (1, 2, 4, 8)]
     title = "a very long title " * 12 + "/a/path/without/any/space/" * 6
     for size in (P.FigSize(), P.FigSize(width=5.0)):
-        fig = P.speedup_figure([P.Series("x", recs), P.Series("y", recs)], title, 0.8, size)
+        fig = P.speedup_figure([P.Series("x", recs), P.Series("y", recs)], title, 0.8, size=size)
         shown = fig.axes[0].get_title(loc="left")
         assert shown.count("\n") >= 2
         assert shown.replace("\n", "").replace(" ", "") == title.replace(" ", "")  # nothing dropped
@@ -231,7 +218,7 @@ def test_a_panel_without_data_is_left_out():
 
 def test_step_time_picture_from_zero_in_one_unit():
     meas = [{"world_size": k, "t_step_s": 0.002 + 0.0001 * k} for k in (1, 2, 4)]
-    fig = P.step_figure(meas, "world_size", "t_step_s", "steps", ())
+    fig = P.step_figure(meas, "world_size", "t_step_s", title="steps", model=())
     (ax,) = fig.axes
     assert ax.get_ylabel() == "time per step (ms)" and ax.get_ylim()[0] == 0
     (m,) = ax.lines

@@ -19,10 +19,11 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from simcli.base.ranges import parse_devices
-from simcli.cli import app
 from simcli.comm.grid import comm_grid
 from simcli.io.profiles import resolve_profile
 from simcli.plot import figures as P
+
+from conftest import run
 
 A = """\
 name: t-a
@@ -52,24 +53,6 @@ def profs(tmp_path):
         f.write_text(text)
         out.append(str(f))
     return out
-
-
-@pytest.fixture
-def figs(monkeypatch):
-    """Every figure the command line saves, in order."""
-    seen = []
-    real = P.save_figure
-
-    def capture(fig, path, force=False, option="--plot"):
-        seen.append(fig)
-        return real(fig, path, force, option)
-
-    monkeypatch.setattr(P, "save_figure", capture)
-    return seen
-
-
-def run(runner, *args):
-    return runner.invoke(app, [str(a) for a in args])
 
 
 def ok(result):
@@ -145,16 +128,7 @@ def test_plan_header_names_the_strategy(runner):
     r = ok(
         run(
             runner,
-            "plan",
-            "max-devices",
-            "--min-efficiency",
-            "0.9",
-            "-m",
-            "llama2-7b",
-            "--strategy",
-            "fsdp",
-            "-k",
-            "8..64:x2",
+            *"plan max-devices --min-efficiency 0.9 -m llama2-7b --strategy fsdp -k 8..64:x2".split(),
         )
     )
     head = r.stdout.split("answer")[0]
@@ -166,16 +140,9 @@ def test_threshold_crossing_is_marked_where_json_says(runner, figs, profs, tmp_p
         ok(
             run(
                 runner,
-                "speedup",
-                "-k",
-                "1..64",
-                "-p",
+                *"speedup -k 1..64 -p".split(),
                 profs[0],
-                "-m",
-                "gpt2",
-                "-f",
-                "json",
-                "--plot",
+                *"-m gpt2 -f json --plot".split(),
                 tmp_path / "s.svg",
                 "--threshold",
                 "0.9",
@@ -203,13 +170,7 @@ def test_comm_lines_equal_json(runner, figs, profs, tmp_path):
                 "comm",
                 "-p",
                 profs[0],
-                "-k",
-                "2..16:x2",
-                "-s",
-                "1KiB..1GiB:x4",
-                "-f",
-                "json",
-                "--plot",
+                *"-k 2..16:x2 -s 1KiB..1GiB:x4 -f json --plot".split(),
                 tmp_path / "c.pdf",
             )
         ).stdout
@@ -272,11 +233,7 @@ def test_algorithm_map_is_the_argmin(runner, figs, profs, tmp_path):
             "algorithms",
             "-p",
             profs[0],
-            "-k",
-            "2..64:x2",
-            "-s",
-            "1KiB..1GiB:x8",
-            "-o",
+            *"-k 2..64:x2 -s 1KiB..1GiB:x8 -o".split(),
             tmp_path / "a.png",
         )
     )
@@ -286,7 +243,7 @@ def test_algorithm_map_is_the_argmin(runner, figs, profs, tmp_path):
     prof = resolve_profile(profs[0])
     k, n = parse_devices("2..64:x2"), np.array([2.0**10 * 8**i for i in range(7)])
     names = list(registry.ALGORITHMS)
-    times = np.stack([collectives.allreduce(a, prof.network, k[:, None], n[None, :]).time for a in names])
+    times = np.stack([collectives.allreduce(a, prof.network, k[:, None], nbytes=n[None, :]).time for a in names])
     np.testing.assert_array_equal(np.asarray(fig.axes[0].images[0].get_array()), np.argmin(times, axis=0))
 
 
@@ -298,13 +255,7 @@ def test_algorithms_plot_matches_its_json_and_redraws(runner, figs, profs, tmp_p
             "algorithms",
             "-p",
             profs[1],
-            "-k",
-            "2..256:x2",
-            "-s",
-            "1KiB..1GiB:x4",
-            "-f",
-            "json",
-            "-o",
+            *"-k 2..256:x2 -s 1KiB..1GiB:x4 -f json -o".split(),
             table,
             "--plot",
             tmp_path / "a.png",

@@ -125,7 +125,12 @@ def test_where_the_default_still_fails_it_is_nccls_choice(profile):
     old, new = before.comm_bucket, after.comm_bucket
     assert _pair(old) != _pair(new)
     kept = C.collective(
-        sc.profile, old.algorithm[0], np.array([k]), np.float64(plan.size), "all_reduce", protocol=old.protocol[0]
+        sc.profile,
+        old.algorithm[0],
+        np.array([k]),
+        nbytes=np.float64(plan.size),
+        collective="all_reduce",
+        protocol=old.protocol[0],
     )
     assert new.time[0] > kept.time[0]
 
@@ -165,7 +170,12 @@ def test_an_older_release_still_breaks_it_and_says_so(profile, model, tier, fact
         if new is None or _pair(old) == _pair(new):
             continue
         kept = C.collective(
-            sc.profile, old.algorithm[0], np.array([k]), np.float64(size), "all_reduce", protocol=old.protocol[0]
+            sc.profile,
+            old.algorithm[0],
+            np.array([k]),
+            nbytes=np.float64(size),
+            collective="all_reduce",
+            protocol=old.protocol[0],
         )
         assert new.time[0] > kept.time[0], (size, _pair(old), _pair(new))  # the pair it left is cheaper there
         moved += 1

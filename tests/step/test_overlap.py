@@ -34,7 +34,7 @@ def test_bucket_plan():
 def test_timeline_by_hand(one_tier):
     # 100 MB in 4 buckets of 25 MB; backward 4 ms, so a bucket is ready every 1 ms;
     # each all-reduce takes 1.5 ms: a queue builds, the last ends at 1 + 4·1.5 = 7 ms; exposed 3 ms
-    tl = bucket_timeline(bucket_plan(100e6, 25e6), 4e-3, 1.5e-3, 0.0)
+    tl = bucket_timeline(bucket_plan(100e6, 25e6), 4e-3, 1.5e-3, c_last=0.0)
     assert [r["ready_s"] for r in tl] == pytest.approx([1e-3, 2e-3, 3e-3, 4e-3])
     assert [r["end_s"] for r in tl] == pytest.approx([2.5e-3, 4e-3, 5.5e-3, 7e-3])
     # through the engine: compute time chosen so that backward (2/3) is 4 ms; 100 MiB of fp32 gradients
@@ -43,7 +43,7 @@ def test_timeline_by_hand(one_tier):
     sc = Scenario(profile=one_tier, workload=wl, compute_time_s=6e-3)
     assert sc.bucket_bytes == 25 * 2**20
     res = simulate(sc, [4])
-    c = allreduce("ring", one_tier.network, np.array([4]), 25 * 2**20).time[0]
+    c = allreduce("ring", one_tier.network, np.array([4]), nbytes=25 * 2**20).time[0]
     end = max(1e-3 + 4 * c, 4e-3 + c)
     assert res.t_comm_s[0] == pytest.approx(4 * c)
     assert res.t_comm_exposed_s[0] == pytest.approx(max(0.0, end - 4e-3))
@@ -74,8 +74,8 @@ algs = st.sampled_from(["ring", "tree", "hierarchical", "auto"])
 )
 def test_closed_form_equals_the_timeline(full, size, last, t_b, c_full, c_last):
     plan = BucketPlan(full=full, size=size, last=last if full else max(last, 1.0))
-    total, end = bucket_exposure(plan, np.array([t_b]), np.array([c_full]), np.array([c_last]))
-    tl = bucket_timeline(plan, t_b, c_full, c_last)
+    total, end = bucket_exposure(plan, np.array([t_b]), np.array([c_full]), c_last=np.array([c_last]))
+    tl = bucket_timeline(plan, t_b, c_full, c_last=c_last)
     assert end[0] == pytest.approx(tl[-1]["end_s"], rel=1e-9, abs=1e-15)
     assert total[0] == pytest.approx(plan.full * c_full + (c_last if plan.last else 0.0))
 

@@ -74,7 +74,9 @@ def test_each_collective_priced_in_its_dtype():
     prof = resolve_profile("dgx-h100")
 
     def c(n, kind):
-        return float(collectives.collective(prof, "nccl", K8, np.float64(n), kind, protocol=None).time[0])
+        return float(
+            collectives.collective(prof, "nccl", K8, nbytes=np.float64(n), collective=kind, protocol=None).time[0]
+        )
 
     w = small(params=1.3e9)  # 5.2 GB of fp32 gradients: two full 2 GB buckets and a remainder
     n, bucket = 1.3e9 * 4.0, 5e8 * 4.0
@@ -249,15 +251,19 @@ def test_fsdp_recursion_vectorised_over_k():
 
 
 PROFILES = ["dgx-h100", "dgx-a100", "l40s-pcie", "dgx-v100"]
+#: the profile and model shapes both properties below draw from
+SHAPES = dict(
+    prof=st.sampled_from(PROFILES),
+    params=st.floats(1e7, 2e10),
+    layers=st.integers(1, 96),
+    batch=st.integers(1, 64),
+)
 
 
 @settings(max_examples=40, deadline=None)
 @given(
-    prof=st.sampled_from(PROFILES),
     strategy=st.sampled_from(strategies.STRATEGIES),
-    params=st.floats(1e7, 2e10),
-    layers=st.integers(1, 96),
-    batch=st.integers(1, 64),
+    **SHAPES,
     accum=st.integers(1, 4),
     pdt=st.sampled_from(["bf16", "fp32"]),
     overlap=st.sampled_from(["buckets", "none"]),
@@ -273,11 +279,8 @@ def test_every_strategy_equals_ddp_at_one_device(prof, strategy, params, layers,
 
 @settings(max_examples=40, deadline=None)
 @given(
-    prof=st.sampled_from(PROFILES),
     strategy=st.sampled_from(strategies.SHARDED),
-    params=st.floats(1e7, 2e10),
-    layers=st.integers(1, 96),
-    batch=st.integers(1, 64),
+    **SHAPES,
     k=st.sampled_from([2, 4, 8, 16, 64, 256]),
     reshard=st.booleans(),
 )
@@ -290,7 +293,7 @@ def test_step_at_least_compute_and_first_all_gather(prof, strategy, params, laye
         p = resolve_profile(prof)
         d = min(k, p.network[0].size) if strategy == "hsdp" else k
         first = collectives.collective(
-            p, None, np.array([d]), np.float64(params / layers * 2.0), "all_gather", protocol=None
+            p, None, np.array([d]), nbytes=np.float64(params / layers * 2.0), collective="all_gather", protocol=None
         ).time[0]
         assert r.t_step_s[0] >= r.t_compute_s[0] + first * (1 - 1e-12)
 
@@ -376,24 +379,10 @@ def test_speedup_one_result_per_strategy(runner):
 def test_speedup_strategy_options(runner):
     r = runner.invoke(
         app,
-        [
-            "speedup",
-            "-m",
-            "gpt2",
-            "-p",
-            "dgx-h100",
-            "-k",
-            "16",
-            "--strategy",
-            "hsdp",
-            "--shard-group",
-            "4",
-            "--units",
-            "6",
-            "--param-dtype",
-            "fp32",
-            "--no-reshard-after-forward",
-        ],
+        (
+            "speedup -m gpt2 -p dgx-h100 -k 16 --strategy hsdp --shard-group 4 --units 6 --param-dtype fp32 "
+            "--no-reshard-after-forward"
+        ).split(),
     )
     assert r.exit_code == 0, r.output
     assert "hsdp" in r.stdout and "mem GB" in r.stdout
@@ -451,20 +440,7 @@ def test_explain_and_plan_take_a_strategy(runner):
     assert json.loads(r.stdout)["explain"][0]["memory"]["fits"] is True
     r = runner.invoke(
         app,
-        [
-            "plan",
-            "max-devices",
-            "-m",
-            "gpt2",
-            "-p",
-            "dgx-h100",
-            "-k",
-            "8..256:x2",
-            "--min-efficiency",
-            "0.9",
-            "--strategy",
-            "fsdp",
-        ],
+        "plan max-devices -m gpt2 -p dgx-h100 -k 8..256:x2 --min-efficiency 0.9 --strategy fsdp".split(),
     )
     assert r.exit_code == 0, r.output
 
@@ -479,25 +455,8 @@ def test_compare_and_plan_check_a_sharded_strategy_s_memory(runner):
     assert fits == {("ddp", 8): False, ("ddp", 64): False, ("fsdp", 8): True, ("fsdp", 64): True}
     warnings = [line for line in r.stderr.splitlines() if "DOES NOT FIT" in line]
     assert len(warnings) == 1 and warnings[0].startswith("simcli: warning: ddp:")  # fsdp's state fits
-    r = runner.invoke(
-        app,
-        [
-            "plan",
-            "max-devices",
-            "-m",
-            "llama2-7b",
-            "-p",
-            "dgx-h100",
-            "-k",
-            "8..64:x2",
-            "--min-efficiency",
-            "0.9",
-            "--strategy",
-            "fsdp",
-            "-f",
-            "json",
-        ],
-    )
+    cmd = "plan max-devices -m llama2-7b -p dgx-h100 -k 8..64:x2 --min-efficiency 0.9 --strategy fsdp -f json"
+    r = runner.invoke(app, cmd.split())
     assert r.exit_code == 0, r.output
     out = json.loads(r.stdout)
     assert out["memory"]["strategy"] == "fsdp" and out["memory"]["fits"] is True and r.stderr == ""
@@ -540,6 +499,6 @@ def test_every_strategy_row_is_complete_and_drives_memory_and_the_step():
     )
     need = [memory.per_device(s.name, np.array([64]), group=8, node_size=8, **kw).total[0] for s in specs]
     assert need == sorted(need, reverse=True)
-    assert strategies.shard_divisor("hsdp", np.array([64]), None, 8).tolist() == [8]
-    assert strategies.shard_divisor("zero2", np.array([64]), None, 8).tolist() == [64]
-    assert strategies.shard_divisor("ddp", np.array([64]), None, 8).tolist() == [1]
+    assert strategies.shard_divisor("hsdp", np.array([64]), None, node_size=8).tolist() == [8]
+    assert strategies.shard_divisor("zero2", np.array([64]), None, node_size=8).tolist() == [64]
+    assert strategies.shard_divisor("ddp", np.array([64]), None, node_size=8).tolist() == [1]

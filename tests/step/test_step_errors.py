@@ -87,7 +87,7 @@ def test_a_kind_with_enough_rows_reads_its_own_band_with_the_offset_drawn():
     rows = [(f"s{i % 3}", "ddp", "measured", 4, 0.9 + 0.03 * i) for i in range(9)]  # 2-8 nodes
     rows += [("t0", "ddp", "measured", 16, 1.4)]  # another scale: an offset, not a residual of the kind
     corpus = E.Corpus.of(rows)
-    rb = E.ratio_band(corpus, E.step_kind("ddp", "measured", 32, 8))
+    rb = E.ratio_band(corpus, E.step_kind("ddp", "measured", 32, per_node=8))
     assert rb.measured and rb.rows == 9 and rb.groups == 3
     assert (rb.p10, rb.p90) == pytest.approx(_by_hand(rows[:9], rows))
     assert "offset from 4 series" in rb.words()
@@ -160,7 +160,7 @@ def test_the_published_coverage_is_what_the_docs_say(capsys):
 def test_reading_a_band_imports_no_numpy_ma():
     code = (
         "import sys; from simcli.step import errors as E; c = E.published(); "
-        "E.ratio_band(c, E.step_kind('fsdp', 'measured', 64, 8)); print('numpy.ma' in sys.modules)"
+        "E.ratio_band(c, E.step_kind('fsdp', 'measured', 64, per_node=8)); print('numpy.ma' in sys.modules)"
     )
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True, cwd=ROOT)
     assert out.stdout.strip() == "False"

@@ -243,20 +243,7 @@ def test_calibrate_scaling_table_refusals(runner, tmp_path):
 
 def test_plan_says_what_the_wait_costs(runner):
     # --mfu: a compute speed taken on one device, so every k > 1 waits (dgx-h100's own mfu was measured at 16,384)
-    args = [
-        "plan",
-        "max-devices",
-        "-m",
-        "gpt2",
-        "-p",
-        "dgx-h100",
-        "--min-efficiency",
-        "0.9",
-        "-k",
-        "1..64",
-        "--mfu",
-        "0.4",
-    ]
+    args = "plan max-devices -m gpt2 -p dgx-h100 --min-efficiency 0.9 -k 1..64 --mfu 0.4".split()
     with_spread = runner.invoke(app, [*args, "--spread", "3%"])
     assert with_spread.exit_code == 0, with_spread.output
     assert "waiting for the slowest device" in with_spread.stdout and "--spread 3%" in with_spread.stdout

@@ -39,9 +39,9 @@ def test_adamw_update_of_a_7b_model_on_one_h100_by_hand():
     assert params * per == 539_073_249_280
     h100 = resolve_profile("dgx-h100")
     assert h100.device.memory_bandwidth_Bps == 3.35e12
-    t = update.update_time("ddp", [1], params, h100.device.memory_bandwidth_Bps, optimizer="adamw")[0]
+    t = update.update_time("ddp", [1], params, bandwidth_Bps=h100.device.memory_bandwidth_Bps, optimizer="adamw")[0]
     assert t == pytest.approx(539_073_249_280 / 3.35e12) and t == pytest.approx(0.16092, abs=1e-5)
-    fused = update.update_time("ddp", [1], params, 3.35e12, optimizer="adamw-fused")[0]
+    fused = update.update_time("ddp", [1], params, bandwidth_Bps=3.35e12, optimizer="adamw-fused")[0]
     assert params * (4 * 4 + 3 * 4) == 188_675_637_248
     assert fused == pytest.approx(188_675_637_248 / 3.35e12) and fused == pytest.approx(0.05632, abs=1e-5)
     # the engine charges it once per optimizer step, whatever the accumulation, for every parameter under ddp
@@ -55,15 +55,15 @@ def test_adamw_update_of_a_7b_model_on_one_h100_by_hand():
 
 def test_a_sharded_optimizer_steps_its_shard_and_extras_add_their_passes():
     p = 1e9
-    ddp = update.update_time("ddp", [1, 8, 64], p, 2e12, optimizer="lamb", extras=("flatten",))
+    ddp = update.update_time("ddp", [1, 8, 64], p, bandwidth_Bps=2e12, optimizer="lamb", extras=("flatten",))
     assert ddp == pytest.approx(np.full(3, p * (52 + 16) / 2e12))
-    assert update.update_time("fsdp", [1, 8, 64], p, 2e12, optimizer="lamb") == pytest.approx(
+    assert update.update_time("fsdp", [1, 8, 64], p, bandwidth_Bps=2e12, optimizer="lamb") == pytest.approx(
         p * 52 / 2e12 / np.array([1, 8, 64])
     )
-    hsdp = update.update_time("hsdp", [4, 16, 64], p, 2e12, optimizer="adamw", group=8)
+    hsdp = update.update_time("hsdp", [4, 16, 64], p, bandwidth_Bps=2e12, optimizer="adamw", group=8)
     assert hsdp == pytest.approx(p * 80 / 2e12 / np.array([4, 8, 8]))
     assert (
-        update.update_time("ddp", [8], p, None, optimizer="adamw")[0] == 0.0
+        update.update_time("ddp", [8], p, bandwidth_Bps=None, optimizer="adamw")[0] == 0.0
     )  # no bandwidth in the profile: not priced
 
 
@@ -151,31 +151,15 @@ def test_a_v100_profile_measured_on_resnet_gives_transformers_the_transformer_fi
 
 
 def test_update_cli_options(runner=None):
+    import json
+
     from typer.testing import CliRunner
 
     from simcli.cli.app import app
 
-    r = CliRunner().invoke(
-        app,
-        [
-            "speedup",
-            "-m",
-            "bert-large",
-            "-p",
-            "dgx-a100",
-            "-k",
-            "1,8",
-            "--optimizer",
-            "lamb",
-            "--update-extras",
-            "flatten",
-            "-f",
-            "json",
-        ],
-    )
+    cmd = "speedup -m bert-large -p dgx-a100 -k 1,8 --optimizer lamb --update-extras flatten -f json"
+    r = CliRunner().invoke(app, cmd.split())
     assert r.exit_code == 0, r.output
-    import json
-
     d = json.loads(r.stdout)
     recs = d["records"] if isinstance(d, dict) else d
     assert recs[0]["t_update_s"] == pytest.approx(340e6 * 68 / 2039e9)
@@ -216,7 +200,7 @@ def test_the_update_is_divided_as_the_strategy_row_shards_the_optimizer_state():
     for spec in strategies.STRATEGY_SPECS:
         held = update.params_held(spec.name, k, 1e9, group=8, node_size=8)
         if spec.shards_update:
-            assert held == pytest.approx(1e9 / strategies.shard_divisor(spec.name, k, 8, 8))
+            assert held == pytest.approx(1e9 / strategies.shard_divisor(spec.name, k, 8, node_size=8))
         else:
             assert held == pytest.approx(np.full(3, 1e9))
     assert update.params_held("zero1", k, 1e9) == pytest.approx(1e9 / k)
@@ -258,13 +242,13 @@ def test_the_fit_recovers_a_spread_and_an_update_time_it_was_given_in_well_under
     ks, ms = [8, 16, 32, 64, 128, 256], [32, 16, 8, 4, 2, 1]  # a fixed global batch: the accumulation falls
     thr = _table(sc, ks, ms, 0.02, 0.030, 0.4)
     t = time.perf_counter()
-    f = fit_spread_update(sc, ks, thr, ms, batch=32)
+    f = fit_spread_update(sc, ks, thr, accum=ms, batch=32)
     assert time.perf_counter() - t < 1.0
     assert f.spread == pytest.approx(0.02, abs=2e-3) and f.update_s == pytest.approx(0.030, rel=0.05)
     assert f.separable and f.k0 == 8 and len(f.rows) == 6
     assert all(r["predicted_after"] == pytest.approx(r["measured"], rel=1e-3) for r in f.rows)
     # the same accumulation in every row: the two cannot be told apart, and the fit says so
-    same = fit_spread_update(sc, ks, _table(sc, ks, [4] * 6, 0.02, 0.03, 0.4), [4] * 6, batch=32)
+    same = fit_spread_update(sc, ks, _table(sc, ks, [4] * 6, 0.02, 0.03, 0.4), accum=[4] * 6, batch=32)
     assert not same.separable and any("cannot be told apart" in w for w in same.warnings)
 
 

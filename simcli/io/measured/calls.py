@@ -168,7 +168,9 @@ def sniff(text: str) -> str | None:
     return None
 
 
-def table(calls: Iterable[dict[str, Any]], source: str, backend: str, path: str | None = None) -> list[dict[str, Any]]:
+def table(
+    calls: Iterable[dict[str, Any]], source: str, backend: str, *, path: str | None = None
+) -> list[dict[str, Any]]:
     """One row per (collective, bytes, ranks, nodes): statistics over the instances of each instance's slowest
     rank, in the columns of ``bench allreduce`` (plus :data:`EXTRA_COLUMNS`), sorted by collective, ranks, bytes.
 

@@ -85,7 +85,7 @@ def read_inspector(path: str | Path) -> tuple[list[dict[str, Any]], list[str]]:
     return calls, [f"source: NCCL Inspector output {Path(path).name} ({len(calls)} records)"]
 
 
-def _field(obj: Any, path: str, where: str, kind: type | tuple | None = (int, float)) -> Any:
+def _field(obj: Any, path: str, where: str, *, kind: type | tuple | None = (int, float)) -> Any:
     cur = obj
     for part in path.split("."):
         if not isinstance(cur, dict) or part not in cur:
@@ -101,34 +101,37 @@ def _field(obj: Any, path: str, where: str, kind: type | tuple | None = (int, fl
 
 
 def _time_us(v: float, where: str, name: str) -> float:
-    return float(rules.number(v, where, f"{name} (us)", "time"))
+    return float(rules.number(v, where, f"{name} (us)", kind="time"))
 
 
 def _record(rec: Any, where: str) -> dict[str, Any]:
     if not isinstance(rec, dict):
         raise InputError(f"{where}: not a JSON object with header, metadata and coll_perf")
-    version = _field(rec, "metadata.inspector_output_format_version", where, str)
+    version = _field(rec, "metadata.inspector_output_format_version", where, kind=str)
     if not any(version.startswith(v + ".") or version == v for v in SUPPORTED_VERSIONS):
         raise InputError(
             f"{where}: inspector_output_format_version {version!r} is not one this reader knows (v4.x); "
             "its fields may differ: convert it, or use an Inspector of output format v4.0"
         )
-    k = rules.number(_field(rec, "header.n_ranks", where, int), where, "header.n_ranks", "ranks")
-    nodes = rules.number(_field(rec, "header.nnodes", where, int), where, "header.nnodes", "nodes")
-    rank = rules.number(_field(rec, "header.rank", where, int), where, "header.rank", "rank")
-    comm = str(_field(rec, "header.id", where, None))
-    coll = _field(rec, "coll_perf.coll", where, str)
+    k = rules.number(_field(rec, "header.n_ranks", where, kind=int), where, "header.n_ranks", kind="ranks")
+    nodes = rules.number(_field(rec, "header.nnodes", where, kind=int), where, "header.nnodes", kind="nodes")
+    rank = rules.number(_field(rec, "header.rank", where, kind=int), where, "header.rank", kind="rank")
+    comm = str(_field(rec, "header.id", where, kind=None))
+    coll = _field(rec, "coll_perf.coll", where, kind=str)
     n = rules.number(
-        _field(rec, "coll_perf.coll_msg_size_bytes", where, int), where, "coll_perf.coll_msg_size_bytes", "bytes"
+        _field(rec, "coll_perf.coll_msg_size_bytes", where, kind=int),
+        where,
+        "coll_perf.coll_msg_size_bytes",
+        kind="bytes",
     )
     t = _time_us(_field(rec, "coll_perf.coll_exec_time_us", where), where, "coll_perf.coll_exec_time_us")
-    sn = rules.number(_field(rec, "coll_perf.coll_sn", where, int), where, "coll_perf.coll_sn", "seq")
+    sn = rules.number(_field(rec, "coll_perf.coll_sn", where, kind=int), where, "coll_perf.coll_sn", kind="seq")
     if nodes > k:
         raise InputError(f"{where}: header.nnodes {nodes} is more than n_ranks {k}: a node holds at least one rank")
     bw = {f: rec["coll_perf"].get(f) for f in ("coll_algobw_gbs", "coll_busbw_gbs")}
     for f, v in bw.items():
         if v is not None:
-            bw[f] = rules.number(v, where, f"coll_perf.{f}", "bandwidth")
+            bw[f] = rules.number(v, where, f"coll_perf.{f}", kind="bandwidth")
     out = {
         "collective": collective_name(coll),
         "bytes": int(n),
@@ -190,8 +193,8 @@ def _size_label(v: str, where: str) -> int:
         raise InputError(
             f"{where}: message_size {v!r} is not a size like '2.00GB' (powers of 1024, as Inspector prints)"
         )
-    x = rules.number(m.group(1), where, "message_size", "real")
-    return rules.number(round(x * _UNITS[m.group(2)]), where, "message_size", "bytes")
+    x = rules.number(m.group(1), where, "message_size", kind="real")
+    return rules.number(round(x * _UNITS[m.group(2)]), where, "message_size", kind="bytes")
 
 
 def parse_prometheus(text: str, source: str) -> list[dict[str, Any]]:
@@ -209,7 +212,9 @@ def parse_prometheus(text: str, source: str) -> list[dict[str, Any]]:
         if field is None:
             continue  # another exporter's metric in the same textfile directory
         labels = dict(_LABEL.findall(m.group("labels")))
-        value = rules.number(m.group("value"), where, m.group("metric"), "time" if field == "time_us" else "bandwidth")
+        value = rules.number(
+            m.group("value"), where, m.group("metric"), kind="time" if field == "time_us" else "bandwidth"
+        )
         for need in ("comm_id", "rank", "collective", "coll_sn", "message_size"):
             if need not in labels:
                 raise InputError(f"{where}: label {need!r} missing; Inspector writes it on every sample")
@@ -218,8 +223,8 @@ def parse_prometheus(text: str, source: str) -> list[dict[str, Any]]:
             raise InputError(f"{where}: label 'nranks' (or 'n_ranks') missing: the communicator's size")
         for name, kind in (("rank", "rank"), ("coll_sn", "seq"), ("n_nodes", "nodes")):  # each sample's numbers
             if name in labels:
-                rules.number(labels[name], where, name, kind)
-        rules.number(k, where, "nranks", "ranks")
+                rules.number(labels[name], where, name, kind=kind)
+        rules.number(k, where, "nranks", kind="ranks")
         key = (labels["comm_id"], labels["rank"], labels["coll_sn"], labels["collective"])
         rec = recs.setdefault(key, {"labels": labels, "where": where, "nranks": k})
         if field in rec:
@@ -238,10 +243,10 @@ def parse_prometheus(text: str, source: str) -> list[dict[str, Any]]:
                 f"{where}: collective {coll} #{sn} of rank {rank} has no nccl_collective_exec_time_microseconds "
                 "sample (its time); the file was cut while Inspector rewrote it: copy it again"
             )
-        k = rules.number(rec["nranks"], where, "nranks", "ranks")
-        nodes = rules.number(labels["n_nodes"], where, "n_nodes", "nodes") if "n_nodes" in labels else 0
-        r = rules.number(rank, where, "rank", "rank")
-        seq = rules.number(sn, where, "coll_sn", "seq")
+        k = rules.number(rec["nranks"], where, "nranks", kind="ranks")
+        nodes = rules.number(labels["n_nodes"], where, "n_nodes", kind="nodes") if "n_nodes" in labels else 0
+        r = rules.number(rank, where, "rank", kind="rank")
+        seq = rules.number(sn, where, "coll_sn", kind="seq")
         out.append(
             {
                 "collective": collective_name(coll),

@@ -133,8 +133,8 @@ def _distributed(info: dict, source: str) -> tuple[int | None, int | None, list[
     """(rank, world size, process groups) of distributedInfo, each against the others (simcli.io.rules): a rank
     inside the world, no group larger than the world, the default group the whole world, a group's ranks its size."""
     where = f"{source}: distributedInfo"
-    world = rules.number(info["world_size"], where, "world_size", "ranks") if "world_size" in info else None
-    rank = rules.number(info["rank"], where, "rank", "rank") if "rank" in info else None
+    world = rules.number(info["world_size"], where, "world_size", kind="ranks") if "world_size" in info else None
+    rank = rules.number(info["rank"], where, "rank", kind="rank") if "rank" in info else None
     if rank is not None and world is not None and rank >= world:
         raise InputError(f"{where}: rank {rank} of a world of {world} ranks (0 to {world - 1}); the trace is damaged")
     pgs = [g for g in info.get("pg_config") or [] if isinstance(g, dict)]
@@ -142,7 +142,7 @@ def _distributed(info: dict, source: str) -> tuple[int | None, int | None, list[
         at = f"{where}.pg_config[{j}]"
         if "pg_size" not in g:
             continue
-        size = g["pg_size"] = rules.number(g["pg_size"], at, "pg_size", "ranks")
+        size = g["pg_size"] = rules.number(g["pg_size"], at, "pg_size", kind="ranks")
         members = g.get("ranks")
         if world is not None and size > world:
             raise InputError(
@@ -158,7 +158,7 @@ def _distributed(info: dict, source: str) -> tuple[int | None, int | None, list[
         if isinstance(members, list) and len(members) not in (0, size):
             raise InputError(f"{at}: ranks lists {len(members)} ranks, pg_size says {size}; the trace is damaged")
         for r in members if isinstance(members, list) else []:
-            r = rules.number(r, at, "ranks[]", "rank")
+            r = rules.number(r, at, "ranks[]", kind="rank")
             if world is not None and r >= world:
                 raise InputError(f"{at}: rank {r} of a world of {world} ranks; the trace is damaged or edited")
     return rank, world, pgs
@@ -217,7 +217,7 @@ def _union(iv: list[tuple[float, float]]) -> list[tuple[float, float]]:
     return [(a, b) for a, b in out]
 
 
-def _overlap(a: float, b: float, merged: list[tuple[float, float]], starts: list[float]) -> float:
+def _overlap(a: float, b: float, merged: list[tuple[float, float]], *, starts: list[float]) -> float:
     """Length of [a, b] that the sorted disjoint intervals ``merged`` cover."""
     i = max(0, bisect.bisect_right(starts, a) - 1)
     tot = 0.0
@@ -255,15 +255,15 @@ def _dims_elements(dims: Any, where: str = "Input Dims") -> int | None:
     if not isinstance(dims, list):
         return None
     if all(isinstance(x, (int, float)) and not isinstance(x, bool) for x in dims):
-        n = math.prod(rules.number(x, where, "Input Dims", "dim") for x in dims)
-        return rules.number(n, where, "Input Dims (their product, the elements)", "count")
+        n = math.prod(rules.number(x, where, "Input Dims", kind="dim") for x in dims)
+        return rules.number(n, where, "Input Dims (their product, the elements)", kind="count")
     tot = 0
     for d in dims:
         n = _dims_elements(d, where)
         if n is None:
             return None
         tot += n
-    return rules.number(tot, where, "Input Dims (their sum, the elements)", "count")
+    return rules.number(tot, where, "Input Dims (their sum, the elements)", kind="count")
 
 
 def _dtype(name: Any) -> str | None:
@@ -330,9 +330,9 @@ def parse_trace(text: str, source: str) -> Trace:
     device = "gpu" if kernels else "cpu"
     notes: list[str] = []
     if nccl_k:
-        calls_iv = _gpu_calls(nccl_k, events, pgs, world, source)
+        calls_iv = _gpu_calls(nccl_k, events, pgs, world=world, source=source)
     else:
-        calls_iv = _cpu_calls(events, pgs, world, source)
+        calls_iv = _cpu_calls(events, pgs, world, source=source)
     for c, a, _ in calls_iv:
         if world is not None and c["ranks"] > world:
             raise InputError(
@@ -396,7 +396,7 @@ def parse_trace(text: str, source: str) -> Trace:
         for c in mine:
             # timestamps are microseconds since the epoch in float64 (steps of 0.25 us at 1.7e15), so an overlap
             # measured on them can exceed the call's own duration by a rounding step: a call hides at most itself
-            hid = min(_overlap(c["start_us"], c["end_us"], comp, starts) * 1e-6, c["time_s"])
+            hid = min(_overlap(c["start_us"], c["end_us"], comp, starts=starts) * 1e-6, c["time_s"])
             buckets.append(
                 {
                     "collective": c["collective"],
@@ -422,7 +422,7 @@ def parse_trace(text: str, source: str) -> Trace:
     return Trace(source, rank, world, backend, device, tuple(steps), tuple(calls), tuple(notes), devices)
 
 
-def _group_size(pgs: list[dict], world: int | None, source: str, what: str) -> tuple[int, str]:
+def _group_size(pgs: list[dict], world: int | None, source: str, *, what: str) -> tuple[int, str]:
     sizes = sorted({int(g["pg_size"]) for g in pgs if isinstance(g.get("pg_size"), int)})
     if len(sizes) > 1:
         raise InputError(
@@ -437,11 +437,11 @@ def _group_size(pgs: list[dict], world: int | None, source: str, what: str) -> t
     raise InputError(f"{source}: {what} carry no group size and the trace has no distributedInfo; cannot tell k")
 
 
-def _cpu_calls(events, pgs, world, source):
+def _cpu_calls(events, pgs, world, *, source):
     gloo = [x for x in events if x[2]["name"].startswith("gloo:")]
     if not gloo:
         return []
-    k, group = _group_size(pgs, world, source, "its gloo ops")
+    k, group = _group_size(pgs, world, source, what="its gloo ops")
     out = []
     for ts, dur, e in gloo:
         args = e.get("args") or {}
@@ -464,7 +464,9 @@ def _cpu_calls(events, pgs, world, source):
             raise InputError(f"{source}: {e['name']} at ts {ts:.0f}: element type {types[0]!r} is not one simcli knows")
         c = {
             "collective": coll,
-            "bytes": rules.number(n_el * size, f"{source}: {e['name']} at ts {ts:.0f}", "Input Dims x type", "bytes"),
+            "bytes": rules.number(
+                n_el * size, f"{source}: {e['name']} at ts {ts:.0f}", "Input Dims x type", kind="bytes"
+            ),
             "count": n_el,
             "dtype": dt,
             "ranks": k,
@@ -486,6 +488,7 @@ def _gpu_calls(
     nccl_k: list[tuple[float, float, dict]],
     events: list[tuple[float, float, dict]],
     pgs: list[dict],
+    *,
     world: int | None,
     source: str,
 ) -> list[tuple[dict[str, Any], float, float]]:
@@ -520,20 +523,20 @@ def _gpu_calls(
                 f"{source}: kernel {e['name'][:60]} at ts {ts:.0f}: element count {nin!r} or dtype {dt!r} unusable"
             )
         at = f"{source}: kernel {e['name'][:40]} at ts {ts:.0f}"
-        nin = rules.number(nin, at, "In msg nelems", "count")
-        nout = rules.number(nout, at, "Out msg nelems", "count") if isinstance(nout, (int, float)) else 0
+        nin = rules.number(nin, at, "In msg nelems", kind="count")
+        nout = rules.number(nout, at, "Out msg nelems", kind="count") if isinstance(nout, (int, float)) else 0
         n_el = max(nin, nout)
         k = meta.get("Group size")
         if k is not None and not isinstance(k, bool) and isinstance(k, (int, float)):
-            k = rules.number(k, at, "Group size", "ranks")
+            k = rules.number(k, at, "Group size", kind="ranks")
         group = meta.get("Process Group Name")
         if not isinstance(k, int):
             if sizes is None:
-                sizes = _group_size(pgs, world, source, "its NCCL kernels")
+                sizes = _group_size(pgs, world, source, what="its NCCL kernels")
             k, group = sizes[0], group or sizes[1]
         c = {
             "collective": coll,
-            "bytes": rules.number(n_el * DTYPE_BYTES[dt], at, "elements x dtype", "bytes"),
+            "bytes": rules.number(n_el * DTYPE_BYTES[dt], at, "elements x dtype", kind="bytes"),
             "count": n_el,
             "dtype": dt,
             "ranks": int(k),
@@ -570,9 +573,9 @@ def _gpu_phases(kernels, events) -> dict[int, str]:
         lts = launch.get((e.get("args") or {}).get("correlation"))
         if lts is None:
             out[id(e)] = "other"
-        elif _overlap(lts, lts + 1e-9, opt, os_) > 0:
+        elif _overlap(lts, lts + 1e-9, opt, starts=os_) > 0:
             out[id(e)] = "optimizer"
-        elif _overlap(lts, lts + 1e-9, bwd, bs) > 0:
+        elif _overlap(lts, lts + 1e-9, bwd, starts=bs) > 0:
             out[id(e)] = "backward"
         elif any(a <= lts < b for a, b in steps):
             out[id(e)] = "forward"

@@ -61,7 +61,9 @@ def read_live(path: str | Path, kind: str | None = None) -> Live:
         from .inspector import read_inspector  # lazy
 
         calls, notes = read_inspector(path)
-        return Live("inspector", str(path), table(calls, f"nccl inspector {Path(path).name}", "nccl", str(path)), notes)
+        return Live(
+            "inspector", str(path), table(calls, f"nccl inspector {Path(path).name}", "nccl", path=str(path)), notes
+        )
     if kind == "kineto":
         from .kineto import read_traces  # lazy
 
@@ -72,6 +74,10 @@ def read_live(path: str | Path, kind: str | None = None) -> Live:
         n = f"{len(traces)} rank(s), {len(calls)} collectives"
         notes.append(f"source: PyTorch profiler trace {Path(path).name} ({n})")
         return Live(
-            "kineto", str(path), table(calls, f"torch.profiler {Path(path).name}", backend, str(path)), notes, traces
+            "kineto",
+            str(path),
+            table(calls, f"torch.profiler {Path(path).name}", backend, path=str(path)),
+            notes,
+            traces,
         )
     raise InputError(f"{path}: neither NCCL Inspector output nor a PyTorch profiler trace")

@@ -68,7 +68,7 @@ _NUM = re.compile(r"^[-+]?(?:\d+\.?\d*|\.\d+)(?:[eE][-+]?\d+)?$")
 
 
 def parse_nccl_tests(
-    path: str | Path, world_size: int | None = None, placement: str = "out", collective: str | None = None
+    path: str | Path, world_size: int | None = None, placement: str = "out", *, collective: str | None = None
 ) -> list[dict[str, Any]]:
     """Records (simcli's all-reduce CSV columns) from an nccl-tests text or -J JSON output file."""
     p = Path(path)
@@ -76,8 +76,8 @@ def parse_nccl_tests(
     if placement not in ("out", "in"):
         raise InputError(f"--placement: {placement!r} is not 'out' (out-of-place) or 'in' (in-place)")
     if text.lstrip().startswith("{"):
-        return parse_json(text, str(p), world_size, placement, collective)
-    return parse_text(text, str(p), world_size, placement, collective)
+        return parse_json(text, str(p), world_size, placement=placement, collective=collective)
+    return parse_text(text, str(p), world_size, placement=placement, collective=collective)
 
 
 def looks_like_nccl_tests(text: str) -> bool:
@@ -135,7 +135,7 @@ def _collective(name: str | None, fallback: str) -> str:
     return fallback
 
 
-def _world(source: str, ranks: int, world_size: int | None, rows: list[dict[str, Any]], coll: str) -> int:
+def _world(source: str, ranks: int, world_size: int | None, *, rows: list[dict[str, Any]], coll: str) -> int:
     """The world size: the file's rank lines (devices) when it has them, and a --world-size that contradicts
     them is refused (issue 27: it silently won before); else --world-size; else busbw/algbw for all_reduce."""
     if world_size is not None and world_size < 1:
@@ -164,6 +164,7 @@ def _finish(
     rows: list[dict[str, Any]],
     k: int,
     coll: str,
+    *,
     iters: int | None,
     warmup: int | None,
     source: str,
@@ -190,7 +191,7 @@ def _finish(
 _PLACEMENT = {"out": "out-of-place", "in": "in-place"}
 
 
-def _check_row(where: str, size: int, count: int, ntype: str) -> None:
+def _check_row(where: str, size: int, count: int, *, ntype: str) -> None:
     """One result row against itself (issue 27): a known type, count x the type's size = size, a size simcli reads."""
 
     if size > MAX_BYTES:
@@ -368,7 +369,7 @@ def _read_result_row(
         _wrong(toks[wrong_i], f"{where}: size {size}", label)
     ntype = toks[2] if len(toks) > 2 and not _NUM.match(toks[2]) else "float"
     redop = toks[3] if len(toks) > 3 and not _NUM.match(toks[3]) else "sum"
-    _check_row(f"{where}", size, count, ntype)
+    _check_row(f"{where}", size, count, ntype=ntype)
     row = {
         "bytes": size,
         "count": count,
@@ -383,7 +384,7 @@ def _read_result_row(
 
 
 def parse_text(
-    text: str, source: str, world_size: int | None = None, placement: str = "out", collective: str | None = None
+    text: str, source: str, world_size: int | None = None, *, placement: str = "out", collective: str | None = None
 ) -> list[dict[str, Any]]:
     """Rows of nccl-tests' text table. Refused (one line naming the line): a row cut short, a column the
     placement needs that is missing, a time <= 0, a #wrong > 0, and a run cut before its footer."""
@@ -417,9 +418,18 @@ def parse_text(
         )
     _check_repeats(keys, source)
     coll = run.collective or "all_reduce"
-    k = _world(source, run.ranks, world_size, rows, coll)
+    k = _world(source, run.ranks, world_size, rows=rows, coll=coll)
     wheres = [w for _, w in keys]
-    return _finish(rows, k, coll, run.iters, run.warmup, f"nccl-tests {Path(source).name}", run.gpus, wheres)
+    return _finish(
+        rows,
+        k,
+        coll,
+        iters=run.iters,
+        warmup=run.warmup,
+        source=f"nccl-tests {Path(source).name}",
+        gpus=run.gpus,
+        wheres=wheres,
+    )
 
 
 def _num(v: Any, where: str, integer: bool = False) -> float:
@@ -445,7 +455,7 @@ def _int(v: Any, where: str) -> int:
     return int(_num(v, where, integer=True))
 
 
-def _obj(v: Any, where: str, kind: type, what: str) -> Any:
+def _obj(v: Any, where: str, kind: type, *, what: str) -> Any:
     if not isinstance(v, kind):
         shown = "null" if v is None else json.dumps(v)[:40]
         raise InputError(f"{where}: expected {what}, got {shown}; is this an nccl-tests -J report?")
@@ -453,7 +463,7 @@ def _obj(v: Any, where: str, kind: type, what: str) -> Any:
 
 
 def parse_json(
-    text: str, source: str, world_size: int | None = None, placement: str = "out", collective: str | None = None
+    text: str, source: str, world_size: int | None = None, *, placement: str = "out", collective: str | None = None
 ) -> list[dict[str, Any]]:
     """Rows of an nccl-tests -J report; every field is checked for its shape and named when it is wrong."""
 
@@ -464,11 +474,11 @@ def parse_json(
     )
     if not isinstance(doc, dict) or not isinstance(doc.get("results"), list):
         raise InputError(f"{source}: no 'results' list; is this an nccl-tests -J report?")
-    cfg = _obj(doc.get("config") or {}, f"{source}: config", dict, "a mapping")
+    cfg = _obj(doc.get("config") or {}, f"{source}: config", dict, what="a mapping")
     devices = _obj(
-        cfg.get("devices") or doc.get("devices") or [], f"{source}: config.devices", list, "a list of devices"
+        cfg.get("devices") or doc.get("devices") or [], f"{source}: config.devices", list, what="a list of devices"
     )
-    args = _obj(doc.get("args") or [], f"{source}: args", list, "a list of the command's arguments")
+    args = _obj(doc.get("args") or [], f"{source}: args", list, what="a list of the command's arguments")
     coll = collective or _collective(str(args[0]) if args else None, "all_reduce")
     key = "out_of_place" if placement == "out" else "in_place"
     other = "in_place" if placement == "out" else "out_of_place"
@@ -481,7 +491,7 @@ def parse_json(
     keys: list[tuple[tuple, str]] = []
     for i, r in enumerate(doc["results"]):
         where = f"{source}: results[{i}]"
-        _obj(r, where, dict, "a mapping with size, count, type and the timings")
+        _obj(r, where, dict, what="a mapping with size, count, type and the timings")
         res = r.get(key)
         if res is None:
             hint = (
@@ -490,7 +500,7 @@ def parse_json(
                 else ""
             )
             raise InputError(f"{where}: no {key} ({label}) timings{hint}")
-        _obj(res, f"{where}.{key}", dict, "a mapping with time, alg_bw and bus_bw")
+        _obj(res, f"{where}.{key}", dict, what="a mapping with time, alg_bw and bus_bw")
         for f in ("size", "count"):
             if f not in r:
                 raise InputError(f"{where}: missing field {f!r}")
@@ -513,15 +523,15 @@ def parse_json(
             "busbw_GBps": _bandwidth(_num(res["bus_bw"], f"{where}.{key}.bus_bw"), where, "busbw"),
         }
         ntype = str(r.get("type", "float"))
-        _check_row(where, rec["bytes"], rec["count"], ntype)
+        _check_row(where, rec["bytes"], rec["count"], ntype=ntype)
         keys.append(((rec["bytes"], ntype, str(r.get("redop", r.get("op", "sum")))), where))
         for wf in ("nwrong", "wrong", "#wrong"):
             if wf in res:
                 _wrong(res[wf], f"{where}.{key}: size {size}", label)
         per_iter = r.get(f"{key}_per_iter")
         if per_iter is not None:
-            pi = _obj(per_iter, f"{where}.{key}_per_iter", dict, "a mapping with times_us")
-            times = _obj(pi.get("times_us") or [], f"{where}.{key}_per_iter.times_us", list, "a list of times")
+            pi = _obj(per_iter, f"{where}.{key}_per_iter", dict, what="a mapping with times_us")
+            times = _obj(pi.get("times_us") or [], f"{where}.{key}_per_iter.times_us", list, what="a list of times")
             if times:
                 ts = [
                     _positive_time(
@@ -549,8 +559,10 @@ def parse_json(
     if not rows:
         raise InputError(f"{source}: the results list is empty")
     _check_repeats(keys, source)
-    k = _world(source, len(devices), world_size, rows, coll)
+    k = _world(source, len(devices), world_size, rows=rows, coll=coll)
     gpus = cfg.get("ngpus")
     gpus = None if gpus is None else _int(gpus, f"{source}: config.ngpus")
     wheres = [w for _, w in keys]
-    return _finish(rows, k, coll, iters, warmup, f"nccl-tests {Path(source).name}", gpus, wheres)
+    return _finish(
+        rows, k, coll, iters=iters, warmup=warmup, source=f"nccl-tests {Path(source).name}", gpus=gpus, wheres=wheres
+    )

@@ -129,7 +129,7 @@ def cpu_model() -> str:
 
 
 def metadata(
-    command: str, backend: str, torch_version: str | None, extra: Mapping[str, Any] | None = None
+    command: str, backend: str, torch_version: str | None, *, extra: Mapping[str, Any] | None = None
 ) -> list[str]:
     """The ``key: value`` lines of the header comment."""
     lines = [
@@ -159,6 +159,7 @@ class ResultWriter:
         path: str | os.PathLike[str] | None,
         columns: Sequence[str],
         comments: Iterable[str],
+        *,
         force: bool = False,
         inputs: Iterable[str | os.PathLike[str] | None] = (),
         fmt: str = "csv",

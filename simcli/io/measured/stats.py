@@ -96,6 +96,7 @@ def unsettled(
     times: Sequence[Sequence[float]],
     stat: str,
     target_se: float,
+    *,
     max_iters: int,
 ) -> list[int]:
     """Indices of the sizes that need another iteration: ``relative_se`` above ``target_se`` and fewer

@@ -169,7 +169,7 @@ def read_measurements(path: str | Path) -> Measured:
         rows.append(dict(zip(header, values)))
     m = Measured(str(p), kind, header, tuple(rows), tuple(lines[1:]), tuple(comments))
 
-    check_measured(m.rows, str(p), m.lines, m.comments)  # one run, one collective, one row per (size, ranks)
+    check_measured(m.rows, str(p), m.lines, comments=m.comments)  # one run, one collective, one row per (size, ranks)
     if kind == "allreduce" and "collective" in header:
         keep = np.array([c.lower() in _ALLREDUCE_NAMES for c in m.text("collective")], dtype=bool)
         if len(m) and not keep.any():
@@ -192,7 +192,7 @@ def apply_rules(m: Measured) -> None:
         for c, v in r.items():
             cell = (v or "").strip()
             if cell and _looks_numeric(cell):
-                rules.number(cell, f"{m.path}: line {m.lines[i]}", c, "real")
+                rules.number(cell, f"{m.path}: line {m.lines[i]}", c, kind="real")
     if m.kind == "allreduce":
         kcol = "world_size" if "world_size" in m.header else "devices"
         for suffix, tcol in (("", "time_s"), ("", "time_us"), ("_inplace", "time_inplace_us")):
@@ -282,7 +282,7 @@ def placement_notes(m: Measured, profile: Profile) -> list[str]:
 
 
 def trace_step_measured(
-    live: Any, flops_per_sample: float, params: float, batch: int, dtype: str, update_bytes_per_param: float
+    live: Any, flops_per_sample: float, params: float, *, batch: int, dtype: str, update_bytes_per_param: float
 ) -> Any:
     """A trace's steps as a 'bench step' file (simcli.io.measured.table.Measured, kind 'step'): one row per rank, the
     median over its steps of forward + backward (t_compute_s), p10/p90 over the steps, and of the optimizer's step
@@ -329,6 +329,7 @@ def filter_rows(
     m: Measured,
     where: Sequence[str] = (),
     min_size: float = 0.0,
+    *,
     max_size: float | None = None,
     option: str = "--where",
 ) -> Measured:
