@@ -570,11 +570,14 @@ def test_broken_pipe_is_quiet():
     import subprocess
     import sys
 
-    p = subprocess.Popen(
-        [sys.executable, "-m", "simcli", "speedup", "-k", "1..200000", "-f", "csv"],
-        stdout=subprocess.PIPE,
-        stderr=subprocess.PIPE,
+    # more than a chunk of k: the rows stream out chunk by chunk (chunks of 1,000 rather than 100,000 here, so that
+    # the reader's close lands after ~2 chunks' work, not 23 s of it)
+    code = (
+        "import sys, simcli.cli.speedup as sp; sp.STREAM_CHUNK = 1000\n"
+        "sys.argv = ['simcli', 'speedup', '-k', '1..200000', '-f', 'csv']\n"
+        "from simcli.cli import main; main()"
     )
+    p = subprocess.Popen([sys.executable, "-c", code], stdout=subprocess.PIPE, stderr=subprocess.PIPE)
     p.stdout.read(100)
     p.stdout.close()
     err = p.stderr.read().decode()
