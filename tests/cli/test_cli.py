@@ -463,7 +463,7 @@ def test_a_bad_example_would_not_parse():
             _parse(root, argv)
 
 
-def test_completion_offers_profile_and_model_names(tmp_path):
+def test_completion_offers_profile_and_model_names(tmp_path, monkeypatch):
     import os
     from pathlib import Path
 
@@ -483,10 +483,6 @@ def test_completion_offers_profile_and_model_names(tmp_path):
     assert complete("simcli compare -p dgx-a100,dgx-h1") == ["dgx-a100,dgx-h100"]
     # profile files: those on the search path by name (list_profiles), and YAML files by path
     (tmp_path / "my-cluster.yaml").write_text("name: x\n")
-    cwd = os.getcwd()
-    try:
-        os.chdir(tmp_path)
-        assert complete_profile("my-") == ["my-cluster.yaml"]
-    finally:
-        os.chdir(cwd)
+    monkeypatch.chdir(tmp_path)
+    assert complete_profile("my-") == ["my-cluster.yaml"]
     assert complete_model("resnet") == ["resnet50"] or "resnet50" in complete_model("resnet")
