@@ -332,10 +332,7 @@ def test_torchrun_launch(tmp_path, tag):
     _no_leftovers(tag)
 
 
-def test_ctrl_c_stops_every_rank(tmp_path, tag, monkeypatch):
-    # rank 0 hangs at the last of the 11 sizes (the test hook), so the run cannot end before the signal lands
-    # however late a loaded machine lets this process see the first row (it used to: exit 0 with all 11 rows)
-    monkeypatch.setenv(FAULT_ENV, "0:10:hang")
+def test_ctrl_c_stops_every_rank(tmp_path, tag):
     out = tmp_path / "interrupted.csv"
     cmd = [
         sys.executable,
