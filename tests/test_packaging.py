@@ -62,7 +62,18 @@ def test_wheel_installs_and_runs(tmp_path):
     ).stdout.strip()
     (Path(purelib) / "_system_site.pth").write_text("\n".join(site.getsitepackages()) + "\n")
     r = subprocess.run(
-        [sys.executable, "-m", "pip", "--python", str(py), "install", "--no-deps", "-q", str(wheel)],
+        [
+            sys.executable,
+            "-m",
+            "pip",
+            "--python",
+            str(py),
+            "install",
+            "--no-deps",
+            "--ignore-installed",
+            "-q",
+            str(wheel),
+        ],
         capture_output=True,
         text=True,
         timeout=300,
