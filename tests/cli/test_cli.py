@@ -384,6 +384,9 @@ def test_shell_completion_is_offered_and_completes_commands_and_options(runner, 
     # typer names the shell from this process's parents (shellingham): pinned, so that a run without a shell
     # above it (a scheduler, a background job) tests the same thing; outside a shell is test_hardening_gate's
     monkeypatch.setattr(shared, "_get_shell_name", lambda: "bash")
+    import typer.completion
+
+    monkeypatch.setattr(typer.completion, "_get_shell_name", lambda: "bash")  # typer's callback's own binding
     r = runner.invoke(app, ["--help"])
     assert "--install-completion" in r.stdout and "--show-completion" in r.stdout
     r = runner.invoke(app, ["--show-completion", "bash"])
