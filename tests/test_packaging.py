@@ -20,7 +20,7 @@ ROOT = Path(__file__).resolve().parents[1]
 
 def _source_copy(dest: Path) -> Path:
     """What the build reads (pyproject.toml, README.md, simcli/, hardware_profiles/), copied to ``dest``: setuptools
-    writes build/ and simcli.egg-info/ beside its sources, and two runs building in the checkout at once (two CI
+    writes build/ and an .egg-info folder beside its sources, and two runs building in the checkout at once (two CI
     passes, -n 2, a developer's run) collided there ('File exists: build/bdist.linux-x86_64/wheel/...')."""
     import shutil
 
