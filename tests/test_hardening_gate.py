@@ -434,8 +434,10 @@ def test_completion_outside_a_shell_is_one_line_on_stderr(runner, tmp_path, monk
 
 def test_completion_under_bash_is_still_shown(runner, monkeypatch):
     import typer._completion_shared as C
+    import typer.completion
 
     monkeypatch.setattr(C, "_get_shell_name", lambda: "bash")
+    monkeypatch.setattr(typer.completion, "_get_shell_name", lambda: "bash")  # typer's callback's own binding
     r = runner.invoke(app, ["--show-completion"])
     assert r.exit_code == 0 and "complete -o default -F" in r.stdout and r.stderr == ""
 

@@ -18,11 +18,27 @@ import pytest
 ROOT = Path(__file__).resolve().parents[1]
 
 
+def _source_copy(dest: Path) -> Path:
+    """What the build reads (pyproject.toml, README.md, simcli/, hardware_profiles/), copied to ``dest``: setuptools
+    writes build/ and an .egg-info folder beside its sources, and two runs building in the checkout at once (two CI
+    passes, -n 2, a developer's run) collided there ('File exists: build/bdist.linux-x86_64/wheel/...')."""
+    import shutil
+
+    dest.mkdir()
+    for name in ("pyproject.toml", "README.md"):
+        shutil.copy2(ROOT / name, dest / name)
+    skip = shutil.ignore_patterns("__pycache__", "*.pyc", "hardware_profiles")  # simcli/hardware_profiles: a link
+    shutil.copytree(ROOT / "simcli", dest / "simcli", ignore=skip)
+    shutil.copytree(ROOT / "hardware_profiles", dest / "hardware_profiles")
+    return dest
+
+
 @pytest.mark.slow
 def test_wheel_installs_and_runs(tmp_path):
     wheels = tmp_path / "wheels"
+    src = _source_copy(tmp_path / "src")
     r = subprocess.run(
-        [sys.executable, "-m", "pip", "wheel", "--no-deps", "--no-build-isolation", "-q", "-w", str(wheels), str(ROOT)],
+        [sys.executable, "-m", "pip", "wheel", "--no-deps", "--no-build-isolation", "-q", "-w", str(wheels), str(src)],
         capture_output=True,
         text=True,
         timeout=300,
@@ -46,7 +62,18 @@ def test_wheel_installs_and_runs(tmp_path):
     ).stdout.strip()
     (Path(purelib) / "_system_site.pth").write_text("\n".join(site.getsitepackages()) + "\n")
     r = subprocess.run(
-        [sys.executable, "-m", "pip", "--python", str(py), "install", "--no-deps", "-q", str(wheel)],
+        [
+            sys.executable,
+            "-m",
+            "pip",
+            "--python",
+            str(py),
+            "install",
+            "--no-deps",
+            "--ignore-installed",
+            "-q",
+            str(wheel),
+        ],
         capture_output=True,
         text=True,
         timeout=300,

@@ -428,6 +428,9 @@ def test_shell_completion_is_offered_and_completes_commands_and_options(runner, 
     # typer names the shell from this process's parents (shellingham): pinned, so that a run without a shell
     # above it (a scheduler, a background job) tests the same thing; outside a shell is test_hardening_gate's
     monkeypatch.setattr(shared, "_get_shell_name", lambda: "bash")
+    import typer.completion
+
+    monkeypatch.setattr(typer.completion, "_get_shell_name", lambda: "bash")  # typer's callback's own binding
     r = runner.invoke(app, ["--help"])
     assert "--install-completion" in r.stdout and "--show-completion" in r.stdout
     r = runner.invoke(app, ["--show-completion", "bash"])
@@ -507,7 +510,7 @@ def test_a_bad_example_would_not_parse():
             _parse(root, argv)
 
 
-def test_completion_offers_profile_and_model_names(tmp_path):
+def test_completion_offers_profile_and_model_names(tmp_path, monkeypatch):
     import os
     from pathlib import Path
 
@@ -527,10 +530,6 @@ def test_completion_offers_profile_and_model_names(tmp_path):
     assert complete("simcli compare -p dgx-a100,dgx-h1") == ["dgx-a100,dgx-h100"]
     # profile files: those on the search path by name (list_profiles), and YAML files by path
     (tmp_path / "my-cluster.yaml").write_text("name: x\n")
-    cwd = os.getcwd()
-    try:
-        os.chdir(tmp_path)
-        assert complete_profile("my-") == ["my-cluster.yaml"]
-    finally:
-        os.chdir(cwd)
+    monkeypatch.chdir(tmp_path)
+    assert complete_profile("my-") == ["my-cluster.yaml"]
     assert complete_model("resnet") == ["resnet50"] or "resnet50" in complete_model("resnet")

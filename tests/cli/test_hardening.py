@@ -570,11 +570,14 @@ def test_broken_pipe_is_quiet():
     import subprocess
     import sys
 
-    p = subprocess.Popen(
-        [sys.executable, "-m", "simcli", "speedup", "-k", "1..200000", "-f", "csv"],
-        stdout=subprocess.PIPE,
-        stderr=subprocess.PIPE,
+    # more than a chunk of k: the rows stream out chunk by chunk (chunks of 1,000 rather than 100,000 here, so that
+    # the reader's close lands after ~2 chunks' work, not 23 s of it)
+    code = (
+        "import sys, simcli.cli.speedup as sp; sp.STREAM_CHUNK = 1000\n"
+        "sys.argv = ['simcli', 'speedup', '-k', '1..200000', '-f', 'csv']\n"
+        "from simcli.cli import main; main()"
     )
+    p = subprocess.Popen([sys.executable, "-c", code], stdout=subprocess.PIPE, stderr=subprocess.PIPE)
     p.stdout.read(100)
     p.stdout.close()
     err = p.stderr.read().decode()
@@ -732,9 +735,9 @@ def test_streamed_csv_and_json_equal_the_whole(runner, monkeypatch, fmt, extra):
     import simcli.cli.speedup as sp
     from simcli.cli import app
 
-    args = ["speedup", "-k", "1..2500", "-f", fmt, *extra]
+    args = ["speedup", "-k", "1..1000", "-f", fmt, *extra]
     whole = runner.invoke(app, args).stdout
-    monkeypatch.setattr(sp, "STREAM_CHUNK", 300)
+    monkeypatch.setattr(sp, "STREAM_CHUNK", 300)  # chunks of 300, 300, 300 and a last one of 100
     assert runner.invoke(app, args).stdout == whole
 
 
@@ -1463,7 +1466,9 @@ def test_a_stray_fifo_on_the_profile_path_is_skipped_with_a_warning(tmp_path):
 
     (tmp_path / "mine.yaml").write_text(TWO_TIER_YAML)
     os.mkfifo(tmp_path / "stray.yaml")
-    r = _simcli("profiles", "list", timeout=60, env={"SIMCLI_PROFILE_PATH": str(tmp_path)})
+    # -f csv: the source column (the file's path) is there however long tmp_path is (under xdist it is longer, and
+    # the table left the column out to fit 140 columns)
+    r = _simcli("profiles", "list", "-f", "csv", timeout=60, env={"SIMCLI_PROFILE_PATH": str(tmp_path)})
     assert r.returncode == 0 and "mine.yaml" in r.stdout and "stray.yaml" not in r.stdout
     assert (
         r.stderr

@@ -399,28 +399,23 @@ def test_comm_records_carry_the_band_beside_the_time(runner):
 
 
 def test_the_table_shows_the_band_when_wide_and_leaves_it_out_first_at_80():
-    import os
-    import subprocess
+    from typer.testing import CliRunner
 
-    def run(width: int, *extra: str) -> str:
-        env = {**os.environ, "COLUMNS": str(width)}
-        cmd = [sys.executable, "-m", "simcli", "comm", "-p", "dgx-h100", "-k", "8,16", "-s", "64KiB,1GiB", *extra]
-        return subprocess.run(cmd, capture_output=True, text=True, env=env, check=True).stdout
+    def run(width: int, *args: str) -> str:
+        """simcli in this process with COLUMNS=width, as a terminal of that width; its stdout."""
+        r = CliRunner().invoke(app, list(args), env={"COLUMNS": str(width)})
+        assert r.exit_code == 0, r.output
+        return r.stdout
 
-    wide = run(140)
+    band = ["comm", "-p", "dgx-h100", "-k", "8,16", "-s", "64KiB,1GiB"]
+    wide = run(140, *band)
     head = next(line for line in wide.splitlines() if "┃" in line)
     unit = re.search(r"time (\S+) ┃", head).group(1)  # the band is in the time column's unit
     assert f"band {unit}" in head and "–" in wide and "left out" not in wide
-    narrow = run(80)
+    narrow = run(80, *band)
     assert max(len(line.rstrip()) for line in narrow.splitlines()) <= 80
     assert "band" not in next(line for line in narrow.splitlines() if "┃" in line)
     assert f"band {unit}" in narrow[narrow.index("left out to fit 80 columns") :].replace("\n", " ")
     # a kind no curve ran is marked, and the caption says what the mark means
-    pcie = subprocess.run(
-        [sys.executable, "-m", "simcli", "comm", "-p", "l40s-pcie", "-k", "2", "-s", "1MiB"],
-        capture_output=True,
-        text=True,
-        env={**os.environ, "COLUMNS": "140"},
-        check=True,
-    ).stdout
+    pcie = run(140, "comm", "-p", "l40s-pcie", "-k", "2", "-s", "1MiB")
     assert "*" in pcie and "none of its kind" in pcie

@@ -3,8 +3,6 @@
 from __future__ import annotations
 
 import os
-import subprocess
-import sys
 
 import pytest
 
@@ -14,15 +12,18 @@ from simcli.io.render import Column, Wide, render_text, table
 ANSWER = ("k", "step ms", "S(k)", "E(k)", "samples/s")
 
 
+def _cli(width: int, *args: str):
+    """simcli in this process (CliRunner) with COLUMNS=width, as a user's terminal of that width; the result."""
+    from typer.testing import CliRunner
+
+    from simcli.cli import app
+
+    return CliRunner().invoke(app, list(args), env={"COLUMNS": str(width)})
+
+
 def _run(width: int, *args: str) -> str:
-    env = {**os.environ, "COLUMNS": str(width)}
-    r = subprocess.run(
-        [sys.executable, "-m", "simcli", "speedup", "--devices", "1..64:x2", *args],
-        capture_output=True,
-        text=True,
-        env=env,
-        check=True,
-    )
+    r = _cli(width, "speedup", "--devices", "1..64:x2", *args)
+    assert r.exit_code == 0, r.output
     return r.stdout
 
 
@@ -108,13 +109,8 @@ def test_wide_draws_past_the_width():
 
 
 def test_comm_table_keeps_time_and_busbw_whole_at_80():
-    r = subprocess.run(
-        [sys.executable, "-m", "simcli", "comm", "--devices", "2..64:x2", "--size", "1KiB..1GiB:x4"],
-        capture_output=True,
-        text=True,
-        env={**os.environ, "COLUMNS": "80"},
-        check=True,
-    )
+    r = _cli(80, "comm", "--devices", "2..64:x2", "--size", "1KiB..1GiB:x4")
+    assert r.exit_code == 0, r.output
     assert max(len(line.rstrip()) for line in r.stdout.splitlines()) <= 80
     heads, rows = _table(r.stdout)
     for name in ("k", "size", "busbw GB/s"):
@@ -145,10 +141,8 @@ ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__)
 def test_other_tables_keep_their_answer_whole_at_80(args, answer):
     """validate (a measured table and a traced step), compare, models list and profiles list at 80 columns: no line
     wider, and the answer's columns present and uncut in every row."""
-    r = subprocess.run(
-        [sys.executable, "-m", "simcli", *args], capture_output=True, text=True, env={**os.environ, "COLUMNS": "80"}
-    )
-    assert r.returncode == 0, r.stderr
+    r = _cli(80, *args)
+    assert r.exit_code == 0, r.output
     assert max(len(line.rstrip()) for line in r.stdout.splitlines()) <= 80
     heads, rows = _table(r.stdout)
     assert rows
