@@ -706,6 +706,28 @@ def kind_text(t: Tier, index: int) -> str:
     return kd + ("" if t.kind else " (guessed from the name)") + f"; NCCL class {lk.hw}" + (f", {note}" if note else "")
 
 
+def _describe_tier(p: Profile, t: Any, i: int) -> list[tuple[str, str]]:
+    """``describe``'s rows of one network tier, in the schema's order."""
+    pre, rows = f"network[{i}]", []
+    for f in S.TIER:
+        x = getattr(t, f.name)
+        dflt = " (default of its kind)" if f.key in _defaulted(t) else ""
+        if f.key == "size":
+            rows.append((f"{pre}.size", "unbounded" if x is None else f"{x} devices"))
+        elif f.key == "bandwidth":
+            rows.append((f"{pre}.bandwidth", f"{fmt_rate(x)} ({x * 8 / 1e9:.4g} Gb/s) per {t.per}, one direction"))
+        elif f.key == "per":
+            continue  # said with the bandwidth
+        elif f.key == "efficiency":
+            rows.append((f"{pre}.efficiency", f"{x:g} (effective {fmt_rate(t.effective_Bps)})" + dflt))
+        elif f.key == "kind":
+            if p.library == "nccl" or t.kind:
+                rows.append((f"{pre}.kind", kind_text(t, i)))
+        elif x is not None:
+            rows.append((f"{pre}.{f.key}", _human(f, x) + dflt))
+    return rows
+
+
 def describe(p: Profile) -> list[tuple[str, str]]:
     """(field, value with units) rows for `simcli profiles show`, in the schema's order."""
     rows = [("name", p.name), ("description", p.description), ("origin", p.origin), ("library", p.library)]
@@ -718,23 +740,7 @@ def describe(p: Profile) -> list[tuple[str, str]]:
         else:
             rows.append((f"device.{f.key}", _human(f, x)))
     for i, t in enumerate(p.network):
-        pre = f"network[{i}]"
-        for f in S.TIER:
-            x = getattr(t, f.name)
-            dflt = " (default of its kind)" if f.key in _defaulted(t) else ""
-            if f.key == "size":
-                rows.append((f"{pre}.size", "unbounded" if x is None else f"{x} devices"))
-            elif f.key == "bandwidth":
-                rows.append((f"{pre}.bandwidth", f"{fmt_rate(x)} ({x * 8 / 1e9:.4g} Gb/s) per {t.per}, one direction"))
-            elif f.key == "per":
-                continue  # said with the bandwidth
-            elif f.key == "efficiency":
-                rows.append((f"{pre}.efficiency", f"{x:g} (effective {fmt_rate(t.effective_Bps)})" + dflt))
-            elif f.key == "kind":
-                if p.library == "nccl" or t.kind:
-                    rows.append((f"{pre}.kind", kind_text(t, i)))
-            elif x is not None:
-                rows.append((f"{pre}.{f.key}", _human(f, x) + dflt))
+        rows += _describe_tier(p, t, i)
     if p.nccl is not None:
         for f in S.NCCL:
             note = " (default)" if f.name in p.nccl.defaulted else ""
