@@ -4,7 +4,7 @@ r = t_pred / t_meas with its kind (simcli.comm.bands.point_kinds). Written by
 the curves again and fails where this table and the model part)."""
 
 #: the git commit checked out when this table was written ('+changes': with uncommitted changes)
-COMMIT = "f60ca6b72bfc4cd699db7ac9f53646b4e705e1bd+changes"
+COMMIT = "c106403b804ba9f814d9a2081be375978e56fbd0"
 #: the curves: file under validation/published/, its system column's value, profile, algorithm, points
 CURVES = (
     ("nccl-allreduce-16xH100-2node-ib400x8.csv", None, "dgx-h100", "nccl", 25),
