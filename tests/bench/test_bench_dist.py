@@ -272,7 +272,9 @@ def test_ctrl_c_stops_every_rank(tmp_path, tag):
     out = tmp_path / "interrupted.csv"
     cmd = [
         sys.executable,
-        *"-m simcli bench allreduce --world-sizes 2 --size 1KiB..1MiB:x2 --iters 50 --rounds 1 --warmup 0 -o".split(),
+        # long enough after its first row that the SIGINT lands mid-run on a fast machine too (at --iters 50 the
+        # other ten sizes could finish between the poll and the signal: exit 0 with every row)
+        *"-m simcli bench allreduce --world-sizes 2 --size 1KiB..16MiB:x2 --iters 500 --rounds 1 --warmup 0 -o".split(),
         str(out),
     ]
     p = subprocess.Popen(cmd, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)

@@ -61,7 +61,7 @@ def test_commands_print_what_they_did_when_stderr_is_captured(runner, tmp_path, 
     # the path of millions of rows (streamed chunk by chunk under a bar) at 25,000 rows in chunks of 2,500, with
     # a bar drawn at once rather than after DELAY_S: what 250,000 rows in chunks of 100,000 checked, at a tenth
     monkeypatch.setattr(sp, "STREAM_CHUNK", 2_500)
-    monkeypatch.setattr(P.Progress.__init__, "__defaults__", (None, None, 0.0))
+    monkeypatch.setattr(P.Progress.__init__, "__kwdefaults__", {"delay": 0.0})
     out = tmp_path / "big.csv"
     r = runner.invoke(app, ["speedup", "-k", "1..25000", "-f", "csv", "-o", str(out), "-p", "dgx-h100"])
     assert r.exit_code == 0, r.output
