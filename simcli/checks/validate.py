@@ -1,7 +1,7 @@
 """Hold a profile's predictions against measurements: per-row errors and MAPE summaries.
 
-Reads the measurement CSVs simcli and others write (comment lines start with
-``#``), recognised by their header:
+The measurement tables (read and recognised by their header in :mod:`simcli.io.measured.table`; comment lines
+start with ``#``) and what each is held to:
 
 * ``allreduce``: ``simcli bench allreduce`` and ``simcli bench import`` (nccl-tests)
   CSVs (``world_size, bytes, time_s``, ...), and published nccl-tests tables with
