@@ -18,7 +18,7 @@ from __future__ import annotations
 
 import math
 from dataclasses import dataclass
-from typing import Any, Callable, Protocol, Sequence
+from typing import Any, Callable, Iterable, Protocol, Sequence
 
 import numpy as np
 
@@ -32,6 +32,7 @@ __all__ = [
     "deconvolved",
     "backed_off",
     "widest",
+    "widest_of_neighbours",
     "leave_one_out",
 ]
 
@@ -180,6 +181,28 @@ def widest(bands: Sequence[RatioBand], basis: str, *, measured: bool = False) ->
     return RatioBand(
         min(b.p10 for b in bands), max(b.p90 for b in bands), 0, 0, basis, False, first.unit, first.group_unit
     )
+
+
+def widest_of_neighbours(
+    own: RatioBand | None,
+    levels: Iterable[tuple[Sequence[Any], str]],
+    band_of: Callable[[Any], RatioBand | None],
+    *,
+    unmeasured: str,
+    one: str,
+) -> RatioBand | None:
+    """A kind with no evidence of its own (``own`` None) or of one ``one`` (curve, series): the widest of the bands
+    of the nearest neighbours that have one, and of its own. ``levels``: (neighbour kinds, their words), nearest
+    first, read lazily; ``band_of``: a neighbour's band from its own rows (None: it has none)."""
+    for near, words in levels:
+        bands = [b for b in (band_of(nk) for nk in near) if b is not None]
+        if not bands:
+            continue
+        what = f"the widest band of the {len(near)} measured kinds of {words}"
+        if own is None:
+            return widest(bands, f"{unmeasured}: {what}")
+        return widest([own, *bands], f"{own.basis}; one {one} of this kind, so no narrower than {what}", measured=True)
+    return own
 
 
 class _Corpus(Protocol):

@@ -251,18 +251,13 @@ def _own(corpus: Corpus, kind: Kind, masks: list[np.ndarray]) -> RatioBand | Non
 def _neighbours(corpus: Corpus, kind: Kind, masks: list[np.ndarray], *, own: RatioBand | None) -> RatioBand | None:
     """The widest of the bands the measured kinds of the kind's neighbours (:data:`NEIGHBOURS`; each read from its
     own points) and, where it has one, of its own band."""
-    for level, m in enumerate(masks[NEIGHBOURS:], start=NEIGHBOURS):
-        near = sorted({corpus.kind(int(i)) for i in np.flatnonzero(m)} - {kind})
-        bands = [b for b in (_own(corpus, nk, corpus.masks(nk)) for nk in near) if b is not None]
-        if not bands:
-            continue
-        what = f"the widest band of the {len(near)} measured kinds of {_describe(kind, level)}"
-        if own is None:
-            return RB.widest(bands, f"{UNMEASURED}: {what}")
-        return RB.widest(
-            [own, *bands], f"{own.basis}; one curve of this kind, so no narrower than {what}", measured=True
-        )
-    return own
+    levels = (
+        (sorted({corpus.kind(int(i)) for i in np.flatnonzero(m)} - {kind}), _describe(kind, level))
+        for level, m in enumerate(masks[NEIGHBOURS:], start=NEIGHBOURS)
+    )
+    return RB.widest_of_neighbours(
+        own, levels, lambda nk: _own(corpus, nk, corpus.masks(nk)), unmeasured=UNMEASURED, one="curve"
+    )
 
 
 @dataclass(frozen=True)

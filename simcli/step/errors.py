@@ -169,18 +169,13 @@ def _neighbours(corpus: Corpus, kind: Kind, own: RatioBand | None) -> RatioBand 
     """The widest of the bands of the measured kinds of the same node band (else of any), each read from its own
     rows, and of the kind's own where it has one."""
     same_scale = corpus.band == kind[2]
-    for near_mask, words in ((same_scale, NODE_BANDS[kind[2]][0]), (np.ones(same_scale.shape, bool), "any scale")):
-        near = sorted({corpus.kind(int(i)) for i in np.flatnonzero(near_mask)} - {kind})
-        bands = [b for b in (_own(corpus, nk, corpus.masks(nk)) for nk in near) if b is not None]
-        if not bands:
-            continue
-        what = f"the widest band of the {len(near)} measured kinds of {words}"
-        if own is None:
-            return RB.widest(bands, f"{UNMEASURED}: {what}")
-        return RB.widest(
-            [own, *bands], f"{own.basis}; one series of this kind, so no narrower than {what}", measured=True
-        )
-    return own
+    levels = (
+        (sorted({corpus.kind(int(i)) for i in np.flatnonzero(near_mask)} - {kind}), words)
+        for near_mask, words in ((same_scale, NODE_BANDS[kind[2]][0]), (np.ones(same_scale.shape, bool), "any scale"))
+    )
+    return RB.widest_of_neighbours(
+        own, levels, lambda nk: _own(corpus, nk, corpus.masks(nk)), unmeasured=UNMEASURED, one="series"
+    )
 
 
 _PUBLISHED: list[Corpus] = []
