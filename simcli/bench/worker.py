@@ -111,7 +111,7 @@ def shutdown() -> None:
     ended with ``pthread_exit``, whose unwinding crosses a ``noexcept`` C++ frame: ``std::terminate``
     aborts the rank with signal 6 ("terminate called without an active exception"; seen in a core dump,
     torch 2.13 / gloo). Destroying the group joins those threads only if nothing else holds it; collect
-    garbage first so that freed DDP modules let go of it. That is not always enough (see ``_exit``).
+    garbage first so that freed DDP modules let go of it. That is not always enough (see ``end_rank``).
     """
 
     import torch.distributed as dist  # heavy
@@ -120,8 +120,9 @@ def shutdown() -> None:
     dist.destroy_process_group()
 
 
-def _exit(code: int) -> None:
-    """End a spawned rank without interpreter finalisation, as ``multiprocessing`` ends its children.
+def end_rank(code: int) -> None:
+    """End a rank without interpreter finalisation, as ``multiprocessing`` ends its children: a spawned rank here,
+    a rank torchrun launched at the end of ``simcli.cli.app.main``.
 
     ``shutdown`` is not enough on its own: constructing a DistributedDataParallel module leaves references
     to the process group inside torch (torch 2.13: the group's refcount stays raised after the module and
@@ -197,4 +198,4 @@ def main() -> int:
 
 
 if __name__ == "__main__":
-    _exit(main())
+    end_rank(main())

@@ -9,6 +9,7 @@ module. Heavy dependencies (torch, matplotlib, pandas) are imported inside the c
 
 from __future__ import annotations
 
+import os
 import sys
 from typing import Annotated, Optional
 
@@ -105,10 +106,22 @@ def root(
 def main() -> None:
     """Console-script entry point."""
     pause_collector()
+    code: int = 0
     try:
         app()
+    except SystemExit as e:
+        code = e.code if isinstance(e.code, int) else (0 if e.code is None else 1)
+        raise
     except KeyboardInterrupt:  # pragma: no cover - typer maps most of these already
         typer.echo("simcli: interrupted", err=True)
+        code = 130
         sys.exit(130)
     finally:
         resume_collector()  # a usage error, --help or --version ends before any command's body resumed it
+        if "torch.distributed" in sys.modules and all(k in os.environ for k in ("RANK", "WORLD_SIZE", "MASTER_ADDR")):
+            # a rank torchrun launched (simcli bench under torchrun): gloo's threads may still be freeing a finished
+            # collective's tensors, and interpreter finalisation then aborts the rank with signal 6, as it did a
+            # spawned rank before it ended this way (simcli.bench.worker.end_rank)
+            from ..bench.worker import end_rank  # lazy
+
+            end_rank(code)
