@@ -183,6 +183,10 @@ class NcclSpec:
     #: (CTAs) each collective's kernel may run on; None: NCCL's default (simcli.comm.ctas)
     min_ctas: int | None = None
     max_ctas: int | None = None
+    #: whose choice of (algorithm, protocol) runs: "nccl", NCCL's own tuner; "fastest", a tuner plugin that the
+    #: platform tuned by measurement replaces it (NCCL_TUNER_PLUGIN; e.g. GCP's libnccl-tuner.so beside TCPXO), and
+    #: simcli takes the pair its own cost prices fastest (docs/nccl.md, "Tuner plugins")
+    tuner: str = "nccl"
 
 
 @dataclass(frozen=True)

@@ -181,7 +181,7 @@ def default_spec(device_name: str, network: Sequence[Tier]) -> NcclSpec:
         nvls_channels=32 if gen == "blackwell" else 16,
         ll128=nvl and gen != "ada",
         cpu="intel",
-        defaulted=("generation", "channels", "nvls", "nvls_channels", "ll128", "cpu", "ll128_net"),
+        defaulted=("generation", "channels", "nvls", "nvls_channels", "ll128", "cpu", "ll128_net", "tuner"),
     )
 
 

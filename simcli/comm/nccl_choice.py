@@ -210,6 +210,8 @@ def nccl_collective(
     message (from 2.24.3 NCCL's choice prices an fp8 Ring x1024 past 8 ranks); None: not known."""
     net = profile.network
     spec = nccl_spec(profile)
+    if spec.tuner == "fastest":  # a platform's tuner plugin, tuned by measurement, replaces NCCL's choice
+        by = "time"
     fp8_ring = (
         message_dtype == "fp8" and by == "tuner" and releases.select(spec.version, "nccl.version").fp8_ring_penalty
     )

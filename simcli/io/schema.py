@@ -26,6 +26,8 @@ __all__ = ["Field", "TOP", "DEVICE", "TIER", "NCCL", "SECTIONS", "keys", "requir
 #: the link kinds (simcli.comm.specs.LINK_KIND_SPECS), then the old names still read
 KINDS = (*LINK_KINDS, *KIND_ALIASES)
 CPUS = ("intel", "amd", "arm")
+#: whose choice of NCCL's (algorithm, protocol) runs (simcli.base.types.NcclSpec.tuner)
+TUNERS = ("nccl", "fastest")
 
 
 @dataclass(frozen=True)
@@ -255,6 +257,15 @@ NCCL: tuple[Field, ...] = (
         "count",
         "NCCL_MAX_CTAS: the most channels (CTAs) NCCL's kernels run on, at most 32 [default: NCCL's own]",
         example=32,
+    ),
+    Field(
+        "tuner",
+        "choice",
+        "whose choice of algorithm and protocol runs: nccl (NCCL's own tuner) or fastest (a tuner plugin the "
+        "platform tuned by measurement replaces it, e.g. GCP's beside TCPXO; simcli takes the pair its cost prices "
+        "fastest) [default: nccl]",
+        choices=TUNERS,
+        invalid="is not a tuner simcli models; use one of " + ", ".join(TUNERS),
     ),
 )
 

@@ -98,3 +98,23 @@ def test_a3_mega_small_messages_cost_the_tcpxo_hops():
         0
     ]
     assert 80e-6 < ag < 160e-6
+
+
+def test_a_tuner_plugin_takes_the_pair_simcli_prices_fastest():
+    """nccl.tuner: fastest (a platform's tuner plugin replaces NCCL's choice, docs/nccl.md 'Tuner plugins'): every
+    (k, n) costs the least of NCCL's pairs; with NCCL's own tuner some (k, n) of A3 Mega cost more than that least,
+    and the plugin never costs more than NCCL's own choice."""
+    import dataclasses
+
+    path = ROOT / "hardware_profiles" / "gcp-a3-mega.yaml"
+    p = profile_from_dict(yaml.safe_load(path.read_text()), str(path))
+    assert p.nccl.tuner == "fastest"
+    own = p.replace(nccl=dataclasses.replace(p.nccl, tuner="nccl"))
+    k = np.array([8, 16, 32, 64, 256])[:, None]
+    n = 2.0 ** np.arange(10, 31, 2)[None, :]
+    plugin = nccl_choice.nccl_collective(p, k, n, protocol=None)
+    nccl = nccl_choice.nccl_collective(own, k, n, protocol=None)
+    least = nccl_choice.nccl_collective(own, k, n, protocol=None, by="time")
+    np.testing.assert_allclose(plugin.time, least.time, rtol=1e-12)
+    assert np.all(plugin.time <= nccl.time * (1 + 1e-12))
+    assert np.any(nccl.time > least.time * 1.001)

@@ -139,6 +139,7 @@ CORPUS = {
     "string-size": (GOOD.replace("size: 4", "size: four"), "network[0].size: 'four' is not a whole number"),
     "nccl-version-word": (GOOD + "nccl: {version: banana}\n", "nccl.version: 'banana' is not an NCCL release"),
     "nccl-version-number": (GOOD + "nccl: {version: 2.20}\n", "nccl.version: 2.2 was read as a number"),
+    "nccl-tuner": (GOOD + "nccl: {tuner: gcp}\n", "nccl.tuner: 'gcp' is not a tuner simcli models; use one of nccl"),
 }
 
 

@@ -4,10 +4,12 @@ release (simcli issue 37, item 7), strictly (t_step may not rise by more than 1e
 Under 2.20.3, the default before issue 37, it failed on five profiles, each pinned below (CASES); what made them rise
 was NCCL 2.20.3's tuner (its 28 us Tree/Simple hops and 5/6 NVLS formula pick a pair that costs more), the 5/6 NVLS
 cost, and gcp-a3-mega's NVLS, which the platform's TCPXO environment turns off. Under the default 14 of the 15
-built-in profiles hold it; gcp-a3-mega at TCPXO x2 does not (DEFAULT_MISSES: NCCL's tuner and the TCPXO cost
-part). Where an older release still breaks it (``test_an_older_release_still_breaks_it_and_says_so``), the rise is
-NCCL's choice, and stderr names the release and the pair once it passes STEP_MARGIN of the step
-(tests/comm/test_nccl_issue21.py holds that rule for every built-in profile and preset).
+built-in profiles held it, and gcp-a3-mega at TCPXO x2 did not (NCCL's tuner and the TCPXO cost part); its platform
+runs GCP's tuner plugin in place of NCCL's (``nccl.tuner: fastest``), so all 15 hold it now, and PLUGIN_CASES pins
+that NCCL's own tuner would break it there. Where an older release still breaks it
+(``test_an_older_release_still_breaks_it_and_says_so``), the rise is NCCL's choice, and stderr names the release
+and the pair once it passes STEP_MARGIN of the step (tests/comm/test_nccl_issue21.py holds that rule for every
+built-in profile and preset).
 """
 
 from __future__ import annotations
@@ -45,11 +47,22 @@ CASES = [
 
 
 def _steps(
-    profile: str, model: str, tier: int, factor: float, k: int, *, faster: bool = False, release: str | None = None
+    profile: str,
+    model: str,
+    tier: int,
+    factor: float,
+    k: int,
+    *,
+    faster: bool = False,
+    release: str | None = None,
+    tuner: str | None = None,
 ):
     """(the step on the profile, the step with tier ``tier``'s bandwidth x ``factor``) at k devices, under the
-    profile's NCCL release or ``release``; with ``faster``, also (the faster profile's scenario)."""
+    profile's NCCL release or ``release`` and its tuner or ``tuner``; with ``faster``, also (the faster profile's
+    scenario)."""
     p = with_nccl_version(resolve_profile(profile), release)
+    if tuner is not None:
+        p = p.replace(nccl=dataclasses.replace(p.nccl, tuner=tuner))
     w = presets()[model].workload(None)
     tier %= len(p.network)
     net = list(p.network)
@@ -67,25 +80,21 @@ def test_the_built_in_profiles_are_priced_as_the_default_release():
     assert set(OLDER) <= {c[0] for c in CASES} <= set(BUILT_IN)
 
 
-#: where the strict property fails under the default, with the failing case and why (pinned by
-#: test_where_the_default_still_fails_it_is_nccls_choice)
-DEFAULT_MISSES = {
+#: a case where NCCL's own tuner breaks the strict property on a profile whose platform replaces that tuner with
+#: a plugin (nccl.tuner: fastest), and why (test_nccls_own_tuner_breaks_it_where_the_platform_replaces_it)
+PLUGIN_CASES = {
     "gcp-a3-mega": (
         ("bert-base", 1, 2.0, 16),
         "TCPXO x2, BERT-base at k = 16: the 26 MB buckets' Tree/LL128 is bound inside the node (its bandwidth term "
         "does not move), NCCL's tuner then rates Ring/LL128 cheaper on the faster NIC, and simcli's cost of that "
-        "Ring (its TCPXO hops at the transport's own latency) is 1.5% above the Tree it left: +0.7% of the step, "
-        "under STEP_MARGIN",
+        "Ring (its TCPXO hops at the transport's own latency) is 1.5% above the Tree it left: +0.7% of the step",
     ),
 }
 
 
 @pytest.mark.parametrize(
     "profile",
-    [
-        pytest.param(n, marks=pytest.mark.xfail(strict=True, reason=DEFAULT_MISSES[n][1])) if n in DEFAULT_MISSES else n
-        for n in BUILT_IN
-    ],
+    [n for n in BUILT_IN],
 )
 @settings(max_examples=30, deadline=None, derandomize=True)
 @given(
@@ -111,15 +120,19 @@ def test_a_faster_network_never_predicts_slower_training(profile, model, tier, f
     )
 
 
-@pytest.mark.parametrize("profile", sorted(DEFAULT_MISSES))
-def test_where_the_default_still_fails_it_is_nccls_choice(profile):
-    """The default's one miss: the rise is under 1% of the step and a bucket's pair moved to one that simcli prices
-    above the pair it left, on the faster network itself (NCCL's tuner and the transport's cost disagree)."""
+@pytest.mark.parametrize("profile", sorted(PLUGIN_CASES))
+def test_nccls_own_tuner_breaks_it_where_the_platform_replaces_it(profile):
+    """gcp-a3-mega runs GCP's tuner plugin (nccl.tuner: fastest), so the property holds there; with NCCL's own
+    tuner (nccl.tuner: nccl) the same faster NIC raises the step by under 1%, and what moved is NCCL's choice: a
+    bucket's pair, to one that simcli prices above the pair it left, on the faster network itself."""
     from simcli.comm import collectives as C
     from simcli.step.buckets import bucket_plan
 
-    model, tier, factor, k = DEFAULT_MISSES[profile][0]
-    before, after, sc = _steps(profile, model, tier, factor, k, faster=True)
+    model, tier, factor, k = PLUGIN_CASES[profile][0]
+    before, after = _steps(profile, model, tier, factor, k)
+    assert resolve_profile(profile).nccl.tuner == "fastest"
+    assert after.t_step_s[0] <= before.t_step_s[0] * (1 + 1e-9)
+    before, after, sc = _steps(profile, model, tier, factor, k, faster=True, tuner="nccl")
     assert 1e-9 < after.t_step_s[0] / before.t_step_s[0] - 1 < 0.01
     plan = bucket_plan(float(sc.grad_bytes), sc.bucket_bytes if sc.overlap == "buckets" else None)
     old, new = before.comm_bucket, after.comm_bucket
