@@ -486,9 +486,8 @@ def _enabled(c: _Ctx, a: str, p: str) -> np.ndarray:
     if p == "ll128" and not spec.ll128_net:
         enabled = enabled & ~multi
     if a == "nvls":
-        enabled = enabled & (~multi) & (c.k > 2) & spec.nvls & c.nvls_ok
-        if c.collective != "all_reduce" and not c.rel.nvls_ag_rs:  # Ring only before 2.19.1 (tuning.cc)
-            enabled = np.zeros_like(enabled)
+        ag_rs = c.collective == "all_reduce" or c.rel.nvls_ag_rs  # all-gather/reduce-scatter: Ring only to 2.18.x
+        enabled = enabled & (~multi) & (c.k > 2) & spec.nvls & c.nvls_ok & ag_rs
     elif a == "nvls-tree":
         enabled = enabled & multi & spec.nvls & c.nvls_ok & (c.ppn > 2)
     elif a == "pat":  # ncclPatEnable: one GPU per node (nNodes == nRanks), 2.23.4 on
@@ -560,24 +559,16 @@ def _latency(c: _Ctx, a: str, p: str) -> tuple[np.ndarray, np.ndarray, np.ndarra
         thw[0] = PAT_PER_RANK_US * 1e-6
     else:  # nvls-tree: NVLS in the node, then the tree's network hops
         shp = (1,) * c.k.ndim
-        net_hops = _nvls_tree_hops_2_18(c) if c.rel.nvls_tree_2_18 else c.tree_hops
+        net_hops = c.tree_hops
+        if c.rel.nvls_tree_2_18:  # v2.18.5-1 tuning.cc line 238: 2*(nNodes-1)*hwLat[NET], tier i 2(D_i - D_i+1) of them
+            d = np.stack(list(c.dom) + [np.ones_like(c.k)])
+            net_hops = np.where(c.k >= 2, 2.0 * np.maximum(d[:-1] - d[1:], 0), 0.0)
         hc = np.where(np.arange(c.nt).reshape((-1,) + shp) == 0, 1.0, net_hops)
     base = (PAT_BASE_US if a == "pat" else c.rel.base_latency_us[a][PROTOCOLS.index(p)]) * 1e-6
     hop_lat = hc * hw
     lat = base + hop_lat.sum(axis=0)
     tlat = base + ((hc if thc is None else thc) * thw).sum(axis=0)
     return lat, tlat, hc, hop_lat, base
-
-
-def _nvls_tree_hops_2_18(c: _Ctx) -> np.ndarray:
-    """NVLSTree's network hops in 2.18.x (v2.18.5-1 tuning.cc line 238: ``latencies += 2*(nNodes-1)*hwLat[NET]``):
-    2(N-1) for N nodes, tier i >= 1 taking 2(D_i - D_{i+1}) of them (the domains of tier i-1 it joins beyond those
-    the tier above joins; they sum to 2(N-1)), tier 0 none (its NVLink hop is in the row's tables)."""
-    out = np.zeros((c.nt,) + c.k.shape)
-    for i in range(1, c.nt):
-        above = c.dom[i + 1] if i + 1 < c.nt else np.ones_like(c.dom[i])
-        out[i] = 2.0 * np.maximum(c.dom[i] - above, 0)
-    return np.where(c.k >= 2, out, 0.0)
 
 
 def _ring_bw(c: _Ctx, p: str) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
@@ -614,8 +605,7 @@ def _tree_bw(c: _Ctx, p: str) -> tuple[np.ndarray, np.ndarray, float]:
             b = np.minimum(
                 b * np.where(c.multi, 120.0 / 128.0, 7.0 / 9.0), c.gch * np.asarray(c.tab["tree_ll128"])[c.idx2] * 1e9
             )
-        # one GPU per node: NCCL_TOPO_PATTERN_TREE (2.18.3 on; releases.Release.tree_pattern_factor)
-        both.append(np.where(c.one_ppn & c.multi & c.rel.tree_pattern_factor, b * TREE_PATTERN_FACTOR, b))
+        both.append(np.where(c.one_ppn & c.multi & c.rel.tree_pattern_factor, b * TREE_PATTERN_FACTOR, b))  # 2.18.3 on
     return both[0], both[1], 0.5
 
 
@@ -634,7 +624,7 @@ def nvls_channels(c: _Ctx) -> np.ndarray | float:
     return ctas.nvls_channels(c.spec, np.where(c.multi, float(two[1]), float(two[0])))
 
 
-def _nvls_bw_5_6(c: _Ctx, a: str, G: np.ndarray, *, s: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray | float]:
+def _nvls_bw_5_6(c: _Ctx, a: str, G: np.ndarray, *, s: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
     """NVLS/NVLSTree to 2.27.x: busBw = the graph's nChannels (G) x its speed s, algBw 5/6 of it (all-reduce; .75
     in 2.18.1: the release's ``nvls_ratio``); NVLSTree's tuner per channel min(bwIntra, bwInter), bwInter halved
     beyond 2 nodes (the graph's quantised speed, then halved; 2.18.x: ``nvls_tree_2_18``); its cost: the heads'
@@ -643,15 +633,13 @@ def _nvls_bw_5_6(c: _Ctx, a: str, G: np.ndarray, *, s: np.ndarray) -> tuple[np.n
     reduce_all = c.collective == "all_reduce"
     split = (c.ppn - 1.0) / np.maximum(c.ppn, 1.0)  # all-gather/reduce-scatter: (ppn-1)/ppn (2.27.3 on)
     per = s * (split if (not reduce_all and rel.nvls_ag_rs_ppn) else 1.0)
-    ratio: np.ndarray | float = rel.nvls_ratio if reduce_all else rel.nvls_ag_rs_ratio
+    ratio = np.asarray(rel.nvls_ratio if reduce_all else rel.nvls_ag_rs_ratio)
     bus = G * per * 1e9
     tbus = bus
     if a == "nvls-tree" and c.nt > 1:
         if rel.nvls_tree_2_18:  # v2.18.5-1 tuning.cc lines 174, 198: bwIntra to 2 nodes, bwInter beyond; .70 N/(2(N-1))
-            s_inter = quantise(c.net_heads / 1e9 / G, SPEEDS_INTER)
-            tbus = G * np.where(c.nodes <= 2, per, s_inter) * 1e9
-            ratio = 0.70 * c.nodes / (2.0 * np.maximum(c.nodes - 1.0, 1.0))
-            return bus, tbus, ratio
+            tbus = G * np.where(c.nodes <= 2, per, quantise(c.net_heads / 1e9 / G, SPEEDS_INTER)) * 1e9
+            return bus, tbus, 0.70 * c.nodes / (2.0 * np.maximum(c.nodes - 1.0, 1.0))
         s_inter = quantise(c.net_heads / 1e9 / G, SPEEDS_INTER) * np.where(c.nodes > 2, 0.5, 1.0)
         tbus = G * np.minimum(per, s_inter) * 1e9
         bus = np.minimum(bus, c.net_heads / np.where(c.nodes > 2, 2.0, 1.0) / ratio)

@@ -441,3 +441,65 @@ def test_nvls_all_gather_and_reduce_scatter_from_2_19_1():
                 protocols=["simple"],
             )
             assert bool(pr.enabled[0]) == on
+
+
+# v2.18.1-1 src/graph/tuning.cc, lines 56-59, 67-80, 88-99, 160, 187-188 (NVIDIA/nccl, BSD-3-Clause)
+_TUNING_2_18_1 = """
+static const float baseLat  [NCCL_NUM_ALGORITHMS][NCCL_NUM_PROTOCOLS] = {
+       {  6.8, 14.0,    0 }, {  6.6, 14.0,  8.4 }, // Tree, Ring
+       {  6.8, 14.0,    0 }, {  6.8, 14.0,    0 },       // Collnet Direct, Chain
+       {    0,    0, 23.0 }, {    0,    0, 23.0 }};     // NVLS, NVLS Tree
+static float hwLat [3][NCCL_NUM_ALGORITHMS][NCCL_NUM_PROTOCOLS] =
+{ /* NVLINK */
+  { /* Tree (LL/LL128/Simple)*/ { .6, 1.25, 28 }, /* Ring (LL/LL128/Simple)*/ { .6, 1.9, 3.4 },
+    /* CollNetDirect (Simple)*/ { 0, 0, 8.0 }, /* CollNetChain (Simple)*/ { 0, 0, 4.75 },
+    /* NVLS */ { 0, 0, 0 }, /* NVLSTree */ { 0, 0, 0 } },
+  /* PCI */
+  { /* Tree (LL/LL128/Simple)*/ { 1.0, 1.9, 28 }, /* Ring (LL/LL128/Simple)*/ { 1.0, 2.5, 5.7 },
+    /* CollNetDirect (Simple)*/ { 0, 0, 8.0 }, /* CollNetChain (Simple)*/ { 0, 0, 8.0 },
+    /* NVLS */ { 0, 0, 0 }, /* NVLSTree */ { 0, 0, 0 } },
+  /* NET */
+  { /* Tree (LL/LL128/Simple)*/ { 5.0, 8.5, 28 }, /* Ring (LL/LL128/Simple)*/ { 2.7, 4.0, 14.0 },
+    /* CollNetDirect (Simple)*/ { 0, 0, 10.7 }, /* CollNetChain (Simple)*/ { 0, 0, 14 },
+    /* NVLS */ { 0, 0, 18 }, /* NVLSTree */ { 0, 0, 19 } }
+};
+static const double ll128MaxBwPerCh[3] = { 20.0, 20.0, 36.7 };
+static const double llMaxBws[3][3] = {
+  /* Volta-N1/Intel-N2/Intel-N4) */ {39.0, 39.0, 20.4},
+  /* Ampere-N1/AMD-N2/AMD-N4) */ {87.7, 22.5 /*avg of ring & tree*/, 19.0},
+  /* Hopper-N1/AMD-N2/AMD-N4) */ {87.7, 22.5 /*avg of ring & tree*/, 19.0}
+};
+
+static const double perChMaxTreeBws[3][3] = {
+  /* Volta (N1/N2/N4) */ {26.5, 18.5, 10.0},
+  /* Ampere (N1/N2/N4) */ {24.0, 23.6, 17.8},
+  /* Hopper (N1/N2/N4) */ {38.7, 41.4, 33.0},
+};
+      if (coll == ncclFuncAllGather && a != NCCL_ALGO_RING) continue;
+        else if (a == NCCL_ALGO_NVLS) ratio = .75;
+        else if (a == NCCL_ALGO_NVLS_TREE) ratio = .70 * nNodes / (2*(nNodes-1));
+"""
+
+
+def test_the_release_checker_reads_2_18_1s_tables_and_switch_lines():
+    """benchmarks/check_nccl_releases.py on 2.18.1's own text: its one ll128MaxBwPerCh row caps Ring/LL128 and
+    Tree/LL128 alike, CollNet's columns are read against simcli.comm.collnet's row of the release, the switch lines
+    decide tree_pattern_factor, nvls_ratio, nvls_tree_2_18 and nvls_ag_rs: the 2.18.1 row agrees, 2.18.3's (read as
+    if it were 2.18.1) disagrees on its hops, its caps and its two switches."""
+    import importlib.util
+
+    path = Path(__file__).resolve().parents[2] / "benchmarks" / "check_nccl_releases.py"
+    spec = importlib.util.spec_from_file_location("check_nccl_releases", path)
+    chk = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(chk)
+    t = chk.tables(_TUNING_2_18_1)
+    assert t["ring_ll128"] == t["tree_ll128"] == [20.0] * 6 + [36.7] * 3
+    row = releases.V2_18_1
+    assert chk.compare(row, t) == [] and chk.compare_collnet(row, t) == []
+    assert chk.compare_switches(row, _TUNING_2_18_1) == []
+    wrong = dataclasses.replace(releases.V2_18_3, version="2.18.1")
+    bad = chk.compare(wrong, t) + chk.compare_switches(wrong, _TUNING_2_18_1)
+    assert any("hwLat[net][tree]" in b for b in bad) and any("tree_ll128[hopper]" in b for b in bad)
+    assert any("tree_pattern_factor" in b for b in bad) and any("nvls_ratio" in b for b in bad)
+    later = dataclasses.replace(releases.V2_18_1, version="2.19.1")  # CollNet's row is the release's: 2.19.1's
+    assert any("hwLat[nvlink][collnet-chain]" in b for b in chk.compare_collnet(later, t))
