@@ -4,9 +4,11 @@
 
 NCCL_GIT_DIR is a clone (or bare mirror) of NVIDIA/nccl with its tags. For each carried release it reads
 ``v<release>-1:src/graph/tuning.cc``: baseLat, hwLat and the llMaxBws/perChMax*Bws tables (the
-``ncclTunerConstantsDefaults`` initializer from 2.28.3 on), and compares them with the row; it prints each
-difference and exits 1 if there is one. The formula switches are not read here (docs/nccl.md, "Carried releases",
-says where each one is in the source).
+``ncclTunerConstantsDefaults`` initializer from 2.28.3 on; 2.18.1's one ``ll128MaxBwPerCh`` row caps Ring/LL128 and
+Tree/LL128 alike), CollNet's baseLat/hwLat (simcli.comm.collnet's row for the release), and compares them with the
+row; for the releases up to 2.20.3 it also looks for the source line of each formula switch the 2.18/2.19 rows
+set (:data:`SWITCHES`). It prints each difference and exits 1 if there is one. The other switches are not read
+here (docs/nccl.md, "Carried releases", says where each one is in the source).
 """
 
 from __future__ import annotations
@@ -19,7 +21,7 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 
-from simcli.comm import releases  # noqa: E402
+from simcli.comm import collnet, releases  # noqa: E402
 
 GENS = ["volta", "ampere", "hopper", "blackwell"]  # NCCL's compCapIndex order
 ALGOS = ["tree", "ring", "collnet-direct", "collnet-chain", "nvls", "nvls-tree", "pat"]  # NCCL_ALGO_* order
@@ -72,15 +74,66 @@ def tables(source: str) -> dict[str, list[float] | None]:
         return dict(zip(names, (_numbers(g) for g in _groups(defaults))))
     out: dict[str, list[float] | None] = {"base": _numbers(_braced(source, "baseLat  [") or "")}
     out["hw"] = _numbers(_braced(source, "hwLat [") or "")
+    one = re.search(r"ll128MaxBwPerCh\[\d\]\s*=\s*(\{[^}]*\})", source)  # 2.18.1: one cap per generation
+    if one is not None:
+        caps = _numbers(one.group(1))
+        out["ring_ll128"] = out["tree_ll128"] = [c for c in caps for _ in range(3)]
     for key, name in (
         ("ll_max", "llMaxBws["),
         ("ring_ll128", "perChMaxRingLL128Bws["),
         ("tree_ll128", "perChMaxTreeLL128Bws["),
         ("tree", "perChMaxTreeBws["),
     ):
-        out[key] = _numbers(_braced(source, name) or "")
+        if name in source or key not in out:
+            out[key] = _numbers(_braced(source, name) or "")
     out["nvls_tree"] = None
     return out
+
+
+#: the formula switches the 2.18.1-2.19.x rows set, each as (field, the source line of tuning.cc that is there
+#: exactly where the field is True), read for every carried release up to 2.20.3
+SWITCHES = (
+    ("tree_pattern_factor", r"graphs\[a\]->pattern == NCCL_TOPO_PATTERN_TREE\) busBw \*= \.85"),
+    ("nvls_tree_2_18", r"ratio = \.70 \* nNodes / \(2\*\(nNodes-1\)\)"),
+    ("nvls_ag_rs", r"coll == ncclFuncAllGather && a != NCCL_ALGO_RING && a != NCCL_ALGO_NVLS"),
+)
+#: the NVLS all-reduce ratio's source line, by the row's nvls_ratio (to 2.27.x)
+NVLS_RATIO_LINES = {
+    0.75: r"a == NCCL_ALGO_NVLS\) ratio = \.75;",
+    5.0 / 6.0: r"a == NCCL_ALGO_NVLS( \|\| a == NCCL_ALGO_NVLS_TREE)?\) ratio \*?= 5\.0/6\.0;",
+}
+
+
+def compare_switches(row: releases.Release, source: str) -> list[str]:
+    """The 2.18/2.19 switches of ``row`` against its tag's tuning.cc (releases up to 2.20.3)."""
+    if row.key > releases.parse_version("2.20.3"):
+        return []
+    bad = []
+    for field, pattern in SWITCHES:
+        if bool(re.search(pattern, source)) != bool(getattr(row, field)):
+            bad.append(
+                f"{row.version}: {field} is {getattr(row, field)} in the row, the tag's line /{pattern}/ says not"
+            )
+    if not re.search(NVLS_RATIO_LINES.get(row.nvls_ratio, "^$"), source):
+        bad.append(f"{row.version}: nvls_ratio {row.nvls_ratio} in the row is not the tag's")
+    return bad
+
+
+def compare_collnet(row: releases.Release, t: dict[str, list[float] | None]) -> list[str]:
+    """CollNetDirect/CollNetChain's Simple baseLat and hwLat against simcli.comm.collnet's row for the release."""
+    cn = collnet.collnet_release(row.version)
+    na = len(t["base"] or []) // 3
+    bad = []
+    for j, a in enumerate(ALGOS[2:4]):
+        ai = 2 + j
+        got = t["base"][3 * ai + 2]
+        if got != cn.base_us[j]:
+            bad.append(f"{row.version}: baseLat[{a}][Simple] is {got} at the tag, {cn.base_us[j]} in {cn.since}'s row")
+        for hi, h in enumerate(HW):
+            got = t["hw"][(hi * na + ai) * 3 + 2]
+            if got != cn.hw_us[h][j]:
+                bad.append(f"{row.version}: hwLat[{h}][{a}][Simple] is {got} at the tag, {cn.hw_us[h][j]} in the row")
+    return bad
 
 
 def compare(row: releases.Release, t: dict[str, list[float] | None]) -> list[str]:
@@ -120,7 +173,8 @@ def main(git_dir: str) -> int:
             text=True,
             check=True,
         ).stdout
-        bad += compare(row, tables(src))
+        t = tables(src)
+        bad += compare(row, t) + compare_collnet(row, t) + compare_switches(row, src)
     for line in bad:
         print(line)
     print(f"{len(releases.RELEASES)} releases, {len(bad)} differences")

@@ -13,7 +13,7 @@ plateau factor, all channels). Sources: the header of each file under validation
     python benchmarks/validate_nccl.py [-v] [--textbook] [--ll128-net-off] [--extra DIR[:PROFILE]] [--nccl-version V]
 
 ``--nccl-version V`` prices every curve with NCCL release V's tuner (simcli.comm.releases; default: each profile's
-``nccl.version``, 2.20.3 on the built-in ones), as ``simcli ... --nccl-version V`` does.
+``nccl.version``, the default release, 2.29.7, on the built-in ones), as ``simcli ... --nccl-version V`` does.
 
 ``--extra DIR[:PROFILE]`` adds every CSV of DIR (columns devices, bytes, time_us[, time_inplace_us]; NCCL's default
 choice, -g 1) priced with PROFILE (default dgx-h100): curves held out of the project (issue 21 phase 2 used the other
@@ -113,11 +113,11 @@ KNOWN_MISSES = {
     "min(bwIntra, bwInter/2) beyond 2 nodes; a double binary tree's inner node sends 2n); under 2.20.3 (no NVLS on "
     "MNNVL) simcli runs Tree/LL128 and Ring, under 2.26.2 NVLSTree bound by the rack's NVLink at 2 and 20 racks "
     "alike; NVLS across GB200 racks is being reworked (docs/nccl.md, 'GB200 across many racks')",
-    "nccl-allreduce-16xH100-2node-aws-p5-efa-nccl2.18.5": "NCCL 2.18.5 with aws-ofi-nccl 1.7.3: older than the "
-    "oldest carried release (2.20.3; --nccl-version refuses it; 2.18's NVLS/NVLSTree ratios and latencies differ, "
-    "docs/nccl.md 'Carried releases'); the plugin has no tuner (aws-ofi-nccl's came in v1.8.0) and keeps NVLS on at "
-    "2.18.5 (platform-aws.c configure_nvls_option); the run's algbw doubles from 256 to 512 MiB, a change of "
-    "algorithm no carried tuner makes there",
+    "nccl-allreduce-16xH100-2node-aws-p5-efa-nccl2.18.5": "NCCL 2.18.5 with aws-ofi-nccl 1.7.3: a miss under its "
+    "own release too (2.18.5's tuner, 0.70·N/(2(N-1)) NVLSTree ratio and all, also picks NVLSTree at every size; "
+    "docs/nccl.md 'Carried releases'); the plugin has no tuner (aws-ofi-nccl's came in v1.8.0), keeps NVLS on at "
+    "2.18.5 (platform-aws.c configure_nvls_option) and on p5 with RDMA leaves NCCL_PROTO alone; the run's algbw "
+    "doubles from 256 to 512 MiB, a change of algorithm no carried tuner makes there",
 }
 BANDS = SIZE_BANDS
 

@@ -15,8 +15,9 @@ between nodes), NCCL may run two more all-reduce algorithms, both Simple only:
 ``intraLat`` is hwLat[NVLink or PCI][algorithm][Simple] of the node's links, ``interLat`` hwLat[NET][...] plus the
 network plugin's latency (twice for Simple: "Also add the flush extra latency"). Source: NVIDIA/nccl
 ``src/graph/tuning.cc`` (``ncclTopoTuneModel``): v2.20.3-1 lines 56-77 (baseLat, hwLat), 174-216 (bandwidth),
-254-258 (latency), 288-304 (enabling); the CollNet all-reduce terms are the same text from v2.19.3-1 to
-v2.30.7-1 (only line numbers and the all-gather/reduce-scatter branch, which simcli does not price, move).
+254-258 (latency), 288-304 (enabling); the CollNet all-reduce terms are the same text from v2.19.1-1 to
+v2.30.7-1 (only line numbers and the all-gather/reduce-scatter branch, which simcli does not price, move); 2.18.x
+has its own constants (:data:`COLLNET_RELEASES`).
 
 When NCCL runs them (``src/init.cc`` v2.20.3-1): only with a CollNet network plugin and ``NCCL_COLLNET_ENABLE=1``
 (lines 996-1004; the default is off, so ``collnet: sharp`` says both), on at least ``NCCL_COLLNET_NODE_THRESHOLD``
@@ -114,14 +115,21 @@ class CollNetRelease:
     arity_us: float
 
 
-#: every CollNet row, oldest first; a release takes the newest row at or before it. One row prices every carried
-#: release (2.20.3 on); 2.18.x's differ (docs/nccl.md, 'CollNet': baseLat 0, hwLat NVLink 8.0/4.75, PCI 8.0/8.0,
-#: NET 10.7/14 us, arity 0.5 us; v2.18.1-1 tuning.cc lines 56-80, 222) and enter with a 2.18 release row
+#: every CollNet row, oldest first; a release takes the newest row at or before it: 2.18.x's (the carried 2.18.1,
+#: 2.18.3 and 2.18.5), and one for every carried release from 2.19.1 on
 COLLNET_RELEASES: tuple[CollNetRelease, ...] = (
     CollNetRelease(
-        "2.19.3",
+        "2.18.1",
+        "NVIDIA/nccl v2.18.1-1 src/graph/tuning.cc lines 56-59 (baseLat: Simple 0), 67-80 (hwLat: NVLink 8.0/4.75, "
+        "PCI 8.0/8.0, NET 10.7/14), 222 ('Add 0.5 arity serialization latency'); the same in v2.18.3-1 to v2.18.6-1",
+        (0.0, 0.0),
+        {"nvlink": (8.0, 4.75), "pcie": (8.0, 8.0), "net": (10.7, 14.0)},
+        0.5,
+    ),
+    CollNetRelease(
+        "2.19.1",
         "NVIDIA/nccl v2.20.3-1 src/graph/tuning.cc lines 56-59 (baseLat 0), 66-77 (hwLat: NVLink 3.7/2.8, PCI "
-        "3.7/2.8, NET 31/30), 256 ('Add 0.4 us arity serialization latency'); the same from v2.19.3-1 to "
+        "3.7/2.8, NET 31/30), 256 ('Add 0.4 us arity serialization latency'); the same from v2.19.1-1 to "
         "v2.30.7-1 (v2.28.3-1 moves the tables into ncclTunerConstantsDefaults, same values)",
         (0.0, 0.0),
         {"nvlink": (3.7, 2.8), "pcie": (3.7, 2.8), "net": (31.0, 30.0)},

@@ -1,6 +1,6 @@
 """NCCL's cost model, generalised to simcli's tiers: every (algorithm, protocol) pair, and NCCL's choice.
 
-The tuner's constants and formula switches are the selected release's (:mod:`simcli.comm.releases`, 2.20.3 to
+The tuner's constants and formula switches are the selected release's (:mod:`simcli.comm.releases`, 2.18.1 to
 2.30.7: ``NcclSpec.version``; the default 2.29.7, what torch 2.13's CUDA wheels install). Source: NVIDIA/nccl
 ``src/graph/tuning.cc`` (``ncclTopoTuneModel``, ``ncclTopoGetAlgoTime``), ``src/enqueue.cc`` (``getAlgoInfo``:
 channels shrink for small messages) and ``src/graph/search.cc`` (the search graphs: :mod:`simcli.comm.nccl_graph`).
@@ -486,7 +486,8 @@ def _enabled(c: _Ctx, a: str, p: str) -> np.ndarray:
     if p == "ll128" and not spec.ll128_net:
         enabled = enabled & ~multi
     if a == "nvls":
-        enabled = enabled & (~multi) & (c.k > 2) & spec.nvls & c.nvls_ok
+        ag_rs = c.collective == "all_reduce" or c.rel.nvls_ag_rs  # all-gather/reduce-scatter: Ring only to 2.18.x
+        enabled = enabled & (~multi) & (c.k > 2) & spec.nvls & c.nvls_ok & ag_rs
     elif a == "nvls-tree":
         enabled = enabled & multi & spec.nvls & c.nvls_ok & (c.ppn > 2)
     elif a == "pat":  # ncclPatEnable: one GPU per node (nNodes == nRanks), 2.23.4 on
@@ -508,6 +509,8 @@ def _hop_tables(c: _Ctx, a: str, p: str) -> tuple[np.ndarray, np.ndarray]:
         real = (np.where(table, lk.hop_us[pidx] * 1e-6, 0.0) if lk.hop_us else table) * np.ones(k.shape)
         cost_hw.append(real * c.scale[i])
         plug = lk.plugin_latency_us * 1e-6 * (2.0 if p == "simple" else 1.0) if i else 0.0
+        if a == "nvls-tree" and rel.nvls_tree_2_18:  # 2.18.x: 2*(nNodes-1)*hwLat[NET], no graph latencyInter
+            plug = 0.0
         plug = np.where(table, plug, 0.0)
         tuner_hw.append((table * (c.scale[i] if not lk.hop_us else 1.0)) + plug + np.zeros(k.shape))
     return np.stack(cost_hw), np.stack(tuner_hw)
@@ -556,7 +559,11 @@ def _latency(c: _Ctx, a: str, p: str) -> tuple[np.ndarray, np.ndarray, np.ndarra
         thw[0] = PAT_PER_RANK_US * 1e-6
     else:  # nvls-tree: NVLS in the node, then the tree's network hops
         shp = (1,) * c.k.ndim
-        hc = np.where(np.arange(c.nt).reshape((-1,) + shp) == 0, 1.0, c.tree_hops)
+        net_hops = c.tree_hops
+        if c.rel.nvls_tree_2_18:  # v2.18.5-1 tuning.cc line 238: 2*(nNodes-1)*hwLat[NET], tier i 2(D_i - D_i+1) of them
+            d = np.stack(list(c.dom) + [np.ones_like(c.k)])
+            net_hops = np.where(c.k >= 2, 2.0 * np.maximum(d[:-1] - d[1:], 0), 0.0)
+        hc = np.where(np.arange(c.nt).reshape((-1,) + shp) == 0, 1.0, net_hops)
     base = (PAT_BASE_US if a == "pat" else c.rel.base_latency_us[a][PROTOCOLS.index(p)]) * 1e-6
     hop_lat = hc * hw
     lat = base + hop_lat.sum(axis=0)
@@ -598,7 +605,7 @@ def _tree_bw(c: _Ctx, p: str) -> tuple[np.ndarray, np.ndarray, float]:
             b = np.minimum(
                 b * np.where(c.multi, 120.0 / 128.0, 7.0 / 9.0), c.gch * np.asarray(c.tab["tree_ll128"])[c.idx2] * 1e9
             )
-        both.append(np.where(c.one_ppn & c.multi, b * TREE_PATTERN_FACTOR, b))  # one GPU per node: TREE pattern
+        both.append(np.where(c.one_ppn & c.multi & c.rel.tree_pattern_factor, b * TREE_PATTERN_FACTOR, b))  # 2.18.3 on
     return both[0], both[1], 0.5
 
 
@@ -617,18 +624,22 @@ def nvls_channels(c: _Ctx) -> np.ndarray | float:
     return ctas.nvls_channels(c.spec, np.where(c.multi, float(two[1]), float(two[0])))
 
 
-def _nvls_bw_5_6(c: _Ctx, a: str, G: np.ndarray, *, s: np.ndarray) -> tuple[np.ndarray, np.ndarray, float]:
-    """NVLS/NVLSTree to 2.27.x: busBw = the graph's nChannels (G) x its speed s, algBw 5/6 of it (all-reduce);
-    NVLSTree's tuner per channel min(bwIntra, bwInter), bwInter halved beyond 2 nodes (the graph's quantised speed,
-    then halved); its cost: the heads' NICs carry n (2 nodes) or 2n."""
+def _nvls_bw_5_6(c: _Ctx, a: str, G: np.ndarray, *, s: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """NVLS/NVLSTree to 2.27.x: busBw = the graph's nChannels (G) x its speed s, algBw 5/6 of it (all-reduce; .75
+    in 2.18.1: the release's ``nvls_ratio``); NVLSTree's tuner per channel min(bwIntra, bwInter), bwInter halved
+    beyond 2 nodes (the graph's quantised speed, then halved; 2.18.x: ``nvls_tree_2_18``); its cost: the heads'
+    NICs carry n (2 nodes) or 2n."""
     rel = c.rel
     reduce_all = c.collective == "all_reduce"
     split = (c.ppn - 1.0) / np.maximum(c.ppn, 1.0)  # all-gather/reduce-scatter: (ppn-1)/ppn (2.27.3 on)
     per = s * (split if (not reduce_all and rel.nvls_ag_rs_ppn) else 1.0)
-    ratio = NVLS_RATIO if reduce_all else rel.nvls_ag_rs_ratio
+    ratio = np.asarray(rel.nvls_ratio if reduce_all else rel.nvls_ag_rs_ratio)
     bus = G * per * 1e9
     tbus = bus
     if a == "nvls-tree" and c.nt > 1:
+        if rel.nvls_tree_2_18:  # v2.18.5-1 tuning.cc lines 174, 198: bwIntra to 2 nodes, bwInter beyond; .70 N/(2(N-1))
+            tbus = G * np.where(c.nodes <= 2, per, quantise(c.net_heads / 1e9 / G, SPEEDS_INTER)) * 1e9
+            return bus, tbus, 0.70 * c.nodes / (2.0 * np.maximum(c.nodes - 1.0, 1.0))
         s_inter = quantise(c.net_heads / 1e9 / G, SPEEDS_INTER) * np.where(c.nodes > 2, 0.5, 1.0)
         tbus = G * np.minimum(per, s_inter) * 1e9
         bus = np.minimum(bus, c.net_heads / np.where(c.nodes > 2, 2.0, 1.0) / ratio)

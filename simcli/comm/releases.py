@@ -1,5 +1,5 @@
 """NCCL releases as data: the tuner's constants and formula switches of every release whose ``src/graph/tuning.cc``
-(or the choice in ``src/enqueue.cc``) changed, 2.20.3 through 2.30.7, one :class:`Release` row each.
+(or the choice in ``src/enqueue.cc``) changed, 2.18.1 through 2.30.7, one :class:`Release` row each.
 
 :mod:`simcli.comm.nccl` reads the selected row (a profile's ``nccl.version``, or ``--nccl-version``) instead of
 constants of its own. Each row is the row before it with the fields its tag changed (:func:`_after`, by keyword),
@@ -10,8 +10,10 @@ Selection (:func:`select`): a carried release is priced as itself; a release bet
 earlier (and :func:`note` says so); one after the newest takes the newest; one before the oldest is refused.
 The default is :data:`simcli.base.types.NCCL_TABLES_VERSION`.
 
-What the rows leave out (docs/nccl.md, "Carried releases"): CollNet, the per-collective NCCL_ALGO/NCCL_PROTO lists
-(2.24.3) and the getAlgoInfo/calcCollChunking changes (channels and NVLS chunks stay 2.20.3's).
+What the rows leave out (docs/nccl.md, "Carried releases"): CollNet (its own rows: simcli.comm.collnet), the
+per-collective NCCL_ALGO/NCCL_PROTO lists (2.24.3), the getAlgoInfo/calcCollChunking changes (channels and NVLS chunks
+stay 2.20.3's) and the search graphs' speed tables (src/graph/search.cc: 2.20.3's in every release; 2.19.3 added 22.0
+to sm90SpeedArrayInter).
 """
 
 from __future__ import annotations
@@ -83,6 +85,18 @@ class Release:
     #: NVLS_NCHANNELS_SM100 32 from 2.25.1, NVLS_NCHANNELS_SM100_NVL 24 in one domain from 2.27.3; None: the
     #: profile's nvls_channels
     sm100_nvls_channels: tuple[int, int] | None = None
+    #: Tree's busBw x .85 for a tree-pattern graph (one GPU per node; tuning.cc 2.18.3 on: "if (a ==
+    #: NCCL_ALGO_TREE && graphs[a]->pattern == NCCL_TOPO_PATTERN_TREE) busBw *= .85"; absent in 2.18.1)
+    tree_pattern_factor: bool = True
+    #: NVLS all-reduce's bus-to-algorithm ratio in the tuner (to 2.27.x): .75 in 2.18.1, 5/6 from 2.18.3
+    nvls_ratio: float = 5.0 / 6.0
+    #: 2.18.x's NVLSTree (v2.18.5-1 tuning.cc lines 174, 198, 238): per channel bwIntra up to 2 nodes and bwInter
+    #: beyond (no min, no halving), algBw = busBw x .70·N/(2(N-1)), latency baseLat + 2(N-1)·hwLat[NET] (no plugin
+    #: latency); 2.19.1 on: min(bwIntra, bwInter or bwInter/2), 5/6, intraLat + 2·log2i(N)·interLat
+    nvls_tree_2_18: bool = False
+    #: NVLS runs all-gather and reduce-scatter (tuning.cc 2.19.1 on: "a != NCCL_ALGO_RING && a != NCCL_ALGO_NVLS");
+    #: Ring only before
+    nvls_ag_rs: bool = True
 
     @property
     def key(self) -> tuple[int, ...]:
@@ -121,23 +135,24 @@ _GEN_TABLE_2_20 = {
     "cdna3": "hopper",
 }
 
-# ---------------------------------------------------------------------------------------------------- 2.20.3
-V2_20_3 = Release(
-    version="2.20.3",
-    source=_TUNING.format("2.20.3") + " (baseLat, hwLat, llMaxBws, perChMax*Bws, ncclTopoTuneModel, "
-    "treeCorrectionFactor, ncclTopoGetAlgoTime); 2.20.5 has the same file",
-    changes="the first carried release: simcli's model was built on it",
+# ---------------------------------------------------------------------------------------------------- 2.18.1
+V2_18_1 = Release(
+    version="2.18.1",
+    source=_TUNING.format("2.18.1") + " (baseLat, hwLat lines 56-80, ll128MaxBwPerCh, llMaxBws, perChMaxTreeBws "
+    "lines 88-99, ncclTopoTuneModel lines 166-229)",
+    changes="the oldest carried release (CoreWeave's CollNetChain run)",
     base_latency_us={
         "tree": (6.8, 14.0, 0.0),
         "ring": (6.6, 14.0, 8.4),
-        "nvls": (0.0, 0.0, 0.0),
-        "nvls-tree": (0.0, 0.0, 0.0),
+        "nvls": (0.0, 0.0, 23.0),
+        "nvls-tree": (0.0, 0.0, 23.0),
     },
     hw_latency_us=_hw(
-        {"tree": (0.6, 1.25, 28.0), "ring": (0.6, 1.9, 3.4), "nvls": (0.0, 0.0, 23.0), "nvls-tree": (0.0, 0.0, 23.0)},
+        {"tree": (0.6, 1.25, 28.0), "ring": (0.6, 1.9, 3.4), "nvls": (0.0, 0.0, 0.0), "nvls-tree": (0.0, 0.0, 0.0)},
         {"tree": (1.0, 1.9, 28.0), "ring": (1.0, 2.5, 5.7), "nvls": (0.0, 0.0, 0.0), "nvls-tree": (0.0, 0.0, 0.0)},
-        {"tree": (5.0, 8.5, 28.0), "ring": (2.7, 4.0, 14.0), "nvls": (0.0, 0.0, 18.0), "nvls-tree": (0.0, 0.0, 14.0)},
+        {"tree": (5.0, 8.5, 28.0), "ring": (2.7, 4.0, 14.0), "nvls": (0.0, 0.0, 18.0), "nvls-tree": (0.0, 0.0, 19.0)},
     ),
+    # ll128MaxBwPerCh[compCapIndex] (20, 20, 36.7) caps Ring/LL128 and Tree/LL128 alike at every node count
     generations={
         "volta": {
             "ll_max": (39.0, 39.0, 20.4),
@@ -156,8 +171,8 @@ V2_20_3 = Release(
         "hopper": {
             "ll_max": (87.7, 22.5, 19.0),
             "ring_ll128": (36.7, 36.7, 36.7),
-            "tree_ll128": (36.7, 36.7, 29.0),
-            "tree": (38.7, 41.4, 36.0),
+            "tree_ll128": (36.7, 36.7, 36.7),
+            "tree": (38.7, 41.4, 33.0),
             "nvls_tree": (0.0, 0.0, 0.0),
         },
     },
@@ -166,12 +181,17 @@ V2_20_3 = Release(
     ring_ll128_one_ppn=0.7,
     ring_inter_minus_one=False,
     one_ppn_tree_latency=False,
+    # NCCL has no MNNVL before 2.20.3: an mnnvl domain is priced as 2.20.3 prices it (one node, no NVLS)
     mnnvl_no_nvls=True,
     nvls_efficiency=None,
     nvls_ag_rs_ratio=5.0 / 6.0,
     nvls_ag_rs_ppn=False,
     tree_correction_sizes=23,
     nvls_tree_correction=False,
+    tree_pattern_factor=False,
+    nvls_ratio=0.75,
+    nvls_tree_2_18=True,
+    nvls_ag_rs=False,
 )
 
 
@@ -185,6 +205,77 @@ def _with_gen(gens: Mapping[str, Mapping[str, tuple]], gen: str, **tables: tuple
     out = {g: dict(t) for g, t in gens.items()}
     out.setdefault(gen, {}).update(tables)
     return out
+
+
+V2_18_3 = _after(
+    V2_18_1,
+    "2.18.3",
+    _TUNING.format("2.18.3") + " (hwLat lines 65-78, perChMaxRingLL128Bws, perChMaxTreeLL128Bws, perChMaxTreeBws "
+    "lines 92-106, ncclTopoTuneModel lines 183 (Tree x.85) and 197 (NVLS 5/6))",
+    changes="Tree/Simple hops 28/28/28 -> 4/6/14 us (NVLink/PCI/network); per-channel LL128 caps per node count "
+    "(Hopper Tree/LL128 beyond 2 nodes 36.7 -> 29 GB/s) and Hopper's Tree cap beyond 2 nodes 33 -> 36 GB/s; Tree x0.85 "
+    "for a tree-pattern graph (one GPU per node); NVLS all-reduce ratio .75 -> 5/6",
+    hw_latency_us=_hw(
+        _with_hw(V2_18_1.hw_latency_us["nvlink"], tree=(0.6, 1.25, 4.0)),
+        _with_hw(V2_18_1.hw_latency_us["pcie"], tree=(1.0, 1.9, 6.0)),
+        _with_hw(V2_18_1.hw_latency_us["net"], tree=(5.0, 8.5, 14.0)),
+    ),
+    generations=_with_gen(V2_18_1.generations, "hopper", tree_ll128=(36.7, 36.7, 29.0), tree=(38.7, 41.4, 36.0)),
+    tree_pattern_factor=True,
+    nvls_ratio=5.0 / 6.0,
+)
+V2_18_5 = _after(
+    V2_18_3,
+    "2.18.5",
+    "NVIDIA/nccl v2.18.5-1 src/graph/search.cc (ncclTopoSelectNets, ncclTopoSearchRecNet); tuning.cc and enqueue.cc "
+    "as v2.18.3-1; the release of Azure's ND H100 v5 run and AWS's older p5 run",
+    changes="search.cc takes each GPU's own NICs first and balances NVLS heads over the NICs (simcli's NVLSTree "
+    "already has one head per NIC); nothing simcli prices changed",
+)
+V2_19_1 = _after(
+    V2_18_5,
+    "2.19.1",
+    _TUNING.format("2.19.1") + " (baseLat, hwLat lines 56-78, ncclTopoTuneModel lines 168-169 (NVLS all-gather/"
+    "reduce-scatter), 175-176 (NVLS/NVLSTree bw), 199 (5/6), 241-243 (NVLS/NVLSTree latency))",
+    changes="NVLS/NVLSTree latency 23 us of base -> 23 us of NVLink hop; NVLSTree intraLat + 2·log2i(N)·interLat "
+    "with a 14 us network hop (was 23 + 2(N-1)·19 us), per channel min(bwIntra, bwInter, bwInter/2 beyond 2 nodes) "
+    "and ratio 5/6 (was bwIntra or bwInter, .70·N/(2(N-1))); Tree/Simple hops 4/6/14 -> 28/28/28 us; NVLS for "
+    "all-gather and reduce-scatter; CollNet's constants (simcli.comm.collnet)",
+    base_latency_us={**V2_18_5.base_latency_us, "nvls": (0.0, 0.0, 0.0), "nvls-tree": (0.0, 0.0, 0.0)},
+    hw_latency_us=_hw(
+        _with_hw(
+            V2_18_5.hw_latency_us["nvlink"], tree=(0.6, 1.25, 28.0), nvls=(0.0, 0.0, 23.0), nvls_tree=(0.0, 0.0, 23.0)
+        ),
+        _with_hw(V2_18_5.hw_latency_us["pcie"], tree=(1.0, 1.9, 28.0)),
+        _with_hw(V2_18_5.hw_latency_us["net"], tree=(5.0, 8.5, 28.0), nvls_tree=(0.0, 0.0, 14.0)),
+    ),
+    nvls_tree_2_18=False,
+    nvls_ag_rs=True,
+)
+V2_19_3 = _after(
+    V2_19_1,
+    "2.19.3",
+    "NVIDIA/nccl v2.19.3-1 src/enqueue.cc (computeColl: NVLS/NVLSTree chunks) and src/graph/search.cc "
+    "(sm90SpeedArrayInter, ncclTopoDupChannels); tuning.cc as v2.19.1-1; the release of AWS's 8-node p5 point",
+    changes="NVLSTree's chunk 64 KiB from 4 nodes and multi-node NVLS's 32 KiB (calcCollChunking), 22 GB/s in "
+    "the inter-node speed table: what simcli prices in every release (2.20.3's); nothing simcli prices changed",
+)
+V2_19_4 = _after(
+    V2_19_3,
+    "2.19.4",
+    "NVIDIA/nccl v2.19.4-1 src/enqueue.cc (p2p scheduling, plan reclaim); tuning.cc as v2.19.1-1",
+    changes="enqueue.cc's p2p scheduling and plan reclaim; nothing simcli prices changed",
+)
+# ---------------------------------------------------------------------------------------------------- 2.20.3
+V2_20_3 = _after(
+    V2_19_4,
+    "2.20.3",
+    _TUNING.format("2.20.3") + " (baseLat, hwLat, llMaxBws, perChMax*Bws, ncclTopoTuneModel, "
+    "treeCorrectionFactor, ncclTopoGetAlgoTime); 2.20.5 has the same file",
+    changes="MNNVL (a multi-node NVLink domain is one node, without NVLS or NVLSTree: what simcli prices an mnnvl "
+    "tier as in every release before 2.21.5); CollNetDirect all-gather/reduce-scatter (not carried); simcli's model "
+    "was built on this release",
+)
 
 
 V2_21_5 = _after(
@@ -363,6 +454,12 @@ V2_30_7 = _after(
 
 #: every carried release, oldest first
 RELEASES: tuple[Release, ...] = (
+    V2_18_1,
+    V2_18_3,
+    V2_18_5,
+    V2_19_1,
+    V2_19_3,
+    V2_19_4,
     V2_20_3,
     V2_21_5,
     V2_22_3,

@@ -76,8 +76,8 @@ def test_the_table_covers_every_validated_curve_and_its_kinds_are_the_profiles()
 
 def test_each_curve_is_priced_under_the_release_its_source_states():
     """validate_nccl's release table (issue 37): the release a run used is read from its header (per system where
-    one file holds two), a carried one is priced as itself, one between carried rows as the row before it, one
-    older than the oldest carried is refused; 'under the default' is the main table's figure."""
+    one holds two), a carried one is priced as itself (Azure's H100 run, 2.18.5, since issue 37's 2.18 rows), one
+    between carried rows as the row before it; 'under the default' is the main table's figure."""
     pub = validate_nccl.PUB
     ib, ring = pub / "nccl-allreduce-16xH100-2node-ib400x8.csv", pub / "nccl-allreduce-16xH100-2node-ring.csv"
     azure = pub / "nccl-allreduce-8xH100-8xH200-azure.csv"
@@ -95,7 +95,7 @@ def test_each_curve_is_priced_under_the_release_its_source_states():
     rows = {r["curve"]: (r["ran"], r["row"]) for r in recs}
     assert rows == {
         "nccl-allreduce-16xH100-2node-ib400x8": ("2.26.2", "2.26.2"),
-        "nccl-allreduce-8xH100-8xH200-azure [nd-h100-v5]": ("2.18.5", None),
+        "nccl-allreduce-8xH100-8xH200-azure [nd-h100-v5]": ("2.18.5", "2.18.5"),
         "nccl-allreduce-8xH100-8xH200-azure [nd-h200-v5]": ("2.20.5", "2.20.3"),
         "nccl-allreduce-16xH100-2node-ring": (None, None),
     }

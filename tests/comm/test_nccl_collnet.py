@@ -45,11 +45,13 @@ def _pairs(p, k, version=None):
 def test_collnet_latency_by_hand_from_tuning_cc_at_two_dgx_h100_nodes(h100):
     """k = 16 (2 nodes of 8, NVSwitch, InfiniBand): tuning.cc v2.20.3-1 lines 254-258 with hwLat lines 66-77.
     CollNetChain: baseLat 0 + 2·(8-1)·2.8 (NVLink) + 30 (NET) = 69.2 us. CollNetDirect: 0 + 2·(min(1, 7)·3.7 +
-    7·0.4) + 31 = 44.0 us. Every carried release has the same terms (2.19.3 to 2.30.7)."""
+    7·0.4) + 31 = 44.0 us. Every carried release from 2.19.1 has the same terms. 2.18.x (v2.18.1-1 tuning.cc lines
+    67-80, 222-224): chain 0 + 2·7·4.75 + 14 = 80.5 us, direct 0 + 2·(8.0 + 7·0.5) + 10.7 = 33.7 us."""
     for version in releases.carried():
         prs = _pairs(h100, [16], version)
-        assert prs["collnet-chain"].latency[0] == pytest.approx(69.2 * US, rel=1e-9)
-        assert prs["collnet-direct"].latency[0] == pytest.approx(44.0 * US, rel=1e-9)
+        old = releases.parse_version(version) < (2, 19)
+        assert prs["collnet-chain"].latency[0] == pytest.approx((80.5 if old else 69.2) * US, rel=1e-9)
+        assert prs["collnet-direct"].latency[0] == pytest.approx((33.7 if old else 44.0) * US, rel=1e-9)
         assert prs["collnet-chain"].enabled[0] and prs["collnet-direct"].enabled[0]
 
 

@@ -25,14 +25,28 @@ from simcli.io.profiles import resolve_profile
 #   ring_net: hwLat[NET][Ring][LL128] (4.0); tree_net_ll128: hwLat[NET][Tree][LL128] (8.5)
 #   inter_minus_one: nInterSteps = 2*(nNodes-1) for all-reduce (2.23.4 on; 2*nNodes before)
 #   ppn1_tree: "With ppn=1 latencies are fully exposed, use the Tree network latency" (2.23.4 on)
-_V2_20 = dict(tree_base=0.0, tree_nvl=28.0, tree_net=28.0, nvlstree_nvl=23.0, nvlstree_net=14.0)
+#   nvlstree_base: baseLat[NVLSTree][Simple]; nvlstree_linear: 2.18.x's "latencies += 2*(nNodes-1)*hwLat[NET]"
+#   (v2.18.5-1 line 238) in place of 2.19.1's "+= intraLat + 2 * log2i(nNodes) * interLat" (v2.19.1-1 line 243)
+# v2.18.1-1 lines 56-80: baseLat NVLS/NVLSTree Simple 23, hwLat NVLink Tree/Simple 28, NVLSTree 0, NET Tree/Simple
+# 28, NVLSTree 19
+_V2_18_1 = dict(tree_base=0.0, tree_nvl=28.0, tree_net=28.0, nvlstree_base=23.0, nvlstree_nvl=0.0, nvlstree_net=19.0)
+_V2_18_3 = dict(_V2_18_1, tree_nvl=4.0, tree_net=14.0)  # v2.18.3-1 lines 66-78: Tree/Simple 4/6/14
+# v2.19.1-1 lines 56-78: baseLat NVLS/NVLSTree 0, hwLat NVLink NVLS/NVLSTree 23, NET NVLSTree 14, Tree/Simple 28
+_V2_20 = dict(tree_base=0.0, tree_nvl=28.0, tree_net=28.0, nvlstree_base=0.0, nvlstree_nvl=23.0, nvlstree_net=14.0)
 _V2_21 = dict(_V2_20, nvlstree_nvl=25.0)  # v2.21.5-1: NVLS/NVLSTree NVLink 23 -> 25
 _V2_23 = dict(_V2_21, tree_base=8.4, tree_nvl=4.0, tree_net=14.0)  # v2.23.4-1: Tree/Simple 8.4 + 4.0/4.0/14
 _V2_28_9 = dict(_V2_23, nvlstree_net=20.9)  # v2.28.9-1: NVLSTree network hop 14 -> 20.9
 _COMMON = dict(ring_base=14.0, ring_nvl=1.9, ring_net=4.0, tree_net_ll128=8.5)
-_OLD = dict(inter_minus_one=False, ppn1_tree=False)
-_NEW = dict(inter_minus_one=True, ppn1_tree=True)
+_OLD = dict(inter_minus_one=False, ppn1_tree=False, nvlstree_linear=False)
+_NEW = dict(inter_minus_one=True, ppn1_tree=True, nvlstree_linear=False)
+_2_18 = dict(_OLD, nvlstree_linear=True)
 TAGS = {
+    "2.18.1": {**_V2_18_1, **_COMMON, **_2_18},
+    "2.18.3": {**_V2_18_3, **_COMMON, **_2_18},
+    "2.18.5": {**_V2_18_3, **_COMMON, **_2_18},
+    "2.19.1": {**_V2_20, **_COMMON, **_OLD},
+    "2.19.3": {**_V2_20, **_COMMON, **_OLD},
+    "2.19.4": {**_V2_20, **_COMMON, **_OLD},
     "2.20.3": {**_V2_20, **_COMMON, **_OLD},
     "2.21.5": {**_V2_21, **_COMMON, **_OLD},
     "2.22.3": {**_V2_21, **_COMMON, **_OLD},
@@ -57,8 +71,9 @@ def by_hand(c: dict) -> dict[str, float]:
     """The three all-reduce latencies (us) as tuning.cc computes them."""
     # Tree/Simple, 2 DGX H100 nodes: base + 2*((nRanks/nNodes-1)*intraLat + log2i(nNodes)*interLat)
     tree = c["tree_base"] + 2 * ((8 - 1) * c["tree_nvl"] + math.log2(2) * c["tree_net"])
-    # NVLSTree, 8 nodes: intraLat + 2*log2i(nNodes)*interLat (base 0)
-    nvlstree = c["nvlstree_nvl"] + 2 * math.log2(8) * c["nvlstree_net"]
+    # NVLSTree, 8 nodes: base + intraLat + 2*log2i(nNodes)*interLat; 2.18.x: base + 2*(nNodes-1)*hwLat[NET]
+    net_hops = 2 * (8 - 1) if c["nvlstree_linear"] else 2 * math.log2(8)
+    nvlstree = c["nvlstree_base"] + c["nvlstree_nvl"] + net_hops * c["nvlstree_net"]
     # Ring/LL128, 32 nodes of one GPU: base + (nsteps - nInterSteps)*max(intraLat, netOverhead) + nInterSteps*interLat
     nodes, nsteps = 32, 2 * (32 - 1)
     inter_steps = 2 * (nodes - 1) if c["inter_minus_one"] else 2 * nodes
@@ -69,10 +84,18 @@ def by_hand(c: dict) -> dict[str, float]:
 
 
 def test_the_hand_table_is_the_issues():
-    """The issue's table, 2.20.3 against 2.28.9: 448 / 92.4, 107 / 150.4, 266 / 541 us."""
+    """The issue's table, 2.20.3 against 2.28.9: 448 / 92.4, 107 / 150.4, 266 / 541 us; and 2.18's: 2.18.1 448,
+    289 (23 + 2·7·19), 266.2; 2.18.3 and 2.18.5 84 (2·(7·4 + 14)), 289, 266.2; 2.19.x 2.20.3's."""
     old, new = by_hand(TAGS["2.20.3"]), by_hand(TAGS["2.28.9"])
     assert old == pytest.approx({"tree": 448.0, "nvlstree": 107.0, "ring": 266.2})
     assert new == pytest.approx({"tree": 92.4, "nvlstree": 150.4, "ring": 541.0})
+    assert by_hand(TAGS["2.18.1"]) == pytest.approx({"tree": 448.0, "nvlstree": 289.0, "ring": 266.2})
+    assert (
+        by_hand(TAGS["2.18.3"])
+        == by_hand(TAGS["2.18.5"])
+        == pytest.approx({"tree": 84.0, "nvlstree": 289.0, "ring": 266.2})
+    )
+    assert by_hand(TAGS["2.19.1"]) == by_hand(TAGS["2.19.4"]) == old
 
 
 def test_every_carried_release_has_a_hand_row():
@@ -195,8 +218,11 @@ def test_selection_rule():
     assert releases.note("2.27.5") == ""
     assert "priced as 2.27.5" in releases.note("2.27.7")
     assert "newer than the newest" in releases.note("2.31.1")
-    with pytest.raises(InputError, match="--nccl-version: NCCL 2.19.3 is older than the oldest"):
-        releases.select("2.19.3")
+    assert releases.select("2.18.6").version == "2.18.5"  # 2.18.6 changed only nvls.cc's setup
+    assert releases.select("2.19.2").version == "2.19.1"
+    assert releases.select("2.19.3").version == "2.19.3"
+    with pytest.raises(InputError, match=r"--nccl-version: NCCL 2.17.1 is older than the oldest .* \(2.18.1\)"):
+        releases.select("2.17.1")
     with pytest.raises(InputError, match="not an NCCL release"):
         releases.select("two")
     keys = [r.key for r in releases.RELEASES]
@@ -247,8 +273,11 @@ def test_comm_says_which_release_prices_an_uncarried_one(runner):
     assert r.stderr.count("\n") == 1 and "2.28.8 is not a carried release; priced as 2.28.7" in r.stderr
     assert json.loads(r.stdout)[0]["latency_s"] * 1e6 == pytest.approx(92.4)
     r = runner.invoke(app, base + ["--nccl-version", "2.18.6"])
+    assert r.exit_code == 0 and r.stderr.count("\n") == 1 and "priced as 2.18.5" in r.stderr
+    assert json.loads(r.stdout)[0]["latency_s"] * 1e6 == pytest.approx(84.0)  # 2.18.3's Tree/Simple 4/14 us hops
+    r = runner.invoke(app, base + ["--nccl-version", "2.17.1"])
     assert r.exit_code == 2 and r.stdout == "" and r.stderr.count("\n") == 1
-    assert "--nccl-version: NCCL 2.18.6 is older than the oldest release simcli carries (2.20.3)" in r.stderr
+    assert "--nccl-version: NCCL 2.17.1 is older than the oldest release simcli carries (2.18.1)" in r.stderr
 
 
 def test_speedup_and_explain_take_the_option(runner):
@@ -355,4 +384,122 @@ def test_explain_says_what_the_release_changes_against_the_one_before(given, row
     assert f"against {before}: {' '.join(changes.split())}" in text and f"{row}" in text
     assert ("the default: what torch 2.13's CUDA wheels install" in text) == (row == "2.29.7")
     assert releases.against_previous(None)[0] is releases.DEFAULT_RELEASE
-    assert releases.against_previous("2.20.3") == (releases.RELEASES[0], None)
+    assert releases.against_previous("2.18.1") == (releases.RELEASES[0], None)
+    assert releases.against_previous("2.20.3") == (releases.V2_20_3, releases.V2_19_4)
+
+
+# ------------------------------------------------------------------- 2.18.x and 2.19.x (issue 37: the older runs)
+
+
+def test_nvls_ratio_is_075_in_2_18_1_and_5_6_from_2_18_3_by_hand():
+    """One DGX H100 (k = 8), NVLS: the tuner's busBw = G x S = 8 x 40 GB/s (the NVLS graph, as 2.20.3's), algBw x .75
+    (v2.18.1-1 tuning.cc line 187) or x 5/6 (v2.18.3-1 line 197); what it costs is the same (2.28.3's formula)."""
+    a, b = _pair("2.18.1", 8, "nvls", "simple"), _pair("2.18.3", 8, "nvls", "simple")
+    assert a.tuner_alg_Bps[0] / 1e9 == pytest.approx(8 * 40.0 * 0.75, rel=1e-9)
+    assert b.tuner_alg_Bps[0] / 1e9 == pytest.approx(8 * 40.0 * 5 / 6, rel=1e-9)
+    assert a.alg_Bps[0] == pytest.approx(b.alg_Bps[0], rel=1e-12)
+    # one node: baseLat 23 + hwLat[NVLink] 0 (2.18) and baseLat 0 + hwLat[NVLink] 23 (2.19.1) are the same 23 us
+    assert a.tuner_lat[0] * 1e6 == pytest.approx(23.0) == _pair("2.19.1", 8, "nvls", "simple").tuner_lat[0] * 1e6
+
+
+@pytest.mark.parametrize("k, nodes", [(16, 2), (64, 8)])
+def test_nvlstree_tuner_bandwidth_in_2_18_by_hand(k, nodes):
+    """v2.18.5-1 tuning.cc lines 174 and 198: per channel bwIntra up to 2 nodes (the NVLS graph's 40 GB/s) and
+    bwInter beyond (one NDR NIC's 45 GB/s step of sm90SpeedArrayInter; no min with bwIntra, no halving), algBw =
+    busBw x .70·N/(2(N-1)): 8 x 40 x .70 = 224 GB/s on 2 nodes, 8 x 45 x .40 = 144 GB/s on 8. 2.19.1 (line 176,
+    199): min(40, 45) or min(40, 45/2), x 5/6."""
+    old, new = _pair("2.18.5", k, "nvls-tree", "simple"), _pair("2.19.1", k, "nvls-tree", "simple")
+    per_old = 40.0 if nodes <= 2 else 45.0
+    per_new = min(40.0, 45.0 if nodes <= 2 else 45.0 / 2)
+    assert old.tuner_alg_Bps[0] / 1e9 == pytest.approx(8 * per_old * 0.70 * nodes / (2 * (nodes - 1)), rel=1e-9)
+    assert new.tuner_alg_Bps[0] / 1e9 == pytest.approx(8 * per_new * 5 / 6, rel=1e-9)
+    assert old.alg_Bps[0] == pytest.approx(new.alg_Bps[0], rel=1e-12)  # the cost is one formula in every release
+
+
+def test_tree_pattern_factor_from_2_18_3():
+    """Tree at one GPU per node: x.85 for NCCL_TOPO_PATTERN_TREE from v2.18.3-1 (tuning.cc line 183), not in 2.18.1;
+    2.18.1's Hopper Tree cap beyond 2 nodes is 33 GB/s a channel (36 from 2.18.3), far above one NIC's ring."""
+    a, b = _pair("2.18.1", 32, "tree", "simple", ppn1=True), _pair("2.18.3", 32, "tree", "simple", ppn1=True)
+    assert b.alg_Bps[0] / a.alg_Bps[0] == pytest.approx(0.85, rel=1e-12)
+
+
+def test_nvls_all_gather_and_reduce_scatter_from_2_19_1():
+    """tuning.cc before 2.19.1: "if (coll == ncclFuncAllGather && a != NCCL_ALGO_RING) continue" (v2.18.5-1 lines
+    168-169); from v2.19.1-1 NVLS too."""
+    prof = resolve_profile("dgx-h100")
+    k = np.array([8])
+    for coll in ("all_gather", "reduce_scatter"):
+        for version, on in (("2.18.5", False), ("2.19.1", True)):
+            spec = dataclasses.replace(prof.nccl, version=version)
+            (pr,) = nccl.pairs(
+                prof.network,
+                spec,
+                k,
+                tier_Bps=tier_bandwidth(prof.network, k),
+                collective=coll,
+                algorithms=["nvls"],
+                protocols=["simple"],
+            )
+            assert bool(pr.enabled[0]) == on
+
+
+# v2.18.1-1 src/graph/tuning.cc, lines 56-59, 67-80, 88-99, 160, 187-188 (NVIDIA/nccl, BSD-3-Clause)
+_TUNING_2_18_1 = """
+static const float baseLat  [NCCL_NUM_ALGORITHMS][NCCL_NUM_PROTOCOLS] = {
+       {  6.8, 14.0,    0 }, {  6.6, 14.0,  8.4 }, // Tree, Ring
+       {  6.8, 14.0,    0 }, {  6.8, 14.0,    0 },       // Collnet Direct, Chain
+       {    0,    0, 23.0 }, {    0,    0, 23.0 }};     // NVLS, NVLS Tree
+static float hwLat [3][NCCL_NUM_ALGORITHMS][NCCL_NUM_PROTOCOLS] =
+{ /* NVLINK */
+  { /* Tree (LL/LL128/Simple)*/ { .6, 1.25, 28 }, /* Ring (LL/LL128/Simple)*/ { .6, 1.9, 3.4 },
+    /* CollNetDirect (Simple)*/ { 0, 0, 8.0 }, /* CollNetChain (Simple)*/ { 0, 0, 4.75 },
+    /* NVLS */ { 0, 0, 0 }, /* NVLSTree */ { 0, 0, 0 } },
+  /* PCI */
+  { /* Tree (LL/LL128/Simple)*/ { 1.0, 1.9, 28 }, /* Ring (LL/LL128/Simple)*/ { 1.0, 2.5, 5.7 },
+    /* CollNetDirect (Simple)*/ { 0, 0, 8.0 }, /* CollNetChain (Simple)*/ { 0, 0, 8.0 },
+    /* NVLS */ { 0, 0, 0 }, /* NVLSTree */ { 0, 0, 0 } },
+  /* NET */
+  { /* Tree (LL/LL128/Simple)*/ { 5.0, 8.5, 28 }, /* Ring (LL/LL128/Simple)*/ { 2.7, 4.0, 14.0 },
+    /* CollNetDirect (Simple)*/ { 0, 0, 10.7 }, /* CollNetChain (Simple)*/ { 0, 0, 14 },
+    /* NVLS */ { 0, 0, 18 }, /* NVLSTree */ { 0, 0, 19 } }
+};
+static const double ll128MaxBwPerCh[3] = { 20.0, 20.0, 36.7 };
+static const double llMaxBws[3][3] = {
+  /* Volta-N1/Intel-N2/Intel-N4) */ {39.0, 39.0, 20.4},
+  /* Ampere-N1/AMD-N2/AMD-N4) */ {87.7, 22.5 /*avg of ring & tree*/, 19.0},
+  /* Hopper-N1/AMD-N2/AMD-N4) */ {87.7, 22.5 /*avg of ring & tree*/, 19.0}
+};
+
+static const double perChMaxTreeBws[3][3] = {
+  /* Volta (N1/N2/N4) */ {26.5, 18.5, 10.0},
+  /* Ampere (N1/N2/N4) */ {24.0, 23.6, 17.8},
+  /* Hopper (N1/N2/N4) */ {38.7, 41.4, 33.0},
+};
+      if (coll == ncclFuncAllGather && a != NCCL_ALGO_RING) continue;
+        else if (a == NCCL_ALGO_NVLS) ratio = .75;
+        else if (a == NCCL_ALGO_NVLS_TREE) ratio = .70 * nNodes / (2*(nNodes-1));
+"""
+
+
+def test_the_release_checker_reads_2_18_1s_tables_and_switch_lines():
+    """benchmarks/check_nccl_releases.py on 2.18.1's own text: its one ll128MaxBwPerCh row caps Ring/LL128 and
+    Tree/LL128 alike, CollNet's columns are read against simcli.comm.collnet's row of the release, the switch lines
+    decide tree_pattern_factor, nvls_ratio, nvls_tree_2_18 and nvls_ag_rs: the 2.18.1 row agrees, 2.18.3's (read as
+    if it were 2.18.1) disagrees on its hops, its caps and its two switches."""
+    import importlib.util
+
+    path = Path(__file__).resolve().parents[2] / "benchmarks" / "check_nccl_releases.py"
+    spec = importlib.util.spec_from_file_location("check_nccl_releases", path)
+    chk = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(chk)
+    t = chk.tables(_TUNING_2_18_1)
+    assert t["ring_ll128"] == t["tree_ll128"] == [20.0] * 6 + [36.7] * 3
+    row = releases.V2_18_1
+    assert chk.compare(row, t) == [] and chk.compare_collnet(row, t) == []
+    assert chk.compare_switches(row, _TUNING_2_18_1) == []
+    wrong = dataclasses.replace(releases.V2_18_3, version="2.18.1")
+    bad = chk.compare(wrong, t) + chk.compare_switches(wrong, _TUNING_2_18_1)
+    assert any("hwLat[net][tree]" in b for b in bad) and any("tree_ll128[hopper]" in b for b in bad)
+    assert any("tree_pattern_factor" in b for b in bad) and any("nvls_ratio" in b for b in bad)
+    later = dataclasses.replace(releases.V2_18_1, version="2.19.1")  # CollNet's row is the release's: 2.19.1's
+    assert any("hwLat[nvlink][collnet-chain]" in b for b in chk.compare_collnet(later, t))

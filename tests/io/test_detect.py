@@ -178,9 +178,9 @@ def test_release_text_reads_torchs_tuple_and_nccls_version_code(code, text):
 
 def test_a_release_simcli_refuses_is_said_and_not_written(monkeypatch, tmp_path):
     gpus = [GpuInfo("NVIDIA H100 80GB HBM3", 80e9, (9, 0))] * 8
-    data = detect("old", gpus=gpus, topo=None, nccl="2.18.5", root=tmp_path, date="d")
+    data = detect("old", gpus=gpus, topo=None, nccl="2.17.1", root=tmp_path, date="d")
     assert "nccl" not in data and "nccl.version" not in data["calibration"]["detected"]
-    said = [s for s in data["sources"] if s.startswith("nccl.version 2.18.5")]
+    said = [s for s in data["sources"] if s.startswith("nccl.version 2.17.1")]
     assert len(said) == 1 and "not written" in said[0] and "older than the oldest" in said[0]
     assert profile_from_dict(yaml.safe_load(yaml.safe_dump(data)), "old").nccl.version == NCCL_TABLES_VERSION
     # a release between two carried rows is written, and the source says which row prices it

@@ -200,7 +200,7 @@ def test_a_profiles_nccl_release_selects_its_tables(tmp_path, runner):
     from simcli.base.types import NCCL_TABLES_VERSION
 
     files = {}
-    for name, version in (("same", NCCL_TABLES_VERSION), ("new", "2.28.9"), ("between", "2.28.8"), ("old", "2.19.4")):
+    for name, version in (("same", NCCL_TABLES_VERSION), ("new", "2.28.9"), ("between", "2.28.8"), ("old", "2.17.1")):
         files[name] = tmp_path / f"{name}.yaml"
         files[name].write_text(GOOD + f"nccl: {{version: '{version}'}}\n")
     assert load_profile(files["new"]).nccl.version == "2.28.9"
@@ -211,7 +211,7 @@ def test_a_profiles_nccl_release_selects_its_tables(tmp_path, runner):
     assert "2.28.9 (carried: its tuner prices" in " ".join(r.stdout.split())
     r = runner.invoke(app, ["speedup", "-p", str(files["old"]), "-k", "4,8"])
     assert r.exit_code == 2 and r.stdout == ""
-    assert r.stderr.count("\n") == 1 and "nccl.version: NCCL 2.19.4 is older than the oldest" in r.stderr
+    assert r.stderr.count("\n") == 1 and "nccl.version: NCCL 2.17.1 is older than the oldest" in r.stderr
     outs = {}
     for name in ("same", "new"):
         r = runner.invoke(app, ["speedup", "-p", str(files[name]), "-k", "4,8,16", "--format", "json"])
