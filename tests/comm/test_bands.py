@@ -109,6 +109,21 @@ def test_each_curve_is_priced_under_the_release_its_source_states():
     assert big["under_default"] == pytest.approx(float(np.median(np.abs(pred.time[m] / t[m] - 1))))
 
 
+def test_the_gb200_runs_are_priced_as_their_scripts_ran_them():
+    """coreweave/nccl-tests' GB200 script (issue 37): the 20-rack rows were posted with NCCL_NVLS_ENABLE=0 on
+    2.26.2 (SETTINGS: NCCL's choice then runs neither NVLS nor NVLSTree), the 1- and 2-rack rows with NVLS on,
+    under 2.25.1, before 2.26.2 existed (their headers' nccl_version)."""
+    pub = validate_nccl.PUB
+    f20, f2 = pub / "nccl-allreduce-1440xGB200-20rack.csv", pub / "nccl-allreduce-144xGB200-2rack.csv"
+    p20, _, _, _, c20 = validate_nccl._priced(f20, None, "gb200-nvl72", "nccl")
+    p2, _, _, _, c2 = validate_nccl._priced(f2, None, "gb200-nvl72", "nccl")
+    assert not p20.nccl.nvls and p2.nccl.nvls
+    assert set(c20.algorithm) <= {"ring", "tree"} and set(c2.algorithm) == {"nvls-tree"}
+    assert validate_nccl.ran_release(f20) == "2.26.2"
+    assert validate_nccl.ran_release(f2) == validate_nccl.ran_release(pub / "nccl-allreduce-72xGB200-1rack.csv")
+    assert validate_nccl.ran_release(f2) == "2.25.1"
+
+
 @pytest.mark.parametrize("q", [0.0, 0.1, 0.5, 0.9, 1.0])
 def test_quantile_by_hand_is_numpys_linear_quantile(q):
     rng = np.random.default_rng(3)
