@@ -88,7 +88,7 @@ CASES = [  # file, system column value (or None), profile, algorithm
     # miss (29.9%; scored, not a KNOWN_MISS, as the default 8-node curve's 22.5% is): that curve's own Tree/LL128
     # miss at 4-8 MiB, and an NVLSTree fill the run puts at 4-7 chunk times where 24 channels give 2 (docs/nccl.md)
     ("nccl-allreduce-64xH100-8node-ib400-minctas24.csv", None, "dgx-h100", "nccl"),
-    # 20 NVL72 racks (1440 GB200), NCCL's default, 2.26.2; the 2-rack curve's provider and page
+    # 20 NVL72 racks (1440 GB200), NCCL's default choice with NVLS off (SETTINGS), 2.26.2; the 2-rack curve's provider
     ("nccl-allreduce-1440xGB200-20rack.csv", None, "gb200-nvl72", "nccl"),
     # NCCL_ALGO=COLLNETCHAIN with SHARP on 8 H100 nodes: the network tier with collnet: sharp (SETTINGS), the
     # algorithm forced as the run forced it (simcli.comm.collnet)
@@ -97,22 +97,28 @@ CASES = [  # file, system column value (or None), profile, algorithm
     ("nccl-allreduce-16xH100-2node-aws-p5-efa-nccl2.18.5.csv", None, "aws-p5", "nccl"),
 ]
 #: what a run set that the built-in profile does not say, by curve file: ``min_ctas`` (NCCL_MIN_CTAS, as
-#: ``--nccl-min-ctas`` sets it) and ``collnet`` (the value of every network tier's ``collnet`` field: the fabric's
-#: switches reduce and NCCL_COLLNET_ENABLE=1)
+#: ``--nccl-min-ctas`` sets it), ``collnet`` (the value of every network tier's ``collnet`` field: the fabric's
+#: switches reduce and NCCL_COLLNET_ENABLE=1) and ``nvls`` (``nccl.nvls``: False where the run set
+#: NCCL_NVLS_ENABLE=0, NCCL's choice then among the rest)
 SETTINGS = {
     "nccl-allreduce-64xH100-8node-ib400-minctas24.csv": {"min_ctas": 24},
     "nccl-allreduce-64xH100-8node-collnetchain-sharp.csv": {"collnet": "sharp"},
+    # coreweave/nccl-tests' GB200 script when the 20-rack run was posted (PR #48, commit 5ceab10, 2025-04-21):
+    # NCCL_NVLS_ENABLE=0 ("per NV ask, we need to disable NVLS temporarily", commit a736384, 2025-04-14),
+    # NCCL_NET_GDR_C2C=1, NCCL_COLLNET_ENABLE=0, image ...-nccl2.26.2-1
+    "nccl-allreduce-1440xGB200-20rack.csv": {"nvls": False},
 }
 #: curves whose miss is known and named in docs/nccl.md, with why: in every table and median, but not in the
 #: percentiles that simcli check's default tolerance is read from, nor in its floors (MODEL_FLOOR)
 KNOWN_MISSES = {
     "nccl-allreduce-16xA100-2node-aws-p4de-efa": "A100 on EFA, small sizes: NCCL's Tree/Simple pick and its hops "
     "(docs/nccl.md, 'Not met')",
-    "nccl-allreduce-1440xGB200-20rack": "20 NVL72 racks, NCCL 2.26.2: the measured busbw (405 GB/s at 16 GiB) is "
-    "half the 2-rack curve's (810), the factor NCCL's tree-shaped algorithms take past two nodes (tuning.cc: NVLSTree "
-    "min(bwIntra, bwInter/2) beyond 2 nodes; a double binary tree's inner node sends 2n); under 2.20.3 (no NVLS on "
-    "MNNVL) simcli runs Tree/LL128 and Ring, under 2.26.2 NVLSTree bound by the rack's NVLink at 2 and 20 racks "
-    "alike; NVLS across GB200 racks is being reworked (docs/nccl.md, 'GB200 across many racks')",
+    "nccl-allreduce-1440xGB200-20rack": "20 NVL72 racks, NCCL 2.26.2 with NCCL_NVLS_ENABLE=0 (the script of the "
+    "run, SETTINGS): its two largest sizes fit 4.6 ms + n / 212 GB/s of algbw, a ring's 2(k-1) steps at 1.6 us and "
+    "424 GB/s of busbw, where NCCL 2.26.2's ring graph of a fused NVL72 is 15 channels of 48 GB/s, one NIC each "
+    "(search.cc: 15 x 48 = 18 x SM100_NVLINK_BW 40.0 = totalBw stops the search; 2.27.3's 47.9 makes it 16 x 45, "
+    "'16 NICs' in its notes), 720 GB/s, about what simcli's Ring (665) and Tree (734) move; what holds the run to "
+    "about 9 NICs' worth is not in the source (docs/nccl.md, 'GB200 across many racks')",
     "nccl-allreduce-16xH100-2node-aws-p5-efa-nccl2.18.5": "NCCL 2.18.5 with aws-ofi-nccl 1.7.3: a miss under its "
     "own release too (2.18.5's tuner, 0.70·N/(2(N-1)) NVLSTree ratio and all, also picks NVLSTree at every size; "
     "docs/nccl.md 'Carried releases'); the plugin has no tuner (aws-ofi-nccl's came in v1.8.0), keeps NVLS on at "
@@ -212,11 +218,13 @@ def print_release_table(recs: list[dict]) -> None:
 
 
 def with_settings(p, settings: dict):
-    """``p`` with a run's :data:`SETTINGS`: NCCL_MIN_CTAS as --nccl-min-ctas sets it, ``collnet`` on every network
-    tier past the first."""
+    """``p`` with a run's :data:`SETTINGS`: NCCL_MIN_CTAS as --nccl-min-ctas sets it, NVLS off where the run set
+    NCCL_NVLS_ENABLE=0, ``collnet`` on every network tier past the first."""
     import dataclasses
 
     p = with_nccl_min_ctas(p, settings.get("min_ctas"), "SETTINGS min_ctas")
+    if "nvls" in settings and p.nccl is not None:
+        p = dataclasses.replace(p, nccl=dataclasses.replace(p.nccl, nvls=bool(settings["nvls"])))
     if "collnet" in settings:
         tiers = tuple(
             t if i == 0 else dataclasses.replace(t, collnet=settings["collnet"]) for i, t in enumerate(p.network)

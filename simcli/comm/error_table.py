@@ -4,7 +4,7 @@ r = t_pred / t_meas with its kind (simcli.comm.bands.point_kinds). Written by
 the curves again and fails where this table and the model part)."""
 
 #: the git commit checked out when this table was written ('+changes': with uncommitted changes)
-COMMIT = "c106403b804ba9f814d9a2081be375978e56fbd0"
+COMMIT = "dfe89580115e4afa13afa552c824bb235e64f9ba+changes"
 #: the curves: file under validation/published/, its system column's value, profile, algorithm, points
 CURVES = (
     ("nccl-allreduce-16xH100-2node-ib400x8.csv", None, "dgx-h100", "nccl", 25),
@@ -268,12 +268,12 @@ ROWS = (
     (16, 64, 2147483648, "infiniband", True, ">= 128 MiB", "nvls-tree", 1.1007251072549147),
     (16, 64, 4294967296, "infiniband", True, ">= 128 MiB", "nvls-tree", 1.0916282152742347),
     (16, 64, 8589934592, "infiniband", True, ">= 128 MiB", "ring", 1.0770448024003552),
-    (17, 1440, 536870912, "infiniband", True, ">= 128 MiB", "nvls-tree", 0.23266675073315474),
-    (17, 1440, 1073741824, "infiniband", True, ">= 128 MiB", "nvls-tree", 0.2879181492030964),
-    (17, 1440, 2147483648, "infiniband", True, ">= 128 MiB", "nvls-tree", 0.3445888067489516),
-    (17, 1440, 4294967296, "infiniband", True, ">= 128 MiB", "nvls-tree", 0.39703587216593805),
-    (17, 1440, 8589934592, "infiniband", True, ">= 128 MiB", "nvls-tree", 0.4272011640741207),
-    (17, 1440, 17179869184, "infiniband", True, ">= 128 MiB", "nvls-tree", 0.44790261669149983),
+    (17, 1440, 536870912, "infiniband", True, ">= 128 MiB", "tree", 0.5085452703843341),
+    (17, 1440, 1073741824, "infiniband", True, ">= 128 MiB", "tree", 0.6405259525921997),
+    (17, 1440, 2147483648, "infiniband", True, ">= 128 MiB", "tree", 0.7926041833555854),
+    (17, 1440, 4294967296, "infiniband", True, ">= 128 MiB", "ring", 0.7656545930289907),
+    (17, 1440, 8589934592, "infiniband", True, ">= 128 MiB", "ring", 0.7208302748472933),
+    (17, 1440, 17179869184, "infiniband", True, ">= 128 MiB", "ring", 0.6214046930149758),
     (18, 64, 536870912, "infiniband", True, ">= 128 MiB", "collnet-chain", 1.0242024961498735),
     (18, 64, 1073741824, "infiniband", True, ">= 128 MiB", "collnet-chain", 1.03898628711356),
     (18, 64, 2147483648, "infiniband", True, ">= 128 MiB", "collnet-chain", 1.0749498083947964),
