@@ -40,11 +40,10 @@ from .measured import (
     MeasuredProfile,
     MinSize,
     Where,
-    hold_to_profile,
-    parse_size,
+    held_profile,
     pct,
-    profile_for_measurements,
     r2_cell,
+    size_range,
 )
 from .progress import progress
 
@@ -164,13 +163,12 @@ def calibrate(
         if profile is None:
             raise InputError(f"--profile: {live_run[1]['file']} does not say which hardware it ran on; give --profile")
         typer.echo(f"simcli: --profile {profile} (the trace's backend is {live_run[1]['backend']})", err=True)
-    base = profile_for_measurements(profile, measured)
-    for m in measured:
-        hold_to_profile(m, base)
+    base = held_profile(profile, measured)
 
     fits = ", ".join(
         x for x, m in (("network", comm_m), ("compute", step_m), ("device spread", scale_m)) if m is not None
     )
+    lo, hi = size_range(min_size, max_size)
     with progress(f"calibrate: fitting {fits}"):
         opts = CalibrationOptions(
             name=name or Path(output).stem,
@@ -179,8 +177,8 @@ def calibrate(
             tier=tier,
             holdout=holdout,
             seed=seed,
-            min_size=parse_size(min_size, "--min-size") or 0.0,
-            max_size=parse_size(max_size, "--max-size"),
+            min_size=lo,
+            max_size=hi,
             where=tuple(where or ()),
             algorithm=algorithm,
             loss=loss.value,

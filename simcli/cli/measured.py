@@ -22,9 +22,11 @@ __all__ = [
     "MeasuredProfile",
     "BACKEND_PROFILES",
     "parse_size",
+    "size_range",
     "pct",
     "backend_of",
     "profile_for_measurements",
+    "held_profile",
     "r2_cell",
     "hold_to_profile",
     "devices_of",
@@ -49,6 +51,11 @@ MaxSize = Annotated[
 
 #: a size option ('64MiB') in bytes
 parse_size = o.parse_bytes
+
+
+def size_range(min_size: str, max_size: str | None) -> tuple[float, float | None]:
+    """--min-size and --max-size in bytes (0 and None where not given)."""
+    return parse_size(min_size, "--min-size") or 0.0, parse_size(max_size, "--max-size")
 
 
 def pct(v: float | None) -> str:
@@ -107,6 +114,15 @@ def profile_for_measurements(profile: str | None, measured: list, nccl_version: 
         f"--profile: {paths} does not say which backend measured it; give --profile (the hardware "
         "the measurements were taken on; see 'simcli profiles list')"
     )
+
+
+def held_profile(profile: str | None, measured: list, nccl_version: str | None = None) -> Any:
+    """The profile the measured files are priced on (:func:`profile_for_measurements`), each file held to it
+    (:func:`hold_to_profile`)."""
+    prof = profile_for_measurements(profile, measured, nccl_version)
+    for m in measured:
+        hold_to_profile(m, prof)
+    return prof
 
 
 def devices_of(m) -> list[str]:

@@ -24,10 +24,10 @@ from .measured import (
     MeasuredProfile,
     MinSize,
     Where,
-    hold_to_profile,
-    parse_size,
+    held_profile,
     pct,
     profile_for_measurements,
+    size_range,
 )
 from .progress import progress
 
@@ -124,10 +124,9 @@ def validate(
         _validate_trace(results, profile, wl, fields=fields, out=out, limit=limit, nccl_version=run.nccl_version)
         return
     measured = read_measurements(results)
-    prof = profile_for_measurements(profile, [measured], run.nccl_version)
-    hold_to_profile(measured, prof)
+    prof = held_profile(profile, [measured], run.nccl_version)
     every, scoped = scope_where(where or [], [str(results)])
-    lo, hi = parse_size(min_size, "--min-size") or 0.0, parse_size(max_size, "--max-size")
+    lo, hi = size_range(min_size, max_size)
     m = filter_rows(measured, every + scoped[str(results)], lo, max_size=hi)
 
     with progress(f"validate: predicting {len(m)} rows of {results}"):
