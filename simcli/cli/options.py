@@ -477,6 +477,11 @@ def command(fn: F) -> F:
     return typing.cast(F, wrapper)
 
 
+def copied(group: OptionGroup, *names: str) -> dict[str, Any]:
+    """The named options of a group as they are, by name: what a constructor takes from it unchanged."""
+    return {name: getattr(group, name) for name in names}
+
+
 def parse_bytes(value: str | None, option: str) -> float | None:
     """A size in bytes from the command line (units allowed: '96MiB'); None stays None; negative is refused."""
     return None if value is None else parse_at(value, "bytes", option)
@@ -527,6 +532,26 @@ def split_list(value: str | None, option: str) -> list[str] | list[None]:
 MULTI = ("profile", "model", "algorithm", "strategy")
 #: Scenario's defaults: an option that sets a Scenario field defaults to the field's default (written once, there)
 SCENARIO_DEFAULTS: dict[str, Any] = {f.name: f.default for f in dataclasses.fields(Scenario)}
+
+
+#: the scenario options a :class:`Scenario` field of the same name takes as they are
+_AS_THEY_ARE = (
+    "dtype",
+    "grad_dtype",
+    "mfu",
+    "batch_per_device",
+    "global_batch",
+    "algorithm",
+    "protocol",
+    "overlap",
+    "bucket_mb",
+    "accum",
+    "strategy",
+    "param_dtype",
+    "shard_group",
+    "units",
+    "compute_time_at_k",
+)
 
 
 @dataclasses.dataclass(frozen=True)
@@ -587,26 +612,12 @@ class ScenarioOptions(OptionGroup):
         """The :class:`Scenario` fields these options set, besides the profile and the workload (validate and
         calibrate price measured rows with them, on the rows' own profile, model and batch)."""
         return dict(
-            dtype=self.dtype,
-            grad_dtype=self.grad_dtype,
-            mfu=self.mfu,
-            batch_per_device=self.batch_per_device,
-            global_batch=self.global_batch,
+            **copied(self, *_AS_THEY_ARE),
             compute_time_s=parse_time(self.compute_time, "--compute-time"),
-            algorithm=self.algorithm,
-            protocol=self.protocol,
-            overlap=self.overlap,
-            bucket_mb=self.bucket_mb,
-            accum=self.accum,
-            strategy=self.strategy,
-            param_dtype=self.param_dtype,
-            shard_group=self.shard_group,
-            units=self.units,
             reshard_after_forward=not self.no_reshard_after_forward,
             activation_checkpointing=not self.no_activation_checkpointing,
             activation_bytes_per_sample=parse_bytes(self.activations, "--activations"),
             spread=parse_fraction(self.spread, "--spread", "3%", zero=True),
-            compute_time_at_k=self.compute_time_at_k,
             optimizer=OptimizerChoice(self.optimizer).value,
             update_extras=tuple(x.strip() for x in (self.update_extras or "").split(",") if x.strip()),
             update_time_s=None if self.update_time is None else parse_at(self.update_time, "time", "--update-time"),
