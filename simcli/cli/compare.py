@@ -14,12 +14,11 @@ from ..base.units import fmt_bytes, sig4
 from ..decisions.compare import alternatives
 from ..decisions.compare import compare as run_compare
 from ..decisions.plan import training_memory
-from ..io.formats import to_csv, to_json
 from ..io.profiles import resolve_profile, with_nccl_version
 from ..io.render import Column, table, time_unit
 from ..io.workloads import build_workload
 from . import options as o
-from .common import emit, examples, handle_errors, new_app, show, warn
+from .common import answer, examples, handle_errors, new_app, warn
 from .progress import progress
 from .views import header_lines
 
@@ -204,12 +203,9 @@ def compare(
     if pic.plot:
         with progress(f"drawing {pic.plot}"):
             _draw_compare(cmp, pic.plot, out.force, size=fig_size, threshold=pic.threshold)
-    if out.table:
-        show(_compare_view(cmp, out.rows, n_devices=k_all.size), out.output, out.force)
-        return
-
-    recs = cmp.records()
-    emit(to_json(recs) if out.format is o.Format.json else to_csv(recs), out.output, out.force)
+    answer(
+        out, lambda: _compare_view(cmp, out.rows, n_devices=k_all.size), cmp.records, rows=lambda: (cmp.records(), [])
+    )
 
 
 def _compare_title(cmp: Any) -> str:

@@ -19,10 +19,9 @@ from rich.text import Text
 from ..base.ranges import parse_devices
 from ..base.types import InputError
 from ..base.units import fmt_count, fmt_time, sig4
-from ..io.formats import to_csv, to_json
 from ..io.render import Column, table, time_unit
 from . import options as o
-from .common import Lazy, LazyGroup, emit, examples, handle_errors, new_app, show, warn, warn_mfu_fallback
+from .common import Lazy, LazyGroup, answer, examples, handle_errors, new_app, warn, warn_mfu_fallback
 from .views import header_lines
 
 if TYPE_CHECKING:  # pragma: no cover
@@ -289,14 +288,7 @@ def _plan_finish(
     res["inputs"] = sc.inputs()
     for w in res["warnings"]:
         warn(w)
-    if out.table:
-        show(_plan_view(sc, ans, res, rows=out.rows), out.output, out.force)
-        return
-
-    if out.format is o.Format.json:
-        emit(to_json(res), out.output, out.force)
-    else:
-        emit(to_csv(_plan_rows(res)), out.output, out.force)
+    answer(out, lambda: _plan_view(sc, ans, res, rows=out.rows), lambda: res, rows=lambda: (_plan_rows(res), []))
 
 
 def _plan_rows(out: dict[str, Any]) -> list[dict[str, Any]]:

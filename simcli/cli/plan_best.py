@@ -20,11 +20,10 @@ from ..decisions import plan as P
 from ..decisions import plan_best as PB
 from ..decisions.band_decisions import best_band
 from ..decisions.plan_best import REASON_TEXT
-from ..io.formats import to_csv, to_json
 from ..io.render import Column, table
 from ..step.strategies import SPECS, STRATEGIES
 from . import options as o
-from .common import emit, examples, handle_errors, show, warn_mfu_fallback
+from .common import answer, examples, handle_errors, warn_mfu_fallback
 from .plan import (
     MinEfficiency,
     PartialNodes,
@@ -205,19 +204,19 @@ def plan_best(
 
         fig = PL.frontier_figure(ans, _title(sc, ans), size)
         typer.echo(f"wrote {PL.save_figure(fig, pic.plot, out.force)}", err=True)
-    if out.table:
-        show(_view(sc, ans, res, rows=out.rows), out.output, out.force)
-        return
-
-    if out.format is o.Format.json:
-        emit(to_json(res), out.output, out.force)
-    else:
-        a = ans.answer
-        rows = [
-            {**r, "answer": all(r[c] == a[c] for c in ("strategy", "devices", "batch_per_device"))}
-            for r in res["frontier"]
-        ]
-        emit(to_csv(rows), out.output, out.force)
+    a = ans.answer
+    answer(
+        out,
+        lambda: _view(sc, ans, res, rows=out.rows),
+        lambda: res,
+        rows=lambda: (
+            [
+                {**r, "answer": all(r[c] == a[c] for c in ("strategy", "devices", "batch_per_device"))}
+                for r in res["frontier"]
+            ],
+            [],
+        ),
+    )
 
 
 def _speedup_command(a: dict[str, Any], scn: o.ScenarioOptions) -> str:
