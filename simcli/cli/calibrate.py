@@ -36,14 +36,11 @@ from . import options as o
 from .common import examples, handle_errors, new_app, warn
 from .measured import (
     BACKEND_PROFILES,
-    MaxSize,
     MeasuredProfile,
-    MinSize,
-    Where,
+    RowOptions,
     held_profile,
     pct,
     r2_cell,
-    size_range,
 )
 from .progress import progress
 
@@ -118,9 +115,7 @@ def calibrate(
         o.option("--holdout", help="Fraction of the points held out of the fit and reported separately (0 <= x < 1)."),
     ] = 0.25,
     seed: Annotated[int, o.option("--seed", help="Seed of the random hold-out split.")] = 0,
-    min_size: MinSize = "0",
-    max_size: MaxSize = None,
-    where: Where = None,
+    select: RowOptions = RowOptions(),
     algorithm: o.Algorithm = None,
     loss: Annotated[
         Loss,
@@ -144,7 +139,7 @@ def calibrate(
         raise InputError(
             "calibrate: give at most one 'bench allreduce' CSV, one 'bench step' CSV and one scaling table"
         )
-    comm_m, step_m, scale_m, live_run, where = _inputs(files, where, run, profile=profile)
+    comm_m, step_m, scale_m, live_run, where = _inputs(files, select.where, run, profile=profile)
     scaling = None
     if scale_m is not None:
         if profile is None:
@@ -168,7 +163,7 @@ def calibrate(
     fits = ", ".join(
         x for x, m in (("network", comm_m), ("compute", step_m), ("device spread", scale_m)) if m is not None
     )
-    lo, hi = size_range(min_size, max_size)
+    lo, hi = select.sizes()
     with progress(f"calibrate: fitting {fits}"):
         opts = CalibrationOptions(
             name=name or Path(output).stem,

@@ -3,6 +3,7 @@ measurements belong to."""
 
 from __future__ import annotations
 
+import dataclasses
 import math
 from typing import Annotated, Any, Optional
 
@@ -19,10 +20,10 @@ __all__ = [
     "Where",
     "MinSize",
     "MaxSize",
+    "RowOptions",
     "MeasuredProfile",
     "BACKEND_PROFILES",
     "parse_size",
-    "size_range",
     "pct",
     "backend_of",
     "profile_for_measurements",
@@ -53,9 +54,17 @@ MaxSize = Annotated[
 parse_size = o.parse_bytes
 
 
-def size_range(min_size: str, max_size: str | None) -> tuple[float, float | None]:
-    """--min-size and --max-size in bytes (0 and None where not given)."""
-    return parse_size(min_size, "--min-size") or 0.0, parse_size(max_size, "--max-size")
+@dataclasses.dataclass(frozen=True)
+class RowOptions(o.OptionGroup):
+    """Which measured rows a command reads: --where, --min-size, --max-size."""
+
+    where: Where = None
+    min_size: MinSize = "0"
+    max_size: MaxSize = None
+
+    def sizes(self) -> tuple[float, float | None]:
+        """--min-size and --max-size in bytes (0 and None where not given)."""
+        return parse_size(self.min_size, "--min-size") or 0.0, parse_size(self.max_size, "--max-size")
 
 
 def pct(v: float | None) -> str:

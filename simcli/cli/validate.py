@@ -20,14 +20,11 @@ from ..io.workloads import build_workload
 from . import options as o
 from .common import answer, examples, handle_errors, new_app
 from .measured import (
-    MaxSize,
     MeasuredProfile,
-    MinSize,
-    Where,
+    RowOptions,
     held_profile,
     pct,
     profile_for_measurements,
-    size_range,
 )
 from .progress import progress
 
@@ -74,9 +71,7 @@ def validate(
         o.ScenarioOptions,
         o.tweak(profile=MeasuredProfile, model=MeasuredModel, overlap=ValidateOverlap, defaults={"overlap": "auto"}),
     ] = o.ScenarioOptions(),
-    where: Where = None,
-    min_size: MinSize = "0",
-    max_size: MaxSize = None,
+    select: RowOptions = RowOptions(),
     max_error: Annotated[
         Optional[str],
         o.option(
@@ -125,8 +120,8 @@ def validate(
         return
     measured = read_measurements(results)
     prof = held_profile(profile, [measured], run.nccl_version)
-    every, scoped = scope_where(where or [], [str(results)])
-    lo, hi = size_range(min_size, max_size)
+    every, scoped = scope_where(select.where or [], [str(results)])
+    lo, hi = select.sizes()
     m = filter_rows(measured, every + scoped[str(results)], lo, max_size=hi)
 
     with progress(f"validate: predicting {len(m)} rows of {results}"):
