@@ -535,23 +535,12 @@ SCENARIO_DEFAULTS: dict[str, Any] = {f.name: f.default for f in dataclasses.fiel
 
 
 #: the scenario options a :class:`Scenario` field of the same name takes as they are
+# fmt: off
 _AS_THEY_ARE = (
-    "dtype",
-    "grad_dtype",
-    "mfu",
-    "batch_per_device",
-    "global_batch",
-    "algorithm",
-    "protocol",
-    "overlap",
-    "bucket_mb",
-    "accum",
-    "strategy",
-    "param_dtype",
-    "shard_group",
-    "units",
-    "compute_time_at_k",
+    "dtype", "grad_dtype", "mfu", "batch_per_device", "global_batch", "algorithm", "protocol", "overlap", "bucket_mb",
+    "accum", "strategy", "param_dtype", "shard_group", "units", "compute_time_at_k",
 )
+# fmt: on
 
 
 @dataclasses.dataclass(frozen=True)

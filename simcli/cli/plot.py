@@ -269,8 +269,9 @@ def _speedup_like_command(kind: str, *, noun: str, omit: list[str], example: str
     """Register `simcli plot KIND` (speedup, breakdown): :func:`_speedup_like` over --devices, the scenario options
     worded for one ``noun`` per scenario (line, panel), without the picture options in ``omit``."""
 
-    def command(
+    def command(  # keyword-only past the argument, as typer passes the options
         output: PictureOut,
+        *,
         devices: o.Devices = "1..64:x2",
         scn: o.ScenarioOptions = o.ScenarioOptions(),
         force: o.Force = False,
