@@ -10,7 +10,7 @@ from typing import Annotated, Optional
 from ..base.types import InputError
 from ..bench import models as bench_models
 from ..bench import runs as bench_runs
-from .options import OptionGroup, copied, enum_members, option
+from .options import OptionGroup, enum_members, option
 
 __all__ = ["WorldOptions", "ModelShapeOptions", "Backend", "ModelKind", "StepDtype"]
 
@@ -166,7 +166,7 @@ class ModelShapeOptions(OptionGroup):
             raise InputError(
                 f"--blocks: {self.blocks!r} is not 1 to 6 whole numbers >= 1 separated by commas (e.g. 3,4,6,3)"
             )
-        shape = copied(self, "depth", "layers", "hidden", "heads", "seq_len", "vocab", "image_size", "classes")
+        shape = self.copied("depth", "layers", "hidden", "heads", "seq_len", "vocab", "image_size", "classes")
         spec = bench_models.ModelSpec(kind=kind, width=width or 0, blocks=bl, **shape)
         if kind == "resnet":
             side = bench_models.resnet_final_size(spec)

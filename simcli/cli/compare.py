@@ -24,79 +24,38 @@ from .views import header_lines
 
 app = new_app()  # `compare`, a top-level command
 
-ProfileList = Annotated[
-    Optional[str],
-    o.option(
-        "--profile",
-        "-p",
-        metavar=o.many("--profile"),
-        help="Profiles to compare, comma-separated names or paths: 'dgx-a100,dgx-h100'.",
-    ),
-]
-ModelList = Annotated[
-    Optional[str],
-    o.option("--model", "-m", metavar=o.many("--model"), help="Built-in models to compare, comma-separated."),
-]
-DtypeList = Annotated[
-    Optional[str],
-    o.option(
-        "--dtype", metavar=o.many("--dtype"), help="Compute dtypes to compare, comma-separated [default: the device's]."
-    ),
-]
-GradDtypeList = Annotated[
-    str,
-    o.option(
-        "--grad-dtype", metavar=o.many("--grad-dtype"), help="Gradient dtypes to compare, comma-separated: 'fp32,bf16'."
-    ),
-]
-MfuList = Annotated[
-    Optional[str],
-    o.option(
-        "--mfu",
-        metavar=o.many("--mfu"),
-        help="Achieved fractions of peak to compare, comma-separated [default: the profile's].",
-    ),
-]
-BatchList = Annotated[
-    Optional[str],
-    o.option(
-        "--batch-per-device",
-        "-b",
-        metavar=o.many("--batch-per-device"),
-        help="Per-device batches to compare, comma-separated [default: the model's].",
-    ),
-]
-AlgorithmList = Annotated[
-    str,
-    o.option(
-        "--algorithm",
-        "-a",
-        metavar=o.many("--algorithm"),
-        help="All-reduce algorithms to compare, comma-separated: 'ring,auto'.",
-    ),
-]
-OverlapList = Annotated[
-    Optional[str],
-    o.option(
-        "--overlap",
-        metavar="buckets,none",
-        help="Overlap modes to compare, comma-separated: 'none,buckets' [default: the engine's].",
-    ),
-]
-BucketList = Annotated[
-    Optional[str],
-    o.option(
-        "--bucket-mb",
-        metavar=o.many("--bucket-mb"),
-        help="DDP bucket sizes in MiB to compare, comma-separated: '25,100' [default: the engine's].",
-    ),
-]
-AccumList = Annotated[
-    Optional[str],
-    o.option(
-        "--accum", metavar=o.many("--accum"), help="Gradient accumulation steps to compare, comma-separated: '1,4'."
-    ),
-]
+# the scenario options compare takes as comma-separated alternatives, laid out by hand as a table (as options.py's)
+# fmt: off
+ProfileList = Annotated[Optional[str], o.listed(
+    "--profile", "-p", help="Profiles to compare, comma-separated names or paths: 'dgx-a100,dgx-h100'.",
+)]
+ModelList = Annotated[Optional[str], o.listed("--model", "-m", help="Built-in models to compare, comma-separated.")]
+DtypeList = Annotated[Optional[str], o.listed(
+    "--dtype", help="Compute dtypes to compare, comma-separated [default: the device's].",
+)]
+GradDtypeList = Annotated[str, o.listed(
+    "--grad-dtype", help="Gradient dtypes to compare, comma-separated: 'fp32,bf16'.",
+)]
+MfuList = Annotated[Optional[str], o.listed(
+    "--mfu", help="Achieved fractions of peak to compare, comma-separated [default: the profile's].",
+)]
+BatchList = Annotated[Optional[str], o.listed(
+    "--batch-per-device", "-b", help="Per-device batches to compare, comma-separated [default: the model's].",
+)]
+AlgorithmList = Annotated[str, o.listed(
+    "--algorithm", "-a", help="All-reduce algorithms to compare, comma-separated: 'ring,auto'.",
+)]
+OverlapList = Annotated[Optional[str], o.option(
+    "--overlap", metavar="buckets,none",
+    help="Overlap modes to compare, comma-separated: 'none,buckets' [default: the engine's].",
+)]
+BucketList = Annotated[Optional[str], o.listed(
+    "--bucket-mb", help="DDP bucket sizes in MiB to compare, comma-separated: '25,100' [default: the engine's].",
+)]
+AccumList = Annotated[Optional[str], o.listed(
+    "--accum", help="Gradient accumulation steps to compare, comma-separated: '1,4'.",
+)]
+# fmt: on
 
 
 #: compare takes comma-separated alternatives for these scenario options

@@ -141,9 +141,10 @@ def option(*decls: str, **kw: Any) -> Any:
     return typer.Option(*decls, **kw)
 
 
-def many(long: str) -> str:
-    """The metavar of an option that takes a comma-separated list of what ``long`` takes: 'N,...'."""
-    return f"{METAVARS[long]},..."
+def listed(*decls: str, **kw: Any) -> Any:
+    """:func:`option` for an option that takes a comma-separated list of what its long name takes (metavar 'N,...')."""
+    kw.setdefault("metavar", f"{METAVARS[next(d for d in decls if d.startswith('--'))]},...")
+    return option(*decls, **kw)
 
 
 def enum_members(values: typing.Iterable[str]) -> dict[str, str]:
@@ -395,6 +396,10 @@ DPI, WIDTH, THRESHOLD = 150, 10.0, 0.8
 class OptionGroup:
     """Base of the option dataclasses: a command parameter annotated with a subclass becomes its fields."""
 
+    def copied(self, *names: str) -> dict[str, Any]:
+        """The named options as they are, by name: what a constructor takes from the group unchanged."""
+        return {name: getattr(self, name) for name in names}
+
 
 @dataclasses.dataclass(frozen=True)
 class Tweak:
@@ -475,11 +480,6 @@ def command(fn: F) -> F:
     wrapper.__annotations__ = {p.name: p.annotation for p in params}
     del wrapper.__wrapped__  # typer must read the new signature, not fn's
     return typing.cast(F, wrapper)
-
-
-def copied(group: OptionGroup, *names: str) -> dict[str, Any]:
-    """The named options of a group as they are, by name: what a constructor takes from it unchanged."""
-    return {name: getattr(group, name) for name in names}
 
 
 def parse_bytes(value: str | None, option: str) -> float | None:
@@ -601,7 +601,7 @@ class ScenarioOptions(OptionGroup):
         """The :class:`Scenario` fields these options set, besides the profile and the workload (validate and
         calibrate price measured rows with them, on the rows' own profile, model and batch)."""
         return dict(
-            **copied(self, *_AS_THEY_ARE),
+            **self.copied(*_AS_THEY_ARE),
             compute_time_s=parse_time(self.compute_time, "--compute-time"),
             reshard_after_forward=not self.no_reshard_after_forward,
             activation_checkpointing=not self.no_activation_checkpointing,

@@ -56,9 +56,8 @@ GlobalBatchOpt = Annotated[
 ]
 StrategyList = Annotated[
     str,
-    o.option(
+    o.listed(
         "--strategy",
-        metavar=o.many("--strategy"),
         help="Strategies to search, comma-separated: ddp,zero1,zero2,fsdp,hsdp.",
     ),
 ]
@@ -73,21 +72,17 @@ BestDevices = Annotated[
 ]
 MicroBatchList = Annotated[
     Optional[str],
-    o.option(
+    o.listed(
         "--batch-per-device",
         "-b",
-        metavar=o.many("--batch-per-device"),
         help="Micro-batches (samples per device per micro-step) to search: '1,2,4,8' or '1..8' [default: 1..8].",
     ),
 ]
-GradDtypeList = Annotated[
-    str, o.option("--grad-dtype", metavar=o.many("--grad-dtype"), help="Gradient dtypes to search, comma-separated.")
-]
+GradDtypeList = Annotated[str, o.listed("--grad-dtype", help="Gradient dtypes to search, comma-separated.")]
 ShardGroupList = Annotated[
     Optional[str],
-    o.option(
+    o.listed(
         "--shard-group",
-        metavar=o.many("--shard-group"),
         help="hsdp shard groups to search: '8,16' [default: one node].",
     ),
 ]
@@ -100,7 +95,7 @@ CheckpointingList = Annotated[
 ]
 BucketList = Annotated[
     Optional[str],
-    o.option("--bucket-mb", metavar=o.many("--bucket-mb"), help="DDP bucket sizes in MiB to search: '25,100'."),
+    o.listed("--bucket-mb", help="DDP bucket sizes in MiB to search: '25,100'."),
 ]
 ObjectiveOpt = Annotated[
     Objective, o.option("--objective", help="time: the most samples/s; cost: the least device-time (x price).")
