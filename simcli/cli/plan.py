@@ -9,6 +9,7 @@ matplotlib and the engine's answer modules are imported inside the commands.
 
 from __future__ import annotations
 
+import dataclasses
 import shlex
 from typing import TYPE_CHECKING, Annotated, Any, Optional
 
@@ -79,6 +80,17 @@ Price = Annotated[
         help="Price of one device for one hour (any currency); gives cost = device-hours x price.",
     ),
 ]
+
+
+@dataclasses.dataclass(frozen=True)
+class RunOptions(o.OptionGroup):
+    """The whole run and its price (plan time-to-train, plan best): --samples or --tokens, --price-per-device-hour."""
+
+    samples: Samples = None
+    tokens: Tokens = None
+    price_per_device_hour: Price = None
+
+
 MaxHours = Annotated[Optional[float], o.option("--max-hours", help="Only plans that finish within this many hours.")]
 MaxCost = Annotated[
     Optional[float], o.option("--max-cost", help="Only plans that cost at most this (needs --price-per-device-hour).")
@@ -245,9 +257,7 @@ def plan_solve(
 @handle_errors
 def plan_time_to_train(
     devices: PlanDevices = None,
-    samples: Samples = None,
-    tokens: Tokens = None,
-    price_per_device_hour: Price = None,
+    whole: RunOptions = RunOptions(),
     max_hours: MaxHours = None,
     max_cost: MaxCost = None,
     scn: o.ScenarioOptions = o.ScenarioOptions(),
@@ -257,6 +267,7 @@ def plan_time_to_train(
     from ..decisions import plan as P  # lazy
 
     sc, mem = _plan_start(scn, out)
+    samples, tokens = whole.samples, whole.tokens
     if (samples is None) == (tokens is None):
         raise InputError("plan time-to-train needs the size of the run: give --samples N or --tokens N (one)")
     if devices is None:
@@ -269,7 +280,7 @@ def plan_time_to_train(
     else:
         assert tokens is not None  # one of the two (checked above)
         n = P.samples_from_tokens(sc.workload, tokens)
-    ans = P.time_to_train(sc, k, samples=n, price=price_per_device_hour, max_hours=max_hours, max_cost=max_cost)
+    ans = P.time_to_train(sc, k, samples=n, price=whole.price_per_device_hour, max_hours=max_hours, max_cost=max_cost)
     res = ans.to_dict()
     if tokens is not None:
         res["tokens"] = tokens

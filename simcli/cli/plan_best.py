@@ -24,14 +24,7 @@ from ..io.render import Column, table
 from ..step.strategies import SPECS, STRATEGIES
 from . import options as o
 from .common import answer, examples, handle_errors, warn_mfu_fallback
-from .plan import (
-    MinEfficiency,
-    PartialNodes,
-    Price,
-    Samples,
-    Tokens,
-    plan_app,
-)
+from .plan import MinEfficiency, PartialNodes, RunOptions, plan_app
 from .progress import progress
 from .views import header_lines
 
@@ -127,9 +120,7 @@ def plan_best(
     activation_checkpointing: CheckpointingList = "on",
     bucket_mb: BucketList = None,
     objective: ObjectiveOpt = Objective.time,
-    tokens: Tokens = None,
-    samples: Samples = None,
-    price_per_device_hour: Price = None,
+    whole: RunOptions = RunOptions(),
     max_days: MaxDays = None,
     budget: Budget = None,
     min_efficiency: MinEfficiency = None,
@@ -144,6 +135,7 @@ def plan_best(
     """
 
     size = o.check_outputs(out, pic, threshold=False)
+    samples, tokens, price = whole.samples, whole.tokens, whole.price_per_device_hour
     sc = scn.build()
     warn_mfu_fallback([sc])
     B, given_as = PB.parse_global_batch(global_batch, sc.workload.seq_len)
@@ -179,7 +171,7 @@ def plan_best(
             objective=objective.value,
             samples=samples,
             tokens=tokens,
-            price=price_per_device_hour,
+            price=price,
             max_days=max_days,
             budget=budget,
             min_efficiency=min_efficiency,
