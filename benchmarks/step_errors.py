@@ -14,7 +14,7 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT / "benchmarks"))
 
-from validate_nccl import _commit, _lit  # noqa: E402
+from validate_nccl import _commit, table_source  # noqa: E402
 
 OUT = ROOT / "simcli" / "step" / "error_table.py"
 
@@ -39,38 +39,27 @@ def error_rows() -> tuple[list[tuple], list[tuple]]:
     return [tuple(s) for s in series], rows
 
 
-def _entry(row: tuple) -> str:
-    """One entry of a tuple of tuples as ruff formats it: on one line where it fits in 120 columns, else one
-    element a line."""
-    line = f"    {_lit(row)},"
-    if len(line) <= 120:
-        return line
-    return "\n".join(["    (", *(f"        {_lit((v,))[1:-1]}," for v in row), "    ),"])
-
-
 def source(series: list[tuple], rows: list[tuple], commit: str) -> str:
     """The text of simcli/step/error_table.py."""
-    lines = [
-        '"""Every row of the published DDP and FSDP scaling series benchmarks/validate_ddp.py and validate_fsdp.py',
-        "price, as r = predicted / measured throughput per device relative to the series' smallest k, with its kind",
-        "(simcli.step.errors). Written by `python benchmarks/validate_ddp.py --write-errors` (or validate_fsdp.py's:",
-        "the same file, both scripts' rows); never edit it by hand (tests/step/test_step_errors.py prices the series",
-        'again and fails where this table and the model part)."""',
-        "",
-        "#: the git commit checked out when this table was written ('+changes': with uncommitted changes)",
-        f'COMMIT = "{commit}"',
-        "#: the series: name, file under validation/published/ ('shared:': ../shared/data/published/), profile, rows",
-        "SERIES = (",
-        *(_entry(s) for s in series),
-        ")",
-        "#: the fields of each row of ROWS (series: an index into SERIES; base: how the step at k0 was known)",
-        'FIELDS = ("series", "devices", "per_node", "nodes", "strategy", "base", "ratio")',
-        "ROWS = (",
-        *(_entry(r) for r in rows),
-        ")",
-        "",
-    ]
-    return "\n".join(lines)
+    doc = '''"""Every row of the published DDP and FSDP scaling series benchmarks/validate_ddp.py and validate_fsdp.py
+price, as r = predicted / measured throughput per device relative to the series' smallest k, with its kind
+(simcli.step.errors). Written by `python benchmarks/validate_ddp.py --write-errors` (or validate_fsdp.py's:
+the same file, both scripts' rows); never edit it by hand (tests/step/test_step_errors.py prices the series
+again and fails where this table and the model part)."""'''
+    return table_source(
+        doc,
+        commit=commit,
+        groups=(
+            "SERIES",
+            "the series: name, file under validation/published/ ('shared:': ../shared/data/published/), profile, rows",
+            series,
+        ),
+        fields=(
+            "the fields of each row of ROWS (series: an index into SERIES; base: how the step at k0 was known)",
+            ("series", "devices", "per_node", "nodes", "strategy", "base", "ratio"),
+        ),
+        rows=rows,
+    )
 
 
 def write() -> Path:

@@ -21,12 +21,14 @@ from __future__ import annotations
 
 import sys
 from pathlib import Path
+from typing import Any, Callable
 
 import numpy as np
 
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 
+from simcli.base import ratio_bands as RB  # noqa: E402
 from simcli.comm import bands as B  # noqa: E402
 from simcli.step import errors as SE  # noqa: E402
 
@@ -50,10 +52,7 @@ def main(verbose: bool = False) -> float:
     for words, points, curves, frac in coverage_table(corpus, inside):
         print(f"{words:58s} {points:6d} {curves:6d} {frac:8.0%}")
     if verbose:
-        print()
-        for curve in sorted(set(corpus.curve.tolist())):
-            m = corpus.curve == curve
-            print(f"{curve:58s} {int(m.sum()):6d} {'':6s} {float(inside[m].mean()):8.0%}")
+        print_groups(corpus, inside)
     overall = float(inside.mean())
     print(f"{'overall (leave one curve out)':58s} {inside.size:6d} {len(set(corpus.curve.tolist())):6d} {overall:8.0%}")
     width = widths(corpus)
@@ -83,28 +82,29 @@ def step_main(verbose: bool = False) -> float:
         label = "overall (leave one series out)" if words == "overall" else words
         print(f"{label:58s} {rows:6d} {series:6d} {frac:8.0%}")
     if verbose:
-        print()
-        for s in sorted(set(corpus.series.tolist())):
-            m = corpus.series == s
-            print(f"{s:58s} {int(m.sum()):6d} {'':6s} {float(inside[m].mean()):8.0%}")
-    width = np.zeros(corpus.ratio.shape)
-    for s in sorted(set(corpus.series.tolist())):
-        rest = corpus.without(s)
-        for i in np.flatnonzero(corpus.series == s):
-            rb = SE.ratio_band(rest, corpus.kind(int(i)))
-            width[i] = rb.hi / rb.lo
+        print_groups(corpus, inside)
+    width = widths(corpus, SE.ratio_band)
     med, p90 = float(np.median(width)), float(np.quantile(width, 0.9))
     print(f"width of the held-out bands, hi/lo: median {med:.2f}, p90 {p90:.2f}")
     return table[-1][3]
 
 
-def widths(corpus: B.Corpus) -> np.ndarray:
-    """hi/lo of each point's band read without its own curve (the band leave_one_out judges it by)."""
+def print_groups(corpus: B.Corpus | SE.Corpus, inside: np.ndarray) -> None:
+    """One line per curve (series): its points (rows) and the fraction covered, after a blank line."""
+    print()
+    for label in sorted(set(corpus.labels.tolist())):
+        m = corpus.labels == label
+        print(f"{label:58s} {int(m.sum()):6d} {'':6s} {float(inside[m].mean()):8.0%}")
+
+
+def widths(corpus: B.Corpus | SE.Corpus, band: Callable[[Any, Any], RB.RatioBand] = B.ratio_band) -> np.ndarray:
+    """hi/lo of each point's (row's) band read without its own curve (series): the band leave_one_out judges it by;
+    ``band``: comm's ratio_band or the step's."""
     out = np.zeros(corpus.ratio.shape)
-    for curve in sorted(set(corpus.curve.tolist())):
-        rest = corpus.without(curve)
-        for i in np.flatnonzero(corpus.curve == curve):
-            rb = B.ratio_band(rest, corpus.kind(int(i)))
+    for label in sorted(set(corpus.labels.tolist())):
+        rest = corpus.without(label)
+        for i in np.flatnonzero(corpus.labels == label):
+            rb = band(rest, corpus.kind(int(i)))
             out[i] = rb.hi / rb.lo
     return out
 

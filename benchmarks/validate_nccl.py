@@ -297,28 +297,61 @@ def _lit(row: tuple) -> str:
     return "(" + ", ".join(f'"{v}"' if isinstance(v, str) else repr(v) for v in row) + ")"
 
 
-def error_table_source(curves: list[tuple], rows: list[tuple], commit: str) -> str:
-    """The text of simcli/comm/error_table.py."""
+def _entry(row: tuple) -> str:
+    """One entry of a tuple of tuples as ruff formats it: on one line where it fits in 120 columns, else one
+    element a line."""
+    line = f"    {_lit(row)},"
+    if len(line) <= 120:
+        return line
+    return "\n".join(["    (", *(f"        {_lit((v,))[1:-1]}," for v in row), "    ),"])
+
+
+def table_source(
+    doc: str, *, commit: str, groups: tuple[str, str, list[tuple]], fields: tuple[str, tuple], rows: list[tuple]
+) -> str:
+    """The text of an error table (simcli/comm/error_table.py, simcli/step/error_table.py): its docstring,
+    COMMIT, the groups (name, comment, entries: the curves, the series), FIELDS (comment, names) and ROWS."""
+    name, about, entries = groups
+    fields_about, names = fields
     lines = [
-        '"""Every point of the published nccl-tests all-reduce curves benchmarks/validate_nccl.py prices, as',
-        "r = t_pred / t_meas with its kind (simcli.comm.bands.point_kinds). Written by",
-        "`python benchmarks/validate_nccl.py --write-errors`; never edit it by hand (tests/comm/test_bands.py prices",
-        'the curves again and fails where this table and the model part)."""',
+        doc,
         "",
         "#: the git commit checked out when this table was written ('+changes': with uncommitted changes)",
         f'COMMIT = "{commit}"',
-        "#: the curves: file under validation/published/, its system column's value, profile, algorithm, points",
-        "CURVES = (",
-        *(f"    {_lit(c)}," for c in curves),
+        f"#: {about}",
+        f"{name} = (",
+        *(_entry(e) for e in entries),
         ")",
-        "#: the fields of each row of ROWS (curve: an index into CURVES)",
-        'FIELDS = ("curve", "devices", "bytes", "transport", "past_node", "size_band", "family", "ratio")',
+        f"#: {fields_about}",
+        f"FIELDS = {_lit(names)}",
         "ROWS = (",
-        *(f"    {_lit(r)}," for r in rows),
+        *(_entry(r) for r in rows),
         ")",
         "",
     ]
     return "\n".join(lines)
+
+
+def error_table_source(curves: list[tuple], rows: list[tuple], commit: str) -> str:
+    """The text of simcli/comm/error_table.py."""
+    doc = '''"""Every point of the published nccl-tests all-reduce curves benchmarks/validate_nccl.py prices, as
+r = t_pred / t_meas with its kind (simcli.comm.bands.point_kinds). Written by
+`python benchmarks/validate_nccl.py --write-errors`; never edit it by hand (tests/comm/test_bands.py prices
+the curves again and fails where this table and the model part)."""'''
+    return table_source(
+        doc,
+        commit=commit,
+        groups=(
+            "CURVES",
+            "the curves: file under validation/published/, its system column's value, profile, algorithm, points",
+            curves,
+        ),
+        fields=(
+            "the fields of each row of ROWS (curve: an index into CURVES)",
+            ("curve", "devices", "bytes", "transport", "past_node", "size_band", "family", "ratio"),
+        ),
+        rows=rows,
+    )
 
 
 def write_errors() -> Path:

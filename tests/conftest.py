@@ -4,7 +4,9 @@ from __future__ import annotations
 
 import json
 import os
+import re
 import shlex
+from pathlib import Path
 
 import pytest
 from hypothesis import HealthCheck, settings
@@ -102,6 +104,20 @@ def run_json(runner, command: str, *more: object):
     r = run(runner, *shlex.split(command), *more)
     assert r.exit_code == 0, r.output
     return json.loads(r.stdout)
+
+
+def assert_table_written(table, rows: list, fresh_text: str) -> None:
+    """A generated error table (simcli/comm/error_table.py, simcli/step/error_table.py: ``table``, the module) is
+    what its generator writes from today's model (``rows`` and ``fresh_text``, written with the table's COMMIT): the
+    rows (ratios, the last field, to 1e-9; the rest exactly), the text around the numbers, a commit in COMMIT."""
+    assert len(table.ROWS) == len(rows)
+    for stored, fresh in zip(table.ROWS, rows):
+        assert stored[:-1] == fresh[:-1]
+        assert stored[-1] == pytest.approx(fresh[-1], rel=1e-9)
+    stored_text = Path(table.__file__).read_text(encoding="utf-8")
+    ratio = r", -?[0-9.]+(?:e-?[0-9]+)?\),\n"
+    assert re.sub(ratio, ", X),\n", stored_text) == re.sub(ratio, ", X),\n", fresh_text)
+    assert re.fullmatch(r"[0-9a-f]{40}(\+changes)?", table.COMMIT)
 
 
 @pytest.fixture

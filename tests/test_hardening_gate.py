@@ -1,7 +1,7 @@
 """Issue 40 (items 1, 4, 5, 6): each class of bad input a sweep found ends in one line and the right exit status,
 held by the shared mechanism, whatever the command: the finiteness gate (simcli.io.formats.finite_gate) and the
 bound on number options (simcli.cli.common._check_options), the bounds on plan's searches, the output-name checks
-(simcli.io.files.check_output_name, simcli.cli.options.check_outputs), and the environment's failures
+(simcli.io.files.check_output_path, simcli.cli.options.check_outputs), and the environment's failures
 (simcli.io.inputs.cannot_read, completion outside a shell). Each test is built from the kind of input, over
 several commands and options; the refusals failed before their fix, the rest hold what must still work."""
 

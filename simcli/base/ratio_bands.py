@@ -16,9 +16,10 @@ cost).
 
 from __future__ import annotations
 
+import dataclasses
 import math
 from dataclasses import dataclass
-from typing import Any, Callable, Iterable, Protocol, Sequence
+from typing import Any, Callable, ClassVar, Iterable, Protocol, Sequence, TypeVar
 
 import numpy as np
 
@@ -33,6 +34,10 @@ __all__ = [
     "backed_off",
     "widest",
     "widest_of_neighbours",
+    "Columns",
+    "Grouping",
+    "own_band",
+    "kind_band",
     "leave_one_out",
 ]
 
@@ -212,9 +217,119 @@ class _Corpus(Protocol):
     @property
     def labels(self) -> np.ndarray: ...
 
+    @property
+    def cache(self) -> dict: ...
+
     def without(self, label: str) -> Any: ...
 
     def kind(self, i: int) -> Any: ...
+
+    def masks(self, kind: Any) -> list[np.ndarray]: ...
+
+
+C = TypeVar("C", bound="Columns")
+
+
+@dataclass(frozen=True)
+class Columns:
+    """A corpus kept as columns: a frozen dataclass of arrays, one entry per row, the first the row's group, then
+    a ``cache`` past the columns."""
+
+    #: how each column is made from the rows' values, in the order of the fields
+    COLUMNS: ClassVar[tuple[Callable[[Sequence[Any]], np.ndarray], ...]] = ()
+
+    @classmethod
+    def of(cls: type[C], rows: Sequence[Sequence[Any]]) -> C:
+        """From rows of one value per column."""
+        cols = list(zip(*rows)) if rows else [()] * len(cls.COLUMNS)
+        return cls(*(make(c) for make, c in zip(cls.COLUMNS, cols)))
+
+    @property
+    def labels(self) -> np.ndarray:
+        """The group of each row (the first column)."""
+        return getattr(self, dataclasses.fields(self)[0].name)
+
+    def without(self: C, label: str) -> C:
+        """The corpus less one group's rows (leave one out), with a cache of its own."""
+        keep = self.labels != label
+        return type(self)(*(getattr(self, f.name)[keep] for f in dataclasses.fields(self)[: len(self.COLUMNS)]))
+
+
+@dataclass(frozen=True)
+class Grouping:
+    """How an error model reads its kinds: the rows and groups a grouping needs, and their names in words."""
+
+    min_rows: int  #: a grouping is read only where it has this many rows ...
+    min_groups: int  #: ... from this many groups
+    unit: str  #: rows in words ("points", "rows")
+    group_unit: str  #: groups in words ("curves", "series")
+    one: str  #: one group in words ("curve", "series")
+    unmeasured: str  #: how the words of a band of a kind with no row begin
+
+
+def own_band(
+    corpus: _Corpus,
+    kind: tuple,
+    masks: Sequence[np.ndarray],
+    *,
+    grouping: Grouping,
+    offsets_from: Callable[[int], np.ndarray],
+    words: Callable[[int], str],
+    offsets: Callable[[int], str],
+) -> RatioBand | None:
+    """The band read from the kind's own grouping (``masks``, finest first: :func:`backed_off`), kept in
+    ``corpus.cache``; None where the kind has no row. ``words(level)``: the grouping read, in words;
+    ``offsets(n)``: where its n offsets were drawn from, in words."""
+    own = int(masks[0].sum())
+    if not own:
+        return None
+    key = ("own",) + kind
+    if key not in corpus.cache:
+        corpus.cache[key] = backed_off(
+            corpus.ratio,
+            corpus.labels,
+            masks,
+            min_rows=grouping.min_rows,
+            min_groups=grouping.min_groups,
+            offsets_from=offsets_from,
+            describe=lambda level, n: (
+                words(level) + ("" if level == 0 else f" (this kind: {own} {grouping.unit})") + offsets(n)
+            ),
+            unit=grouping.unit,
+            group_unit=grouping.group_unit,
+        )
+    return corpus.cache[key]
+
+
+def kind_band(
+    corpus: _Corpus,
+    kind: tuple,
+    *,
+    grouping: Grouping,
+    own_of: Callable[[Any, Any, list[np.ndarray]], RatioBand | None],
+    neighbours: Callable[[list[np.ndarray]], Iterable[tuple[Sequence[Any], str]]],
+    empty: str,
+) -> RatioBand:
+    """The band of a kind, kept in ``corpus.cache``: its own (``own_of(corpus, kind, masks)``), or where it has no
+    row or the rows of one group (one cluster: one draw of the kind's offset, which cannot narrow the kind below
+    what its neighbours show) the widest band of its neighbours (``neighbours(masks)``: as
+    :func:`widest_of_neighbours`' levels) and its own. ``empty``: the error where neither has a row."""
+    if kind in corpus.cache:
+        return corpus.cache[kind]
+    masks = corpus.masks(kind)
+    out = own_of(corpus, kind, masks)
+    if out is None or count_labels(corpus.labels[masks[0]]) < grouping.min_groups:
+        out = widest_of_neighbours(
+            out,
+            neighbours(masks),
+            lambda nk: own_of(corpus, nk, corpus.masks(nk)),
+            unmeasured=grouping.unmeasured,
+            one=grouping.one,
+        )
+    if out is None:
+        raise ValueError(empty)
+    corpus.cache[kind] = out
+    return out
 
 
 def leave_one_out(corpus: _Corpus, band: Callable[[Any, Any], RatioBand]) -> np.ndarray:

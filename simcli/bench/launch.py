@@ -23,6 +23,7 @@ launcher made the world; this process is one rank and joins it.
 
 from __future__ import annotations
 
+import functools
 import json
 import mmap
 import os
@@ -35,7 +36,7 @@ import tempfile
 import time
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, Callable, Mapping
+from typing import Any, Callable, Mapping, TypeVar, cast
 
 from ..base.types import InputError, SimcliError
 
@@ -49,6 +50,8 @@ __all__ = [
     "FAULT_ENV",
     "GRACE_S",
 ]
+
+F = TypeVar("F", bound=Callable[..., Any])
 
 #: test hook: "RANK:INDEX:MODE[:WORLD]" makes rank RANK exit (MODE=exit) or hang (MODE=hang) when it
 #: reaches fault point INDEX (the INDEX-th message size, or timed step) in a world of WORLD ranks;
@@ -191,48 +194,26 @@ def _stop(ranks: list[_Rank], grace: float = GRACE_S) -> None:
         r.proc.wait()
 
 
-def run_world(
-    k: int,
-    task: str,
-    config: Mapping[str, Any],
-    *,
-    timeout_s: float,
-    on_record: Callable[[dict[str, Any]], None],
-    port: int = 0,
-    threads: int | None = None,
-    extra_env: Mapping[str, str] | None = None,
-    on_progress: Callable[[int], None] | None = None,
-) -> WorldResult:
-    """Spawn k ranks running ``task`` with ``config``; stream rank 0's records to ``on_record``.
+def _on_a_free_port(fn: F) -> F:
+    """``fn`` (:func:`run_world`) with ``port`` 0 run on a free port, picked again (up to 3 times) where another
+    process takes it between the pick and the ranks' bind; a port given is tried once."""
 
-    ``on_progress`` (optional) gets the unit (a size, a timed step) the slowest rank has reached, when it changes.
+    @functools.wraps(fn)
+    def run(k: int, task: str, config: Mapping[str, Any], *, port: int = 0, **kw: Any) -> Any:
+        attempts = 1 if port else 3
+        for attempt in range(attempts):
+            p = port or free_port()
+            try:
+                return fn(k, task, config, port=p, **kw)
+            except _PortTaken:
+                if attempt == attempts - 1:
+                    raise BenchError(
+                        f"world size {k}: port {p} on 127.0.0.1 was taken by another process "
+                        f"{attempts} times; free some ports or pass --port"
+                    ) from None
+        raise AssertionError("unreachable")  # pragma: no cover
 
-    Raises :class:`BenchError` naming the rank and the world size when a rank
-    fails or the world runs past ``timeout_s``. KeyboardInterrupt stops every
-    rank before it propagates.
-    """
-    attempts = 1 if port else 3
-    for attempt in range(attempts):
-        p = port or free_port()
-        try:
-            return _run_world_once(
-                k,
-                task,
-                config,
-                timeout_s=timeout_s,
-                on_record=on_record,
-                port=p,
-                threads=threads,
-                extra_env=extra_env,
-                on_progress=on_progress,
-            )
-        except _PortTaken:
-            if attempt == attempts - 1:
-                raise BenchError(
-                    f"world size {k}: port {p} on 127.0.0.1 was taken by another process "
-                    f"{attempts} times; free some ports or pass --port"
-                ) from None
-    raise AssertionError("unreachable")  # pragma: no cover
+    return cast(F, run)
 
 
 class _PortTaken(Exception):
@@ -394,18 +375,28 @@ def _watch(
             return _describe_timeout(k, ranks, progress_path, timeout_s=limit, config=config, started=started)
 
 
-def _run_world_once(
+@_on_a_free_port
+def run_world(
     k: int,
     task: str,
     config: Mapping[str, Any],
     *,
     timeout_s: float,
     on_record: Callable[[dict[str, Any]], None],
-    port: int,
-    threads: int | None,
-    extra_env: Mapping[str, str] | None,
+    port: int = 0,
+    threads: int | None = None,
+    extra_env: Mapping[str, str] | None = None,
     on_progress: Callable[[int], None] | None = None,
 ) -> WorldResult:
+    """Spawn k ranks running ``task`` with ``config``; stream rank 0's records to ``on_record``.
+
+    ``on_progress`` (optional) gets the unit (a size, a timed step) the slowest rank has reached, when it changes.
+    ``port`` 0: a free port, picked again where it is taken before the ranks bind it (:func:`_on_a_free_port`).
+
+    Raises :class:`BenchError` naming the rank and the world size when a rank
+    fails or the world runs past ``timeout_s``. KeyboardInterrupt stops every
+    rank before it propagates.
+    """
     result = WorldResult()
     tmp = tempfile.TemporaryDirectory(prefix=f"simcli-bench-k{k}-")
     tmpdir = Path(tmp.name)

@@ -35,6 +35,7 @@ FLOPs per sample, forward + backward:
 
 from __future__ import annotations
 
+import dataclasses
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -91,19 +92,8 @@ class ModelSpec:
             object.__setattr__(self, "width", 16 if self.kind == "resnet" else 1024)
 
     def to_dict(self) -> dict[str, Any]:
-        return {
-            "kind": self.kind,
-            "width": self.width,
-            "depth": self.depth,
-            "layers": self.layers,
-            "hidden": self.hidden,
-            "heads": self.heads,
-            "seq_len": self.seq_len,
-            "vocab": self.vocab,
-            "blocks": list(self.blocks),
-            "image_size": self.image_size,
-            "classes": self.classes,
-        }
+        """Every field, in order (``blocks`` a list, as JSON has it)."""
+        return {**dataclasses.asdict(self), "blocks": list(self.blocks)}
 
     @classmethod
     def from_dict(cls, d: dict[str, Any]) -> "ModelSpec":

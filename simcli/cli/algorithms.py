@@ -13,7 +13,7 @@ from ..comm import collectives, crossover, registry, topology
 from ..io.formats import to_csv, to_json
 from ..io.profiles import resolve_profile
 from . import options as o
-from .common import emit, examples, handle_errors, new_app, show, warn_mfu_fallback, warn_nccl_faster
+from .common import answer, emit, examples, handle_errors, new_app, show, warn_mfu_fallback, warn_nccl_faster
 from .progress import progress
 
 __all__ = ["algorithms", "explain"]
@@ -169,11 +169,4 @@ def explain(
         ({"profile": d["inputs"]["profile"], "devices": d["devices"], **row} for row in d.get("nccl_faster") or []),
         see="the line 'NCCL's choice' says which" if out.table else "'nccl_faster' says which",
     )
-    if out.table:
-        show(explain_view(d), out.output, out.force)
-        return
-
-    if out.format is o.Format.json:
-        emit(to_json(d), out.output, out.force)
-    else:
-        emit(to_csv(flat_terms(d)), out.output, out.force)
+    answer(out, lambda: explain_view(d), lambda: d, rows=lambda: (flat_terms(d), []))

@@ -137,6 +137,30 @@ def _stdout_needed(output: str | None, tr: dict[str, Any] | None) -> None:
         )
 
 
+def _result_writer(
+    command: str,
+    path: str | None,
+    columns: Any,
+    *,
+    out: o.OutputOptions,
+    backend: str,
+    torch_version: str | None,
+    about: dict[str, str],
+) -> Any:
+    """The writer of a bench command's rows (CSV, or JSON with --format json): its header names the command line
+    it was run with, the host, torch and the backend, then ``about``."""
+    from ..io.measured.results import ResultWriter, metadata  # lazy
+
+    argv = " ".join(["simcli"] + sys.argv[1:]) if sys.argv else f"simcli {command}"
+    return ResultWriter(
+        path,
+        columns,
+        metadata(command, backend, torch_version, extra={"command": argv, **about}),
+        force=out.force,
+        fmt="json" if out.format is o.Format.json else "csv",
+    )
+
+
 def _finish(
     rows: list[dict[str, Any]], columns, out: o.OutputOptions, *, writer, noun: str, more: str = "--iters"
 ) -> None:
@@ -229,7 +253,7 @@ def bench_allreduce(
 ) -> None:
     """Time torch.distributed.all_reduce for each world size and message size (nccl-tests' columns)."""
     from ..bench.allreduce import TORCH_DTYPES  # lazy
-    from ..io.measured.results import ALLREDUCE_COLUMNS, ResultWriter, metadata  # lazy
+    from ..io.measured.results import ALLREDUCE_COLUMNS  # lazy
 
     ks, tr = runs.world_sizes(world.world_sizes, "2")
     if dtype not in TORCH_DTYPES:
@@ -255,27 +279,22 @@ def bench_allreduce(
     rows: list[dict[str, Any]] = []
     by_world: dict[int, list[dict[str, Any]]] = {}
     n_rounds = rounds if rounds is not None else iters
-    with ResultWriter(
+    with _result_writer(
+        "bench allreduce",
         writer_path,
         ALLREDUCE_COLUMNS,
-        metadata(
-            "bench allreduce",
-            be,
-            torch_version,
-            extra={
-                "command": " ".join(["simcli"] + sys.argv[1:]) if sys.argv else "simcli bench allreduce",
-                "time_s": f"{stat.value} over iterations of the slowest rank's time (--stat); p10/p90/min/max/"
-                "median/mean likewise; noise = p90/p10",
-                "rounds": f"{min(n_rounds, iters)} rounds of shuffled sizes (--rounds, --seed {seed}), "
-                "warm-up per size",
-                "adaptive": f"after --iters {iters}, rounds added until the relative standard error of each "
-                f"size's {stat.value} is at most {target * 100:g}% (--target-se; column rse), up to {cap} iterations "
-                f"(--max-iters) and {budget:g} s per world (--max-time)",
-                "units": "bytes B, times s, algbw/busbw GB/s = 1e9 B/s, busbw = algbw*2(k-1)/k",
-            },
-        ),
-        force=out.force,
-        fmt="json" if out.format is o.Format.json else "csv",
+        out=out,
+        backend=be,
+        torch_version=torch_version,
+        about={
+            "time_s": f"{stat.value} over iterations of the slowest rank's time (--stat); p10/p90/min/max/"
+            "median/mean likewise; noise = p90/p10",
+            "rounds": f"{min(n_rounds, iters)} rounds of shuffled sizes (--rounds, --seed {seed}), warm-up per size",
+            "adaptive": f"after --iters {iters}, rounds added until the relative standard error of each "
+            f"size's {stat.value} is at most {target * 100:g}% (--target-se; column rse), up to {cap} iterations "
+            f"(--max-iters) and {budget:g} s per world (--max-time)",
+            "units": "bytes B, times s, algbw/busbw GB/s = 1e9 B/s, busbw = algbw*2(k-1)/k",
+        },
     ) as writer:
 
         def on_record(rec: dict[str, Any]) -> None:
@@ -418,7 +437,7 @@ def bench_step(
     out: Annotated[o.OutputOptions, o.tweak(omit=_OUTPUT, output=_STEP_OUTPUT)] = o.OutputOptions(),
 ) -> None:
     """Time real data-parallel training steps; check the averaged gradient; compare S(k) with the prediction."""
-    from ..io.measured.results import STEP_COLUMNS, ResultWriter, metadata  # lazy
+    from ..io.measured.results import STEP_COLUMNS  # lazy
 
     if old_bucket is not None:
         bucket_cap_mb = old_bucket
@@ -450,27 +469,23 @@ def bench_step(
     modes = ["flat", "ddp"] if mode is Mode.both else [mode.value]
     ref: dict[str, float] = {}
     rows: list[dict[str, Any]] = []
-    with ResultWriter(
+    with _result_writer(
+        "bench step",
         out.output if runs.is_writer(tr) else None,
         STEP_COLUMNS,
-        metadata(
-            "bench step",
-            be,
-            torch_version,
-            extra={
-                "command": " ".join(["simcli"] + sys.argv[1:]) if sys.argv else "simcli bench step",
-                "model": f"{bm.describe(spec)} ({nparams} params), {'MSE' if spec.kind == 'mlp' else 'cross-entropy'} "
-                f"loss, SGD lr {lr}, synthetic data, dtype {dtype.value}",
-                "flops": f"flops_per_sample {bm.flops_per_sample(spec):.6g} (as simcli's presets count it; mfu "
-                f"uses it), flops_per_sample_exact {bm.flops_per_sample_exact(spec):.6g} (achieved_flops uses it)",
-                "times": "median over steps of the slowest rank's time; t_step_ref_s = T_step(1) of the same mode",
-                "prediction": f"simcli.step.engine.simulate, profile {prof.name}, --params {nparams}, --compute-time = "
-                "measured T_step(1) of the same mode (all the work but communication), "
-                "--overlap none for flat, buckets for ddp",
-            },
-        ),
-        force=out.force,
-        fmt="json" if out.format is o.Format.json else "csv",
+        out=out,
+        backend=be,
+        torch_version=torch_version,
+        about={
+            "model": f"{bm.describe(spec)} ({nparams} params), {'MSE' if spec.kind == 'mlp' else 'cross-entropy'} "
+            f"loss, SGD lr {lr}, synthetic data, dtype {dtype.value}",
+            "flops": f"flops_per_sample {bm.flops_per_sample(spec):.6g} (as simcli's presets count it; mfu "
+            f"uses it), flops_per_sample_exact {bm.flops_per_sample_exact(spec):.6g} (achieved_flops uses it)",
+            "times": "median over steps of the slowest rank's time; t_step_ref_s = T_step(1) of the same mode",
+            "prediction": f"simcli.step.engine.simulate, profile {prof.name}, --params {nparams}, --compute-time = "
+            "measured T_step(1) of the same mode (all the work but communication), "
+            "--overlap none for flat, buckets for ddp",
+        },
     ) as writer:
 
         def on_record(rec: dict[str, Any]) -> None:

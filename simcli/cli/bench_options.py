@@ -166,19 +166,8 @@ class ModelShapeOptions(OptionGroup):
             raise InputError(
                 f"--blocks: {self.blocks!r} is not 1 to 6 whole numbers >= 1 separated by commas (e.g. 3,4,6,3)"
             )
-        spec = bench_models.ModelSpec(
-            kind=kind,
-            width=width or 0,
-            depth=self.depth,
-            layers=self.layers,
-            hidden=self.hidden,
-            heads=self.heads,
-            seq_len=self.seq_len,
-            vocab=self.vocab,
-            blocks=bl,
-            image_size=self.image_size,
-            classes=self.classes,
-        )
+        shape = self.copied("depth", "layers", "hidden", "heads", "seq_len", "vocab", "image_size", "classes")
+        spec = bench_models.ModelSpec(kind=kind, width=width or 0, blocks=bl, **shape)
         if kind == "resnet":
             side = bench_models.resnet_final_size(spec)
             if side < 1 or batch * side * side < 2:

@@ -36,14 +36,10 @@ from . import options as o
 from .common import examples, handle_errors, new_app, warn
 from .measured import (
     BACKEND_PROFILES,
-    MaxSize,
     MeasuredProfile,
-    MinSize,
-    Where,
-    hold_to_profile,
-    parse_size,
+    RowOptions,
+    held_profile,
     pct,
-    profile_for_measurements,
     r2_cell,
 )
 from .progress import progress
@@ -119,9 +115,7 @@ def calibrate(
         o.option("--holdout", help="Fraction of the points held out of the fit and reported separately (0 <= x < 1)."),
     ] = 0.25,
     seed: Annotated[int, o.option("--seed", help="Seed of the random hold-out split.")] = 0,
-    min_size: MinSize = "0",
-    max_size: MaxSize = None,
-    where: Where = None,
+    select: RowOptions = RowOptions(),
     algorithm: o.Algorithm = None,
     loss: Annotated[
         Loss,
@@ -145,7 +139,7 @@ def calibrate(
         raise InputError(
             "calibrate: give at most one 'bench allreduce' CSV, one 'bench step' CSV and one scaling table"
         )
-    comm_m, step_m, scale_m, live_run, where = _inputs(files, where, run, profile=profile)
+    comm_m, step_m, scale_m, live_run, where = _inputs(files, select.where, run, profile=profile)
     scaling = None
     if scale_m is not None:
         if profile is None:
@@ -164,13 +158,12 @@ def calibrate(
         if profile is None:
             raise InputError(f"--profile: {live_run[1]['file']} does not say which hardware it ran on; give --profile")
         typer.echo(f"simcli: --profile {profile} (the trace's backend is {live_run[1]['backend']})", err=True)
-    base = profile_for_measurements(profile, measured)
-    for m in measured:
-        hold_to_profile(m, base)
+    base = held_profile(profile, measured)
 
     fits = ", ".join(
         x for x, m in (("network", comm_m), ("compute", step_m), ("device spread", scale_m)) if m is not None
     )
+    lo, hi = select.sizes()
     with progress(f"calibrate: fitting {fits}"):
         opts = CalibrationOptions(
             name=name or Path(output).stem,
@@ -179,8 +172,8 @@ def calibrate(
             tier=tier,
             holdout=holdout,
             seed=seed,
-            min_size=parse_size(min_size, "--min-size") or 0.0,
-            max_size=parse_size(max_size, "--max-size"),
+            min_size=lo,
+            max_size=hi,
             where=tuple(where or ()),
             algorithm=algorithm,
             loss=loss.value,

@@ -30,9 +30,8 @@ app = new_app()  # `check`, a top-level command
 
 Tolerance = Annotated[
     Optional[str],
-    o.option(
+    o.listed(
         "--tolerance",
-        metavar=o.many("--tolerance"),
         help="Allowed |measured/expected busbw - 1| before a size is LOW or HIGH: one value ('15%') or one per size "
         "band, smallest first ('30%,40%,10%'); given, it is the whole rule [default: per band, the 95th percentile of "
         "simcli's own error on the published validation curves (the table's caption and --format json name them), and "

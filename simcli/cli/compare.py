@@ -14,90 +14,48 @@ from ..base.units import fmt_bytes, sig4
 from ..decisions.compare import alternatives
 from ..decisions.compare import compare as run_compare
 from ..decisions.plan import training_memory
-from ..io.formats import to_csv, to_json
 from ..io.profiles import resolve_profile, with_nccl_version
 from ..io.render import Column, table, time_unit
 from ..io.workloads import build_workload
 from . import options as o
-from .common import emit, examples, handle_errors, new_app, show, warn
+from .common import answer, examples, handle_errors, new_app, warn
 from .progress import progress
 from .views import header_lines
 
 app = new_app()  # `compare`, a top-level command
 
-ProfileList = Annotated[
-    Optional[str],
-    o.option(
-        "--profile",
-        "-p",
-        metavar=o.many("--profile"),
-        help="Profiles to compare, comma-separated names or paths: 'dgx-a100,dgx-h100'.",
-    ),
-]
-ModelList = Annotated[
-    Optional[str],
-    o.option("--model", "-m", metavar=o.many("--model"), help="Built-in models to compare, comma-separated."),
-]
-DtypeList = Annotated[
-    Optional[str],
-    o.option(
-        "--dtype", metavar=o.many("--dtype"), help="Compute dtypes to compare, comma-separated [default: the device's]."
-    ),
-]
-GradDtypeList = Annotated[
-    str,
-    o.option(
-        "--grad-dtype", metavar=o.many("--grad-dtype"), help="Gradient dtypes to compare, comma-separated: 'fp32,bf16'."
-    ),
-]
-MfuList = Annotated[
-    Optional[str],
-    o.option(
-        "--mfu",
-        metavar=o.many("--mfu"),
-        help="Achieved fractions of peak to compare, comma-separated [default: the profile's].",
-    ),
-]
-BatchList = Annotated[
-    Optional[str],
-    o.option(
-        "--batch-per-device",
-        "-b",
-        metavar=o.many("--batch-per-device"),
-        help="Per-device batches to compare, comma-separated [default: the model's].",
-    ),
-]
-AlgorithmList = Annotated[
-    str,
-    o.option(
-        "--algorithm",
-        "-a",
-        metavar=o.many("--algorithm"),
-        help="All-reduce algorithms to compare, comma-separated: 'ring,auto'.",
-    ),
-]
-OverlapList = Annotated[
-    Optional[str],
-    o.option(
-        "--overlap",
-        metavar="buckets,none",
-        help="Overlap modes to compare, comma-separated: 'none,buckets' [default: the engine's].",
-    ),
-]
-BucketList = Annotated[
-    Optional[str],
-    o.option(
-        "--bucket-mb",
-        metavar=o.many("--bucket-mb"),
-        help="DDP bucket sizes in MiB to compare, comma-separated: '25,100' [default: the engine's].",
-    ),
-]
-AccumList = Annotated[
-    Optional[str],
-    o.option(
-        "--accum", metavar=o.many("--accum"), help="Gradient accumulation steps to compare, comma-separated: '1,4'."
-    ),
-]
+# the scenario options compare takes as comma-separated alternatives, laid out by hand as a table (as options.py's)
+# fmt: off
+ProfileList = Annotated[Optional[str], o.listed(
+    "--profile", "-p", help="Profiles to compare, comma-separated names or paths: 'dgx-a100,dgx-h100'.",
+)]
+ModelList = Annotated[Optional[str], o.listed("--model", "-m", help="Built-in models to compare, comma-separated.")]
+DtypeList = Annotated[Optional[str], o.listed(
+    "--dtype", help="Compute dtypes to compare, comma-separated [default: the device's].",
+)]
+GradDtypeList = Annotated[str, o.listed(
+    "--grad-dtype", help="Gradient dtypes to compare, comma-separated: 'fp32,bf16'.",
+)]
+MfuList = Annotated[Optional[str], o.listed(
+    "--mfu", help="Achieved fractions of peak to compare, comma-separated [default: the profile's].",
+)]
+BatchList = Annotated[Optional[str], o.listed(
+    "--batch-per-device", "-b", help="Per-device batches to compare, comma-separated [default: the model's].",
+)]
+AlgorithmList = Annotated[str, o.listed(
+    "--algorithm", "-a", help="All-reduce algorithms to compare, comma-separated: 'ring,auto'.",
+)]
+OverlapList = Annotated[Optional[str], o.option(
+    "--overlap", metavar="buckets,none",
+    help="Overlap modes to compare, comma-separated: 'none,buckets' [default: the engine's].",
+)]
+BucketList = Annotated[Optional[str], o.listed(
+    "--bucket-mb", help="DDP bucket sizes in MiB to compare, comma-separated: '25,100' [default: the engine's].",
+)]
+AccumList = Annotated[Optional[str], o.listed(
+    "--accum", help="Gradient accumulation steps to compare, comma-separated: '1,4'.",
+)]
+# fmt: on
 
 
 #: compare takes comma-separated alternatives for these scenario options
@@ -204,12 +162,9 @@ def compare(
     if pic.plot:
         with progress(f"drawing {pic.plot}"):
             _draw_compare(cmp, pic.plot, out.force, size=fig_size, threshold=pic.threshold)
-    if out.table:
-        show(_compare_view(cmp, out.rows, n_devices=k_all.size), out.output, out.force)
-        return
-
-    recs = cmp.records()
-    emit(to_json(recs) if out.format is o.Format.json else to_csv(recs), out.output, out.force)
+    answer(
+        out, lambda: _compare_view(cmp, out.rows, n_devices=k_all.size), cmp.records, rows=lambda: (cmp.records(), [])
+    )
 
 
 def _compare_title(cmp: Any) -> str:

@@ -3,6 +3,7 @@ measurements belong to."""
 
 from __future__ import annotations
 
+import dataclasses
 import math
 from typing import Annotated, Any, Optional
 
@@ -19,12 +20,14 @@ __all__ = [
     "Where",
     "MinSize",
     "MaxSize",
+    "RowOptions",
     "MeasuredProfile",
     "BACKEND_PROFILES",
     "parse_size",
     "pct",
     "backend_of",
     "profile_for_measurements",
+    "held_profile",
     "r2_cell",
     "hold_to_profile",
     "devices_of",
@@ -49,6 +52,19 @@ MaxSize = Annotated[
 
 #: a size option ('64MiB') in bytes
 parse_size = o.parse_bytes
+
+
+@dataclasses.dataclass(frozen=True)
+class RowOptions(o.OptionGroup):
+    """Which measured rows a command reads: --where, --min-size, --max-size."""
+
+    where: Where = None
+    min_size: MinSize = "0"
+    max_size: MaxSize = None
+
+    def sizes(self) -> tuple[float, float | None]:
+        """--min-size and --max-size in bytes (0 and None where not given)."""
+        return parse_size(self.min_size, "--min-size") or 0.0, parse_size(self.max_size, "--max-size")
 
 
 def pct(v: float | None) -> str:
@@ -107,6 +123,15 @@ def profile_for_measurements(profile: str | None, measured: list, nccl_version: 
         f"--profile: {paths} does not say which backend measured it; give --profile (the hardware "
         "the measurements were taken on; see 'simcli profiles list')"
     )
+
+
+def held_profile(profile: str | None, measured: list, nccl_version: str | None = None) -> Any:
+    """The profile the measured files are priced on (:func:`profile_for_measurements`), each file held to it
+    (:func:`hold_to_profile`)."""
+    prof = profile_for_measurements(profile, measured, nccl_version)
+    for m in measured:
+        hold_to_profile(m, prof)
+    return prof
 
 
 def devices_of(m) -> list[str]:

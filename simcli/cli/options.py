@@ -141,9 +141,10 @@ def option(*decls: str, **kw: Any) -> Any:
     return typer.Option(*decls, **kw)
 
 
-def many(long: str) -> str:
-    """The metavar of an option that takes a comma-separated list of what ``long`` takes: 'N,...'."""
-    return f"{METAVARS[long]},..."
+def listed(*decls: str, **kw: Any) -> Any:
+    """:func:`option` for an option that takes a comma-separated list of what its long name takes (metavar 'N,...')."""
+    kw.setdefault("metavar", f"{METAVARS[next(d for d in decls if d.startswith('--'))]},...")
+    return option(*decls, **kw)
 
 
 def enum_members(values: typing.Iterable[str]) -> dict[str, str]:
@@ -395,6 +396,10 @@ DPI, WIDTH, THRESHOLD = 150, 10.0, 0.8
 class OptionGroup:
     """Base of the option dataclasses: a command parameter annotated with a subclass becomes its fields."""
 
+    def copied(self, *names: str) -> dict[str, Any]:
+        """The named options as they are, by name: what a constructor takes from the group unchanged."""
+        return {name: getattr(self, name) for name in names}
+
 
 @dataclasses.dataclass(frozen=True)
 class Tweak:
@@ -529,6 +534,15 @@ MULTI = ("profile", "model", "algorithm", "strategy")
 SCENARIO_DEFAULTS: dict[str, Any] = {f.name: f.default for f in dataclasses.fields(Scenario)}
 
 
+#: the scenario options a :class:`Scenario` field of the same name takes as they are
+# fmt: off
+_AS_THEY_ARE = (
+    "dtype", "grad_dtype", "mfu", "batch_per_device", "global_batch", "algorithm", "protocol", "overlap", "bucket_mb",
+    "accum", "strategy", "param_dtype", "shard_group", "units", "compute_time_at_k",
+)
+# fmt: on
+
+
 @dataclasses.dataclass(frozen=True)
 class ScenarioOptions(OptionGroup):
     """What to simulate: every option that goes into a :class:`~simcli.step.engine.Scenario`.
@@ -587,26 +601,12 @@ class ScenarioOptions(OptionGroup):
         """The :class:`Scenario` fields these options set, besides the profile and the workload (validate and
         calibrate price measured rows with them, on the rows' own profile, model and batch)."""
         return dict(
-            dtype=self.dtype,
-            grad_dtype=self.grad_dtype,
-            mfu=self.mfu,
-            batch_per_device=self.batch_per_device,
-            global_batch=self.global_batch,
+            **self.copied(*_AS_THEY_ARE),
             compute_time_s=parse_time(self.compute_time, "--compute-time"),
-            algorithm=self.algorithm,
-            protocol=self.protocol,
-            overlap=self.overlap,
-            bucket_mb=self.bucket_mb,
-            accum=self.accum,
-            strategy=self.strategy,
-            param_dtype=self.param_dtype,
-            shard_group=self.shard_group,
-            units=self.units,
             reshard_after_forward=not self.no_reshard_after_forward,
             activation_checkpointing=not self.no_activation_checkpointing,
             activation_bytes_per_sample=parse_bytes(self.activations, "--activations"),
             spread=parse_fraction(self.spread, "--spread", "3%", zero=True),
-            compute_time_at_k=self.compute_time_at_k,
             optimizer=OptimizerChoice(self.optimizer).value,
             update_extras=tuple(x.strip() for x in (self.update_extras or "").split(",") if x.strip()),
             update_time_s=None if self.update_time is None else parse_at(self.update_time, "time", "--update-time"),

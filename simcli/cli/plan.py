@@ -9,6 +9,7 @@ matplotlib and the engine's answer modules are imported inside the commands.
 
 from __future__ import annotations
 
+import dataclasses
 import shlex
 from typing import TYPE_CHECKING, Annotated, Any, Optional
 
@@ -19,10 +20,9 @@ from rich.text import Text
 from ..base.ranges import parse_devices
 from ..base.types import InputError
 from ..base.units import fmt_count, fmt_time, sig4
-from ..io.formats import to_csv, to_json
 from ..io.render import Column, table, time_unit
 from . import options as o
-from .common import Lazy, LazyGroup, emit, examples, handle_errors, new_app, show, warn, warn_mfu_fallback
+from .common import Lazy, LazyGroup, answer, examples, handle_errors, new_app, warn, warn_mfu_fallback
 from .views import header_lines
 
 if TYPE_CHECKING:  # pragma: no cover
@@ -80,6 +80,17 @@ Price = Annotated[
         help="Price of one device for one hour (any currency); gives cost = device-hours x price.",
     ),
 ]
+
+
+@dataclasses.dataclass(frozen=True)
+class RunOptions(o.OptionGroup):
+    """The whole run and its price (plan time-to-train, plan best): --samples or --tokens, --price-per-device-hour."""
+
+    samples: Samples = None
+    tokens: Tokens = None
+    price_per_device_hour: Price = None
+
+
 MaxHours = Annotated[Optional[float], o.option("--max-hours", help="Only plans that finish within this many hours.")]
 MaxCost = Annotated[
     Optional[float], o.option("--max-cost", help="Only plans that cost at most this (needs --price-per-device-hour).")
@@ -246,9 +257,7 @@ def plan_solve(
 @handle_errors
 def plan_time_to_train(
     devices: PlanDevices = None,
-    samples: Samples = None,
-    tokens: Tokens = None,
-    price_per_device_hour: Price = None,
+    whole: RunOptions = RunOptions(),
     max_hours: MaxHours = None,
     max_cost: MaxCost = None,
     scn: o.ScenarioOptions = o.ScenarioOptions(),
@@ -258,6 +267,7 @@ def plan_time_to_train(
     from ..decisions import plan as P  # lazy
 
     sc, mem = _plan_start(scn, out)
+    samples, tokens = whole.samples, whole.tokens
     if (samples is None) == (tokens is None):
         raise InputError("plan time-to-train needs the size of the run: give --samples N or --tokens N (one)")
     if devices is None:
@@ -270,7 +280,7 @@ def plan_time_to_train(
     else:
         assert tokens is not None  # one of the two (checked above)
         n = P.samples_from_tokens(sc.workload, tokens)
-    ans = P.time_to_train(sc, k, samples=n, price=price_per_device_hour, max_hours=max_hours, max_cost=max_cost)
+    ans = P.time_to_train(sc, k, samples=n, price=whole.price_per_device_hour, max_hours=max_hours, max_cost=max_cost)
     res = ans.to_dict()
     if tokens is not None:
         res["tokens"] = tokens
@@ -289,14 +299,7 @@ def _plan_finish(
     res["inputs"] = sc.inputs()
     for w in res["warnings"]:
         warn(w)
-    if out.table:
-        show(_plan_view(sc, ans, res, rows=out.rows), out.output, out.force)
-        return
-
-    if out.format is o.Format.json:
-        emit(to_json(res), out.output, out.force)
-    else:
-        emit(to_csv(_plan_rows(res)), out.output, out.force)
+    answer(out, lambda: _plan_view(sc, ans, res, rows=out.rows), lambda: res, rows=lambda: (_plan_rows(res), []))
 
 
 def _plan_rows(out: dict[str, Any]) -> list[dict[str, Any]]:

@@ -20,19 +20,11 @@ from ..decisions import plan as P
 from ..decisions import plan_best as PB
 from ..decisions.band_decisions import best_band
 from ..decisions.plan_best import REASON_TEXT
-from ..io.formats import to_csv, to_json
 from ..io.render import Column, table
 from ..step.strategies import SPECS, STRATEGIES
 from . import options as o
-from .common import emit, examples, handle_errors, show, warn_mfu_fallback
-from .plan import (
-    MinEfficiency,
-    PartialNodes,
-    Price,
-    Samples,
-    Tokens,
-    plan_app,
-)
+from .common import answer, examples, handle_errors, warn_mfu_fallback
+from .plan import MinEfficiency, PartialNodes, RunOptions, plan_app
 from .progress import progress
 from .views import header_lines
 
@@ -57,9 +49,8 @@ GlobalBatchOpt = Annotated[
 ]
 StrategyList = Annotated[
     str,
-    o.option(
+    o.listed(
         "--strategy",
-        metavar=o.many("--strategy"),
         help="Strategies to search, comma-separated: ddp,zero1,zero2,fsdp,hsdp.",
     ),
 ]
@@ -74,21 +65,17 @@ BestDevices = Annotated[
 ]
 MicroBatchList = Annotated[
     Optional[str],
-    o.option(
+    o.listed(
         "--batch-per-device",
         "-b",
-        metavar=o.many("--batch-per-device"),
         help="Micro-batches (samples per device per micro-step) to search: '1,2,4,8' or '1..8' [default: 1..8].",
     ),
 ]
-GradDtypeList = Annotated[
-    str, o.option("--grad-dtype", metavar=o.many("--grad-dtype"), help="Gradient dtypes to search, comma-separated.")
-]
+GradDtypeList = Annotated[str, o.listed("--grad-dtype", help="Gradient dtypes to search, comma-separated.")]
 ShardGroupList = Annotated[
     Optional[str],
-    o.option(
+    o.listed(
         "--shard-group",
-        metavar=o.many("--shard-group"),
         help="hsdp shard groups to search: '8,16' [default: one node].",
     ),
 ]
@@ -101,7 +88,7 @@ CheckpointingList = Annotated[
 ]
 BucketList = Annotated[
     Optional[str],
-    o.option("--bucket-mb", metavar=o.many("--bucket-mb"), help="DDP bucket sizes in MiB to search: '25,100'."),
+    o.listed("--bucket-mb", help="DDP bucket sizes in MiB to search: '25,100'."),
 ]
 ObjectiveOpt = Annotated[
     Objective, o.option("--objective", help="time: the most samples/s; cost: the least device-time (x price).")
@@ -133,9 +120,7 @@ def plan_best(
     activation_checkpointing: CheckpointingList = "on",
     bucket_mb: BucketList = None,
     objective: ObjectiveOpt = Objective.time,
-    tokens: Tokens = None,
-    samples: Samples = None,
-    price_per_device_hour: Price = None,
+    whole: RunOptions = RunOptions(),
     max_days: MaxDays = None,
     budget: Budget = None,
     min_efficiency: MinEfficiency = None,
@@ -150,6 +135,7 @@ def plan_best(
     """
 
     size = o.check_outputs(out, pic, threshold=False)
+    samples, tokens, price = whole.samples, whole.tokens, whole.price_per_device_hour
     sc = scn.build()
     warn_mfu_fallback([sc])
     B, given_as = PB.parse_global_batch(global_batch, sc.workload.seq_len)
@@ -185,7 +171,7 @@ def plan_best(
             objective=objective.value,
             samples=samples,
             tokens=tokens,
-            price=price_per_device_hour,
+            price=price,
             max_days=max_days,
             budget=budget,
             min_efficiency=min_efficiency,
@@ -205,19 +191,19 @@ def plan_best(
 
         fig = PL.frontier_figure(ans, _title(sc, ans), size)
         typer.echo(f"wrote {PL.save_figure(fig, pic.plot, out.force)}", err=True)
-    if out.table:
-        show(_view(sc, ans, res, rows=out.rows), out.output, out.force)
-        return
-
-    if out.format is o.Format.json:
-        emit(to_json(res), out.output, out.force)
-    else:
-        a = ans.answer
-        rows = [
-            {**r, "answer": all(r[c] == a[c] for c in ("strategy", "devices", "batch_per_device"))}
-            for r in res["frontier"]
-        ]
-        emit(to_csv(rows), out.output, out.force)
+    a = ans.answer
+    answer(
+        out,
+        lambda: _view(sc, ans, res, rows=out.rows),
+        lambda: res,
+        rows=lambda: (
+            [
+                {**r, "answer": all(r[c] == a[c] for c in ("strategy", "devices", "batch_per_device"))}
+                for r in res["frontier"]
+            ],
+            [],
+        ),
+    )
 
 
 def _speedup_command(a: dict[str, Any], scn: o.ScenarioOptions) -> str:

@@ -17,10 +17,9 @@ from ..base.types import InputError
 from ..base.units import fmt_bytes, fmt_time
 from ..bench import models as bm
 from ..decisions.measure import StepModel, measure_plan
-from ..io.formats import to_csv, to_json
 from ..io.render import Column, labelled, table
 from . import options as o
-from .common import emit, examples, handle_errors, show, warn_mfu_fallback
+from .common import answer, examples, handle_errors, warn_mfu_fallback
 from .plan import PartialNodes, PlanDevices, plan_app
 from .views import header_lines
 
@@ -74,14 +73,7 @@ def plan_measure(
     plan = measure_plan(sc, k, step_model=step_model(sc), max_nodes=max_nodes, partial_nodes=partial_nodes)
     res = plan.to_dict()
     res["inputs"] = sc.inputs()
-    if out.table:
-        show(_view(sc, plan), out.output, out.force)
-        return
-
-    if out.format is o.Format.json:
-        emit(to_json(res), out.output, out.force)
-    else:
-        emit(to_csv([_csv_row(m) for m in res["answer"]]), out.output, out.force)
+    answer(out, lambda: _view(sc, plan), lambda: res, rows=lambda: ([_csv_row(m) for m in res["answer"]], []))
 
 
 def step_model(sc: "Scenario") -> "StepModel":

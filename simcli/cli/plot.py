@@ -265,30 +265,42 @@ def _speedup_like(
         draw_speedup(runs, output, force, size=size, threshold=pic.threshold, kind=kind)
 
 
-@app.command("speedup", epilog=examples("simcli plot speedup -k 1..64:x2 -p dgx-a100,dgx-h100 -o speedup.png"))
-@handle_errors
-def plot_speedup(
-    output: PictureOut,
-    devices: o.Devices = "1..64:x2",
-    scn: Annotated[o.ScenarioOptions, _scenario_tweak("line")] = o.ScenarioOptions(),
-    force: o.Force = False,
-    pic: Annotated[o.PictureOptions, o.tweak(omit=["plot"])] = o.PictureOptions(),
-) -> None:
-    """Speedup S(k) against k with the ideal S = k, efficiency E(k) below, the threshold crossing marked."""
-    _speedup_like("speedup", output, devices, scn=scn, force=force, pic=pic)
+def _speedup_like_command(kind: str, *, noun: str, omit: list[str], example: str, doc: str) -> None:
+    """Register `simcli plot KIND` (speedup, breakdown): :func:`_speedup_like` over --devices, the scenario options
+    worded for one ``noun`` per scenario (line, panel), without the picture options in ``omit``."""
+
+    def command(  # keyword-only past the argument, as typer passes the options
+        output: PictureOut,
+        *,
+        devices: o.Devices = "1..64:x2",
+        scn: o.ScenarioOptions = o.ScenarioOptions(),
+        force: o.Force = False,
+        pic: o.PictureOptions = o.PictureOptions(),
+    ) -> None:
+        _speedup_like(kind, output, devices, scn=scn, force=force, pic=pic)
+
+    command.__annotations__.update(  # what typer reads: the groups as this command words them
+        scn=Annotated[o.ScenarioOptions, _scenario_tweak(noun)], pic=Annotated[o.PictureOptions, o.tweak(omit=omit)]
+    )
+    command.__name__ = command.__qualname__ = f"plot_{kind}"
+    command.__doc__ = doc
+    app.command(kind, epilog=examples(example))(handle_errors(command))
 
 
-@app.command("breakdown", epilog=examples("simcli plot breakdown -k 8..512:x2 -m bert-large -o breakdown.png"))
-@handle_errors
-def plot_breakdown(
-    output: PictureOut,
-    devices: o.Devices = "1..64:x2",
-    scn: Annotated[o.ScenarioOptions, _scenario_tweak("panel")] = o.ScenarioOptions(),
-    force: o.Force = False,
-    pic: Annotated[o.PictureOptions, o.tweak(omit=["plot", "threshold"])] = o.PictureOptions(),
-) -> None:
-    """Stacked bars per k: compute, hidden and exposed communication (compute and communication without overlap)."""
-    _speedup_like("breakdown", output, devices, scn=scn, force=force, pic=pic)
+_speedup_like_command(
+    "speedup",
+    noun="line",
+    omit=["plot"],
+    example="simcli plot speedup -k 1..64:x2 -p dgx-a100,dgx-h100 -o speedup.png",
+    doc="Speedup S(k) against k with the ideal S = k, efficiency E(k) below, the threshold crossing marked.",
+)
+_speedup_like_command(
+    "breakdown",
+    noun="panel",
+    omit=["plot", "threshold"],
+    example="simcli plot breakdown -k 8..512:x2 -m bert-large -o breakdown.png",
+    doc="Stacked bars per k: compute, hidden and exposed communication (compute and communication without overlap).",
+)
 
 
 # --------------------------------------------------------------------------- plot comm / algorithms

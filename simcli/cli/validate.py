@@ -20,12 +20,9 @@ from ..io.workloads import build_workload
 from . import options as o
 from .common import answer, examples, handle_errors, new_app
 from .measured import (
-    MaxSize,
     MeasuredProfile,
-    MinSize,
-    Where,
-    hold_to_profile,
-    parse_size,
+    RowOptions,
+    held_profile,
     pct,
     profile_for_measurements,
 )
@@ -74,9 +71,7 @@ def validate(
         o.ScenarioOptions,
         o.tweak(profile=MeasuredProfile, model=MeasuredModel, overlap=ValidateOverlap, defaults={"overlap": "auto"}),
     ] = o.ScenarioOptions(),
-    where: Where = None,
-    min_size: MinSize = "0",
-    max_size: MaxSize = None,
+    select: RowOptions = RowOptions(),
     max_error: Annotated[
         Optional[str],
         o.option(
@@ -124,10 +119,9 @@ def validate(
         _validate_trace(results, profile, wl, fields=fields, out=out, limit=limit, nccl_version=run.nccl_version)
         return
     measured = read_measurements(results)
-    prof = profile_for_measurements(profile, [measured], run.nccl_version)
-    hold_to_profile(measured, prof)
-    every, scoped = scope_where(where or [], [str(results)])
-    lo, hi = parse_size(min_size, "--min-size") or 0.0, parse_size(max_size, "--max-size")
+    prof = held_profile(profile, [measured], run.nccl_version)
+    every, scoped = scope_where(select.where or [], [str(results)])
+    lo, hi = select.sizes()
     m = filter_rows(measured, every + scoped[str(results)], lo, max_size=hi)
 
     with progress(f"validate: predicting {len(m)} rows of {results}"):

@@ -88,6 +88,8 @@ SIZE_LEVEL = 3
 NEIGHBOURS = 2
 #: how a band of a kind with no published point begins its words (RatioBand.basis)
 UNMEASURED = "no published point of this kind"
+#: how the kinds are read: MIN_ROWS points of MIN_CURVES curves
+GROUPING = RB.Grouping(MIN_ROWS, MIN_CURVES, unit="points", group_unit="curves", one="curve", unmeasured=UNMEASURED)
 #: the transport of a single device (no collective crosses anything)
 NO_LINK = "none"
 
@@ -139,8 +141,9 @@ ONE_DEVICE = RatioBand(1.0, 1.0, 0, 0, "one device: nothing to communicate", Tru
 
 
 @dataclass(frozen=True)
-class Corpus:
-    """Validated points: one entry per point, each a curve label, its kind and its ratio t_pred / t_meas."""
+class Corpus(RB.Columns):
+    """Validated points: one entry per point, each a curve label, its kind and its ratio t_pred / t_meas; ``of``
+    reads rows ``(curve, transport, past node, size band label, family, ratio)``."""
 
     curve: np.ndarray
     transport: np.ndarray
@@ -150,35 +153,14 @@ class Corpus:
     ratio: np.ndarray
     cache: dict = field(default_factory=dict, compare=False, repr=False)
 
-    @classmethod
-    def of(cls, rows: Sequence[Sequence[Any]]) -> "Corpus":
-        """From rows ``(curve, transport, past node, size band label, family, ratio)``."""
-        labels = [b for b, _, _ in SIZE_BANDS]
-        cols = list(zip(*rows)) if rows else [()] * 6
-        return cls(
-            np.array(cols[0], dtype=object),
-            np.array(cols[1], dtype=object),
-            np.array(cols[2], dtype=bool),
-            np.array([labels.index(b) for b in cols[3]], dtype=np.int64),
-            np.array(cols[4], dtype=object),
-            np.array(cols[5], dtype=np.float64),
-        )
-
-    @property
-    def labels(self) -> np.ndarray:
-        return self.curve
-
-    def without(self, curve: str) -> "Corpus":
-        """The corpus less one curve's points (leave one out)."""
-        keep = self.curve != curve
-        return Corpus(
-            self.curve[keep],
-            self.transport[keep],
-            self.nodes[keep],
-            self.band[keep],
-            self.family[keep],
-            self.ratio[keep],
-        )
+    COLUMNS = (
+        lambda c: np.array(c, dtype=object),
+        lambda c: np.array(c, dtype=object),
+        lambda c: np.array(c, dtype=bool),
+        lambda c: np.array([[b for b, _, _ in SIZE_BANDS].index(b) for b in c], dtype=np.int64),
+        lambda c: np.array(c, dtype=object),
+        lambda c: np.array(c, dtype=np.float64),
+    )
 
     def kind(self, i: int) -> Kind:
         return (str(self.transport[i]), bool(self.nodes[i]), int(self.band[i]), str(self.family[i]))
@@ -204,59 +186,35 @@ def _describe(kind: Kind, level: int) -> str:
 
 
 def ratio_band(corpus: Corpus, kind: Kind) -> RatioBand:
-    """The ratio band of a kind ``(transport, past NCCL's node, size band index, family)``: see the module."""
-    if kind in corpus.cache:
-        return corpus.cache[kind]
+    """The ratio band of a kind ``(transport, past NCCL's node, size band index, family)``: see the module. A kind
+    with no point, or the points of one curve, takes the widest band of its neighbours (:data:`NEIGHBOURS`; each
+    read from its own points) and its own."""
     if kind[0] == NO_LINK:
         return ONE_DEVICE
-    masks = corpus.masks(kind)
-    out = _own(corpus, kind, masks)
-    if out is None or RB.count_labels(corpus.curve[masks[0]]) < MIN_CURVES:
-        # no point of its own, or the points of one curve (one cluster: one draw of the kind's offset, which cannot
-        # narrow the kind below what its neighbours show): the widest band of its neighbours, and its own
-        out = _neighbours(corpus, kind, masks, own=out)
-    if out is None:
-        raise ValueError("no validated point to read a band from (simcli/comm/error_table.py is empty)")
-    corpus.cache[kind] = out
-    return out
+    return RB.kind_band(
+        corpus,
+        kind,
+        grouping=GROUPING,
+        own_of=_own,
+        neighbours=lambda masks: (
+            (sorted({corpus.kind(int(i)) for i in np.flatnonzero(m)} - {kind}), _describe(kind, level))
+            for level, m in enumerate(masks[NEIGHBOURS:], start=NEIGHBOURS)
+        ),
+        empty="no validated point to read a band from (simcli/comm/error_table.py is empty)",
+    )
 
 
 def _own(corpus: Corpus, kind: Kind, masks: list[np.ndarray]) -> RatioBand | None:
     """The band read from the kind's own grouping, backing off down :data:`LEVELS`; None where it has no point."""
-    own = int(masks[0].sum())
-    if not own:
-        return None
-    if ("own",) + kind in corpus.cache:
-        return corpus.cache[("own",) + kind]
     size = SIZE_BANDS[kind[2]][0]
-    out = RB.backed_off(
-        corpus.ratio,
-        corpus.curve,
+    return RB.own_band(
+        corpus,
+        kind,
         masks,
-        min_rows=MIN_ROWS,
-        min_groups=MIN_CURVES,
+        grouping=GROUPING,
         offsets_from=lambda level: masks[SIZE_LEVEL],
-        describe=lambda level, n: (
-            _describe(kind, level)
-            + ("" if level == 0 else f" (this kind: {own} points)")
-            + f"; a cluster's offset from the {n} curves of {size}"
-        ),
-        unit="points",
-        group_unit="curves",
-    )
-    corpus.cache[("own",) + kind] = out
-    return out
-
-
-def _neighbours(corpus: Corpus, kind: Kind, masks: list[np.ndarray], *, own: RatioBand | None) -> RatioBand | None:
-    """The widest of the bands the measured kinds of the kind's neighbours (:data:`NEIGHBOURS`; each read from its
-    own points) and, where it has one, of its own band."""
-    levels = (
-        (sorted({corpus.kind(int(i)) for i in np.flatnonzero(m)} - {kind}), _describe(kind, level))
-        for level, m in enumerate(masks[NEIGHBOURS:], start=NEIGHBOURS)
-    )
-    return RB.widest_of_neighbours(
-        own, levels, lambda nk: _own(corpus, nk, corpus.masks(nk)), unmeasured=UNMEASURED, one="curve"
+        words=lambda level: _describe(kind, level),
+        offsets=lambda n: f"; a cluster's offset from the {n} curves of {size}",
     )
 
 

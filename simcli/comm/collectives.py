@@ -129,35 +129,20 @@ def collective(
         key = (id(profile), algorithm, collective, protocol, message_dtype, *arrays)
         if key in table:
             return table[key][1]
-    cost = _collective_on(
-        profile,
-        algorithm,
-        k,
-        nbytes=nbytes,
-        collective=collective,
-        protocol=protocol,
-        gpus_per_process=gpus_per_process,
-        message_dtype=message_dtype,
+    cost = _with_host_floor(
+        _collective(
+            profile, algorithm, k, nbytes=nbytes, collective=collective, protocol=protocol, message_dtype=message_dtype
+        ),
+        gpus_per_process,
     )
     if table is not None:
         table[key] = (profile, cost)  # the profile held: its id is not reused while the block lasts
     return cost
 
 
-def _collective_on(
-    profile: Any,
-    algorithm: str | None,
-    k: np.ndarray,
-    *,
-    nbytes: np.ndarray,
-    collective: str,
-    protocol: str | None,
-    gpus_per_process: Any,
-    message_dtype: str | None,
-) -> CommCost:
-    cost = _collective(
-        profile, algorithm, k, nbytes=nbytes, collective=collective, protocol=protocol, message_dtype=message_dtype
-    )
+def _with_host_floor(cost: CommCost, gpus_per_process: Any) -> CommCost:
+    """``cost`` where one host thread launches each collective on ``gpus_per_process`` GPUs (nccl-tests' -g): an
+    NCCL-priced time at least :func:`simcli.comm.nccl.host_floor`, the ``host`` term what that adds."""
     g = np.asarray(gpus_per_process)
     if np.all(g == 1):
         return cost

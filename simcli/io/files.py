@@ -32,7 +32,6 @@ from .inputs import files_read
 __all__ = [
     "write_atomic",
     "check_output_path",
-    "check_output_name",
     "check_name_length",
     "same_output",
     "claim",
@@ -80,19 +79,6 @@ def check_output_path(
 ) -> Path:
     """Refuse, before any work is done, an output that would clobber a file, is an input or has no directory;
     then claim it (:func:`claim`), so that a second command writing the same file is refused (exit 2)."""
-    p = check_output_name(path, force, option, inputs=inputs)
-    claim(p, force, option)
-    return p
-
-
-def check_output_name(
-    path: str | os.PathLike[str],
-    force: bool,
-    option: str = "--output",
-    *,
-    inputs: Iterable[str | os.PathLike[str] | None] = (),
-) -> Path:
-    """The checks of :func:`check_output_path`, without claiming the file."""
     if not str(path).strip():
         raise InputError(f"{option}: an empty file name; give a file name (without {option} the answer is printed)")
     p = Path(path)
@@ -108,6 +94,13 @@ def check_output_name(
             )
     if _key(p) in _CLAIMS:  # claimed by this command at its start: its own
         return p
+    _check_free(p, force, option)
+    claim(p, force, option)
+    return p
+
+
+def _check_free(p: Path, force: bool, option: str) -> None:
+    """Refuse an output that exists (without ``force``), is a block device or socket, or has no directory."""
     try:
         st = os.stat(p)  # follows links: /dev/stdout is whatever it points to
     except FileNotFoundError:
@@ -132,7 +125,6 @@ def check_output_name(
                 f"{option}: {p}: cannot write it ({parent} is a file, not a directory); write elsewhere"
             )
         raise InputError(f"{option}: directory {parent} does not exist; create it first")
-    return p
 
 
 def check_name_length(p: Path, option: str) -> None:
@@ -352,8 +344,8 @@ def write_atomic(
     command's input files, refused as the output. A refused write is an EnvironmentFailure (exit 1); an
     output that another command replaced meanwhile is not written over: the data is kept beside it.
     """
-    p = check_output_name(path, force, option, inputs=inputs)
-    c = claim(p, force, option)
+    p = check_output_path(path, force, option, inputs=inputs)
+    c = claim(p, force, option)  # made by check_output_path, or before
     if c.special:
         assert c.fd is not None  # a pipe or device is opened when it is claimed
         try:

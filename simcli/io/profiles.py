@@ -24,7 +24,7 @@ import warnings
 from dataclasses import dataclass
 from importlib import resources
 from pathlib import Path
-from typing import Any, Iterable
+from typing import Any, Callable, Iterable
 
 from ..base.ranges import MAX_DEVICES
 from ..base.types import COMPUTE_DTYPES, TUNED_LIBRARIES, Device, InputError, NcclSpec, Profile, Tier
@@ -380,32 +380,58 @@ def _profile_sources(v: "_V", top: dict) -> tuple[str, ...]:
     return tuple(v.text(s, f"sources[{i}]") for i, s in enumerate(sources))
 
 
+def _by_dtype(
+    v: "_V",
+    raw: Any,
+    field: str,
+    *,
+    what: str,
+    unknown: Callable[[str], str | None],
+    read: Callable[[Any, str], float],
+    empty: bool = False,
+) -> dict[str, float]:
+    """A profile mapping of dtype to a number (``field``: device.peak_flops, device.mfu_by_dtype), each value read
+    by ``read``; refused where it is no mapping (an empty one too, unless ``empty``), or where ``unknown(dtype)``
+    says what is wrong with a key."""
+    if not isinstance(raw, dict) or not (raw or empty):
+        raise v.fail(field, f"{_show(raw)} is not a mapping of dtype to {what}")
+    out = {}
+    for dt, val in raw.items():
+        why = unknown(dt)
+        if why is not None:
+            raise v.fail(f"{field}.{dt}", why)
+        out[dt] = read(val, f"{field}.{dt}")
+    return out
+
+
+def _unknown_dtype(dt: Any) -> str | None:
+    """What is wrong with a peak_flops key (None: a compute dtype), with the closest name where there is one."""
+    if dt in COMPUTE_DTYPES:
+        return None
+    close = difflib.get_close_matches(str(dt), COMPUTE_DTYPES, n=1)
+    hint = f"did you mean '{close[0]}'?" if close else f"use one of {', '.join(COMPUTE_DTYPES)}"
+    return f"unknown dtype ({hint})"
+
+
 def _profile_device(v: "_V", top: dict) -> Device:
     d = v.mapping(top["device"], "device", _DEVICE, required=S.required(S.DEVICE))
-    peaks_raw = d["peak_flops"]
-    if not isinstance(peaks_raw, dict) or not peaks_raw:
-        raise v.fail(
-            "device.peak_flops",
-            f"{_show(peaks_raw)} is not a mapping of dtype to FLOP/s (for example bf16: 989 TFLOP/s)",
-        )
-    peaks = {}
-    for dt, val in peaks_raw.items():
-        if dt not in COMPUTE_DTYPES:
-            close = difflib.get_close_matches(str(dt), COMPUTE_DTYPES, n=1)
-            hint = f"did you mean '{close[0]}'?" if close else f"use one of {', '.join(COMPUTE_DTYPES)}"
-            raise v.fail(f"device.peak_flops.{dt}", f"unknown dtype ({hint})")
-        peaks[dt] = v.quantity(val, f"device.peak_flops.{dt}", "flops")
-    by_dtype_raw = d.get("mfu_by_dtype") or {}
-    if not isinstance(by_dtype_raw, dict):
-        raise v.fail(
-            "device.mfu_by_dtype",
-            f"{_show(by_dtype_raw)} is not a mapping of dtype to fraction (for example fp32: 0.57)",
-        )
-    mfu_by_dtype = {}
-    for dt, val in by_dtype_raw.items():
-        if dt not in peaks:
-            raise v.fail(f"device.mfu_by_dtype.{dt}", f"{dt!r} has no peak_flops entry; add one or remove this")
-        mfu_by_dtype[dt] = v.fraction(val, f"device.mfu_by_dtype.{dt}")
+    peaks = _by_dtype(
+        v,
+        d["peak_flops"],
+        "device.peak_flops",
+        what="FLOP/s (for example bf16: 989 TFLOP/s)",
+        unknown=_unknown_dtype,
+        read=lambda val, where: v.quantity(val, where, "flops"),
+    )
+    mfu_by_dtype = _by_dtype(
+        v,
+        d.get("mfu_by_dtype") or {},
+        "device.mfu_by_dtype",
+        what="fraction (for example fp32: 0.57)",
+        unknown=lambda dt: None if dt in peaks else f"{dt!r} has no peak_flops entry; add one or remove this",
+        read=v.fraction,
+        empty=True,
+    )
     return Device(peak_flops=peaks, mfu_by_dtype=mfu_by_dtype, **v.fields(d, S.DEVICE, "device", kinds=_SIMPLE))
 
 

@@ -22,7 +22,7 @@ Pure numpy; no ``np.quantile``, ``np.median`` or ``np.unique`` (their first call
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from typing import Any, Sequence
+from typing import Any, Iterator
 
 import numpy as np
 
@@ -59,6 +59,8 @@ LEVELS = (("strategy", "base", "nodes"), ("strategy", "base"), ("base",), ())
 OFFSET_LEVEL = 1
 #: how the words of a band of a kind with no published row begin
 UNMEASURED = "no published training row of this kind"
+#: how the kinds are read: MIN_ROWS rows of MIN_SERIES series
+GROUPING = RB.Grouping(MIN_ROWS, MIN_SERIES, unit="rows", group_unit="series", one="series", unmeasured=UNMEASURED)
 
 Kind = tuple[str, str, int]
 
@@ -82,8 +84,9 @@ def kind_words(kind: Kind, level: int = 0) -> str:
 
 
 @dataclass(frozen=True)
-class Corpus:
-    """Validated rows: one entry per row, each a series label, its kind and its ratio."""
+class Corpus(RB.Columns):
+    """Validated rows: one entry per row, each a series label, its kind and its ratio; ``of`` reads rows
+    ``(series, strategy, base, nodes, ratio)``."""
 
     series: np.ndarray
     strategy: np.ndarray
@@ -92,25 +95,13 @@ class Corpus:
     ratio: np.ndarray
     cache: dict = field(default_factory=dict, compare=False, repr=False)
 
-    @classmethod
-    def of(cls, rows: Sequence[Sequence[Any]]) -> "Corpus":
-        """From rows ``(series, strategy, base, nodes, ratio)``."""
-        cols = list(zip(*rows)) if rows else [()] * 5
-        return cls(
-            np.array(cols[0], dtype=object),
-            np.array(cols[1], dtype=object),
-            np.array(cols[2], dtype=object),
-            node_band(np.array(cols[3], dtype=np.int64)),
-            np.array(cols[4], dtype=np.float64),
-        )
-
-    @property
-    def labels(self) -> np.ndarray:
-        return self.series
-
-    def without(self, series: str) -> "Corpus":
-        keep = self.series != series
-        return Corpus(self.series[keep], self.strategy[keep], self.base[keep], self.band[keep], self.ratio[keep])
+    COLUMNS = (
+        lambda c: np.array(c, dtype=object),
+        lambda c: np.array(c, dtype=object),
+        lambda c: np.array(c, dtype=object),
+        lambda c: node_band(np.array(c, dtype=np.int64)),
+        lambda c: np.array(c, dtype=np.float64),
+    )
 
     def kind(self, i: int) -> Kind:
         return (str(self.strategy[i]), str(self.base[i]), int(self.band[i]))
@@ -124,57 +115,36 @@ class Corpus:
 
 
 def ratio_band(corpus: Corpus, kind: Kind) -> RatioBand:
-    """The ratio band of a kind ``(strategy, base, node band index)``: see the module."""
-    if kind in corpus.cache:
-        return corpus.cache[kind]
-    masks = corpus.masks(kind)
-    out = _own(corpus, kind, masks)
-    if out is None or RB.count_labels(corpus.series[masks[0]]) < MIN_SERIES:
-        # no row of its own, or the rows of one series (one cluster: one draw of the kind's offset): the widest
-        # band of its neighbours, and its own
-        out = _neighbours(corpus, kind, out)
-    if out is None:
-        raise ValueError("no validated row to read a band from (simcli/step/error_table.py is empty)")
-    corpus.cache[kind] = out
-    return out
+    """The ratio band of a kind ``(strategy, base, node band index)``: see the module. A kind with no row, or the
+    rows of one series, takes the widest band of the measured kinds of the same node band (else of any), each read
+    from its own rows, and its own."""
+    return RB.kind_band(
+        corpus,
+        kind,
+        grouping=GROUPING,
+        own_of=_own,
+        neighbours=lambda masks: _neighbours(corpus, kind),
+        empty="no validated row to read a band from (simcli/step/error_table.py is empty)",
+    )
+
+
+def _neighbours(corpus: Corpus, kind: Kind) -> Iterator[tuple[list[Kind], str]]:
+    """The measured kinds of the same node band, then of any, with their words (lazily)."""
+    same_scale = corpus.band == kind[2]
+    for near_mask, words in ((same_scale, NODE_BANDS[kind[2]][0]), (np.ones(same_scale.shape, bool), "any scale")):
+        yield sorted({corpus.kind(int(i)) for i in np.flatnonzero(near_mask)} - {kind}), words
 
 
 def _own(corpus: Corpus, kind: Kind, masks: list[np.ndarray]) -> RatioBand | None:
     """The band read from the kind's own grouping, backing off down :data:`LEVELS`; None where it has no row."""
-    own = int(masks[0].sum())
-    if not own:
-        return None
-    if ("own",) + kind in corpus.cache:
-        return corpus.cache[("own",) + kind]
-    out = RB.backed_off(
-        corpus.ratio,
-        corpus.series,
+    return RB.own_band(
+        corpus,
+        kind,
         masks,
-        min_rows=MIN_ROWS,
-        min_groups=MIN_SERIES,
+        grouping=GROUPING,
         offsets_from=lambda level: masks[OFFSET_LEVEL] if level <= OFFSET_LEVEL else masks[level],
-        describe=lambda level, n: (
-            kind_words(kind, level)
-            + ("" if level == 0 else f" (this kind: {own} rows)")
-            + f"; a cluster's offset from {n} series"
-        ),
-        unit="rows",
-        group_unit="series",
-    )
-    corpus.cache[("own",) + kind] = out
-    return out
-
-
-def _neighbours(corpus: Corpus, kind: Kind, own: RatioBand | None) -> RatioBand | None:
-    """The widest of the bands of the measured kinds of the same node band (else of any), each read from its own
-    rows, and of the kind's own where it has one."""
-    same_scale = corpus.band == kind[2]
-    levels = (
-        (sorted({corpus.kind(int(i)) for i in np.flatnonzero(near_mask)} - {kind}), words)
-        for near_mask, words in ((same_scale, NODE_BANDS[kind[2]][0]), (np.ones(same_scale.shape, bool), "any scale"))
-    )
-    return RB.widest_of_neighbours(
-        own, levels, lambda nk: _own(corpus, nk, corpus.masks(nk)), unmeasured=UNMEASURED, one="series"
+        words=lambda level: kind_words(kind, level),
+        offsets=lambda n: f"; a cluster's offset from {n} series",
     )
 
 
