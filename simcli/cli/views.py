@@ -18,6 +18,7 @@ from ..base.types import (
 )
 from ..base.units import fmt_bytes, fmt_count, fmt_flops, fmt_rate, fmt_time
 from ..base.units import sig4 as _g
+from ..comm import rccl
 from ..comm.bands import UNMEASURED
 from ..comm.specs import COLLECTIVES
 from ..io.render import Column, kv_table, labelled, table, time_unit
@@ -269,7 +270,9 @@ def _sig_up(v: float) -> str:
 def release_words(profile: Profile, short: bool = False) -> str:
     """The NCCL release that prices a profile, as a header says it: 'NCCL 2.29.7 (the default: what torch 2.13's
     CUDA wheels install)' (``short``: 'NCCL 2.29.7 (the default: torch 2.13's)'), or 'nccl.version 2.28.9' for
-    another; '' where NCCL's tuner does not price it."""
+    another; for RCCL the row that prices it ('RCCL 2.21.5'); '' where neither tuner prices it."""
+    if profile.library == "rccl" and profile.nccl is not None:
+        return f"RCCL {rccl.release(profile.nccl).version}"
     if profile.library != "nccl" or profile.nccl is None:
         return ""
     v = profile.nccl.version
