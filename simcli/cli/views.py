@@ -271,13 +271,21 @@ def release_words(profile: Profile, short: bool = False) -> str:
     """The NCCL release that prices a profile, as a header says it: 'NCCL 2.29.7 (the default: what torch 2.13's
     CUDA wheels install)' (``short``: 'NCCL 2.29.7 (the default: torch 2.13's)'), or 'nccl.version 2.28.9' for
     another; for RCCL the row that prices it ('RCCL 2.21.5'); '' where neither tuner prices it."""
-    if profile.library == "rccl" and profile.nccl is not None:
-        return f"RCCL {rccl.release(profile.nccl).version}"
-    if profile.library != "nccl" or profile.nccl is None:
+    if profile.nccl is None or profile.library not in ("nccl", "rccl"):
         return ""
+    plugin = ", its platform's tuner plugin choosing" if profile.nccl.tuner == "fastest" else ""
+    if profile.library == "rccl":
+        return f"RCCL {rccl.release(profile.nccl).version}{plugin}"
     v = profile.nccl.version
     why = NCCL_DEFAULT_SHORT if short else NCCL_DEFAULT_WHY
-    return f"NCCL {v} (the default: {why})" if v == NCCL_TABLES_VERSION else f"nccl.version {v}"
+    return (f"NCCL {v} (the default: {why})" if v == NCCL_TABLES_VERSION else f"nccl.version {v}") + plugin
+
+
+#: explain's row where a platform's tuner plugin replaces NCCL's choice (nccl.tuner: fastest)
+PLUGIN_WORDS = (
+    "the platform's tuner plugin replaces NCCL's tuner (nccl.tuner: fastest): the pair simcli's cost prices "
+    "fastest (docs/nccl.md#tuner-plugins)"
+)
 
 
 #: algorithms that choose per k and size, so the table shows what they chose
@@ -474,6 +482,8 @@ def explain_view(d: dict[str, Any]) -> Any:
                 f"{rel.get('version', d['nccl_version'])}{against}",
             )
         )
+    if d.get("nccl_tuner") == "fastest":
+        rows.append(("NCCL's choice", PLUGIN_WORDS))
     if d.get("nccl_defaulted"):
         rows.append(("NCCL constants", "defaulted by GPU generation and link kind: " + ", ".join(d["nccl_defaulted"])))
     kinds = []

@@ -128,6 +128,8 @@ def step_terms(
         "nccl_defaulted": (list(nccl_choice.nccl_spec(sc.profile).defaulted) if sc.profile.library == "nccl" else None),
         "nccl_version": nccl_choice.nccl_spec(sc.profile).version if sc.profile.library == "nccl" else None,
         "nccl_release": _release_changes(sc.profile),
+        #: whose choice runs: "nccl" (NCCL's tuner) or "fastest" (a platform's tuner plugin; docs/nccl.md)
+        "nccl_tuner": sc.profile.nccl.tuner if sc.profile.nccl is not None else None,
         "overlap": sc.overlap,
         "accum": sc.accum,
         "batch_per_device": float(res.batch_per_device[0]),

@@ -533,3 +533,18 @@ def test_completion_offers_profile_and_model_names(tmp_path, monkeypatch):
     monkeypatch.chdir(tmp_path)
     assert complete_profile("my-") == ["my-cluster.yaml"]
     assert complete_model("resnet") == ["resnet50"] or "resnet50" in complete_model("resnet")
+
+
+def test_a_tuner_plugin_profile_says_whose_choice_runs(runner):
+    """gcp-a3-mega (nccl.tuner: fastest): comm's and speedup's headers and explain's rows say the platform's tuner
+    plugin chooses, and explain's JSON carries it; a profile on NCCL's own tuner says none of it."""
+    words = "its platform's tuner plugin choosing"
+    for profile, said in (("gcp-a3-mega", True), ("dgx-h100", False)):
+        r = runner.invoke(app, ["comm", "-p", profile, "-k", "16", "-s", "1MiB"], env={"COLUMNS": "400"})
+        assert r.exit_code == 0, r.output
+        assert (words in r.stdout) is said
+        r = runner.invoke(app, ["explain", "-p", profile, "-m", "bert-base", "-k", "16", "-f", "json"])
+        assert r.exit_code == 0, r.output
+        assert json.loads(r.stdout)["nccl_tuner"] == ("fastest" if said else "nccl")
+        r = runner.invoke(app, ["explain", "-p", profile, "-m", "bert-base", "-k", "16"], env={"COLUMNS": "400"})
+        assert ("the platform's tuner plugin replaces NCCL's tuner" in r.stdout) is said
