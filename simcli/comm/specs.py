@@ -77,25 +77,56 @@ def _steps(k: np.ndarray) -> np.ndarray:
 
 
 _PERF = "nccl-tests doc/PERFORMANCE.md; NVIDIA/nccl src/graph/tuning.cc"
-# fmt: off
-COLLECTIVE_SPECS: tuple[CollectiveSpec, ...] = tuple(
+COLLECTIVE_SPECS: tuple[CollectiveSpec, ...] = (
     CollectiveSpec(
-        name=n, label=label, busbw=bw, busbw_of=bw_of, ring_steps=steps, ring_passes=passes, reduced=reduced,
-        nccl_algorithms=algos, nvls_fill=fill, source=_PERF + (f"; src/device/{kernel}" if kernel else ""),
-    )
-    for n, label, bw, bw_of, steps, passes, reduced, algos, fill, kernel in (
-        # name, label, busbw as text and of k, ring steps of k, passes, reduced of k, NCCL's algorithms, NVLS fill,
-        # NCCL's kernel
-        ("all_reduce", "all-reduce", "2(k-1)/k", lambda k: 2.0 * _part(k), lambda k: 2.0 * _steps(k), 2, _part,
-         ("tree", "ring", "nvls", "nvls-tree"), 2.0, "all_reduce.h"),
-        ("reduce_scatter", "reduce-scatter", "(k-1)/k", _part, _steps, 1, _part, ("ring", "nvls", "pat"), 1.0,
-         "reduce_scatter.h"),
-        ("all_gather", "all-gather", "(k-1)/k", _part, _steps, 1, _zero, ("ring", "nvls", "pat"), 1.0, "all_gather.h"),
-        ("broadcast", "broadcast", "1", lambda k: np.ones_like(np.asarray(k, dtype=np.float64)),
-         lambda k: np.asarray(k, dtype=np.float64), 1, _zero, ("ring",), 0.0, None),
-    )
+        name="all_reduce",
+        label="all-reduce",
+        busbw="2(k-1)/k",
+        busbw_of=lambda k: 2.0 * _part(k),
+        ring_steps=lambda k: 2.0 * _steps(k),
+        ring_passes=2,
+        reduced=_part,
+        nccl_algorithms=("tree", "ring", "nvls", "nvls-tree"),
+        nvls_fill=2.0,
+        source=_PERF + "; src/device/all_reduce.h",
+    ),
+    CollectiveSpec(
+        name="reduce_scatter",
+        label="reduce-scatter",
+        busbw="(k-1)/k",
+        busbw_of=_part,
+        ring_steps=_steps,
+        ring_passes=1,
+        reduced=_part,
+        nccl_algorithms=("ring", "nvls", "pat"),
+        nvls_fill=1.0,
+        source=_PERF + "; src/device/reduce_scatter.h",
+    ),
+    CollectiveSpec(
+        name="all_gather",
+        label="all-gather",
+        busbw="(k-1)/k",
+        busbw_of=_part,
+        ring_steps=_steps,
+        ring_passes=1,
+        reduced=_zero,
+        nccl_algorithms=("ring", "nvls", "pat"),
+        nvls_fill=1.0,
+        source=_PERF + "; src/device/all_gather.h",
+    ),
+    CollectiveSpec(
+        name="broadcast",
+        label="broadcast",
+        busbw="1",
+        busbw_of=lambda k: np.ones_like(np.asarray(k, dtype=np.float64)),
+        ring_steps=lambda k: np.asarray(k, dtype=np.float64),
+        ring_passes=1,
+        reduced=_zero,
+        nccl_algorithms=("ring",),
+        nvls_fill=0.0,
+        source=_PERF,
+    ),
 )
-# fmt: on
 #: the collectives by name, in nccl-tests' order
 COLLECTIVES: dict[str, CollectiveSpec] = {c.name: c for c in COLLECTIVE_SPECS}
 
