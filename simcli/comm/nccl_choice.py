@@ -19,6 +19,7 @@ from .specs import PROTOCOL_SPECS
 from .topology import ring_params, tier_bandwidth
 
 __all__ = [
+    "chooser",
     "nccl_spec",
     "nccl_collective",
     "candidates",
@@ -32,6 +33,13 @@ __all__ = [
 def nccl_spec(profile: Any) -> Any:
     """The profile's NCCL constants, or the defaults for its GPU generation and link kinds."""
     return profile.nccl if profile.nccl is not None else default_spec(profile.device.name, profile.network)
+
+
+def chooser(spec: NcclSpec, by: str) -> str:
+    """How a pair is chosen: ``by`` ("tuner": the library's tuner; "time": the fastest by cost), except that where
+    a platform's tuner plugin replaces the library's (``spec.tuner == "fastest"``, docs/nccl.md "Tuner plugins")
+    the choice is the fastest by cost."""
+    return "time" if spec.tuner == "fastest" else by
 
 
 def candidates(
@@ -210,8 +218,7 @@ def nccl_collective(
     message (from 2.24.3 NCCL's choice prices an fp8 Ring x1024 past 8 ranks); None: not known."""
     net = profile.network
     spec = nccl_spec(profile)
-    if spec.tuner == "fastest":  # a platform's tuner plugin, tuned by measurement, replaces NCCL's choice
-        by = "time"
+    by = chooser(spec, by)
     fp8_ring = (
         message_dtype == "fp8" and by == "tuner" and releases.select(spec.version, "nccl.version").fp8_ring_penalty
     )

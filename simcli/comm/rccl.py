@@ -49,7 +49,7 @@ import numpy as np
 from ..base.types import InputError, NcclSpec, Tier
 from .cost import CommCost, lazy, per_tier
 from .nccl import HW_LATENCY_US, NET_OVERHEAD_US, Pair, hops, tier_kind, tree_groups
-from .nccl_choice import candidates, nccl_spec
+from .nccl_choice import candidates, chooser, nccl_spec
 from .specs import COLLECTIVES, PROTOCOLS, link_kind
 from .topology import ring_params
 
@@ -480,8 +480,7 @@ def rccl_collective(
 
     net = profile.network
     spec = nccl_spec(profile)
-    if spec.tuner == "fastest":  # a platform's tuner plugin, tuned by measurement, replaces RCCL's choice
-        by = "time"
+    by = chooser(spec, by)
     rel = release(spec)
     model = _model(rel, spec)
     k = np.asarray(k, dtype=np.int64)
