@@ -102,8 +102,18 @@ def test_every_carried_release_has_a_hand_row():
     assert set(TAGS) == set(releases.carried())
 
 
-def _pair(version: str, k: int, algorithm: str, protocol: str, ppn1: bool = False) -> nccl.Pair:
-    prof = resolve_profile("dgx-h100")
+def _pair(
+    version: str,
+    k: int,
+    algorithm: str,
+    protocol: str,
+    ppn1: bool = False,
+    *,
+    profile: str = "dgx-h100",
+    collective: str = "all_reduce",
+) -> nccl.Pair:
+    """One (algorithm, protocol) pair of ``profile`` at k devices, priced as NCCL ``version``."""
+    prof = resolve_profile(profile)
     net = prof.network
     if ppn1:  # the same GPUs and NICs, one GPU per node
         net = (dataclasses.replace(net[0], size=1),) + tuple(net[1:])
@@ -114,7 +124,7 @@ def _pair(version: str, k: int, algorithm: str, protocol: str, ppn1: bool = Fals
         spec,
         kk,
         tier_Bps=tier_bandwidth(net, kk),
-        collective="all_reduce",
+        collective=collective,
         algorithms=[algorithm],
         protocols=[protocol],
     )
@@ -181,19 +191,8 @@ def test_blackwell_nvls_graph_in_one_nvl72_rack_by_hand():
     (2.29.2 on: 90, 80, 70, 60, 50, 45, 40, 30, 24, 20, ...) with (G + 1) S <= 18 x SM100_NVLINK_BW 40.1 = 721.8 GB/s:
     20; busBw = G x S x nvlsEfficiency[Blackwell] 0.74 x (G-1)/G x 2, algBw x 72/142; from 2.27.3 NVLS runs 24
     channels in one NVLink domain (nvls.cc NVLS_NCHANNELS_SM100_NVL), 32 from 2.25.1 to 2.27.x."""
-    prof = resolve_profile("gb200-nvl72")
-    k = np.array([72])
     for version, nch in (("2.29.7", 24), ("2.26.2", 32)):
-        spec = dataclasses.replace(prof.nccl, version=version)
-        (pr,) = nccl.pairs(
-            prof.network,
-            spec,
-            k,
-            tier_Bps=tier_bandwidth(prof.network, k),
-            collective="all_reduce",
-            algorithms=["nvls"],
-            protocols=["simple"],
-        )
+        pr = _pair(version, 72, "nvls", "simple", profile="gb200-nvl72")
         assert pr.enabled[0]
         assert pr.alg_Bps[0] / 1e9 == pytest.approx(32 * 20 * 0.74 * 31 / 32 * 2 * 72 / 142, rel=1e-9)
         assert float(np.asarray(pr.ops).reshape(-1)[0]) == nch * 32
@@ -323,29 +322,15 @@ def test_pat_at_one_gpu_per_node_by_hand(version, factor):
     """tuning.cc 2.23.4 on (ncclPatEnable: nNodes == nRanks): PAT all-gather/reduce-scatter, Simple, latency
     8 + log2i(nNodes)·interLat/3.5 + nRanks·2.8 us with interLat Tree's network hop (14 us), busBw x 0.85
     (2.23.4) or 0.75 (2.24.3 on) kept as the algorithm bandwidth; none before 2.23.4, none at 8 GPUs per node."""
-    prof = resolve_profile("dgx-h100")
-    one = (dataclasses.replace(prof.network[0], size=1),) + tuple(prof.network[1:])
-    spec = dataclasses.replace(prof.nccl, version=version)
-    k = np.array([32])
     for coll in ("all_gather", "reduce_scatter"):
-        tb = tier_bandwidth(one, k)
-        (pat,) = nccl.pairs(one, spec, k, tier_Bps=tb, collective=coll, algorithms=["pat"], protocols=["simple"])
-        (ring,) = nccl.pairs(one, spec, k, tier_Bps=tb, collective=coll, algorithms=["ring"], protocols=["simple"])
+        pat = _pair(version, 32, "pat", "simple", True, collective=coll)
+        ring = _pair(version, 32, "ring", "simple", True, collective=coll)
         assert bool(pat.enabled[0]) == (factor is not None)
         if factor is not None:
             assert pat.tuner_lat[0] * 1e6 == pytest.approx(8 + 5 * 14.0 / 3.5 + 32 * 2.8, rel=1e-9)
             assert pat.latency[0] * 1e6 == pytest.approx(8 + 5 * 14.0 / 3.5 + 32 * 2.8, rel=1e-9)
             assert pat.alg_Bps[0] == pytest.approx(ring.bus_Bps[0] * factor, rel=1e-12)
-        (node,) = nccl.pairs(
-            prof.network,
-            spec,
-            k,
-            tier_Bps=tier_bandwidth(prof.network, k),
-            collective=coll,
-            algorithms=["pat"],
-            protocols=["simple"],
-        )
-        assert not node.enabled[0]
+        assert not _pair(version, 32, "pat", "simple", collective=coll).enabled[0]  # 8 GPUs per node
 
 
 def test_comm_picks_pat_where_nccl_would(runner, tmp_path):
@@ -426,21 +411,9 @@ def test_tree_pattern_factor_from_2_18_3():
 def test_nvls_all_gather_and_reduce_scatter_from_2_19_1():
     """tuning.cc before 2.19.1: "if (coll == ncclFuncAllGather && a != NCCL_ALGO_RING) continue" (v2.18.5-1 lines
     168-169); from v2.19.1-1 NVLS too."""
-    prof = resolve_profile("dgx-h100")
-    k = np.array([8])
     for coll in ("all_gather", "reduce_scatter"):
         for version, on in (("2.18.5", False), ("2.19.1", True)):
-            spec = dataclasses.replace(prof.nccl, version=version)
-            (pr,) = nccl.pairs(
-                prof.network,
-                spec,
-                k,
-                tier_Bps=tier_bandwidth(prof.network, k),
-                collective=coll,
-                algorithms=["nvls"],
-                protocols=["simple"],
-            )
-            assert bool(pr.enabled[0]) == on
+            assert bool(_pair(version, 8, "nvls", "simple", collective=coll).enabled[0]) == on
 
 
 # v2.18.1-1 src/graph/tuning.cc, lines 56-59, 67-80, 88-99, 160, 187-188 (NVIDIA/nccl, BSD-3-Clause)
